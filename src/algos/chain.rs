@@ -1,0 +1,66 @@
+//! Chain (seed 000's Circle-Allreduce, "pass the parcel"): rank 0 sends its vector to
+//! rank 1, which adds its own and passes the sum to rank 2, ... up to rank P-1, which
+//! holds the total and sends it back down the chain. With `segments: N` the vector
+//! is cut into N pieces that follow each other down the chain, pipelined.
+
+use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, block};
+use crate::cost_model;
+use crate::sim::op::{Op, Program, Rank};
+
+/// Registry entry.
+pub const INFO: AlgoInfo = AlgoInfo {
+    id: "chain",
+    summary: "pass-and-add along 0..P-1, then back (optionally in segments, pipelined)",
+    source: "seed 000 Circle-Allreduce",
+    requires: "any P >= 1, any n",
+    closed_form: "segments = 1: (P-1)(2 alpha + 2 S/B + S C); segments N: the forward pass is a flow \
+                  shop of 2(P-1) stages (hop, add) over N segments, the backward pass one of P-1 hops: \
+                  with equal segments s, (P-1)(T+R) + (N-1) max(T,R) + (P+N-2) T, T = alpha + s/B, R = s C",
+    params: &["segments=1: pieces the vector is cut into and pipelined"],
+    build: |params| Ok(Box::new(Chain { segments: params.count("segments", 1)? })),
+};
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct Chain {
+    /// Pieces the vector is pipelined in.
+    pub segments: usize,
+}
+
+impl Algorithm for Chain {
+    fn id(&self) -> &'static str {
+        INFO.id
+    }
+
+    fn label(&self) -> String {
+        if self.segments == 1 { INFO.id.into() } else { format!("chain(segments={})", self.segments) }
+    }
+
+    fn program(&self, rank: Rank, p: Problem) -> Vec<Program<'_>> {
+        let (r, last, n, segs) = (rank, p.ranks as Rank - 1, p.elems, self.segments);
+        let seg = move |s: usize| block(n, segs, s);
+        // Forward: take segment s from the left, add mine, pass it right.
+        let forward = (0..segs).flat_map(move |s| {
+            let tag = s as u32;
+            let take = (r > 0).then(|| [Op::recv_reduce(r - 1, tag, seg(s)), Op::WaitAll]);
+            let pass = (r < last).then(|| Op::send(r + 1, tag, seg(s)));
+            take.into_iter().flatten().chain(pass)
+        });
+        // Backward: take the finished segment from the right, pass it left.
+        let backward = (0..segs).flat_map(move |s| {
+            let tag = (segs + s) as u32;
+            let take = (r < last).then(|| [Op::recv_copy(r + 1, tag, seg(s)), Op::WaitAll]);
+            let pass = (r > 0).then(|| Op::send(r - 1, tag, seg(s)));
+            take.into_iter().flatten().chain(pass)
+        });
+        vec![Box::new(forward.chain(backward))]
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        Some((cost_model::chain(p, &cost_model::Hockney::of(m)?, self.segments), EXACT))
+    }
+
+    fn reduction_depth(&self, p: &Problem) -> usize {
+        p.ranks - 1
+    }
+}

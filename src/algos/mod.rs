@@ -1,0 +1,140 @@
+//! The algorithms: one file per family, each a per-rank program of sends, receives
+//! and reductions that reads like the textbook (see `STYLE.md`).
+//!
+//! An algorithm never sees time or ports; it states, for every rank, what moves where
+//! and what waits for what. Its cost in the ideal model is in [`crate::cost_model`].
+
+mod butterfly;
+mod chain;
+mod halving_doubling;
+mod params;
+mod ring;
+mod star;
+mod tree;
+
+pub use params::{ParamError, Params};
+pub(crate) use tree::binomial as binomial_shape;
+
+use crate::sim::op::{Program, Rank, Region};
+use crate::topology::Topology;
+
+/// The problem an algorithm solves: P ranks, n elements of e bytes each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// P.
+    pub ranks: usize,
+    /// n, elements per rank.
+    pub elems: usize,
+    /// e, bytes per element.
+    pub elem_bytes: usize,
+}
+
+impl Problem {
+    /// S = n e, bytes per rank.
+    pub fn bytes(&self) -> f64 {
+        (self.elems * self.elem_bytes) as f64
+    }
+    /// Bytes in `elems` elements.
+    pub fn b(&self, elems: usize) -> f64 {
+        (elems * self.elem_bytes) as f64
+    }
+}
+
+/// The machine as a cost model sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Machine<'a> {
+    /// The interconnect.
+    pub topo: &'a dyn Topology,
+    /// C, seconds per byte reduced.
+    pub cost_per_byte: f64,
+}
+
+/// An allreduce algorithm.
+pub trait Algorithm: Send + Sync + std::fmt::Debug {
+    /// Stable id (SPEC section 7).
+    fn id(&self) -> &'static str;
+    /// The id with any non-default parameters, as shown in reports.
+    fn label(&self) -> String {
+        self.id().to_string()
+    }
+    /// Why it cannot run on this problem and machine, if it cannot.
+    fn applicable(&self, _p: &Problem, _m: &Machine) -> Result<(), String> {
+        Ok(())
+    }
+    /// Rank `rank`'s program: one or more concurrent streams of operations
+    /// (each stream blocks on its own waits; all share the rank's ports and compute).
+    fn program(&self, rank: Rank, p: Problem) -> Vec<Program<'_>>;
+    /// Elements of each scratch buffer every rank needs (buffer ids 1, 2, ...).
+    fn scratch(&self, _p: &Problem) -> Vec<usize> {
+        Vec::new()
+    }
+    /// Time in the ideal model, and the relative tolerance it is exact to
+    /// (`None` where this machine has no closed form for it).
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)>;
+    /// The most rounded additions any result element goes through in sequence:
+    /// the height of its summation tree, which sets the error bound.
+    fn reduction_depth(&self, p: &Problem) -> usize;
+}
+
+/// The tolerance of an exact closed form: only floating-point summation order differs.
+pub const EXACT: f64 = 1e-9;
+
+/// What `list` shows of an algorithm, and how to build one.
+pub struct AlgoInfo {
+    /// Stable id.
+    pub id: &'static str,
+    /// One line on what it does.
+    pub summary: &'static str,
+    /// Where it comes from (seeds, papers).
+    pub source: &'static str,
+    /// What it needs of P, n and the machine.
+    pub requires: &'static str,
+    /// Its time in the ideal model, as in the docs.
+    pub closed_form: &'static str,
+    /// Its parameters: `name=default: meaning`.
+    pub params: &'static [&'static str],
+    /// Build it from parameters (unknown or malformed parameters are errors).
+    pub build: fn(&mut Params) -> Result<Box<dyn Algorithm>, ParamError>,
+}
+
+/// Every algorithm that runs, in the order `list` shows them.
+pub fn registry() -> &'static [AlgoInfo] {
+    static REGISTRY: &[AlgoInfo] =
+        &[star::INFO, chain::INFO, tree::INFO, butterfly::INFO, ring::INFO, halving_doubling::INFO];
+    REGISTRY
+}
+
+/// Look an algorithm up by id.
+pub fn find(id: &str) -> Option<&'static AlgoInfo> {
+    registry().iter().find(|a| a.id == id)
+}
+
+/// Build algorithm `id` with `params`; every parameter must be used.
+pub fn build(id: &str, mut params: Params) -> Result<Box<dyn Algorithm>, ParamError> {
+    let info = find(id).ok_or_else(|| {
+        let ids: Vec<_> = registry().iter().map(|a| a.id).collect();
+        ParamError::new(None, format!("unknown algorithm '{id}'; allowed: {}", ids.join(", ")))
+    })?;
+    let algo = (info.build)(&mut params)?;
+    params.finish(info)?;
+    Ok(algo)
+}
+
+/// Block `i` of `n` elements cut into `parts` blocks as evenly as possible:
+/// the first `n % parts` blocks get one element more (as MPICH does).
+pub fn block(n: usize, parts: usize, i: usize) -> Region {
+    let (q, r) = (n / parts, n % parts);
+    let offset = i * q + i.min(r);
+    let len = q + usize::from(i < r);
+    Region::vec(offset, len)
+}
+
+/// `ceil(log2 p)`, with `clog2(1) == 0`.
+pub fn clog2(p: usize) -> u32 {
+    if p <= 1 { 0 } else { usize::BITS - (p - 1).leading_zeros() }
+}
+
+/// The largest power of two not above `p` (`p >= 1`).
+pub fn pow2_floor(p: usize) -> usize {
+    1 << (usize::BITS - 1 - p.leading_zeros())
+}

@@ -1,0 +1,92 @@
+//! Algorithm parameters as written in a scenario, taken one by one by the builder.
+
+use super::AlgoInfo;
+use crate::scenario::ParamValue;
+use crate::scenario::units;
+
+/// A parameter that is unknown, malformed or out of range.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ParamError {
+    /// The parameter at fault, if one is.
+    pub key: Option<String>,
+    /// What is wrong and what is allowed.
+    pub message: String,
+}
+
+impl ParamError {
+    /// An error about `key` (or the algorithm as a whole).
+    pub fn new(key: Option<&str>, message: String) -> Self {
+        ParamError { key: key.map(str::to_string), message }
+    }
+}
+
+/// The parameters of one `algorithms:` entry; a builder takes what it knows and
+/// [`Params::finish`] rejects the rest.
+#[derive(Clone, Debug, Default)]
+pub struct Params {
+    items: Vec<(String, ParamValue)>,
+}
+
+impl Params {
+    /// Parameters in the order written.
+    pub fn new(items: Vec<(String, ParamValue)>) -> Self {
+        Params { items }
+    }
+
+    fn take(&mut self, key: &str) -> Option<ParamValue> {
+        let i = self.items.iter().position(|(k, _)| k == key)?;
+        Some(self.items.remove(i).1)
+    }
+
+    /// A positive whole number (`segments: 4`).
+    pub fn count(&mut self, key: &str, default: usize) -> Result<usize, ParamError> {
+        match self.take(key) {
+            None => Ok(default),
+            Some(ParamValue::Int(v)) if v >= 1 => Ok(v as usize),
+            Some(v) => {
+                Err(ParamError::new(Some(key), format!("'{key}' must be a whole number of at least 1, not '{v}'")))
+            }
+        }
+    }
+
+    /// A size in bytes (`segment: 256KiB`), at least 1 byte.
+    pub fn size(&mut self, key: &str) -> Result<Option<u64>, ParamError> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(v) => {
+                let text = v.to_string();
+                match units::parse_size(&text) {
+                    Ok(b) if b >= 1 => Ok(Some(b)),
+                    Ok(_) => Err(ParamError::new(Some(key), format!("'{key}' must be at least 1 byte"))),
+                    Err(e) => Err(ParamError::new(Some(key), format!("'{key}': {e}"))),
+                }
+            }
+        }
+    }
+
+    /// One of `allowed` (the first is the default).
+    pub fn choice(&mut self, key: &str, allowed: &[&'static str]) -> Result<&'static str, ParamError> {
+        match self.take(key) {
+            None => Ok(allowed[0]),
+            Some(ParamValue::Str(s)) if allowed.contains(&s.as_str()) => {
+                Ok(allowed.iter().find(|a| **a == s).copied().unwrap_or(allowed[0]))
+            }
+            Some(v) => {
+                Err(ParamError::new(Some(key), format!("'{key}' must be one of {}, not '{v}'", allowed.join(", "))))
+            }
+        }
+    }
+
+    /// Reject whatever the builder did not take.
+    pub fn finish(self, info: &AlgoInfo) -> Result<(), ParamError> {
+        let Some((key, _)) = self.items.first() else { return Ok(()) };
+        let allowed = if info.params.is_empty() {
+            "it takes none".to_string()
+        } else {
+            let names: Vec<_> = info.params.iter().map(|p| p.split(['=', ':']).next().unwrap_or(p)).collect();
+            format!("allowed: {}", names.join(", "))
+        };
+        Err(ParamError::new(Some(key), format!("unknown parameter '{key}' for algorithm '{}'; {allowed}", info.id)))
+    }
+}

@@ -1,0 +1,14 @@
+//! allreduce-sim: a deterministic discrete-event simulator of allreduce and the
+//! collectives it is built from.
+//!
+//! A [`scenario::Scenario`] names a machine, algorithms and sizes; [`runner::run`]
+//! simulates every point with the engine in [`sim`], moving and reducing real numbers,
+//! and checks each against its closed form in [`cost_model`]; [`report`] renders it.
+
+pub mod algos;
+pub mod cost_model;
+pub mod report;
+pub mod runner;
+pub mod scenario;
+pub mod sim;
+pub mod topology;

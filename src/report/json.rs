@@ -1,0 +1,107 @@
+//! `--format json`: the whole [`Report`] as one pretty-printed object (SPEC section 6).
+
+use super::{Exporter, Report};
+
+/// One JSON object: `scenario` (units resolved) and `results`.
+///
+/// Non-finite floats (a NaN or an infinity from a degenerate point) come out as `null`,
+/// which is how `serde_json` writes them, so the output always parses.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Json;
+
+impl Exporter for Json {
+    fn render(&self, report: &Report) -> String {
+        match serde_json::to_string_pretty(report) {
+            Ok(mut s) => {
+                s.push('\n');
+                s
+            }
+            // Unreachable for these types (every map key is a string); still valid JSON.
+            Err(e) => {
+                format!("{{\"error\": {}}}\n", serde_json::Value::String(format!("cannot serialise the report: {e}")))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixtures;
+    use serde_json::Value;
+
+    fn parse(report: &Report) -> Value {
+        let text = Json.render(report);
+        assert!(text.ends_with("}\n"), "{text}");
+        serde_json::from_str(&text).expect("valid JSON")
+    }
+
+    #[test]
+    fn has_scenario_and_every_result_with_spec_field_names() {
+        let v = parse(&fixtures::report());
+        assert_eq!(v["scenario"]["name"], "ring vs butterfly");
+        assert_eq!(v["scenario"]["topology"]["kind"], "fully_connected");
+        let results = v["results"].as_array().unwrap();
+        assert_eq!(results.len(), 5);
+        let r = &results[0];
+        for field in [
+            "algorithm",
+            "ranks",
+            "bytes",
+            "time_s",
+            "closed_form_s",
+            "closed_form_rel_err",
+            "lower_bound_s",
+            "efficiency",
+            "algbw_Bps",
+            "busbw_Bps",
+            "messages",
+            "bytes_sent_max",
+            "peak_buffer_bytes",
+            "max_abs_error",
+            "error_bound",
+            "verified",
+            "ranks_bitwise_equal",
+            "events",
+            "wall_time_s",
+        ] {
+            assert!(r.get(field).is_some(), "missing {field}");
+        }
+        assert_eq!(r["algorithm"], "ring");
+        assert_eq!(r["bytes"], 4096);
+        assert_eq!(r["time_s"].as_f64(), Some(6.6e-6));
+        assert_eq!(r["verified"], true);
+    }
+
+    #[test]
+    fn none_is_null() {
+        let v = parse(&fixtures::report());
+        let na = &v["results"][2];
+        assert_eq!(na["algorithm"], "mesh_2d");
+        assert!(na["closed_form_s"].is_null());
+        assert!(na["verified"].is_null());
+        assert_eq!(na["not_applicable"], "needs 2 NICs per rank, the topology has 1");
+    }
+
+    #[test]
+    fn non_finite_floats_become_null_and_output_still_parses() {
+        let mut report = fixtures::report();
+        let r = &mut report.results[0];
+        r.time_s = f64::NAN;
+        r.efficiency = Some(f64::INFINITY);
+        r.algbw_bps = Some(f64::NEG_INFINITY);
+        let v = parse(&report);
+        assert!(v["results"][0]["time_s"].is_null());
+        assert!(v["results"][0]["efficiency"].is_null());
+        assert!(v["results"][0]["algbw_Bps"].is_null());
+    }
+
+    #[test]
+    fn floats_round_trip() {
+        let mut report = fixtures::report();
+        let x = 0.1 + 0.2; // 0.30000000000000004
+        report.results[0].time_s = x;
+        let v = parse(&report);
+        assert_eq!(v["results"][0]["time_s"].as_f64(), Some(x));
+    }
+}

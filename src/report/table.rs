@@ -1,0 +1,445 @@
+//! `--format table`: the report for a person.
+//!
+//! A title with the machine, then one aligned table per (ranks, bytes) point in the
+//! order the sweep ran them, the fastest algorithm of each marked `*`, then every failed
+//! check and a one-line verdict.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::{Exporter, PointResult, Report};
+use crate::scenario::units::{fmt_bandwidth, fmt_bytes, fmt_time};
+use crate::scenario::{DataMode, Scenario, TopologySpec};
+
+/// Aligned text tables, humanised units, no colours.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Table;
+
+impl Exporter for Table {
+    fn render(&self, report: &Report) -> String {
+        let mut out = String::new();
+        title(&mut out, &report.scenario);
+
+        for ((ranks, bytes), rows) in groups(&report.results) {
+            out.push('\n');
+            let elems = bytes / report.scenario.data.dtype.bytes() as u64;
+            let _ = writeln!(
+                out,
+                "P = {ranks}, S = {} ({elems} x {})",
+                fmt_bytes(bytes),
+                serde_name(&report.scenario.data.dtype),
+            );
+            group_table(&mut out, &rows);
+        }
+
+        let failed: Vec<&PointResult> = report.results.iter().filter(|r| !r.passed()).collect();
+        if !failed.is_empty() {
+            out.push_str("\nfailures:\n");
+            for r in &failed {
+                for f in &r.failures {
+                    let _ = writeln!(out, "  {} {}: {f}", r.algorithm, point(r));
+                }
+            }
+        }
+
+        out.push('\n');
+        let n = report.results.len();
+        let points = if n == 1 { "point" } else { "points" };
+        if failed.is_empty() {
+            let _ = writeln!(out, "{n} {points}, all checks held");
+        } else {
+            let _ = writeln!(out, "{n} {points}, {} failed", failed.len());
+        }
+        out
+    }
+}
+
+/// Efficiencies up to `1 + EFFICIENCY_SLACK` are rounding (an algorithm that meets the
+/// bound exactly, e.g. butterfly on 2 ranks with C = 0); above it, a finding, marked `!`
+/// (the runner also records it as a failure, listed under the tables).
+const EFFICIENCY_SLACK: f64 = 1e-9;
+
+/// `P = 8, S = 1 MiB`, for failure lines.
+fn point(r: &PointResult) -> String {
+    format!("(P = {}, S = {})", r.ranks, fmt_bytes(r.bytes))
+}
+
+/// The scenario's name, then the machine and the data on one line.
+fn title(out: &mut String, s: &Scenario) {
+    let _ = writeln!(out, "{}", s.name);
+    let data = match s.data.mode {
+        DataMode::Full => format!(
+            "{} {}, {} data (seed {}), every element checked",
+            serde_name(&s.data.dtype),
+            serde_name(&s.data.op),
+            serde_name(&s.data.init),
+            s.seed,
+        ),
+        DataMode::Off => format!("{} {}, data off (timing only)", serde_name(&s.data.dtype), serde_name(&s.data.op),),
+    };
+    let _ = writeln!(
+        out,
+        "{} on {}, C={}/B, {} network; {data}",
+        serde_name(&s.collective),
+        describe_topology(&s.topology),
+        fmt_time(s.cost_per_byte),
+        serde_name(&s.network),
+    );
+}
+
+/// `fully connected, alpha=1 us, B=12.5 GB/s, 1 NIC`.
+#[allow(unreachable_patterns)] // the catch-all is for kinds still to come
+pub(crate) fn describe_topology(t: &TopologySpec) -> String {
+    match t {
+        TopologySpec::FullyConnected { link, nics } => format!(
+            "fully connected, alpha={}, B={}, {nics} NIC{}",
+            fmt_time(link.alpha),
+            fmt_bandwidth(link.bandwidth),
+            if *nics == 1 { "" } else { "s" },
+        ),
+        // Kinds without a description yet: their kind and fields as serialised.
+        other => match serde_json::to_value(other) {
+            Ok(serde_json::Value::Object(mut map)) => {
+                let kind = map
+                    .remove("kind")
+                    .and_then(|k| k.as_str().map(str::to_string))
+                    .unwrap_or_else(|| "topology".to_string());
+                if map.is_empty() { kind } else { format!("{kind} {}", serde_json::Value::Object(map)) }
+            }
+            _ => "unknown topology".to_string(),
+        },
+    }
+}
+
+/// A unit enum's name as it is written in the scenario file (`f32`, `sum`, `random`).
+fn serde_name<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".to_string(),
+    }
+}
+
+/// Results grouped by (ranks, bytes), groups and rows in the order they first appear.
+fn groups(results: &[PointResult]) -> Vec<((usize, u64), Vec<&PointResult>)> {
+    let mut index: HashMap<(usize, u64), usize> = HashMap::new();
+    let mut groups: Vec<((usize, u64), Vec<&PointResult>)> = Vec::new();
+    for r in results {
+        let key = (r.ranks, r.bytes);
+        let i = *index.entry(key).or_insert_with(|| {
+            groups.push((key, Vec::new()));
+            groups.len() - 1
+        });
+        groups[i].1.push(r);
+    }
+    groups
+}
+
+/// Alignment of a column.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Align {
+    Left,
+    Right,
+    Center,
+}
+
+/// The columns: header and alignment. The first, unnamed, holds the fastest mark.
+const COLUMNS: [(&str, Align); 13] = [
+    ("", Align::Left),
+    ("algorithm", Align::Left),
+    ("time", Align::Right),
+    ("closed form", Align::Right),
+    ("rel err", Align::Right),
+    ("efficiency", Align::Right),
+    ("busbw", Align::Right),
+    ("msgs", Align::Right),
+    ("sent max", Align::Right),
+    ("buffer", Align::Right),
+    ("max err", Align::Right),
+    ("verified", Align::Center),
+    ("bitwise", Align::Center),
+];
+
+/// One line of a table: full cells, or the mark and algorithm then free text
+/// (`n/a: why`) that does not take part in the alignment.
+enum Line {
+    Cells(Vec<String>),
+    Span(Vec<String>, String),
+}
+
+fn group_table(out: &mut String, rows: &[&PointResult]) {
+    let fastest = rows
+        .iter()
+        .filter(|r| r.not_applicable.is_none() && r.time_s.is_finite())
+        .map(|r| r.time_s)
+        .fold(f64::INFINITY, f64::min);
+
+    let mut lines = vec![Line::Cells(COLUMNS.iter().map(|(h, _)| h.to_string()).collect())];
+    for r in rows {
+        let mark = if r.not_applicable.is_none() && r.time_s == fastest { "*" } else { "" };
+        let head = vec![mark.to_string(), r.algorithm.clone()];
+        if let Some(why) = &r.not_applicable {
+            lines.push(Line::Span(head, format!("n/a: {why}")));
+            continue;
+        }
+        let mut cells = head;
+        cells.extend([
+            fmt_time(r.time_s),
+            r.closed_form_s.map_or_else(dash, fmt_time),
+            rel_err(r),
+            r.efficiency.map_or_else(dash, efficiency),
+            r.busbw_bps.map_or_else(dash, fmt_bandwidth),
+            r.messages.to_string(),
+            fmt_bytes(r.bytes_sent_max),
+            fmt_bytes(r.peak_buffer_bytes),
+            r.max_abs_error.map_or_else(dash, sci),
+            match r.verified {
+                Some(true) => "✓",
+                Some(false) => "✗",
+                None => "-",
+            }
+            .to_string(),
+            match r.ranks_bitwise_equal {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "-",
+            }
+            .to_string(),
+        ]);
+        lines.push(Line::Cells(cells));
+    }
+
+    let mut widths = [0usize; COLUMNS.len()];
+    for line in &lines {
+        let cells = match line {
+            Line::Cells(c) | Line::Span(c, _) => c,
+        };
+        for (w, c) in widths.iter_mut().zip(cells) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+
+    for line in &lines {
+        let mut text = String::new();
+        match line {
+            Line::Cells(cells) => {
+                for (i, c) in cells.iter().enumerate() {
+                    if i > 0 {
+                        text.push_str("  ");
+                    }
+                    pad(&mut text, c, widths[i], COLUMNS[i].1);
+                }
+            }
+            Line::Span(cells, rest) => {
+                for (i, c) in cells.iter().enumerate() {
+                    pad(&mut text, c, widths[i], COLUMNS[i].1);
+                    text.push_str("  ");
+                }
+                text.push_str(rest);
+            }
+        }
+        let _ = writeln!(out, "{}", text.trim_end());
+    }
+}
+
+/// `s` padded to `width` characters (not bytes: `✓` is one column, three bytes).
+fn pad(out: &mut String, s: &str, width: usize, align: Align) {
+    let gap = width.saturating_sub(s.chars().count());
+    let (before, after) = match align {
+        Align::Left => (0, gap),
+        Align::Right => (gap, 0),
+        Align::Center => (gap / 2, gap - gap / 2),
+    };
+    out.extend(std::iter::repeat_n(' ', before));
+    out.push_str(s);
+    out.extend(std::iter::repeat_n(' ', after));
+}
+
+fn dash() -> String {
+    "-".to_string()
+}
+
+/// `|time / closed - 1|`, with `!` when above its tolerance.
+fn rel_err(r: &PointResult) -> String {
+    match r.closed_form_rel_err {
+        None => dash(),
+        Some(e) => {
+            let over = r.closed_form_tolerance.is_some_and(|tol| e > tol || e.is_nan());
+            format!("{}{}", sci(e), if over { " !" } else { "" })
+        }
+    }
+}
+
+/// `87.3%`; above 1, a finding: `!` after it.
+fn efficiency(e: f64) -> String {
+    let over = e > 1.0 + EFFICIENCY_SLACK;
+    format!("{}%{}", sig3(e * 100.0), if over { " !" } else { "" })
+}
+
+/// Two significant digits in scientific notation (`2.2e-16`), or `0`.
+fn sci(x: f64) -> String {
+    if x == 0.0 {
+        "0".to_string()
+    } else if x.is_finite() {
+        format!("{x:.1e}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// Three significant digits for a percentage `v >= 1` (fewer decimals as it grows),
+/// zeros trimmed.
+fn sig3(v: f64) -> String {
+    let decimals = if v >= 99.95 {
+        0
+    } else if v >= 9.995 {
+        1
+    } else {
+        2
+    };
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixtures;
+
+    #[test]
+    fn error_and_efficiency_formats() {
+        assert_eq!(sci(2.220446049250313e-16), "2.2e-16");
+        assert_eq!(sci(0.0), "0");
+        assert_eq!(efficiency(0.8734), "87.3%");
+        assert_eq!(efficiency(1.2), "120% !");
+        assert_eq!(efficiency(1.0 + 1e-15), "100%");
+    }
+
+    #[test]
+    fn title_describes_the_machine_and_data() {
+        let text = Table.render(&fixtures::report());
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("ring vs butterfly"));
+        let machine = lines.next().unwrap();
+        assert!(machine.contains("fully connected, alpha=1 us, B=12.5 GB/s, 1 NIC"), "{machine}");
+        assert!(machine.contains("C=50 ps/B"), "{machine}");
+        assert!(machine.contains("f32 sum"), "{machine}");
+        assert!(machine.contains("random data (seed 42)"), "{machine}");
+    }
+
+    #[test]
+    fn groups_in_order_with_fastest_marked() {
+        let text = Table.render(&fixtures::report());
+        let small = text.find("P = 4, S = 4 KiB (1024 x f32)").unwrap();
+        let large = text.find("P = 4, S = 1 MiB (262144 x f32)").unwrap();
+        assert!(small < large, "{text}");
+        // 4 KiB: butterfly is fastest; 1 MiB: ring is.
+        let lines: Vec<&str> = text.lines().collect();
+        let starred: Vec<&str> =
+            lines.iter().filter(|l| l.starts_with('*')).map(|l| l[1..].split_whitespace().next().unwrap()).collect();
+        assert_eq!(starred, ["butterfly", "ring"], "{text}");
+    }
+
+    #[test]
+    fn not_applicable_rows_show_the_reason() {
+        let text = Table.render(&fixtures::report());
+        let line = text.lines().find(|l| l.contains("mesh_2d")).unwrap();
+        assert!(line.ends_with("  n/a: needs 2 NICs per rank, the topology has 1"), "{line}");
+    }
+
+    #[test]
+    fn columns_align_by_characters() {
+        let text = Table.render(&fixtures::report());
+        let table: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("P = 4, S = 4 KiB"))
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .filter(|l| !l.contains("n/a:"))
+            .collect();
+        assert_eq!(table.len(), 3, "{text}");
+        assert!(table[0].contains("verified"));
+        assert!(table[1].contains('✓'));
+        // Headers line up with the values beneath them (right-aligned: same end column).
+        let end_of = |l: &str, needle: &str| {
+            let byte = l.find(needle).unwrap() + needle.len();
+            l[..byte].chars().count()
+        };
+        assert_eq!(end_of(table[0], "time"), end_of(table[1], "6.6 us"));
+        assert_eq!(end_of(table[0], "time"), end_of(table[2], "2.9 us"));
+        assert_eq!(end_of(table[0], "msgs"), end_of(table[1], "  24"));
+        assert_eq!(end_of(table[0], "msgs"), end_of(table[2], "  24"));
+        // After the three-byte ✓, characters still line up.
+        assert_eq!(end_of(table[1], "yes"), end_of(table[2], "yes"));
+        assert!(end_of(table[1], "yes") <= end_of(table[0], "bitwise"));
+        let v_header = table[0].chars().position(|c| c == 'v').unwrap();
+        let check = table[1].chars().position(|c| c == '✓').unwrap();
+        assert!(check > v_header && check < v_header + "verified".len());
+    }
+
+    #[test]
+    fn verdict_when_all_checks_held() {
+        let text = Table.render(&fixtures::report());
+        assert!(text.ends_with("\n5 points, all checks held\n"), "{text}");
+        assert!(!text.contains("failures:"));
+    }
+
+    #[test]
+    fn failures_are_listed_and_counted() {
+        let mut report = fixtures::report();
+        report.results[0].failures = vec!["closed form missed: 7.1 us vs 6.6 us".to_string()];
+        report.results[0].closed_form_rel_err = Some(0.07);
+        report.results[4].failures = vec!["rank 2 element 9 off by 1e-3".to_string(), "ranks differ".to_string()];
+        report.results[4].verified = Some(false);
+        report.results[4].ranks_bitwise_equal = Some(false);
+        let text = Table.render(&report);
+        assert!(
+            text.contains("\nfailures:\n  ring (P = 4, S = 4 KiB): closed form missed: 7.1 us vs 6.6 us\n"),
+            "{text}"
+        );
+        assert!(text.contains("  butterfly (P = 4, S = 1 MiB): ranks differ\n"));
+        assert!(text.contains("7.0e-2 !"), "{text}");
+        assert!(text.contains('✗'));
+        assert!(text.ends_with("\n5 points, 2 failed\n"), "{text}");
+    }
+
+    #[test]
+    fn efficiency_above_one_is_a_finding() {
+        let mut report = fixtures::report();
+        report.results[1].efficiency = Some(1.25);
+        let text = Table.render(&report);
+        assert!(text.contains("125% !"), "{text}");
+    }
+
+    #[test]
+    fn data_off_shows_dashes() {
+        let mut report = fixtures::report();
+        report.scenario.data.mode = DataMode::Off;
+        for r in &mut report.results {
+            r.max_abs_error = None;
+            r.error_bound = None;
+            r.verified = None;
+            r.ranks_bitwise_equal = None;
+        }
+        let text = Table.render(&report);
+        assert!(text.contains("data off (timing only)"), "{text}");
+        assert!(!text.contains('✓'));
+    }
+
+    #[test]
+    fn empty_report() {
+        let mut report = fixtures::report();
+        report.results.clear();
+        let text = Table.render(&report);
+        assert!(text.ends_with("\n0 points, all checks held\n"), "{text}");
+    }
+
+    #[test]
+    fn single_point_is_singular() {
+        let mut report = fixtures::report();
+        report.results.truncate(1);
+        assert!(Table.render(&report).ends_with("\n1 point, all checks held\n"));
+    }
+}

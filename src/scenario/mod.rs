@@ -1,0 +1,162 @@
+//! The scenario: what the YAML file and the command-line flags say, validated into one
+//! [`Scenario`] with units resolved before anything runs.
+//!
+//! [`parse`] turns text into a [`Scenario`] (or a located [`ScenarioError`]);
+//! [`Overrides`] applies the `run` flags on top.
+
+mod parse;
+pub mod units;
+
+pub use parse::{Overrides, ScenarioError, load_file, parse_str};
+
+use serde::Serialize;
+
+use crate::sim::data::{Init, ReduceOp};
+use crate::topology::Link;
+
+/// A validated scenario. Every field is resolved to base units (seconds, bytes,
+/// bytes per second); the run needs nothing else.
+#[derive(Clone, Debug, Serialize)]
+pub struct Scenario {
+    /// Display name (`name:` or the file stem).
+    pub name: String,
+    /// Seed for the data (`seed:`, default 0).
+    pub seed: u64,
+    /// Rank counts to run (a sweep when more than one).
+    pub ranks: Vec<usize>,
+    /// The machine.
+    pub topology: TopologySpec,
+    /// Seconds per byte reduced (`compute.cost_per_byte`, C).
+    pub cost_per_byte: f64,
+    /// The network model (only `ideal` exists so far).
+    pub network: NetworkModel,
+    /// The data plane.
+    pub data: DataSpec,
+    /// The collective (only `allreduce` exists so far).
+    pub collective: Collective,
+    /// Algorithms to run, in the order given.
+    pub algorithms: Vec<AlgoSpec>,
+    /// Bytes per rank (S) to run; each a whole number of elements.
+    pub sizes: Vec<u64>,
+    /// Which checks decide the exit status.
+    pub check: CheckSpec,
+}
+
+/// The interconnect as the scenario describes it (before ranks are fixed).
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TopologySpec {
+    /// One link class between every pair of ranks.
+    FullyConnected {
+        /// Latency and bandwidth.
+        #[serde(serialize_with = "ser_link")]
+        link: Link,
+        /// Ports per rank.
+        nics: u32,
+    },
+}
+
+fn ser_link<S: serde::Serializer>(l: &Link, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeStruct;
+    let mut st = s.serialize_struct("Link", 2)?;
+    st.serialize_field("alpha_s", &l.alpha)?;
+    st.serialize_field("bandwidth_Bps", &l.bandwidth)?;
+    st.end()
+}
+
+/// `network.model`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkModel {
+    /// SPEC section 2: Hockney with ports.
+    Ideal,
+}
+
+/// `collective`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Collective {
+    /// Every rank ends with the reduction of all ranks' vectors.
+    Allreduce,
+}
+
+/// Element type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    /// IEEE single precision, 4 bytes.
+    F32,
+}
+
+impl Dtype {
+    /// Bytes per element (`e`).
+    pub fn bytes(self) -> usize {
+        match self {
+            Dtype::F32 => 4,
+        }
+    }
+}
+
+/// Whether real data moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DataMode {
+    /// Real vectors, real reductions, every element checked.
+    Full,
+    /// Timing only: nothing is allocated per element.
+    Off,
+}
+
+/// `data:`.
+#[derive(Clone, Debug, Serialize)]
+pub struct DataSpec {
+    /// Element type.
+    pub dtype: Dtype,
+    /// Reduction operator.
+    pub op: ReduceOp,
+    /// Initial values.
+    pub init: Init,
+    /// Full or off.
+    pub mode: DataMode,
+}
+
+/// `check:`.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckSpec {
+    /// A missed closed form (relative error above its tolerance) fails the run.
+    pub closed_form: bool,
+}
+
+/// One entry of `algorithms:`: a name and its parameters, with where it was written.
+#[derive(Clone, Debug, Serialize)]
+pub struct AlgoSpec {
+    /// Algorithm id (`ring`, `butterfly`, ...).
+    pub name: String,
+    /// Parameters as written (`segment: 256KiB`), in file order.
+    pub params: Vec<(String, ParamValue)>,
+    /// `file:line:column` of the entry, for messages (empty when from a flag).
+    #[serde(skip)]
+    pub location: String,
+}
+
+/// A parameter's value as written: numbers and strings; units are parsed by the algorithm.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum ParamValue {
+    /// A whole number.
+    Int(u64),
+    /// A number with a fraction.
+    Float(f64),
+    /// Anything else (`256KiB`, `fold`).
+    Str(String),
+}
+
+impl std::fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamValue::Int(v) => write!(f, "{v}"),
+            ParamValue::Float(v) => write!(f, "{v}"),
+            ParamValue::Str(s) => f.write_str(s),
+        }
+    }
+}

@@ -1,0 +1,1008 @@
+//! Scenario text to a validated [`Scenario`], and the `run` flags on top of it.
+//!
+//! The YAML is read by serde-saphyr into raw structs that mirror SPEC section 4 (unknown
+//! keys rejected everywhere); every value that needs checking keeps its location
+//! ([`Spanned`]), so each error, whether YAML syntax, shape or meaning, comes out as one
+//! message `FILE:LINE:COL: what is wrong; what is allowed`, followed by the offending
+//! line of the file with a caret under the column.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_saphyr::{Location, MessageFormatter, Spanned};
+
+use super::{
+    AlgoSpec, CheckSpec, Collective, DataMode, DataSpec, Dtype, NetworkModel, ParamValue, Scenario, TopologySpec, units,
+};
+use crate::algos::{self, Params};
+use crate::sim::data::{Init, ReduceOp};
+use crate::topology::Link;
+
+// ---------------------------------------------------------------------------------------
+// The error
+
+/// A scenario that cannot be used: bad YAML, an unknown key, a value out of range, an
+/// unknown algorithm, a bad flag. Always the user's input (exit status 2 upstream).
+///
+/// `Display` is the whole message: `FILE:LINE:COL: what is wrong; what is allowed`, then
+/// the offending line with a caret where the file has one; `FILE: ...` where the problem
+/// has no place in the file (unreadable file); `--flag: ...` for a command-line flag.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{text}")]
+pub struct ScenarioError {
+    text: String,
+    message: String,
+    origin: Option<String>,
+    position: Option<(u64, u64)>,
+}
+
+impl ScenarioError {
+    /// What is wrong and what is allowed, without file, position or snippet.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The file (or `--flag`) the error is about.
+    pub fn origin(&self) -> Option<&str> {
+        self.origin.as_deref()
+    }
+
+    /// Line and column (1-based) in the file, where there is one.
+    pub fn position(&self) -> Option<(u64, u64)> {
+        self.position
+    }
+
+    /// An error about the file as a whole (`FILE: message`).
+    fn in_file(file: &str, message: String) -> Self {
+        ScenarioError { text: format!("{file}: {message}"), message, origin: Some(file.to_string()), position: None }
+    }
+
+    /// An error about a command-line flag (`--flag: message`).
+    fn flag(flag: &str, message: String) -> Self {
+        ScenarioError { text: format!("{flag}: {message}"), message, origin: Some(flag.to_string()), position: None }
+    }
+}
+
+/// The text being parsed and its name, for locating errors.
+#[derive(Clone, Copy)]
+struct Src<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+/// Line and column of a location, if it is known.
+fn line_col(loc: &Location) -> Option<(u64, u64)> {
+    (loc.line() >= 1).then(|| (loc.line(), loc.column().max(1)))
+}
+
+impl Src<'_> {
+    /// An error at `loc` (or about the whole file, when `loc` is unknown).
+    fn err(&self, loc: &Location, raw: impl Into<String>) -> ScenarioError {
+        // Keys and values quoted from the file may hold line breaks; the message is one line.
+        let mut message = String::new();
+        for c in raw.into().chars() {
+            if c.is_control() {
+                message.extend(c.escape_default());
+            } else {
+                message.push(c);
+            }
+        }
+        let Some((line, col)) = line_col(loc) else {
+            return ScenarioError::in_file(self.file, message);
+        };
+        let mut text = format!("{}:{line}:{col}: {message}", self.file);
+        if let Some(snippet) = self.snippet(line, col) {
+            text.push('\n');
+            text.push_str(&snippet);
+        }
+        ScenarioError { text, message, origin: Some(self.file.to_string()), position: Some((line, col)) }
+    }
+
+    /// Line `line` of the text with a caret under column `col` (both 1-based, columns in
+    /// characters), as two lines of the form ` 4 | text` / `   |   ^`.
+    fn snippet(&self, line: u64, col: u64) -> Option<String> {
+        let src = self.text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+        // Keep tabs so the caret lines up; drop other control characters.
+        let shown: String = src.chars().map(|c| if c.is_control() && c != '\t' { ' ' } else { c }).collect();
+        let pad: String = shown
+            .chars()
+            .take(usize::try_from(col).ok()?.saturating_sub(1))
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        let gutter = " ".repeat(line.to_string().len());
+        Some(format!(" {line} | {}\n {gutter} | {pad}^", shown.trim_end()))
+    }
+
+    /// `file:line:col` of `loc`, for [`AlgoSpec::location`].
+    fn place(&self, loc: &Location) -> String {
+        match line_col(loc) {
+            Some((l, c)) => format!("{}:{l}:{c}", self.file),
+            None => self.file.to_string(),
+        }
+    }
+
+    /// A YAML or shape error from serde-saphyr, in our words and at its location.
+    fn yaml(&self, e: &serde_saphyr::Error) -> ScenarioError {
+        use serde_saphyr::Error as Y;
+        let mut inner = e.without_snippet();
+        if let Y::AliasError { error, .. } = inner {
+            inner = error.without_snippet();
+        }
+        let message = match inner {
+            Y::SerdeUnknownField { field, expected, .. } => {
+                format!("unknown key '{field}'; allowed: {}", expected.join(", "))
+            }
+            Y::SerdeMissingField { field, .. } => format!("missing key '{field}'"),
+            Y::DuplicateMappingKey { key: Some(k), .. } => {
+                format!("duplicate key '{k}'; each key may appear only once")
+            }
+            Y::DuplicateMappingKey { key: None, .. } => "duplicate key; each key may appear only once".to_string(),
+            Y::SerdeInvalidType { unexpected, expected, .. } => format!("expected {expected}, found {unexpected}"),
+            Y::Unexpected { expected, .. } => match *expected {
+                "mapping start" => "expected a mapping of keys to values here".to_string(),
+                "sequence start" => "expected a list here".to_string(),
+                "string scalar" => "expected a single word or number here".to_string(),
+                other => format!("expected {other}"),
+            },
+            Y::MultipleDocuments { .. } => "only one YAML document is allowed in a scenario file".to_string(),
+            other => {
+                let m = serde_saphyr::UserMessageFormatter.format_message(other).into_owned();
+                if m.contains("found a tab") {
+                    format!("{m}; YAML does not allow tabs for indentation, use spaces")
+                } else {
+                    m
+                }
+            }
+        };
+        let loc = e.location().unwrap_or(Location::UNKNOWN);
+        self.err(&loc, message)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Raw values
+
+/// One YAML scalar as written: whichever of number, string, boolean or null it is.
+#[derive(Clone, Debug, PartialEq)]
+enum Scalar {
+    UInt(u64),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Bool(bool),
+    Null,
+}
+
+impl Scalar {
+    /// The text the unit parsers read: numbers in shortest round-trip form.
+    fn text(&self) -> String {
+        match self {
+            Scalar::UInt(v) => v.to_string(),
+            Scalar::Int(v) => v.to_string(),
+            Scalar::Float(v) => v.to_string(),
+            Scalar::Str(s) => s.clone(),
+            Scalar::Bool(b) => b.to_string(),
+            Scalar::Null => String::new(),
+        }
+    }
+
+    /// The value in a message: `'4KiB'`, `-3`, `true`, `nothing (null)`.
+    fn shown(&self) -> String {
+        match self {
+            Scalar::Str(s) => format!("'{s}'"),
+            Scalar::Null => "nothing (null)".to_string(),
+            Scalar::Float(v) => format!("{v:?}"),
+            other => other.text(),
+        }
+    }
+}
+
+struct ScalarVisitor;
+
+impl<'de> Visitor<'de> for ScalarVisitor {
+    type Value = Scalar;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a single number or string")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Scalar, E> {
+        Ok(Scalar::Bool(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Scalar, E> {
+        Ok(u64::try_from(v).map_or(Scalar::Int(v), Scalar::UInt))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Scalar, E> {
+        Ok(Scalar::UInt(v))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar, E> {
+        Ok(Scalar::Float(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Scalar, E> {
+        Ok(Scalar::Str(v.to_string()))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Scalar, E> {
+        Ok(Scalar::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Scalar, E> {
+        Ok(Scalar::Null)
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ScalarVisitor)
+    }
+}
+
+/// What a [`OneOrList`] holds, for messages.
+trait ListKind {
+    /// What was expected, as in "expected EXPECTING, found map".
+    const EXPECTING: &'static str;
+}
+
+/// `ranks:`.
+struct RanksKind;
+impl ListKind for RanksKind {
+    const EXPECTING: &'static str = "a rank count (ranks: 8) or a list of them (ranks: [4, 8])";
+}
+
+/// `sizes:`.
+struct SizesKind;
+impl ListKind for SizesKind {
+    const EXPECTING: &'static str = "a size (sizes: 1MiB) or a list of sizes (sizes: [4KiB, 1MiB])";
+}
+
+/// `ranks: 8` or `ranks: [4, 8]` (and the same for `sizes`); `K` names it in messages.
+struct OneOrList<K> {
+    items: ListItems,
+    kind: PhantomData<K>,
+}
+
+enum ListItems {
+    One(Scalar),
+    List(Vec<Spanned<Scalar>>),
+}
+
+impl<K> OneOrList<K> {
+    fn one(v: Scalar) -> Self {
+        OneOrList { items: ListItems::One(v), kind: PhantomData }
+    }
+}
+
+struct OneOrListVisitor<K>(PhantomData<K>);
+
+impl<'de, K: ListKind> Visitor<'de> for OneOrListVisitor<K> {
+    type Value = OneOrList<K>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(K::EXPECTING)
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<OneOrList<K>, E> {
+        ScalarVisitor.visit_bool(v).map(OneOrList::one)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<OneOrList<K>, E> {
+        ScalarVisitor.visit_i64(v).map(OneOrList::one)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<OneOrList<K>, E> {
+        ScalarVisitor.visit_u64(v).map(OneOrList::one)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<OneOrList<K>, E> {
+        ScalarVisitor.visit_f64(v).map(OneOrList::one)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<OneOrList<K>, E> {
+        ScalarVisitor.visit_str(v).map(OneOrList::one)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<OneOrList<K>, E> {
+        Ok(OneOrList::one(Scalar::Null))
+    }
+    fn visit_none<E: de::Error>(self) -> Result<OneOrList<K>, E> {
+        Ok(OneOrList::one(Scalar::Null))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<OneOrList<K>, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Spanned<Scalar>>()? {
+            items.push(item);
+        }
+        Ok(OneOrList { items: ListItems::List(items), kind: PhantomData })
+    }
+}
+
+impl<'de, K: ListKind> Deserialize<'de> for OneOrList<K> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(OneOrListVisitor(PhantomData))
+    }
+}
+
+/// The items with their locations (a lone value is located where the key's value is).
+fn list_items<K>(raw: Spanned<OneOrList<K>>) -> Vec<(Scalar, Location)> {
+    match raw.value.items {
+        ListItems::One(v) => vec![(v, raw.referenced)],
+        ListItems::List(items) => items.into_iter().map(|s| (s.value, s.referenced)).collect(),
+    }
+}
+
+/// One `algorithms:` entry: `ring` or `{ name: ring_segmented, segment: 256KiB }`.
+enum RawAlgo {
+    Id(String),
+    Map(Vec<(Spanned<String>, Spanned<Scalar>)>),
+}
+
+struct RawAlgoVisitor;
+
+impl<'de> Visitor<'de> for RawAlgoVisitor {
+    type Value = RawAlgo;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an algorithm id or a mapping { name: ID, <parameter>: <value>, ... }")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<RawAlgo, E> {
+        Ok(RawAlgo::Id(v.to_string()))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawAlgo, A::Error> {
+        let mut items = Vec::new();
+        while let Some(key) = map.next_key::<Spanned<String>>()? {
+            let value = map.next_value::<Spanned<Scalar>>()?;
+            items.push((key, value));
+        }
+        Ok(RawAlgo::Map(items))
+    }
+}
+
+impl<'de> Deserialize<'de> for RawAlgo {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(RawAlgoVisitor)
+    }
+}
+
+/// A required key that is present: its value is read even when it is null (`sizes:`
+/// with nothing after it), so the error is at that key, not "missing key" at the top.
+fn present<'de, D: de::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// The file as written (SPEC section 4).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: Option<Spanned<String>>,
+    seed: Option<Spanned<Scalar>>,
+    #[serde(default, deserialize_with = "present")]
+    ranks: Option<Spanned<OneOrList<RanksKind>>>,
+    #[serde(default, deserialize_with = "present")]
+    topology: Option<Spanned<RawTopology>>,
+    compute: Option<Spanned<RawCompute>>,
+    network: Option<Spanned<RawNetwork>>,
+    data: Option<Spanned<RawData>>,
+    collective: Option<Spanned<String>>,
+    #[serde(default, deserialize_with = "present")]
+    algorithms: Option<Spanned<Vec<Spanned<RawAlgo>>>>,
+    #[serde(default, deserialize_with = "present")]
+    sizes: Option<Spanned<OneOrList<SizesKind>>>,
+    check: Option<Spanned<RawCheck>>,
+}
+
+/// `topology:`. Only `kind: fully_connected` is built so far; the keys of the other kinds
+/// SPEC section 4 names are accepted here unparsed (so the user hears "not implemented
+/// yet" rather than "unknown key") and get their own raw types when the kinds are built.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTopology {
+    kind: Option<Spanned<String>>,
+    #[serde(default, deserialize_with = "present")]
+    link: Option<Spanned<RawLink>>,
+    nics: Option<Spanned<Scalar>>,
+    /// torus2d / mesh2d: the grid.
+    dims: Option<Spanned<IgnoredAny>>,
+    /// hierarchical: the levels, innermost first.
+    levels: Option<Spanned<IgnoredAny>>,
+    /// custom: the nodes of the graph.
+    nodes: Option<Spanned<IgnoredAny>>,
+    /// custom: the edges of the graph.
+    links: Option<Spanned<IgnoredAny>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLink {
+    #[serde(default, deserialize_with = "present")]
+    alpha: Option<Spanned<Scalar>>,
+    #[serde(default, deserialize_with = "present")]
+    bandwidth: Option<Spanned<Scalar>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCompute {
+    cost_per_byte: Option<Spanned<Scalar>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNetwork {
+    model: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawData {
+    dtype: Option<Spanned<String>>,
+    op: Option<Spanned<String>>,
+    init: Option<Spanned<String>>,
+    mode: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCheck {
+    closed_form: Option<Spanned<Scalar>>,
+}
+
+// ---------------------------------------------------------------------------------------
+// Validation
+
+/// Topology kinds SPEC section 4 names that are not built yet.
+const PLANNED_KINDS: &[&str] = &["hierarchical", "torus2d", "mesh2d", "ring", "custom"];
+
+/// Element types that are not built yet.
+const PLANNED_DTYPES: &[&str] = &["f64", "f16", "bf16"];
+
+/// Collectives that are not built yet.
+const PLANNED_COLLECTIVES: &[&str] =
+    &["allgather", "reduce_scatter", "reduce", "broadcast", "alltoall", "gather", "scatter", "barrier"];
+
+/// Parse scenario `text`; `file` names it in messages and gives the default name.
+///
+/// Every value is checked and resolved to base units; every algorithm entry is built
+/// once (unknown ids and parameters are errors here, not at run time).
+pub fn parse_str(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+    let src = Src { file, text };
+    let blank = text.lines().map(str::trim).all(|l| l.is_empty() || l.starts_with('#') || l == "---" || l == "...");
+    if blank {
+        return Err(ScenarioError::in_file(
+            file,
+            "the file is empty; a scenario is a mapping with at least topology, ranks, \
+             algorithms and sizes"
+                .to_string(),
+        ));
+    }
+    let raw: Spanned<RawScenario> = serde_saphyr::from_str(text).map_err(|e| src.yaml(&e))?;
+    validate(&src, raw)
+}
+
+/// Read and parse the scenario file at `path` (see [`parse_str`]); the path names it in
+/// messages. A file that cannot be read is an error naming the path and the reason.
+pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ScenarioError::in_file(&file, format!("cannot read the scenario file: {e}")))?;
+    parse_str(&text, &file)
+}
+
+/// The default scenario name: the file's stem, or `scenario` when there is no file.
+fn default_name(file: &str) -> String {
+    if file.is_empty() || file.starts_with('<') || file == "-" {
+        return "scenario".to_string();
+    }
+    Path::new(file)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "scenario".to_string())
+}
+
+/// The value of `key` among `allowed` (the first is the default when the key is absent);
+/// `planned` values are named by the SPEC but not built yet.
+fn choice<T: Copy>(
+    src: &Src,
+    raw: Option<&Spanned<String>>,
+    key: &str,
+    allowed: &[(&str, T)],
+    planned: &[&str],
+) -> Result<T, ScenarioError> {
+    let Some(raw) = raw else {
+        return Ok(allowed[0].1);
+    };
+    if let Some(&(_, v)) = allowed.iter().find(|(name, _)| *name == raw.value) {
+        return Ok(v);
+    }
+    let names: Vec<_> = allowed.iter().map(|(n, _)| *n).collect();
+    let why = if planned.contains(&raw.value.as_str()) { "is not implemented yet" } else { "is not known" };
+    Err(src.err(&raw.referenced, format!("{key}: '{}' {why}; allowed: {}", raw.value, names.join(", "))))
+}
+
+/// A time value (`alpha`, `cost_per_byte`) in seconds.
+fn time(src: &Src, v: &Spanned<Scalar>, key: &str) -> Result<f64, ScenarioError> {
+    match &v.value {
+        Scalar::Bool(_) | Scalar::Null => Err(src.err(
+            &v.referenced,
+            format!("{key}: expected a time such as 1us or a number of seconds, found {}", v.value.shown()),
+        )),
+        s => units::parse_time(&s.text()).map_err(|e| src.err(&v.referenced, format!("{key}: {e}"))),
+    }
+}
+
+/// A bandwidth value in bytes per second.
+fn bandwidth(src: &Src, v: &Spanned<Scalar>, key: &str) -> Result<f64, ScenarioError> {
+    match &v.value {
+        Scalar::Bool(_) | Scalar::Null => Err(src.err(
+            &v.referenced,
+            format!(
+                "{key}: expected a bandwidth such as 100Gbps or 12.5GB/s, or a number of \
+                 bytes per second, found {}",
+                v.value.shown()
+            ),
+        )),
+        s => units::parse_bandwidth(&s.text()).map_err(|e| src.err(&v.referenced, format!("{key}: {e}"))),
+    }
+}
+
+/// A whole number in `min..=max` (a YAML integer, or a string of digits).
+fn whole(v: &Scalar, min: u64, max: u64) -> Option<u64> {
+    let n = match v {
+        Scalar::UInt(n) => *n,
+        Scalar::Str(s) => s.trim().parse().ok()?,
+        _ => return None,
+    };
+    (min..=max).contains(&n).then_some(n)
+}
+
+/// Bytes per rank: a size, and a whole number of `dtype` elements.
+fn size_bytes(v: &Scalar, dtype: Dtype) -> Result<u64, String> {
+    let bytes = match v {
+        Scalar::Bool(_) | Scalar::Null => {
+            return Err(format!("expected a size such as 4KiB or a number of bytes, found {}", v.shown()));
+        }
+        s => units::parse_size(&s.text())?,
+    };
+    check_whole_elements(bytes, dtype)?;
+    Ok(bytes)
+}
+
+/// `bytes` must hold a whole number of `dtype` elements.
+fn check_whole_elements(bytes: u64, dtype: Dtype) -> Result<(), String> {
+    let e = dtype.bytes() as u64;
+    let name = match dtype {
+        Dtype::F32 => "f32",
+    };
+    if !bytes.is_multiple_of(e) {
+        return Err(format!(
+            "{bytes} bytes is not a whole number of {e}-byte {name} elements; \
+             use a multiple of {e} bytes"
+        ));
+    }
+    if usize::try_from(bytes / e).is_err() {
+        return Err(format!("{bytes} bytes is more {name} elements than this machine can address"));
+    }
+    Ok(())
+}
+
+/// A rank count of at least 1.
+fn rank_count(v: &Scalar) -> Result<usize, String> {
+    whole(v, 1, usize::MAX as u64)
+        .map(|n| n as usize)
+        .ok_or_else(|| format!("a rank count must be a whole number of at least 1, not {}", v.shown()))
+}
+
+/// Where an earlier equal item was, for "listed twice" messages.
+fn first_at(loc: &Location) -> String {
+    match line_col(loc) {
+        Some((l, c)) => format!(" (first at line {l}, column {c})"),
+        None => String::new(),
+    }
+}
+
+/// One parameter of an algorithm entry as a [`ParamValue`].
+fn param_value(src: &Src, name: &str, key: &Spanned<String>, v: &Spanned<Scalar>) -> Result<ParamValue, ScenarioError> {
+    Ok(match &v.value {
+        Scalar::UInt(n) => ParamValue::Int(*n),
+        Scalar::Float(f) => ParamValue::Float(*f),
+        Scalar::Str(s) => ParamValue::Str(s.clone()),
+        // Negative numbers and booleans reach the builder as written; it rejects them.
+        Scalar::Int(_) | Scalar::Bool(_) => ParamValue::Str(v.value.text()),
+        Scalar::Null => {
+            return Err(src.err(
+                &v.referenced,
+                format!("algorithms: parameter '{}' of '{name}' has no value; write {}: VALUE", key.value, key.value),
+            ));
+        }
+    })
+}
+
+/// Params in a canonical order, to tell duplicates apart from variants.
+fn canonical(params: &[(String, ParamValue)]) -> Vec<(String, String)> {
+    let mut v: Vec<_> = params.iter().map(|(k, p)| (k.clone(), p.to_string())).collect();
+    v.sort();
+    v
+}
+
+/// Check one `algorithms:` entry and build it once.
+fn algo_entry(src: &Src, entry: Spanned<RawAlgo>) -> Result<AlgoSpec, ScenarioError> {
+    let at = entry.referenced;
+    // (id, where the id is, parameters, and for each parameter where its key and value are)
+    let (name, name_loc, params, keys) = match entry.value {
+        RawAlgo::Id(id) => (id, at, Vec::new(), Vec::new()),
+        RawAlgo::Map(items) => {
+            let Some(pos) = items.iter().position(|(k, _)| k.value == "name") else {
+                return Err(src.err(
+                    &at,
+                    "algorithms: this entry has no 'name'; write an id (ring) or \
+                     { name: ID, <parameter>: <value>, ... }",
+                ));
+            };
+            let name_v = &items[pos].1;
+            let name = match &name_v.value {
+                Scalar::Str(s) => s.clone(),
+                other => {
+                    return Err(src.err(
+                        &name_v.referenced,
+                        format!("algorithms: 'name' must be an algorithm id, not {}", other.shown()),
+                    ));
+                }
+            };
+            let mut params = Vec::new();
+            let mut keys = Vec::new();
+            for (i, (k, v)) in items.iter().enumerate() {
+                if i != pos {
+                    params.push((k.value.clone(), param_value(src, &name, k, v)?));
+                    keys.push((k.value.clone(), k.referenced, v.referenced));
+                }
+            }
+            (name, name_v.referenced, params, keys)
+        }
+    };
+    if let Err(e) = algos::build(&name, Params::new(params.clone())) {
+        // An unknown parameter is shown at its key, a bad value at the value.
+        let at_key = e.message.starts_with("unknown parameter");
+        let loc = e
+            .key
+            .as_ref()
+            .and_then(|k| keys.iter().find(|(kk, _, _)| kk == k))
+            .map_or(name_loc, |(_, kl, vl)| if at_key { *kl } else { *vl });
+        let msg = if e.key.is_some() && !e.message.contains(&format!("'{name}'")) {
+            format!("algorithms: {name}: {}", e.message)
+        } else {
+            format!("algorithms: {}", e.message)
+        };
+        return Err(src.err(&loc, msg));
+    }
+    Ok(AlgoSpec { name, params, location: src.place(&at) })
+}
+
+/// The topology kinds that are built.
+#[derive(Clone, Copy)]
+enum Kind {
+    FullyConnected,
+}
+
+fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioError> {
+    let root = raw.referenced;
+    let r = raw.value;
+
+    let name = r.name.map_or_else(|| default_name(src.file), |n| n.value);
+
+    let seed = match r.seed {
+        None => 0,
+        Some(s) => whole(&s.value, 0, u64::MAX).ok_or_else(|| {
+            src.err(
+                &s.referenced,
+                format!("seed: must be a whole number from 0 to {}, not {}", u64::MAX, s.value.shown()),
+            )
+        })?,
+    };
+
+    let collective =
+        choice(src, r.collective.as_ref(), "collective", &[("allreduce", Collective::Allreduce)], PLANNED_COLLECTIVES)?;
+
+    // topology
+    let Some(topo) = r.topology else {
+        return Err(src.err(
+            &root,
+            "missing key 'topology'; a scenario needs at least \
+             topology: { link: { alpha: TIME, bandwidth: BANDWIDTH } }",
+        ));
+    };
+    let topo_at = topo.referenced;
+    let t = topo.value;
+    let kinds = [("fully_connected", Kind::FullyConnected)];
+    let kind = choice(src, t.kind.as_ref(), "topology.kind", &kinds, PLANNED_KINDS)?;
+    let topology = match kind {
+        Kind::FullyConnected => {
+            let other_keys = [("dims", &t.dims), ("levels", &t.levels), ("nodes", &t.nodes), ("links", &t.links)];
+            for (key, v) in other_keys {
+                if let Some(v) = v {
+                    return Err(src.err(
+                        &v.referenced,
+                        format!(
+                            "topology: '{key}' does not apply to kind fully_connected; \
+                             allowed: kind, link, nics"
+                        ),
+                    ));
+                }
+            }
+            let Some(link) = t.link else {
+                return Err(src.err(
+                    &topo_at,
+                    "topology: missing key 'link'; write link: { alpha: TIME, bandwidth: \
+                     BANDWIDTH }, e.g. { alpha: 1us, bandwidth: 100Gbps }",
+                ));
+            };
+            let link_at = link.referenced;
+            let Some(alpha) = &link.value.alpha else {
+                return Err(src.err(&link_at, "topology.link: missing key 'alpha' (seconds per message, e.g. 1us)"));
+            };
+            let Some(bw) = &link.value.bandwidth else {
+                return Err(src.err(&link_at, "topology.link: missing key 'bandwidth' (e.g. 100Gbps or 12.5GB/s)"));
+            };
+            let link = Link {
+                alpha: time(src, alpha, "topology.link.alpha")?,
+                bandwidth: bandwidth(src, bw, "topology.link.bandwidth")?,
+            };
+            let nics = match &t.nics {
+                None => 1,
+                Some(n) => whole(&n.value, 1, u64::from(u32::MAX)).ok_or_else(|| {
+                    src.err(
+                        &n.referenced,
+                        format!(
+                            "topology.nics: must be a whole number of at least 1 (ports per \
+                             rank), not {}",
+                            n.value.shown()
+                        ),
+                    )
+                })? as u32,
+            };
+            TopologySpec::FullyConnected { link, nics }
+        }
+    };
+
+    // ranks (fully_connected does not imply a count)
+    let Some(ranks_raw) = r.ranks else {
+        return Err(src.err(
+            &root,
+            "missing key 'ranks'; topology kind fully_connected needs it: a rank count \
+             (ranks: 8) or a list (ranks: [4, 8, 16])",
+        ));
+    };
+    let ranks_at = ranks_raw.referenced;
+    let mut ranks: Vec<usize> = Vec::new();
+    let mut rank_locs: Vec<Location> = Vec::new();
+    for (v, loc) in list_items(ranks_raw) {
+        let n = rank_count(&v).map_err(|e| src.err(&loc, format!("ranks: {e}")))?;
+        if let Some(i) = ranks.iter().position(|&m| m == n) {
+            return Err(src.err(&loc, format!("ranks: {n} is listed twice{}", first_at(&rank_locs[i]))));
+        }
+        ranks.push(n);
+        rank_locs.push(loc);
+    }
+    if ranks.is_empty() {
+        return Err(src.err(&ranks_at, "ranks: the list is empty; give at least one rank count"));
+    }
+
+    // compute
+    let cost_per_byte = match r.compute.and_then(|c| c.value.cost_per_byte) {
+        None => 0.0,
+        Some(c) => time(src, &c, "compute.cost_per_byte")?,
+    };
+
+    // network
+    let model = r.network.and_then(|n| n.value.model);
+    let network = choice(src, model.as_ref(), "network.model", &[("ideal", NetworkModel::Ideal)], &["flow"])?;
+
+    // data
+    let (dtype, op, init, mode) = match r.data {
+        None => (None, None, None, None),
+        Some(d) => (d.value.dtype, d.value.op, d.value.init, d.value.mode),
+    };
+    let ops = [("sum", ReduceOp::Sum), ("max", ReduceOp::Max), ("min", ReduceOp::Min)];
+    let inits = [("random", Init::Random), ("rank", Init::Rank), ("ones", Init::Ones)];
+    let modes = [("full", DataMode::Full), ("off", DataMode::Off)];
+    let data = DataSpec {
+        dtype: choice(src, dtype.as_ref(), "data.dtype", &[("f32", Dtype::F32)], PLANNED_DTYPES)?,
+        op: choice(src, op.as_ref(), "data.op", &ops, &["prod"])?,
+        init: choice(src, init.as_ref(), "data.init", &inits, &[])?,
+        mode: choice(src, mode.as_ref(), "data.mode", &modes, &[])?,
+    };
+
+    // algorithms
+    let Some(algos_raw) = r.algorithms else {
+        return Err(src.err(
+            &root,
+            "missing key 'algorithms'; give a list of algorithm ids, e.g. \
+             algorithms: [ring, butterfly] (see `allreduce-sim list`)",
+        ));
+    };
+    if algos_raw.value.is_empty() {
+        return Err(src.err(
+            &algos_raw.referenced,
+            "algorithms: the list is empty; give at least one algorithm id \
+             (see `allreduce-sim list`)",
+        ));
+    }
+    let mut algorithms: Vec<AlgoSpec> = Vec::new();
+    let mut algo_locs: Vec<Location> = Vec::new();
+    for entry in algos_raw.value {
+        let at = entry.referenced;
+        let spec = algo_entry(src, entry)?;
+        let key = canonical(&spec.params);
+        if let Some(i) = algorithms.iter().position(|a| a.name == spec.name && canonical(&a.params) == key) {
+            return Err(src.err(
+                &at,
+                format!(
+                    "algorithms: '{}' is listed twice with the same parameters{}",
+                    spec.name,
+                    first_at(&algo_locs[i])
+                ),
+            ));
+        }
+        algorithms.push(spec);
+        algo_locs.push(at);
+    }
+
+    // sizes
+    let Some(sizes_raw) = r.sizes else {
+        return Err(src.err(
+            &root,
+            "missing key 'sizes'; give the bytes per rank, e.g. sizes: 1MiB or \
+             sizes: [4KiB, 1MiB, 64MiB]",
+        ));
+    };
+    let sizes_at = sizes_raw.referenced;
+    let mut sizes: Vec<u64> = Vec::new();
+    let mut size_locs: Vec<Location> = Vec::new();
+    for (v, loc) in list_items(sizes_raw) {
+        let b = size_bytes(&v, data.dtype).map_err(|e| src.err(&loc, format!("sizes: {e}")))?;
+        if let Some(i) = sizes.iter().position(|&m| m == b) {
+            return Err(src.err(&loc, format!("sizes: {b} bytes is listed twice{}", first_at(&size_locs[i]))));
+        }
+        sizes.push(b);
+        size_locs.push(loc);
+    }
+    if sizes.is_empty() {
+        return Err(src.err(&sizes_at, "sizes: the list is empty; give at least one size, e.g. [4KiB, 1MiB]"));
+    }
+
+    // check
+    let closed_form = match r.check.and_then(|c| c.value.closed_form) {
+        None => true,
+        Some(c) => match &c.value {
+            Scalar::Bool(b) => *b,
+            Scalar::Str(s) if s == "true" || s == "false" => s == "true",
+            other => {
+                return Err(
+                    src.err(&c.referenced, format!("check.closed_form: must be true or false, not {}", other.shown()))
+                );
+            }
+        },
+    };
+
+    Ok(Scenario {
+        name,
+        seed,
+        ranks,
+        topology,
+        cost_per_byte,
+        network,
+        data,
+        collective,
+        algorithms,
+        sizes,
+        check: CheckSpec { closed_form },
+    })
+}
+
+// ---------------------------------------------------------------------------------------
+// Flags
+
+/// The `run` flags that override the file: `--algorithms`, `--ranks`, `--sizes`, `--seed`.
+///
+/// Comma-separated values may come already split or not (`["ring,butterfly"]` and
+/// `["ring", "butterfly"]` are the same).
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `--algorithms a,b`: ids to run instead of the file's list.
+    pub algorithms: Option<Vec<String>>,
+    /// `--ranks N,...`: rank counts instead of the file's.
+    pub ranks: Option<Vec<usize>>,
+    /// `--sizes 4KiB,...`: bytes per rank instead of the file's.
+    pub sizes: Option<Vec<String>>,
+    /// `--seed N`.
+    pub seed: Option<u64>,
+}
+
+/// Split flag values on commas, trimmed.
+fn split_flag(values: &[String]) -> Vec<&str> {
+    values.iter().flat_map(|v| v.split(',')).map(str::trim).collect()
+}
+
+impl Overrides {
+    /// Apply the flags to `s`, checking them as the file is checked.
+    ///
+    /// `--algorithms`: each id that the file lists is taken with the file's parameters
+    /// (every entry of that id, in file order); any other id is built with no parameters.
+    pub fn apply(&self, s: &mut Scenario) -> Result<(), ScenarioError> {
+        if let Some(values) = &self.algorithms {
+            const FLAG: &str = "--algorithms";
+            let mut out: Vec<AlgoSpec> = Vec::new();
+            let mut seen: Vec<&str> = Vec::new();
+            for id in split_flag(values) {
+                if id.is_empty() {
+                    return Err(ScenarioError::flag(
+                        FLAG,
+                        "empty algorithm id; give ids separated by commas, e.g. ring,butterfly".to_string(),
+                    ));
+                }
+                if seen.contains(&id) {
+                    return Err(ScenarioError::flag(FLAG, format!("'{id}' is given twice")));
+                }
+                seen.push(id);
+                let from_file: Vec<AlgoSpec> = s.algorithms.iter().filter(|a| a.name == id).cloned().collect();
+                if from_file.is_empty() {
+                    algos::build(id, Params::default()).map_err(|e| ScenarioError::flag(FLAG, e.message))?;
+                    out.push(AlgoSpec { name: id.to_string(), params: Vec::new(), location: String::new() });
+                } else {
+                    out.extend(from_file);
+                }
+            }
+            if out.is_empty() {
+                return Err(ScenarioError::flag(FLAG, "no algorithms given".to_string()));
+            }
+            s.algorithms = out;
+        }
+        if let Some(values) = &self.ranks {
+            const FLAG: &str = "--ranks";
+            let mut out: Vec<usize> = Vec::new();
+            for &n in values {
+                if n == 0 {
+                    return Err(ScenarioError::flag(FLAG, "a rank count must be at least 1, not 0".to_string()));
+                }
+                if out.contains(&n) {
+                    return Err(ScenarioError::flag(FLAG, format!("{n} is given twice")));
+                }
+                out.push(n);
+            }
+            if out.is_empty() {
+                return Err(ScenarioError::flag(FLAG, "no rank counts given".to_string()));
+            }
+            s.ranks = out;
+        }
+        if let Some(values) = &self.sizes {
+            const FLAG: &str = "--sizes";
+            let mut out: Vec<u64> = Vec::new();
+            for text in split_flag(values) {
+                let b = units::parse_size(text).map_err(|e| ScenarioError::flag(FLAG, e))?;
+                check_whole_elements(b, s.data.dtype).map_err(|e| ScenarioError::flag(FLAG, e))?;
+                if out.contains(&b) {
+                    return Err(ScenarioError::flag(FLAG, format!("{b} bytes is given twice")));
+                }
+                out.push(b);
+            }
+            if out.is_empty() {
+                return Err(ScenarioError::flag(FLAG, "no sizes given".to_string()));
+            }
+            s.sizes = out;
+        }
+        if let Some(seed) = self.seed {
+            s.seed = seed;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_names() {
+        assert_eq!(default_name("scenarios/torus 64.yaml"), "torus 64");
+        assert_eq!(default_name("a.yml"), "a");
+        assert_eq!(default_name(""), "scenario");
+        assert_eq!(default_name("<stdin>"), "scenario");
+    }
+
+    #[test]
+    fn snippet_has_caret_under_column() {
+        let src = Src { file: "f.yaml", text: "a: 1\n  b: xyz\n" };
+        assert_eq!(src.snippet(2, 6).as_deref(), Some(" 2 |   b: xyz\n   |      ^"));
+        assert_eq!(src.snippet(9, 1), None);
+    }
+}

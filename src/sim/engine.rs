@@ -1,0 +1,740 @@
+//! The discrete-event engine: SPEC section 2, exactly.
+//!
+//! State per rank: its program (a lazy [`Op`] stream), free outgoing and incoming
+//! ports, messages waiting for ports, posted receives, a FIFO compute unit.
+//! Time moves by popping events (a message delivered, a reduction finished) from a
+//! binary heap ordered by `(time, insertion sequence)`. All events of one instant
+//! are processed before ports are handed out, so a port freed at `t` serves a
+//! message issued at `t`; ports go to waiting messages greedily in the order
+//! `(issue time, sender rank, sender's issue sequence)`, which is the only order
+//! the model allows. Nothing depends on hash order, threads or the clock.
+//!
+//! The hot loop allocates nothing per event: messages live in a slab with a free
+//! list, payloads come from a pool, and every per-rank list keeps its capacity.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+
+use super::data::DataPlane;
+use super::op::{Action, Op, Program, Rank, Region, VEC};
+use crate::topology::Topology;
+
+/// What the engine reports about one run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SimStats {
+    /// Completion time of the last rank, seconds.
+    pub time: f64,
+    /// Completion time of every rank, seconds.
+    pub rank_finish: Vec<f64>,
+    /// Messages sent in total.
+    pub messages: u64,
+    /// Bytes sent by each rank.
+    pub bytes_sent: Vec<u64>,
+    /// Bytes received by each rank.
+    pub bytes_received: Vec<u64>,
+    /// Most extra buffer bytes any rank held at once (scratch + received, unconsumed data).
+    pub peak_buffer_bytes: u64,
+    /// Events popped from the queue.
+    pub events: u64,
+    /// Reductions performed (local and on receipt).
+    pub reductions: u64,
+}
+
+/// A program did something the model cannot run, or the run could not finish.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SimError {
+    /// Events ran out while ranks still waited.
+    #[error("deadlock at t = {time:e} s: {detail}")]
+    Deadlock {
+        /// When the engine ran dry.
+        time: f64,
+        /// Which ranks wait on what (the first few).
+        detail: String,
+    },
+    /// An operation that no machine could run (a bug in the algorithm).
+    #[error("rank {rank}: {what}")]
+    BadOp {
+        /// The rank whose program issued it.
+        rank: Rank,
+        /// What is wrong.
+        what: String,
+    },
+}
+
+/// Hooks that see every message and reduction as it is scheduled: timelines,
+/// critical paths and counters build on this without touching the engine.
+pub trait Observer {
+    /// A message occupies its ports from `start` to `end`.
+    fn message(&mut self, _m: &MessageInfo, _start: f64, _end: f64) {}
+    /// A reduction of `bytes` bytes runs on `rank`'s compute unit from `start` to `end`.
+    fn compute(&mut self, _rank: Rank, _bytes: u64, _start: f64, _end: f64) {}
+}
+
+/// The observer that observes nothing (compiled away).
+pub struct NoObserver;
+impl Observer for NoObserver {}
+
+/// A message as an [`Observer`] sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct MessageInfo {
+    /// Sender.
+    pub src: Rank,
+    /// Receiver.
+    pub dst: Rank,
+    /// Tag.
+    pub tag: u32,
+    /// Payload size.
+    pub bytes: u64,
+    /// When the sender issued it.
+    pub issued: f64,
+}
+
+/// Sizes the engine needs besides the programs.
+#[derive(Clone, Copy, Debug)]
+pub struct EngineConfig {
+    /// Bytes per element.
+    pub elem_bytes: usize,
+    /// Seconds per byte reduced (`C`).
+    pub cost_per_byte: f64,
+    /// Elements in each scratch buffer `1..` of every rank (index 0 is unused).
+    pub scratch_bytes: u64,
+}
+
+const NONE: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Block {
+    Running,
+    Wait(u32),
+    WaitAll,
+    Done,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Posted {
+    stream: u16,
+    handle: u32,
+    from: Rank,
+    tag: u32,
+    dst: Region,
+    action: Action,
+}
+
+#[derive(Debug)]
+struct Msg {
+    src: Rank,
+    dst: Rank,
+    tag: u32,
+    len: usize,
+    issued: f64,
+    seq: u64,
+    /// The receive it is bound to (`handle == NONE` while unbound).
+    recv: Posted,
+    delivered: bool,
+    payload: Vec<f32>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Job {
+    /// Reduce a delivered message into its bound region.
+    Msg(u32),
+    /// A local `Reduce` op.
+    Local { stream: u16, handle: u32, src: Region, dst: Region },
+}
+
+/// One sequential stream of a rank's program (a rank may run several at once).
+struct Stream<'p> {
+    prog: Program<'p>,
+    block: Block,
+    next_handle: u32,
+    /// Handles issued and not complete, in issue order.
+    outstanding: Vec<u32>,
+}
+
+struct RankState<'p> {
+    streams: Vec<Stream<'p>>,
+    /// Streams not yet at their end.
+    live_streams: u32,
+    free_out: u32,
+    free_in: u32,
+    /// Messages from this rank waiting for ports, in issue order.
+    out_wait: Vec<u32>,
+    /// Messages to this rank waiting for ports, in priority order.
+    in_wait: Vec<u32>,
+    /// Messages to this rank not yet bound to a receive, in issue order.
+    unbound: Vec<u32>,
+    /// Receives posted and not yet bound to a message, in post order.
+    posted: Vec<Posted>,
+    compute_queue: VecDeque<Job>,
+    compute_busy: bool,
+    send_seq: u64,
+    held_bytes: u64,
+    dirty: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum EvKind {
+    MsgDone(u32),
+    ComputeDone(Rank),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Event {
+    time: f64,
+    seq: u64,
+    kind: EvKind,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Event {
+    /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest event first;
+    /// equal times pop in the order they were scheduled.
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.time.total_cmp(&self.time).then(o.seq.cmp(&self.seq))
+    }
+}
+
+/// One simulation: build it with [`Engine::new`], run it with [`Engine::run`].
+pub struct Engine<'a, 'p, O: Observer> {
+    topo: &'a dyn Topology,
+    cfg: EngineConfig,
+    ranks: Vec<RankState<'p>>,
+    msgs: Vec<Msg>,
+    free_msgs: Vec<u32>,
+    heap: BinaryHeap<Event>,
+    ev_seq: u64,
+    now: f64,
+    dirty: Vec<Rank>,
+    candidates: Vec<(f64, Rank, u64, u32)>,
+    data: Option<&'a mut DataPlane>,
+    stats: SimStats,
+    obs: &'a mut O,
+}
+
+impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
+    /// An engine for `programs` (one per rank) on `topo`. With `data`, messages carry
+    /// real values and reductions really reduce; without, only time is simulated.
+    pub fn new(
+        topo: &'a dyn Topology,
+        cfg: EngineConfig,
+        programs: Vec<Vec<Program<'p>>>,
+        data: Option<&'a mut DataPlane>,
+        obs: &'a mut O,
+    ) -> Self {
+        let p = programs.len();
+        let ranks = programs
+            .into_iter()
+            .enumerate()
+            .map(|(r, progs)| RankState {
+                live_streams: progs.len() as u32,
+                streams: progs
+                    .into_iter()
+                    .map(|prog| Stream { prog, block: Block::Running, next_handle: 0, outstanding: Vec::new() })
+                    .collect(),
+                free_out: topo.nics(r),
+                free_in: topo.nics(r),
+                out_wait: Vec::new(),
+                in_wait: Vec::new(),
+                unbound: Vec::new(),
+                posted: Vec::new(),
+                compute_queue: VecDeque::new(),
+                compute_busy: false,
+                send_seq: 0,
+                held_bytes: cfg.scratch_bytes,
+                dirty: false,
+            })
+            .collect();
+        let stats = SimStats {
+            rank_finish: vec![0.0; p],
+            bytes_sent: vec![0; p],
+            bytes_received: vec![0; p],
+            peak_buffer_bytes: if p > 0 { cfg.scratch_bytes } else { 0 },
+            ..SimStats::default()
+        };
+        Engine {
+            topo,
+            cfg,
+            ranks,
+            msgs: Vec::new(),
+            free_msgs: Vec::new(),
+            heap: BinaryHeap::new(),
+            ev_seq: 0,
+            now: 0.0,
+            dirty: Vec::new(),
+            candidates: Vec::new(),
+            data,
+            stats,
+            obs,
+        }
+    }
+
+    /// Run every program to its end.
+    pub fn run(mut self) -> Result<SimStats, SimError> {
+        for r in 0..self.ranks.len() {
+            for s in 0..self.ranks[r].streams.len() {
+                self.advance(r as Rank, s as u16)?;
+            }
+        }
+        self.match_ports();
+        while let Some(ev) = self.heap.pop() {
+            self.now = ev.time;
+            self.stats.events += 1;
+            self.handle(ev.kind)?;
+            // Ports are handed out only once every event of this instant has run, so
+            // that a message issued at `t` may use a port freed at `t`.
+            if self.heap.peek().is_none_or(|next| next.time != self.now) {
+                self.match_ports();
+            }
+        }
+        self.check_finished()?;
+        self.stats.time = self.stats.rank_finish.iter().copied().fold(0.0, f64::max);
+        Ok(self.stats)
+    }
+
+    fn schedule(&mut self, time: f64, kind: EvKind) {
+        self.heap.push(Event { time, seq: self.ev_seq, kind });
+        self.ev_seq += 1;
+    }
+
+    fn mark_dirty(&mut self, r: Rank) {
+        let st = &mut self.ranks[r as usize];
+        if !st.dirty {
+            st.dirty = true;
+            self.dirty.push(r);
+        }
+    }
+
+    fn finish(&mut self, r: Rank) {
+        let f = &mut self.stats.rank_finish[r as usize];
+        if self.now > *f {
+            *f = self.now;
+        }
+    }
+
+    fn bad(&self, r: Rank, what: String) -> SimError {
+        SimError::BadOp { rank: r, what }
+    }
+
+    fn check_region(&self, r: Rank, reg: Region) -> Result<(), SimError> {
+        if let Some(d) = self.data.as_deref() {
+            let len = d.buf_len(r as usize, reg.buf);
+            if reg.end() > len {
+                return Err(self.bad(
+                    r,
+                    format!(
+                        "region {}..{} of buffer {} is outside its {} elements",
+                        reg.offset,
+                        reg.end(),
+                        reg.buf,
+                        len
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Pull operations from stream `s` of rank `r` until it blocks or ends.
+    fn advance(&mut self, r: Rank, s: u16) -> Result<(), SimError> {
+        let (ri, si) = (r as usize, s as usize);
+        loop {
+            let st = &mut self.ranks[ri].streams[si];
+            match st.block {
+                Block::Done => return Ok(()),
+                Block::Wait(h) if st.outstanding.contains(&h) => return Ok(()),
+                Block::WaitAll if !st.outstanding.is_empty() => return Ok(()),
+                _ => {}
+            }
+            st.block = Block::Running;
+            let Some(op) = st.prog.next() else {
+                st.block = Block::Done;
+                self.ranks[ri].live_streams -= 1;
+                self.finish(r);
+                return Ok(());
+            };
+            match op {
+                Op::Send { to, tag, src } => self.issue_send(r, to, tag, src)?,
+                Op::Recv { from, tag, dst, action } => self.post_recv(r, s, from, tag, dst, action)?,
+                Op::Reduce { src, dst } => {
+                    if src.len != dst.len {
+                        return Err(self.bad(r, format!("local reduce of {} into {} elements", src.len, dst.len)));
+                    }
+                    self.check_region(r, src)?;
+                    self.check_region(r, dst)?;
+                    let handle = self.new_handle(r, s);
+                    self.enqueue_compute(r, Job::Local { stream: s, handle, src, dst });
+                }
+                Op::Wait(h) => {
+                    if h >= st_next(&self.ranks[ri].streams[si]) {
+                        return Err(self.bad(r, format!("waits for handle {h}, which was never issued")));
+                    }
+                    self.ranks[ri].streams[si].block = Block::Wait(h);
+                }
+                Op::WaitAll => self.ranks[ri].streams[si].block = Block::WaitAll,
+            }
+        }
+    }
+
+    fn new_handle(&mut self, r: Rank, s: u16) -> u32 {
+        let st = &mut self.ranks[r as usize].streams[s as usize];
+        let h = st.next_handle;
+        st.next_handle += 1;
+        st.outstanding.push(h);
+        h
+    }
+
+    fn complete_handle(&mut self, r: Rank, s: u16, h: u32) -> Result<(), SimError> {
+        let st = &mut self.ranks[r as usize].streams[s as usize];
+        if let Some(i) = st.outstanding.iter().position(|&x| x == h) {
+            st.outstanding.remove(i);
+        }
+        self.finish(r);
+        self.advance(r, s)
+    }
+
+    fn issue_send(&mut self, r: Rank, to: Rank, tag: u32, src: Region) -> Result<(), SimError> {
+        if to as usize >= self.ranks.len() || to == r {
+            return Err(self.bad(r, format!("sends to rank {to}, which is not another rank of {}", self.ranks.len())));
+        }
+        self.check_region(r, src)?;
+        let mut payload = Vec::new();
+        let id = match self.free_msgs.pop() {
+            Some(id) => {
+                payload = std::mem::take(&mut self.msgs[id as usize].payload);
+                id
+            }
+            None => {
+                self.msgs.push(Msg {
+                    src: 0,
+                    dst: 0,
+                    tag: 0,
+                    len: 0,
+                    issued: 0.0,
+                    seq: 0,
+                    recv: UNBOUND,
+                    delivered: false,
+                    payload: Vec::new(),
+                });
+                (self.msgs.len() - 1) as u32
+            }
+        };
+        if let Some(d) = self.data.as_deref() {
+            payload.clear();
+            payload.extend_from_slice(d.region(r as usize, src));
+        }
+        let seq = self.ranks[r as usize].send_seq;
+        self.ranks[r as usize].send_seq += 1;
+        self.msgs[id as usize] =
+            Msg { src: r, dst: to, tag, len: src.len, issued: self.now, seq, recv: UNBOUND, delivered: false, payload };
+        self.stats.messages += 1;
+        self.stats.bytes_sent[r as usize] += (src.len * self.cfg.elem_bytes) as u64;
+        self.stats.bytes_received[to as usize] += (src.len * self.cfg.elem_bytes) as u64;
+
+        // Bind to the first matching receive already posted, else wait unbound.
+        let dst = &mut self.ranks[to as usize];
+        match dst.posted.iter().position(|p| p.from == r && p.tag == tag) {
+            Some(i) => {
+                let p = dst.posted.remove(i);
+                self.bind(id, p)?;
+            }
+            None => dst.unbound.push(id),
+        }
+
+        self.ranks[r as usize].out_wait.push(id);
+        let key = (self.now, r, seq);
+        let in_wait = &self.ranks[to as usize].in_wait;
+        // Keep the receiver's queue in priority order; a new message is almost always last.
+        let pos = in_wait
+            .iter()
+            .rposition(|&m| {
+                let o = &self.msgs[m as usize];
+                (o.issued, o.src, o.seq) <= key
+            })
+            .map_or(0, |i| i + 1);
+        self.ranks[to as usize].in_wait.insert(pos, id);
+        self.mark_dirty(r);
+        self.mark_dirty(to);
+        Ok(())
+    }
+
+    fn post_recv(
+        &mut self,
+        r: Rank,
+        s: u16,
+        from: Rank,
+        tag: u32,
+        dst: Region,
+        action: Action,
+    ) -> Result<(), SimError> {
+        if from as usize >= self.ranks.len() || from == r {
+            return Err(
+                self.bad(r, format!("receives from rank {from}, which is not another rank of {}", self.ranks.len()))
+            );
+        }
+        self.check_region(r, dst)?;
+        let handle = self.new_handle(r, s);
+        let p = Posted { stream: s, handle, from, tag, dst, action };
+        let st = &mut self.ranks[r as usize];
+        let found = st.unbound.iter().position(|&m| {
+            let msg = &self.msgs[m as usize];
+            msg.src == from && msg.tag == tag
+        });
+        match found {
+            Some(i) => {
+                let id = st.unbound.remove(i);
+                self.bind(id, p)
+            }
+            None => {
+                st.posted.push(p);
+                Ok(())
+            }
+        }
+    }
+
+    /// Pair message `id` with receive `p`; consume it at once if it has already arrived.
+    fn bind(&mut self, id: u32, p: Posted) -> Result<(), SimError> {
+        let m = &mut self.msgs[id as usize];
+        if m.len != p.dst.len {
+            let (src, dst, len) = (m.src, m.dst, m.len);
+            return Err(self.bad(
+                dst,
+                format!("receive of {} elements from rank {src} (tag {}) matched a message of {len}", p.dst.len, p.tag),
+            ));
+        }
+        m.recv = p;
+        if m.delivered { self.consume(id) } else { Ok(()) }
+    }
+
+    /// A delivered, bound message: copy it in, or queue its reduction.
+    fn consume(&mut self, id: u32) -> Result<(), SimError> {
+        let m = &self.msgs[id as usize];
+        let (dst, p) = (m.dst, m.recv);
+        match p.action {
+            Action::Copy => {
+                if let Some(d) = self.data.as_deref_mut() {
+                    d.region_mut(dst as usize, p.dst).copy_from_slice(&self.msgs[id as usize].payload);
+                }
+                self.release(id);
+                self.complete_handle(dst, p.stream, p.handle)
+            }
+            Action::Reduce => {
+                self.enqueue_compute(dst, Job::Msg(id));
+                Ok(())
+            }
+        }
+    }
+
+    fn hold(&mut self, r: Rank, bytes: u64) {
+        let st = &mut self.ranks[r as usize];
+        st.held_bytes += bytes;
+        if st.held_bytes > self.stats.peak_buffer_bytes {
+            self.stats.peak_buffer_bytes = st.held_bytes;
+        }
+    }
+
+    /// Free message `id`'s slot; its receiver's buffer goes back too if it held one.
+    fn release(&mut self, id: u32) {
+        let m = &self.msgs[id as usize];
+        let bytes = (m.len * self.cfg.elem_bytes) as u64;
+        let dst = m.dst as usize;
+        self.ranks[dst].held_bytes -= bytes;
+        self.free_msgs.push(id);
+    }
+
+    fn enqueue_compute(&mut self, r: Rank, job: Job) {
+        let st = &mut self.ranks[r as usize];
+        st.compute_queue.push_back(job);
+        if !st.compute_busy {
+            self.start_compute(r);
+        }
+    }
+
+    fn start_compute(&mut self, r: Rank) {
+        let Some(&job) = self.ranks[r as usize].compute_queue.front() else {
+            self.ranks[r as usize].compute_busy = false;
+            return;
+        };
+        let len = match job {
+            Job::Msg(id) => self.msgs[id as usize].len,
+            Job::Local { dst, .. } => dst.len,
+        };
+        let bytes = (len * self.cfg.elem_bytes) as u64;
+        let end = self.now + bytes as f64 * self.cfg.cost_per_byte;
+        self.obs.compute(r, bytes, self.now, end);
+        self.ranks[r as usize].compute_busy = true;
+        self.schedule(end, EvKind::ComputeDone(r));
+    }
+
+    fn handle(&mut self, ev: EvKind) -> Result<(), SimError> {
+        match ev {
+            EvKind::MsgDone(id) => {
+                let m = &mut self.msgs[id as usize];
+                m.delivered = true;
+                let (src, dst, bound) = (m.src, m.dst, m.recv.handle != NONE);
+                let bytes = (m.len * self.cfg.elem_bytes) as u64;
+                self.ranks[src as usize].free_out += 1;
+                self.ranks[dst as usize].free_in += 1;
+                self.mark_dirty(src);
+                self.mark_dirty(dst);
+                self.finish(src);
+                self.finish(dst);
+                // A received message holds memory until it is consumed, unless it lands
+                // straight in the place a posted copy-receive names.
+                let in_place = bound && self.msgs[id as usize].recv.action == Action::Copy;
+                if !in_place {
+                    self.hold(dst, bytes);
+                } else {
+                    // `release` subtracts what `hold` added; keep the books even.
+                    self.ranks[dst as usize].held_bytes += bytes;
+                }
+                if bound { self.consume(id) } else { Ok(()) }
+            }
+            EvKind::ComputeDone(r) => {
+                self.stats.reductions += 1;
+                let job = self.ranks[r as usize].compute_queue.pop_front().expect("a job was running");
+                let (stream, handle) = match job {
+                    Job::Msg(id) => {
+                        let p = self.msgs[id as usize].recv;
+                        if let Some(d) = self.data.as_deref_mut() {
+                            d.reduce_into(r as usize, p.dst, &self.msgs[id as usize].payload);
+                        }
+                        self.release(id);
+                        (p.stream, p.handle)
+                    }
+                    Job::Local { stream, handle, src, dst } => {
+                        if let Some(d) = self.data.as_deref_mut() {
+                            d.reduce_local(r as usize, src, dst);
+                        }
+                        (stream, handle)
+                    }
+                };
+                self.start_compute(r);
+                self.complete_handle(r, stream, handle)
+            }
+        }
+    }
+
+    /// Hand free ports to waiting messages, greedily in priority order.
+    ///
+    /// Only a message whose sender or receiver changed since the last pass (a port
+    /// freed, a message issued) can have become startable, so only those are looked at;
+    /// the result is the same as one greedy pass over every waiting message.
+    fn match_ports(&mut self) {
+        if self.dirty.is_empty() {
+            return;
+        }
+        let mut cands = std::mem::take(&mut self.candidates);
+        cands.clear();
+        for &r in &self.dirty {
+            let st = &self.ranks[r as usize];
+            if st.free_out > 0 {
+                for &id in &st.out_wait {
+                    let m = &self.msgs[id as usize];
+                    if self.ranks[m.dst as usize].free_in > 0 {
+                        cands.push((m.issued, m.src, m.seq, id));
+                    }
+                }
+            }
+            if st.free_in > 0 {
+                for &id in &st.in_wait {
+                    let m = &self.msgs[id as usize];
+                    if self.ranks[m.src as usize].free_out > 0 {
+                        cands.push((m.issued, m.src, m.seq, id));
+                    }
+                }
+            }
+        }
+        for &r in &self.dirty {
+            self.ranks[r as usize].dirty = false;
+        }
+        self.dirty.clear();
+        if cands.len() > 1 {
+            cands.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+            cands.dedup_by_key(|c| c.3);
+        }
+        for &(_, src, _, id) in &cands {
+            let dst = self.msgs[id as usize].dst;
+            if self.ranks[src as usize].free_out == 0 || self.ranks[dst as usize].free_in == 0 {
+                continue;
+            }
+            self.start_message(id);
+        }
+        self.candidates = cands;
+    }
+
+    fn start_message(&mut self, id: u32) {
+        let m = &self.msgs[id as usize];
+        let (src, dst) = (m.src as usize, m.dst as usize);
+        let bytes = (m.len * self.cfg.elem_bytes) as u64;
+        let info = MessageInfo { src: m.src, dst: m.dst, tag: m.tag, bytes, issued: m.issued };
+        self.ranks[src].free_out -= 1;
+        self.ranks[dst].free_in -= 1;
+        let out = &mut self.ranks[src].out_wait;
+        if let Some(i) = out.iter().position(|&x| x == id) {
+            out.remove(i);
+        }
+        let inw = &mut self.ranks[dst].in_wait;
+        if let Some(i) = inw.iter().position(|&x| x == id) {
+            inw.remove(i);
+        }
+        let end = self.now + self.topo.link(src, dst).time(bytes as f64);
+        self.obs.message(&info, self.now, end);
+        self.schedule(end, EvKind::MsgDone(id));
+    }
+
+    fn check_finished(&self) -> Result<(), SimError> {
+        let mut waiting = Vec::new();
+        for (r, st) in self.ranks.iter().enumerate() {
+            if let Some(&id) = st.unbound.first() {
+                let m = &self.msgs[id as usize];
+                waiting.push(format!("rank {r} never received a message from rank {} (tag {})", m.src, m.tag));
+                continue;
+            }
+            for (si, s) in st.streams.iter().enumerate() {
+                let h = match s.block {
+                    Block::Done => continue,
+                    Block::Wait(h) => h,
+                    _ => s.outstanding.first().copied().unwrap_or(NONE),
+                };
+                let what = match st.posted.iter().find(|p| p.handle == h && p.stream as usize == si) {
+                    Some(p) => format!("a message from rank {} with tag {} that was never sent", p.from, p.tag),
+                    None => format!("operation {h}"),
+                };
+                waiting.push(format!("rank {r} (stream {si}) waits for {what}"));
+            }
+        }
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        let more = waiting.len().saturating_sub(8);
+        waiting.truncate(8);
+        let mut detail = waiting.join("; ");
+        if more > 0 {
+            detail.push_str(&format!("; and {more} more"));
+        }
+        Err(SimError::Deadlock { time: self.now, detail })
+    }
+}
+
+fn st_next(s: &Stream<'_>) -> u32 {
+    s.next_handle
+}
+
+const UNBOUND: Posted = Posted {
+    stream: 0,
+    handle: NONE,
+    from: 0,
+    tag: 0,
+    dst: Region { buf: VEC, offset: 0, len: 0 },
+    action: Action::Copy,
+};

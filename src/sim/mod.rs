@@ -1,0 +1,38 @@
+//! The event engine and the data plane.
+//!
+//! [`simulate`] runs one algorithm on one machine for one problem: it builds every
+//! rank's program, fills the vectors, runs the [`engine::Engine`], and hands back the
+//! engine's statistics and the final vectors.
+
+pub mod data;
+pub mod engine;
+pub mod op;
+
+use crate::algos::{Algorithm, Problem};
+use crate::topology::Topology;
+use data::{DataPlane, ReduceOp};
+use engine::{Engine, EngineConfig, Observer, SimError, SimStats};
+pub use op::{Action, Op, Program, Rank, Region};
+
+/// What [`simulate`] hands back: the engine's statistics and, with data, every rank's
+/// final vector.
+pub type Outcome = (SimStats, Option<Vec<Vec<f32>>>);
+
+/// Run `algo` on `topo` for problem `p`. With `inputs` (one vector of `p.elems`
+/// values per rank), the data moves for real and the final vectors are returned.
+pub fn simulate<O: Observer>(
+    algo: &dyn Algorithm,
+    topo: &dyn Topology,
+    p: Problem,
+    cost_per_byte: f64,
+    inputs: Option<(Vec<Vec<f32>>, ReduceOp)>,
+    obs: &mut O,
+) -> Result<Outcome, SimError> {
+    let scratch = algo.scratch(&p);
+    let scratch_bytes = (scratch.iter().sum::<usize>() * p.elem_bytes) as u64;
+    let cfg = EngineConfig { elem_bytes: p.elem_bytes, cost_per_byte, scratch_bytes };
+    let programs = (0..p.ranks).map(|r| algo.program(r as Rank, p)).collect();
+    let mut plane = inputs.map(|(v, op)| DataPlane::new(v, &scratch, op));
+    let stats = Engine::new(topo, cfg, programs, plane.as_mut(), obs).run()?;
+    Ok((stats, plane.map(DataPlane::into_vectors)))
+}

@@ -1,0 +1,118 @@
+//! The operations a rank's program is made of.
+//!
+//! An algorithm describes, per rank, a lazy sequence of [`Op`]s: sends, receives
+//! (with or without reduction), local reductions and waits. The engine in
+//! [`crate::sim::engine`] is the only code that knows about time, ports and queues;
+//! an algorithm only says what moves where and what must finish before what.
+
+/// Rank index, `0..P`.
+pub type Rank = u32;
+
+/// Which buffer of a rank a [`Region`] lies in.
+///
+/// Buffer 0 is the rank's own vector (the in-place allreduce buffer); buffers
+/// `1..` are scratch buffers the algorithm declares with
+/// [`crate::algos::Algorithm::scratch_elems`].
+pub type BufId = u8;
+
+/// The rank's own vector.
+pub const VEC: BufId = 0;
+
+/// A contiguous range of elements in one of a rank's buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Region {
+    /// Which buffer.
+    pub buf: BufId,
+    /// First element.
+    pub offset: usize,
+    /// Number of elements.
+    pub len: usize,
+}
+
+impl Region {
+    /// `len` elements of the rank's vector starting at `offset`.
+    pub const fn vec(offset: usize, len: usize) -> Self {
+        Region { buf: VEC, offset, len }
+    }
+    /// `len` elements of scratch buffer `buf` starting at `offset`.
+    pub const fn scratch(buf: BufId, offset: usize, len: usize) -> Self {
+        Region { buf, offset, len }
+    }
+    /// One past the last element.
+    pub const fn end(&self) -> usize {
+        self.offset + self.len
+    }
+}
+
+/// What happens to a received message's data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Overwrite the destination region (costs nothing: a copy is free in the model).
+    Copy,
+    /// `dst = dst (op) message`, on the compute unit, at `bytes * C`.
+    Reduce,
+}
+
+/// One operation of a rank's program.
+///
+/// Sends and receives are non-blocking (like `MPI_Isend` / `MPI_Irecv`); a program
+/// blocks only at [`Op::Wait`] / [`Op::WaitAll`]. Every `Recv` and `Reduce` gets a
+/// handle: the number of `Recv`/`Reduce` ops this rank issued before it, starting at 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Send `src` to rank `to`. The data is taken when the op is issued (eager,
+    /// buffered send), so the program may go on and overwrite `src` at once.
+    Send {
+        /// Destination rank.
+        to: Rank,
+        /// Message tag; receives match on (source, tag), in FIFO order.
+        tag: u32,
+        /// What is sent.
+        src: Region,
+    },
+    /// Post a receive from rank `from` into `dst`, then copy or reduce.
+    /// It completes when the data has landed (copy) or has been reduced (reduce).
+    Recv {
+        /// Source rank.
+        from: Rank,
+        /// Message tag.
+        tag: u32,
+        /// Where the data goes; its length must equal the message's.
+        dst: Region,
+        /// Copy or reduce.
+        action: Action,
+    },
+    /// A local reduction `dst = dst (op) src` on the compute unit.
+    Reduce {
+        /// Operand read.
+        src: Region,
+        /// Operand read and written.
+        dst: Region,
+    },
+    /// Block until the `Recv`/`Reduce` with this handle has completed.
+    Wait(u32),
+    /// Block until every `Recv`/`Reduce` issued so far has completed.
+    WaitAll,
+}
+
+impl Op {
+    /// A send of `src` to `to`.
+    pub const fn send(to: Rank, tag: u32, src: Region) -> Op {
+        Op::Send { to, tag, src }
+    }
+    /// A receive from `from` reduced into `dst`.
+    pub const fn recv_reduce(from: Rank, tag: u32, dst: Region) -> Op {
+        Op::Recv { from, tag, dst, action: Action::Reduce }
+    }
+    /// A receive from `from` copied into `dst`.
+    pub const fn recv_copy(from: Rank, tag: u32, dst: Region) -> Op {
+        Op::Recv { from, tag, dst, action: Action::Copy }
+    }
+}
+
+/// A rank's program: a lazy stream of operations.
+///
+/// Boxed so that every algorithm can build its program from iterator adaptors
+/// (`flat_map` over steps), which reads like the textbook loop and materialises
+/// nothing up front.
+pub type Program<'a> = Box<dyn Iterator<Item = Op> + Send + 'a>;

@@ -1,0 +1,53 @@
+//! Machines: who can talk to whom, at what latency and bandwidth, with how many ports.
+//!
+//! The engine asks a [`Topology`] for one pair's [`Link`] each time a message starts,
+//! so a topology must answer in O(1) or O(log P) and never hold P*P entries.
+
+mod fully_connected;
+
+pub use fully_connected::FullyConnected;
+
+/// The cost of one message between two ranks: `alpha + bytes / bandwidth`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Link {
+    /// Seconds per message.
+    pub alpha: f64,
+    /// Bytes per second.
+    pub bandwidth: f64,
+}
+
+impl Link {
+    /// Time for a message of `bytes` bytes on this link.
+    #[inline]
+    pub fn time(&self, bytes: f64) -> f64 {
+        self.alpha + bytes / self.bandwidth
+    }
+}
+
+/// A simulated machine's interconnect.
+pub trait Topology: Send + Sync + std::fmt::Debug {
+    /// Number of ranks.
+    fn ranks(&self) -> usize;
+    /// The cost of a message from `a` to `b` (`a != b`).
+    fn link(&self, a: usize, b: usize) -> Link;
+    /// Full-duplex ports of `rank`: how many messages it may send, and receive, at once.
+    fn nics(&self, rank: usize) -> u32;
+    /// The smallest alpha and the largest bandwidth between any two ranks, and the fewest
+    /// ports of any rank: what SPEC section 3's lower bound is computed from.
+    fn best_link(&self) -> (Link, u32);
+    /// The one link class and port count, if every pair of ranks is joined by the same
+    /// link and every rank has the same ports (what the flat closed forms assume).
+    fn uniform(&self) -> Option<(Link, u32)> {
+        None
+    }
+    /// A short human name (`fully_connected`, `torus2d 8x8`, ...).
+    fn describe(&self) -> String;
+}
+
+/// The topology a scenario describes, for `ranks` ranks.
+pub fn build(spec: &crate::scenario::TopologySpec, ranks: usize) -> Result<Box<dyn Topology>, String> {
+    use crate::scenario::TopologySpec;
+    match spec {
+        TopologySpec::FullyConnected { link, nics } => Ok(Box::new(FullyConnected { ranks, link: *link, nics: *nics })),
+    }
+}
