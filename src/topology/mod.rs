@@ -40,6 +40,17 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     fn uniform(&self) -> Option<(Link, u32)> {
         None
     }
+    /// `(rows, cols, wraps)` if the ranks form a 2-D grid, row-major
+    /// (rank = row * cols + col); `wraps` for a torus, not for a mesh.
+    fn grid(&self) -> Option<(usize, usize, bool)> {
+        None
+    }
+    /// The levels of a hierarchical machine, innermost first: each level's group size
+    /// (in groups of the level below) and its link. Ranks `r` and `q` talk at the cost
+    /// of the outermost level at which their groups differ.
+    fn levels(&self) -> Option<Vec<(usize, Link)>> {
+        None
+    }
     /// A short human name (`fully_connected`, `torus2d 8x8`, ...).
     fn describe(&self) -> String;
 }
