@@ -10,8 +10,11 @@
 //! port contention), the function evaluates the recurrence in closed arithmetic; it
 //! never runs the event engine.
 
-use crate::algos::{Machine, Problem, block, clog2, pow2_floor};
-use crate::topology::Topology;
+use crate::algos::{GroupMethod, Machine, Problem, block, clog2, pow2_floor};
+use crate::topology::{Link, Topology};
+
+mod lockstep;
+pub use lockstep::{Step, Xfer, lockstep};
 
 /// The Hockney parameters of a machine whose every pair of ranks is joined alike.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -251,4 +254,319 @@ pub fn lower_bound(p: &Problem, topo: &dyn Topology, c: f64) -> f64 {
     let frac = (np - 1.0) / np;
     clog2(p.ranks) as f64 * link.alpha
         + (2.0 * frac * p.bytes() / (nics as f64 * link.bandwidth)).max(frac * p.bytes() * c)
+}
+
+// ---------------------------------------------------------------------------------------
+// Hierarchical machines (levels innermost first: sizes s_i, links (alpha_i, B_i))
+
+/// Hierarchical ring on groups of `g = s_0` ranks with `m = P/g` leaders:
+/// `Red + Ring + Bc`, where on two levels with `m` dividing n
+///
+/// - `Red`, the group's reduce to its leader over level 0 (`T0 = alpha_0 + S/B_0`,
+///   `R = S C`, leader with k NICs): star `max(T0 + (g-1) R, q T0 + (g-1-(q-1)k) R)`,
+///   `q = ceil((g-1)/k)` (as [`star`]'s reduce); chain `(g-1)(T0 + R)`; binomial tree
+///   the tree recurrence of [`binomial_tree`], `log2 g (T0 + R)` for g a power of two;
+/// - `Ring = 2(m-1)(alpha_1 + c/B_1) + (m-1) c C`, `c = ceil(n/m) e` ([`ring`] over the
+///   leaders);
+/// - `Bc`, the broadcast: star `q T0`, chain `(g-1) T0`, binomial `log2 g T0`.
+///
+/// Seed 002 writes `2(alpha + S/B) + g S C + 2(m-1)(alpha + S/(mB)) + (m-1)(S/m) C`. Its
+/// leader receives all `g-1` vectors in one step, which needs `k >= g-1` NICs (then
+/// `q = 1` and our star is `2 T0 + (g-1) S C + Ring`); it counts `g` additions where the
+/// leader makes `g-1`; and it uses one alpha and B where the group's and the leaders'
+/// links differ.
+///
+/// What is evaluated, exactly, in every case: the group phase is the same in every group
+/// (level 0 is uniform), so all leaders start the ring together; the ring is evaluated
+/// step by step over the leaders' real hops (with more than two levels some hops cross a
+/// higher level, the steps stop being in lockstep, and no single-line formula holds) with
+/// each leader's k ports as FIFO servers; each leader's broadcast then starts when its
+/// ring is done and its ports are free of its last ring sends. `None` when the leaders do
+/// not all have the same ports, or the members do not: then groups finish at different
+/// times and ring messages compete with group messages for ports, which the engine orders
+/// by issue time and this evaluation does not follow.
+pub fn hierarchical_ring(p: &Problem, m: &Machine, method: GroupMethod) -> Option<f64> {
+    let levels = m.topo.levels()?;
+    let &(g, link0) = levels.first()?;
+    if g == 0 || !p.ranks.is_multiple_of(g) {
+        return None;
+    }
+    let groups = p.ranks / g;
+    let topo = m.topo;
+    let kl = topo.nics(0);
+    let km = if g > 1 { topo.nics(1) } else { kl };
+    if (0..groups).any(|j| topo.nics(j * g) != kl) || (0..p.ranks).any(|r| r % g != 0 && topo.nics(r) != km) {
+        return None;
+    }
+    let (kl, km) = (kl.max(1) as usize, km.max(1) as usize);
+    let (t0, r0) = (link0.time(p.bytes()), p.bytes() * m.cost_per_byte);
+    let start = group_reduce(method, g, t0, r0, kl, km);
+    let (done, mut ports, ring_end) = leaders_ring(p, m, g, groups, start, kl);
+    let mut end = ring_end.max(start);
+    for (d, leader_ports) in done.iter().zip(ports.iter_mut()) {
+        end = end.max(group_broadcast(method, g, t0, *d, leader_ports, km));
+    }
+    Some(end)
+}
+
+/// The index of the earliest-free server (the engine hands out any free port; which
+/// one does not matter, only when one is free).
+fn earliest(servers: &[f64]) -> usize {
+    servers.iter().enumerate().min_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |(i, _)| i)
+}
+
+/// When a group's leader holds the group's sum, every member having sent at time 0
+/// (message time `t`, reduction time `r`, leader with `kl` ports, members with `km`).
+fn group_reduce(method: GroupMethod, g: usize, t: f64, r: f64, kl: usize, km: usize) -> f64 {
+    match method {
+        _ if g <= 1 => 0.0,
+        // Members' vectors come in through the leader's kl ports in rank order, kl per
+        // round, and are added in that order.
+        GroupMethod::Star => (1..g).fold(0.0, |done: f64, i| done.max(((i - 1) / kl + 1) as f64 * t) + r),
+        // Each member waits for the one after it, adds, passes on.
+        GroupMethod::Chain => (1..g).fold(0.0, |done, _| done + t + r),
+        GroupMethod::BinomialTree => {
+            use crate::algos::binomial_shape as shape;
+            // ready[q]: when local rank q has its subtree's sum (children are above q).
+            let mut ready = vec![0.0f64; g];
+            let mut arrived = vec![0.0f64; g];
+            for q in (0..g).rev() {
+                let (_, children) = shape(q, g);
+                // Children's partial sums reach q's ports in the order they were sent.
+                let mut order: Vec<(f64, usize)> = children.clone().map(|c| (ready[c], c)).collect();
+                order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                let mut ports = vec![0.0f64; if q == 0 { kl } else { km }];
+                for (sent, c) in order {
+                    let i = earliest(&ports);
+                    ports[i] = sent.max(ports[i]) + t;
+                    arrived[c] = ports[i];
+                }
+                // q adds them one by one, farthest child first, as the program says.
+                ready[q] = children.fold(0.0, |done: f64, c| done.max(arrived[c]) + r);
+            }
+            ready[0]
+        }
+    }
+}
+
+/// When the last member of a group has the result, the leader starting at `start` with
+/// its ports free at `ports` (updated), members with `km` free ports.
+fn group_broadcast(method: GroupMethod, g: usize, t: f64, start: f64, ports: &mut [f64], km: usize) -> f64 {
+    let send = |ports: &mut [f64]| {
+        let i = earliest(ports);
+        ports[i] = start.max(ports[i]) + t;
+        ports[i]
+    };
+    match method {
+        _ if g <= 1 => start,
+        GroupMethod::Star => (1..g).map(|_| send(ports)).fold(start, f64::max),
+        GroupMethod::Chain => send(ports) + (g - 2) as f64 * t,
+        GroupMethod::BinomialTree => {
+            use crate::algos::binomial_shape as shape;
+            let mut got = vec![start; g];
+            let mut end = start;
+            for q in 0..g {
+                // Nearest child (largest subtree) first; a member's ports are all free.
+                for (idx, c) in shape(q, g).1.rev().enumerate() {
+                    got[c] = if q == 0 { send(ports) } else { got[q] + (idx / km + 1) as f64 * t };
+                    end = end.max(got[c]);
+                }
+            }
+            end
+        }
+    }
+}
+
+/// The ring allreduce among `groups` leaders (leader j is rank `j g`), all starting at
+/// `start` with `k` free ports, over their real hops `j -> j+1`. Each hop's messages are
+/// the only users of the sender's outgoing and the receiver's incoming ports, so a hop
+/// is a FIFO queue of k servers; a send is issued when the sender finished the step
+/// before, and a receive is reduced once it arrived and the receiver finished the step
+/// before. Returns when each leader finished, each leader's port free times, and the
+/// last message's end.
+fn leaders_ring(
+    p: &Problem,
+    m: &Machine,
+    g: usize,
+    groups: usize,
+    start: f64,
+    k: usize,
+) -> (Vec<f64>, Vec<Vec<f64>>, f64) {
+    let mut done = vec![start; groups];
+    let mut ports = vec![vec![0.0f64; k]; groups];
+    let mut end = start;
+    if groups < 2 {
+        return (done, ports, end);
+    }
+    let hops: Vec<_> = (0..groups).map(|j| m.topo.link(j * g, ((j + 1) % groups) * g)).collect();
+    let bytes = |i: usize| p.b(block(p.elems, groups, i % groups).len);
+    let steps = groups - 1;
+    let mut before = done.clone();
+    for s in 0..2 * steps {
+        before.copy_from_slice(&done);
+        for j in 0..groups {
+            // The chunks of `ring`: reduce-scatter sends j-s, allgather sends j+1-(s-steps).
+            let (chunk, reduce) =
+                if s < steps { (j + 2 * groups - s, true) } else { (j + 2 * groups + 1 - (s - steps), false) };
+            let b = bytes(chunk);
+            let i = earliest(&ports[j]);
+            let arrival = before[j].max(ports[j][i]) + hops[j].time(b);
+            ports[j][i] = arrival;
+            end = end.max(arrival);
+            let to = (j + 1) % groups;
+            done[to] = arrival.max(before[to]) + if reduce { b * m.cost_per_byte } else { 0.0 };
+        }
+    }
+    (done, ports, end)
+}
+
+/// BlueConnect on levels `(s_i, alpha_i, B_i)`:
+/// `sum_i (s_i - 1) (2 T_i(c_i) + R(c_i))`, `T_i(x) = alpha_i + x/B_i`, `c_i = n_(i+1) e`,
+/// `n_0 = n`, `n_(i+1) = ceil(n_i / s_i)`: the ring reduce-scatter of level i on the
+/// shard the levels below left and the mirror-image allgather. With P dividing n that is
+/// `sum_i 2(s_i-1)(alpha_i + S/(s_0 ... s_i B_i)) + (P-1)/P S C`: the reductions
+/// telescope to a flat ring's, while each level's bandwidth term carries only what is
+/// left of S.
+///
+/// Exact (`Some`) when P divides n: every rank's shard has the same length at every
+/// level, so every ring of a level runs in lockstep, every rank changes level at the
+/// same instant, and a level's last message has landed before the next level's first
+/// is sent; ports then never matter. Also exact for any n when only one level has more
+/// than one group: that is [`ring`] on that level's link.
+///
+/// `None` otherwise, because no formula holds: shards differ by an element, a group
+/// with the shorter shards finishes a level a little earlier, and its next level's
+/// first message (a slow inner-level one, on the way down) can take the port that a
+/// rank of a slower group still needs for its last message of the level above; that
+/// message then waits a whole message time. Whether and where this happens depends on
+/// alpha, B and C at every level (the tests found delays of one level-0 message per
+/// level change). The formula is then neither the time nor a bound.
+///
+/// Seed 002 gives no formula (`本文不再详细分析`).
+pub fn blueconnect(p: &Problem, levels: &[(usize, Link)], c: f64) -> Option<f64> {
+    let active = levels.iter().filter(|l| l.0 > 1).count();
+    if active > 1 && !p.elems.is_multiple_of(p.ranks.max(1)) {
+        return None;
+    }
+    let mut n = p.elems;
+    let mut time = 0.0;
+    for &(s, link) in levels {
+        if s <= 1 {
+            continue;
+        }
+        let chunk = n.div_ceil(s);
+        let b = p.b(chunk);
+        time += (s - 1) as f64 * (2.0 * link.time(b) + b * c);
+        n = chunk;
+    }
+    Some(time)
+}
+
+/// The neighbour link of a grid (what its closed-form formulas are written in): the
+/// topology's best link, its fewest NICs, and `c`.
+fn neighbours(m: &Machine) -> Hockney {
+    let (link, nics) = m.topo.best_link();
+    Hockney { alpha: link.alpha, bandwidth: link.bandwidth, c: m.cost_per_byte, nics }
+}
+
+/// `torus_2d` (Sony's 2D-Torus) on the machine's `r x c` grid: the step recurrence
+/// ([`lockstep`]) of its `2(c-1) + 2(r-1)` ring steps, on the pair costs of the actual
+/// neighbours (on a mesh, each row ring's closing pair is `c - 1` hops apart).
+///
+/// On a torus whose `r c` divides n every ring step is in lockstep and this is
+/// [`torus_2d_formula`]:
+///
+/// ```text
+/// (c-1) [T(S/c) + R(S/c)]  +  2(r-1) T(S/(rc)) + (r-1) R(S/(rc))  +  (c-1) T(S/c)
+///  row reduce-scatter         column ring allreduce of the S/c shard   row allgather
+/// ```
+///
+/// Seed 002 ([`torus_2d_seed`], n = c ranks per group, m = r groups) writes
+/// `2(n-1)[alpha + S/(nB)] + (n-1)(S/n)C + 2(m-1)[alpha + S/(mB)] + (m-1)(S/m)C`: its
+/// column phase moves the whole vector S, as if the rows had not reduce-scattered it
+/// first; the column rings carry only the shard of S/c bytes, so the seed overstates
+/// the column phase's bandwidth and compute terms c-fold. `None` without a grid, or
+/// where a port would serve messages out of step order (see [`lockstep`]).
+pub fn torus_2d(p: &Problem, m: &Machine) -> Option<f64> {
+    let grid = crate::algos::Grid2::of(m.topo)?;
+    let plan = crate::algos::TorusPlan { grid, n: p.elems };
+    crate::algos::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)
+}
+
+/// [`torus_2d`] in lockstep: each ring step costs its largest block,
+/// `c1 = ceil(n/c) e` along rows and `c2 = ceil(ceil(n/c)/r) e` along columns, on the
+/// neighbour link. Exact on a torus when `r c` divides n; elsewhere an estimate.
+pub fn torus_2d_formula(p: &Problem, m: &Machine, rows: usize, cols: usize) -> f64 {
+    let h = neighbours(m);
+    let shard = p.elems.div_ceil(cols);
+    let (c1, c2) = (p.b(shard), p.b(shard.div_ceil(rows)));
+    let (rs, cs) = ((cols - 1) as f64, (rows - 1) as f64);
+    rs * (h.t(c1) + h.r(c1)) + 2.0 * cs * h.t(c2) + cs * h.r(c2) + rs * h.t(c1)
+}
+
+/// Seed 002's 2D-Torus formula, with `n = cols` ranks per group and `m = rows` groups:
+/// `2(n-1)[alpha + S/(nB)] + (n-1)(S/n)C + 2(m-1)[alpha + S/(mB)] + (m-1)(S/m)C`.
+pub fn torus_2d_seed(p: &Problem, m: &Machine, rows: usize, cols: usize) -> f64 {
+    let h = neighbours(m);
+    let s = p.bytes();
+    let ring = |k: usize| {
+        let k = k as f64;
+        2.0 * (k - 1.0) * h.t(s / k) + (k - 1.0) * h.r(s / k)
+    };
+    ring(cols) + ring(rows)
+}
+
+/// `mesh_2d` (Google's 2D-Mesh) on the machine's `r x c` grid: the step recurrence.
+///
+/// With `ring = scatter` each half runs [`torus_2d`]'s steps (half A rows first, half B
+/// columns first), both halves' messages of a step going out together on two NICs.
+///
+/// With `ring = whole` (seed 002's) there are `r + c - 2` steps; in each, both halves
+/// (`ceil(n/2)` and `floor(n/2)` elements) go one hop along their rings at once on two
+/// NICs, land in scratch, and are added on the one compute unit. On a torus every step
+/// is alike ([`mesh_2d_formula`]):
+///
+/// ```text
+/// (r + c - 2) [T(ceil(n/2) e) + S C]
+/// ```
+///
+/// Seed 002 writes `2 (m + n - 2)(alpha + S/B + S C)`: it sends the whole vector S
+/// where each half carries S/2, and counts `m + n - 2` steps twice (once per phase)
+/// where each half walks its row ring and its column ring once, `r + c - 2` steps in
+/// all, the two halves side by side. Its per-step `S C` is right: both halves' additions
+/// fall on one compute unit. `None` without a grid or where a port would serve
+/// messages out of step order.
+pub fn mesh_2d(p: &Problem, m: &Machine, ring: crate::algos::MeshRing) -> Option<f64> {
+    let grid = crate::algos::Grid2::of(m.topo)?;
+    let plan = crate::algos::MeshPlan { grid, n: p.elems, ring };
+    crate::algos::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)
+}
+
+/// [`mesh_2d`] with `ring = whole` on a torus: `(r + c - 2) [T(ceil(n/2) e) + S C]`.
+pub fn mesh_2d_formula(p: &Problem, m: &Machine, rows: usize, cols: usize) -> f64 {
+    let h = neighbours(m);
+    (rows + cols - 2) as f64 * (h.t(p.b(p.elems.div_ceil(2))) + h.r(p.bytes()))
+}
+
+/// Seed 002's 2D-Mesh formula, `2 (m + n - 2)(alpha + S/B + S C)` (m rows, n columns).
+pub fn mesh_2d_seed(p: &Problem, m: &Machine, rows: usize, cols: usize) -> f64 {
+    let h = neighbours(m);
+    2.0 * (rows + cols - 2) as f64 * (h.t(p.bytes()) + h.r(p.bytes()))
+}
+
+/// `double_binary_tree` with pipeline chunk `chunk` bytes: the recurrence
+/// ([`lockstep`]) of its rounds. With K chunks per half and trees of height H there are
+/// `K + 2H - 1` rounds: H to fill the pipeline up to the roots, one per chunk, and
+/// H - 1 to drain the last chunk down. In a round a rank sends and receives at most 4
+/// chunks (`c` bytes) and adds at most 2, so on a uniform machine with k NICs a round
+/// costs about `ceil(4/k) T(c) + 2 R(c)` once the pipeline is full; the recurrence
+/// charges each rank exactly its own messages, in the order its ports take them.
+///
+/// Seed 002 gives no formula (it notes the tree's `log2 N` latency against the ring's
+/// N). `None` where ports would take messages out of round order, as when ranks run
+/// ahead in the pipeline's fill: the time then hangs on the engine's arbitration (see
+/// [`lockstep`] and the algorithm's docs).
+pub fn double_binary_tree(p: &Problem, m: &Machine, chunk: u64) -> Option<f64> {
+    let plan = crate::algos::dbt_plan(p, chunk);
+    crate::algos::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)
 }

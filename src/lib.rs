@@ -7,8 +7,12 @@
 
 pub mod algos;
 pub mod cost_model;
+pub mod explain;
+pub mod plots;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod shard;
 pub mod sim;
+pub mod timeline;
 pub mod topology;

@@ -8,9 +8,13 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use allreduce_sim::algos;
-use allreduce_sim::report::{Csv, Exporter, Json, Table};
+use allreduce_sim::explain;
+use allreduce_sim::plots;
+use allreduce_sim::report::{Csv, Exporter, Json, Report, Table};
 use allreduce_sim::runner;
-use allreduce_sim::scenario::{self, Overrides, Scenario};
+use allreduce_sim::scenario::{self, Overrides, ParamValue, Scenario};
+use allreduce_sim::shard::{self, Shard};
+use allreduce_sim::timeline::trace;
 
 /// A deterministic discrete-event simulator of allreduce algorithms.
 ///
@@ -30,6 +34,11 @@ enum Command {
     ///
     /// Flags override the file. Several ranks or sizes make a sweep over their product
     /// with every algorithm; points run in parallel and print in a fixed order.
+    ///
+    /// Points of at most 64 ranks, and a run of a single point, also report the bytes
+    /// each rank sent and received, the busiest link and the critical path (the chain of
+    /// messages and reductions that set the finishing time): in the JSON, and one line
+    /// per point under each table.
     Run {
         /// The scenario file (YAML).
         scenario: PathBuf,
@@ -51,6 +60,28 @@ enum Command {
         /// Seed for the data instead of the file's.
         #[arg(long)]
         seed: Option<u64>,
+        /// Also draw the report's plots (SVG and PNG) into DIR, `plots/` without a DIR.
+        /// Give the directory with `=` (`--plot=out/`), so the flag never takes the scenario.
+        #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "plots")]
+        plot: Option<PathBuf>,
+        /// Also draw a Gantt chart of the run into FILE (.png or .svg): every rank's send
+        /// and receive ports and compute unit over time. One point only, at most 64 ranks.
+        #[arg(long, value_name = "FILE")]
+        gantt: Option<PathBuf>,
+        /// Run only shard I of N (0-based): the points whose index in sweep order is I
+        /// modulo N. The JSON report records the shard; `merge` joins the shards' reports.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<Shard>,
+        /// Also write a Chrome trace of the run to FILE (JSON, opens in
+        /// https://ui.perfetto.dev and chrome://tracing): a process per rank with a track
+        /// per port's sends and receives and one for the compute unit, an arrow from every
+        /// send to its receive. One point only: pick it with --algorithms, --ranks, --sizes.
+        #[arg(long, value_name = "FILE", conflicts_with = "shard")]
+        trace: Option<PathBuf>,
+        /// No progress bar. (It is drawn on stderr only when stderr is a terminal and the
+        /// sweep has more than 8 points or takes over a second.)
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// List every algorithm with its source, requirements, parameters and closed form.
     List,
@@ -58,6 +89,72 @@ enum Command {
     Validate {
         /// The scenario file (YAML).
         scenario: PathBuf,
+    },
+    /// Draw the plots of a JSON report (from `run --format json --output FILE`).
+    ///
+    /// SVG and PNG of: time, bus bandwidth and efficiency against size for each rank
+    /// count; time against ranks; simulated against closed-form time; the fastest
+    /// algorithm over (ranks, size); numerical error against ranks. Charts the report
+    /// has no data for (one rank count: no time against ranks) are skipped.
+    Plot {
+        /// The report (JSON).
+        report: PathBuf,
+        /// Directory for the plot files, created if missing.
+        #[arg(long, value_name = "DIR", default_value = "plots")]
+        out: PathBuf,
+    },
+    /// Join the JSON reports of a sweep's shards (`run --shard I/N --format json`) into
+    /// one report in sweep order.
+    ///
+    /// Every shard 0..N of the same scenario must be given once; shards of different
+    /// scenarios (their `scenario` objects differ), duplicates and gaps are refused.
+    Merge {
+        /// The shards' JSON reports, in any order.
+        #[arg(required = true, value_name = "REPORT.json")]
+        reports: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Json)]
+        format: Format,
+        /// Write the report to FILE instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Show an algorithm's schedule: who sends which elements to whom at each step,
+    /// reduce or copy, then its closed form with the numbers filled in and the simulated
+    /// time.
+    ///
+    /// The table comes from the algorithm's own programs run on the engine, on a fully
+    /// connected machine (or the --scenario's) with f32 elements. A step is a set of
+    /// messages that start at the same instant.
+    Explain {
+        /// Algorithm id (see `list`).
+        algorithm: String,
+        /// P, 1 to 256 [default: 4, or the --scenario's first rank count].
+        #[arg(long)]
+        ranks: Option<usize>,
+        /// S, bytes per rank (a whole number of f32 elements).
+        #[arg(long, default_value = "1KiB")]
+        size: String,
+        /// Ports per rank.
+        #[arg(long, default_value_t = 1)]
+        nics: u32,
+        /// Latency per message.
+        #[arg(long, default_value = "1us")]
+        alpha: String,
+        /// Link bandwidth (`100Gbps` bits, `12.5GB/s` bytes).
+        #[arg(long, default_value = "100Gbps")]
+        bandwidth: String,
+        /// C, time to reduce one byte.
+        #[arg(long, default_value = "0.05ns")]
+        cost_per_byte: String,
+        /// An algorithm parameter, KEY=VALUE (repeat for several), e.g. --param segments=4.
+        #[arg(long = "param", value_name = "KEY=VALUE")]
+        params: Vec<String>,
+        /// Take the machine (topology and C) from this scenario file instead of --alpha,
+        /// --bandwidth, --nics and --cost-per-byte: for algorithms that need a grid or a
+        /// hierarchy.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["alpha", "bandwidth", "nics", "cost_per_byte"])]
+        scenario: Option<PathBuf>,
     },
 }
 
@@ -118,10 +215,52 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Run { scenario, format, output, algorithms, ranks, sizes, seed } => {
+        Command::Plot { report, out } => {
+            let data = plots::PlotData::load(&report).map_err(BadInput)?;
+            let files = plots::plot_data(&data, &out).map_err(BadInput)?;
+            if files.is_empty() {
+                eprintln!("{}: nothing to plot (no point ran)", report.display());
+            }
+            for f in &files {
+                println!("{}", f.display());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Merge { reports, format, output } => merge(&reports, format, output.as_deref()),
+        Command::Explain { algorithm, ranks, size, nics, alpha, bandwidth, cost_per_byte, params, scenario } => {
+            let unit = |flag: &str, r: Result<f64, String>| r.map_err(|e| BadInput(format!("{flag}: {e}")));
+            let machine = match &scenario {
+                Some(path) => Some(load(path, &Overrides::default())?),
+                None => None,
+            };
+            let mut req = explain::Request {
+                algorithm,
+                params: params.iter().map(|p| parse_param(p)).collect::<Result<_, _>>()?,
+                ranks: ranks.or_else(|| machine.as_ref().and_then(|s| s.ranks.first().copied())).unwrap_or(4),
+                bytes: scenario::units::parse_size(&size).map_err(|e| BadInput(format!("--size: {e}")))?,
+                nics,
+                alpha: unit("--alpha", scenario::units::parse_time(&alpha))?,
+                bandwidth: unit("--bandwidth", scenario::units::parse_bandwidth(&bandwidth))?,
+                cost_per_byte: unit("--cost-per-byte", scenario::units::parse_time(&cost_per_byte))?,
+                topology: None,
+            };
+            if let Some(s) = machine {
+                req.topology = Some(s.topology);
+                req.cost_per_byte = s.cost_per_byte;
+            }
+            print!("{}", explain::explain(&req).map_err(BadInput)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run { scenario, format, output, algorithms, ranks, sizes, seed, plot, gantt, shard, trace, quiet } => {
             let overrides = Overrides { algorithms, ranks, sizes, seed };
             let s = load(&scenario, &overrides)?;
-            let report = runner::run(&s);
+            if let Some(g) = &gantt {
+                plots::check_gantt(&s, g).map_err(BadInput)?;
+            }
+            let report = match &trace {
+                Some(path) => run_traced(&s, path)?,
+                None => runner::run_with(&s, &runner::RunOptions { shard, progress: !quiet }),
+            };
             let exporter: &dyn Exporter = match format {
                 Format::Table => &Table,
                 Format::Json => &Json,
@@ -132,6 +271,14 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
                 Some(path) => std::fs::write(&path, text)
                     .map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?,
                 None => print!("{text}"),
+            }
+            if let Some(dir) = &plot {
+                let files = plots::plot_report(&report, dir).map_err(BadInput)?;
+                eprintln!("wrote {} plot file(s) to {}", files.len(), dir.display());
+            }
+            if let Some(g) = &gantt {
+                plots::write_gantt(&s, g).map_err(BadInput)?;
+                eprintln!("wrote {}", g.display());
             }
             let failed = report.results.iter().filter(|r| !r.passed()).count();
             if failed > 0 {
@@ -156,4 +303,88 @@ fn list_text() -> String {
         out.push('\n');
     }
     out
+}
+
+/// `run --trace FILE`: run the scenario's single point recording its timeline, write
+/// the Chrome trace, return the report.
+fn run_traced(s: &Scenario, path: &std::path::Path) -> Result<Report, BadInput> {
+    let points = runner::points(s);
+    if points.len() != 1 {
+        return Err(BadInput(format!(
+            "--trace records a single point, but this run is a sweep of {} points \
+             ({} algorithm(s) x {} rank count(s) x {} size(s)); pick one with --algorithms, --ranks and --sizes",
+            points.len(),
+            s.algorithms.len(),
+            s.ranks.len(),
+            s.sizes.len()
+        )));
+    }
+    let (result, timeline) = runner::run_point_timeline(s, &points[0], true);
+    let Some(timeline) = timeline else {
+        let why = match &result.not_applicable {
+            Some(why) => format!("{} does not run here: {why}", result.algorithm),
+            None => format!("more than {} operations", allreduce_sim::timeline::MAX_INTERVALS),
+        };
+        return Err(BadInput(format!("--trace: nothing to write for {}: {why}", path.display())));
+    };
+    let meta = serde_json::json!({
+        "tool": "allreduce-sim",
+        "scenario": s.name,
+        "algorithm": result.algorithm,
+        "ranks": result.ranks,
+        "bytes": result.bytes,
+        "time_s": result.time_s,
+    });
+    let write = || -> std::io::Result<()> {
+        let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+        trace::write_trace(&timeline, meta, &mut out)?;
+        std::io::Write::flush(&mut out)
+    };
+    write().map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?;
+    Ok(Report { scenario: s.clone(), results: vec![result], shard: None })
+}
+
+/// `merge`: read the shards, join them, export.
+fn merge(paths: &[PathBuf], format: Format, output: Option<&std::path::Path>) -> Result<ExitCode, BadInput> {
+    let mut inputs = Vec::with_capacity(paths.len());
+    for p in paths {
+        let text = std::fs::read_to_string(p).map_err(|e| BadInput(format!("cannot read {}: {e}", p.display())))?;
+        inputs.push((p.display().to_string(), text));
+    }
+    let report = shard::merge(&inputs).map_err(|e| BadInput(e.to_string()))?;
+    let exporter: &dyn Exporter = match format {
+        Format::Table => &Table,
+        Format::Json => &Json,
+        Format::Csv => &Csv,
+    };
+    let text = exporter.render(&report);
+    match output {
+        Some(path) => {
+            std::fs::write(path, text).map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?
+        }
+        None => print!("{text}"),
+    }
+    let failed = report.results.iter().filter(|r| !r.passed()).count();
+    if failed > 0 {
+        eprintln!("{failed} of {} point(s) failed a check", report.results.len());
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--param KEY=VALUE`: a whole number, a number, or text, as in a scenario file.
+fn parse_param(text: &str) -> Result<(String, ParamValue), BadInput> {
+    let (k, v) = text
+        .split_once('=')
+        .filter(|(k, _)| !k.trim().is_empty())
+        .ok_or_else(|| BadInput(format!("--param '{text}': write KEY=VALUE, e.g. --param segments=4")))?;
+    let v = v.trim();
+    let value = if let Ok(i) = v.parse::<u64>() {
+        ParamValue::Int(i)
+    } else if let Ok(f) = v.parse::<f64>() {
+        ParamValue::Float(f)
+    } else {
+        ParamValue::Str(v.to_string())
+    };
+    Ok((k.trim().to_string(), value))
 }

@@ -4,8 +4,17 @@
 //! Points run in parallel (rayon) and come back in sweep order: ranks outermost, then
 //! sizes, then algorithms in the order the scenario lists them, so every
 //! (ranks, size) group is contiguous. The output is identical to a serial run.
+//!
+//! [`run_with`] can run one shard of the sweep ([`crate::shard`]) and show a progress
+//! bar. Points of at most [`DETAIL_MAX_RANKS`] ranks, and a run of a single point, also
+//! record their timeline for the per-link counters and the critical path
+//! ([`crate::timeline`]).
 
-use std::time::Instant;
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use rayon::prelude::*;
 
@@ -13,9 +22,11 @@ use crate::algos::{self, Algorithm, Machine, Params, Problem};
 use crate::cost_model;
 use crate::report::{PointResult, Report};
 use crate::scenario::{DataMode, Scenario};
+use crate::shard::Shard;
 use crate::sim::data::{Reference, initial_values};
-use crate::sim::engine::NoObserver;
+use crate::sim::engine::{NoObserver, Observer};
 use crate::sim::simulate;
+use crate::timeline::{self, DETAIL_MAX_RANKS, Recorder, Timeline};
 use crate::topology::{self, Topology};
 
 /// One point of a sweep.
@@ -44,8 +55,99 @@ pub fn points(s: &Scenario) -> Vec<Point> {
 
 /// Run every point of `s`.
 pub fn run(s: &Scenario) -> Report {
-    let results = points(s).par_iter().map(|pt| run_point(s, pt)).collect();
-    Report { scenario: s.clone(), results }
+    run_with(s, &RunOptions::default())
+}
+
+/// How [`run_with`] runs a scenario.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOptions {
+    /// Run only this shard's points (every N-th, see [`crate::shard`]).
+    pub shard: Option<Shard>,
+    /// Allow a progress bar on stderr. It shows only when stderr is a terminal and the
+    /// run is long: at once for more than [`PROGRESS_MIN_POINTS`] points, else from the
+    /// first point that finishes after [`PROGRESS_DELAY`].
+    pub progress: bool,
+}
+
+/// Runs of more points than this show their progress bar at once.
+pub const PROGRESS_MIN_POINTS: usize = 8;
+/// Shorter runs show it once they have taken this long.
+pub const PROGRESS_DELAY: Duration = Duration::from_secs(1);
+
+/// Run the points of `s` that `opts` selects, in sweep order.
+///
+/// When the whole scenario is a single point, its result also carries the steps of its
+/// critical path, whatever its rank count.
+pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
+    let all = points(s);
+    let single = all.len() == 1;
+    let pts: Vec<Point> = all
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| opts.shard.is_none_or(|sh| sh.contains(*i)))
+        .map(|(_, p)| p)
+        .collect();
+    let progress = Progress::new(pts.len(), opts.progress);
+    let results = pts
+        .par_iter()
+        .map(|pt| {
+            let r = if single { run_point_timeline(s, pt, true).0 } else { run_point(s, pt) };
+            progress.tick();
+            r
+        })
+        .collect();
+    progress.finish();
+    Report { scenario: s.clone(), results, shard: opts.shard }
+}
+
+/// The progress bar of [`run_with`]: hidden until the run proves long, never drawn when
+/// stderr is not a terminal.
+struct Progress {
+    bar: Option<ProgressBar>,
+    started: Instant,
+    shown: AtomicBool,
+}
+
+impl Progress {
+    fn new(len: usize, allowed: bool) -> Self {
+        let bar = (allowed && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::hidden());
+            if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} points  {elapsed} elapsed, eta {eta}")
+            {
+                bar.set_style(style);
+            }
+            bar
+        });
+        let p = Progress { bar, started: Instant::now(), shown: AtomicBool::new(false) };
+        if len > PROGRESS_MIN_POINTS {
+            p.show();
+        }
+        p
+    }
+
+    fn show(&self) {
+        if let Some(bar) = &self.bar
+            && !self.shown.swap(true, Ordering::Relaxed)
+        {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+            bar.enable_steady_tick(Duration::from_millis(250));
+        }
+    }
+
+    fn tick(&self) {
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+            if self.started.elapsed() >= PROGRESS_DELAY {
+                self.show();
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 /// Relative error of `time` against `closed`, as SPEC section 6 defines it.
@@ -53,8 +155,42 @@ fn rel_err(time: f64, closed: f64) -> f64 {
     if closed == 0.0 { if time == 0.0 { 0.0 } else { f64::INFINITY } } else { (time / closed - 1.0).abs() }
 }
 
-/// Run one point.
+/// Run one point. With at most [`DETAIL_MAX_RANKS`] ranks it records the timeline for
+/// the link counters and the critical path (without its steps).
 pub fn run_point(s: &Scenario, pt: &Point) -> PointResult {
+    if pt.ranks <= DETAIL_MAX_RANKS {
+        run_point_timeline(s, pt, false).0
+    } else {
+        run_point_observed(s, pt, &mut NoObserver)
+    }
+}
+
+/// Run one point recording its [`Timeline`] (`run --trace`), with the link counters and
+/// the critical path (its steps too with `steps`) filled in from it.
+///
+/// The timeline is `None` where the point did not run (not applicable) or outgrew
+/// [`timeline::MAX_INTERVALS`]; after a failed simulation it holds what ran.
+pub fn run_point_timeline(s: &Scenario, pt: &Point, steps: bool) -> (PointResult, Option<Timeline>) {
+    let mut rec = Recorder::new(pt.ranks);
+    let mut res = run_point_observed(s, pt, &mut rec);
+    if res.not_applicable.is_some() {
+        return (res, None);
+    }
+    let mut tl = rec.finish();
+    if let Some(t) = &mut tl {
+        if let Ok(topo) = topology::build(&s.topology, pt.ranks) {
+            t.nics = (0..pt.ranks).map(|r| topo.nics(r)).collect();
+        }
+        if res.events > 0 {
+            timeline::annotate(&mut res, t, steps);
+        }
+    }
+    (res, tl)
+}
+
+/// Run one point with `obs` watching every message and reduction the engine schedules
+/// (timelines, Gantt charts). Not-applicable points never reach the engine.
+pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) -> PointResult {
     let started = Instant::now();
     let spec = &s.algorithms[pt.algo];
     let e = s.data.dtype.bytes();
@@ -82,6 +218,7 @@ pub fn run_point(s: &Scenario, pt: &Point) -> PointResult {
         events: 0,
         wall_time_s: 0.0,
         failures: Vec::new(),
+        ..PointResult::default()
     };
     // The scenario was validated, so these only fail on an internal error; report it
     // as a failed point rather than panic.
@@ -114,7 +251,7 @@ pub fn run_point(s: &Scenario, pt: &Point) -> PointResult {
     } else {
         (None, None)
     };
-    let (stats, vectors) = match simulate(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, inputs, &mut NoObserver) {
+    let (stats, vectors) = match simulate(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, inputs, obs) {
         Ok(out) => out,
         Err(err) => {
             res.failures.push(format!("simulation failed: {err}"));
@@ -128,6 +265,10 @@ pub fn run_point(s: &Scenario, pt: &Point) -> PointResult {
     res.bytes_sent_max = stats.bytes_sent.iter().copied().max().unwrap_or(0);
     res.peak_buffer_bytes = stats.peak_buffer_bytes;
     res.events = stats.events;
+    if p.ranks <= DETAIL_MAX_RANKS {
+        res.bytes_sent_per_rank = Some(stats.bytes_sent.clone());
+        res.bytes_received_per_rank = Some(stats.bytes_received.clone());
+    }
     res.lower_bound_s = cost_model::lower_bound(&p, topo.as_ref(), s.cost_per_byte);
     if stats.time > 0.0 {
         let algbw = pt.bytes as f64 / stats.time;

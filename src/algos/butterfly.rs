@@ -7,7 +7,7 @@
 //! `2 rem` first hands its vector to the odd rank above it and sits out; the `P'`
 //! remaining ranks run the butterfly; the odd ranks hand the result back at the end.
 
-use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, clog2, pow2_floor};
+use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, clog2, pow2_floor};
 use crate::cost_model;
 use crate::sim::op::{Op, Program, Rank, Region};
 
@@ -87,7 +87,7 @@ impl Algorithm for Butterfly {
         INFO.id
     }
 
-    fn program(&self, rank: Rank, p: Problem) -> Vec<Program<'_>> {
+    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
         let (r, np) = (rank as usize, p.ranks);
         let all = Region::vec(0, p.elems);
         let (role, p2, rem) = fold_role(r, np);

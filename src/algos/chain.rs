@@ -3,7 +3,7 @@
 //! holds the total and sends it back down the chain. With `segments: N` the vector
 //! is cut into N pieces that follow each other down the chain, pipelined.
 
-use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, block};
+use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block};
 use crate::cost_model;
 use crate::sim::op::{Op, Program, Rank};
 
@@ -36,7 +36,7 @@ impl Algorithm for Chain {
         if self.segments == 1 { INFO.id.into() } else { format!("chain(segments={})", self.segments) }
     }
 
-    fn program(&self, rank: Rank, p: Problem) -> Vec<Program<'_>> {
+    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
         let (r, last, n, segs) = (rank, p.ranks as Rank - 1, p.elems, self.segments);
         let seg = move |s: usize| block(n, segs, s);
         // Forward: take segment s from the left, add mine, pass it right.

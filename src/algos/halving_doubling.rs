@@ -7,7 +7,7 @@
 //! their vector to a partner first and get the result back at the end.
 
 use super::butterfly::{Fold, fold_role, unfold_rank, with_fold};
-use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, block, clog2};
+use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block, clog2};
 use crate::cost_model;
 use crate::sim::op::{Op, Program, Rank, Region};
 
@@ -55,7 +55,7 @@ impl Algorithm for HalvingDoubling {
         INFO.id
     }
 
-    fn program(&self, rank: Rank, p: Problem) -> Vec<Program<'_>> {
+    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
         let (r, np, n) = (rank as usize, p.ranks, p.elems);
         let (role, p2, rem) = fold_role(r, np);
         let (new, steps) = match role {

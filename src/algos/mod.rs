@@ -4,15 +4,25 @@
 //! An algorithm never sees time or ports; it states, for every rank, what moves where
 //! and what waits for what. Its cost in the ideal model is in [`crate::cost_model`].
 
+mod blueconnect;
 mod butterfly;
 mod chain;
+mod double_binary_tree;
 mod halving_doubling;
+mod hierarchical_ring;
 mod params;
 mod ring;
 mod star;
+mod stepped;
+mod torus;
 mod tree;
 
+pub(crate) use double_binary_tree::plan as dbt_plan;
+pub use hierarchical_ring::GroupMethod;
 pub use params::{ParamError, Params};
+pub(crate) use stepped::time as stepped_time;
+pub use torus::MeshRing;
+pub(crate) use torus::{Grid2, MeshPlan, TorusPlan};
 pub(crate) use tree::binomial as binomial_shape;
 
 use crate::sim::op::{Program, Rank, Region};
@@ -61,9 +71,12 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     fn applicable(&self, _p: &Problem, _m: &Machine) -> Result<(), String> {
         Ok(())
     }
-    /// Rank `rank`'s program: one or more concurrent streams of operations
+    /// Rank `rank`'s program on `topo`: one or more concurrent streams of operations
     /// (each stream blocks on its own waits; all share the rank's ports and compute).
-    fn program(&self, rank: Rank, p: Problem) -> Vec<Program<'_>>;
+    /// Flat algorithms ignore `topo`; topology-aware ones read its shape
+    /// ([`Topology::levels`], [`Topology::grid`]) and copy what they need into the program,
+    /// which borrows only `self`. Called only where [`Algorithm::applicable`] said yes.
+    fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>>;
     /// Elements of each scratch buffer every rank needs (buffer ids 1, 2, ...).
     fn scratch(&self, _p: &Problem) -> Vec<usize> {
         Vec::new()
@@ -99,8 +112,19 @@ pub struct AlgoInfo {
 
 /// Every algorithm that runs, in the order `list` shows them.
 pub fn registry() -> &'static [AlgoInfo] {
-    static REGISTRY: &[AlgoInfo] =
-        &[star::INFO, chain::INFO, tree::INFO, butterfly::INFO, ring::INFO, halving_doubling::INFO];
+    static REGISTRY: &[AlgoInfo] = &[
+        star::INFO,
+        chain::INFO,
+        tree::INFO,
+        butterfly::INFO,
+        ring::INFO,
+        halving_doubling::INFO,
+        hierarchical_ring::INFO,
+        blueconnect::INFO,
+        torus::TORUS_INFO,
+        torus::MESH_INFO,
+        double_binary_tree::INFO,
+    ];
     REGISTRY
 }
 

@@ -1,7 +1,7 @@
 //! Ring allreduce (Patarasuk & Yuan 2009; Baidu 2017): a reduce-scatter around the ring
 //! in P-1 steps, then an allgather in P-1 steps. Seeds 000, 002, 003, 004.
 
-use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, block};
+use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block};
 use crate::cost_model;
 use crate::sim::op::{Op, Program, Rank};
 
@@ -25,7 +25,7 @@ impl Algorithm for Ring {
         INFO.id
     }
 
-    fn program(&self, rank: Rank, p: Problem) -> Vec<Program<'_>> {
+    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
         let (np, r, n) = (p.ranks, rank as usize, p.elems);
         if np == 1 {
             return vec![Box::new(std::iter::empty())];

@@ -1,7 +1,7 @@
 //! Star (parameter server): every rank sends its vector to rank 0, which adds them up
 //! and sends the sum back to everyone. Seed 000 Star; seed 002 reduce+broadcast.
 
-use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem};
+use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
 use crate::cost_model;
 use crate::sim::op::{Op, Program, Rank, Region};
 
@@ -29,7 +29,7 @@ impl Algorithm for Star {
         INFO.id
     }
 
-    fn program(&self, rank: Rank, p: Problem) -> Vec<Program<'_>> {
+    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
         let (np, n) = (p.ranks as Rank, p.elems);
         let all = Region::vec(0, n);
         if rank == 0 {

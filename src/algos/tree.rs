@@ -2,7 +2,7 @@
 //! then a binomial-tree broadcast from it. Rank r's parent is r with its highest bit
 //! cleared; its children are `r + 2^j` for every `2^j` above r's highest bit.
 
-use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, clog2};
+use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, clog2};
 use crate::cost_model;
 use crate::sim::op::{Op, Program, Rank, Region};
 
@@ -38,7 +38,7 @@ impl Algorithm for BinomialTree {
         INFO.id
     }
 
-    fn program(&self, rank: Rank, p: Problem) -> Vec<Program<'_>> {
+    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
         let all = Region::vec(0, p.elems);
         let (parent, children) = binomial(rank as usize, p.ranks);
         // Reduce: add the children's partial sums, farthest (smallest subtree) first.

@@ -55,6 +55,7 @@ pub(crate) fn point(algorithm: &str, bytes: u64, time_s: f64) -> PointResult {
         events: 96,
         wall_time_s: 0.000123,
         failures: Vec::new(),
+        ..PointResult::default()
     }
 }
 
@@ -83,6 +84,7 @@ pub(crate) fn not_applicable(algorithm: &str, bytes: u64, why: &str) -> PointRes
         events: 0,
         wall_time_s: 0.0,
         failures: Vec::new(),
+        ..PointResult::default()
     }
 }
 
@@ -97,5 +99,6 @@ pub(crate) fn report() -> Report {
             point("ring", 1 << 20, 1.3e-4),
             point("butterfly", 1 << 20, 2.6e-4),
         ],
+        shard: None,
     }
 }

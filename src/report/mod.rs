@@ -11,12 +11,17 @@ pub use self::csv::Csv;
 pub use self::json::Json;
 pub use self::table::Table;
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::scenario::Scenario;
+use crate::shard::Shard;
+use crate::timeline::CriticalPath;
 
 /// The result of one point of a run (SPEC section 6).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+///
+/// It reads back from JSON (`merge`); a non-finite float, written as `null`, reads back
+/// as NaN where the field is not optional and as `None` where it is.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PointResult {
     /// Algorithm label, with its parameters when not default (`ring_segmented(segment=262144)`).
     pub algorithm: String,
@@ -27,6 +32,7 @@ pub struct PointResult {
     /// Why the algorithm did not run here; every other field is empty/zero then.
     pub not_applicable: Option<String>,
     /// Simulated time, seconds.
+    #[serde(deserialize_with = "nan_if_null")]
     pub time_s: f64,
     /// The cost model's time; `None` where it has none for this machine.
     pub closed_form_s: Option<f64>,
@@ -35,6 +41,7 @@ pub struct PointResult {
     /// The tolerance `closed_form_rel_err` is held to.
     pub closed_form_tolerance: Option<f64>,
     /// SPEC section 3's lower bound.
+    #[serde(deserialize_with = "nan_if_null")]
     pub lower_bound_s: f64,
     /// `lower_bound_s / time_s`.
     pub efficiency: Option<f64>,
@@ -61,9 +68,33 @@ pub struct PointResult {
     /// Engine events processed.
     pub events: u64,
     /// The simulator's own run time for this point, seconds (the only non-deterministic field).
+    #[serde(deserialize_with = "nan_if_null")]
     pub wall_time_s: f64,
     /// Every check that failed at this point, in words (empty when all held).
     pub failures: Vec<String>,
+    /// Bytes each rank sent, rank by rank (only for P <= 64, to keep reports small).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_sent_per_rank: Option<Vec<u64>>,
+    /// Bytes each rank received, rank by rank (only for P <= 64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_received_per_rank: Option<Vec<u64>>,
+    /// The most bytes that went over one link, a link being an ordered pair of ranks
+    /// (in the ideal model a message holds a port at each end and nothing between).
+    /// Recorded when the timeline is (see [`crate::timeline`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_bytes_max: Option<u64>,
+    /// Ordered pairs of ranks that exchanged any message (recorded with `link_bytes_max`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links_used: Option<u64>,
+    /// The chain of operations that set the finishing time ([`crate::timeline::critical`]
+    /// states the rule); its steps only for a single-point run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critical_path: Option<CriticalPath>,
+}
+
+/// `null` (how a non-finite float is written) reads back as NaN.
+fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 impl PointResult {
@@ -74,12 +105,15 @@ impl PointResult {
 }
 
 /// A whole run: the scenario as understood and its results, in sweep order.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
     /// The validated scenario.
     pub scenario: Scenario,
     /// One entry per (algorithm, ranks, bytes).
     pub results: Vec<PointResult>,
+    /// Which shard of the sweep this is (`run --shard I/N`); absent for a whole run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
 }
 
 /// One output format.

@@ -5,18 +5,20 @@
 //! [`Overrides`] applies the `run` flags on top.
 
 mod parse;
+mod topo_spec;
 pub mod units;
 
 pub use parse::{Overrides, ScenarioError, load_file, parse_str};
+pub use topo_spec::{EdgeSpec, LevelSpec, NodeSpec};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::sim::data::{Init, ReduceOp};
 use crate::topology::Link;
 
 /// A validated scenario. Every field is resolved to base units (seconds, bytes,
 /// bytes per second); the run needs nothing else.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Scenario {
     /// Display name (`name:` or the file stem).
     pub name: String,
@@ -43,15 +45,60 @@ pub struct Scenario {
 }
 
 /// The interconnect as the scenario describes it (before ranks are fixed).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TopologySpec {
     /// One link class between every pair of ranks.
     FullyConnected {
         /// Latency and bandwidth.
-        #[serde(serialize_with = "ser_link")]
+        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
         link: Link,
         /// Ports per rank.
+        nics: u32,
+    },
+    /// Levels, innermost first; two ranks talk at the level of their innermost common
+    /// group ([`crate::topology::Hierarchical`]).
+    Hierarchical {
+        /// The levels, innermost first.
+        levels: Vec<LevelSpec>,
+        /// Ports of every rank that leads no group whose level sets its own.
+        nics: u32,
+    },
+    /// A `rows x cols` grid with wrap-around links, row-major ([`crate::topology::Grid`]).
+    Torus2d {
+        /// `[rows, cols]`; without it each rank count is laid out as squarely as it divides.
+        dims: Option<[usize; 2]>,
+        /// The link between neighbours; `h` hops cost `h alpha + m / B`.
+        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
+        link: Link,
+        /// Ports per rank.
+        nics: u32,
+    },
+    /// A `rows x cols` grid without wrap-around links, row-major.
+    Mesh2d {
+        /// `[rows, cols]`; without it each rank count is laid out as squarely as it divides.
+        dims: Option<[usize; 2]>,
+        /// The link between neighbours; `h` hops cost `h alpha + m / B`.
+        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
+        link: Link,
+        /// Ports per rank.
+        nics: u32,
+    },
+    /// A ring: rank r is next to r - 1 and r + 1 (mod P).
+    Ring {
+        /// The link between neighbours; `h` hops cost `h alpha + m / B`.
+        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
+        link: Link,
+        /// Ports per rank.
+        nics: u32,
+    },
+    /// Nodes and links listed by hand, routed by fewest hops ([`crate::topology::Custom`]).
+    Custom {
+        /// The nodes, in rank order.
+        nodes: Vec<NodeSpec>,
+        /// The undirected links between them.
+        links: Vec<EdgeSpec>,
+        /// Ports of every node that does not set its own.
         nics: u32,
     },
 }
@@ -64,8 +111,21 @@ fn ser_link<S: serde::Serializer>(l: &Link, s: S) -> Result<S::Ok, S::Error> {
     st.end()
 }
 
+/// The inverse of [`ser_link`], so that a report's scenario reads back (`merge`).
+fn de_link<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Link, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Repr {
+        alpha_s: f64,
+        #[serde(rename = "bandwidth_Bps")]
+        bandwidth_bps: f64,
+    }
+    let r = Repr::deserialize(d)?;
+    Ok(Link { alpha: r.alpha_s, bandwidth: r.bandwidth_bps })
+}
+
 /// `network.model`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NetworkModel {
     /// SPEC section 2: Hockney with ports.
@@ -73,7 +133,7 @@ pub enum NetworkModel {
 }
 
 /// `collective`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Collective {
     /// Every rank ends with the reduction of all ranks' vectors.
@@ -81,7 +141,7 @@ pub enum Collective {
 }
 
 /// Element type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Dtype {
     /// IEEE single precision, 4 bytes.
@@ -98,7 +158,7 @@ impl Dtype {
 }
 
 /// Whether real data moves.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DataMode {
     /// Real vectors, real reductions, every element checked.
@@ -108,7 +168,7 @@ pub enum DataMode {
 }
 
 /// `data:`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DataSpec {
     /// Element type.
     pub dtype: Dtype,
@@ -121,14 +181,14 @@ pub struct DataSpec {
 }
 
 /// `check:`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CheckSpec {
     /// A missed closed form (relative error above its tolerance) fails the run.
     pub closed_form: bool,
 }
 
 /// One entry of `algorithms:`: a name and its parameters, with where it was written.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AlgoSpec {
     /// Algorithm id (`ring`, `butterfly`, ...).
     pub name: String,

@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use std::path::Path;
 
 use serde::Deserialize;
-use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::{Location, MessageFormatter, Spanned};
 
 use super::{
@@ -19,7 +19,9 @@ use super::{
 };
 use crate::algos::{self, Params};
 use crate::sim::data::{Init, ReduceOp};
-use crate::topology::Link;
+
+mod topo;
+use topo::RawTopology;
 
 // ---------------------------------------------------------------------------------------
 // The error
@@ -381,26 +383,6 @@ struct RawScenario {
     check: Option<Spanned<RawCheck>>,
 }
 
-/// `topology:`. Only `kind: fully_connected` is built so far; the keys of the other kinds
-/// SPEC section 4 names are accepted here unparsed (so the user hears "not implemented
-/// yet" rather than "unknown key") and get their own raw types when the kinds are built.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTopology {
-    kind: Option<Spanned<String>>,
-    #[serde(default, deserialize_with = "present")]
-    link: Option<Spanned<RawLink>>,
-    nics: Option<Spanned<Scalar>>,
-    /// torus2d / mesh2d: the grid.
-    dims: Option<Spanned<IgnoredAny>>,
-    /// hierarchical: the levels, innermost first.
-    levels: Option<Spanned<IgnoredAny>>,
-    /// custom: the nodes of the graph.
-    nodes: Option<Spanned<IgnoredAny>>,
-    /// custom: the edges of the graph.
-    links: Option<Spanned<IgnoredAny>>,
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawLink {
@@ -439,9 +421,6 @@ struct RawCheck {
 
 // ---------------------------------------------------------------------------------------
 // Validation
-
-/// Topology kinds SPEC section 4 names that are not built yet.
-const PLANNED_KINDS: &[&str] = &["hierarchical", "torus2d", "mesh2d", "ring", "custom"];
 
 /// Element types that are not built yet.
 const PLANNED_DTYPES: &[&str] = &["f64", "f16", "bf16"];
@@ -668,12 +647,6 @@ fn algo_entry(src: &Src, entry: Spanned<RawAlgo>) -> Result<AlgoSpec, ScenarioEr
     Ok(AlgoSpec { name, params, location: src.place(&at) })
 }
 
-/// The topology kinds that are built.
-#[derive(Clone, Copy)]
-enum Kind {
-    FullyConnected,
-}
-
 fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioError> {
     let root = raw.referenced;
     let r = raw.value;
@@ -701,82 +674,52 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
              topology: { link: { alpha: TIME, bandwidth: BANDWIDTH } }",
         ));
     };
-    let topo_at = topo.referenced;
-    let t = topo.value;
-    let kinds = [("fully_connected", Kind::FullyConnected)];
-    let kind = choice(src, t.kind.as_ref(), "topology.kind", &kinds, PLANNED_KINDS)?;
-    let topology = match kind {
-        Kind::FullyConnected => {
-            let other_keys = [("dims", &t.dims), ("levels", &t.levels), ("nodes", &t.nodes), ("links", &t.links)];
-            for (key, v) in other_keys {
-                if let Some(v) = v {
+    let topology = topo::topology(src, topo)?;
+
+    // ranks: required unless the topology implies them; if both are given they must agree.
+    let implied = topology.implied_ranks();
+    let ranks = match r.ranks {
+        None => match implied {
+            Some(n) => vec![n],
+            None => {
+                return Err(src.err(
+                    &root,
+                    format!(
+                        "missing key 'ranks'; topology kind {} needs it: a rank count (ranks: 8) or a \
+                         list (ranks: [4, 8, 16])",
+                        topology_kind(&topology)
+                    ),
+                ));
+            }
+        },
+        Some(ranks_raw) => {
+            let ranks_at = ranks_raw.referenced;
+            let mut ranks: Vec<usize> = Vec::new();
+            let mut rank_locs: Vec<Location> = Vec::new();
+            for (v, loc) in list_items(ranks_raw) {
+                let n = rank_count(&v).map_err(|e| src.err(&loc, format!("ranks: {e}")))?;
+                if let Some(i) = ranks.iter().position(|&m| m == n) {
+                    return Err(src.err(&loc, format!("ranks: {n} is listed twice{}", first_at(&rank_locs[i]))));
+                }
+                if let (Some(want), Some(why)) = (implied, topology.implied_ranks_why())
+                    && n != want
+                {
                     return Err(src.err(
-                        &v.referenced,
+                        &loc,
                         format!(
-                            "topology: '{key}' does not apply to kind fully_connected; \
-                             allowed: kind, link, nics"
+                            "ranks: {n} does not match the topology: {why}; write ranks: {want} or leave ranks out"
                         ),
                     ));
                 }
+                ranks.push(n);
+                rank_locs.push(loc);
             }
-            let Some(link) = t.link else {
-                return Err(src.err(
-                    &topo_at,
-                    "topology: missing key 'link'; write link: { alpha: TIME, bandwidth: \
-                     BANDWIDTH }, e.g. { alpha: 1us, bandwidth: 100Gbps }",
-                ));
-            };
-            let link_at = link.referenced;
-            let Some(alpha) = &link.value.alpha else {
-                return Err(src.err(&link_at, "topology.link: missing key 'alpha' (seconds per message, e.g. 1us)"));
-            };
-            let Some(bw) = &link.value.bandwidth else {
-                return Err(src.err(&link_at, "topology.link: missing key 'bandwidth' (e.g. 100Gbps or 12.5GB/s)"));
-            };
-            let link = Link {
-                alpha: time(src, alpha, "topology.link.alpha")?,
-                bandwidth: bandwidth(src, bw, "topology.link.bandwidth")?,
-            };
-            let nics = match &t.nics {
-                None => 1,
-                Some(n) => whole(&n.value, 1, u64::from(u32::MAX)).ok_or_else(|| {
-                    src.err(
-                        &n.referenced,
-                        format!(
-                            "topology.nics: must be a whole number of at least 1 (ports per \
-                             rank), not {}",
-                            n.value.shown()
-                        ),
-                    )
-                })? as u32,
-            };
-            TopologySpec::FullyConnected { link, nics }
+            if ranks.is_empty() {
+                return Err(src.err(&ranks_at, "ranks: the list is empty; give at least one rank count"));
+            }
+            ranks
         }
     };
-
-    // ranks (fully_connected does not imply a count)
-    let Some(ranks_raw) = r.ranks else {
-        return Err(src.err(
-            &root,
-            "missing key 'ranks'; topology kind fully_connected needs it: a rank count \
-             (ranks: 8) or a list (ranks: [4, 8, 16])",
-        ));
-    };
-    let ranks_at = ranks_raw.referenced;
-    let mut ranks: Vec<usize> = Vec::new();
-    let mut rank_locs: Vec<Location> = Vec::new();
-    for (v, loc) in list_items(ranks_raw) {
-        let n = rank_count(&v).map_err(|e| src.err(&loc, format!("ranks: {e}")))?;
-        if let Some(i) = ranks.iter().position(|&m| m == n) {
-            return Err(src.err(&loc, format!("ranks: {n} is listed twice{}", first_at(&rank_locs[i]))));
-        }
-        ranks.push(n);
-        rank_locs.push(loc);
-    }
-    if ranks.is_empty() {
-        return Err(src.err(&ranks_at, "ranks: the list is empty; give at least one rank count"));
-    }
-
     // compute
     let cost_per_byte = match r.compute.and_then(|c| c.value.cost_per_byte) {
         None => 0.0,
@@ -889,6 +832,14 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     })
 }
 
+/// The topology's kind as written in the file (`torus2d`).
+fn topology_kind(t: &TopologySpec) -> String {
+    match serde_json::to_value(t) {
+        Ok(serde_json::Value::Object(m)) => m.get("kind").and_then(|k| k.as_str()).unwrap_or("?").to_string(),
+        _ => "?".to_string(),
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Flags
 
@@ -956,6 +907,14 @@ impl Overrides {
                 }
                 if out.contains(&n) {
                     return Err(ScenarioError::flag(FLAG, format!("{n} is given twice")));
+                }
+                if let (Some(want), Some(why)) = (s.topology.implied_ranks(), s.topology.implied_ranks_why())
+                    && n != want
+                {
+                    return Err(ScenarioError::flag(
+                        FLAG,
+                        format!("{n} does not match the scenario's topology: {why}; give {want} or leave --ranks out"),
+                    ));
                 }
                 out.push(n);
             }

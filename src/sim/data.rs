@@ -3,12 +3,12 @@
 
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{Rng, SeedableRng};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::op::{BufId, Region};
 
 /// The reduction operator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ReduceOp {
     /// Addition: rounding error grows with the depth of the reduction tree.
@@ -31,7 +31,7 @@ impl ReduceOp {
 }
 
 /// How each rank's vector is filled before the run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Init {
     /// Uniform in [-1, 1), from ChaCha8 seeded by the scenario seed, stream = rank.

@@ -31,7 +31,7 @@ pub fn simulate<O: Observer>(
     let scratch = algo.scratch(&p);
     let scratch_bytes = (scratch.iter().sum::<usize>() * p.elem_bytes) as u64;
     let cfg = EngineConfig { elem_bytes: p.elem_bytes, cost_per_byte, scratch_bytes };
-    let programs = (0..p.ranks).map(|r| algo.program(r as Rank, p)).collect();
+    let programs = (0..p.ranks).map(|r| algo.program(r as Rank, p, topo)).collect();
     let mut plane = inputs.map(|(v, op)| DataPlane::new(v, &scratch, op));
     let stats = Engine::new(topo, cfg, programs, plane.as_mut(), obs).run()?;
     Ok((stats, plane.map(DataPlane::into_vectors)))

@@ -1,11 +1,24 @@
 //! Machines: who can talk to whom, at what latency and bandwidth, with how many ports.
 //!
 //! The engine asks a [`Topology`] for one pair's [`Link`] each time a message starts,
-//! so a topology must answer in O(1) or O(log P) and never hold P*P entries.
+//! so a topology must answer in O(1) or O(log P) and never hold P*P entries (the one
+//! exception, a hand-drawn [`Custom`] graph, is capped at [`MAX_CUSTOM_NODES`] nodes).
+//!
+//! The kinds (SPEC section 4): [`FullyConnected`] (the Hockney machine), [`Hierarchical`]
+//! (levels innermost first, pairs at their innermost common level), [`Grid`] (`torus2d`,
+//! `mesh2d` and `ring`, row-major, `hops * alpha + m / B`) and [`Custom`] (nodes and links,
+//! fewest hops). Only the first is [`Topology::uniform`] in general, so the flat
+//! algorithms' closed forms exist only there; every algorithm still runs everywhere.
 
+mod custom;
 mod fully_connected;
+mod grid;
+mod hierarchical;
 
+pub use custom::{Custom, MAX_NODES as MAX_CUSTOM_NODES, unreachable};
 pub use fully_connected::FullyConnected;
+pub use grid::{Grid, squarest};
+pub use hierarchical::{Hierarchical, Level};
 
 /// The cost of one message between two ranks: `alpha + bytes / bandwidth`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -55,10 +68,35 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     fn describe(&self) -> String;
 }
 
-/// The topology a scenario describes, for `ranks` ranks.
+/// The topology a scenario describes, for `ranks` ranks. A topology that fixes its own
+/// rank count (SPEC section 4: "may be implied by the topology") refuses any other.
 pub fn build(spec: &crate::scenario::TopologySpec, ranks: usize) -> Result<Box<dyn Topology>, String> {
     use crate::scenario::TopologySpec;
-    match spec {
-        TopologySpec::FullyConnected { link, nics } => Ok(Box::new(FullyConnected { ranks, link: *link, nics: *nics })),
+    if let (Some(n), Some(why)) = (spec.implied_ranks(), spec.implied_ranks_why())
+        && n != ranks
+    {
+        return Err(format!("the topology has {n} ranks, not {ranks} ({why})"));
     }
+    Ok(match spec {
+        TopologySpec::FullyConnected { link, nics } => Box::new(FullyConnected { ranks, link: *link, nics: *nics }),
+        TopologySpec::Hierarchical { levels, nics } => {
+            let levels = levels.iter().map(|l| Level { size: l.size, link: l.link, nics: l.nics }).collect();
+            Box::new(Hierarchical::new(levels, *nics)?)
+        }
+        TopologySpec::Torus2d { dims, link, nics } => {
+            let [r, c] = dims.unwrap_or_else(|| squarest(ranks).into());
+            Box::new(Grid::torus(r, c, *link, *nics))
+        }
+        TopologySpec::Mesh2d { dims, link, nics } => {
+            let [r, c] = dims.unwrap_or_else(|| squarest(ranks).into());
+            Box::new(Grid::mesh(r, c, *link, *nics))
+        }
+        TopologySpec::Ring { link, nics } => Box::new(Grid::ring(ranks, *link, *nics)),
+        TopologySpec::Custom { nodes, links, nics } => {
+            let names = nodes.iter().map(|n| n.name.clone()).collect();
+            let ports = nodes.iter().map(|n| n.nics.unwrap_or(*nics)).collect();
+            let edges: Vec<(usize, usize, Link)> = links.iter().map(|e| (e.from, e.to, e.link)).collect();
+            Box::new(Custom::new(names, ports, &edges)?)
+        }
+    })
 }

@@ -1,0 +1,143 @@
+//! BlueConnect (Cho et al., IBM 2019; seed 002 "3D-Torus"): a ring reduce-scatter
+//! inside the innermost groups, then on the shard that leaves a ring reduce-scatter
+//! across the next level, and so on up; then ring allgathers back down in reverse order.
+//! Each level's traffic crosses only that level's switches, at its alpha and bandwidth,
+//! and carries only what the levels below left of the vector.
+//!
+//! Rank `r` on levels of sizes `s_0, s_1, ...` (innermost first) has coordinates
+//! `d_i = (r / (s_0 ... s_(i-1))) % s_i`; at level `i` it works with the `s_i` ranks
+//! that differ from it only in `d_i` (seed 002's Step 1 `A0-A1-A2`, Step 2 `A0-B0`,
+//! Step 3 `A0-C0` on 4 machines of 3 GPUs), in a ring ordered by `d_i`. Its shard at
+//! level `i` is block `d_(i-1)` of its shard at level `i-1` (blocks as even as possible,
+//! larger first), so after the last level every rank holds about `n/P` reduced elements.
+//!
+//! Not applicable without levels.
+
+use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block};
+use crate::cost_model;
+use crate::sim::op::{Op, Program, Rank, Region};
+
+/// Registry entry.
+pub const INFO: AlgoInfo = AlgoInfo {
+    id: "blueconnect",
+    summary: "ring reduce-scatter level by level of a hierarchy (innermost first), allgather back in reverse",
+    source: "seed 002 BlueConnect / 3D-Torus (IBM; Cho et al. 2019)",
+    requires: "a hierarchical topology (levels); any n",
+    closed_form: "P | n: sum_i 2(s_i-1)(alpha_i + S/(s_0..s_i B_i)) + (P-1)/P S C; one level: ring's \
+                  2(s-1)(alpha + c/B) + (s-1) c C, c = ceil(n/s) e; none otherwise (uneven shards let \
+                  one group's next level take a port another group still needs). Seed 002 gives none",
+    params: &[],
+    build: |_| Ok(Box::new(BlueConnect)),
+};
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct BlueConnect;
+
+/// One level as a rank sees it: its ring and the shard it works on.
+#[derive(Clone, Copy, Debug)]
+struct Stage {
+    /// Ranks in the ring (`s_i`).
+    size: usize,
+    /// This rank's place in the ring (`d_i`).
+    me: usize,
+    /// Ranks between ring neighbours (`s_0 ... s_(i-1)`).
+    stride: usize,
+    /// The shard this level cuts into `size` chunks.
+    shard: Region,
+    /// First tag of this level's reduce-scatter; its allgather follows the last level's.
+    tag: u32,
+}
+
+impl Stage {
+    /// Chunk `i` (mod the ring size) of the shard.
+    fn chunk(&self, i: usize) -> Region {
+        let b = block(self.shard.len, self.size, i % self.size);
+        Region::vec(self.shard.offset + b.offset, b.len)
+    }
+    /// The rank `k` places further round the ring (`k < size`).
+    fn peer(&self, rank: usize, k: usize) -> Rank {
+        let to = (self.me + k) % self.size;
+        (rank - self.me * self.stride + to * self.stride) as Rank
+    }
+}
+
+/// The levels as rank `rank` sees them, innermost first; levels of size 1 are skipped
+/// (nobody to talk to). Also the number of reduce-scatter tags used.
+fn stages(rank: usize, n: usize, sizes: &[usize]) -> (Vec<Stage>, u32) {
+    let mut out = Vec::new();
+    let (mut stride, mut shard, mut tag) = (1usize, Region::vec(0, n), 0u32);
+    for &size in sizes {
+        let me = (rank / stride) % size;
+        if size > 1 {
+            let st = Stage { size, me, stride, shard, tag };
+            shard = st.chunk(me);
+            tag += (size - 1) as u32;
+            out.push(st);
+        }
+        stride *= size;
+    }
+    (out, tag)
+}
+
+impl Algorithm for BlueConnect {
+    fn id(&self) -> &'static str {
+        INFO.id
+    }
+
+    fn applicable(&self, p: &Problem, m: &Machine) -> Result<(), String> {
+        let Some(levels) = m.topo.levels() else {
+            return Err(format!("needs a hierarchical topology (levels); this one is {}", m.topo.describe()));
+        };
+        let ranks: usize = levels.iter().map(|l| l.0).product();
+        if ranks != p.ranks {
+            return Err(format!("the levels make {ranks} ranks, not {}", p.ranks));
+        }
+        Ok(())
+    }
+
+    fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
+        let r = rank as usize;
+        let sizes: Vec<usize> = topo.levels().map_or_else(|| vec![p.ranks], |l| l.iter().map(|x| x.0).collect());
+        let (stages, rs_tags) = stages(r, p.elems, &sizes);
+        let up = stages.clone();
+        // Reduce-scatter, innermost level first. At step k send chunk me-k-1 to the next
+        // rank, add chunk me-k-2 from the previous one: after size-1 steps this rank holds
+        // chunk `me` of its shard, summed over the level's ring. (`+ 2 size` keeps the
+        // chunk arithmetic unsigned.)
+        let reduce_scatter = up.into_iter().flat_map(move |st| {
+            let (s, me) = (st.size, st.me);
+            (0..s - 1).flat_map(move |k| {
+                let tag = st.tag + k as u32;
+                [
+                    Op::send(st.peer(r, 1), tag, st.chunk(me + 2 * s - k - 1)),
+                    Op::recv_reduce(st.peer(r, s - 1), tag, st.chunk(me + 2 * s - k - 2)),
+                    Op::WaitAll,
+                ]
+            })
+        });
+        // Allgather, outermost level first: pass on chunk me-k, take chunk me-k-1.
+        let allgather = stages.into_iter().rev().flat_map(move |st| {
+            let (s, me) = (st.size, st.me);
+            (0..s - 1).flat_map(move |k| {
+                let tag = rs_tags + st.tag + k as u32;
+                [
+                    Op::send(st.peer(r, 1), tag, st.chunk(me + 2 * s - k)),
+                    Op::recv_copy(st.peer(r, s - 1), tag, st.chunk(me + 2 * s - k - 1)),
+                    Op::WaitAll,
+                ]
+            })
+        });
+        vec![Box::new(reduce_scatter.chain(allgather))]
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        Some((cost_model::blueconnect(p, &m.topo.levels()?, m.cost_per_byte)?, EXACT))
+    }
+
+    fn reduction_depth(&self, p: &Problem) -> usize {
+        // Level i adds s_i - 1 partial sums in sequence: sum_i (s_i - 1) <= P - 1, and the
+        // sizes are not known without the machine.
+        p.ranks.saturating_sub(1)
+    }
+}

@@ -1,0 +1,321 @@
+//! Double binary tree (NCCL 2.4, Sanders, Speck & Träff 2009's two-tree idea; seed 002):
+//! two complementary binary trees, each carrying half the vector, pipelined in chunks:
+//! every chunk is reduced up its tree to the root and broadcast back down.
+//!
+//! **The trees.** Tree A is NCCL's in-order "bit" tree (`ncclGetBtree`) on positions
+//! `1..=P`, rank r at position r + 1: position i with lowest set bit b has children
+//! `i - b/2` and `i + b/2` (the latter pulled in while beyond P) and parent
+//! `(i ^ b) | 2b` (or `i ^ b` when that is beyond P); the root is the largest power of
+//! two not above P. Its interior ranks are the odd ranks. Tree B is the same
+//! construction on positions `0..P` (rank r at position r), rooted at rank 0 with one
+//! child: its interior ranks are the even ones. So every rank is interior in exactly one
+//! tree (P >= 2) and a leaf in the other, and the two trees together use every rank's
+//! ports about equally, as in NCCL. (NCCL builds tree B by mirroring tree A for even P
+//! and shifting it for odd P, which for odd P makes rank 0 interior in both trees; this
+//! construction avoids that.) Both trees have height `H = floor(log2 P)` or one more.
+//!
+//! **The pipeline.** Half t of the vector is cut into `K = ceil(ceil(n/2) e / chunk)`
+//! chunks (as evenly as possible). A rank of height h (leaves 0) sends chunk j up in
+//! round `j + h`, after adding its children's chunk j, which they sent in earlier
+//! rounds; the root has chunk j complete after round `j + H - 1` and sends it down in
+//! round `j + H`; a rank at depth d gets it in round `j + H + d - 1` and passes it on in
+//! the next. Both trees advance in the same rounds, `K + 2H - 1` of them: H to fill the
+//! pipeline up to the roots, one per chunk, H - 1 to drain the last chunk down.
+//!
+//! **A round** is one step ([`super::stepped`]): a rank issues the round's sends (at
+//! most 4: up and down its interior tree, up its leaf tree), posts its receives (at most
+//! 4), and waits for them, adding what comes up. The ports serve the round's messages as
+//! the engine's rule has it (SPEC section 2); with one NIC a rank's 4 messages go one
+//! after the other, which is the 1-port pipeline of the two-tree papers.
+//!
+//! **Closed form.** [`cost_model::double_binary_tree`] evaluates the round recurrence;
+//! it is exact wherever every port serves its messages in round order. Where a rank
+//! runs ahead of its peers (in the pipeline's fill a leaf has nothing to wait for, so it
+//! sends its next chunks while its parent still takes the previous round's; with one
+//! NIC, a rank's second message of a round can go before its first when the first one's
+//! receiver is busy) the ports take messages out of round order, the time hangs on the
+//! engine's arbitration between them, and there is no closed form: `None`. On flat
+//! machines (tests/grid_algos.rs) the recurrence holds for nearly every single-chunk run
+//! (`n e <= 2 chunk`) with two or more NICs and for about half with one; for pipelined
+//! runs it gives up about two times in three.
+//!
+//! **Chunk size** (`chunk`, default 64 KiB): smaller chunks fill the pipeline sooner
+//! (the `2H - 1` extra rounds carry one chunk each) but pay alpha per chunk per message;
+//! 64 KiB is the order of NCCL's tree pieces (its 4 MiB buffer in 8 steps, shared by the
+//! channels), where alpha of a microsecond costs a few percent of a 100 Gb/s link.
+
+use std::sync::{Arc, Mutex};
+
+use super::stepped::{self, Recv, Send, StepPlan, Stepped};
+use super::{AlgoInfo, Algorithm, EXACT, Machine, ParamError, Problem, Topology, block};
+use crate::cost_model;
+use crate::sim::op::{Action, Program, Rank, Region};
+
+/// The default chunk, bytes.
+pub const DEFAULT_CHUNK: u64 = 64 * 1024;
+
+/// Registry entry.
+pub const INFO: AlgoInfo = AlgoInfo {
+    id: "double_binary_tree",
+    summary: "two complementary binary trees, half the data each, pipelined in chunks: reduce up, broadcast down",
+    source: "seed 002 double binary tree (NCCL 2.4; Sanders, Speck & Traff 2009)",
+    requires: "any P >= 1, any n, any topology (flat)",
+    closed_form: "the recurrence of its K + 2H - 1 rounds (cost_model::lockstep; K chunks per half, H tree \
+                  height), each at most 4 messages and 2 additions of a chunk per rank; none where ports would \
+                  take messages out of round order (ranks running ahead in the pipeline's fill)",
+    params: &["chunk=64KiB: pipeline chunk (bytes); each half of the vector is cut into ceil(half / chunk) chunks"],
+    build: |params| {
+        let chunk = params.size("chunk")?.unwrap_or(DEFAULT_CHUNK);
+        Ok(Box::new(DoubleBinaryTree::new(chunk)?))
+    },
+};
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct DoubleBinaryTree {
+    /// Pipeline chunk, bytes.
+    pub chunk: u64,
+    /// The trees of the last P built (every rank's program needs them).
+    shapes: Mutex<Option<Arc<Shape>>>,
+}
+
+impl DoubleBinaryTree {
+    /// The algorithm with a `chunk` of that many bytes.
+    pub fn new(chunk: u64) -> Result<Self, ParamError> {
+        if chunk == 0 {
+            return Err(ParamError::new(Some("chunk"), "'chunk' must be at least 1 byte".into()));
+        }
+        Ok(DoubleBinaryTree { chunk, shapes: Mutex::new(None) })
+    }
+
+    fn shape(&self, np: usize) -> Arc<Shape> {
+        let mut cache = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
+        match cache.as_ref() {
+            Some(s) if s.ranks == np => s.clone(),
+            _ => {
+                let s = Arc::new(Shape::new(np));
+                *cache = Some(s.clone());
+                s
+            }
+        }
+    }
+}
+
+/// NCCL's `ncclGetBtree`: the parent and children of `rank` in the in-order bit tree on
+/// positions `0..nranks` (position 0 is the root, with the one child `2^k`).
+fn nccl_btree(nranks: usize, rank: usize) -> (Option<usize>, [Option<usize>; 2]) {
+    let mut bit = 1;
+    while bit < nranks && bit & rank == 0 {
+        bit <<= 1;
+    }
+    if rank == 0 {
+        return (None, [None, (nranks > 1).then_some(bit >> 1)]);
+    }
+    let mut up = (rank ^ bit) | (bit << 1);
+    if up >= nranks {
+        up = rank ^ bit;
+    }
+    let mut low = bit >> 1;
+    let down0 = (low > 0).then(|| rank - low);
+    while low > 0 && rank + low >= nranks {
+        low >>= 1;
+    }
+    (Some(up), [down0, (low > 0).then(|| rank + low)])
+}
+
+/// One binary tree over the ranks.
+#[derive(Clone, Debug)]
+struct Tree {
+    parent: Vec<Option<usize>>,
+    children: Vec<[Option<usize>; 2]>,
+    root: usize,
+    /// Height (leaves 0): the round offset of a rank's up-sends.
+    height: Vec<usize>,
+    /// Depth (root 0).
+    depth: Vec<usize>,
+}
+
+impl Tree {
+    /// Tree A (`shift = 1`: rank r at position r + 1 of a btree on P + 1 positions, whose
+    /// root 0 is dropped) or tree B (`shift = 0`: NCCL's btree on the ranks).
+    fn new(np: usize, shift: usize) -> Tree {
+        let mut parent = vec![None; np];
+        let mut children = vec![[None, None]; np];
+        for r in 0..np {
+            let (up, downs) = nccl_btree(np + shift, r + shift);
+            parent[r] = up.filter(|&u| u >= shift).map(|u| u - shift);
+            children[r] = downs.map(|d| d.map(|d| d - shift));
+        }
+        let root = (0..np).find(|&r| parent[r].is_none()).unwrap_or(0);
+        // Depths top-down, heights bottom-up, from an order that lists parents first.
+        let mut order = vec![root];
+        let mut i = 0;
+        while i < order.len() {
+            let r = order[i];
+            order.extend(children[r].iter().flatten());
+            i += 1;
+        }
+        let mut depth = vec![0; np];
+        for &r in &order {
+            for &c in children[r].iter().flatten() {
+                depth[c] = depth[r] + 1;
+            }
+        }
+        let mut height = vec![0; np];
+        for &r in order.iter().rev() {
+            height[r] = children[r].iter().flatten().map(|&c| height[c] + 1).max().unwrap_or(0);
+        }
+        Tree { parent, children, root, height, depth }
+    }
+
+    /// The tree's height.
+    fn top(&self) -> usize {
+        self.height[self.root]
+    }
+
+    /// A bound on the additions in sequence behind a rank's partial sum: a rank adds
+    /// its children's sums one after the other onto its own.
+    fn depth_of_sums(&self, r: usize) -> usize {
+        let kids: Vec<usize> = self.children[r].iter().flatten().copied().collect();
+        kids.iter().map(|&c| self.depth_of_sums(c)).max().map_or(0, |d| d + kids.len())
+    }
+}
+
+/// Both trees of P ranks.
+#[derive(Debug)]
+struct Shape {
+    ranks: usize,
+    trees: [Tree; 2],
+}
+
+impl Shape {
+    fn new(np: usize) -> Shape {
+        Shape { ranks: np, trees: [Tree::new(np, 1), Tree::new(np, 0)] }
+    }
+}
+
+/// The schedule of one run: the trees and the chunks.
+#[derive(Clone, Debug)]
+pub(crate) struct DbtPlan {
+    shape: Arc<Shape>,
+    n: usize,
+    chunks: usize,
+    rounds: usize,
+}
+
+impl DbtPlan {
+    fn new(shape: Arc<Shape>, p: &Problem, chunk: u64) -> DbtPlan {
+        let chunk_elems = ((chunk as usize) / p.elem_bytes.max(1)).max(1);
+        let chunks = p.elems.div_ceil(2).div_ceil(chunk_elems).max(1);
+        let top = shape.trees.iter().map(Tree::top).max().unwrap_or(0);
+        let rounds = if p.ranks <= 1 { 0 } else { chunks + 2 * top - 1 };
+        DbtPlan { shape, n: p.elems, chunks, rounds }
+    }
+
+    /// Chunk j of half t.
+    fn chunk(&self, t: usize, j: usize) -> Region {
+        let half = block(self.n, 2, t);
+        let b = block(half.len, self.chunks, j);
+        Region::vec(half.offset + b.offset, b.len)
+    }
+
+    /// `j` if round `round` minus `offset` is a chunk index.
+    fn index(&self, round: usize, offset: usize) -> Option<usize> {
+        round.checked_sub(offset).filter(|&j| j < self.chunks)
+    }
+}
+
+impl Stepped for DbtPlan {
+    fn steps(&self) -> usize {
+        self.rounds
+    }
+
+    fn plan(&self, r: usize, round: usize, out: &mut StepPlan) {
+        for (t, tree) in self.shape.trees.iter().enumerate() {
+            let kind = |dir: u32| 2 * t as u32 + dir;
+            let top = tree.top();
+            // Up: my partial sum of chunk j to my parent in round j + height, after my
+            // children's, which they sent in earlier rounds.
+            if let Some(q) = tree.parent[r]
+                && let Some(j) = self.index(round, tree.height[r])
+            {
+                out.sends.push(Send { to: q, kind: kind(0), src: self.chunk(t, j), reduce: true });
+            }
+            for &c in tree.children[r].iter().flatten() {
+                if let Some(j) = self.index(round, tree.height[c]) {
+                    out.recvs.push(Recv { from: c, kind: kind(0), dst: self.chunk(t, j), action: Action::Reduce });
+                }
+            }
+            // Down: chunk j reaches depth d in round j + top + d - 1 and goes on in the next.
+            if let Some(q) = tree.parent[r]
+                && let Some(j) = self.index(round + 1, top + tree.depth[r])
+            {
+                out.recvs.push(Recv { from: q, kind: kind(1), dst: self.chunk(t, j), action: Action::Copy });
+            }
+            for &c in tree.children[r].iter().flatten() {
+                if let Some(j) = self.index(round, top + tree.depth[r]) {
+                    out.sends.push(Send { to: c, kind: kind(1), src: self.chunk(t, j), reduce: false });
+                }
+            }
+        }
+    }
+}
+
+/// The plan of `double_binary_tree` with `chunk` bytes for `p`.
+pub(crate) fn plan(p: &Problem, chunk: u64) -> DbtPlan {
+    DbtPlan::new(Arc::new(Shape::new(p.ranks)), p, chunk)
+}
+
+impl Algorithm for DoubleBinaryTree {
+    fn id(&self) -> &'static str {
+        INFO.id
+    }
+
+    fn label(&self) -> String {
+        if self.chunk == DEFAULT_CHUNK { INFO.id.into() } else { format!("{}(chunk={})", INFO.id, self.chunk) }
+    }
+
+    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
+        let plan = DbtPlan::new(self.shape(p.ranks), &p, self.chunk);
+        vec![stepped::program(plan, rank as usize)]
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        Some((cost_model::double_binary_tree(p, m, self.chunk)?, EXACT))
+    }
+
+    fn reduction_depth(&self, p: &Problem) -> usize {
+        if p.ranks <= 1 {
+            return 0;
+        }
+        let shape = self.shape(p.ranks);
+        shape.trees.iter().map(|t| t.depth_of_sums(t.root)).max().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trees_are_complementary() {
+        for np in 2..300 {
+            let s = Shape::new(np);
+            for (t, tree) in s.trees.iter().enumerate() {
+                // A tree: one root, every other rank reachable, parent/child agree.
+                assert_eq!((0..np).filter(|&r| tree.parent[r].is_none()).count(), 1, "P={np} tree {t}");
+                for r in 0..np {
+                    for &c in tree.children[r].iter().flatten() {
+                        assert_eq!(tree.parent[c], Some(r), "P={np} tree {t}");
+                    }
+                }
+                assert!(tree.depth.iter().all(|&d| d <= tree.top()));
+            }
+            // Interior in at most one tree.
+            for r in 0..np {
+                let interior = s.trees.iter().filter(|t| t.children[r].iter().flatten().count() > 0).count();
+                assert!(interior <= 1, "P={np}: rank {r} interior in both trees");
+            }
+        }
+    }
+}

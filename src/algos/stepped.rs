@@ -1,0 +1,110 @@
+//! Step-synchronous algorithms: every rank runs the same numbered steps; in each it
+//! sends, receives (reducing or copying), waits for its receives, then runs any local
+//! reductions and waits for them. One [`Stepped::plan`] describes a step for one rank;
+//! the program ([`program`]) and the closed form ([`time`], the recurrence of
+//! [`crate::cost_model::lockstep`]) are both read off it, so they cannot drift apart.
+//!
+//! A message of step `s` carries tag `s * TAGS + kind` (`kind < TAGS`), so two messages
+//! between the same ranks in one step are told apart by their kind.
+
+use crate::cost_model::{self, Step, Xfer};
+use crate::sim::op::{Action, Op, Program, Rank, Region};
+use crate::topology::Topology;
+
+/// Kinds of message per step (see the module docs).
+pub(crate) const TAGS: u32 = 8;
+
+/// A send of one step.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Send {
+    pub to: usize,
+    pub kind: u32,
+    pub src: Region,
+    /// Whether the receiver reduces it (else copies).
+    pub reduce: bool,
+}
+
+/// A receive of one step.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Recv {
+    pub from: usize,
+    pub kind: u32,
+    pub dst: Region,
+    pub action: Action,
+}
+
+/// What one rank does in one step.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StepPlan {
+    /// Sends, in the order they are issued.
+    pub sends: Vec<Send>,
+    /// Receives, in the order they are posted.
+    pub recvs: Vec<Recv>,
+    /// Local reductions `dst = dst (op) src` after the receives, in order.
+    pub local: Vec<(Region, Region)>,
+}
+
+impl StepPlan {
+    fn clear(&mut self) {
+        self.sends.clear();
+        self.recvs.clear();
+        self.local.clear();
+    }
+}
+
+/// A step-synchronous schedule for one problem on one machine.
+pub(crate) trait Stepped: std::marker::Send + Sync {
+    /// Number of steps (the same for every rank).
+    fn steps(&self) -> usize;
+    /// Fill `out` (cleared) with what rank `rank` does in step `s`.
+    fn plan(&self, rank: usize, s: usize, out: &mut StepPlan);
+}
+
+/// Rank `rank`'s program: each step's sends, receives, a wait, its local reductions
+/// and a wait; steps with nothing to wait for do not wait.
+pub(crate) fn program<'a, S: Stepped + 'a>(plan: S, rank: usize) -> Program<'a> {
+    let steps = plan.steps();
+    let mut sp = StepPlan::default();
+    Box::new((0..steps).flat_map(move |s| {
+        sp.clear();
+        plan.plan(rank, s, &mut sp);
+        let tag = |kind: u32| s as u32 * TAGS + kind;
+        let mut ops = Vec::with_capacity(sp.sends.len() + sp.recvs.len() + sp.local.len() + 2);
+        ops.extend(sp.sends.iter().map(|x| Op::send(x.to as Rank, tag(x.kind), x.src)));
+        ops.extend(sp.recvs.iter().map(|x| Op::Recv {
+            from: x.from as Rank,
+            tag: tag(x.kind),
+            dst: x.dst,
+            action: x.action,
+        }));
+        if !sp.recvs.is_empty() {
+            ops.push(Op::WaitAll);
+        }
+        ops.extend(sp.local.iter().map(|&(src, dst)| Op::Reduce { src, dst }));
+        if !sp.local.is_empty() {
+            ops.push(Op::WaitAll);
+        }
+        ops
+    }))
+}
+
+/// The plan's time on `topo` (the step recurrence), `None` where a port would serve
+/// messages out of step order.
+pub(crate) fn time(plan: &dyn Stepped, topo: &dyn Topology, c: f64, elem_bytes: usize) -> Option<f64> {
+    let np = topo.ranks();
+    let mut sp = StepPlan::default();
+    cost_model::lockstep(topo, c, plan.steps(), |s, step: &mut Step| {
+        for r in 0..np {
+            sp.clear();
+            plan.plan(r, s, &mut sp);
+            let bytes = |reg: Region| (reg.len * elem_bytes) as u64;
+            step.xfers.extend(sp.sends.iter().map(|x| Xfer {
+                from: r,
+                to: x.to,
+                bytes: bytes(x.src),
+                reduce: x.reduce,
+            }));
+            step.local.extend(sp.local.iter().map(|&(_, dst)| (r, bytes(dst))));
+        }
+    })
+}

@@ -1,0 +1,357 @@
+//! The 2-D grid algorithms of seed 002: Sony's 2D-Torus and Google's 2D-Mesh.
+//!
+//! Both run on a `rows x cols` grid ([`Topology::grid`]), ranks row-major
+//! (rank = row * cols + col). A *row ring* joins the ranks of one row in column order,
+//! its last rank sending to its first; a *column ring* likewise joins a column. On a
+//! torus every ring step is one hop; on a mesh the ring's closing pair is `len - 1`
+//! hops apart and costs `(len - 1) alpha + m/B` (SPEC section 4), which the closed
+//! form reads from [`Topology::link`] like every other pair.
+//!
+//! **`torus_2d`** (Mikami et al., Sony, 2018): three phases, each a textbook ring
+//! ([`super::ring`], same offsets):
+//! 1. reduce-scatter along every row: the vector in `cols` blocks; after `cols - 1`
+//!    steps the rank in column c holds its row's sum of block `c + 1 (mod cols)`, its
+//!    *shard*;
+//! 2. ring allreduce along every column of the shard only (`S / cols` bytes, cut in
+//!    `rows` pieces): `2 (rows - 1)` steps;
+//! 3. allgather along every row: `cols - 1` steps.
+//!
+//! **`mesh_2d`** (Ying et al., Google, 2018): the vector in two halves; half A goes
+//! rows-then-columns and half B columns-then-rows, at the same time, so that every rank
+//! sends and receives on two NICs at once. How each direction is summed is the
+//! parameter `ring`:
+//! - `whole` (the default, seed 002's description): "并没有做reduce-scatter,而是最简单的
+//!   转2圈", `n - 1` steps of `alpha + S/B + S C` each: a whole-buffer ring as in Gloo's
+//!   `allreduce_ring` (seed 001, SPEC's `ring_gloo`). At step k a rank forwards the half
+//!   it received at step k - 1 (its own at step 0) and adds what it receives now, so after
+//!   `len - 1` steps it holds the ring's sum. Received halves land in two scratch slots
+//!   used in turn; each step waits for its additions, so a slot is free again two steps
+//!   later. Few steps (`rows + cols - 2`), but each moves a whole half.
+//! - `scatter`: each half runs `torus_2d`'s three phases, half A rows first and half B
+//!   columns first: the reduce-scatter form that moves only `2 (P-1)/P` of each half, as
+//!   Google's patent describes it (US 2018/0240039: the rows reduce disjoint fields of
+//!   the vector, then the columns).
+//!
+//! In both, the halves share one program, step for step: their messages go out together
+//! on the two NICs, are added on the one compute unit, and a step ends when both halves
+//! are in. Both algorithms are step-synchronous ([`super::stepped`]); their closed forms
+//! in [`crate::cost_model`] evaluate the step recurrence on the actual pair costs.
+
+use super::stepped::{self, Recv, Send, StepPlan, Stepped};
+use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block};
+use crate::cost_model;
+use crate::sim::op::{Action, Program, Rank, Region};
+
+/// Registry entry of `torus_2d`.
+pub const TORUS_INFO: AlgoInfo = AlgoInfo {
+    id: "torus_2d",
+    summary: "ring reduce-scatter along rows, ring allreduce of the 1/cols shard along columns, ring allgather \
+              along rows",
+    source: "seed 002 2D-Torus (Sony: Mikami et al. 2018)",
+    requires: "a 2-D grid topology (torus2d, mesh2d, ring); any n; any NICs",
+    closed_form: "the step recurrence on the grid's pair costs (cost_model::lockstep); on a torus with rows*cols \
+                  dividing n: (c-1)(T(S/c) + R(S/c)) + 2(r-1) T(S/(rc)) + (r-1) R(S/(rc)) + (c-1) T(S/c), \
+                  r = rows, c = cols. Seed 002 writes S/(mB), S/m in the column phase, which moves S/(cmB)",
+    params: &[],
+    build: |_| Ok(Box::new(Torus2d)),
+};
+
+/// Registry entry of `mesh_2d`.
+pub const MESH_INFO: AlgoInfo = AlgoInfo {
+    id: "mesh_2d",
+    summary: "vector in halves: one goes rows-then-columns, the other columns-then-rows, at once, on two NICs",
+    source: "seed 002 2D-Mesh (Google: Ying et al. 2018); ring=whole as seed 001 allreduce_ring",
+    requires: "a 2-D grid topology (torus2d, mesh2d, ring) and at least 2 NICs per rank; any n",
+    closed_form: "the step recurrence on the grid's pair costs (cost_model::lockstep); ring=whole on a torus: \
+                  (r + c - 2)(T(ceil(n/2) e) + S C). Seed 002 writes 2 (m + n - 2)(alpha + S/B + S C): each \
+                  half moves S/2 and walks the rows and the columns once",
+    params: &["ring=whole: how a half is summed along a direction: whole (seed 002: whole-buffer ring) or \
+               scatter (reduce-scatter, allreduce the other way, allgather)"],
+    build: |params| {
+        let ring = match params.choice("ring", &["whole", "scatter"])? {
+            "scatter" => MeshRing::Scatter,
+            _ => MeshRing::Whole,
+        };
+        Ok(Box::new(Mesh2d { ring }))
+    },
+};
+
+/// A `rows x cols` grid, row-major.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Grid2 {
+    pub rows: usize,
+    pub cols: usize,
+}
+
+/// A direction of rings on the grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dim {
+    /// Along a row: to the next column.
+    Row,
+    /// Along a column: to the next row.
+    Col,
+}
+
+impl Grid2 {
+    /// The grid of `topo`, if it has one.
+    pub fn of(topo: &dyn Topology) -> Option<Grid2> {
+        topo.grid().map(|(rows, cols, _)| Grid2 { rows, cols })
+    }
+
+    /// Ranks in a ring along `d`.
+    fn len(&self, d: Dim) -> usize {
+        match d {
+            Dim::Row => self.cols,
+            Dim::Col => self.rows,
+        }
+    }
+
+    /// Rank `r`'s position in its ring along `d`.
+    fn pos(&self, r: usize, d: Dim) -> usize {
+        match d {
+            Dim::Row => r % self.cols,
+            Dim::Col => r / self.cols,
+        }
+    }
+
+    /// The next and the previous rank on `r`'s ring along `d`.
+    fn ring(&self, r: usize, d: Dim) -> (usize, usize) {
+        let (row, col) = (r / self.cols, r % self.cols);
+        let at = |shift: usize| match d {
+            Dim::Row => row * self.cols + (col + shift) % self.cols,
+            Dim::Col => ((row + shift) % self.rows) * self.cols + col,
+        };
+        (at(1), at(self.len(d) - 1))
+    }
+}
+
+fn applicable_grid(p: &Problem, m: &Machine) -> Result<Grid2, String> {
+    let Some(g) = Grid2::of(m.topo) else {
+        return Err(format!(
+            "needs a 2-D grid topology (torus2d, mesh2d or ring) to lay its row and column rings on; {} has none",
+            m.topo.describe()
+        ));
+    };
+    if g.rows * g.cols != p.ranks {
+        return Err(format!("the {}x{} grid has {} ranks, not {}", g.rows, g.cols, g.rows * g.cols, p.ranks));
+    }
+    Ok(g)
+}
+
+/// One step of a rank: send `send` to `next`, receive `recv` from `prev`, adding it in
+/// (`reduce`) or copying it.
+#[derive(Clone, Copy, Debug)]
+struct Exchange {
+    next: usize,
+    send: Region,
+    prev: usize,
+    recv: Region,
+    reduce: bool,
+}
+
+/// Step `k` of a ring reduce-scatter (`reduce`) or allgather over `parts` pieces of
+/// `whole`, for the rank at position `i` of its ring (the offsets of [`super::ring`]):
+/// the piece it sends and the piece it receives.
+fn ring_pieces(whole: Region, parts: usize, i: usize, k: usize, reduce: bool) -> (Region, Region) {
+    let piece = |j: usize| {
+        let b = block(whole.len, parts, j % parts);
+        Region::vec(whole.offset + b.offset, b.len)
+    };
+    // `+ 2 parts` keeps the arithmetic unsigned.
+    let base = i + 2 * parts;
+    if reduce { (piece(base - k), piece(base - k - 1)) } else { (piece(base + 1 - k), piece(base - k)) }
+}
+
+/// Steps of [`three_phase`] on grid `g`: `2 (cols - 1) + 2 (rows - 1)` either way round.
+fn three_phase_steps(g: Grid2) -> usize {
+    2 * (g.cols - 1) + 2 * (g.rows - 1)
+}
+
+/// Step `s` of rank `r` in Sony's three phases on `whole`, with `first` the direction of
+/// phases 1 and 3: ring reduce-scatter along `first` (the rank at position i ends with
+/// the sum of piece i + 1, its shard), ring allreduce of the shard along the other
+/// direction (its own reduce-scatter and allgather), ring allgather along `first`.
+fn three_phase(g: Grid2, whole: Region, first: Dim, r: usize, s: usize) -> Exchange {
+    let second = if first == Dim::Row { Dim::Col } else { Dim::Row };
+    let (len1, len2) = (g.len(first), g.len(second));
+    let shard = {
+        let b = block(whole.len, len1, (g.pos(r, first) + 1) % len1);
+        Region::vec(whole.offset + b.offset, b.len)
+    };
+    let (dim, region, parts, k, reduce) = if s < len1 - 1 {
+        (first, whole, len1, s, true)
+    } else if s < len1 - 1 + 2 * (len2 - 1) {
+        let k = s - (len1 - 1);
+        let rs = k < len2 - 1;
+        (second, shard, len2, if rs { k } else { k - (len2 - 1) }, rs)
+    } else {
+        (first, whole, len1, s - (len1 - 1) - 2 * (len2 - 1), false)
+    };
+    let (next, prev) = g.ring(r, dim);
+    let (send, recv) = ring_pieces(region, parts, g.pos(r, dim), k, reduce);
+    Exchange { next, send, prev, recv, reduce }
+}
+
+/// Add an exchange's send and receive to a step, as message kind `kind`.
+fn push(out: &mut StepPlan, x: Exchange, kind: u32) {
+    let action = if x.reduce { Action::Reduce } else { Action::Copy };
+    out.sends.push(Send { to: x.next, kind, src: x.send, reduce: x.reduce });
+    out.recvs.push(Recv { from: x.prev, kind, dst: x.recv, action });
+}
+
+/// `torus_2d`: see the module docs.
+#[derive(Debug)]
+pub struct Torus2d;
+
+/// The schedule of `torus_2d` for one problem: the three phases on the whole vector,
+/// rows first.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TorusPlan {
+    pub grid: Grid2,
+    pub n: usize,
+}
+
+impl Stepped for TorusPlan {
+    fn steps(&self) -> usize {
+        three_phase_steps(self.grid)
+    }
+
+    fn plan(&self, r: usize, s: usize, out: &mut StepPlan) {
+        push(out, three_phase(self.grid, Region::vec(0, self.n), Dim::Row, r, s), 0);
+    }
+}
+
+impl Algorithm for Torus2d {
+    fn id(&self) -> &'static str {
+        TORUS_INFO.id
+    }
+
+    fn applicable(&self, p: &Problem, m: &Machine) -> Result<(), String> {
+        applicable_grid(p, m).map(|_| ())
+    }
+
+    fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
+        let grid = Grid2::of(topo).expect("torus_2d runs only on a grid (applicable)");
+        vec![stepped::program(TorusPlan { grid, n: p.elems }, rank as usize)]
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        Some((cost_model::torus_2d(p, m)?, EXACT))
+    }
+
+    /// Each element is added along its row (cols - 1 additions in a chain), then the row
+    /// sums along its column (rows - 1 more): rows + cols - 2. The grid is not known
+    /// here; rows + cols - 2 <= rows cols - 1 = P - 1 bounds it for every grid.
+    fn reduction_depth(&self, p: &Problem) -> usize {
+        p.ranks.saturating_sub(1)
+    }
+}
+
+/// How `mesh_2d` sums a half along one direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MeshRing {
+    /// Seed 002's whole-buffer ring: `len - 1` steps of the whole half.
+    Whole,
+    /// Sony's three phases on each half: the halves of `torus_2d`, in both orientations.
+    Scatter,
+}
+
+/// `mesh_2d`: see the module docs.
+#[derive(Debug)]
+pub struct Mesh2d {
+    /// How each half is summed.
+    pub ring: MeshRing,
+}
+
+/// The schedule of `mesh_2d` for one problem.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MeshPlan {
+    pub grid: Grid2,
+    pub n: usize,
+    pub ring: MeshRing,
+}
+
+/// Elements of one scratch slot of `ring=whole`: the larger half.
+fn slot_len(n: usize) -> usize {
+    n.div_ceil(2)
+}
+
+impl Stepped for MeshPlan {
+    fn steps(&self) -> usize {
+        match self.ring {
+            MeshRing::Whole => (self.grid.cols - 1) + (self.grid.rows - 1),
+            MeshRing::Scatter => three_phase_steps(self.grid),
+        }
+    }
+
+    fn plan(&self, r: usize, s: usize, out: &mut StepPlan) {
+        let (g, n) = (self.grid, self.n);
+        for half in 0..2u32 {
+            // Half A (0) goes rows then columns, half B (1) columns then rows.
+            let (first, second) = if half == 0 { (Dim::Row, Dim::Col) } else { (Dim::Col, Dim::Row) };
+            let mine = block(n, 2, half as usize);
+            if self.ring == MeshRing::Scatter {
+                push(out, three_phase(g, mine, first, r, s), half);
+                continue;
+            }
+            let first_steps = g.len(first) - 1;
+            let (dim, k) = if s < first_steps { (first, s) } else { (second, s - first_steps) };
+            let slot = |j: usize| Region::scratch(1 + half as u8, (j % 2) * slot_len(n), mine.len);
+            let (next, prev) = g.ring(r, dim);
+            // Forward what came in last step (at step 0 my own half: the sum so far).
+            let src = if k == 0 { mine } else { slot(k - 1) };
+            out.sends.push(Send { to: next, kind: half, src, reduce: false });
+            out.recvs.push(Recv { from: prev, kind: half, dst: slot(k), action: Action::Copy });
+            out.local.push((slot(k), mine));
+        }
+    }
+}
+
+impl Algorithm for Mesh2d {
+    fn id(&self) -> &'static str {
+        MESH_INFO.id
+    }
+
+    fn label(&self) -> String {
+        match self.ring {
+            MeshRing::Whole => MESH_INFO.id.into(),
+            MeshRing::Scatter => format!("{}(ring=scatter)", MESH_INFO.id),
+        }
+    }
+
+    fn applicable(&self, p: &Problem, m: &Machine) -> Result<(), String> {
+        applicable_grid(p, m)?;
+        let fewest = (0..p.ranks).map(|r| m.topo.nics(r)).min().unwrap_or(0);
+        if fewest < 2 {
+            return Err(format!(
+                "needs 2 NICs per rank: one half of the vector travels along rows while the other travels along \
+                 columns, each on its own port; this machine has {fewest} (set topology.nics: 2)"
+            ));
+        }
+        Ok(())
+    }
+
+    fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
+        let grid = Grid2::of(topo).expect("mesh_2d runs only on a grid (applicable)");
+        vec![stepped::program(MeshPlan { grid, n: p.elems, ring: self.ring }, rank as usize)]
+    }
+
+    fn scratch(&self, p: &Problem) -> Vec<usize> {
+        match self.ring {
+            // Two slots of the larger half, for each half.
+            MeshRing::Whole => vec![2 * slot_len(p.elems); 2],
+            MeshRing::Scatter => Vec::new(),
+        }
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        Some((cost_model::mesh_2d(p, m, self.ring)?, EXACT))
+    }
+
+    /// A half's sum is built by cols - 1 additions in a chain along its first direction,
+    /// then rows - 1 more along the other (either variant); bounded by P - 1 for every
+    /// grid, which is not known here.
+    fn reduction_depth(&self, p: &Problem) -> usize {
+        p.ranks.saturating_sub(1)
+    }
+}

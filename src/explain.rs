@@ -1,0 +1,437 @@
+//! `allreduce-sim explain ALGO --ranks N`: an algorithm's schedule as a text table, who
+//! sends which elements to whom at each step and whether the receiver reduces or copies,
+//! then its closed form with the numbers filled in beside the simulated time.
+//!
+//! Nothing here describes an algorithm by hand. The rows come from the algorithm's own
+//! programs: every rank's [`Op`] stream is read for the regions of its sends and
+//! receives, and the program is run on the engine (timing only) with a [`Recorder`] for
+//! when each message held its ports. Messages are paired with their send and receive
+//! ops the way the engine pairs them: per (source, destination, tag), first in, first
+//! out. A *step* is a set of messages that start at the same instant.
+//!
+//! The machine is fully connected: `--alpha` (default 1us), `--bandwidth` (default
+//! 100Gbps), `--nics` (default 1), `--cost-per-byte` (C, default 0.05ns), f32 elements,
+//! `--size` bytes per rank (default 1KiB); or, with `--scenario FILE`, that scenario's
+//! topology and C (for the algorithms that need a grid or a hierarchy).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Write as _;
+
+use crate::algos::{self, Machine, Params, Problem};
+use crate::cost_model;
+use crate::scenario::units::{fmt_bandwidth, fmt_bytes, fmt_time};
+use crate::scenario::{ParamValue, TopologySpec};
+use crate::sim::op::{Action, Op, Rank, Region, VEC};
+use crate::sim::simulate;
+use crate::timeline::Recorder;
+use crate::topology::{self, FullyConnected, Link, Topology};
+
+/// The most ranks `explain` prints a schedule for.
+pub const MAX_RANKS: usize = 256;
+
+/// Bytes per element (f32).
+const ELEM_BYTES: usize = 4;
+
+/// What to explain, on which machine.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// Algorithm id.
+    pub algorithm: String,
+    /// Its parameters (`segments=4`).
+    pub params: Vec<(String, ParamValue)>,
+    /// P.
+    pub ranks: usize,
+    /// S, bytes per rank (a multiple of 4: f32 elements).
+    pub bytes: u64,
+    /// Ports per rank.
+    pub nics: u32,
+    /// Seconds per message.
+    pub alpha: f64,
+    /// Bytes per second.
+    pub bandwidth: f64,
+    /// C, seconds per byte reduced.
+    pub cost_per_byte: f64,
+    /// A scenario's topology instead of the fully connected one that `nics`, `alpha`
+    /// and `bandwidth` describe.
+    pub topology: Option<TopologySpec>,
+}
+
+impl Default for Request {
+    fn default() -> Self {
+        Request {
+            algorithm: "ring".to_string(),
+            params: Vec::new(),
+            ranks: 4,
+            bytes: 1024,
+            nics: 1,
+            alpha: 1e-6,
+            bandwidth: 12.5e9,
+            cost_per_byte: 0.05e-9,
+            topology: None,
+        }
+    }
+}
+
+/// One message of the schedule.
+#[derive(Clone, Debug)]
+struct Row {
+    src: Rank,
+    dst: Rank,
+    tag: u32,
+    bytes: u64,
+    start: f64,
+    end: f64,
+    sent: Option<Region>,
+    into: Option<(Region, Action)>,
+}
+
+/// `[64, 128)` for the rank's vector, `buf1[0, 64)` for a scratch buffer.
+fn region(r: &Region) -> String {
+    let range = format!("[{}, {})", r.offset, r.end());
+    if r.buf == VEC { range } else { format!("buf{}{range}", r.buf) }
+}
+
+/// The schedule of `req` as text, or what is wrong with the request.
+pub fn explain(req: &Request) -> Result<String, String> {
+    let ids: Vec<&str> = algos::registry().iter().map(|a| a.id).collect();
+    let info = algos::find(&req.algorithm)
+        .ok_or_else(|| format!("unknown algorithm '{}'; allowed: {}", req.algorithm, ids.join(", ")))?;
+    let algo = algos::build(&req.algorithm, Params::new(req.params.clone())).map_err(|e| e.message)?;
+    if req.ranks == 0 || req.ranks > MAX_RANKS {
+        return Err(format!(
+            "--ranks must be between 1 and {MAX_RANKS} (explain prints every message), not {}",
+            req.ranks
+        ));
+    }
+    if !req.bytes.is_multiple_of(ELEM_BYTES as u64) {
+        return Err(format!(
+            "--size must be a whole number of f32 elements (a multiple of 4 bytes), not {}",
+            req.bytes
+        ));
+    }
+    if req.nics == 0 {
+        return Err("--nics must be at least 1".to_string());
+    }
+    let positive = |v: f64, flag: &str, can_be_zero: bool| {
+        let ok = v.is_finite() && if can_be_zero { v >= 0.0 } else { v > 0.0 };
+        if ok {
+            Ok(())
+        } else {
+            Err(format!("{flag} must be a finite number {}, not {v}", if can_be_zero { ">= 0" } else { "> 0" }))
+        }
+    };
+    positive(req.alpha, "--alpha", true)?;
+    positive(req.bandwidth, "--bandwidth", false)?;
+    positive(req.cost_per_byte, "--cost-per-byte", true)?;
+
+    let p = Problem { ranks: req.ranks, elems: (req.bytes / ELEM_BYTES as u64) as usize, elem_bytes: ELEM_BYTES };
+    let topo: Box<dyn Topology> = match &req.topology {
+        Some(spec) => topology::build(spec, req.ranks)
+            .map_err(|why| format!("the scenario's topology does not fit {} ranks: {why}", req.ranks))?,
+        None => Box::new(FullyConnected {
+            ranks: req.ranks,
+            link: Link { alpha: req.alpha, bandwidth: req.bandwidth },
+            nics: req.nics,
+        }),
+    };
+    let topo = topo.as_ref();
+    let machine = Machine { topo, cost_per_byte: req.cost_per_byte };
+    algo.applicable(&p, &machine).map_err(|why| format!("{} cannot run here: {why}", algo.label()))?;
+
+    // The programs' regions, per (src, dst, tag) in issue order.
+    let mut sends: BTreeMap<(Rank, Rank, u32), VecDeque<Region>> = BTreeMap::new();
+    let mut recvs: BTreeMap<(Rank, Rank, u32), VecDeque<(Region, Action)>> = BTreeMap::new();
+    let mut local: Vec<(Rank, Region, Region)> = Vec::new();
+    for r in 0..req.ranks as Rank {
+        for stream in algo.program(r, p, topo) {
+            for op in stream {
+                match op {
+                    Op::Send { to, tag, src } => sends.entry((r, to, tag)).or_default().push_back(src),
+                    Op::Recv { from, tag, dst, action } => {
+                        recvs.entry((from, r, tag)).or_default().push_back((dst, action))
+                    }
+                    Op::Reduce { src, dst } => local.push((r, src, dst)),
+                    Op::Wait(_) | Op::WaitAll => {}
+                }
+            }
+        }
+    }
+
+    let mut rec = Recorder::new(req.ranks);
+    let (stats, _) = simulate(algo.as_ref(), topo, p, req.cost_per_byte, None, &mut rec)
+        .map_err(|e| format!("{} does not run on {} ranks: {e}", algo.label(), req.ranks))?;
+    let timeline = rec.finish().ok_or("too many messages to explain")?;
+
+    let rows: Vec<Row> = timeline
+        .messages
+        .iter()
+        .map(|m| {
+            let key = (m.src, m.dst, m.tag);
+            Row {
+                src: m.src,
+                dst: m.dst,
+                tag: m.tag,
+                bytes: m.bytes,
+                start: m.start,
+                end: m.end,
+                sent: sends.get_mut(&key).and_then(VecDeque::pop_front),
+                into: recvs.get_mut(&key).and_then(VecDeque::pop_front),
+            }
+        })
+        .collect();
+
+    let mut out = String::new();
+    let _ = writeln!(out, "{}: {}", algo.label(), info.summary);
+    let machine_text = match &req.topology {
+        Some(_) => topo.describe(),
+        None => format!(
+            "fully connected, alpha = {}, B = {}, {} NIC{} per rank",
+            fmt_time(req.alpha),
+            fmt_bandwidth(req.bandwidth),
+            req.nics,
+            if req.nics == 1 { "" } else { "s" },
+        ),
+    };
+    let _ = writeln!(
+        out,
+        "P = {} ranks, S = {} per rank ({} x f32); {machine_text}; C = {}/B",
+        req.ranks,
+        fmt_bytes(req.bytes),
+        p.elems,
+        fmt_time(req.cost_per_byte),
+    );
+    out.push('\n');
+    schedule_table(&mut out, &rows);
+
+    if !local.is_empty() {
+        out.push_str("\nlocal reductions (dst = dst + src), in program order:\n");
+        for (r, src, dst) in &local {
+            let _ = writeln!(
+                out,
+                "  rank {r}: {} += {} ({})",
+                region(dst),
+                region(src),
+                fmt_bytes((dst.len * ELEM_BYTES) as u64)
+            );
+        }
+    }
+
+    let steps = count_steps(&rows);
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "{} message{} in {steps} step{}, {} reduction{}; the most any rank sent: {}",
+        stats.messages,
+        if stats.messages == 1 { "" } else { "s" },
+        if steps == 1 { "" } else { "s" },
+        stats.reductions,
+        if stats.reductions == 1 { "" } else { "s" },
+        fmt_bytes(stats.bytes_sent.iter().copied().max().unwrap_or(0)),
+    );
+
+    // The closed form, with the numbers filled in.
+    out.push('\n');
+    let _ = writeln!(out, "closed form:  {}", info.closed_form);
+    // The flat symbols, from the machine's one link class if it has one.
+    let (link, nics) = topo.uniform().unwrap_or_else(|| topo.best_link());
+    let sym = Symbols { ranks: req.ranks, elems: p.elems, bytes: req.bytes, link, c: req.cost_per_byte };
+    let _ = writeln!(
+        out,
+        "where         P = {}, n = {}, e = {ELEM_BYTES} B, S = {} B, alpha = {:e} s, B = {:e} B/s, C = {:e} s/B, k = {nics} NIC{}{}",
+        req.ranks,
+        p.elems,
+        req.bytes,
+        link.alpha,
+        link.bandwidth,
+        req.cost_per_byte,
+        if nics == 1 { "" } else { "s" },
+        if topo.uniform().is_some() { "" } else { " (alpha and B: the smallest and largest of any link)" },
+    );
+    // Only a flat machine has one alpha and one B to put in a flat formula.
+    let filled = fill_in(info.closed_form, &sym);
+    if topo.uniform().is_some() && filled != info.closed_form {
+        let _ = writeln!(out, "filled in:    {filled}");
+    }
+    let closed = algo.closed_form(&p, &machine);
+    match closed {
+        Some((t, _)) => {
+            let _ = writeln!(out, "            = {} ({t:e} s)", fmt_time(t));
+        }
+        None => {
+            let _ = writeln!(out, "            = none for this problem and machine");
+        }
+    }
+    let _ = write!(out, "simulated:    {} ({:e} s)", fmt_time(stats.time), stats.time);
+    if let Some((t, tol)) = closed {
+        let err =
+            if t == 0.0 { if stats.time == 0.0 { 0.0 } else { f64::INFINITY } } else { (stats.time / t - 1.0).abs() };
+        let _ = write!(
+            out,
+            ", relative error {err:.1e} ({} tolerance {tol:e})",
+            if err <= tol { "within" } else { "OUTSIDE" }
+        );
+    }
+    out.push('\n');
+    let lb = cost_model::lower_bound(&p, topo, req.cost_per_byte);
+    let _ = write!(out, "lower bound:  {} (SPEC section 3)", fmt_time(lb));
+    if stats.time > 0.0 {
+        let _ = write!(out, ", efficiency {:.1}%", lb / stats.time * 100.0);
+    }
+    out.push('\n');
+    Ok(out)
+}
+
+/// Distinct start times among `rows` (already in start order).
+fn count_steps(rows: &[Row]) -> usize {
+    let mut n = 0;
+    let mut last = None;
+    for r in rows {
+        if last != Some(r.start) {
+            n += 1;
+            last = Some(r.start);
+        }
+    }
+    n
+}
+
+/// The table: one line per message, the step number on the first message of each step.
+fn schedule_table(out: &mut String, rows: &[Row]) {
+    let header = ["step", "from", "to", "tag", "elements sent", "received into", "bytes", "action", "start", "end"];
+    let mut lines: Vec<[String; 10]> = vec![header.map(str::to_string)];
+    let mut step = 0;
+    let mut last = None;
+    for r in rows {
+        let first = last != Some(r.start);
+        if first {
+            step += 1;
+            last = Some(r.start);
+        }
+        let (into, action) = match &r.into {
+            Some((reg, Action::Reduce)) => (region(reg), "reduce"),
+            Some((reg, Action::Copy)) => (region(reg), "copy"),
+            None => ("?".to_string(), "?"),
+        };
+        lines.push([
+            if first { step.to_string() } else { String::new() },
+            r.src.to_string(),
+            format!("-> {}", r.dst),
+            r.tag.to_string(),
+            r.sent.as_ref().map_or_else(|| "?".to_string(), region),
+            into,
+            fmt_bytes(r.bytes),
+            action.to_string(),
+            if first { fmt_time(r.start) } else { String::new() },
+            fmt_time(r.end),
+        ]);
+    }
+    if rows.is_empty() {
+        out.push_str("no messages (a single rank has nothing to exchange)\n");
+        return;
+    }
+    let mut widths = [0usize; 10];
+    for l in &lines {
+        for (w, c) in widths.iter_mut().zip(l) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    // Numbers right-aligned, words left-aligned.
+    let right = [true, true, false, true, false, false, true, false, true, true];
+    for l in &lines {
+        let mut text = String::new();
+        for (i, c) in l.iter().enumerate() {
+            if i > 0 {
+                text.push_str("  ");
+            }
+            let pad = widths[i] - c.chars().count();
+            if right[i] {
+                text.extend(std::iter::repeat_n(' ', pad));
+                text.push_str(c);
+            } else {
+                text.push_str(c);
+                text.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        let _ = writeln!(out, "{}", text.trim_end());
+    }
+}
+
+/// The values [`fill_in`] puts in a formula.
+struct Symbols {
+    ranks: usize,
+    elems: usize,
+    bytes: u64,
+    link: Link,
+    c: f64,
+}
+
+/// `formula` with the machine's symbols replaced by their values in base units:
+/// `P`, `n`, `e`, `S`, `alpha`, `B`, `C` (whole words only; derived symbols such as
+/// `c`, `T`, `R` are left as the formula defines them).
+fn fill_in(formula: &str, s: &Symbols) -> String {
+    let value = |tok: &str| -> Option<String> {
+        Some(match tok {
+            "P" => s.ranks.to_string(),
+            "n" => s.elems.to_string(),
+            "e" => ELEM_BYTES.to_string(),
+            "S" => s.bytes.to_string(),
+            "alpha" => format!("{:e}", s.link.alpha),
+            "B" => format!("{:e}", s.link.bandwidth),
+            "C" => format!("{:e}", s.c),
+            _ => return None,
+        })
+    };
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '\'';
+    let mut out = String::with_capacity(formula.len() + 32);
+    let mut word = String::new();
+    for c in formula.chars().chain(std::iter::once('\0')) {
+        if is_word(c) {
+            word.push(c);
+            continue;
+        }
+        if !word.is_empty() {
+            out.push_str(&value(&word).unwrap_or_else(|| word.clone()));
+            word.clear();
+        }
+        if c != '\0' {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fills_in_whole_words() {
+        let link = Link { alpha: 1e-6, bandwidth: 12.5e9 };
+        let s = Symbols { ranks: 4, elems: 256, bytes: 1024, link, c: 0.05e-9 };
+        assert_eq!(
+            fill_in("2(P-1)(alpha + c/B) + (P-1) c C,  c = ceil(n/P) e; log2(P') Pa", &s),
+            "2(4-1)(1e-6 + c/1.25e10) + (4-1) c 5e-11,  c = ceil(256/4) 4; log2(P') Pa"
+        );
+    }
+
+    #[test]
+    fn ring_on_four_ranks() {
+        let text = explain(&Request::default()).unwrap();
+        // 2(P-1) = 6 steps of 4 messages; first step: rank 0 sends chunk 0 to rank 1.
+        assert!(text.contains("24 messages in 6 steps"), "{text}");
+        assert!(text.contains("(within tolerance 1e-9)"), "{text}");
+        let first = text.lines().find(|l| l.trim_start().starts_with("1 ")).unwrap();
+        assert!(first.contains("0  -> 1") && first.contains("[0, 64)") && first.contains("reduce"), "{first}");
+    }
+
+    #[test]
+    fn bad_requests() {
+        let bad = |f: fn(&mut Request)| {
+            let mut r = Request::default();
+            f(&mut r);
+            explain(&r).unwrap_err()
+        };
+        assert!(bad(|r| r.algorithm = "nope".into()).contains("allowed: "));
+        assert!(bad(|r| r.ranks = 0).contains("between 1 and 256"));
+        assert!(bad(|r| r.bytes = 6).contains("multiple of 4"));
+    }
+}

@@ -1,0 +1,174 @@
+//! Spreading a sweep over a batch system: `run --shard I/N` runs every N-th point,
+//! `merge` joins the shards' JSON reports back into one report in sweep order.
+//!
+//! Shard `I` of `N` holds the points whose index in sweep order ([`crate::runner::points`])
+//! is `I` modulo `N` (0-based), so every shard gets a similar mix of small and large
+//! points. Its report records `"shard": {"index": I, "count": N}`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::Report;
+use crate::runner;
+
+/// Which part of a sweep a run covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// I, 0-based, below `count`.
+    pub index: usize,
+    /// N, at least 1.
+    pub count: usize,
+}
+
+impl Shard {
+    /// Whether the point at `index` in sweep order belongs to this shard.
+    pub fn contains(&self, index: usize) -> bool {
+        index % self.count == self.index
+    }
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl FromStr for Shard {
+    type Err = String;
+
+    /// `I/N`, `0 <= I < N`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let form = "write it I/N: shard I (0-based) of N, with 0 <= I < N, e.g. 0/4";
+        let (i, n) = s.split_once('/').ok_or_else(|| format!("'{s}' is not I/N; {form}"))?;
+        let num = |t: &str, what: &str| {
+            t.trim().parse::<usize>().map_err(|_| format!("{what} '{}' is not a whole number; {form}", t.trim()))
+        };
+        let (index, count) = (num(i, "shard index")?, num(n, "shard count")?);
+        if count == 0 {
+            return Err(format!("the shard count must be at least 1; {form}"));
+        }
+        if index >= count {
+            return Err(format!("shard index {index} is not below the count {count} (indices are 0-based); {form}"));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// Why shards cannot be merged.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MergeError(pub String);
+
+/// Join shard reports (`(name, JSON text)`, the name for messages) into one report in
+/// sweep order.
+///
+/// Every input must be a shard report (`--shard I/N --format json`) of the same
+/// scenario (the `scenario` objects equal) and the same N; each index `0..N` must come
+/// exactly once, and each shard must hold exactly its points.
+pub fn merge(inputs: &[(String, String)]) -> Result<Report, MergeError> {
+    if inputs.is_empty() {
+        return Err(MergeError("nothing to merge: give the shards' JSON reports".to_string()));
+    }
+    let mut parsed: Vec<(&str, serde_json::Value, Report)> = Vec::new();
+    for (name, text) in inputs {
+        let raw: serde_json::Value = serde_json::from_str(text)
+            .map_err(|e| MergeError(format!("{name}: not JSON ({e}); give reports written by `run --format json`")))?;
+        let scenario = raw.get("scenario").cloned().unwrap_or(serde_json::Value::Null);
+        let report: Report = serde_json::from_value(raw).map_err(|e| {
+            MergeError(format!(
+                "{name}: not an allreduce-sim JSON report ({e}); give reports written by `run --format json`"
+            ))
+        })?;
+        parsed.push((name, scenario, report));
+    }
+
+    let (first_name, first_scenario, first) = &parsed[0];
+    let count = match first.shard {
+        Some(s) => s.count,
+        None => return Err(not_a_shard(first_name)),
+    };
+    let mut slots: Vec<Option<usize>> = vec![None; count];
+    for (k, (name, scenario, report)) in parsed.iter().enumerate() {
+        let Some(shard) = report.shard else { return Err(not_a_shard(name)) };
+        if scenario != first_scenario {
+            return Err(MergeError(format!(
+                "{name} and {first_name} come from different scenarios (their `scenario` objects differ); \
+                 merge only shards of one run"
+            )));
+        }
+        if shard.count != count {
+            return Err(MergeError(format!(
+                "{name} is shard {shard} but {first_name} is shard {}: the shard counts differ",
+                first.shard.map_or_else(String::new, |s| s.to_string())
+            )));
+        }
+        if let Some(j) = slots[shard.index] {
+            return Err(MergeError(format!("{name} and {} are both shard {shard}", parsed[j].0)));
+        }
+        slots[shard.index] = Some(k);
+    }
+    let missing: Vec<String> =
+        slots.iter().enumerate().filter(|(_, s)| s.is_none()).map(|(i, _)| format!("{i}/{count}")).collect();
+    if !missing.is_empty() {
+        return Err(MergeError(format!("shard(s) {} missing; give all {count} shards", missing.join(", "))));
+    }
+
+    let scenario = first.scenario.clone();
+    let points = runner::points(&scenario);
+    let mut results = Vec::with_capacity(points.len());
+    let mut next = vec![0usize; count];
+    for (i, pt) in points.iter().enumerate() {
+        let s = i % count;
+        let (name, _, report) = &parsed[slots[s].unwrap_or(0)];
+        let Some(r) = report.results.get(next[s]) else {
+            return Err(MergeError(format!(
+                "{name} has {} result(s); shard {s}/{count} needs more",
+                report.results.len()
+            )));
+        };
+        if r.ranks != pt.ranks || r.bytes != pt.bytes {
+            return Err(MergeError(format!(
+                "{name}: result {} is P = {}, S = {} B where the sweep has P = {}, S = {} B; \
+                 was it edited or run with other flags?",
+                next[s], r.ranks, r.bytes, pt.ranks, pt.bytes
+            )));
+        }
+        results.push(r.clone());
+        next[s] += 1;
+    }
+    for (s, &k) in slots.iter().enumerate() {
+        let (name, _, report) = &parsed[k.unwrap_or(0)];
+        if report.results.len() != next[s] {
+            return Err(MergeError(format!(
+                "{name} has {} result(s) but shard {s}/{count} of this sweep has {}",
+                report.results.len(),
+                next[s]
+            )));
+        }
+    }
+    Ok(Report { scenario, results, shard: None })
+}
+
+fn not_a_shard(name: &str) -> MergeError {
+    MergeError(format!(
+        "{name} is not a shard report (no \"shard\" field); write shards with `run --shard I/N --format json`"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_i_of_n() {
+        assert_eq!("1/3".parse::<Shard>(), Ok(Shard { index: 1, count: 3 }));
+        assert_eq!("0/1".parse::<Shard>(), Ok(Shard { index: 0, count: 1 }));
+        assert!("3/3".parse::<Shard>().unwrap_err().contains("not below the count 3"));
+        assert!("0/0".parse::<Shard>().unwrap_err().contains("at least 1"));
+        assert!("x/2".parse::<Shard>().unwrap_err().contains("not a whole number"));
+        assert!("2".parse::<Shard>().unwrap_err().contains("not I/N"));
+        assert!(Shard { index: 1, count: 3 }.contains(4));
+    }
+}

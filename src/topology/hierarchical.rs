@@ -1,0 +1,154 @@
+//! A hierarchical machine: GPUs in nodes, nodes under leaf switches, leaves under a
+//! spine (BlueConnect's w0, w1, w2; SPEC section 4).
+//!
+//! Levels are listed innermost first. Level `i` groups `size_i` groups of level `i-1`
+//! (level 0 groups `size_0` ranks), so a level-`i` group holds
+//! `stride_i = size_0 * ... * size_i` consecutive ranks and rank `r` is in level-`i`
+//! group `r / stride_i`. Two ranks talk at the cost of the innermost level whose group
+//! holds both, which is the outermost level at which their groups one level down
+//! differ: ranks 3 and 5 of `[8, 4]` share a node (level 0); ranks 3 and 11 do not,
+//! but share the level-1 group, so they pay level 1's alpha and bandwidth.
+//!
+//! Ports: every rank has the topology's `nics` (default 1). A level's optional `nics`
+//! gives the *leader* of each of its groups (the group's first rank, `r % stride_i == 0`)
+//! that many ports instead; a rank leading groups of several levels gets the most of
+//! them. This is how a node whose network card sits at one GPU, or seed 002's
+//! hierarchical-ring leader "receiving from every member at once", is written: a node
+//! of 8 with `nics: 7` on level 0 gives each node's first GPU 7 ports.
+
+use super::{Link, Topology};
+
+/// One level of a [`Hierarchical`] machine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Level {
+    /// How many groups of the level below (ranks, for level 0) one group of this level holds.
+    pub size: usize,
+    /// The link between two ranks whose innermost common group is at this level.
+    pub link: Link,
+    /// Ports of the first rank of each group of this level, if it differs from the rest.
+    pub nics: Option<u32>,
+}
+
+/// See the module docs.
+#[derive(Clone, Debug)]
+pub struct Hierarchical {
+    levels: Vec<Level>,
+    /// `stride[i]`: ranks in one level-`i` group (the product of sizes `0..=i`).
+    stride: Vec<usize>,
+    /// Ports of a rank that leads no group with its own `nics`.
+    nics: u32,
+}
+
+impl Hierarchical {
+    /// A machine of `levels` (innermost first) whose ranks have `nics` ports each unless
+    /// a level says otherwise for its leaders. Errors on no levels, a size of 0, or a
+    /// rank count that does not fit in `usize`.
+    pub fn new(levels: Vec<Level>, nics: u32) -> Result<Self, String> {
+        if levels.is_empty() {
+            return Err("a hierarchical topology needs at least one level".to_string());
+        }
+        let mut stride = Vec::with_capacity(levels.len());
+        let mut ranks = 1usize;
+        for (i, l) in levels.iter().enumerate() {
+            if l.size == 0 {
+                return Err(format!("level {i} has size 0; a level groups at least one group of the level below"));
+            }
+            ranks = ranks
+                .checked_mul(l.size)
+                .ok_or_else(|| "the levels' sizes multiply to more ranks than this machine can count".to_string())?;
+            stride.push(ranks);
+        }
+        Ok(Hierarchical { levels, stride, nics })
+    }
+
+    /// The levels, innermost first.
+    pub fn level_list(&self) -> &[Level] {
+        &self.levels
+    }
+
+    /// The level at which ranks `a` and `b` talk: the innermost one whose group holds both.
+    #[inline]
+    pub fn level_of(&self, a: usize, b: usize) -> usize {
+        // At most one pass over the levels (a handful): O(levels) = O(log P).
+        self.stride.iter().position(|&s| a / s == b / s).unwrap_or(self.levels.len() - 1)
+    }
+}
+
+impl Topology for Hierarchical {
+    fn ranks(&self) -> usize {
+        self.stride[self.stride.len() - 1]
+    }
+
+    #[inline]
+    fn link(&self, a: usize, b: usize) -> Link {
+        self.levels[self.level_of(a, b)].link
+    }
+
+    fn nics(&self, rank: usize) -> u32 {
+        let leads = self.levels.iter().zip(&self.stride).filter(|(_, s)| rank.is_multiple_of(**s));
+        leads.filter_map(|(l, _)| l.nics).fold(self.nics, u32::max)
+    }
+
+    fn best_link(&self) -> (Link, u32) {
+        // Only levels with size > 1 join any pair of ranks (a level of size 1 adds no pair),
+        // except on a single rank, where no link is used at all.
+        let used: Vec<&Level> = self.levels.iter().filter(|l| l.size > 1).collect();
+        let pool: Vec<&Level> = if used.is_empty() { self.levels.iter().collect() } else { used };
+        let alpha = pool.iter().map(|l| l.link.alpha).fold(f64::INFINITY, f64::min);
+        let bandwidth = pool.iter().map(|l| l.link.bandwidth).fold(0.0, f64::max);
+        // Rank 1 leads only the groups every rank leads (levels of stride 1), so it has
+        // the fewest ports; with one rank there is only rank 0.
+        let fewest = if self.ranks() > 1 { self.nics(1) } else { self.nics(0) };
+        (Link { alpha, bandwidth }, fewest)
+    }
+
+    fn uniform(&self) -> Option<(Link, u32)> {
+        let mut used = self.levels.iter().filter(|l| l.size > 1).map(|l| l.link);
+        let link = used.next().unwrap_or(self.levels[0].link);
+        let (_, fewest) = self.best_link();
+        // Rank 0 leads every group, so it has the most ports.
+        (used.all(|l| l == link) && self.nics(0) == fewest).then_some((link, fewest))
+    }
+
+    fn levels(&self) -> Option<Vec<(usize, Link)>> {
+        Some(self.levels.iter().map(|l| (l.size, l.link)).collect())
+    }
+
+    fn describe(&self) -> String {
+        let sizes: Vec<String> = self.levels.iter().map(|l| l.size.to_string()).collect();
+        format!("hierarchical {} (innermost first), {} nic(s)", sizes.join("x"), self.nics)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l(size: usize, alpha: f64, nics: Option<u32>) -> Level {
+        Level { size, link: Link { alpha, bandwidth: 1.0 / alpha }, nics }
+    }
+
+    #[test]
+    fn pairs_talk_at_their_innermost_common_level() {
+        let h = Hierarchical::new(vec![l(4, 1.0, None), l(2, 2.0, None), l(3, 3.0, None)], 1).unwrap();
+        assert_eq!(h.ranks(), 24);
+        assert_eq!(h.level_of(0, 3), 0);
+        assert_eq!(h.level_of(3, 4), 1);
+        assert_eq!(h.level_of(7, 8), 2);
+        assert_eq!(h.level_of(23, 0), 2);
+        assert_eq!(h.link(9, 14).alpha, 2.0);
+    }
+
+    #[test]
+    fn leaders_get_their_levels_ports() {
+        let h = Hierarchical::new(vec![l(4, 1.0, Some(3)), l(2, 2.0, Some(5)), l(3, 3.0, None)], 2).unwrap();
+        assert_eq!(h.nics(0), 5);
+        assert_eq!(h.nics(4), 3);
+        assert_eq!(h.nics(8), 5);
+        assert_eq!(h.nics(1), 2);
+        assert_eq!(h.best_link().1, 2);
+        assert!(h.uniform().is_none());
+        let one = Hierarchical::new(vec![l(1, 1.0, None), l(6, 2.0, None)], 1).unwrap();
+        assert_eq!(one.uniform(), Some((Link { alpha: 2.0, bandwidth: 0.5 }, 1)));
+    }
+}
