@@ -17,9 +17,8 @@ pub const INFO: AlgoInfo = AlgoInfo {
     summary: "recursive-halving reduce-scatter + recursive-doubling allgather; non-powers of two by the fold",
     source: "seed 001 allreduce_halving_doubling; seed 002; Thakur, Rabenseifner & Gropp 2005",
     requires: "any P >= 1, any n",
-    closed_form: "2 log2(P') alpha + 2 sum_k L_k e/B + sum_k L_k e C, L_k = elements in the \
-                  larger half at step k (= n/2^(k+1) when P' divides n), P' = P a power of two; none for \
-                  other P (early messages queue behind the fold)",
+    closed_form: "P a power of two dividing n: 2 log2(P) alpha + 2 (P-1)/P S/B + (P-1)/P S C; \
+                  none otherwise (ranks with smaller blocks run ahead and take ports the critical path needs)",
     params: &["nonpow2=fold: how P that is not a power of two is handled (fold)"],
     build: |params| {
         params.choice("nonpow2", &["fold"])?;
