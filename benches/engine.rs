@@ -29,9 +29,9 @@ fn bench_algo(b: Bencher, id: &str, ranks: usize, elems: usize, data: bool) {
     let p = Problem { ranks, elems, elem_bytes: 4 };
     let inputs = || (0..ranks).map(|r| initial_values(Init::Random, 1, r, elems)).collect::<Vec<_>>();
     let messages = simulate(algo.as_ref(), &t, p, 5e-11, None, &mut NoObserver).unwrap().0.messages;
-    b.counter(ItemsCount::new(messages)).with_inputs(|| data.then(|| (inputs(), ReduceOp::Sum))).bench_values(
-        |input| black_box(simulate(algo.as_ref(), &t, p, 5e-11, input, &mut NoObserver).unwrap().0.time),
-    );
+    b.counter(ItemsCount::new(messages))
+        .with_inputs(|| data.then(|| (inputs(), ReduceOp::Sum)))
+        .bench_values(|input| black_box(simulate(algo.as_ref(), &t, p, 5e-11, input, &mut NoObserver).unwrap().0.time));
 }
 
 /// Ring, timing only, 1 MiB per rank.

@@ -133,7 +133,10 @@ fn bad_input_exits_two_with_one_located_message() {
         ("ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 1GB/s } }\nalgorithms: [rign]\nsizes: [4]\n", "allowed"),
         ("ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 1GB/s } }\nalgorithms: [ring]\nsizes: [6]\n", ":4:"),
         ("ranks: 4\ntopology: { link: { alpha: 1xs, bandwidth: 1GB/s } }\nalgorithms: [ring]\nsizes: [4]\n", ":2:"),
-        ("ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 1GB/s } }\nalgorithms: [ring]\nsizes: [4]\nspeed: 3\n", ":5:"),
+        (
+            "ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 1GB/s } }\nalgorithms: [ring]\nsizes: [4]\nspeed: 3\n",
+            ":5:",
+        ),
         ("ranks: [4\n", ".yaml"),
     ];
     for (text, want) in cases {
