@@ -80,20 +80,25 @@ pub fn star(p: &Problem, h: &Hockney) -> f64 {
 /// Makespan of a flow shop: every job visits stages `0..stages` in order; stage s has
 /// `servers(s)` identical servers that take jobs in job order, each the first one
 /// free (FIFO, as the engine's ports serve messages in issue order); job j spends
-/// `time(s, j)` there.
+/// `time(s, j)` there. A job leaves a stage for the next only after every job before
+/// it has: with several servers a smaller job can overtake, but the rank's program
+/// waits for segments in order before passing them on.
 fn flow_shop(stages: usize, jobs: usize, servers: impl Fn(usize) -> usize, time: impl Fn(usize, usize) -> f64) -> f64 {
     let mut done = vec![0.0f64; jobs];
     let mut free = Vec::new();
     for s in 0..stages {
         free.clear();
         free.resize(servers(s).max(1), 0.0f64);
+        let mut released = 0.0f64;
         for (j, d) in done.iter_mut().enumerate() {
             let (i, _) = free.iter().enumerate().min_by(|a, b| a.1.total_cmp(b.1)).unwrap_or((0, &0.0));
             *d = d.max(free[i]) + time(s, j);
             free[i] = *d;
+            released = released.max(*d);
+            *d = released;
         }
     }
-    done.iter().copied().fold(0.0, f64::max)
+    done.last().copied().unwrap_or(0.0)
 }
 
 /// Chain with N segments: forward, each hop `i -> i+1` and each addition at `i+1` is a
