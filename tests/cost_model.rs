@@ -220,3 +220,24 @@ fn golden_predictions() {
         panic!("predictions changed; first difference: {first:?}. Review, then UPDATE_GOLDEN=1");
     }
 }
+
+#[test]
+fn seed000_butterfly_verifies_for_every_p() {
+    // Seed 000's own scheme for P not a power of two: results must be right and equal
+    // on every rank, and the time within SPEC's lower bound and the fold's lockstep bound
+    // is not claimed; for powers of two it is the plain butterfly, closed form and all.
+    let algo = build("butterfly", &[("nonpow2", ParamValue::Str("seed000".into()))]);
+    for np in 1..=20usize {
+        for &(alpha, bw, c, nics) in MACHINES {
+            let topo = FullyConnected { ranks: np, link: Link { alpha, bandwidth: bw }, nics };
+            for n in [0usize, 1, 5, 77] {
+                let stats = run(algo.as_ref(), &topo, n, c, true);
+                let p = Problem { ranks: np, elems: n, elem_bytes: 4 };
+                assert!(stats.time >= cost_model::lower_bound(&p, &topo, c) * (1.0 - 1e-12));
+                if np.is_power_of_two() {
+                    assert!(assert_closed_form(algo.as_ref(), &topo, n, c, &stats));
+                }
+            }
+        }
+    }
+}
