@@ -241,3 +241,24 @@ fn seed000_butterfly_verifies_for_every_p() {
         }
     }
 }
+
+#[test]
+fn binary_blocks_halving_doubling_verifies_for_every_p() {
+    // Gloo's binary blocks (12 = 8 + 4, 7 = 4 + 2 + 1, ...): right on every rank for any
+    // P and n, bit-identical across ranks, never below SPEC's lower bound; for powers of
+    // two it is plain halving-doubling, closed form and all.
+    let algo = build("halving_doubling", &[("nonpow2", ParamValue::Str("binary_blocks".into()))]);
+    for np in 1..=24usize {
+        for &(alpha, bw, c, nics) in MACHINES {
+            let topo = FullyConnected { ranks: np, link: Link { alpha, bandwidth: bw }, nics };
+            for n in [0usize, 1, 5, 77, 1024] {
+                let stats = run(algo.as_ref(), &topo, n, c, true);
+                let p = Problem { ranks: np, elems: n, elem_bytes: 4 };
+                assert!(stats.time >= cost_model::lower_bound(&p, &topo, c) * (1.0 - 1e-12));
+                if np.is_power_of_two() && n.is_multiple_of(np) {
+                    assert!(assert_closed_form(algo.as_ref(), &topo, n, c, &stats));
+                }
+            }
+        }
+    }
+}

@@ -99,9 +99,8 @@ fn seed000(r: usize, np: usize, all: Region) -> Program<'static> {
         let partner = r ^ h;
         let (tag, catch_up) = (STEP + 2 * k, STEP + 2 * k + 1);
         let paired = partner < np;
-        let exchange = paired.then(|| {
-            [Op::send(partner as Rank, tag, all), Op::recv_reduce(partner as Rank, tag, all), Op::WaitAll]
-        });
+        let exchange = paired
+            .then(|| [Op::send(partner as Rank, tag, all), Op::recv_reduce(partner as Rank, tag, all), Op::WaitAll]);
         // The group's upper half exists only in part: its leftmost rank hands the sum to
         // the lower-half ranks whose partners are missing, nearest first, as seed 000 does.
         let lagging = if paired && r == base && base + 2 * h > np { np.max(base + h) - h..base + h } else { 0..0 };
