@@ -83,20 +83,25 @@ pub fn star(p: &Problem, h: &Hockney) -> f64 {
 /// Makespan of a flow shop: every job visits stages `0..stages` in order; stage s has
 /// `servers(s)` identical servers that take jobs in job order, each the first one
 /// free (FIFO, as the engine's ports serve messages in issue order); job j spends
-/// `time(s, j)` there.
+/// `time(s, j)` there. A job leaves a stage for the next only after every job before
+/// it has: with several servers a smaller job can overtake, but the rank's program
+/// waits for segments in order before passing them on.
 fn flow_shop(stages: usize, jobs: usize, servers: impl Fn(usize) -> usize, time: impl Fn(usize, usize) -> f64) -> f64 {
     let mut done = vec![0.0f64; jobs];
     let mut free = Vec::new();
     for s in 0..stages {
         free.clear();
         free.resize(servers(s).max(1), 0.0f64);
+        let mut released = 0.0f64;
         for (j, d) in done.iter_mut().enumerate() {
             let (i, _) = free.iter().enumerate().min_by(|a, b| a.1.total_cmp(b.1)).unwrap_or((0, &0.0));
             *d = d.max(free[i]) + time(s, j);
             free[i] = *d;
+            released = released.max(*d);
+            *d = released;
         }
     }
-    done.iter().copied().fold(0.0, f64::max)
+    done.last().copied().unwrap_or(0.0)
 }
 
 /// Chain with N segments: forward, each hop `i -> i+1` and each addition at `i+1` is a
@@ -205,20 +210,24 @@ pub fn butterfly_fold_bound(p: &Problem, h: &Hockney) -> f64 {
     (steps + 1.0) * (t + r) + t
 }
 
-/// Halving-doubling on `P'` ranks: step k of the reduce-scatter swaps halves of
-/// `P'/2^k` blocks, and the critical path carries the larger half, `L_k` elements
-/// (blocks are cut as evenly as possible, larger first), each way:
-/// `sum_k 2 T(L_k e) + R(L_k e)`; with P' dividing n that is
-/// `2 log2 P' alpha + 2 (P'-1)/P' S/B + (P'-1)/P' S C`. Seed 002 writes
-/// `2 log2 N (alpha + S/B + S C)`, which sends the whole vector at every step.
+/// Halving-doubling for P a power of two that divides n: step k of the reduce-scatter
+/// swaps halves of `n/2^k` elements, so
+/// `2 log2 P alpha + 2 (P-1)/P S/B + (P-1)/P S C`: seed 001's 2 lg P steps and 2 S on
+/// the wire. Seed 002 writes `2 log2 N (alpha + S/B + S C)`, which sends the whole
+/// vector at every step.
 ///
-/// For P not a power of two there is no closed form (`None`), for the reason given
-/// at [`butterfly`]; [`halving_doubling_fold_lockstep`] is the lockstep count.
+/// Otherwise there is no closed form (`None`). When P does not divide n, the ranks
+/// that own the smaller blocks finish each step early, run ahead, and their
+/// later-step messages occupy the ports that the ranks with the larger blocks need
+/// (seen at P = 8, n = 25, alpha = 0: rank 5's last allgather message holds rank 4's
+/// incoming port when rank 0's first one arrives). For P not a power of two the same
+/// happens around the fold (see [`butterfly`]).
 pub fn halving_doubling(p: &Problem, h: &Hockney) -> Option<f64> {
     if p.ranks <= 1 {
         return Some(0.0);
     }
-    (pow2_floor(p.ranks) == p.ranks).then(|| halving_doubling_core(p, h, p.ranks))
+    let even = pow2_floor(p.ranks) == p.ranks && p.elems.is_multiple_of(p.ranks);
+    even.then(|| halving_doubling_core(p, h, p.ranks))
 }
 
 fn halving_doubling_core(p: &Problem, h: &Hockney, p2: usize) -> f64 {

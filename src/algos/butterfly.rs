@@ -6,6 +6,11 @@
 //! `P'` the largest power of two below P and `rem = P - P'`, each even rank below
 //! `2 rem` first hands its vector to the odd rank above it and sits out; the `P'`
 //! remaining ranks run the butterfly; the odd ranks hand the result back at the end.
+//!
+//! `nonpow2: seed000` is seed 000's own scheme instead: at step k ranks pair with
+//! `r XOR 2^k` where that rank exists; a rank whose partner is missing waits for the
+//! leftmost rank of its group of `2^(k+1)` to send it the group's sum once that rank
+//! has finished its exchange (seed 000, Algorithm 2, lines 11-22).
 
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, clog2, pow2_floor};
 use crate::cost_model;
@@ -19,13 +24,16 @@ pub const INFO: AlgoInfo = AlgoInfo {
     requires: "any P >= 1, any n",
     closed_form: "T = alpha + S/B, R = S C: log2(P) (T + R) for P a power of two; otherwise none \
                   (early messages queue behind the fold); (log2 P' + 1)(T + R) + T bounds it",
-    params: &[],
-    build: |_| Ok(Box::new(Butterfly)),
+    params: &["nonpow2=fold: P not a power of two by the fold (MPICH) or seed000 (seed 000's catch-up sends)"],
+    build: |params| Ok(Box::new(Butterfly { seed000: params.choice("nonpow2", &["fold", "seed000"])? == "seed000" })),
 };
 
 /// See the module docs.
 #[derive(Debug)]
-pub struct Butterfly;
+pub struct Butterfly {
+    /// Seed 000's scheme for P not a power of two instead of the fold.
+    pub seed000: bool,
+}
 
 /// Tags: the fold, the butterfly steps, the unfold.
 const FOLD: u32 = 0;
@@ -82,6 +90,27 @@ pub(crate) fn with_fold<'a>(
     }
 }
 
+/// Seed 000's butterfly for any P: exchange where the partner exists, and the group's
+/// leftmost rank catches up the ranks whose partner is missing.
+fn seed000(r: usize, np: usize, all: Region) -> Program<'static> {
+    Box::new((0..clog2(np)).flat_map(move |k| {
+        let h = 1usize << k;
+        let base = r - r % (2 * h);
+        let partner = r ^ h;
+        let (tag, catch_up) = (STEP + 2 * k, STEP + 2 * k + 1);
+        let paired = partner < np;
+        let exchange = paired
+            .then(|| [Op::send(partner as Rank, tag, all), Op::recv_reduce(partner as Rank, tag, all), Op::WaitAll]);
+        // The group's upper half exists only in part: its leftmost rank hands the sum to
+        // the lower-half ranks whose partners are missing, nearest first, as seed 000 does.
+        let lagging = if paired && r == base && base + 2 * h > np { np.max(base + h) - h..base + h } else { 0..0 };
+        let catch_ups = lagging.rev().map(move |u| Op::send(u as Rank, catch_up, all));
+        let wait_for_base =
+            (!paired && base + h < np).then(|| [Op::recv_copy(base as Rank, catch_up, all), Op::WaitAll]);
+        exchange.into_iter().flatten().chain(catch_ups).chain(wait_for_base.into_iter().flatten())
+    }))
+}
+
 impl Algorithm for Butterfly {
     fn id(&self) -> &'static str {
         INFO.id
@@ -90,6 +119,9 @@ impl Algorithm for Butterfly {
     fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
         let (r, np) = (rank as usize, p.ranks);
         let all = Region::vec(0, p.elems);
+        if self.seed000 && !np.is_power_of_two() {
+            return vec![seed000(r, np, all)];
+        }
         let (role, p2, rem) = fold_role(r, np);
         let new = match role {
             Fold::In { new } => new,
@@ -104,11 +136,18 @@ impl Algorithm for Butterfly {
         vec![with_fold(r, np, all, core)]
     }
 
+    fn label(&self) -> String {
+        if self.seed000 { "butterfly(nonpow2=seed000)".into() } else { INFO.id.into() }
+    }
+
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         Some((cost_model::butterfly(p, &cost_model::Hockney::of(m)?)?, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem) -> usize {
+        if self.seed000 {
+            return clog2(p.ranks) as usize;
+        }
         let (_, p2, rem) = fold_role(0, p.ranks);
         clog2(p2) as usize + usize::from(rem > 0)
     }

@@ -3,8 +3,13 @@
 //! 1, 2, 4, ... swapping halves of what they still own, then the mirror-image allgather.
 //! Seed 001 allreduce_halving_doubling; seed 002 recursive halving and doubling.
 //!
-//! For P not a power of two, the fold of [`super::butterfly`]: the extra ranks hand
-//! their vector to a partner first and get the result back at the end.
+//! For P not a power of two, the fold of [`super::butterfly`] by default: the extra
+//! ranks hand their vector to a partner first and get the result back at the end.
+//! `nonpow2: binary_blocks` is Gloo's way instead (Thakur et al. 2005): P is cut into
+//! blocks of powers of two, largest first (12 = 8 + 4); each block reduce-scatters
+//! inside itself; each block hands its pieces up to the next larger block, which adds
+//! them in, so the largest block ends with the whole reduce-scatter; the results go
+//! back down block by block, and each block allgathers inside itself.
 
 use super::butterfly::{Fold, fold_role, unfold_rank, with_fold};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block, clog2};
@@ -17,19 +22,136 @@ pub const INFO: AlgoInfo = AlgoInfo {
     summary: "recursive-halving reduce-scatter + recursive-doubling allgather; non-powers of two by the fold",
     source: "seed 001 allreduce_halving_doubling; seed 002; Thakur, Rabenseifner & Gropp 2005",
     requires: "any P >= 1, any n",
-    closed_form: "2 log2(P') alpha + 2 sum_k L_k e/B + sum_k L_k e C, L_k = elements in the \
-                  larger half at step k (= n/2^(k+1) when P' divides n), P' = P a power of two; none for \
-                  other P (early messages queue behind the fold)",
-    params: &["nonpow2=fold: how P that is not a power of two is handled (fold)"],
+    closed_form: "P a power of two dividing n: 2 log2(P) alpha + 2 (P-1)/P S/B + (P-1)/P S C; \
+                  none otherwise (ranks with smaller blocks run ahead and take ports the critical path needs)",
+    params: &["nonpow2=fold: P not a power of two by the fold (MPICH) or binary_blocks (Gloo)"],
     build: |params| {
-        params.choice("nonpow2", &["fold"])?;
-        Ok(Box::new(HalvingDoubling))
+        let blocks = params.choice("nonpow2", &["fold", "binary_blocks"])? == "binary_blocks";
+        Ok(Box::new(HalvingDoubling { binary_blocks: blocks }))
     },
 };
 
 /// See the module docs.
 #[derive(Debug)]
-pub struct HalvingDoubling;
+pub struct HalvingDoubling {
+    /// Gloo's binary blocks instead of the fold for P not a power of two.
+    pub binary_blocks: bool,
+}
+
+/// Tags of the binary blocks' hand-up and hand-down between blocks; the allgather's
+/// tags start at `STEP + AG`.
+const UP: u32 = 0;
+const DOWN: u32 = 1;
+const AG: u32 = 64;
+
+/// `i` with its lowest `bits` bits reversed.
+fn bitrev(i: usize, bits: u32) -> usize {
+    if bits == 0 { 0 } else { i.reverse_bits() >> (usize::BITS - bits) }
+}
+
+/// P cut into power-of-two blocks, largest first: `(first rank, size)` of each.
+/// A fixed array (at most one block per bit), so programs can copy it freely.
+#[derive(Clone, Copy, Debug)]
+struct Blocks {
+    list: [(usize, usize); usize::BITS as usize],
+    len: usize,
+}
+
+impl std::ops::Index<usize> for Blocks {
+    type Output = (usize, usize);
+    fn index(&self, i: usize) -> &(usize, usize) {
+        &self.list[..self.len][i]
+    }
+}
+
+impl Blocks {
+    fn get(&self, i: usize) -> Option<&(usize, usize)> {
+        self.list[..self.len].get(i)
+    }
+    fn iter(&self) -> impl Iterator<Item = &(usize, usize)> {
+        self.list[..self.len].iter()
+    }
+}
+
+fn binary_blocks(np: usize) -> Blocks {
+    let mut out = Blocks { list: [(0, 0); usize::BITS as usize], len: 0 };
+    let mut start = 0;
+    for bit in (0..usize::BITS).rev() {
+        if np >> bit & 1 == 1 {
+            out.list[out.len] = (start, 1 << bit);
+            out.len += 1;
+            start += 1 << bit;
+        }
+    }
+    out
+}
+
+/// Rank r's program under binary blocks. Every block cuts the vector into the same
+/// `fine` pieces (the largest block's size), so a smaller block's piece is a run of a
+/// larger block's pieces and they nest exactly, whatever n is.
+fn binary_blocks_program(r: usize, np: usize, n: usize) -> Program<'static> {
+    let blocks = binary_blocks(np);
+    let b = blocks.iter().position(|&(start, size)| r < start + size).unwrap_or(0);
+    let (start, size) = blocks[b];
+    let fine = blocks[0].1;
+    let (j, bits) = (r - start, size.trailing_zeros());
+    // The fine pieces `[lo, hi)` rank `j` of a block of `size` owns after its reduce-scatter.
+    let owned = |j: usize, size: usize| {
+        let w = fine / size;
+        let t = bitrev(j, size.trailing_zeros());
+        (t * w, (t + 1) * w)
+    };
+    let region = move |(lo, hi): (usize, usize)| blocks_region(n, fine, lo, hi);
+    let mine = owned(j, size);
+    // Inside the block: recursive halving, in units of fine pieces.
+    let halves = move |k: u32| {
+        let (lo, hi) = region_at(j, k, size);
+        let (w, mid) = (fine / size, (lo + hi) / 2);
+        let (keep, give) = if j >> k & 1 == 0 { ((lo, mid), (mid, hi)) } else { ((mid, hi), (lo, mid)) };
+        ((start + (j ^ (1 << k))) as Rank, region((keep.0 * w, keep.1 * w)), region((give.0 * w, give.1 * w)))
+    };
+    let reduce_scatter = (0..bits).flat_map(move |k| {
+        let (partner, keep, give) = halves(k);
+        [Op::send(partner, STEP + k, give), Op::recv_reduce(partner, STEP + k, keep), Op::WaitAll]
+    });
+    // The rank of `blocks[c]` whose pieces contain fine piece `f`.
+    let holder = move |c: usize, f: usize| {
+        let (s0, sz) = blocks[c];
+        (s0 + bitrev(f / (fine / sz), sz.trailing_zeros())) as Rank
+    };
+    let smaller = blocks.get(b + 1).is_some();
+    let larger = b > 0;
+    // Up: add in the smaller block's partial sum of my pieces, then hand mine up to the
+    // ranks of the larger block that own parts of them.
+    let up_in = smaller.then(|| [Op::recv_reduce(holder(b + 1, mine.0), UP, region(mine)), Op::WaitAll]);
+    let larger_w = if larger { fine / blocks[b - 1].1 } else { 1 };
+    let parts = move || (mine.0..mine.1).step_by(larger_w).map(move |f| (f, f + larger_w));
+    let up_out = larger.then(|| parts().map(move |piece| Op::send(holder(b - 1, piece.0), UP, region(piece))));
+    // Down: the finished pieces come back from the larger block, and go on to the smaller.
+    let down_in = larger.then(|| {
+        parts().map(move |piece| Op::recv_copy(holder(b - 1, piece.0), DOWN, region(piece))).chain([Op::WaitAll])
+    });
+    let down_out = smaller.then(|| Op::send(holder(b + 1, mine.0), DOWN, region(mine)));
+    // Inside the block again: recursive doubling, the mirror of the halving.
+    let allgather = (0..bits).rev().flat_map(move |k| {
+        let (partner, keep, give) = halves(k);
+        let tag = STEP + AG + k;
+        [Op::send(partner, tag, keep), Op::recv_copy(partner, tag, give), Op::WaitAll]
+    });
+    Box::new(
+        reduce_scatter
+            .chain(up_in.into_iter().flatten())
+            .chain(up_out.into_iter().flatten())
+            .chain(down_in.into_iter().flatten())
+            .chain(down_out)
+            .chain(allgather),
+    )
+}
+
+/// Fine pieces `[lo, hi)` of n elements cut into `fine` pieces, as a region.
+fn blocks_region(n: usize, fine: usize, lo: usize, hi: usize) -> Region {
+    blocks(n, fine, lo, hi)
+}
 
 const STEP: u32 = 2;
 
@@ -57,6 +179,9 @@ impl Algorithm for HalvingDoubling {
 
     fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
         let (r, np, n) = (rank as usize, p.ranks, p.elems);
+        if self.binary_blocks && !np.is_power_of_two() {
+            return vec![binary_blocks_program(r, np, n)];
+        }
         let (role, p2, rem) = fold_role(r, np);
         let (new, steps) = match role {
             Fold::In { new } => (new, clog2(p2)),
@@ -83,11 +208,20 @@ impl Algorithm for HalvingDoubling {
         vec![with_fold(r, np, Region::vec(0, n), reduce_scatter.chain(allgather))]
     }
 
+    fn label(&self) -> String {
+        if self.binary_blocks { "halving_doubling(nonpow2=binary_blocks)".into() } else { INFO.id.into() }
+    }
+
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         Some((cost_model::halving_doubling(p, &cost_model::Hockney::of(m)?)?, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem) -> usize {
+        if self.binary_blocks && !p.ranks.is_power_of_two() {
+            // The largest block's own halving, plus one addition per block handed up.
+            let blocks = binary_blocks(p.ranks);
+            return blocks[0].1.trailing_zeros() as usize + blocks.len - 1;
+        }
         let (_, p2, rem) = fold_role(0, p.ranks);
         clog2(p2) as usize + usize::from(rem > 0)
     }

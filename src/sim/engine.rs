@@ -178,16 +178,24 @@ enum EvKind {
     ComputeDone(Rank),
 }
 
+/// An event, ordered by `(time, insertion sequence)`. Times are never negative, so
+/// the bits of the f64 order like the numbers, and the pair packs into one `u128`
+/// compared in one go (the heap's comparisons are the engine's hottest code).
 #[derive(Clone, Copy, Debug)]
 struct Event {
-    time: f64,
-    seq: u64,
+    key: u128,
     kind: EvKind,
+}
+
+impl Event {
+    fn time(&self) -> f64 {
+        f64::from_bits((self.key >> 64) as u64)
+    }
 }
 
 impl PartialEq for Event {
     fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
+        self.key == o.key
     }
 }
 impl Eq for Event {}
@@ -200,7 +208,7 @@ impl Ord for Event {
     /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest event first;
     /// equal times pop in the order they were scheduled.
     fn cmp(&self, o: &Self) -> Ordering {
-        o.time.total_cmp(&self.time).then(o.seq.cmp(&self.seq))
+        o.key.cmp(&self.key)
     }
 }
 
@@ -215,7 +223,8 @@ pub struct Engine<'a, 'p, O: Observer> {
     ev_seq: u64,
     now: f64,
     dirty: Vec<Rank>,
-    candidates: Vec<(f64, Rank, u64, u32)>,
+    /// Messages that may start now: (priority key, message id).
+    candidates: Vec<(u128, u32)>,
     data: Option<&'a mut DataPlane>,
     stats: SimStats,
     obs: &'a mut O,
@@ -287,12 +296,12 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         }
         self.match_ports();
         while let Some(ev) = self.heap.pop() {
-            self.now = ev.time;
+            self.now = ev.time();
             self.stats.events += 1;
             self.handle(ev.kind)?;
             // Ports are handed out only once every event of this instant has run, so
             // that a message issued at `t` may use a port freed at `t`.
-            if self.heap.peek().is_none_or(|next| next.time != self.now) {
+            if self.heap.peek().is_none_or(|next| next.time() != self.now) {
                 self.match_ports();
             }
         }
@@ -302,7 +311,10 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
     }
 
     fn schedule(&mut self, time: f64, kind: EvKind) {
-        self.heap.push(Event { time, seq: self.ev_seq, kind });
+        debug_assert!(time >= 0.0, "times are never negative");
+        // `+ 0.0` turns a -0.0 into 0.0, whose bits sort first.
+        let key = u128::from((time + 0.0).to_bits()) << 64 | u128::from(self.ev_seq);
+        self.heap.push(Event { key, kind });
         self.ev_seq += 1;
     }
 
@@ -641,15 +653,17 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 for &id in &st.out_wait {
                     let m = &self.msgs[id as usize];
                     if self.ranks[m.dst as usize].free_in > 0 {
-                        cands.push((m.issued, m.src, m.seq, id));
+                        cands.push((priority(m), id));
                     }
                 }
             }
             if st.free_in > 0 {
                 for &id in &st.in_wait {
                     let m = &self.msgs[id as usize];
-                    if self.ranks[m.src as usize].free_out > 0 {
-                        cands.push((m.issued, m.src, m.seq, id));
+                    // A dirty sender's own scan above already offers this message.
+                    let sender = &self.ranks[m.src as usize];
+                    if sender.free_out > 0 && !sender.dirty {
+                        cands.push((priority(m), id));
                     }
                 }
             }
@@ -658,12 +672,11 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             self.ranks[r as usize].dirty = false;
         }
         self.dirty.clear();
-        if cands.len() > 1 {
-            cands.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-            cands.dedup_by_key(|c| c.3);
-        }
-        for &(_, src, _, id) in &cands {
-            let dst = self.msgs[id as usize].dst;
+        // Each waiting message is offered once (by its sender, or by its receiver when
+        // the sender is not dirty), so sorting alone gives the greedy order.
+        cands.sort_unstable();
+        for &(_, id) in &cands {
+            let (src, dst) = (self.msgs[id as usize].src, self.msgs[id as usize].dst);
             if self.ranks[src as usize].free_out == 0 || self.ranks[dst as usize].free_in == 0 {
                 continue;
             }
@@ -728,6 +741,13 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
 
 fn st_next(s: &Stream<'_>) -> u32 {
     s.next_handle
+}
+
+/// A waiting message's place in line: (issue time, sender rank, sender's sequence),
+/// packed so that integer order is that order (times are never negative).
+fn priority(m: &Msg) -> u128 {
+    debug_assert!(m.seq < 1 << 32, "a rank sent more than 2^32 messages");
+    u128::from((m.issued + 0.0).to_bits()) << 64 | u128::from(m.src) << 32 | u128::from(m.seq as u32)
 }
 
 const UNBOUND: Posted = Posted {

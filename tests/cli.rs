@@ -1,0 +1,179 @@
+//! The command line end to end: exit status 0 / 1 / 2 (SPEC section 5), one clear
+//! message for bad input, and the three formats.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use std::io::Write;
+
+fn cmd() -> Command {
+    let mut c = Command::cargo_bin("allreduce-sim").unwrap();
+    c.env("RUST_BACKTRACE", "0");
+    c
+}
+
+fn scenario(text: &str) -> tempfile_lite::File {
+    tempfile_lite::File::new(text)
+}
+
+/// A scenario file in the target directory, removed on drop (no extra crate needed).
+mod tempfile_lite {
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    pub struct File(pub PathBuf);
+    impl File {
+        pub fn new(text: &str) -> File {
+            let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+            let path = dir.join(format!("cli-{}-{}.yaml", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+            std::fs::write(&path, text).unwrap();
+            File(path)
+        }
+    }
+    impl Drop for File {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+}
+
+const SMALL: &str = "name: small\nranks: [2, 5]\ntopology:\n  link: { alpha: 1us, bandwidth: 100Gbps }\n\
+compute: { cost_per_byte: 0.05ns }\nalgorithms: [ring, butterfly, star]\nsizes: [4KiB, 100]\n";
+
+#[test]
+fn run_table_exits_zero_and_shows_every_point() {
+    let f = scenario(SMALL);
+    cmd()
+        .args(["run"])
+        .arg(&f.0)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("12 points, all checks held"))
+        .stdout(predicate::str::contains("P = 5, S = 4 KiB"));
+}
+
+#[test]
+fn run_json_has_every_spec_field() {
+    let f = scenario(SMALL);
+    let out = cmd().args(["run", "--format", "json"]).arg(&f.0).output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 12);
+    for field in [
+        "algorithm",
+        "ranks",
+        "bytes",
+        "time_s",
+        "closed_form_s",
+        "closed_form_rel_err",
+        "lower_bound_s",
+        "efficiency",
+        "algbw_Bps",
+        "busbw_Bps",
+        "messages",
+        "bytes_sent_max",
+        "peak_buffer_bytes",
+        "max_abs_error",
+        "error_bound",
+        "verified",
+        "ranks_bitwise_equal",
+        "events",
+        "wall_time_s",
+    ] {
+        assert!(results[0].get(field).is_some(), "missing {field}");
+    }
+    assert_eq!(v["scenario"]["topology"]["link"]["bandwidth_Bps"], 12.5e9);
+    // Sweep order: ranks, then sizes, then algorithms as listed.
+    let order: Vec<_> = results.iter().map(|r| (r["ranks"].as_u64().unwrap(), r["bytes"].as_u64().unwrap())).collect();
+    assert_eq!(order[0], (2, 4096));
+    assert_eq!(order[3], (2, 100));
+    assert_eq!(order[6], (5, 4096));
+    assert_eq!(results[1]["algorithm"], "butterfly");
+}
+
+#[test]
+fn flags_override_the_file() {
+    let f = scenario(SMALL);
+    let out = cmd()
+        .args(["run", "--format", "csv", "--algorithms", "ring,halving_doubling", "--ranks", "4,8", "--sizes", "1MiB"])
+        .arg(&f.0)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<_> = text.lines().collect();
+    assert!(rows[0].starts_with("algorithm,ranks,bytes,time_s,closed_form_s"));
+    assert_eq!(rows.len(), 1 + 4);
+    assert!(rows[1].starts_with("ring,4,1048576,"));
+    assert!(rows[2].starts_with("halving_doubling,4,1048576,"));
+}
+
+#[test]
+fn same_seed_same_output() {
+    let f = scenario(SMALL);
+    let strip = |b: Vec<u8>| -> Vec<String> {
+        String::from_utf8(b).unwrap().lines().map(|l| l.rsplitn(5, ',').nth(4).unwrap_or(l).to_string()).collect()
+    };
+    let a = cmd().args(["run", "--format", "csv"]).arg(&f.0).output().unwrap().stdout;
+    let b = cmd().args(["run", "--format", "csv"]).arg(&f.0).output().unwrap().stdout;
+    assert_eq!(strip(a), strip(b));
+}
+
+#[test]
+fn a_point_that_is_not_applicable_is_not_a_failure() {
+    let f = scenario(SMALL);
+    cmd().args(["run", "--ranks", "1"]).arg(&f.0).assert().success();
+}
+
+#[test]
+fn bad_input_exits_two_with_one_located_message() {
+    let cases: &[(&str, &str)] = &[
+        ("ranks: 0\ntopology: { link: { alpha: 1us, bandwidth: 1GB/s } }\nalgorithms: [ring]\nsizes: [4]\n", ":1:"),
+        ("ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 0 } }\nalgorithms: [ring]\nsizes: [4]\n", ":2:"),
+        ("ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 1GB/s } }\nalgorithms: [rign]\nsizes: [4]\n", "allowed"),
+        ("ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 1GB/s } }\nalgorithms: [ring]\nsizes: [6]\n", ":4:"),
+        ("ranks: 4\ntopology: { link: { alpha: 1xs, bandwidth: 1GB/s } }\nalgorithms: [ring]\nsizes: [4]\n", ":2:"),
+        (
+            "ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 1GB/s } }\nalgorithms: [ring]\nsizes: [4]\nspeed: 3\n",
+            ":5:",
+        ),
+        ("ranks: [4\n", ".yaml"),
+    ];
+    for (text, want) in cases {
+        let f = scenario(text);
+        cmd()
+            .arg("run")
+            .arg(&f.0)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(*want))
+            .stderr(predicate::str::contains("panicked").not())
+            .stderr(predicate::str::contains("backtrace").not());
+    }
+    cmd().args(["run", "no/such/file.yaml"]).assert().code(2).stderr(predicate::str::contains("no/such/file.yaml"));
+    let f = scenario(SMALL);
+    cmd().args(["run", "--sizes", "3"]).arg(&f.0).assert().code(2).stderr(predicate::str::contains("--sizes"));
+    cmd().args(["run", "--algorithms", "nope"]).arg(&f.0).assert().code(2).stderr(predicate::str::contains("allowed"));
+    cmd().args(["frobnicate"]).assert().code(2);
+}
+
+#[test]
+fn validate_runs_nothing_and_list_shows_every_algorithm() {
+    let f = scenario(SMALL);
+    cmd().arg("validate").arg(&f.0).assert().success().stdout(predicate::str::contains("12 point(s)"));
+    let out = cmd().arg("list").output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    for id in ["star", "chain", "binomial_tree", "butterfly", "ring", "halving_doubling"] {
+        assert!(text.contains(&format!("{id}\n")), "list lacks {id}");
+    }
+    assert!(text.contains("closed form:"));
+}
+
+#[test]
+fn committed_scenarios_validate() {
+    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios")).unwrap() {
+        let path = entry.unwrap().path();
+        cmd().arg("validate").arg(&path).assert().success();
+    }
+    let _ = std::io::stdout().flush();
+}
