@@ -3,7 +3,7 @@
 use allreduce_sim::algos::{Algorithm, Machine, Problem};
 use allreduce_sim::sim::engine::{MessageInfo, NoObserver, Observer, SimError};
 use allreduce_sim::sim::{Op, Program, Rank, Region, simulate};
-use allreduce_sim::topology::{FullyConnected, Link};
+use allreduce_sim::topology::{FullyConnected, Link, Topology};
 
 /// An algorithm given as a fixed list of ops per rank.
 #[derive(Debug)]
@@ -13,7 +13,7 @@ impl Algorithm for Script {
     fn id(&self) -> &'static str {
         "script"
     }
-    fn program(&self, rank: Rank, _p: Problem) -> Vec<Program<'_>> {
+    fn program(&self, rank: Rank, _p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
         vec![Box::new(self.0[rank as usize].clone().into_iter())]
     }
     fn closed_form(&self, _p: &Problem, _m: &Machine) -> Option<(f64, f64)> {
