@@ -261,17 +261,7 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
                 Some(path) => run_traced(&s, path)?,
                 None => runner::run_with(&s, &runner::RunOptions { shard, progress: !quiet }),
             };
-            let exporter: &dyn Exporter = match format {
-                Format::Table => &Table,
-                Format::Json => &Json,
-                Format::Csv => &Csv,
-            };
-            let text = exporter.render(&report);
-            match output {
-                Some(path) => std::fs::write(&path, text)
-                    .map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?,
-                None => print!("{text}"),
-            }
+            emit(&report, format, output.as_deref())?;
             if let Some(dir) = &plot {
                 let files = plots::plot_report(&report, dir).map_err(BadInput)?;
                 eprintln!("wrote {} plot file(s) to {}", files.len(), dir.display());
@@ -286,6 +276,23 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
                 return Ok(ExitCode::from(1));
             }
             Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Render `report` in `format` to `output`, or to standard output.
+fn emit(report: &Report, format: Format, output: Option<&std::path::Path>) -> Result<(), BadInput> {
+    let exporter: &dyn Exporter = match format {
+        Format::Table => &Table,
+        Format::Json => &Json,
+        Format::Csv => &Csv,
+    };
+    let text = exporter.render(report);
+    match output {
+        Some(path) => std::fs::write(path, text).map_err(|e| BadInput(format!("cannot write {}: {e}", path.display()))),
+        None => {
+            print!("{text}");
+            Ok(())
         }
     }
 }
@@ -352,18 +359,7 @@ fn merge(paths: &[PathBuf], format: Format, output: Option<&std::path::Path>) ->
         inputs.push((p.display().to_string(), text));
     }
     let report = shard::merge(&inputs).map_err(|e| BadInput(e.to_string()))?;
-    let exporter: &dyn Exporter = match format {
-        Format::Table => &Table,
-        Format::Json => &Json,
-        Format::Csv => &Csv,
-    };
-    let text = exporter.render(&report);
-    match output {
-        Some(path) => {
-            std::fs::write(path, text).map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?
-        }
-        None => print!("{text}"),
-    }
+    emit(&report, format, output)?;
     let failed = report.results.iter().filter(|r| !r.passed()).count();
     if failed > 0 {
         eprintln!("{failed} of {} point(s) failed a check", report.results.len());

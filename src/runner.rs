@@ -195,31 +195,8 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     let spec = &s.algorithms[pt.algo];
     let e = s.data.dtype.bytes();
     let p = Problem { ranks: pt.ranks, elems: (pt.bytes / e as u64) as usize, elem_bytes: e };
-    let mut res = PointResult {
-        algorithm: spec.name.clone(),
-        ranks: pt.ranks,
-        bytes: pt.bytes,
-        not_applicable: None,
-        time_s: 0.0,
-        closed_form_s: None,
-        closed_form_rel_err: None,
-        closed_form_tolerance: None,
-        lower_bound_s: 0.0,
-        efficiency: None,
-        algbw_bps: None,
-        busbw_bps: None,
-        messages: 0,
-        bytes_sent_max: 0,
-        peak_buffer_bytes: 0,
-        max_abs_error: None,
-        error_bound: None,
-        verified: None,
-        ranks_bitwise_equal: None,
-        events: 0,
-        wall_time_s: 0.0,
-        failures: Vec::new(),
-        ..PointResult::default()
-    };
+    let mut res =
+        PointResult { algorithm: spec.name.clone(), ranks: pt.ranks, bytes: pt.bytes, ..PointResult::default() };
     // The scenario was validated, so these only fail on an internal error; report it
     // as a failed point rather than panic.
     let algo: Box<dyn Algorithm> = match algos::build(&spec.name, Params::new(spec.params.clone())) {

@@ -59,27 +59,7 @@ fn run_json_has_every_spec_field() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), 12);
-    for field in [
-        "algorithm",
-        "ranks",
-        "bytes",
-        "time_s",
-        "closed_form_s",
-        "closed_form_rel_err",
-        "lower_bound_s",
-        "efficiency",
-        "algbw_Bps",
-        "busbw_Bps",
-        "messages",
-        "bytes_sent_max",
-        "peak_buffer_bytes",
-        "max_abs_error",
-        "error_bound",
-        "verified",
-        "ranks_bitwise_equal",
-        "events",
-        "wall_time_s",
-    ] {
+    for field in allreduce_sim::report::SPEC_FIELDS {
         assert!(results[0].get(field).is_some(), "missing {field}");
     }
     assert_eq!(v["scenario"]["topology"]["link"]["bandwidth_Bps"], 12.5e9);

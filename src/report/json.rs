@@ -27,6 +27,7 @@ impl Exporter for Json {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::SPEC_FIELDS;
     use crate::report::fixtures;
     use serde_json::Value;
 
@@ -44,27 +45,7 @@ mod tests {
         let results = v["results"].as_array().unwrap();
         assert_eq!(results.len(), 5);
         let r = &results[0];
-        for field in [
-            "algorithm",
-            "ranks",
-            "bytes",
-            "time_s",
-            "closed_form_s",
-            "closed_form_rel_err",
-            "lower_bound_s",
-            "efficiency",
-            "algbw_Bps",
-            "busbw_Bps",
-            "messages",
-            "bytes_sent_max",
-            "peak_buffer_bytes",
-            "max_abs_error",
-            "error_bound",
-            "verified",
-            "ranks_bitwise_equal",
-            "events",
-            "wall_time_s",
-        ] {
+        for field in SPEC_FIELDS {
             assert!(r.get(field).is_some(), "missing {field}");
         }
         assert_eq!(r["algorithm"], "ring");

@@ -17,6 +17,30 @@ use crate::scenario::Scenario;
 use crate::shard::Shard;
 use crate::timeline::CriticalPath;
 
+/// The fields SPEC section 6 requires of every result, in its order: the JSON names,
+/// and the first CSV columns.
+pub const SPEC_FIELDS: [&str; 19] = [
+    "algorithm",
+    "ranks",
+    "bytes",
+    "time_s",
+    "closed_form_s",
+    "closed_form_rel_err",
+    "lower_bound_s",
+    "efficiency",
+    "algbw_Bps",
+    "busbw_Bps",
+    "messages",
+    "bytes_sent_max",
+    "peak_buffer_bytes",
+    "max_abs_error",
+    "error_bound",
+    "verified",
+    "ranks_bitwise_equal",
+    "events",
+    "wall_time_s",
+];
+
 /// The result of one point of a run (SPEC section 6).
 ///
 /// It reads back from JSON (`merge`); a non-finite float, written as `null`, reads back
