@@ -15,6 +15,8 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
+use smallvec::SmallVec;
+
 use super::data::DataPlane;
 use super::op::{Action, Op, Program, Rank, Region, VEC};
 use crate::topology::Topology;
@@ -148,23 +150,27 @@ struct Stream<'p> {
     block: Block,
     next_handle: u32,
     /// Handles issued and not complete, in issue order.
-    outstanding: Vec<u32>,
+    outstanding: Ids,
 }
 
+/// A rank's short lists (a few entries at most for every algorithm but the star's
+/// root) live inline, so that touching a rank touches one place in memory.
+type Ids = SmallVec<[u32; 4]>;
+
 struct RankState<'p> {
-    streams: Vec<Stream<'p>>,
+    streams: SmallVec<[Stream<'p>; 1]>,
     /// Streams not yet at their end.
     live_streams: u32,
     free_out: u32,
     free_in: u32,
     /// Messages from this rank waiting for ports, in issue order.
-    out_wait: Vec<u32>,
+    out_wait: Ids,
     /// Messages to this rank waiting for ports, in priority order.
-    in_wait: Vec<u32>,
+    in_wait: Ids,
     /// Messages to this rank not yet bound to a receive, in issue order.
-    unbound: Vec<u32>,
+    unbound: Ids,
     /// Receives posted and not yet bound to a message, in post order.
-    posted: Vec<Posted>,
+    posted: SmallVec<[Posted; 2]>,
     compute_queue: VecDeque<Job>,
     compute_busy: bool,
     send_seq: u64,
@@ -248,14 +254,14 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 live_streams: progs.len() as u32,
                 streams: progs
                     .into_iter()
-                    .map(|prog| Stream { prog, block: Block::Running, next_handle: 0, outstanding: Vec::new() })
+                    .map(|prog| Stream { prog, block: Block::Running, next_handle: 0, outstanding: Ids::new() })
                     .collect(),
                 free_out: topo.nics(r),
                 free_in: topo.nics(r),
-                out_wait: Vec::new(),
-                in_wait: Vec::new(),
-                unbound: Vec::new(),
-                posted: Vec::new(),
+                out_wait: Ids::new(),
+                in_wait: Ids::new(),
+                unbound: Ids::new(),
+                posted: SmallVec::new(),
                 compute_queue: VecDeque::new(),
                 compute_busy: false,
                 send_seq: 0,
