@@ -153,16 +153,17 @@ fn bad_shards_are_refused() {
         ("a/2", "is not a whole number"),
         ("-1/2", "is not a whole number"),
     ] {
-        cli()
-            .arg("run")
-            .arg(&scenario)
-            .arg(format!("--shard={arg}"))
-            .assert()
-            .code(2)
-            .stdout("")
-            .stderr(predicate::str::contains(says))
-            .stderr(predicate::str::contains("panicked").not());
+        refused(cli().arg("run").arg(&scenario).arg(format!("--shard={arg}")), says);
     }
+}
+
+/// Bad input: exit 2, nothing on stdout, and one message on stderr that says `says`.
+fn refused(cmd: &mut Command, says: &str) {
+    cmd.assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains(says))
+        .stderr(predicate::str::contains("panicked").not());
 }
 
 #[test]
@@ -197,14 +198,7 @@ fn mismatched_merges_are_refused() {
         (vec![&full], "is not a shard report"),
         (vec![&garbage], "not an allreduce-sim JSON report"),
     ] {
-        cli()
-            .arg("merge")
-            .args(inputs)
-            .assert()
-            .code(2)
-            .stdout("")
-            .stderr(predicate::str::contains(says))
-            .stderr(predicate::str::contains("panicked").not());
+        refused(cli().arg("merge").args(inputs), says);
     }
 }
 
@@ -254,13 +248,7 @@ fn explain_refuses_bad_input() {
         (vec!["explain", "ring", "--alpha", "fast"], "--alpha"),
         (vec!["explain", "ring", "--param", "segments=4"], "unknown parameter 'segments'"),
     ] {
-        cli()
-            .args(&args)
-            .assert()
-            .code(2)
-            .stdout("")
-            .stderr(predicate::str::contains(says))
-            .stderr(predicate::str::contains("panicked").not());
+        refused(cli().args(&args), says);
     }
 }
 
