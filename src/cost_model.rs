@@ -227,10 +227,11 @@ pub fn halving_doubling(p: &Problem, h: &Hockney) -> Option<f64> {
         return Some(0.0);
     }
     let even = pow2_floor(p.ranks) == p.ranks && p.elems.is_multiple_of(p.ranks);
-    even.then(|| halving_doubling_core(p, h, p.ranks))
+    even.then(|| halving_doubling_core(p, h))
 }
 
-fn halving_doubling_core(p: &Problem, h: &Hockney, p2: usize) -> f64 {
+fn halving_doubling_core(p: &Problem, h: &Hockney) -> f64 {
+    let p2 = p.ranks;
     let mut time = 0.0;
     for k in 0..clog2(p2) {
         let half = p2 >> (k + 1);
@@ -239,15 +240,6 @@ fn halving_doubling_core(p: &Problem, h: &Hockney, p2: usize) -> f64 {
         time += 2.0 * h.t(l) + h.r(l);
     }
     time
-}
-
-/// The fold's lockstep count for halving-doubling: the power-of-two core on `P'`
-/// ranks plus `T(S) + R(S)` before and `T(S)` after. Neither a bound nor the time:
-/// early messages can queue behind the fold and add up to one message per step
-/// (the tests pin what the engine does instead).
-pub fn halving_doubling_fold_lockstep(p: &Problem, h: &Hockney) -> f64 {
-    let p2 = pow2_floor(p.ranks.max(1));
-    halving_doubling_core(p, h, p2) + 2.0 * h.t(p.bytes()) + h.r(p.bytes())
 }
 
 /// SPEC section 3's lower bound for allreduce (Chan et al. 2007; Patarasuk & Yuan

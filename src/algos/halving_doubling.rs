@@ -101,7 +101,7 @@ fn binary_blocks_program(r: usize, np: usize, n: usize) -> Program<'static> {
         let t = bitrev(j, size.trailing_zeros());
         (t * w, (t + 1) * w)
     };
-    let region = move |(lo, hi): (usize, usize)| blocks_region(n, fine, lo, hi);
+    let region = move |(lo, hi): (usize, usize)| self::blocks(n, fine, lo, hi);
     let mine = owned(j, size);
     // Inside the block: recursive halving, in units of fine pieces.
     let halves = move |k: u32| {
@@ -146,11 +146,6 @@ fn binary_blocks_program(r: usize, np: usize, n: usize) -> Program<'static> {
             .chain(down_out)
             .chain(allgather),
     )
-}
-
-/// Fine pieces `[lo, hi)` of n elements cut into `fine` pieces, as a region.
-fn blocks_region(n: usize, fine: usize, lo: usize, hi: usize) -> Region {
-    blocks(n, fine, lo, hi)
 }
 
 const STEP: u32 = 2;

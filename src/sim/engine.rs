@@ -133,6 +133,8 @@ struct Msg {
     /// The receive it is bound to (`handle == NONE` while unbound).
     recv: Posted,
     delivered: bool,
+    /// Whether its bytes count against the receiver's buffer memory until consumed.
+    held: bool,
     payload: Vec<f32>,
 }
 
@@ -393,7 +395,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                     self.enqueue_compute(r, Job::Local { stream: s, handle, src, dst });
                 }
                 Op::Wait(h) => {
-                    if h >= st_next(&self.ranks[ri].streams[si]) {
+                    if h >= self.ranks[ri].streams[si].next_handle {
                         return Err(self.bad(r, format!("waits for handle {h}, which was never issued")));
                     }
                     self.ranks[ri].streams[si].block = Block::Wait(h);
@@ -441,6 +443,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                     seq: 0,
                     recv: UNBOUND,
                     delivered: false,
+                    held: false,
                     payload: Vec::new(),
                 });
                 (self.msgs.len() - 1) as u32
@@ -452,8 +455,18 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         }
         let seq = self.ranks[r as usize].send_seq;
         self.ranks[r as usize].send_seq += 1;
-        self.msgs[id as usize] =
-            Msg { src: r, dst: to, tag, len: src.len, issued: self.now, seq, recv: UNBOUND, delivered: false, payload };
+        self.msgs[id as usize] = Msg {
+            src: r,
+            dst: to,
+            tag,
+            len: src.len,
+            issued: self.now,
+            seq,
+            recv: UNBOUND,
+            delivered: false,
+            held: false,
+            payload,
+        };
         self.stats.messages += 1;
         self.stats.bytes_sent[r as usize] += (src.len * self.cfg.elem_bytes) as u64;
         self.stats.bytes_received[to as usize] += (src.len * self.cfg.elem_bytes) as u64;
@@ -563,9 +576,9 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
     /// Free message `id`'s slot; its receiver's buffer goes back too if it held one.
     fn release(&mut self, id: u32) {
         let m = &self.msgs[id as usize];
-        let bytes = (m.len * self.cfg.elem_bytes) as u64;
-        let dst = m.dst as usize;
-        self.ranks[dst].held_bytes -= bytes;
+        if m.held {
+            self.ranks[m.dst as usize].held_bytes -= (m.len * self.cfg.elem_bytes) as u64;
+        }
         self.free_msgs.push(id);
     }
 
@@ -610,10 +623,8 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 // straight in the place a posted copy-receive names.
                 let in_place = bound && self.msgs[id as usize].recv.action == Action::Copy;
                 if !in_place {
+                    self.msgs[id as usize].held = true;
                     self.hold(dst, bytes);
-                } else {
-                    // `release` subtracts what `hold` added; keep the books even.
-                    self.ranks[dst as usize].held_bytes += bytes;
                 }
                 if bound { self.consume(id) } else { Ok(()) }
             }
@@ -743,10 +754,6 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         }
         Err(SimError::Deadlock { time: self.now, detail })
     }
-}
-
-fn st_next(s: &Stream<'_>) -> u32 {
-    s.next_handle
 }
 
 /// A waiting message's place in line: (issue time, sender rank, sender's sequence),
