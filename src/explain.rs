@@ -151,7 +151,7 @@ pub fn explain(req: &Request) -> Result<String, String> {
                         recvs.entry((from, r, tag)).or_default().push_back((dst, action))
                     }
                     Op::Reduce { src, dst } => local.push((r, src, dst)),
-                    Op::Wait(_) | Op::WaitAll => {}
+                    Op::Wait(_) | Op::WaitAll | Op::WaitSends(_) => {}
                 }
             }
         }

@@ -138,3 +138,33 @@ fn seeded_inputs_never_change() {
 }
 
 const PINNED: [&str; 4] = ["0.084910393", "-0.276617169", "0.451663494", "0.184833288"];
+
+#[test]
+fn a_send_window_holds_back_the_next_send_until_one_lands() {
+    // Rank 3 sends to 1 and then to 2; rank 1's one incoming port is busy with rank 0's
+    // message (rank 0 goes first: lower rank) for 0-5 s. Without a window, rank 3's second
+    // message overtakes its first on its one outgoing port (0-5 s to rank 2, then 5-10 s
+    // to rank 1).
+    let mut ranks = vec![
+        vec![Op::send(1, 0, ONE)],
+        vec![Op::recv_copy(0, 0, ONE), Op::recv_copy(3, 0, ONE), Op::WaitAll],
+        vec![Op::recv_copy(3, 0, ONE), Op::WaitAll],
+        vec![Op::send(1, 0, ONE), Op::send(2, 0, ONE)],
+    ];
+    let p = Problem { ranks: 4, elems: 1, elem_bytes: 4 };
+    let mut log = Log::default();
+    simulate(&Script(ranks.clone()), &topo(4, 1), p, 0.0, None, &mut log).unwrap();
+    assert!(log.0.contains(&(3, 2, 0.0, 5.0)) && log.0.contains(&(3, 1, 5.0, 10.0)), "{:?}", log.0);
+    // A window of one send (`WaitSends(0)` before the second): the first goes 5-10 s,
+    // once rank 1's port frees, and the second only after it lands, 10-15 s.
+    ranks[3] = vec![Op::send(1, 0, ONE), Op::WaitSends(0), Op::send(2, 0, ONE), Op::WaitSends(0)];
+    let mut log = Log::default();
+    let (stats, _) = simulate(&Script(ranks.clone()), &topo(4, 1), p, 0.0, None, &mut log).unwrap();
+    assert!(log.0.contains(&(3, 1, 5.0, 10.0)) && log.0.contains(&(3, 2, 10.0, 15.0)), "{:?}", log.0);
+    assert_eq!(stats.rank_finish[3], 15.0, "rank 3 waits for its last send to land");
+    // `WaitSends(1)` lets one send stay in flight: the second goes at once.
+    ranks[3] = vec![Op::send(1, 0, ONE), Op::WaitSends(1), Op::send(2, 0, ONE)];
+    let mut log = Log::default();
+    simulate(&Script(ranks), &topo(4, 1), p, 0.0, None, &mut log).unwrap();
+    assert!(log.0.contains(&(3, 2, 0.0, 5.0)), "{:?}", log.0);
+}

@@ -147,8 +147,10 @@ fn grid_algorithms_matrix() {
 /// `double_binary_tree` on flat machines of many sizes, with the default chunk and a
 /// small one (so that 1 MiB is cut into many chunks), and on grids.
 ///
-/// The closed form must exist on two or more NICs for a single chunk per half (no
-/// pipeline to run ahead in); elsewhere it may be `None` (see the algorithm's docs).
+/// The closed form must exist with four NICs (one per message a rank sends in a round),
+/// and with two for a single chunk per half (no pipeline to run ahead in); elsewhere it
+/// may be `None` (see the algorithm's docs). The test prints how many points have none:
+/// 113 of 1120 when this was written, all with one or two NICs.
 #[test]
 fn double_binary_tree_matrix() {
     let mut tally = Tally::default();
@@ -161,7 +163,7 @@ fn double_binary_tree_matrix() {
                     for (n, data) in sizes(np) {
                         let topo = FullyConnected { ranks: np, link: Link { alpha, bandwidth: bw }, nics };
                         let single = n.div_ceil(2) * 4 <= chunk.unwrap_or(64 * 1024) as usize;
-                        let must = np <= 2 || (nics >= 2 && single && alpha > 0.0);
+                        let must = np <= 2 || nics >= 4 || (nics >= 2 && single);
                         let name = format!("{} {} P={np} n={n} alpha={alpha} C={c}", algo.label(), topo.describe());
                         tally.record(name, must, point(algo.as_ref(), &topo, n, c, data));
                     }

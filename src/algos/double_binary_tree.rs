@@ -22,22 +22,27 @@
 //! the next. Both trees advance in the same rounds, `K + 2H - 1` of them: H to fill the
 //! pipeline up to the roots, one per chunk, H - 1 to drain the last chunk down.
 //!
-//! **A round** is one step ([`super::stepped`]): a rank issues the round's sends (at
-//! most 4: up and down its interior tree, up its leaf tree), posts its receives (at most
-//! 4), and waits for them, adding what comes up. The ports serve the round's messages as
-//! the engine's rule has it (SPEC section 2); with one NIC a rank's 4 messages go one
-//! after the other, which is the 1-port pipeline of the two-tree papers.
+//! **A round** is one step ([`super::stepped`]): a rank posts the round's receives (at
+//! most 4: up from its children, down from its parents), issues its sends (at most 4: up
+//! and down its interior tree, up its leaf tree) and waits for both, adding what comes
+//! up. Chunks of a half with fewer elements than chunks (n < 2) are empty and not sent.
+//!
+//! **Flow control.** A rank keeps at most `k` (its NICs) of a round's sends in flight,
+//! issuing the next only when one has landed, and ends the round only when all have
+//! ([`crate::sim::op::Op::WaitSends`]). NCCL's bounded FIFOs do the same job: without
+//! it a leaf, which has nothing to wait for in the pipeline's fill, would issue all its
+//! chunks at once and its parent's port would serve them ahead of the parent's other
+//! children's; and with one NIC a rank's second message of a round would go ahead of its
+//! first whenever the first one's receiver is busy.
 //!
 //! **Closed form.** [`cost_model::double_binary_tree`] evaluates the round recurrence;
-//! it is exact wherever every port serves its messages in round order. Where a rank
-//! runs ahead of its peers (in the pipeline's fill a leaf has nothing to wait for, so it
-//! sends its next chunks while its parent still takes the previous round's; with one
-//! NIC, a rank's second message of a round can go before its first when the first one's
-//! receiver is busy) the ports take messages out of round order, the time hangs on the
-//! engine's arbitration between them, and there is no closed form: `None`. On flat
-//! machines (tests/grid_algos.rs) the recurrence holds for nearly every single-chunk run
-//! (`n e <= 2 chunk`) with two or more NICs and for about half with one; for pipelined
-//! runs it gives up about two times in three.
+//! it is exact wherever the ports serve the messages in the order the recurrence books
+//! them. Where ranks drift out of step (one NIC, links of several speeds) a rank's
+//! message of round s + 1 can take a port just before a lagging peer's message of round
+//! s; the time then hangs on the engine's arbitration between the two, and there is no
+//! closed form: `None`. On the flat machines of tests/grid_algos.rs that is 113 points of
+//! 1120, all with one or two NICs, most of them pipelined; every point with four NICs,
+//! and every single-chunk point with two, has its closed form.
 //!
 //! **Chunk size** (`chunk`, default 64 KiB): smaller chunks fill the pipeline sooner
 //! (the `2H - 1` extra rounds carry one chunk each) but pay alpha per chunk per message;
@@ -61,8 +66,8 @@ pub const INFO: AlgoInfo = AlgoInfo {
     source: "seed 002 double binary tree (NCCL 2.4; Sanders, Speck & Traff 2009)",
     requires: "any P >= 1, any n, any topology (flat)",
     closed_form: "the recurrence of its K + 2H - 1 rounds (cost_model::lockstep; K chunks per half, H tree \
-                  height), each at most 4 messages and 2 additions of a chunk per rank; none where ports would \
-                  take messages out of round order (ranks running ahead in the pipeline's fill)",
+                  height), each at most 4 messages (at most k in flight) and 2 additions of a chunk per rank; \
+                  none where a rank's later-round message takes a port ahead of a lagging peer's",
     params: &["chunk=64KiB: pipeline chunk (bytes); each half of the vector is cut into ceil(half / chunk) chunks"],
     build: |params| {
         let chunk = params.size("chunk")?.unwrap_or(DEFAULT_CHUNK);
@@ -230,31 +235,37 @@ impl Stepped for DbtPlan {
         self.rounds
     }
 
+    fn windowed(&self) -> bool {
+        true
+    }
+
     fn plan(&self, r: usize, round: usize, out: &mut StepPlan) {
         for (t, tree) in self.shape.trees.iter().enumerate() {
             let kind = |dir: u32| 2 * t as u32 + dir;
             let top = tree.top();
+            // An empty chunk (a half of fewer elements than chunks, n < 2) is not sent.
+            let chunk = |j: usize| Some(self.chunk(t, j)).filter(|c| c.len > 0);
             // Up: my partial sum of chunk j to my parent in round j + height, after my
             // children's, which they sent in earlier rounds.
             if let Some(q) = tree.parent[r]
-                && let Some(j) = self.index(round, tree.height[r])
+                && let Some(src) = self.index(round, tree.height[r]).and_then(chunk)
             {
-                out.sends.push(Send { to: q, kind: kind(0), src: self.chunk(t, j), reduce: true });
+                out.sends.push(Send { to: q, kind: kind(0), src, reduce: true });
             }
             for &c in tree.children[r].iter().flatten() {
-                if let Some(j) = self.index(round, tree.height[c]) {
-                    out.recvs.push(Recv { from: c, kind: kind(0), dst: self.chunk(t, j), action: Action::Reduce });
+                if let Some(dst) = self.index(round, tree.height[c]).and_then(chunk) {
+                    out.recvs.push(Recv { from: c, kind: kind(0), dst, action: Action::Reduce });
                 }
             }
             // Down: chunk j reaches depth d in round j + top + d - 1 and goes on in the next.
             if let Some(q) = tree.parent[r]
-                && let Some(j) = self.index(round + 1, top + tree.depth[r])
+                && let Some(dst) = self.index(round + 1, top + tree.depth[r]).and_then(chunk)
             {
-                out.recvs.push(Recv { from: q, kind: kind(1), dst: self.chunk(t, j), action: Action::Copy });
+                out.recvs.push(Recv { from: q, kind: kind(1), dst, action: Action::Copy });
             }
             for &c in tree.children[r].iter().flatten() {
-                if let Some(j) = self.index(round, top + tree.depth[r]) {
-                    out.sends.push(Send { to: c, kind: kind(1), src: self.chunk(t, j), reduce: false });
+                if let Some(src) = self.index(round, top + tree.depth[r]).and_then(chunk) {
+                    out.sends.push(Send { to: c, kind: kind(1), src, reduce: false });
                 }
             }
         }
@@ -275,9 +286,9 @@ impl Algorithm for DoubleBinaryTree {
         if self.chunk == DEFAULT_CHUNK { INFO.id.into() } else { format!("{}(chunk={})", INFO.id, self.chunk) }
     }
 
-    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
+    fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
         let plan = DbtPlan::new(self.shape(p.ranks), &p, self.chunk);
-        vec![stepped::program(plan, rank as usize)]
+        vec![stepped::program(plan, rank as usize, topo.nics(rank as usize))]
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {

@@ -58,25 +58,48 @@ pub(crate) trait Stepped: std::marker::Send + Sync {
     fn steps(&self) -> usize;
     /// Fill `out` (cleared) with what rank `rank` does in step `s`.
     fn plan(&self, rank: usize, s: usize, out: &mut StepPlan);
+    /// Whether the sends are flow-controlled: a rank keeps at most `nics` of a step's
+    /// sends undelivered ([`Op::WaitSends`] before each further one) and the step ends
+    /// only once they are all delivered. Otherwise a step issues all its sends at once
+    /// and does not wait for them.
+    fn windowed(&self) -> bool {
+        false
+    }
 }
 
-/// Rank `rank`'s program: each step's sends, receives, a wait, its local reductions
-/// and a wait; steps with nothing to wait for do not wait.
-pub(crate) fn program<'a, S: Stepped + 'a>(plan: S, rank: usize) -> Program<'a> {
+/// Rank `rank`'s program (`nics` ports): each step's sends, receives, a wait, its local
+/// reductions and a wait; steps with nothing to wait for do not wait. A windowed plan
+/// posts the receives first, then sends through its window.
+pub(crate) fn program<'a, S: Stepped + 'a>(plan: S, rank: usize, nics: u32) -> Program<'a> {
     let steps = plan.steps();
+    let window = plan.windowed().then_some(nics.max(1));
     let mut sp = StepPlan::default();
     Box::new((0..steps).flat_map(move |s| {
         sp.clear();
         plan.plan(rank, s, &mut sp);
         let tag = |kind: u32| s as u32 * TAGS + kind;
         let mut ops = Vec::with_capacity(sp.sends.len() + sp.recvs.len() + sp.local.len() + 2);
-        ops.extend(sp.sends.iter().map(|x| Op::send(x.to as Rank, tag(x.kind), x.src)));
-        ops.extend(sp.recvs.iter().map(|x| Op::Recv {
-            from: x.from as Rank,
-            tag: tag(x.kind),
-            dst: x.dst,
-            action: x.action,
-        }));
+        let sends = sp.sends.iter().map(|x| Op::send(x.to as Rank, tag(x.kind), x.src));
+        let recvs =
+            sp.recvs.iter().map(|x| Op::Recv { from: x.from as Rank, tag: tag(x.kind), dst: x.dst, action: x.action });
+        match window {
+            None => {
+                ops.extend(sends);
+                ops.extend(recvs);
+            }
+            Some(k) => {
+                ops.extend(recvs);
+                for (i, send) in sends.enumerate() {
+                    if i >= k as usize {
+                        ops.push(Op::WaitSends(k - 1));
+                    }
+                    ops.push(send);
+                }
+                if !sp.sends.is_empty() {
+                    ops.push(Op::WaitSends(0));
+                }
+            }
+        }
         if !sp.recvs.is_empty() {
             ops.push(Op::WaitAll);
         }
@@ -93,7 +116,7 @@ pub(crate) fn program<'a, S: Stepped + 'a>(plan: S, rank: usize) -> Program<'a> 
 pub(crate) fn time(plan: &dyn Stepped, topo: &dyn Topology, c: f64, elem_bytes: usize) -> Option<f64> {
     let np = topo.ranks();
     let mut sp = StepPlan::default();
-    cost_model::lockstep(topo, c, plan.steps(), |s, step: &mut Step| {
+    cost_model::lockstep(topo, c, plan.steps(), plan.windowed(), |s, step: &mut Step| {
         for r in 0..np {
             sp.clear();
             plan.plan(r, s, &mut sp);

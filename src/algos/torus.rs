@@ -232,7 +232,7 @@ impl Algorithm for Torus2d {
 
     fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
         let grid = Grid2::of(topo).expect("torus_2d runs only on a grid (applicable)");
-        vec![stepped::program(TorusPlan { grid, n: p.elems }, rank as usize)]
+        vec![stepped::program(TorusPlan { grid, n: p.elems }, rank as usize, 1)]
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
@@ -333,7 +333,7 @@ impl Algorithm for Mesh2d {
 
     fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
         let grid = Grid2::of(topo).expect("mesh_2d runs only on a grid (applicable)");
-        vec![stepped::program(MeshPlan { grid, n: p.elems, ring: self.ring }, rank as usize)]
+        vec![stepped::program(MeshPlan { grid, n: p.elems, ring: self.ring }, rank as usize, 1)]
     }
 
     fn scratch(&self, p: &Problem) -> Vec<usize> {

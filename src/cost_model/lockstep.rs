@@ -12,14 +12,17 @@
 //! a to b in step s is issued at `d_a(s-1)` and
 //!
 //! ```text
-//! start = max(d_a(s-1), first free out-port of a, first free in-port of b)
+//! start = the first instant >= issue at which a has a free out-port and b a free in-port
 //! end   = start + alpha_ab + m / B_ab
 //! ```
 //!
-//! where each rank's k out-ports (in-ports) take its messages in step order, each the
-//! first port free (the ports of SPEC section 2, as `flow_shop` has them). The receiver
-//! reduces what it received on its one compute unit, first come first served from
-//! `max(end, d_b(s-1))`, so
+//! where a rank's k out-ports (in-ports) are interchangeable and each holds one message
+//! at a time (SPEC section 2). The messages are taken step by step, and within a step in
+//! the engine's priority order `(issue time, sender, sender's sequence)`; each is booked
+//! on its two sides for `[start, end)`. A booking may land in a gap before a message of
+//! an earlier step booked later in time (a lagging peer's), as the engine's ports would
+//! fill it. The receiver reduces what it received on its one compute unit, first come
+//! first served from `max(end, d_b(s-1))`, so
 //!
 //! ```text
 //! d_b(s) = max(d_b(s-1), copies' ends, FIFO completion of the reductions) + local reductions
@@ -29,23 +32,35 @@
 //! message lands). The FIFO completion does not depend on how jobs that land at the same
 //! instant are ordered, so exact ties cannot change the result.
 //!
-//! **When it is exact.** The engine gives a free port to the waiting message of highest
-//! priority `(issue time, sender, sender's sequence)` that can start (both its ends
-//! free), not to the message of the lowest step; the recurrence serves each port in step
-//! order. The two agree unless a port would take a later step's message from another
-//! peer before an earlier one (a rank that has run ahead of its neighbours). So for
-//! every message that a port holds back (the port is free only after the message's
-//! issue and after its other end), the recurrence asks whether that port has already
-//! served a message of another peer that the engine would have put after this one:
-//! one of lower priority, or one that waited for *its* other end while this port had a
-//! free server and started after this message was issued. If so it gives up and returns
-//! `None`: the time then hangs on the engine's port arbitration between the two, which
-//! has no closed form. (Messages between the same two ranks never overtake each other:
-//! same ports, and the earlier has the higher priority.)
+//! **Windowed sends** (`double_binary_tree`'s flow control): a rank keeps at most `k` of
+//! a step's sends undelivered, so its i-th send of a step (from 0) is issued at
+//! `max(issue of send i-1, the (i-k+1)-th earliest end of sends 0..i)`, and `d_a(s)`
+//! also waits for the ends of all of a's sends of step s.
+//!
+//! **When it is exact.** The engine hands a port that frees to the waiting message of
+//! highest priority, whatever its step; the recurrence books messages in step order.
+//! The two agree unless a message of a later step gets a port first that an earlier
+//! step's message then has to wait for (a rank that has run ahead of its neighbours).
+//! So each booking is checked against the two ways that can happen, and the recurrence
+//! gives up (`None`) if either does:
+//!
+//! - the message would still hold a side when a message booked before it (of an
+//!   earlier step) starts there, so that the engine would have delayed that one; or
+//! - while it waited, a message of another peer and of lower priority took the last
+//!   free port of one side at an instant when the other side had a port free, so that
+//!   the engine would have given the port to this one.
+//!
+//! Then the time hangs on the engine's port arbitration between the two, which has no
+//! closed form. (Messages between the same two ranks never overtake each other: same
+//! ports, and the earlier has the higher priority.) Where no booking trips either check,
+//! every message starts where the engine starts it, by induction over the bookings in
+//! the order made.
 //!
 //! Times are computed with the same floating-point operations as the engine, in the
 //! same order along every path, so where the recurrence holds it agrees with the engine
 //! to the last bit in practice, far inside the 1e-9 the closed forms are held to.
+
+use std::collections::BinaryHeap;
 
 use crate::topology::Topology;
 
@@ -87,97 +102,120 @@ fn less(a: Prio, b: Prio) -> bool {
     a.0 < b.0 || (a.0 == b.0 && (a.1, a.2) < (b.1, b.2))
 }
 
-/// The largest key seen, and the largest of any other peer's: enough to answer "the
-/// largest key of a peer other than p".
+/// A message booked on one port: when it holds the port, its priority, and its peer.
 #[derive(Clone, Copy, Debug)]
-struct Top2<K> {
-    top: Option<(K, usize)>,
-    second: Option<K>,
+struct Booking {
+    start: f64,
+    end: f64,
+    prio: Prio,
+    peer: usize,
 }
 
-impl<K: Copy> Top2<K> {
-    const EMPTY: Self = Top2 { top: None, second: None };
-
-    fn largest_except(&self, peer: usize) -> Option<K> {
-        match self.top {
-            Some((k, p)) if p != peer => Some(k),
-            _ => self.second,
-        }
-    }
-
-    fn add(&mut self, key: K, peer: usize, less: impl Fn(&K, &K) -> bool) {
-        match self.top {
-            None => self.top = Some((key, peer)),
-            Some((k, p)) if p == peer => {
-                if less(&k, &key) {
-                    self.top = Some((key, peer));
-                }
-            }
-            Some((k, _)) if less(&k, &key) => {
-                // The old largest key belongs to another peer than the new one.
-                self.top = Some((key, peer));
-                self.second = Some(k);
-            }
-            Some(_) => {
-                if self.second.as_ref().is_none_or(|s| less(s, &key)) {
-                    self.second = Some(key);
-                }
-            }
-        }
-    }
-}
-
-/// One side (out or in) of one rank's ports: when each is next free, and what the
-/// no-overtaking check needs about the messages it has served.
+/// One side (out or in) of one rank's `k` ports: the messages booked on it, by start.
+/// Bookings need not come in time order (a message of a later step may fit in a gap
+/// left before a lagging peer's message of an earlier step). As in the engine, ports are
+/// interchangeable: a side is free at an instant when fewer than `k` bookings hold it.
 #[derive(Clone, Debug)]
 struct Ports {
-    free: Vec<f64>,
-    /// Priorities of the messages served.
-    prio: Top2<Prio>,
-    /// Start times of the messages served that waited for the *other* end's port while
-    /// one of these was free.
-    waited: Top2<f64>,
+    k: usize,
+    booked: Vec<Booking>,
 }
 
 impl Ports {
     fn new(k: u32) -> Self {
-        Ports { free: vec![0.0; k.max(1) as usize], prio: Top2::EMPTY, waited: Top2::EMPTY }
+        Ports { k: k.max(1) as usize, booked: Vec::new() }
     }
 
-    /// The first port free: (index, time).
-    fn first_free(&self) -> (usize, f64) {
-        let mut best = (0, self.free[0]);
-        for (i, &t) in self.free.iter().enumerate().skip(1) {
-            if t < best.1 {
-                best = (i, t);
-            }
+    /// How many bookings hold the side at instant `t`.
+    fn held_at(&self, t: f64) -> usize {
+        self.booked.iter().take_while(|b| b.start <= t).filter(|b| t < b.end).count()
+    }
+
+    /// The first instant from `x` on at which a port is free: `x`, or the end of a
+    /// booking.
+    fn free_from(&self, x: f64) -> f64 {
+        if self.held_at(x) < self.k {
+            return x;
         }
-        best
+        let mut ends: Vec<f64> = self.booked.iter().map(|b| b.end).filter(|&e| e > x).collect();
+        ends.sort_by(f64::total_cmp);
+        ends.into_iter().find(|&t| self.held_at(t) < self.k).unwrap_or(f64::INFINITY)
     }
 
-    /// Whether the engine might serve a message of priority `prio` from/to `peer` here
-    /// before a message of another peer that this port has already served: because it
-    /// has the higher priority, or because it was issued while that message waited for
-    /// its other end with a port free here.
-    fn overtakes(&self, prio: Prio, peer: usize) -> bool {
-        self.prio.largest_except(peer).is_some_and(|k| less(prio, k))
-            || self.waited.largest_except(peer).is_some_and(|t| prio.0 < t)
+    /// Whether a port stays free for all of `[start, end)` (the count of holders only
+    /// rises at a booking's start).
+    fn fits(&self, start: f64, end: f64) -> bool {
+        self.held_at(start) < self.k
+            && self.booked.iter().filter(|b| b.start > start && b.start < end).all(|b| self.held_at(b.start) < self.k)
     }
 
-    /// Record a message of `peer` with priority `prio` that started at `start`, this
-    /// port's first free time having been `free`.
-    fn served(&mut self, prio: Prio, start: f64, free: f64, peer: usize) {
-        self.prio.add(prio, peer, |a, b| less(*a, *b));
-        if free < start {
-            self.waited.add(start, peer, |a, b| a < b);
+    fn book(&mut self, b: Booking) {
+        let at = self.booked.partition_point(|o| o.start <= b.start);
+        self.booked.insert(at, b);
+    }
+
+    /// Whether a message of another peer than `peer`, of lower priority than `prio`,
+    /// took the last free port here at a time in `[from, to]` at which `other` (the far
+    /// end's ports) had a port free: the engine would have given it to the message of
+    /// priority `prio`, issued at `from` and waiting.
+    fn passed_over(&self, prio: Prio, peer: usize, from: f64, to: f64, other: &Ports) -> bool {
+        self.booked.iter().take_while(|b| b.start <= to).any(|b| {
+            b.start >= from
+                && b.end > b.start
+                && b.peer != peer
+                && less(prio, b.prio)
+                && self.held_at(b.start) >= self.k
+                && other.held_at(b.start) < other.k
+        })
+    }
+
+    /// Forget bookings that end before `t`: no message is issued before `t` any more.
+    fn forget_before(&mut self, t: f64) {
+        if self.booked.len() > 64 {
+            self.booked.retain(|b| b.end >= t);
         }
     }
 }
 
+/// A message of the step waiting to be issued: its priority, and where it lies in its
+/// sender's run. Ordered by priority, lowest first (for a `BinaryHeap`).
+#[derive(Clone, Copy, Debug)]
+struct Ready {
+    prio: Prio,
+    /// Index into the step's messages sorted by sender.
+    at: usize,
+}
+
+impl PartialEq for Ready {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for Ready {}
+impl PartialOrd for Ready {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Ready {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        let (a, b) = (self.prio, o.prio);
+        b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2))
+    }
+}
+
 /// The time of a step-synchronous program of `steps` steps on `topo` with `c` seconds
-/// per byte reduced; `fill(s, step)` describes step `s`. `None` where a port would serve
-/// messages out of step order (see the module docs).
-pub fn lockstep(topo: &dyn Topology, c: f64, steps: usize, mut fill: impl FnMut(usize, &mut Step)) -> Option<f64> {
+/// per byte reduced; `fill(s, step)` describes step `s`. With `windowed`, a rank keeps at
+/// most `nics` of a step's sends undelivered and ends the step once all have landed
+/// ([`crate::sim::op::Op::WaitSends`]). `None` where a port would serve messages out of
+/// step order (see the module docs).
+pub fn lockstep(
+    topo: &dyn Topology,
+    c: f64,
+    steps: usize,
+    windowed: bool,
+    mut fill: impl FnMut(usize, &mut Step),
+) -> Option<f64> {
     let np = topo.ranks();
     let mut done = vec![0.0f64; np];
     let mut out: Vec<Ports> = (0..np).map(|r| Ports::new(topo.nics(r))).collect();
@@ -185,37 +223,79 @@ pub fn lockstep(topo: &dyn Topology, c: f64, steps: usize, mut fill: impl FnMut(
     let mut seq = vec![0u64; np];
     let mut end_max = 0.0f64;
     let mut step = Step::default();
-    // Per message of the step: its priority and index; per receiver: (release, bytes, reduce).
-    let mut order: Vec<(Prio, usize)> = Vec::new();
+    // The step's messages by sender (program order within a sender), each with its
+    // sequence number; the messages issued and not yet served, by priority; per
+    // receiver, its jobs (release, bytes, reduce).
+    let mut runs: Vec<(usize, u64)> = Vec::new();
+    let mut ready: BinaryHeap<Ready> = BinaryHeap::new();
     let mut jobs: Vec<Vec<(f64, u64, bool)>> = vec![Vec::new(); np];
     let mut touched: Vec<usize> = Vec::new();
+    // Windowed: the ends of the current sender's messages served so far this step.
+    let mut ends: Vec<Vec<f64>> = vec![Vec::new(); np];
     for s in 0..steps {
+        let earliest = done.iter().copied().fold(f64::INFINITY, f64::min);
+        for p in out.iter_mut().chain(inp.iter_mut()) {
+            p.forget_before(earliest);
+        }
         step.clear();
         fill(s, &mut step);
-        order.clear();
-        for (i, x) in step.xfers.iter().enumerate() {
-            order.push(((done[x.from], x.from, seq[x.from]), i));
-            seq[x.from] += 1;
+        runs.clear();
+        runs.extend((0..step.xfers.len()).map(|i| (i, 0)));
+        runs.sort_by_key(|&(i, _)| step.xfers[i].from);
+        for (i, q) in runs.iter_mut() {
+            let from = step.xfers[*i].from;
+            *q = seq[from];
+            seq[from] += 1;
         }
-        order.sort_by(|a, b| a.0.0.total_cmp(&b.0.0).then(a.0.1.cmp(&b.0.1)).then(a.0.2.cmp(&b.0.2)));
-        for &(prio, i) in &order {
-            let x = step.xfers[i];
-            let (oi, of) = out[x.from].first_free();
-            let (ii, inf) = inp[x.to].first_free();
-            // Only a port that holds this message back (free later than its issue and
-            // than the other end) could have let the engine order it differently.
-            let out_binds = of > prio.0 && of >= inf;
-            let in_binds = inf > prio.0 && inf >= of;
-            if (out_binds && out[x.from].overtakes(prio, x.to)) || (in_binds && inp[x.to].overtakes(prio, x.from)) {
+        let window = |r: usize| if windowed { topo.nics(r).max(1) as usize } else { usize::MAX };
+        let mut first = 0;
+        while first < runs.len() {
+            let from = step.xfers[runs[first].0].from;
+            let len = runs[first..].iter().take_while(|&&(i, _)| step.xfers[i].from == from).count();
+            let issued = runs[first..first + len.min(window(from))].iter().enumerate();
+            ready.extend(issued.map(|(j, &(_, q))| Ready { prio: (done[from], from, q), at: first + j }));
+            first += len;
+        }
+        while let Some(Ready { prio, at }) = ready.pop() {
+            let x = step.xfers[runs[at].0];
+            // The engine starts a message at the first instant both its ends have a
+            // free port.
+            let mut start = prio.0;
+            loop {
+                let o = out[x.from].free_from(start);
+                let i = inp[x.to].free_from(o);
+                start = i;
+                if i == o {
+                    break;
+                }
+            }
+            let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
+            // It must neither delay a message booked after it nor have been passed over
+            // while it waited; else the engine's order is not the step order.
+            if !out[x.from].fits(start, end) || !inp[x.to].fits(start, end) {
                 return None;
             }
-            let start = prio.0.max(of).max(inf);
-            let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
-            out[x.from].free[oi] = end;
-            inp[x.to].free[ii] = end;
-            out[x.from].served(prio, start, of, x.to);
-            inp[x.to].served(prio, start, inf, x.from);
+            let (o, i) = (&out[x.from], &inp[x.to]);
+            if o.passed_over(prio, x.to, prio.0, start, i) || i.passed_over(prio, x.from, prio.0, start, o) {
+                return None;
+            }
+            out[x.from].book(Booking { start, end, prio, peer: x.to });
+            inp[x.to].book(Booking { start, end, prio, peer: x.from });
             end_max = end_max.max(end);
+            if windowed {
+                // The sender's next message goes once all but `nics - 1` of those before
+                // it have landed (and not before this one was issued).
+                let mine = &mut ends[x.from];
+                mine.push(end);
+                let next = at + 1;
+                let k = window(x.from);
+                if mine.len() >= k && next < runs.len() && step.xfers[runs[next].0].from == x.from {
+                    let mut sorted = mine.clone();
+                    sorted.sort_by(f64::total_cmp);
+                    let issue = prio.0.max(sorted[mine.len() - k]);
+                    ready.push(Ready { prio: (issue, x.from, runs[next].1), at: next });
+                }
+            }
             if jobs[x.to].is_empty() {
                 touched.push(x.to);
             }
@@ -236,6 +316,12 @@ pub fn lockstep(topo: &dyn Topology, c: f64, steps: usize, mut fill: impl FnMut(
             list.clear();
         }
         touched.clear();
+        for (r, mine) in ends.iter_mut().enumerate() {
+            if !mine.is_empty() {
+                done[r] = mine.iter().copied().fold(done[r], f64::max);
+                mine.clear();
+            }
+        }
         for &(r, bytes) in &step.local {
             done[r] += bytes as f64 * c;
         }

@@ -109,6 +109,7 @@ enum Block {
     Running,
     Wait(u32),
     WaitAll,
+    WaitSends(u32),
     Done,
 }
 
@@ -135,6 +136,8 @@ struct Msg {
     delivered: bool,
     /// Whether its bytes count against the receiver's buffer memory until consumed.
     held: bool,
+    /// The sender's stream, told when the message is delivered.
+    stream: u16,
     payload: Vec<f32>,
 }
 
@@ -153,6 +156,8 @@ struct Stream<'p> {
     next_handle: u32,
     /// Handles issued and not complete, in issue order.
     outstanding: Ids,
+    /// Sends issued and not yet delivered.
+    sends_in_flight: u32,
 }
 
 /// A rank's short lists (a few entries at most for every algorithm but the star's
@@ -256,7 +261,13 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 live_streams: progs.len() as u32,
                 streams: progs
                     .into_iter()
-                    .map(|prog| Stream { prog, block: Block::Running, next_handle: 0, outstanding: Ids::new() })
+                    .map(|prog| Stream {
+                        prog,
+                        block: Block::Running,
+                        next_handle: 0,
+                        outstanding: Ids::new(),
+                        sends_in_flight: 0,
+                    })
                     .collect(),
                 free_out: topo.nics(r),
                 free_in: topo.nics(r),
@@ -373,6 +384,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 Block::Done => return Ok(()),
                 Block::Wait(h) if st.outstanding.contains(&h) => return Ok(()),
                 Block::WaitAll if !st.outstanding.is_empty() => return Ok(()),
+                Block::WaitSends(n) if st.sends_in_flight > n => return Ok(()),
                 _ => {}
             }
             st.block = Block::Running;
@@ -383,7 +395,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 return Ok(());
             };
             match op {
-                Op::Send { to, tag, src } => self.issue_send(r, to, tag, src)?,
+                Op::Send { to, tag, src } => self.issue_send(r, s, to, tag, src)?,
                 Op::Recv { from, tag, dst, action } => self.post_recv(r, s, from, tag, dst, action)?,
                 Op::Reduce { src, dst } => {
                     if src.len != dst.len {
@@ -401,6 +413,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                     self.ranks[ri].streams[si].block = Block::Wait(h);
                 }
                 Op::WaitAll => self.ranks[ri].streams[si].block = Block::WaitAll,
+                Op::WaitSends(n) => self.ranks[ri].streams[si].block = Block::WaitSends(n),
             }
         }
     }
@@ -422,7 +435,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         self.advance(r, s)
     }
 
-    fn issue_send(&mut self, r: Rank, to: Rank, tag: u32, src: Region) -> Result<(), SimError> {
+    fn issue_send(&mut self, r: Rank, s: u16, to: Rank, tag: u32, src: Region) -> Result<(), SimError> {
         if to as usize >= self.ranks.len() || to == r {
             return Err(self.bad(r, format!("sends to rank {to}, which is not another rank of {}", self.ranks.len())));
         }
@@ -444,6 +457,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                     recv: UNBOUND,
                     delivered: false,
                     held: false,
+                    stream: 0,
                     payload: Vec::new(),
                 });
                 (self.msgs.len() - 1) as u32
@@ -465,8 +479,10 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             recv: UNBOUND,
             delivered: false,
             held: false,
+            stream: s,
             payload,
         };
+        self.ranks[r as usize].streams[s as usize].sends_in_flight += 1;
         self.stats.messages += 1;
         self.stats.bytes_sent[r as usize] += (src.len * self.cfg.elem_bytes) as u64;
         self.stats.bytes_received[to as usize] += (src.len * self.cfg.elem_bytes) as u64;
@@ -611,7 +627,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             EvKind::MsgDone(id) => {
                 let m = &mut self.msgs[id as usize];
                 m.delivered = true;
-                let (src, dst, bound) = (m.src, m.dst, m.recv.handle != NONE);
+                let (src, dst, bound, stream) = (m.src, m.dst, m.recv.handle != NONE, m.stream);
                 let bytes = (m.len * self.cfg.elem_bytes) as u64;
                 self.ranks[src as usize].free_out += 1;
                 self.ranks[dst as usize].free_in += 1;
@@ -626,7 +642,15 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                     self.msgs[id as usize].held = true;
                     self.hold(dst, bytes);
                 }
-                if bound { self.consume(id) } else { Ok(()) }
+                if bound {
+                    self.consume(id)?;
+                }
+                let st = &mut self.ranks[src as usize].streams[stream as usize];
+                st.sends_in_flight -= 1;
+                match st.block {
+                    Block::WaitSends(n) if st.sends_in_flight <= n => self.advance(src, stream),
+                    _ => Ok(()),
+                }
             }
             EvKind::ComputeDone(r) => {
                 self.stats.reductions += 1;
@@ -733,6 +757,12 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             for (si, s) in st.streams.iter().enumerate() {
                 let h = match s.block {
                     Block::Done => continue,
+                    Block::WaitSends(n) => {
+                        let what =
+                            format!("{} of its {} sends to be delivered", s.sends_in_flight - n, s.sends_in_flight);
+                        waiting.push(format!("rank {r} (stream {si}) waits for {what}"));
+                        continue;
+                    }
                     Block::Wait(h) => h,
                     _ => s.outstanding.first().copied().unwrap_or(NONE),
                 };

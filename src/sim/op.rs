@@ -93,6 +93,12 @@ pub enum Op {
     Wait(u32),
     /// Block until every `Recv`/`Reduce` issued so far has completed.
     WaitAll,
+    /// Block until at most this many of the `Send`s this stream issued are not yet
+    /// delivered (`WaitSends(0)`: all delivered, like `MPI_Waitall` on the send
+    /// requests). The flow control of a pipelined algorithm: a rank with nothing to wait
+    /// for (a tree's leaf) does not flood its peers' ports with later rounds' messages,
+    /// and a window of `nics` sends never leaves a port idle behind a busy receiver.
+    WaitSends(u32),
 }
 
 impl Op {

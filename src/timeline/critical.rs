@@ -15,9 +15,11 @@
 //!   1. a message out of a (`out_port`), else
 //!   2. a message into b (`in_port`);
 //! - a **message** issued at `t` (or one whose port wait finds nothing) waited for a's
-//!   program, which moves only when a receive or reduction of a completes:
+//!   program, which moves only when a receive or reduction of a completes or, behind a
+//!   send window ([`crate::sim::op::Op::WaitSends`]), when a message of a lands:
 //!   1. a reduction on a (its result is typically what is sent) (`data`), else
-//!   2. a message into a (`data`).
+//!   2. a message into a (`data`), else
+//!   3. a message out of a (`flow_control`).
 //!
 //! Among several candidates of the same rule, the one scheduled last wins. The walk
 //! stops at an interval that starts at time 0 or for which no rule finds anything
@@ -57,6 +59,8 @@ pub enum WaitedFor {
     OutPort,
     /// The receiver's incoming port, busy with the previous message.
     InPort,
+    /// The sender's send window: one of its earlier messages had to land first.
+    FlowControl,
 }
 
 /// One link of the critical path.
@@ -233,9 +237,14 @@ pub fn critical_path(t: &Timeline, with_steps: bool) -> Option<CriticalPath> {
                     } else {
                         None
                     };
-                    port.or_else(|| comp_at(m.src).map(|j| (Node::Comp(j), WaitedFor::Data))).or_else(|| {
-                        msg_at(&idx.into[m.src as usize], &|_| true).map(|j| (Node::Msg(j), WaitedFor::Data))
-                    })
+                    port.or_else(|| comp_at(m.src).map(|j| (Node::Comp(j), WaitedFor::Data)))
+                        .or_else(|| {
+                            msg_at(&idx.into[m.src as usize], &|_| true).map(|j| (Node::Msg(j), WaitedFor::Data))
+                        })
+                        .or_else(|| {
+                            msg_at(&idx.out_of[m.src as usize], &|_| true)
+                                .map(|j| (Node::Msg(j), WaitedFor::FlowControl))
+                        })
                 }
             }
         };
@@ -331,6 +340,21 @@ mod tests {
         assert_eq!(cp.compute_s, 0.5);
         assert_eq!(cp.idle_s, 0.0);
         assert_eq!(cp.summary(), "3 messages, 1 reduction, 86% transfer");
+    }
+
+    #[test]
+    fn a_send_behind_a_window_waited_for_the_previous_send() {
+        // 0 -> 1 [0, 1]; 0 -> 2 issued at 1, when the first landed (a window of one send).
+        let t = Timeline {
+            ranks: 3,
+            nics: vec![1; 3],
+            messages: vec![msg(0, 1, 0.0, 0.0, 1.0, 0), msg(0, 2, 1.0, 1.0, 2.0, 1)],
+            computes: vec![],
+        };
+        let cp = critical_path(&t, true).unwrap();
+        let why: Vec<WaitedFor> = cp.steps.as_ref().unwrap().iter().map(|s| s.waited_for).collect();
+        assert_eq!(why, [WaitedFor::Start, WaitedFor::FlowControl]);
+        assert_eq!(cp.transfer_s, 2.0);
     }
 
     #[test]
