@@ -421,6 +421,19 @@ fn leaders_ring(
     (done, ports, end)
 }
 
+/// BlueConnect on the machine's levels: the step recurrence ([`lockstep`]) of its ring
+/// steps, level by level, on each level's link. Where P divides n (or only one level has
+/// more than one group) it is [`blueconnect_formula`]. Elsewhere the shards differ by an
+/// element, a group with the shorter shards finishes a level a little earlier, and its
+/// next level's first message can take the port that a rank of a slower group still
+/// needs for its last message of the level above; the recurrence follows that while the
+/// message fits in a gap and gives `None` where it would delay the other (see
+/// [`lockstep`]).
+pub fn blueconnect(p: &Problem, m: &Machine) -> Option<f64> {
+    let plan = crate::algos::bc_plan(p, m.topo);
+    crate::algos::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)
+}
+
 /// BlueConnect on levels `(s_i, alpha_i, B_i)`:
 /// `sum_i (s_i - 1) (2 T_i(c_i) + R(c_i))`, `T_i(x) = alpha_i + x/B_i`, `c_i = n_(i+1) e`,
 /// `n_0 = n`, `n_(i+1) = ceil(n_i / s_i)`: the ring reduce-scatter of level i on the
@@ -433,18 +446,11 @@ fn leaders_ring(
 /// level, so every ring of a level runs in lockstep, every rank changes level at the
 /// same instant, and a level's last message has landed before the next level's first
 /// is sent; ports then never matter. Also exact for any n when only one level has more
-/// than one group: that is [`ring`] on that level's link.
-///
-/// `None` otherwise, because no formula holds: shards differ by an element, a group
-/// with the shorter shards finishes a level a little earlier, and its next level's
-/// first message (a slow inner-level one, on the way down) can take the port that a
-/// rank of a slower group still needs for its last message of the level above; that
-/// message then waits a whole message time. Whether and where this happens depends on
-/// alpha, B and C at every level (the tests found delays of one level-0 message per
-/// level change). The formula is then neither the time nor a bound.
+/// than one group: that is [`ring`] on that level's link. `None` otherwise: see
+/// [`blueconnect`].
 ///
 /// Seed 002 gives no formula (`本文不再详细分析`).
-pub fn blueconnect(p: &Problem, levels: &[(usize, Link)], c: f64) -> Option<f64> {
+pub fn blueconnect_formula(p: &Problem, levels: &[(usize, Link)], c: f64) -> Option<f64> {
     let active = levels.iter().filter(|l| l.0 > 1).count();
     if active > 1 && !p.elems.is_multiple_of(p.ranks.max(1)) {
         return None;

@@ -5,6 +5,7 @@
 //! closed form; plus every flat algorithm on every new kind, verified.
 
 use allreduce_sim::algos::{self, Machine, Params, Problem};
+use allreduce_sim::cost_model;
 use allreduce_sim::runner::{Point, run_point};
 use allreduce_sim::scenario::{Overrides, ParamValue, TopologySpec, parse_str};
 use allreduce_sim::sim::data::{Init, ReduceOp, Reference, initial_values};
@@ -435,6 +436,39 @@ fn closed_forms_match_the_formulas() {
     assert!(close(cf, want), "{cf} vs {want}");
     // The reductions telescope to (P-1)/P S C = 11/12 * 4800 * 1e-10.
     assert!(close(3200.0 + 800.0 + 400.0, 11.0 / 12.0 * 4800.0));
+}
+
+/// Where the shards are even (P divides n, or one level), BlueConnect's step recurrence
+/// is its formula, `sum_i (s_i - 1)(2 T_i(c_i) + R(c_i))`; elsewhere the recurrence
+/// gives a closed form for most points (the tally is printed) and the matrix above
+/// checks every one against the engine.
+#[test]
+fn blueconnect_recurrence_is_its_formula_on_even_shards() {
+    let (mut even, mut uneven, mut uneven_exact) = (0, 0, 0);
+    for h in hierarchies() {
+        let np = h.ranks();
+        let levels: Vec<(usize, Link)> = h.levels().unwrap();
+        for n in [0usize, 1, 7, 100, 1001, np, 3 * np, 17 * np, 262_147, 1024 * np] {
+            for &c in &[0.0, 5e-11, 2e-9] {
+                let p = Problem { ranks: np, elems: n, elem_bytes: 4 };
+                let m = Machine { topo: &h, cost_per_byte: c };
+                let steps = cost_model::blueconnect(&p, &m);
+                match cost_model::blueconnect_formula(&p, &levels, c) {
+                    Some(f) => {
+                        even += 1;
+                        let r = steps.unwrap_or_else(|| panic!("{} n={n}: no recurrence", h.describe()));
+                        assert!(close(r, f), "{} n={n} C={c}: recurrence {r} vs formula {f}", h.describe());
+                    }
+                    None => {
+                        uneven += 1;
+                        uneven_exact += usize::from(steps.is_some());
+                    }
+                }
+            }
+        }
+    }
+    println!("blueconnect: {even} even points; {uneven_exact} of {uneven} uneven ones with a closed form");
+    assert!(even > 0 && uneven > 0);
 }
 
 #[test]

@@ -13,9 +13,10 @@
 //!
 //! Not applicable without levels.
 
+use super::stepped::{self, Recv, Send, StepPlan, Stepped};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block};
 use crate::cost_model;
-use crate::sim::op::{Op, Program, Rank, Region};
+use crate::sim::op::{Action, Program, Rank, Region};
 
 /// Registry entry.
 pub const INFO: AlgoInfo = AlgoInfo {
@@ -24,8 +25,9 @@ pub const INFO: AlgoInfo = AlgoInfo {
     source: "seed 002 BlueConnect / 3D-Torus (IBM; Cho et al. 2019)",
     requires: "a hierarchical topology (levels); any n",
     closed_form: "P | n: sum_i 2(s_i-1)(alpha_i + S/(s_0..s_i B_i)) + (P-1)/P S C; one level: ring's \
-                  2(s-1)(alpha + c/B) + (s-1) c C, c = ceil(n/s) e; none otherwise (uneven shards let \
-                  one group's next level take a port another group still needs). Seed 002 gives none",
+                  2(s-1)(alpha + c/B) + (s-1) c C, c = ceil(n/s) e; otherwise the recurrence of its ring steps \
+                  (cost_model::lockstep), none where one group's next level takes a port another group still \
+                  needs. Seed 002 gives none",
     params: &[],
     build: |_| Ok(Box::new(BlueConnect)),
 };
@@ -45,8 +47,6 @@ struct Stage {
     stride: usize,
     /// The shard this level cuts into `size` chunks.
     shard: Region,
-    /// First tag of this level's reduce-scatter; its allgather follows the last level's.
-    tag: u32,
 }
 
 impl Stage {
@@ -63,21 +63,72 @@ impl Stage {
 }
 
 /// The levels as rank `rank` sees them, innermost first; levels of size 1 are skipped
-/// (nobody to talk to). Also the number of reduce-scatter tags used.
-fn stages(rank: usize, n: usize, sizes: &[usize]) -> (Vec<Stage>, u32) {
+/// (nobody to talk to).
+fn stages(rank: usize, n: usize, sizes: &[usize]) -> Vec<Stage> {
     let mut out = Vec::new();
-    let (mut stride, mut shard, mut tag) = (1usize, Region::vec(0, n), 0u32);
+    let (mut stride, mut shard) = (1usize, Region::vec(0, n));
     for &size in sizes {
         let me = (rank / stride) % size;
         if size > 1 {
-            let st = Stage { size, me, stride, shard, tag };
+            let st = Stage { size, me, stride, shard };
             shard = st.chunk(me);
-            tag += (size - 1) as u32;
             out.push(st);
         }
         stride *= size;
     }
-    (out, tag)
+    out
+}
+
+/// The schedule as ring steps: every rank runs the same levels, so step s is the same
+/// ring step of the same level everywhere.
+#[derive(Clone, Debug)]
+pub(crate) struct BcPlan {
+    /// Level sizes, innermost first.
+    pub sizes: Vec<usize>,
+    /// Elements per rank.
+    pub n: usize,
+}
+
+impl Stepped for BcPlan {
+    fn steps(&self) -> usize {
+        2 * self.sizes.iter().map(|&s| s.saturating_sub(1)).sum::<usize>()
+    }
+
+    fn plan(&self, r: usize, step: usize, out: &mut StepPlan) {
+        let stages = stages(r, self.n, &self.sizes);
+        let half = self.steps() / 2;
+        // Reduce-scatter, innermost level first: at ring step k send chunk me-k-1 to the
+        // next rank, add chunk me-k-2 from the previous one; after size-1 steps this rank
+        // holds chunk `me` of its shard, summed over the level's ring. Then the allgather,
+        // outermost level first: pass on chunk me-k, take chunk me-k-1. (`+ 2 size` keeps
+        // the chunk arithmetic unsigned.)
+        let (order, mut k, gather): (Box<dyn Iterator<Item = &Stage>>, usize, bool) = if step < half {
+            (Box::new(stages.iter()), step, false)
+        } else {
+            (Box::new(stages.iter().rev()), step - half, true)
+        };
+        for st in order {
+            let (s, me) = (st.size, st.me);
+            if k < s - 1 {
+                let (give, take) = if gather {
+                    (me + 2 * s - k, me + 2 * s - k - 1)
+                } else {
+                    (me + 2 * s - k - 1, me + 2 * s - k - 2)
+                };
+                let (reduce, action) = if gather { (false, Action::Copy) } else { (true, Action::Reduce) };
+                out.sends.push(Send { to: st.peer(r, 1) as usize, kind: 0, src: st.chunk(give), reduce });
+                out.recvs.push(Recv { from: st.peer(r, s - 1) as usize, kind: 0, dst: st.chunk(take), action });
+                return;
+            }
+            k -= s - 1;
+        }
+    }
+}
+
+/// The plan of `blueconnect` on `topo` (levels, else one flat level) for `p`.
+pub(crate) fn plan(p: &Problem, topo: &dyn Topology) -> BcPlan {
+    let sizes = topo.levels().map_or_else(|| vec![p.ranks], |l| l.iter().map(|x| x.0).collect());
+    BcPlan { sizes, n: p.elems }
 }
 
 impl Algorithm for BlueConnect {
@@ -97,42 +148,12 @@ impl Algorithm for BlueConnect {
     }
 
     fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
-        let r = rank as usize;
-        let sizes: Vec<usize> = topo.levels().map_or_else(|| vec![p.ranks], |l| l.iter().map(|x| x.0).collect());
-        let (stages, rs_tags) = stages(r, p.elems, &sizes);
-        let up = stages.clone();
-        // Reduce-scatter, innermost level first. At step k send chunk me-k-1 to the next
-        // rank, add chunk me-k-2 from the previous one: after size-1 steps this rank holds
-        // chunk `me` of its shard, summed over the level's ring. (`+ 2 size` keeps the
-        // chunk arithmetic unsigned.)
-        let reduce_scatter = up.into_iter().flat_map(move |st| {
-            let (s, me) = (st.size, st.me);
-            (0..s - 1).flat_map(move |k| {
-                let tag = st.tag + k as u32;
-                [
-                    Op::send(st.peer(r, 1), tag, st.chunk(me + 2 * s - k - 1)),
-                    Op::recv_reduce(st.peer(r, s - 1), tag, st.chunk(me + 2 * s - k - 2)),
-                    Op::WaitAll,
-                ]
-            })
-        });
-        // Allgather, outermost level first: pass on chunk me-k, take chunk me-k-1.
-        let allgather = stages.into_iter().rev().flat_map(move |st| {
-            let (s, me) = (st.size, st.me);
-            (0..s - 1).flat_map(move |k| {
-                let tag = rs_tags + st.tag + k as u32;
-                [
-                    Op::send(st.peer(r, 1), tag, st.chunk(me + 2 * s - k)),
-                    Op::recv_copy(st.peer(r, s - 1), tag, st.chunk(me + 2 * s - k - 1)),
-                    Op::WaitAll,
-                ]
-            })
-        });
-        vec![Box::new(reduce_scatter.chain(allgather))]
+        vec![stepped::program(plan(&p, topo), rank as usize, topo.nics(rank as usize))]
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        Some((cost_model::blueconnect(p, &m.topo.levels()?, m.cost_per_byte)?, EXACT))
+        m.topo.levels()?;
+        Some((cost_model::blueconnect(p, m)?, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem) -> usize {

@@ -17,6 +17,7 @@ mod stepped;
 mod torus;
 mod tree;
 
+pub(crate) use blueconnect::plan as bc_plan;
 pub(crate) use double_binary_tree::plan as dbt_plan;
 pub use hierarchical_ring::GroupMethod;
 pub use params::{ParamError, Params};
