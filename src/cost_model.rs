@@ -260,6 +260,25 @@ pub fn lower_bound(p: &Problem, topo: &dyn Topology, c: f64) -> f64 {
 // ---------------------------------------------------------------------------------------
 // Hierarchical machines (levels innermost first: sizes s_i, links (alpha_i, B_i))
 
+/// `hierarchical_ring` on the machine: [`hierarchical_ring_formula`] where the leaders
+/// all have the same ports (and the members too), else the step recurrence
+/// ([`lockstep`]) of its group reduce, leaders' ring and group broadcast, each message
+/// at its own pair's cost and each rank's own ports. With unequal leaders, groups finish
+/// their reduce at different times; the recurrence follows that, and gives `None` where
+/// a message would take a port ahead of a lagging group's. (The formula comes first
+/// because a binomial tree over a group that is not a power of two has leaves that send
+/// before their step, which the formula's port queues follow and the recurrence does
+/// not; where both exist a test checks that they agree.)
+pub fn hierarchical_ring(p: &Problem, m: &Machine, method: GroupMethod) -> Option<f64> {
+    hierarchical_ring_formula(p, m, method).or_else(|| hierarchical_ring_steps(p, m, method))
+}
+
+/// The step recurrence of `hierarchical_ring` (see [`hierarchical_ring`]).
+pub fn hierarchical_ring_steps(p: &Problem, m: &Machine, method: GroupMethod) -> Option<f64> {
+    let plan = crate::algos::hr_plan(p, m.topo, method);
+    crate::algos::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)
+}
+
 /// Hierarchical ring on groups of `g = s_0` ranks with `m = P/g` leaders:
 /// `Red + Ring + Bc`, where on two levels with `m` dividing n
 ///
@@ -286,7 +305,7 @@ pub fn lower_bound(p: &Problem, topo: &dyn Topology, c: f64) -> f64 {
 /// not all have the same ports, or the members do not: then groups finish at different
 /// times and ring messages compete with group messages for ports, which the engine orders
 /// by issue time and this evaluation does not follow.
-pub fn hierarchical_ring(p: &Problem, m: &Machine, method: GroupMethod) -> Option<f64> {
+pub fn hierarchical_ring_formula(p: &Problem, m: &Machine, method: GroupMethod) -> Option<f64> {
     let levels = m.topo.levels()?;
     let &(g, link0) = levels.first()?;
     if g == 0 || !p.ranks.is_multiple_of(g) {

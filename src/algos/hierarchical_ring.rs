@@ -20,9 +20,10 @@
 //!
 //! Not applicable without levels (a flat, grid or custom machine has no groups).
 
-use super::{AlgoInfo, Algorithm, EXACT, Machine, Params, Problem, Topology, binomial_shape, block};
+use super::stepped::{self, Recv, Send, StepPlan, Stepped};
+use super::{AlgoInfo, Algorithm, EXACT, Machine, Params, Problem, Topology, block, clog2};
 use crate::cost_model;
-use crate::sim::op::{Op, Program, Rank, Region};
+use crate::sim::op::{Action, Program, Rank, Region};
 
 /// Registry entry.
 pub const INFO: AlgoInfo = AlgoInfo {
@@ -37,7 +38,8 @@ pub const INFO: AlgoInfo = AlgoInfo {
                   Bc = q T0; chain Red = (g-1)(T0+R), Bc = (g-1)T0; binomial_tree the tree recurrence \
                   (log2 g (T0+R) and log2 g T0 for g a power of two). Seed 002: 2(alpha+S/B) + g S C + \
                   2(m-1)(alpha + S/(mB)) + (m-1)(S/m)C, which needs k >= g-1 and counts g additions for g-1. \
-                  None when group leaders' NICs differ",
+                  When group leaders' NICs differ: the recurrence of its steps (cost_model::lockstep), none \
+                  where a message takes a port ahead of a lagging group's",
     params: &["intra=star: the group's reduce and broadcast (star, binomial_tree, chain)"],
     build: |params: &mut Params| {
         let intra = match params.choice("intra", &["star", "binomial_tree", "chain"])? {
@@ -77,95 +79,125 @@ pub struct HierarchicalRing {
     pub intra: GroupMethod,
 }
 
-const UP: u32 = 0;
-const DOWN: u32 = 1;
-/// The leaders' ring uses tags from here on, one per step.
-const RING: u32 = 2;
-
 /// The group size `g`: the innermost level's, or 1 (every rank its own leader) where
 /// the machine has no levels.
 fn group_size(topo: &dyn Topology, ranks: usize) -> usize {
     topo.levels().and_then(|l| l.first().map(|&(g, _)| g)).filter(|&g| g >= 1 && ranks.is_multiple_of(g)).unwrap_or(1)
 }
 
-impl HierarchicalRing {
-    /// Local rank `i` of a group of `g` (global `base + i`): its part of the reduce to the
-    /// leader, ending with its partial sum sent up (members) or the group's sum held (leader).
-    fn reduce(&self, base: usize, i: usize, g: usize, all: Region) -> Vec<Op> {
-        let at = |l: usize| (base + l) as Rank;
-        let mut ops = Vec::new();
+/// The schedule as steps, the same numbering on every rank: the group's reduce, the
+/// leaders' ring (`2(m-1)` steps; members idle), the group's broadcast.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HrPlan {
+    intra: GroupMethod,
+    /// Group size.
+    g: usize,
+    /// Groups (leaders).
+    m: usize,
+    /// Elements per rank.
+    n: usize,
+}
+
+impl HrPlan {
+    /// Steps of the group's reduce (and of its broadcast).
+    fn intra_steps(&self) -> usize {
         match self.intra {
-            GroupMethod::Star if i == 0 => {
-                ops.extend((1..g).map(|l| Op::recv_reduce(at(l), UP, all)));
-                ops.push(Op::WaitAll);
-            }
-            GroupMethod::Star => ops.push(Op::send(at(0), UP, all)),
-            GroupMethod::BinomialTree => {
-                let (parent, children) = binomial_shape(i, g);
-                // Farthest child (smallest subtree) first, as the binomial tree does.
-                for c in children {
-                    ops.extend([Op::recv_reduce(at(c), UP, all), Op::WaitAll]);
-                }
-                ops.extend(parent.map(|q| Op::send(at(q), UP, all)));
-            }
-            GroupMethod::Chain => {
-                if i + 1 < g {
-                    ops.extend([Op::recv_reduce(at(i + 1), UP, all), Op::WaitAll]);
-                }
-                if i > 0 {
-                    ops.push(Op::send(at(i - 1), UP, all));
-                }
-            }
+            _ if self.g <= 1 => 0,
+            GroupMethod::Star => 1,
+            GroupMethod::Chain => self.g - 1,
+            GroupMethod::BinomialTree => clog2(self.g) as usize,
         }
-        ops
     }
 
-    /// Local rank `i`'s part of the broadcast from the leader.
-    fn broadcast(&self, base: usize, i: usize, g: usize, all: Region) -> Vec<Op> {
-        let at = |l: usize| (base + l) as Rank;
-        let mut ops = Vec::new();
+    /// Local rank `i`'s part of step `t` of the group's reduce (`up`) or broadcast.
+    fn intra(&self, base: usize, i: usize, t: usize, up: bool, out: &mut StepPlan) {
+        let g = self.g;
+        let all = Region::vec(0, self.n);
+        // A message toward the leader is added in; one away from it is copied.
+        let send =
+            |to: usize, out: &mut StepPlan| out.sends.push(Send { to: base + to, kind: 0, src: all, reduce: up });
+        let action = if up { Action::Reduce } else { Action::Copy };
+        let recv =
+            |from: usize, out: &mut StepPlan| out.recvs.push(Recv { from: base + from, kind: 0, dst: all, action });
         match self.intra {
-            GroupMethod::Star if i == 0 => ops.extend((1..g).map(|l| Op::send(at(l), DOWN, all))),
-            GroupMethod::Star => ops.extend([Op::recv_copy(at(0), DOWN, all), Op::WaitAll]),
-            GroupMethod::BinomialTree => {
-                let (parent, children) = binomial_shape(i, g);
-                if let Some(q) = parent {
-                    ops.extend([Op::recv_copy(at(q), DOWN, all), Op::WaitAll]);
-                }
-                // Nearest child (largest subtree) first.
-                ops.extend(children.rev().map(|c| Op::send(at(c), DOWN, all)));
-            }
+            // Every member to the leader in one step; the leader to every member in one.
+            GroupMethod::Star => match (i, up) {
+                (0, true) => (1..g).for_each(|l| recv(l, out)),
+                (0, false) => (1..g).for_each(|l| send(l, out)),
+                (_, true) => send(0, out),
+                (_, false) => recv(0, out),
+            },
+            // Up: local rank g-1-t passes to g-2-t. Down: t passes to t+1.
             GroupMethod::Chain => {
-                if i > 0 {
-                    ops.extend([Op::recv_copy(at(i - 1), DOWN, all), Op::WaitAll]);
+                let (from, to) = if up { (g - 1 - t, g - 2 - t) } else { (t, t + 1) };
+                if i == from {
+                    send(to, out);
                 }
-                if i + 1 < g {
-                    ops.push(Op::send(at(i + 1), DOWN, all));
+                if i == to {
+                    recv(from, out);
+                }
+            }
+            // The binomial tree of [`super::tree`]: rank i's parent clears its highest bit.
+            // Up, step t joins the subtrees of bit j = rounds-1-t (farthest child first);
+            // down, step t hands on bit t (nearest child, largest subtree, first).
+            GroupMethod::BinomialTree => {
+                let rounds = clog2(g) as usize;
+                let j = if up { rounds - 1 - t } else { t };
+                let high = (i > 0).then(|| i.ilog2() as usize);
+                if high == Some(j) {
+                    if up { send(i - (1 << j), out) } else { recv(i - (1 << j), out) }
+                }
+                if high.is_none_or(|h| j > h) && i + (1 << j) < g {
+                    if up { recv(i + (1 << j), out) } else { send(i + (1 << j), out) }
                 }
             }
         }
-        ops
+    }
+
+    /// Leader `j`'s step `k` of the ring allreduce of [`super::ring`] among the leaders
+    /// (leader j being rank `j g`): reduce-scatter, pass chunk j-k on and add chunk j-k-1;
+    /// then allgather, pass the finished chunk j+1-k on and take chunk j-k. Chunk indices
+    /// are mod m; `+ 2m` keeps the arithmetic unsigned.
+    fn ring(&self, j: usize, k: usize, out: &mut StepPlan) {
+        let (m, g) = (self.m, self.g);
+        let chunk = |i: usize| block(self.n, m, i % m);
+        let (right, left) = (((j + 1) % m) * g, ((j + m - 1) % m) * g);
+        let (give, take, reduce) = if k < m - 1 {
+            (j + 2 * m - k, j + 2 * m - k - 1, true)
+        } else {
+            let k = k - (m - 1);
+            (j + 2 * m + 1 - k, j + 2 * m - k, false)
+        };
+        let action = if reduce { Action::Reduce } else { Action::Copy };
+        out.sends.push(Send { to: right, kind: 0, src: chunk(give), reduce });
+        out.recvs.push(Recv { from: left, kind: 0, dst: chunk(take), action });
     }
 }
 
-/// The ring allreduce of [`super::ring`] among `m` leaders, leader `j` being rank `j g`.
-fn leaders_ring(j: usize, m: usize, g: usize, n: usize) -> impl Iterator<Item = Op> + Send {
-    let right = (((j + 1) % m) * g) as Rank;
-    let left = (((j + m - 1) % m) * g) as Rank;
-    let steps = m.saturating_sub(1);
-    // Chunk indices are taken mod m; `+ 2m` keeps the arithmetic unsigned.
-    let chunk = move |i: usize| block(n, m, i % m);
-    // Reduce-scatter: at step k pass chunk j-k on, add chunk j-k-1 in.
-    let reduce_scatter = (0..steps).flat_map(move |k| {
-        let tag = RING + k as u32;
-        [Op::send(right, tag, chunk(j + 2 * m - k)), Op::recv_reduce(left, tag, chunk(j + 2 * m - k - 1)), Op::WaitAll]
-    });
-    // Allgather: at step k pass the finished chunk j+1-k on, take chunk j-k.
-    let allgather = (0..steps).flat_map(move |k| {
-        let tag = RING + (steps + k) as u32;
-        [Op::send(right, tag, chunk(j + 2 * m + 1 - k)), Op::recv_copy(left, tag, chunk(j + 2 * m - k)), Op::WaitAll]
-    });
-    reduce_scatter.chain(allgather)
+impl Stepped for HrPlan {
+    fn steps(&self) -> usize {
+        2 * self.intra_steps() + 2 * self.m.saturating_sub(1)
+    }
+
+    fn plan(&self, r: usize, s: usize, out: &mut StepPlan) {
+        let (base, i) = (r - r % self.g, r % self.g);
+        let (red, ring) = (self.intra_steps(), 2 * self.m.saturating_sub(1));
+        if s < red {
+            self.intra(base, i, s, true, out);
+        } else if s < red + ring {
+            if i == 0 {
+                self.ring(r / self.g, s - red, out);
+            }
+        } else {
+            self.intra(base, i, s - red - ring, false, out);
+        }
+    }
+}
+
+/// The plan of `hierarchical_ring` with `intra` on `topo` for `p`.
+pub(crate) fn plan(p: &Problem, topo: &dyn Topology, intra: GroupMethod) -> HrPlan {
+    let g = group_size(topo, p.ranks);
+    HrPlan { intra, g, m: p.ranks / g, n: p.elems }
 }
 
 impl Algorithm for HierarchicalRing {
@@ -194,20 +226,11 @@ impl Algorithm for HierarchicalRing {
     }
 
     fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
-        let (r, n) = (rank as usize, p.elems);
-        let g = group_size(topo, p.ranks);
-        let (m, base, i) = (p.ranks / g, r - r % g, r % g);
-        let all = Region::vec(0, n);
-        let up = self.reduce(base, i, g, all);
-        let down = self.broadcast(base, i, g, all);
-        if i == 0 {
-            vec![Box::new(up.into_iter().chain(leaders_ring(r / g, m, g, n)).chain(down))]
-        } else {
-            vec![Box::new(up.into_iter().chain(down))]
-        }
+        vec![stepped::program(plan(&p, topo, self.intra), rank as usize, topo.nics(rank as usize))]
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        self.applicable(p, m).ok()?;
         Some((cost_model::hierarchical_ring(p, m, self.intra)?, EXACT))
     }
 

@@ -20,6 +20,7 @@ mod tree;
 pub(crate) use blueconnect::plan as bc_plan;
 pub(crate) use double_binary_tree::plan as dbt_plan;
 pub use hierarchical_ring::GroupMethod;
+pub(crate) use hierarchical_ring::plan as hr_plan;
 pub use params::{ParamError, Params};
 pub(crate) use stepped::time as stepped_time;
 pub use torus::MeshRing;
