@@ -277,7 +277,7 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     }
 
     if let (Some(vectors), Some(reference)) = (vectors, reference) {
-        let v = reference.check(&vectors, algo.reduction_depth(&p));
+        let v = reference.check(&vectors, algo.reduction_depth(&p, topo.as_ref()));
         res.max_abs_error = Some(v.max_abs_error);
         res.error_bound = Some(v.error_bound);
         res.verified = Some(v.verified);

@@ -27,7 +27,7 @@ fn run(algo: &dyn Algorithm, topo: &FullyConnected, n: usize, c: f64, data: bool
     let (stats, vectors) = simulate(algo, topo, p, c, data.then_some((inputs, ReduceOp::Sum)), &mut NoObserver)
         .unwrap_or_else(|e| panic!("{} P={} n={n}: {e}", algo.label(), p.ranks));
     if let Some(v) = vectors {
-        let check = reference.check(&v, algo.reduction_depth(&p));
+        let check = reference.check(&v, algo.reduction_depth(&p, topo));
         assert!(check.verified, "{} P={} n={n}: wrong result {:?}", algo.label(), p.ranks, check.first_violation);
     }
     stats

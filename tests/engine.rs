@@ -19,7 +19,7 @@ impl Algorithm for Script {
     fn closed_form(&self, _p: &Problem, _m: &Machine) -> Option<(f64, f64)> {
         None
     }
-    fn reduction_depth(&self, _p: &Problem) -> usize {
+    fn reduction_depth(&self, _p: &Problem, _topo: &dyn Topology) -> usize {
         1
     }
 }

@@ -29,7 +29,7 @@ fn run(algo: &dyn Algorithm, topo: &dyn Topology, n: usize, c: f64, data: bool) 
     let (stats, vectors) = simulate(algo, topo, p, c, data.then_some((inputs, ReduceOp::Sum)), &mut NoObserver)
         .map_err(|e| format!("simulation failed: {e}"))?;
     if let Some(v) = vectors {
-        let check = reference.check(&v, algo.reduction_depth(&p));
+        let check = reference.check(&v, algo.reduction_depth(&p, topo));
         if !check.verified {
             return Err(format!("wrong result {:?}", check.first_violation));
         }

@@ -319,7 +319,7 @@ fn check(id: &str, params: &[(&str, &str)], topo: &dyn Topology, n: usize, c: f6
         Err(e) => return Some(format!("{what}: {e}")),
     };
     if let Some(v) = vecs {
-        let ver = reference.check(&v, a.reduction_depth(&p));
+        let ver = reference.check(&v, a.reduction_depth(&p, topo));
         if !ver.verified {
             return Some(format!("{what}: wrong result {:?}", ver.first_violation));
         }

@@ -156,9 +156,8 @@ impl Algorithm for BlueConnect {
         Some((cost_model::blueconnect(p, m)?, EXACT))
     }
 
-    fn reduction_depth(&self, p: &Problem) -> usize {
-        // Level i adds s_i - 1 partial sums in sequence: sum_i (s_i - 1) <= P - 1, and the
-        // sizes are not known without the machine.
-        p.ranks.saturating_sub(1)
+    /// Level i adds s_i - 1 partial sums in sequence: `sum_i (s_i - 1)`.
+    fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize {
+        plan(p, topo).sizes.iter().map(|&s| s.saturating_sub(1)).sum()
     }
 }

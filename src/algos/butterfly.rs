@@ -144,7 +144,7 @@ impl Algorithm for Butterfly {
         Some((cost_model::butterfly(p, &cost_model::Hockney::of(m)?)?, EXACT))
     }
 
-    fn reduction_depth(&self, p: &Problem) -> usize {
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         if self.seed000 {
             return clog2(p.ranks) as usize;
         }

@@ -60,7 +60,7 @@ impl Algorithm for Chain {
         Some((cost_model::chain(p, &cost_model::Hockney::of(m)?, self.segments), EXACT))
     }
 
-    fn reduction_depth(&self, p: &Problem) -> usize {
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         p.ranks - 1
     }
 }

@@ -295,7 +295,7 @@ impl Algorithm for DoubleBinaryTree {
         Some((cost_model::double_binary_tree(p, m, self.chunk)?, EXACT))
     }
 
-    fn reduction_depth(&self, p: &Problem) -> usize {
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         if p.ranks <= 1 {
             return 0;
         }

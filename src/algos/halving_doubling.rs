@@ -211,7 +211,7 @@ impl Algorithm for HalvingDoubling {
         Some((cost_model::halving_doubling(p, &cost_model::Hockney::of(m)?)?, EXACT))
     }
 
-    fn reduction_depth(&self, p: &Problem) -> usize {
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         if self.binary_blocks && !p.ranks.is_power_of_two() {
             // The largest block's own halving, plus one addition per block handed up.
             let blocks = binary_blocks(p.ranks);

@@ -234,10 +234,14 @@ impl Algorithm for HierarchicalRing {
         Some((cost_model::hierarchical_ring(p, m, self.intra)?, EXACT))
     }
 
-    fn reduction_depth(&self, p: &Problem) -> usize {
-        // An element goes through the group's additions ((g-1) for star and chain,
-        // ceil(log2 g) for the tree) and then m-1 in the leaders' ring. The machine, and so
-        // g, is not known here; (g-1) + (m-1) <= g m - 1 = P-1 for every g, so P-1 bounds it.
-        p.ranks.saturating_sub(1)
+    /// An element goes through the group's additions (g-1 in a chain for star and
+    /// chain, ceil(log2 g) levels for the tree) and then m-1 in the leaders' ring.
+    fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize {
+        let g = group_size(topo, p.ranks);
+        let group = match self.intra {
+            GroupMethod::BinomialTree => clog2(g) as usize,
+            GroupMethod::Star | GroupMethod::Chain => g - 1,
+        };
+        group + (p.ranks / g).saturating_sub(1)
     }
 }

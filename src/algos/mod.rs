@@ -88,7 +88,7 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)>;
     /// The most rounded additions any result element goes through in sequence:
     /// the height of its summation tree, which sets the error bound.
-    fn reduction_depth(&self, p: &Problem) -> usize;
+    fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize;
 }
 
 /// The tolerance of an exact closed form: only floating-point summation order differs.

@@ -60,7 +60,7 @@ impl Algorithm for Ring {
         Some((cost_model::ring(p, &cost_model::Hockney::of(m)?), EXACT))
     }
 
-    fn reduction_depth(&self, p: &Problem) -> usize {
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         p.ranks - 1
     }
 }

@@ -46,7 +46,7 @@ impl Algorithm for Star {
         Some((cost_model::star(p, &cost_model::Hockney::of(m)?), EXACT))
     }
 
-    fn reduction_depth(&self, p: &Problem) -> usize {
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         p.ranks - 1
     }
 }

@@ -240,11 +240,15 @@ impl Algorithm for Torus2d {
     }
 
     /// Each element is added along its row (cols - 1 additions in a chain), then the row
-    /// sums along its column (rows - 1 more): rows + cols - 2. The grid is not known
-    /// here; rows + cols - 2 <= rows cols - 1 = P - 1 bounds it for every grid.
-    fn reduction_depth(&self, p: &Problem) -> usize {
-        p.ranks.saturating_sub(1)
+    /// sums along its column (rows - 1 more): rows + cols - 2.
+    fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize {
+        grid_depth(p, topo)
     }
+}
+
+/// `rows + cols - 2` on the machine's grid (P - 1, which bounds it, without one).
+fn grid_depth(p: &Problem, topo: &dyn Topology) -> usize {
+    Grid2::of(topo).map_or(p.ranks.saturating_sub(1), |g| g.rows + g.cols - 2)
 }
 
 /// How `mesh_2d` sums a half along one direction.
@@ -349,9 +353,8 @@ impl Algorithm for Mesh2d {
     }
 
     /// A half's sum is built by cols - 1 additions in a chain along its first direction,
-    /// then rows - 1 more along the other (either variant); bounded by P - 1 for every
-    /// grid, which is not known here.
-    fn reduction_depth(&self, p: &Problem) -> usize {
-        p.ranks.saturating_sub(1)
+    /// then rows - 1 more along the other (either variant): rows + cols - 2.
+    fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize {
+        grid_depth(p, topo)
     }
 }

@@ -56,7 +56,7 @@ impl Algorithm for BinomialTree {
         Some((cost_model::binomial_tree(p, &cost_model::Hockney::of(m)?), EXACT))
     }
 
-    fn reduction_depth(&self, p: &Problem) -> usize {
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         clog2(p.ranks) as usize
     }
 }
