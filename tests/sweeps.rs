@@ -142,6 +142,35 @@ fn shard_and_merge_round_trip_on_the_command_line() {
         .stdout(predicate::function(|s: &str| s.lines().count() == 19));
 }
 
+/// Exit status 1 end to end: a report that records a failed check (here a shard whose
+/// point says its closed form was missed) makes `merge` print the failure and exit 1,
+/// the path `run` takes when a check fails. (No honest scenario makes a correct engine
+/// fail a check, so the failure is written into the report.)
+#[test]
+fn a_failed_check_exits_1() {
+    let d = dir("failed_check");
+    let scenario = write_scenario(&d, "sweep.yaml", SWEEP);
+    let out = d.join("shard0.json");
+    cli()
+        .arg("run")
+        .arg(&scenario)
+        .args(["--shard", "0/1", "--format", "json", "--quiet", "--output"])
+        .arg(&out)
+        .assert()
+        .success();
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    v["results"][0]["failures"] = serde_json::json!(["closed form missed: simulated 2 s, closed form 1 s"]);
+    std::fs::write(&out, serde_json::to_string(&v).unwrap()).unwrap();
+    cli()
+        .arg("merge")
+        .arg(&out)
+        .args(["--format", "table"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("closed form missed"))
+        .stderr(predicate::str::contains("1 of 18 point(s) failed a check"));
+}
+
 #[test]
 fn bad_shards_are_refused() {
     let d = dir("bad_shards");
