@@ -107,7 +107,8 @@ impl Tally {
 /// `None`: on a mesh the rings' closing pairs are slow and ranks fall out of step, and
 /// with uneven shards the two halves' messages race for a rank's two ports by a fraction
 /// of a nanosecond; a port may then take a later step's message first, and the time
-/// hangs on that race (see `cost_model::lockstep`).
+/// hangs on that race (see `cost_model::lockstep`). The test prints how many points have
+/// none: 95 of 840 when this was written, 81 of them on meshes.
 #[test]
 fn grid_algorithms_matrix() {
     let mut tally = Tally::default();
