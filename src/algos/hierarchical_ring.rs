@@ -21,7 +21,7 @@
 //! Not applicable without levels (a flat, grid or custom machine has no groups).
 
 use super::stepped::{self, Recv, Send, StepPlan, Stepped};
-use super::{AlgoInfo, Algorithm, EXACT, Machine, Params, Problem, Topology, block, clog2};
+use super::{AlgoInfo, Algorithm, EXACT, Machine, Params, Problem, Topology, binomial_shape, block, clog2};
 use crate::cost_model;
 use crate::sim::op::{Action, Program, Rank, Region};
 
@@ -137,18 +137,17 @@ impl HrPlan {
                     recv(from, out);
                 }
             }
-            // The binomial tree of [`super::tree`]: rank i's parent clears its highest bit.
-            // Up, step t joins the subtrees of bit j = rounds-1-t (farthest child first);
-            // down, step t hands on bit t (nearest child, largest subtree, first).
+            // The binomial tree of [`super::tree`], whose edges each span one bit: up,
+            // step t joins the subtrees across bit j = rounds-1-t (farthest child first);
+            // down, step t hands on across bit t (nearest child, largest subtree, first).
             GroupMethod::BinomialTree => {
-                let rounds = clog2(g) as usize;
-                let j = if up { rounds - 1 - t } else { t };
-                let high = (i > 0).then(|| i.ilog2() as usize);
-                if high == Some(j) {
-                    if up { send(i - (1 << j), out) } else { recv(i - (1 << j), out) }
+                let j = if up { clog2(g) as usize - 1 - t } else { t };
+                let (parent, mut children) = binomial_shape(i, g);
+                if let Some(q) = parent.filter(|&q| q + (1 << j) == i) {
+                    if up { send(q, out) } else { recv(q, out) }
                 }
-                if high.is_none_or(|h| j > h) && i + (1 << j) < g {
-                    if up { recv(i + (1 << j), out) } else { send(i + (1 << j), out) }
+                if let Some(c) = children.find(|&c| c == i + (1 << j)) {
+                    if up { recv(c, out) } else { send(c, out) }
                 }
             }
         }

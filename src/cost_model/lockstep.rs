@@ -98,8 +98,13 @@ impl Step {
 /// A message's priority in the engine: `(issue time, sender, sender's sequence)`.
 type Prio = (f64, usize, u64);
 
+/// The engine's order of priorities (times are never negative, so `total_cmp` is `<`).
+fn prio_cmp(a: Prio, b: Prio) -> std::cmp::Ordering {
+    a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
+}
+
 fn less(a: Prio, b: Prio) -> bool {
-    a.0 < b.0 || (a.0 == b.0 && (a.1, a.2) < (b.1, b.2))
+    prio_cmp(a, b).is_lt()
 }
 
 /// A message booked on one port: when it holds the port, its priority, and its peer.
@@ -199,8 +204,7 @@ impl PartialOrd for Ready {
 }
 impl Ord for Ready {
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        let (a, b) = (self.prio, o.prio);
-        b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2))
+        prio_cmp(o.prio, self.prio)
     }
 }
 
