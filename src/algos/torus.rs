@@ -34,7 +34,29 @@
 //!
 //! In both, the halves share one program, step for step: their messages go out together
 //! on the two NICs, are added on the one compute unit, and a step ends when both halves
-//! are in. Both algorithms are step-synchronous ([`super::stepped`]); their closed forms
+//! are in and both of its own have landed (flow control, [`Stepped::windowed`]: each half
+//! keeps its NIC, as a NIC with a send queue one message deep would).
+//!
+//! **Why mesh_2d is exact on any square or one-line grid, mesh or torus.** With the flow
+//! control a rank has at most two messages in flight out, one per half; and on a square
+//! grid the halves always travel different directions in the same step, so everything
+//! that comes in to a rank comes from its row and its column predecessor, at most one
+//! message each at a time. No port ever has more than its two NICs' worth of messages
+//! wanting it, nothing waits for a port, and the step recurrence is the engine's time
+//! whatever the links cost (a mesh's slow closing pairs included). On an `r x c` grid
+//! with `r != c` the halves cannot keep to different directions: each needs `c - 1` row
+//! steps and `r - 1` column steps in `r + c - 2`, so for `|c - r|` steps both go the same
+//! way, to the same successor. A lagging column predecessor's message may then find both
+//! ports taken by the row predecessor's next step; the recurrence detects that and has
+//! no closed form (`None`) where it happens. Without the flow control a rank ran a step
+//! ahead of its own sends, and that was enough to reorder ports on every mesh.
+//!
+//! `torus_2d` sends one message per step and has no flow control: on a torus each ring
+//! step is one hop and ranks stay in step; on a mesh a rank waiting for its slow closing
+//! send would slow it down (up to 2x at 4 KiB with two NICs), so it does not wait, and its
+//! phase changes there may race (`None`).
+//!
+//! Both algorithms are step-synchronous ([`super::stepped`]); their closed forms
 //! in [`crate::cost_model`] evaluate the step recurrence on the actual pair costs.
 
 use super::stepped::{self, Recv, Send, StepPlan, Stepped};
@@ -62,7 +84,8 @@ pub const MESH_INFO: AlgoInfo = AlgoInfo {
     summary: "vector in halves: one goes rows-then-columns, the other columns-then-rows, at once, on two NICs",
     source: "seed 002 2D-Mesh (Google: Ying et al. 2018); ring=whole as seed 001 allreduce_ring",
     requires: "a 2-D grid topology (torus2d, mesh2d, ring) and at least 2 NICs per rank; any n",
-    closed_form: "the step recurrence on the grid's pair costs (cost_model::lockstep); ring=whole on a torus: \
+    closed_form: "the step recurrence on the grid's pair costs (cost_model::lockstep), on any square grid exact \
+                  by construction (no port is ever oversubscribed); ring=whole on a torus: \
                   (r + c - 2)(T(ceil(n/2) e) + S C). Seed 002 writes 2 (m + n - 2)(alpha + S/B + S C): each \
                   half moves S/2 and walks the rows and the columns once",
     params: &["ring=whole: how a half is summed along a direction: whole (seed 002: whole-buffer ring) or \
@@ -232,7 +255,7 @@ impl Algorithm for Torus2d {
 
     fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
         let grid = Grid2::of(topo).expect("torus_2d runs only on a grid (applicable)");
-        vec![stepped::program(TorusPlan { grid, n: p.elems }, rank as usize, 1)]
+        vec![stepped::program(TorusPlan { grid, n: p.elems }, rank as usize, topo.nics(rank as usize))]
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
@@ -281,6 +304,10 @@ fn slot_len(n: usize) -> usize {
 }
 
 impl Stepped for MeshPlan {
+    fn windowed(&self) -> bool {
+        true
+    }
+
     fn steps(&self) -> usize {
         match self.ring {
             MeshRing::Whole => (self.grid.cols - 1) + (self.grid.rows - 1),
@@ -337,7 +364,7 @@ impl Algorithm for Mesh2d {
 
     fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
         let grid = Grid2::of(topo).expect("mesh_2d runs only on a grid (applicable)");
-        vec![stepped::program(MeshPlan { grid, n: p.elems, ring: self.ring }, rank as usize, 1)]
+        vec![stepped::program(MeshPlan { grid, n: p.elems, ring: self.ring }, rank as usize, topo.nics(rank as usize))]
     }
 
     fn scratch(&self, p: &Problem) -> Vec<usize> {
