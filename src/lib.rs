@@ -4,6 +4,7 @@
 //! A [`scenario::Scenario`] names a machine, algorithms and sizes; [`runner::run`]
 //! simulates every point with the engine in [`sim`], moving and reducing real numbers,
 //! and checks each against its closed form in [`cost_model`]; [`report`] renders it.
+#![warn(missing_docs)]
 
 pub mod algos;
 pub mod cost_model;

@@ -23,9 +23,9 @@ use crate::cost_model;
 use crate::report::{PointResult, Report};
 use crate::scenario::{DataMode, Scenario};
 use crate::shard::Shard;
-use crate::sim::data::{Reference, initial_values};
+use crate::sim::data::{DataPlane, Reference, initial_values, initial_values_at, sample_positions};
 use crate::sim::engine::{NoObserver, Observer};
-use crate::sim::simulate;
+use crate::sim::simulate_with;
 use crate::timeline::{self, DETAIL_MAX_RANKS, Recorder, Timeline};
 use crate::topology::{self, Topology};
 
@@ -220,15 +220,32 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
         return res;
     }
 
-    let full = s.data.mode == DataMode::Full;
-    let (inputs, reference) = if full {
-        let v: Vec<Vec<f32>> = (0..p.ranks).map(|r| initial_values(s.data.init, s.seed, r, p.elems)).collect();
-        let reference = Reference::new(&v, s.data.op);
-        (Some((v, s.data.op)), Some(reference))
-    } else {
-        (None, None)
+    // The elements checked: all, or a sample (then the vectors and the reference hold
+    // those only, in this order).
+    let positions = match s.data.mode {
+        DataMode::Full => None,
+        DataMode::Sample => Some(sample_positions(p.elems)),
+        DataMode::Off => None,
     };
-    let (stats, vectors) = match simulate(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, inputs, obs) {
+    let (plane, reference) = match s.data.mode {
+        DataMode::Off => (None, None),
+        _ => {
+            let values: Vec<Vec<f32>> = (0..p.ranks)
+                .map(|r| match &positions {
+                    Some(at) => initial_values_at(s.data.init, s.seed, r, at),
+                    None => initial_values(s.data.init, s.seed, r, p.elems),
+                })
+                .collect();
+            let reference = Reference::new(&values, s.data.op);
+            let (op, n, at) = (s.data.op, p.elems, positions.clone());
+            let plane = move |scratch: &[usize]| match at {
+                Some(at) => DataPlane::sampled(n, at, values, scratch, op),
+                None => DataPlane::new(values, scratch, op),
+            };
+            (Some(plane), Some(reference))
+        }
+    };
+    let (stats, vectors) = match simulate_with(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, plane, obs) {
         Ok(out) => out,
         Err(err) => {
             res.failures.push(format!("simulation failed: {err}"));
@@ -283,6 +300,7 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
         res.verified = Some(v.verified);
         res.ranks_bitwise_equal = Some(v.ranks_bitwise_equal);
         if let Some((rank, i, got, exact, bound)) = v.first_violation {
+            let i = positions.as_ref().map_or(i, |at| at[i]);
             res.failures.push(format!(
                 "wrong result: rank {rank} element {i} is {got:e}, exact {exact:e}, allowed error {bound:e}"
             ));

@@ -157,3 +157,21 @@ fn committed_scenarios_validate() {
     }
     let _ = std::io::stdout().flush();
 }
+
+/// `data: { mode: sample }` on a machine too big to run in full: every point checked.
+#[test]
+fn a_sampled_run_checks_every_point() {
+    let f = scenario(
+        "name: sampled\ntopology:\n  kind: torus2d\n  dims: [16, 16]\n  link: { alpha: 1us, bandwidth: 100Gbps }\n\
+         data: { mode: sample }\nalgorithms: [ring, torus_2d]\nsizes: [64MiB]\n",
+    );
+    let out = cmd().args(["run", "--format", "json"]).arg(&f.0).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["scenario"]["data"]["mode"], "sample");
+    for r in v["results"].as_array().unwrap() {
+        assert_eq!(r["verified"], true, "{r}");
+        assert!(r["max_abs_error"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    cmd().arg("run").arg(&f.0).assert().success().stdout(predicate::str::contains("a sample of elements checked"));
+}

@@ -321,7 +321,7 @@ fn not_implemented_yet() {
     err_at(&format!("{MINIMAL}data: {{ dtype: bf16 }}\n"), 6, &["allowed: f32"]);
     err_at(&format!("{MINIMAL}data: {{ op: avg }}\n"), 6, &["data.op", "allowed: sum, max, min"]);
     err_at(&format!("{MINIMAL}data: {{ init: zeros }}\n"), 6, &["data.init", "allowed: random, rank, ones"]);
-    err_at(&format!("{MINIMAL}data: {{ mode: half }}\n"), 6, &["data.mode", "allowed: full, off"]);
+    err_at(&format!("{MINIMAL}data: {{ mode: half }}\n"), 6, &["data.mode", "allowed: full, sample, off"]);
     err_at(
         &format!("{MINIMAL}collective: allgather\n"),
         6,

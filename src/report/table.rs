@@ -90,6 +90,13 @@ fn title(out: &mut String, s: &Scenario) {
             serde_name(&s.data.init),
             s.seed,
         ),
+        DataMode::Sample => format!(
+            "{} {}, {} data (seed {}), a sample of elements checked (up to 3072 per vector)",
+            serde_name(&s.data.dtype),
+            serde_name(&s.data.op),
+            serde_name(&s.data.init),
+            s.seed,
+        ),
         DataMode::Off => format!("{} {}, data off (timing only)", serde_name(&s.data.dtype), serde_name(&s.data.op),),
     };
     let _ = writeln!(

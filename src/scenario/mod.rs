@@ -1,7 +1,7 @@
 //! The scenario: what the YAML file and the command-line flags say, validated into one
 //! [`Scenario`] with units resolved before anything runs.
 //!
-//! [`parse`] turns text into a [`Scenario`] (or a located [`ScenarioError`]);
+//! [`parse_str`] (or [`load_file`]) turns text into a [`Scenario`] (or a located [`ScenarioError`]);
 //! [`Overrides`] applies the `run` flags on top.
 
 mod parse;
@@ -163,6 +163,12 @@ impl Dtype {
 pub enum DataMode {
     /// Real vectors, real reductions, every element checked.
     Full,
+    /// Real reductions of a sample of every vector's elements
+    /// ([`crate::sim::data::sample_positions`]: all of them up to 3072, else about
+    /// 3000 spread evenly), each bit for bit what a full run gives it, all checked. Memory
+    /// and time per element tracked, not per element of the vector: for runs too large
+    /// for `full`.
+    Sample,
     /// Timing only: nothing is allocated per element.
     Off,
 }
@@ -176,7 +182,7 @@ pub struct DataSpec {
     pub op: ReduceOp,
     /// Initial values.
     pub init: Init,
-    /// Full or off.
+    /// Full, sample or off.
     pub mode: DataMode,
 }
 

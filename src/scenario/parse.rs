@@ -737,7 +737,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     };
     let ops = [("sum", ReduceOp::Sum), ("max", ReduceOp::Max), ("min", ReduceOp::Min)];
     let inits = [("random", Init::Random), ("rank", Init::Rank), ("ones", Init::Ones)];
-    let modes = [("full", DataMode::Full), ("off", DataMode::Off)];
+    let modes = [("full", DataMode::Full), ("sample", DataMode::Sample), ("off", DataMode::Off)];
     let data = DataSpec {
         dtype: choice(src, dtype.as_ref(), "data.dtype", &[("f32", Dtype::F32)], PLANNED_DTYPES)?,
         op: choice(src, op.as_ref(), "data.op", &ops, &["prod"])?,

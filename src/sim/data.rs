@@ -59,9 +59,82 @@ pub fn initial_values(init: Init, seed: u64, rank: usize, n: usize) -> Vec<f32> 
     }
 }
 
+/// The values rank `rank` starts with at `positions` (ascending): the elements at those
+/// indices of [`initial_values`]`(init, seed, rank, n)`, computed without the others
+/// (ChaCha8 seeks to a word in constant time).
+pub fn initial_values_at(init: Init, seed: u64, rank: usize, positions: &[usize]) -> Vec<f32> {
+    match init {
+        Init::Random => {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            rng.set_stream(rank as u64);
+            let to_f32 = |x: u32| (x >> 8) as f32 * (1.0 / (1u32 << 23) as f32) - 1.0;
+            positions
+                .iter()
+                .map(|&i| {
+                    rng.set_word_pos(i as u128);
+                    to_f32(rng.next_u32())
+                })
+                .collect()
+        }
+        Init::Rank => vec![(rank + 1) as f32; positions.len()],
+        Init::Ones => vec![1.0; positions.len()],
+    }
+}
+
+/// Points on a grid of this many per vector in [`sample_positions`].
+pub const SAMPLE_GRID: usize = 1024;
+
+/// The elements a sampled run tracks in a vector of `n`: every element when `n` is at
+/// most `3 SAMPLE_GRID`, else the first and the last, and each point `j n / SAMPLE_GRID`
+/// of an even grid with its two neighbours, so that the blocks and chunks of every
+/// algorithm are hit, at their boundaries too when P divides the grid. Ascending.
+pub fn sample_positions(n: usize) -> Vec<usize> {
+    if n <= 3 * SAMPLE_GRID {
+        return (0..n).collect();
+    }
+    let mut at: Vec<usize> = (0..SAMPLE_GRID)
+        .flat_map(|j| {
+            let p = (j as u128 * n as u128 / SAMPLE_GRID as u128) as usize;
+            [p.saturating_sub(1), p, p + 1]
+        })
+        .chain([n - 1])
+        .collect();
+    at.sort_unstable();
+    at.dedup();
+    at
+}
+
+/// The data a message carries: its region's values, or, in a sampled plane, the values
+/// of the tracked elements of its region with their offsets into it.
+#[derive(Clone, Debug, Default)]
+pub struct Payload {
+    vals: Vec<f32>,
+    /// Offsets into the region of `vals` (sampled planes only; empty when dense).
+    at: Vec<usize>,
+}
+
+/// One buffer of a sampled plane: its tracked elements, `(index, value)`, ascending.
+type Sparse = Vec<(usize, f32)>;
+
+enum Store {
+    /// Every element of every buffer.
+    Dense(Vec<Vec<Vec<f32>>>),
+    /// The tracked elements only; `lens` are the buffers' lengths, `positions` the
+    /// vector's tracked elements.
+    Sampled { bufs: Vec<Vec<Sparse>>, lens: Vec<usize>, positions: Vec<usize> },
+}
+
 /// Every rank's buffers: index 0 is the vector, `1..` the scratch buffers.
+///
+/// A *sampled* plane ([`DataPlane::sampled`]) holds only some elements of each vector and
+/// whatever of them the algorithm moves into scratch. Allreduce never moves an element
+/// to another index of a vector, and every operation is element by element, so a tracked
+/// element goes through exactly the floating-point operations it would in a full run, in
+/// the same order: its final value is bit for bit the same. An operation that would
+/// combine a tracked element with one that is not (which no correct algorithm does)
+/// yields NaN, so that the check fails rather than pass unseen.
 pub struct DataPlane {
-    bufs: Vec<Vec<Vec<f32>>>,
+    store: Store,
     op: ReduceOp,
 }
 
@@ -72,39 +145,132 @@ impl DataPlane {
             .into_iter()
             .map(|v| std::iter::once(v).chain(scratch.iter().map(|&s| vec![0.0; s])).collect())
             .collect();
-        DataPlane { bufs, op }
+        DataPlane { store: Store::Dense(bufs), op }
+    }
+
+    /// Ranks start with vectors of `n` elements of which only those at `positions`
+    /// (ascending) are tracked, with values `values[r]`, and zeroed scratch buffers of
+    /// `scratch[i]` elements.
+    pub fn sampled(n: usize, positions: Vec<usize>, values: Vec<Vec<f32>>, scratch: &[usize], op: ReduceOp) -> Self {
+        debug_assert!(positions.windows(2).all(|w| w[0] < w[1]) && positions.last().is_none_or(|&l| l < n));
+        let bufs = values
+            .into_iter()
+            .map(|v| {
+                let vector: Sparse = positions.iter().copied().zip(v).collect();
+                std::iter::once(vector).chain(scratch.iter().map(|_| Vec::new())).collect()
+            })
+            .collect();
+        let lens = std::iter::once(n).chain(scratch.iter().copied()).collect();
+        DataPlane { store: Store::Sampled { bufs, lens, positions }, op }
     }
 
     /// Elements in buffer `buf` of `rank` (0 if it does not exist).
     pub fn buf_len(&self, rank: usize, buf: BufId) -> usize {
-        self.bufs[rank].get(buf as usize).map_or(0, Vec::len)
+        match &self.store {
+            Store::Dense(bufs) => bufs[rank].get(buf as usize).map_or(0, Vec::len),
+            Store::Sampled { lens, .. } => lens.get(buf as usize).copied().unwrap_or(0),
+        }
     }
 
-    /// The data in `reg` of `rank`.
-    pub fn region(&self, rank: usize, reg: Region) -> &[f32] {
-        &self.bufs[rank][reg.buf as usize][reg.offset..reg.end()]
+    /// The tracked elements of `reg` in a sampled buffer: the range of `buf` they fill.
+    fn span(buf: &Sparse, reg: Region) -> std::ops::Range<usize> {
+        buf.partition_point(|e| e.0 < reg.offset)..buf.partition_point(|e| e.0 < reg.end())
     }
 
-    /// The data in `reg` of `rank`, writable.
-    pub fn region_mut(&mut self, rank: usize, reg: Region) -> &mut [f32] {
-        &mut self.bufs[rank][reg.buf as usize][reg.offset..reg.end()]
+    /// Put the data of `reg` of `rank` in `out`.
+    pub fn load(&self, rank: usize, reg: Region, out: &mut Payload) {
+        out.vals.clear();
+        out.at.clear();
+        match &self.store {
+            Store::Dense(bufs) => out.vals.extend_from_slice(&bufs[rank][reg.buf as usize][reg.offset..reg.end()]),
+            Store::Sampled { bufs, .. } => {
+                let b = &bufs[rank][reg.buf as usize];
+                for &(i, v) in &b[Self::span(b, reg)] {
+                    out.at.push(i - reg.offset);
+                    out.vals.push(v);
+                }
+            }
+        }
     }
 
-    /// `reg = reg (op) incoming`.
-    pub fn reduce_into(&mut self, rank: usize, reg: Region, incoming: &[f32]) {
+    /// `reg = data`: a copy (what `reg` held is overwritten).
+    pub fn store(&mut self, rank: usize, reg: Region, data: &Payload) {
+        match &mut self.store {
+            Store::Dense(bufs) => bufs[rank][reg.buf as usize][reg.offset..reg.end()].copy_from_slice(&data.vals),
+            Store::Sampled { bufs, .. } => {
+                let b = &mut bufs[rank][reg.buf as usize];
+                let span = Self::span(b, reg);
+                let incoming = data.at.iter().zip(&data.vals).map(|(&o, &v)| (reg.offset + o, v));
+                if span.len() == data.at.len()
+                    && b[span.clone()].iter().zip(&data.at).all(|(e, &o)| e.0 == reg.offset + o)
+                {
+                    b[span].iter_mut().zip(incoming).for_each(|(e, x)| *e = x);
+                } else {
+                    b.splice(span, incoming);
+                }
+            }
+        }
+    }
+
+    /// `reg = reg (op) data`.
+    pub fn reduce_into(&mut self, rank: usize, reg: Region, data: &Payload) {
         let op = self.op;
-        let dst = self.region_mut(rank, reg);
-        match op {
-            // The common case gets a loop the compiler vectorises.
-            ReduceOp::Sum => dst.iter_mut().zip(incoming).for_each(|(d, s)| *d += *s),
-            _ => dst.iter_mut().zip(incoming).for_each(|(d, s)| *d = op.apply(*d, *s)),
+        match &mut self.store {
+            Store::Dense(bufs) => {
+                let dst = &mut bufs[rank][reg.buf as usize][reg.offset..reg.end()];
+                match op {
+                    // The common case gets a loop the compiler vectorises.
+                    ReduceOp::Sum => dst.iter_mut().zip(&data.vals).for_each(|(d, s)| *d += *s),
+                    _ => dst.iter_mut().zip(&data.vals).for_each(|(d, s)| *d = op.apply(*d, *s)),
+                }
+            }
+            Store::Sampled { bufs, .. } => {
+                let b = &mut bufs[rank][reg.buf as usize];
+                let span = Self::span(b, reg);
+                // Merge the two ascending lists: an element on one side only meets an
+                // untracked one (NaN), except in scratch never written, which holds 0.
+                let scratch = reg.buf != super::op::VEC;
+                let mut merged: Sparse = Vec::with_capacity(span.len().max(data.at.len()));
+                let (mut old, mut new) = (b[span.clone()].iter().peekable(), data.at.iter().zip(&data.vals).peekable());
+                loop {
+                    let next = match (old.peek(), new.peek()) {
+                        (None, None) => break,
+                        (Some(&&(i, d)), Some(&(&o, &v))) if i == reg.offset + o => {
+                            old.next();
+                            new.next();
+                            (i, op.apply(d, v))
+                        }
+                        (Some(&&(i, _)), Some(&(&o, _))) if i < reg.offset + o => {
+                            old.next();
+                            (i, f32::NAN)
+                        }
+                        (Some(&&(i, _)), None) => {
+                            old.next();
+                            (i, f32::NAN)
+                        }
+                        (_, Some(&(&o, &v))) => {
+                            new.next();
+                            (reg.offset + o, if scratch { op.apply(0.0, v) } else { f32::NAN })
+                        }
+                    };
+                    merged.push(next);
+                }
+                b.splice(span, merged);
+            }
         }
     }
 
     /// `dst = dst (op) src`, both regions of `rank`.
     pub fn reduce_local(&mut self, rank: usize, src: Region, dst: Region) {
         let op = self.op;
-        let bufs = &mut self.bufs[rank];
+        let bufs = match &mut self.store {
+            Store::Dense(bufs) => &mut bufs[rank],
+            Store::Sampled { .. } => {
+                let mut data = Payload::default();
+                self.load(rank, src, &mut data);
+                return self.reduce_into(rank, dst, &data);
+            }
+        };
         if src.buf != dst.buf {
             let (s, d) = if src.buf < dst.buf {
                 let (lo, hi) = bufs.split_at_mut(dst.buf as usize);
@@ -123,9 +289,28 @@ impl DataPlane {
         }
     }
 
-    /// The ranks' vectors after the run.
+    /// The ranks' vectors after the run; in a sampled plane the tracked elements only,
+    /// in the order of their positions (NaN for one the run lost track of).
     pub fn into_vectors(self) -> Vec<Vec<f32>> {
-        self.bufs.into_iter().map(|mut b| b.swap_remove(0)).collect()
+        match self.store {
+            Store::Dense(bufs) => bufs.into_iter().map(|mut b| b.swap_remove(0)).collect(),
+            Store::Sampled { bufs, positions, .. } => bufs
+                .into_iter()
+                .map(|b| {
+                    let v = &b[0];
+                    let mut k = 0;
+                    positions
+                        .iter()
+                        .map(|&i| {
+                            while k < v.len() && v[k].0 < i {
+                                k += 1;
+                            }
+                            if k < v.len() && v[k].0 == i { v[k].1 } else { f32::NAN }
+                        })
+                        .collect()
+                })
+                .collect(),
+        }
     }
 }
 

@@ -17,7 +17,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use smallvec::SmallVec;
 
-use super::data::DataPlane;
+use super::data::{DataPlane, Payload};
 use super::op::{Action, Op, Program, Rank, Region, VEC};
 use crate::topology::Topology;
 
@@ -138,7 +138,7 @@ struct Msg {
     held: bool,
     /// The sender's stream, told when the message is delivered.
     stream: u16,
-    payload: Vec<f32>,
+    payload: Payload,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -440,7 +440,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             return Err(self.bad(r, format!("sends to rank {to}, which is not another rank of {}", self.ranks.len())));
         }
         self.check_region(r, src)?;
-        let mut payload = Vec::new();
+        let mut payload = Payload::default();
         let id = match self.free_msgs.pop() {
             Some(id) => {
                 payload = std::mem::take(&mut self.msgs[id as usize].payload);
@@ -458,14 +458,13 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                     delivered: false,
                     held: false,
                     stream: 0,
-                    payload: Vec::new(),
+                    payload: Payload::default(),
                 });
                 (self.msgs.len() - 1) as u32
             }
         };
         if let Some(d) = self.data.as_deref() {
-            payload.clear();
-            payload.extend_from_slice(d.region(r as usize, src));
+            d.load(r as usize, src, &mut payload);
         }
         let seq = self.ranks[r as usize].send_seq;
         self.ranks[r as usize].send_seq += 1;
@@ -569,7 +568,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         match p.action {
             Action::Copy => {
                 if let Some(d) = self.data.as_deref_mut() {
-                    d.region_mut(dst as usize, p.dst).copy_from_slice(&self.msgs[id as usize].payload);
+                    d.store(dst as usize, p.dst, &self.msgs[id as usize].payload);
                 }
                 self.release(id);
                 self.complete_handle(dst, p.stream, p.handle)

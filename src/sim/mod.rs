@@ -28,11 +28,26 @@ pub fn simulate<O: Observer>(
     inputs: Option<(Vec<Vec<f32>>, ReduceOp)>,
     obs: &mut O,
 ) -> Result<Outcome, SimError> {
+    let plane = inputs.map(|(v, op)| move |scratch: &[usize]| DataPlane::new(v, scratch, op));
+    simulate_with(algo, topo, p, cost_per_byte, plane, obs)
+}
+
+/// [`simulate`] with the data plane `plane` builds from the algorithm's scratch buffer
+/// sizes (a sampled one, [`DataPlane::sampled`], say); the vectors handed back are what
+/// [`DataPlane::into_vectors`] gives.
+pub fn simulate_with<O: Observer>(
+    algo: &dyn Algorithm,
+    topo: &dyn Topology,
+    p: Problem,
+    cost_per_byte: f64,
+    plane: Option<impl FnOnce(&[usize]) -> DataPlane>,
+    obs: &mut O,
+) -> Result<Outcome, SimError> {
     let scratch = algo.scratch(&p);
     let scratch_bytes = (scratch.iter().sum::<usize>() * p.elem_bytes) as u64;
     let cfg = EngineConfig { elem_bytes: p.elem_bytes, cost_per_byte, scratch_bytes };
     let programs = (0..p.ranks).map(|r| algo.program(r as Rank, p, topo)).collect();
-    let mut plane = inputs.map(|(v, op)| DataPlane::new(v, &scratch, op));
+    let mut plane = plane.map(|build| build(&scratch));
     let stats = Engine::new(topo, cfg, programs, plane.as_mut(), obs).run()?;
     Ok((stats, plane.map(DataPlane::into_vectors)))
 }

@@ -12,7 +12,7 @@ pub type Rank = u32;
 ///
 /// Buffer 0 is the rank's own vector (the in-place allreduce buffer); buffers
 /// `1..` are scratch buffers the algorithm declares with
-/// [`crate::algos::Algorithm::scratch_elems`].
+/// [`crate::algos::Algorithm::scratch`].
 pub type BufId = u8;
 
 /// The rank's own vector.
