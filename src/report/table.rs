@@ -82,16 +82,14 @@ fn point(r: &PointResult) -> String {
 /// The scenario's name, then the machine and the data on one line.
 fn title(out: &mut String, s: &Scenario) {
     let _ = writeln!(out, "{}", s.name);
+    let checked = match s.data.mode {
+        DataMode::Full => "every element checked",
+        DataMode::Sample => "a sample of elements checked (up to 3072 per vector)",
+        DataMode::Off => "",
+    };
     let data = match s.data.mode {
-        DataMode::Full => format!(
-            "{} {}, {} data (seed {}), every element checked",
-            serde_name(&s.data.dtype),
-            serde_name(&s.data.op),
-            serde_name(&s.data.init),
-            s.seed,
-        ),
-        DataMode::Sample => format!(
-            "{} {}, {} data (seed {}), a sample of elements checked (up to 3072 per vector)",
+        DataMode::Full | DataMode::Sample => format!(
+            "{} {}, {} data (seed {}), {checked}",
             serde_name(&s.data.dtype),
             serde_name(&s.data.op),
             serde_name(&s.data.init),
