@@ -32,10 +32,10 @@
 //! message lands). The FIFO completion does not depend on how jobs that land at the same
 //! instant are ordered, so exact ties cannot change the result.
 //!
-//! **Windowed sends** (`double_binary_tree`'s flow control): a rank keeps at most `k` of
-//! a step's sends undelivered, so its i-th send of a step (from 0) is issued at
-//! `max(issue of send i-1, the (i-k+1)-th earliest end of sends 0..i)`, and `d_a(s)`
-//! also waits for the ends of all of a's sends of step s.
+//! **Windowed sends** (the flow control of `double_binary_tree` and `mesh_2d`): a rank
+//! keeps at most `k` of a step's sends undelivered, so its i-th send of a step (from 0)
+//! is issued at `max(issue of send i-1, the (i-k+1)-th earliest end of sends 0..i)`,
+//! and `d_a(s)` also waits for the ends of all of a's sends of step s.
 //!
 //! **When it is exact.** The engine hands a port that frees to the waiting message of
 //! highest priority, whatever its step; the recurrence books messages in step order.
