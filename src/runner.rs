@@ -222,11 +222,7 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
 
     // The elements checked: all, or a sample (then the vectors and the reference hold
     // those only, in this order).
-    let positions = match s.data.mode {
-        DataMode::Full => None,
-        DataMode::Sample => Some(sample_positions(p.elems)),
-        DataMode::Off => None,
-    };
+    let positions = (s.data.mode == DataMode::Sample).then(|| sample_positions(p.elems));
     let (plane, reference) = match s.data.mode {
         DataMode::Off => (None, None),
         _ => {
