@@ -52,11 +52,16 @@ pub fn initial_values(init: Init, seed: u64, rank: usize, n: usize) -> Vec<f32> 
         Init::Random => {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             rng.set_stream(rank as u64);
-            (0..n).map(|_| (rng.next_u32() >> 8) as f32 * (1.0 / (1u32 << 23) as f32) - 1.0).collect()
+            (0..n).map(|_| unit_f32(rng.next_u32())).collect()
         }
         Init::Rank => vec![(rank + 1) as f32; n],
         Init::Ones => vec![1.0; n],
     }
+}
+
+/// A raw ChaCha8 word as a value in [-1, 1): its top 24 bits, scaled.
+fn unit_f32(x: u32) -> f32 {
+    (x >> 8) as f32 * (1.0 / (1u32 << 23) as f32) - 1.0
 }
 
 /// The values rank `rank` starts with at `positions` (ascending): the elements at those
@@ -67,12 +72,11 @@ pub fn initial_values_at(init: Init, seed: u64, rank: usize, positions: &[usize]
         Init::Random => {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             rng.set_stream(rank as u64);
-            let to_f32 = |x: u32| (x >> 8) as f32 * (1.0 / (1u32 << 23) as f32) - 1.0;
             positions
                 .iter()
                 .map(|&i| {
                     rng.set_word_pos(i as u128);
-                    to_f32(rng.next_u32())
+                    unit_f32(rng.next_u32())
                 })
                 .collect()
         }
