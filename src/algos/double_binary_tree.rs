@@ -41,8 +41,11 @@
 //! message of round s + 1 can take a port just before a lagging peer's message of round
 //! s; the time then hangs on the engine's arbitration between the two, and there is no
 //! closed form: `None`. On the flat machines of tests/grid_algos.rs that is 113 points of
-//! 1120, all with one or two NICs, most of them pipelined; every point with four NICs,
-//! and every single-chunk point with two, has its closed form.
+//! 1120, all with one or two NICs, most of them pipelined; every point with four NICs
+//! (a port per tree neighbour, so no message ever waits: tests/grid_algos.rs on flat
+//! machines, tests/topology.rs on every hierarchy), and every single-chunk point with
+//! two, has its closed form. Why `None` and not a tolerance: the README, "Where there is
+//! no closed form".
 //!
 //! **Chunk size** (`chunk`, default 64 KiB): smaller chunks fill the pipeline sooner
 //! (the `2H - 1` extra rounds carry one chunk each) but pay alpha per chunk per message;
