@@ -73,16 +73,54 @@ pub(crate) trait Stepped: std::marker::Send + Sync {
 pub(crate) fn program<'a, S: Stepped + 'a>(plan: S, rank: usize, nics: u32) -> Program<'a> {
     let steps = plan.steps();
     let window = plan.windowed().then_some(nics.max(1));
-    let mut sp = StepPlan::default();
-    Box::new((0..steps).flat_map(move |s| {
+    Box::new(StepProgram { plan, rank, window, step: 0, steps, sp: StepPlan::default(), ops: Vec::new(), next: 0 })
+}
+
+/// The program of one rank of a [`Stepped`] plan: a step's ops at a time, written into a
+/// buffer that keeps its capacity (as do the plan's), so a step allocates nothing once
+/// warm.
+struct StepProgram<S> {
+    plan: S,
+    rank: usize,
+    window: Option<u32>,
+    step: usize,
+    steps: usize,
+    sp: StepPlan,
+    /// The current step's ops, and how many of them have been handed out.
+    ops: Vec<Op>,
+    next: usize,
+}
+
+impl<S: Stepped> Iterator for StepProgram<S> {
+    type Item = Op;
+
+    fn next(&mut self) -> Option<Op> {
+        // A step with nothing to do gives no ops: go on to the next.
+        while self.next == self.ops.len() {
+            if self.step == self.steps {
+                return None;
+            }
+            self.fill();
+        }
+        self.next += 1;
+        Some(self.ops[self.next - 1])
+    }
+}
+
+impl<S: Stepped> StepProgram<S> {
+    /// Replace the buffer with the ops of the next step.
+    fn fill(&mut self) {
+        let (s, sp, ops) = (self.step, &mut self.sp, &mut self.ops);
+        self.step += 1;
+        self.next = 0;
+        ops.clear();
         sp.clear();
-        plan.plan(rank, s, &mut sp);
+        self.plan.plan(self.rank, s, sp);
         let tag = |kind: u32| s as u32 * TAGS + kind;
-        let mut ops = Vec::with_capacity(sp.sends.len() + sp.recvs.len() + sp.local.len() + 2);
         let sends = sp.sends.iter().map(|x| Op::send(x.to as Rank, tag(x.kind), x.src));
         let recvs =
             sp.recvs.iter().map(|x| Op::Recv { from: x.from as Rank, tag: tag(x.kind), dst: x.dst, action: x.action });
-        match window {
+        match self.window {
             None => {
                 ops.extend(sends);
                 ops.extend(recvs);
@@ -107,8 +145,7 @@ pub(crate) fn program<'a, S: Stepped + 'a>(plan: S, rank: usize, nics: u32) -> P
         if !sp.local.is_empty() {
             ops.push(Op::WaitAll);
         }
-        ops
-    }))
+    }
 }
 
 /// The plan's time on `topo` (the step recurrence), `None` where a port would serve
