@@ -2,8 +2,8 @@
 //!
 //! State per rank: its program (a lazy [`Op`] stream), free outgoing and incoming
 //! ports, messages waiting for ports, posted receives, a FIFO compute unit.
-//! Time moves by popping events (a message delivered, a reduction finished) from a
-//! binary heap ordered by `(time, insertion sequence)`. All events of one instant
+//! Time moves by popping events (a message delivered, a reduction finished) in the
+//! order `(time, insertion sequence)` ([`super::queue::EventQueue`]). All events of one instant
 //! are processed before ports are handed out, so a port freed at `t` serves a
 //! message issued at `t`; ports go to waiting messages greedily in the order
 //! `(issue time, sender rank, sender's issue sequence)`, which is the only order
@@ -12,13 +12,13 @@
 //! The hot loop allocates nothing per event: messages live in a slab with a free
 //! list, payloads come from a pool, and every per-rank list keeps its capacity.
 
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use smallvec::SmallVec;
 
 use super::data::{DataPlane, Payload};
 use super::op::{Action, Op, Program, Rank, Region, VEC};
+use super::queue::EventQueue;
 use crate::topology::Topology;
 
 /// What the engine reports about one run.
@@ -191,37 +191,28 @@ enum EvKind {
     ComputeDone(Rank),
 }
 
-/// An event, ordered by `(time, insertion sequence)`. Times are never negative, so
-/// the bits of the f64 order like the numbers, and the pair packs into one `u128`
-/// compared in one go (the heap's comparisons are the engine's hottest code).
-#[derive(Clone, Copy, Debug)]
-struct Event {
-    key: u128,
-    kind: EvKind,
-}
-
-impl Event {
-    fn time(&self) -> f64 {
-        f64::from_bits((self.key >> 64) as u64)
+/// Sort `v` (distinct keys), fast when it is sorted but for a few entries at its end.
+///
+/// That is the usual shape of an instant's port candidates: ranks become ready in the
+/// order their events were scheduled, which follows the priority order of the messages
+/// that woke them, except where a round wraps (a ring's rank 0 comes last). A general
+/// sort finds the one long run and still sorts everything (the sort was an eighth of a
+/// ring's instructions); this moves the few stragglers into place, in place, in linear
+/// time, and allocates nothing.
+fn sort_nearly_sorted<T: Ord + Copy>(v: &mut [T]) {
+    const STRAGGLERS: usize = 8;
+    let run = v.windows(2).position(|w| w[0] > w[1]).map_or(v.len(), |i| i + 1);
+    if run == v.len() {
+        return;
     }
-}
-
-impl PartialEq for Event {
-    fn eq(&self, o: &Self) -> bool {
-        self.key == o.key
+    if v.len() - run > STRAGGLERS {
+        v.sort_unstable();
+        return;
     }
-}
-impl Eq for Event {}
-impl PartialOrd for Event {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Event {
-    /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest event first;
-    /// equal times pop in the order they were scheduled.
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.key.cmp(&self.key)
+    for i in run..v.len() {
+        let x = v[i];
+        let at = v[..i].partition_point(|y| *y < x);
+        v[at..=i].rotate_right(1);
     }
 }
 
@@ -232,8 +223,7 @@ pub struct Engine<'a, 'p, O: Observer> {
     ranks: Vec<RankState<'p>>,
     msgs: Vec<Msg>,
     free_msgs: Vec<u32>,
-    heap: BinaryHeap<Event>,
-    ev_seq: u64,
+    events: EventQueue<EvKind>,
     now: f64,
     dirty: Vec<Rank>,
     /// Messages that may start now: (priority key, message id).
@@ -295,8 +285,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             ranks,
             msgs: Vec::new(),
             free_msgs: Vec::new(),
-            heap: BinaryHeap::new(),
-            ev_seq: 0,
+            events: EventQueue::default(),
             now: 0.0,
             dirty: Vec::new(),
             candidates: Vec::new(),
@@ -314,13 +303,13 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             }
         }
         self.match_ports();
-        while let Some(ev) = self.heap.pop() {
-            self.now = ev.time();
+        while let Some((time, ev)) = self.events.pop() {
+            self.now = time;
             self.stats.events += 1;
-            self.handle(ev.kind)?;
+            self.handle(ev)?;
             // Ports are handed out only once every event of this instant has run, so
             // that a message issued at `t` may use a port freed at `t`.
-            if self.heap.peek().is_none_or(|next| next.time() != self.now) {
+            if self.events.peek_time().is_none_or(|next| next != self.now) {
                 self.match_ports();
             }
         }
@@ -330,11 +319,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
     }
 
     fn schedule(&mut self, time: f64, kind: EvKind) {
-        debug_assert!(time >= 0.0, "times are never negative");
-        // `+ 0.0` turns a -0.0 into 0.0, whose bits sort first.
-        let key = u128::from((time + 0.0).to_bits()) << 64 | u128::from(self.ev_seq);
-        self.heap.push(Event { key, kind });
-        self.ev_seq += 1;
+        self.events.push(time, kind);
     }
 
     fn mark_dirty(&mut self, r: Rank) {
@@ -714,7 +699,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         self.dirty.clear();
         // Each waiting message is offered once (by its sender, or by its receiver when
         // the sender is not dirty), so sorting alone gives the greedy order.
-        cands.sort_unstable();
+        sort_nearly_sorted(&mut cands);
         for &(_, id) in &cands {
             let (src, dst) = (self.msgs[id as usize].src, self.msgs[id as usize].dst);
             if self.ranks[src as usize].free_out == 0 || self.ranks[dst as usize].free_in == 0 {
@@ -800,3 +785,25 @@ const UNBOUND: Posted = Posted {
     dst: Region { buf: VEC, offset: 0, len: 0 },
     action: Action::Copy,
 };
+
+#[cfg(test)]
+mod tests {
+    use rand_chacha::ChaCha8Rng;
+    use rand_chacha::rand_core::{Rng, SeedableRng};
+
+    #[test]
+    fn nearly_sorted_sorts_everything() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for len in 0..40u64 {
+            for tail in 0..12 {
+                // A sorted run, then `tail` stragglers (odd, so distinct from the run).
+                let mut v: Vec<u64> = (0..len).map(|x| x * 10).collect();
+                v.extend((0..tail).map(|i| u64::from(rng.next_u32()) % (10 * len + 10) * 100 + 2 * i + 1));
+                let mut want = v.clone();
+                want.sort_unstable();
+                super::sort_nearly_sorted(&mut v);
+                assert_eq!(v, want, "len {len} tail {tail}");
+            }
+        }
+    }
+}

@@ -7,6 +7,7 @@
 pub mod data;
 pub mod engine;
 pub mod op;
+pub mod queue;
 
 use crate::algos::{Algorithm, Problem};
 use crate::topology::Topology;
