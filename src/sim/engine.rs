@@ -3,8 +3,8 @@
 //! State per rank: its program (a lazy [`Op`] stream), free outgoing and incoming
 //! ports, messages waiting for ports, posted receives, a FIFO compute unit.
 //! Time moves by popping events (a message delivered, a reduction finished) in the
-//! order `(time, insertion sequence)` ([`super::queue::EventQueue`]). All events of one instant
-//! are processed before ports are handed out, so a port freed at `t` serves a
+//! order `(time, insertion sequence)` ([`super::queue::EventQueue`]). All events of
+//! one instant are processed before ports are handed out, so a port freed at `t` serves a
 //! message issued at `t`; ports go to waiting messages greedily in the order
 //! `(issue time, sender rank, sender's issue sequence)`, which is the only order
 //! the model allows. Nothing depends on hash order, threads or the clock.
