@@ -95,12 +95,96 @@ impl Topology for Grid {
         Some((self.rows, self.cols, self.wraps))
     }
 
+    fn fabric(&self) -> Option<&dyn super::Fabric> {
+        Some(self)
+    }
+
     fn describe(&self) -> String {
         if self.ring {
             format!("ring of {}, {} nic(s)", self.cols, self.nics)
         } else {
             let kind = if self.wraps { "torus2d" } else { "mesh2d" };
             format!("{kind} {}x{}, {} nic(s)", self.rows, self.cols, self.nics)
+        }
+    }
+}
+
+/// The four ways out of a grid node, as the low two bits of a [`super::LinkId`]
+/// (`rank * 4 + way`).
+const EAST: u64 = 0;
+const WEST: u64 = 1;
+const SOUTH: u64 = 2;
+const NORTH: u64 = 3;
+
+impl Grid {
+    /// Steps from `x` to `y` along a dimension of `n`: how many, and whether toward
+    /// increasing index. On a torus the shorter way round; on a tie, increasing.
+    fn steps(&self, x: usize, y: usize, n: usize) -> (usize, bool) {
+        if self.wraps {
+            let up = (y + n - x) % n;
+            if up <= n - up { (up, true) } else { (n - up, false) }
+        } else if y >= x {
+            (y - x, true)
+        } else {
+            (x - y, false)
+        }
+    }
+
+    /// The rank one step from `r` the way `way` goes.
+    fn neighbour(&self, r: usize, way: u64) -> usize {
+        let (row, col) = (r / self.cols, r % self.cols);
+        let (rows, cols) = (self.rows, self.cols);
+        match way {
+            EAST => row * cols + (col + 1) % cols,
+            WEST => row * cols + (col + cols - 1) % cols,
+            SOUTH => (row + 1) % rows * cols + col,
+            _ => (row + rows - 1) % rows * cols + col,
+        }
+    }
+}
+
+/// A link per pair of grid neighbours, each way; dimension-order routing (see
+/// [`super::fabric`]): along the row to the destination's column, then along the column.
+impl super::Fabric for Grid {
+    fn route(&self, a: usize, b: usize, out: &mut Vec<super::LinkId>) {
+        let mut r = a;
+        let (n, up) = self.steps(a % self.cols, b % self.cols, self.cols);
+        let way = if up { EAST } else { WEST };
+        for _ in 0..n {
+            out.push((r * 4) as u64 + way);
+            r = self.neighbour(r, way);
+        }
+        let (n, up) = self.steps(a / self.cols, b / self.cols, self.rows);
+        let way = if up { SOUTH } else { NORTH };
+        for _ in 0..n {
+            out.push((r * 4) as u64 + way);
+            r = self.neighbour(r, way);
+        }
+        debug_assert_eq!(r, b);
+    }
+
+    fn hop(&self, _id: super::LinkId) -> Link {
+        self.link
+    }
+
+    fn link_name(&self, id: super::LinkId) -> String {
+        let (r, way) = ((id / 4) as usize, id % 4);
+        let (row, col) = (r / self.cols, r % self.cols);
+        let wrap = match way {
+            EAST => col + 1 == self.cols,
+            WEST => col == 0,
+            SOUTH => row + 1 == self.rows,
+            _ => row == 0,
+        };
+        format!("r{r}->r{}{}", self.neighbour(r, way), if wrap { " (wrap)" } else { "" })
+    }
+
+    fn link_count(&self) -> u64 {
+        let (r, c) = (self.rows as u64, self.cols as u64);
+        if self.wraps {
+            r * c * (2 * u64::from(c > 1) + 2 * u64::from(r > 1))
+        } else {
+            2 * r * (c - 1) + 2 * c * (r - 1)
         }
     }
 }
@@ -121,6 +205,32 @@ mod tests {
         assert_eq!(t.diameter(), 4);
         assert_eq!(m.diameter(), 7);
         assert_eq!(Grid::ring(7, L, 1).hops(1, 6), 2);
+    }
+
+    #[test]
+    fn routes_go_along_the_row_then_the_column() {
+        use crate::topology::{Fabric, route_cost};
+        for g in [Grid::torus(4, 5, L, 1), Grid::mesh(4, 5, L, 1), Grid::ring(6, L, 1), Grid::torus(2, 2, L, 1)] {
+            for a in 0..g.ranks() {
+                for b in 0..g.ranks() {
+                    if a == b {
+                        continue;
+                    }
+                    let mut route = Vec::new();
+                    g.route(a, b, &mut route);
+                    assert_eq!(route.len(), g.hops(a, b), "{a} -> {b}");
+                    assert_eq!(route_cost(&g, &route).alpha, g.hops(a, b) as f64);
+                }
+            }
+        }
+        // (0,0) -> (1,3) on a 4x5 torus: west 2 (the short way, through the wrap), south 1.
+        let t = Grid::torus(4, 5, L, 1);
+        let mut route = Vec::new();
+        t.route(0, 8, &mut route);
+        let names: Vec<String> = route.iter().map(|&id| t.link_name(id)).collect();
+        assert_eq!(names, ["r0->r4 (wrap)", "r4->r3", "r3->r8"]);
+        assert_eq!(t.link_count(), 80);
+        assert_eq!(Grid::mesh(4, 5, L, 1).link_count(), 2 * 4 * 4 + 2 * 5 * 3);
     }
 
     #[test]

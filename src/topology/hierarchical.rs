@@ -37,6 +37,11 @@ pub struct Hierarchical {
     stride: Vec<usize>,
     /// Ports of a rank that leads no group with its own `nics`.
     nics: u32,
+    /// Each level's name, for the switches' names (`level0` unless named).
+    names: Vec<String>,
+    /// `switch_base[i]`: the first [`super::LinkId`] of the links from level-`i`
+    /// switches up to their parents (after the `2P` links of the ranks).
+    switch_base: Vec<u64>,
 }
 
 impl Hierarchical {
@@ -58,7 +63,44 @@ impl Hierarchical {
                 .ok_or_else(|| "the levels' sizes multiply to more ranks than this machine can count".to_string())?;
             stride.push(ranks);
         }
-        Ok(Hierarchical { levels, stride, nics })
+        let names = (0..levels.len()).map(|i| format!("level{i}")).collect();
+        let mut switch_base = Vec::with_capacity(levels.len());
+        let mut next = 2 * ranks as u64;
+        for &s in &stride {
+            switch_base.push(next);
+            next += 2 * (ranks / s) as u64;
+        }
+        Ok(Hierarchical { levels, stride, nics, names, switch_base })
+    }
+
+    /// Name the levels (innermost first) for the switch names of [`super::Fabric`]
+    /// (`nvlink3` is level `nvlink`'s group 3); extra or missing names are ignored.
+    pub fn with_names(mut self, names: &[String]) -> Self {
+        for (mine, theirs) in self.names.iter_mut().zip(names) {
+            mine.clone_from(theirs);
+        }
+        self
+    }
+
+    /// Whether every level is at least as slow as the one inside it: alpha never
+    /// smaller, bandwidth never larger. Under the flow model a message between two
+    /// groups crosses every inner level's links too, so only then is its cost alone the
+    /// level's `(alpha, B)`; the error names the first level that breaks it.
+    pub fn check_nested(&self) -> Result<(), String> {
+        for (i, w) in self.levels.windows(2).enumerate() {
+            let (inner, outer) = (w[0].link, w[1].link);
+            if outer.alpha < inner.alpha || outer.bandwidth > inner.bandwidth {
+                return Err(format!(
+                    "level {} ({}) is faster than level {i} ({}) inside it; under network.model: flow \
+                     a message between its groups crosses level {i}'s links too, so each level needs \
+                     alpha at least and bandwidth at most those of the level inside it",
+                    i + 1,
+                    self.names[i + 1],
+                    self.names[i]
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The levels, innermost first.
@@ -114,9 +156,57 @@ impl Topology for Hierarchical {
         Some(self.levels.iter().map(|l| (l.size, l.link)).collect())
     }
 
+    fn fabric(&self) -> Option<&dyn super::Fabric> {
+        Some(self)
+    }
+
     fn describe(&self) -> String {
         let sizes: Vec<String> = self.levels.iter().map(|l| l.size.to_string()).collect();
         format!("hierarchical {} (innermost first), {} nic(s)", sizes.join("x"), self.nics)
+    }
+}
+
+/// A switch per group of every level: rank `r` is linked to its level-0 group's switch
+/// (links `2r` up, `2r + 1` down), and each level-`i` switch to its level-`i+1` parent.
+/// A link into a level-`i` switch has level `i`'s bandwidth and half the step in alpha
+/// from level `i-1` to level `i`, so a message whose ranks' innermost common group is at
+/// level `c` crosses `2(c + 1)` links whose alphas add up to level `c`'s alpha.
+impl super::Fabric for Hierarchical {
+    fn route(&self, a: usize, b: usize, out: &mut Vec<super::LinkId>) {
+        let c = self.level_of(a, b);
+        out.push(2 * a as u64);
+        for i in 0..c {
+            out.push(self.switch_base[i] + 2 * (a / self.stride[i]) as u64);
+        }
+        for i in (0..c).rev() {
+            out.push(self.switch_base[i] + 2 * (b / self.stride[i]) as u64 + 1);
+        }
+        out.push(2 * b as u64 + 1);
+    }
+
+    fn hop(&self, id: super::LinkId) -> Link {
+        let level = self.switch_base.iter().rposition(|&base| id >= base).map_or(0, |i| i + 1);
+        let l = self.levels[level].link;
+        let inner = if level == 0 { 0.0 } else { self.levels[level - 1].link.alpha };
+        Link { alpha: (l.alpha - inner) / 2.0, bandwidth: l.bandwidth }
+    }
+
+    fn link_name(&self, id: super::LinkId) -> String {
+        let (up, down) = (id % 2 == 0, id / 2);
+        let (lower, upper) = match self.switch_base.iter().rposition(|&base| id >= base) {
+            None => (format!("r{down}"), format!("{}{}", self.names[0], down as usize / self.stride[0])),
+            Some(i) => {
+                let g = ((id - self.switch_base[i]) / 2) as usize;
+                let parent = g * self.stride[i] / self.stride[i + 1];
+                (format!("{}{g}", self.names[i]), format!("{}{parent}", self.names[i + 1]))
+            }
+        };
+        if up { format!("{lower}->{upper}") } else { format!("{upper}->{lower}") }
+    }
+
+    fn link_count(&self) -> u64 {
+        // Every rank and every switch below the top has one link to its parent, each way.
+        self.switch_base[self.switch_base.len() - 1]
     }
 }
 
@@ -137,6 +227,36 @@ mod tests {
         assert_eq!(h.level_of(7, 8), 2);
         assert_eq!(h.level_of(23, 0), 2);
         assert_eq!(h.link(9, 14).alpha, 2.0);
+    }
+
+    #[test]
+    fn routes_climb_to_the_common_switch() {
+        use crate::topology::{Fabric, route_cost};
+        let lv = |size, alpha: f64, bandwidth| Level { size, link: Link { alpha, bandwidth }, nics: None };
+        let h = Hierarchical::new(vec![lv(4, 1.0, 8.0), lv(2, 3.0, 4.0), lv(3, 7.0, 2.0)], 1).unwrap().with_names(&[
+            "node".to_string(),
+            "leaf".to_string(),
+            "spine".to_string(),
+        ]);
+        assert!(h.check_nested().is_ok());
+        for a in 0..24 {
+            for b in 0..24 {
+                if a != b {
+                    let mut route = Vec::new();
+                    h.route(a, b, &mut route);
+                    assert_eq!(route.len(), 2 * (h.level_of(a, b) + 1));
+                    assert_eq!(route_cost(&h, &route), h.link(a, b), "{a} -> {b}");
+                }
+            }
+        }
+        let mut route = Vec::new();
+        h.route(1, 9, &mut route);
+        let names: Vec<String> = route.iter().map(|&id| h.link_name(id)).collect();
+        assert_eq!(names, ["r1->node0", "node0->leaf0", "leaf0->spine0", "spine0->leaf1", "leaf1->node2", "node2->r9"]);
+        // 24 ranks, 6 nodes, 3 leaves: each linked up to its parent, both ways.
+        assert_eq!(h.link_count(), 2 * (24 + 6 + 3));
+        let inverted = Hierarchical::new(vec![lv(4, 1.0, 8.0), lv(2, 3.0, 16.0)], 1).unwrap();
+        assert!(inverted.check_nested().unwrap_err().contains("level 1 (level1) is faster"));
     }
 
     #[test]

@@ -11,11 +11,13 @@
 //! algorithms' closed forms exist only there; every algorithm still runs everywhere.
 
 mod custom;
+pub mod fabric;
 mod fully_connected;
 mod grid;
 mod hierarchical;
 
 pub use custom::{Custom, MAX_NODES as MAX_CUSTOM_NODES, unreachable};
+pub use fabric::{Fabric, LinkId, route_cost};
 pub use fully_connected::FullyConnected;
 pub use grid::{Grid, squarest};
 pub use hierarchical::{Hierarchical, Level};
@@ -62,6 +64,11 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     /// (in groups of the level below) and its link. Ranks `r` and `q` talk at the cost
     /// of the outermost level at which their groups differ.
     fn levels(&self) -> Option<Vec<(usize, Link)>> {
+        None
+    }
+    /// The physical links and routes under this machine, which the flow model shares
+    /// between messages ([`fabric`]); `None` for a machine known only by its pair costs.
+    fn fabric(&self) -> Option<&dyn Fabric> {
         None
     }
     /// A short human name (`fully_connected`, `torus2d 8x8`, ...).

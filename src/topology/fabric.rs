@@ -1,0 +1,50 @@
+//! The physical network under a topology: hosts and switches joined by full-duplex links,
+//! each direction of a link its own resource, and the route a message takes.
+//!
+//! The ideal model (`network.model: ideal`) needs only a pair's cost, [`super::Topology::link`];
+//! the flow model (`network.model: flow`, see `docs/flow-model.md`) needs the directed
+//! links a message crosses, so that two messages crossing one link share its bandwidth.
+//! Every topology kind describes its links here:
+//!
+//! | kind | links | route |
+//! | --- | --- | --- |
+//! | `fully_connected` | one private link per pair of ranks | the pair's link |
+//! | `torus2d`, `mesh2d`, `ring` | one per pair of grid neighbours | dimension order: along the row first, then along the column; on a torus the shorter way round, the increasing direction on a tie |
+//! | `hierarchical` | a switch per group of every level; a rank to its innermost group's switch, each switch to its parent's | up to the innermost common group's switch, then down |
+//! | `graph`, `custom` | as listed | fewest hops; among equal paths, traced back from the destination through the lowest-index node one hop closer to the source |
+//! | `fat_tree` | host to leaf, every leaf to every spine | through the leaf, or up to spine `dst mod spines` and down (D-mod-k) |
+//!
+//! A directed link is named by a [`LinkId`], a number the fabric chooses: a machine with
+//! a link per pair of ranks has P(P-1) of them and the flow model must not hold a table
+//! that large, so it keeps state only for the links messages have crossed.
+//!
+//! A route's cost alone (no sharing) is `sum of its links' alpha + m / (its slowest
+//! bandwidth)`, and every fabric's [`super::Topology::link`] is exactly that, so a message
+//! that shares nothing takes the same time in both models.
+
+use super::Link;
+
+/// One direction of a physical link, numbered by its fabric.
+pub type LinkId = u64;
+
+/// The links and routes of a machine (see the module docs).
+pub trait Fabric: Send + Sync + std::fmt::Debug {
+    /// Append to `out` the directed links a message from rank `a` to rank `b` (`a != b`)
+    /// crosses, in order from `a`.
+    fn route(&self, a: usize, b: usize, out: &mut Vec<LinkId>);
+    /// Latency and bandwidth of directed link `id`.
+    fn hop(&self, id: LinkId) -> Link;
+    /// `id`'s name for reports: `from->to` by node names (`r3->r4`, `h0->leaf0`).
+    fn link_name(&self, id: LinkId) -> String;
+    /// How many directed links the machine has.
+    fn link_count(&self) -> u64;
+}
+
+/// A route's cost alone: the sum of its links' alphas (in route order) and its slowest
+/// bandwidth.
+pub fn route_cost(f: &dyn Fabric, route: &[LinkId]) -> Link {
+    route.iter().fold(Link { alpha: 0.0, bandwidth: f64::INFINITY }, |acc, &id| {
+        let l = f.hop(id);
+        Link { alpha: acc.alpha + l.alpha, bandwidth: acc.bandwidth.min(l.bandwidth) }
+    })
+}
