@@ -326,7 +326,7 @@ fn run_traced(s: &Scenario, path: &std::path::Path) -> Result<Report, BadInput> 
             s.sizes.len()
         )));
     }
-    let (result, timeline) = runner::run_point_timeline(s, &points[0], true);
+    let (result, timeline) = runner::run_point_traced(s, &points[0]);
     let Some(timeline) = timeline else {
         let why = match &result.not_applicable {
             Some(why) => format!("{} does not run here: {why}", result.algorithm),

@@ -92,7 +92,7 @@ fn full_example_resolves_every_unit() {
     assert_eq!(l.bandwidth, 12.5e9);
     assert_eq!(nics, 2);
     assert_eq!(s.cost_per_byte, 5e-11);
-    assert_eq!(s.network, NetworkModel::Ideal);
+    assert_eq!(s.network.model, NetworkModel::Ideal);
     assert_eq!(s.data.dtype, Dtype::F32);
     assert_eq!(s.data.op, ReduceOp::Max);
     assert_eq!(s.data.init, Init::Rank);
@@ -114,7 +114,7 @@ fn defaults() {
     assert_eq!(s.seed, 0);
     assert_eq!(link(&s).1, 1);
     assert_eq!(s.cost_per_byte, 0.0);
-    assert_eq!(s.network, NetworkModel::Ideal);
+    assert_eq!(s.network.model, NetworkModel::Ideal);
     assert_eq!(s.data.dtype, Dtype::F32);
     assert_eq!(s.data.op, ReduceOp::Sum);
     assert_eq!(s.data.init, Init::Random);
@@ -305,6 +305,25 @@ fn bad_algorithms() {
 }
 
 #[test]
+fn network_keys() {
+    let flow = ok(&format!("{MINIMAL}network: {{ model: flow, sharing: maxmin, envelope: 16 }}\n"));
+    assert_eq!(flow.network.model, NetworkModel::Flow);
+    assert_eq!(flow.network.sharing, allreduce_sim::scenario::SharingSpec::Maxmin);
+    assert_eq!(flow.network.envelope, 16);
+    let weighted = ok(&format!("{MINIMAL}network: {{ model: flow }}\n"));
+    assert_eq!(weighted.network.sharing, allreduce_sim::scenario::SharingSpec::Weighted);
+    err_at(&format!("{MINIMAL}network: {{ model: fluid }}\n"), 6, &["network.model: 'fluid' is not known", "ideal, flow"]);
+    err_at(&format!("{MINIMAL}network: {{ model: flow, sharing: fair }}\n"), 6, &["network.sharing", "weighted, maxmin"]);
+    err_at(&format!("{MINIMAL}network: {{ sharing: maxmin }}\n"), 6, &["applies only under model: flow"]);
+    err_at(&format!("{MINIMAL}network: {{ envelope: -3 }}\n"), 6, &["network.envelope"]);
+    err_at(&format!("{MINIMAL}network: {{ speed: 3 }}\n"), 6, &["unknown key 'speed'", "model, sharing, envelope"]);
+    // Under flow a hierarchy's outer level crosses the inner level's links too.
+    let inverted = "topology:\n  kind: hierarchical\n  levels:\n    - { size: 2, alpha: 1us, bandwidth: 10GB/s }\n    \
+                    - { size: 2, alpha: 1us, bandwidth: 20GB/s }\nalgorithms: [ring]\nsizes: 4KiB\nnetwork:\n  model: flow\n";
+    err_at(inverted, 10, &["level 1 (level 1) is faster than level 0", "bandwidth at most"]);
+}
+
+#[test]
 fn not_implemented_yet() {
     // The kinds of issue 3 are built (tests/topology.rs covers their keys).
     let torus = ok(&with("topology:", "topology:\n  kind: torus2d\n  dims: [2, 2]"));
@@ -312,11 +331,6 @@ fn not_implemented_yet() {
     err_at(&with("topology:", "topology:\n  kind: hierarchical"), 4, &["'link' does not apply to kind hierarchical"]);
     err_at(&with("topology:", "topology:\n  kind: star"), 3, &["'star' is not known", "allowed: fully_connected"]);
     err_at(&with("topology:", "topology:\n  dims: [2, 2]"), 3, &["'dims' does not apply", "kind, link, nics"]);
-    err_at(
-        &format!("{MINIMAL}network: {{ model: flow }}\n"),
-        6,
-        &["network.model: 'flow' is not implemented yet; allowed: ideal"],
-    );
     err_at(&format!("{MINIMAL}data: {{ dtype: f64 }}\n"), 6, &["data.dtype: 'f64'", "allowed: f32"]);
     err_at(&format!("{MINIMAL}data: {{ dtype: bf16 }}\n"), 6, &["allowed: f32"]);
     err_at(&format!("{MINIMAL}data: {{ op: avg }}\n"), 6, &["data.op", "allowed: sum, max, min"]);

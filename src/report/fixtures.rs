@@ -2,7 +2,7 @@
 
 use super::{PointResult, Report};
 use crate::scenario::{
-    AlgoSpec, CheckSpec, Collective, DataMode, DataSpec, Dtype, NetworkModel, Scenario, TopologySpec,
+    AlgoSpec, CheckSpec, Collective, DataMode, DataSpec, Dtype, NetworkSpec, Scenario, TopologySpec,
 };
 use crate::sim::data::{Init, ReduceOp};
 use crate::topology::Link;
@@ -15,7 +15,7 @@ pub(crate) fn scenario() -> Scenario {
         ranks: vec![4],
         topology: TopologySpec::FullyConnected { link: Link { alpha: 1e-6, bandwidth: 12.5e9 }, nics: 1 },
         cost_per_byte: 0.05e-9,
-        network: NetworkModel::Ideal,
+        network: NetworkSpec::default(),
         data: DataSpec { dtype: Dtype::F32, op: ReduceOp::Sum, init: Init::Random, mode: DataMode::Full },
         collective: Collective::Allreduce,
         algorithms: vec![

@@ -114,6 +114,53 @@ pub struct PointResult {
     /// states the rule); its steps only for a single-point run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub critical_path: Option<CriticalPath>,
+    /// Why `closed_form_s` is null where the algorithm has a closed form on this machine
+    /// (the flow model shared a link; an envelope the formulas do not count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_closed_form: Option<String>,
+    /// Under the flow model: the same point's time under the ideal model on the same
+    /// routes, which the flow model's time may never be below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ideal_time_s: Option<f64>,
+    /// Under the flow model: whether two messages ever moved data on one directed link
+    /// at once (if not, the time is the ideal model's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links_shared: Option<bool>,
+    /// Under the flow model: the physical links' traffic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_links: Option<LinkReport>,
+}
+
+/// The physical links' traffic under the flow model.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkReport {
+    /// Directed links in the machine.
+    pub machine_links: u64,
+    /// Directed links some message crossed.
+    pub used: u64,
+    /// The five links that carried the most bytes, busiest first (ties: first crossed).
+    pub busiest: Vec<LinkUse>,
+    /// Every link used, in the order first crossed (left out past [`MAX_LISTED_LINKS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all: Option<Vec<LinkUse>>,
+}
+
+/// Reports list every used link only up to this many.
+pub const MAX_LISTED_LINKS: usize = 4096;
+
+/// One directed link's traffic.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkUse {
+    /// `from->to` by node names.
+    pub name: String,
+    /// Bytes it carried, envelopes included.
+    pub bytes: u64,
+    /// `bytes / (bandwidth * time_s)`: the share of the run it was busy, on average.
+    pub mean_utilisation: f64,
+    /// The largest share of its bandwidth in use at once.
+    pub peak_utilisation: f64,
+    /// The most messages moving data on it at once.
+    pub peak_flows: u32,
 }
 
 /// `null` (how a non-finite float is written) reads back as NaN.

@@ -99,12 +99,32 @@ fn title(out: &mut String, s: &Scenario) {
     };
     let _ = writeln!(
         out,
-        "{} on {}, C={}/B, {} network; {data}",
+        "{} on {}, C={}/B, {}; {data}",
         serde_name(&s.collective),
         describe_topology(&s.topology),
         fmt_time(s.cost_per_byte),
-        serde_name(&s.network),
+        describe_network(&s.network),
     );
+}
+
+/// `ideal network`, or `flow network (weighted sharing, 16 B envelope)`.
+fn describe_network(n: &crate::scenario::NetworkSpec) -> String {
+    use crate::scenario::{NetworkModel, SharingSpec};
+    let envelope = (n.envelope > 0).then(|| format!("{} envelope", fmt_bytes(n.envelope)));
+    match n.model {
+        NetworkModel::Ideal => match envelope {
+            None => "ideal network".to_string(),
+            Some(e) => format!("ideal network ({e})"),
+        },
+        NetworkModel::Flow => {
+            let sharing = match n.sharing {
+                SharingSpec::Weighted => "weighted sharing",
+                SharingSpec::Maxmin => "max-min sharing",
+            };
+            let parts: Vec<String> = std::iter::once(sharing.to_string()).chain(envelope).collect();
+            format!("flow network ({})", parts.join(", "))
+        }
+    }
 }
 
 /// `fully connected, alpha=1 us, B=12.5 GB/s, 1 NIC`; the other kinds alike, with

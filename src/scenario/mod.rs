@@ -30,8 +30,8 @@ pub struct Scenario {
     pub topology: TopologySpec,
     /// Seconds per byte reduced (`compute.cost_per_byte`, C).
     pub cost_per_byte: f64,
-    /// The network model (only `ideal` exists so far).
-    pub network: NetworkModel,
+    /// The network model.
+    pub network: NetworkSpec,
     /// The data plane.
     pub data: DataSpec,
     /// The collective (only `allreduce` exists so far).
@@ -128,8 +128,51 @@ fn de_link<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Link, D::Error> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NetworkModel {
-    /// SPEC section 2: Hockney with ports.
+    /// SPEC section 2: Hockney with ports; links are never shared.
     Ideal,
+    /// SPEC section 2a: messages are flows on routed paths and share the directed links
+    /// they cross ([`crate::sim::flow`]).
+    Flow,
+}
+
+/// `network.sharing`: how flows divide a full link under the flow model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SharingSpec {
+    /// Shares proportional to 1 / route latency (SimGrid CM02); the default.
+    Weighted,
+    /// Equal shares (plain max-min fairness).
+    Maxmin,
+}
+
+/// `network:`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetworkSpec {
+    /// Ideal or flow.
+    pub model: NetworkModel,
+    /// How flows share a link (flow model only).
+    pub sharing: SharingSpec,
+    /// Bytes added to every message on the wire, as an MPI envelope (default 0).
+    pub envelope: u64,
+}
+
+impl Default for NetworkSpec {
+    fn default() -> Self {
+        NetworkSpec { model: NetworkModel::Ideal, sharing: SharingSpec::Weighted, envelope: 0 }
+    }
+}
+
+impl NetworkSpec {
+    /// The engine's view of it.
+    pub fn engine(&self) -> crate::sim::Network {
+        use crate::sim::flow::Sharing;
+        let flow = match (self.model, self.sharing) {
+            (NetworkModel::Ideal, _) => None,
+            (NetworkModel::Flow, SharingSpec::Weighted) => Some(Sharing::Weighted),
+            (NetworkModel::Flow, SharingSpec::Maxmin) => Some(Sharing::MaxMin),
+        };
+        crate::sim::Network { flow, envelope: self.envelope }
+    }
 }
 
 /// `collective`.

@@ -15,7 +15,8 @@ use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::{Location, MessageFormatter, Spanned};
 
 use super::{
-    AlgoSpec, CheckSpec, Collective, DataMode, DataSpec, Dtype, NetworkModel, ParamValue, Scenario, TopologySpec, units,
+    AlgoSpec, CheckSpec, Collective, DataMode, DataSpec, Dtype, NetworkModel, NetworkSpec, ParamValue, Scenario,
+    SharingSpec, TopologySpec, units,
 };
 use crate::algos::{self, Params};
 use crate::sim::data::{Init, ReduceOp};
@@ -402,6 +403,8 @@ struct RawCompute {
 #[serde(deny_unknown_fields)]
 struct RawNetwork {
     model: Option<Spanned<String>>,
+    sharing: Option<Spanned<String>>,
+    envelope: Option<Spanned<Scalar>>,
 }
 
 #[derive(Deserialize)]
@@ -727,8 +730,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     };
 
     // network
-    let model = r.network.and_then(|n| n.value.model);
-    let network = choice(src, model.as_ref(), "network.model", &[("ideal", NetworkModel::Ideal)], &["flow"])?;
+    let network = network(src, r.network.map(|n| n.value), &topology)?;
 
     // data
     let (dtype, op, init, mode) = match r.data {
@@ -830,6 +832,56 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
         sizes,
         check: CheckSpec { closed_form },
     })
+}
+
+/// `network:`. Under the flow model a hierarchy's outer levels cross its inner levels'
+/// links, so its levels must get no faster outward.
+fn network(src: &Src, raw: Option<RawNetwork>, topology: &TopologySpec) -> Result<NetworkSpec, ScenarioError> {
+    let Some(raw) = raw else { return Ok(NetworkSpec::default()) };
+    let models = [("ideal", NetworkModel::Ideal), ("flow", NetworkModel::Flow)];
+    let model = choice(src, raw.model.as_ref(), "network.model", &models, &[])?;
+    let sharings = [("weighted", SharingSpec::Weighted), ("maxmin", SharingSpec::Maxmin)];
+    let sharing = choice(src, raw.sharing.as_ref(), "network.sharing", &sharings, &[])?;
+    if let (Some(at), NetworkModel::Ideal) = (&raw.sharing, model) {
+        return Err(src.err(
+            &at.referenced,
+            "network.sharing: applies only under model: flow (the ideal model never shares a link); \
+             write model: flow or leave sharing out",
+        ));
+    }
+    let envelope = match &raw.envelope {
+        None => 0,
+        Some(v) => {
+            let bytes = match &v.value {
+                Scalar::Bool(_) | Scalar::Null => {
+                    Err(format!("expected a size such as 16 or 64B, found {}", v.value.shown()))
+                }
+                other => units::parse_size(&other.text()),
+            };
+            let bytes = bytes.map_err(|e| src.err(&v.referenced, format!("network.envelope: {e}")))?;
+            if bytes > 1 << 30 {
+                return Err(src.err(
+                    &v.referenced,
+                    format!("network.envelope: {bytes} bytes per message is more than 1 GiB; an MPI envelope is tens of bytes (SMPI adds 16)"),
+                ));
+            }
+            bytes
+        }
+    };
+    if model == NetworkModel::Flow
+        && let TopologySpec::Hierarchical { levels, .. } = topology
+    {
+        let built: Vec<crate::topology::Level> =
+            levels.iter().map(|l| crate::topology::Level { size: l.size, link: l.link, nics: l.nics }).collect();
+        let names: Vec<String> = levels.iter().map(|l| l.name.clone()).collect();
+        if let Ok(h) = crate::topology::Hierarchical::new(built, 1)
+            && let Err(why) = h.with_names(&names).check_nested()
+        {
+            let at = raw.model.as_ref().map_or(Location::UNKNOWN, |m| m.referenced);
+            return Err(src.err(&at, format!("network.model: flow: {why}")));
+        }
+    }
+    Ok(NetworkSpec { model, sharing, envelope })
 }
 
 /// The topology's kind as written in the file (`torus2d`).

@@ -17,6 +17,7 @@ use std::collections::VecDeque;
 use smallvec::SmallVec;
 
 use super::data::{DataPlane, Payload};
+use super::flow::{FlowNet, FlowStats, LinkStat, Sharing};
 use super::op::{Action, Op, Program, Rank, Region, VEC};
 use super::queue::EventQueue;
 use crate::topology::Topology;
@@ -40,11 +41,16 @@ pub struct SimStats {
     pub events: u64,
     /// Reductions performed (local and on receipt).
     pub reductions: u64,
+    /// Under the flow model: whether links were shared, and every link's traffic.
+    pub flow: Option<FlowStats>,
 }
 
 /// A program did something the model cannot run, or the run could not finish.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SimError {
+    /// The machine cannot run under the model asked for.
+    #[error("{0}")]
+    Unsupported(String),
     /// Events ran out while ranks still waited.
     #[error("deadlock at t = {time:e} s: {detail}")]
     Deadlock {
@@ -66,10 +72,21 @@ pub enum SimError {
 /// Hooks that see every message and reduction as it is scheduled: timelines,
 /// critical paths and counters build on this without touching the engine.
 pub trait Observer {
-    /// A message occupies its ports from `start` to `end`.
+    /// A message occupies its ports from `start` to `end`. Under the flow model `end` is
+    /// not known yet and is infinite; [`Observer::message_end`] follows with it.
     fn message(&mut self, _m: &MessageInfo, _start: f64, _end: f64) {}
+    /// Under the flow model: message `m` (the one [`Observer::message`] announced with
+    /// the same [`MessageInfo::id`]) was delivered at `end`.
+    fn message_end(&mut self, _m: &MessageInfo, _end: f64) {}
     /// A reduction of `bytes` bytes runs on `rank`'s compute unit from `start` to `end`.
     fn compute(&mut self, _rank: Rank, _bytes: u64, _start: f64, _end: f64) {}
+    /// Whether [`Observer::link_loads`] is wanted (it costs memory per rate change).
+    fn wants_link_loads(&self) -> bool {
+        false
+    }
+    /// Under the flow model, once after the run: the links used, and every change of a
+    /// link's load as `(index into links, time, share of its capacity in use)`.
+    fn link_loads(&mut self, _links: &[LinkStat], _loads: Vec<(u32, f64, f64)>) {}
 }
 
 /// The observer that observes nothing (compiled away).
@@ -79,6 +96,8 @@ impl Observer for NoObserver {}
 /// A message as an [`Observer`] sees it.
 #[derive(Clone, Copy, Debug)]
 pub struct MessageInfo {
+    /// The engine's handle for the message while it is in flight (reused afterwards).
+    pub id: u32,
     /// Sender.
     pub src: Rank,
     /// Receiver.
@@ -100,6 +119,10 @@ pub struct EngineConfig {
     pub cost_per_byte: f64,
     /// Elements in each scratch buffer `1..` of every rank (index 0 is unused).
     pub scratch_bytes: u64,
+    /// Bytes added to every message on the wire (`network.envelope`).
+    pub envelope: u64,
+    /// `None`: the ideal model; `Some`: the flow model, sharing links this way.
+    pub flow: Option<Sharing>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -187,7 +210,11 @@ struct RankState<'p> {
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum EvKind {
-    MsgDone(u32),
+    /// Message `.0` is delivered, if `.1` is still its generation (the flow model
+    /// reschedules deliveries; the ideal model's generation is always 0).
+    MsgDone(u32, u32),
+    /// Message `.0`'s route latency has passed (the flow model only).
+    DataStart(u32),
     ComputeDone(Rank),
 }
 
@@ -231,6 +258,7 @@ pub struct Engine<'a, 'p, O: Observer> {
     data: Option<&'a mut DataPlane>,
     stats: SimStats,
     obs: &'a mut O,
+    flow: Option<FlowNet<'a>>,
 }
 
 impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
@@ -242,8 +270,21 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         programs: Vec<Vec<Program<'p>>>,
         data: Option<&'a mut DataPlane>,
         obs: &'a mut O,
-    ) -> Self {
+    ) -> Result<Self, SimError> {
         let p = programs.len();
+        let flow = match cfg.flow {
+            None => None,
+            Some(sharing) => {
+                let fabric = topo.fabric().ok_or_else(|| {
+                    SimError::Unsupported(format!("{} has no physical links for the flow model", topo.describe()))
+                })?;
+                let mut net = FlowNet::new(fabric, sharing);
+                if obs.wants_link_loads() {
+                    net.record_loads();
+                }
+                Some(net)
+            }
+        };
         let ranks = programs
             .into_iter()
             .enumerate()
@@ -279,7 +320,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             peak_buffer_bytes: if p > 0 { cfg.scratch_bytes } else { 0 },
             ..SimStats::default()
         };
-        Engine {
+        Ok(Engine {
             topo,
             cfg,
             ranks,
@@ -292,7 +333,8 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             data,
             stats,
             obs,
-        }
+            flow,
+        })
     }
 
     /// Run every program to its end.
@@ -303,19 +345,45 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             }
         }
         self.match_ports();
+        self.settle();
         while let Some((time, ev)) = self.events.pop() {
-            self.now = time;
-            self.stats.events += 1;
-            self.handle(ev)?;
+            // A delivery the flow model moved since is skipped, but may still be the
+            // last event of its instant.
+            let stale = matches!((ev, &self.flow), (EvKind::MsgDone(id, generation), Some(net))
+                if !net.current(id, generation));
+            if !stale {
+                self.now = time;
+                self.stats.events += 1;
+                self.handle(ev)?;
+            }
             // Ports are handed out only once every event of this instant has run, so
-            // that a message issued at `t` may use a port freed at `t`.
+            // that a message issued at `t` may use a port freed at `t`; then the flows
+            // that started or ended at `t` share their links.
             if self.events.peek_time().is_none_or(|next| next != self.now) {
                 self.match_ports();
+                self.settle();
             }
         }
         self.check_finished()?;
         self.stats.time = self.stats.rank_finish.iter().copied().fold(0.0, f64::max);
+        if let Some(mut net) = self.flow.take() {
+            let loads = net.take_loads();
+            let stats = net.into_stats();
+            if self.obs.wants_link_loads() {
+                self.obs.link_loads(&stats.links, loads);
+            }
+            self.stats.flow = Some(stats);
+        }
         Ok(self.stats)
+    }
+
+    /// Under the flow model, give the flows that started or ended this instant their
+    /// rates, and move the deliveries whose rate changed.
+    fn settle(&mut self) {
+        if let Some(net) = self.flow.as_mut() {
+            let events = &mut self.events;
+            net.settle(self.now, |id, generation, time| events.push(time, EvKind::MsgDone(id, generation)));
+        }
     }
 
     fn schedule(&mut self, time: f64, kind: EvKind) {
@@ -608,7 +676,18 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
 
     fn handle(&mut self, ev: EvKind) -> Result<(), SimError> {
         match ev {
-            EvKind::MsgDone(id) => {
+            EvKind::DataStart(id) => {
+                if let Some(net) = self.flow.as_mut() {
+                    net.begin_data(id);
+                }
+                Ok(())
+            }
+            EvKind::MsgDone(id, _) => {
+                if let Some(net) = self.flow.as_mut() {
+                    net.finish(id, self.now);
+                    let info = self.info(id);
+                    self.obs.message_end(&info, self.now);
+                }
                 let m = &mut self.msgs[id as usize];
                 m.delivered = true;
                 let (src, dst, bound, stream) = (m.src, m.dst, m.recv.handle != NONE, m.stream);
@@ -710,11 +789,17 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         self.candidates = cands;
     }
 
+    /// Message `id` as an [`Observer`] sees it.
+    fn info(&self, id: u32) -> MessageInfo {
+        let m = &self.msgs[id as usize];
+        let bytes = (m.len * self.cfg.elem_bytes) as u64;
+        MessageInfo { id, src: m.src, dst: m.dst, tag: m.tag, bytes, issued: m.issued }
+    }
+
     fn start_message(&mut self, id: u32) {
         let m = &self.msgs[id as usize];
         let (src, dst) = (m.src as usize, m.dst as usize);
-        let bytes = (m.len * self.cfg.elem_bytes) as u64;
-        let info = MessageInfo { src: m.src, dst: m.dst, tag: m.tag, bytes, issued: m.issued };
+        let info = self.info(id);
         self.ranks[src].free_out -= 1;
         self.ranks[dst].free_in -= 1;
         let out = &mut self.ranks[src].out_wait;
@@ -725,9 +810,27 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         if let Some(i) = inw.iter().position(|&x| x == id) {
             inw.remove(i);
         }
-        let end = self.now + self.topo.link(src, dst).time(bytes as f64);
-        self.obs.message(&info, self.now, end);
-        self.schedule(end, EvKind::MsgDone(id));
+        // On the wire a message carries its envelope too.
+        let wire = info.bytes + self.cfg.envelope;
+        let link = self.topo.link(src, dst);
+        let end = self.now + link.time(wire as f64);
+        // Under the flow model the delivery is known only when it happens.
+        self.obs.message(&info, self.now, if self.flow.is_some() { f64::INFINITY } else { end });
+        let generation = match self.flow.as_mut() {
+            None => 0,
+            Some(net) => {
+                let generation = net.start(id, src as Rank, dst as Rank, wire, link, self.now);
+                if wire > 0 {
+                    if link.alpha > 0.0 {
+                        self.events.push(self.now + link.alpha, EvKind::DataStart(id));
+                    } else {
+                        net.begin_data(id);
+                    }
+                }
+                generation
+            }
+        };
+        self.schedule(end, EvKind::MsgDone(id, generation));
     }
 
     fn check_finished(&self) -> Result<(), SimError> {

@@ -6,6 +6,7 @@
 
 pub mod data;
 pub mod engine;
+pub mod flow;
 pub mod op;
 pub mod queue;
 
@@ -13,6 +14,7 @@ use crate::algos::{Algorithm, Problem};
 use crate::topology::Topology;
 use data::{DataPlane, ReduceOp};
 use engine::{Engine, EngineConfig, Observer, SimError, SimStats};
+use flow::Sharing;
 pub use op::{Action, Op, Program, Rank, Region};
 
 /// What [`simulate`] hands back: the engine's statistics and, with data, every rank's
@@ -44,11 +46,39 @@ pub fn simulate_with<O: Observer>(
     plane: Option<impl FnOnce(&[usize]) -> DataPlane>,
     obs: &mut O,
 ) -> Result<Outcome, SimError> {
+    simulate_on(algo, topo, p, cost_per_byte, Network::IDEAL, plane, obs)
+}
+
+/// The network model a run uses (`network:` in the scenario).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Network {
+    /// `None`: the ideal model (SPEC section 2); `Some`: the flow model, sharing links so.
+    pub flow: Option<Sharing>,
+    /// Bytes added to every message on the wire.
+    pub envelope: u64,
+}
+
+impl Network {
+    /// The ideal model, no envelope.
+    pub const IDEAL: Network = Network { flow: None, envelope: 0 };
+}
+
+/// [`simulate_with`] on the network model `net`.
+pub fn simulate_on<O: Observer>(
+    algo: &dyn Algorithm,
+    topo: &dyn Topology,
+    p: Problem,
+    cost_per_byte: f64,
+    net: Network,
+    plane: Option<impl FnOnce(&[usize]) -> DataPlane>,
+    obs: &mut O,
+) -> Result<Outcome, SimError> {
     let scratch = algo.scratch(&p);
     let scratch_bytes = (scratch.iter().sum::<usize>() * p.elem_bytes) as u64;
-    let cfg = EngineConfig { elem_bytes: p.elem_bytes, cost_per_byte, scratch_bytes };
+    let cfg =
+        EngineConfig { elem_bytes: p.elem_bytes, cost_per_byte, scratch_bytes, envelope: net.envelope, flow: net.flow };
     let programs = (0..p.ranks).map(|r| algo.program(r as Rank, p, topo)).collect();
     let mut plane = plane.map(|build| build(&scratch));
-    let stats = Engine::new(topo, cfg, programs, plane.as_mut(), obs).run()?;
+    let stats = Engine::new(topo, cfg, programs, plane.as_mut(), obs)?.run()?;
     Ok((stats, plane.map(DataPlane::into_vectors)))
 }

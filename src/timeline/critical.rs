@@ -331,6 +331,7 @@ mod tests {
             nics: vec![1; 3],
             messages: vec![msg(0, 1, 0.0, 0.0, 1.0, 0), msg(1, 2, 1.5, 1.5, 2.5, 2), msg(1, 2, 1.5, 2.5, 3.5, 3)],
             computes: vec![ComputeRecord { rank: 1, bytes: 4, start: 1.0, end: 1.5, seq: 1 }],
+            links: None,
         };
         let cp = critical_path(&t, true).unwrap();
         let why: Vec<WaitedFor> = cp.steps.as_ref().unwrap().iter().map(|s| s.waited_for).collect();
@@ -350,6 +351,7 @@ mod tests {
             nics: vec![1; 3],
             messages: vec![msg(0, 1, 0.0, 0.0, 1.0, 0), msg(0, 2, 1.0, 1.0, 2.0, 1)],
             computes: vec![],
+            links: None,
         };
         let cp = critical_path(&t, true).unwrap();
         let why: Vec<WaitedFor> = cp.steps.as_ref().unwrap().iter().map(|s| s.waited_for).collect();

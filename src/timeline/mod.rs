@@ -86,6 +86,8 @@ pub struct Timeline {
     pub messages: Vec<MessageRecord>,
     /// Reductions.
     pub computes: Vec<ComputeRecord>,
+    /// Under the flow model: the links used and their loads over time.
+    pub links: Option<LinkLoads>,
 }
 
 impl Timeline {
@@ -136,6 +138,23 @@ pub struct Recorder {
     in_busy: Vec<Vec<f64>>,
     seq: u64,
     overflow: bool,
+    /// Under the flow model, per engine message handle: the record of the message in
+    /// flight under it, whose end is not known yet.
+    open: Vec<u32>,
+    /// The flow model's links and their loads, when the run had them.
+    links: Option<LinkLoads>,
+    /// Whether to keep the links' loads (they cost memory per rate change).
+    want_loads: bool,
+}
+
+/// The flow model's links as a timeline shows them: each used link and every change of
+/// its load.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LinkLoads {
+    /// The links, in the order first crossed.
+    pub links: Vec<crate::sim::flow::LinkStat>,
+    /// `(index into links, time, share of capacity in use)`, in time order.
+    pub loads: Vec<(u32, f64, f64)>,
 }
 
 /// The lowest track free at `t` (its last interval ended at or before `t`), now busy
@@ -156,16 +175,27 @@ impl Recorder {
     /// A recorder for `ranks` ranks (the timeline's `nics` is left for the caller).
     pub fn new(ranks: usize) -> Self {
         Recorder {
-            timeline: Timeline { ranks, nics: Vec::new(), messages: Vec::new(), computes: Vec::new() },
+            timeline: Timeline { ranks, nics: Vec::new(), messages: Vec::new(), computes: Vec::new(), links: None },
             out_busy: vec![Vec::new(); ranks],
             in_busy: vec![Vec::new(); ranks],
             seq: 0,
             overflow: false,
+            open: Vec::new(),
+            links: None,
+            want_loads: false,
         }
     }
 
+    /// Also keep, under the flow model, every change of every link's load (for the
+    /// trace's counter tracks).
+    pub fn with_link_loads(mut self) -> Self {
+        self.want_loads = true;
+        self
+    }
+
     /// The timeline, or `None` if it outgrew [`MAX_INTERVALS`].
-    pub fn finish(self) -> Option<Timeline> {
+    pub fn finish(mut self) -> Option<Timeline> {
+        self.timeline.links = self.links.take();
         (!self.overflow).then_some(self.timeline)
     }
 
@@ -186,6 +216,13 @@ impl Observer for Recorder {
         }
         let out_port = take_track(&mut self.out_busy[m.src as usize], start, end);
         let in_port = take_track(&mut self.in_busy[m.dst as usize], start, end);
+        if end.is_infinite() {
+            let id = m.id as usize;
+            if self.open.len() <= id {
+                self.open.resize(id + 1, u32::MAX);
+            }
+            self.open[id] = self.timeline.messages.len() as u32;
+        }
         self.timeline.messages.push(MessageRecord {
             src: m.src,
             dst: m.dst,
@@ -199,6 +236,25 @@ impl Observer for Recorder {
             seq: self.seq,
         });
         self.seq += 1;
+    }
+
+    fn message_end(&mut self, m: &MessageInfo, end: f64) {
+        if self.overflow {
+            return;
+        }
+        let Some(&i) = self.open.get(m.id as usize) else { return };
+        let Some(rec) = self.timeline.messages.get_mut(i as usize) else { return };
+        rec.end = end;
+        self.out_busy[rec.src as usize][rec.out_port as usize] = end;
+        self.in_busy[rec.dst as usize][rec.in_port as usize] = end;
+    }
+
+    fn wants_link_loads(&self) -> bool {
+        self.want_loads
+    }
+
+    fn link_loads(&mut self, links: &[crate::sim::flow::LinkStat], loads: Vec<(u32, f64, f64)>) {
+        self.links = Some(LinkLoads { links: links.to_vec(), loads });
     }
 
     fn compute(&mut self, rank: Rank, bytes: u64, start: f64, end: f64) {
@@ -215,7 +271,7 @@ mod tests {
     use super::*;
 
     fn info(src: Rank, dst: Rank) -> MessageInfo {
-        MessageInfo { src, dst, tag: 0, bytes: 8, issued: 0.0 }
+        MessageInfo { id: 0, src, dst, tag: 0, bytes: 8, issued: 0.0 }
     }
 
     #[test]

@@ -158,6 +158,7 @@ mod tests {
                 seq: 0,
             }],
             computes: vec![ComputeRecord { rank: 1, bytes: 1024, start: 2e-6, end: 3e-6, seq: 1 }],
+            links: None,
         };
         let mut buf = Vec::new();
         write_trace(&t, json!({"algorithm": "x"}), &mut buf).unwrap();

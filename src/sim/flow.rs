@@ -1,0 +1,483 @@
+//! The flow model (`network.model: flow`): messages are flows on routed paths, and flows
+//! that cross one directed link share its bandwidth, as in SimGrid's fluid model.
+//!
+//! The engine ([`super::engine`]) still decides when a message starts (both its ports
+//! free, SPEC section 2's priority order); this module decides when it ends. A message
+//! of `m` bytes from `a` to `b` that starts at `t` is a flow on the route
+//! [`crate::topology::Fabric::route`] gives. Its route latency `L` and bottleneck `B` are
+//! the pair's cost [`crate::topology::Topology::link`] (the route's alphas summed, its
+//! slowest link). The flow moves no data until `t + L`; from then on it has a rate, set by
+//! progressive filling over the links its route crosses and recomputed whenever a flow
+//! joins or leaves one of them; it ends when its `m` bytes have moved.
+//!
+//! **Sharing.** [`Sharing::MaxMin`] is plain max-min fairness: raise every flow's rate at
+//! once until a link is full, freeze the flows on it, repeat. [`Sharing::Weighted`]
+//! (SimGrid's CM02) gives each flow a share proportional to `1 / L` instead, so on a
+//! full link a flow of half the route latency gets twice the rate. A route latency below
+//! [`MIN_WEIGHT_S`] counts as that much, so that zero-latency links (which SimGrid's
+//! model cannot run: a flow of zero weight never moves) still share.
+//!
+//! **Exact where nothing is shared.** A flow that is alone on every link of its route gets
+//! its bottleneck's full bandwidth and ends at `t + (L + m / B)`, computed in exactly the
+//! ideal model's arithmetic; its delivery is scheduled once, when it starts, as the ideal
+//! engine does. So a run in which no two flows ever share a directed link schedules the
+//! same events in the same order as the ideal model, and gives its times bit for bit.
+//! When a flow's rate changes, its delivery is scheduled again and the older event is
+//! recognised by its generation number and skipped.
+//!
+//! **Incremental.** Rates are recomputed once per instant, after every event of that
+//! instant, and only for the flows that share a link, directly or through other flows,
+//! with a link some flow joined or left (the connected component of the sharing graph).
+//! With `F` flows and `K` links in that component, `h` links per route and `I`
+//! bottleneck levels, a recomputation costs `O(F h + K I)`; flows elsewhere keep their
+//! rates and their scheduled deliveries.
+//!
+//! **Determinism.** Links are visited in the order a message first crossed them, flows on
+//! a link in the order they joined, and ties between equally loaded links go to the one
+//! crossed first; no hash order or thread timing reaches a rate.
+
+use std::collections::HashMap;
+
+use smallvec::SmallVec;
+
+use crate::topology::{Fabric, Link, LinkId};
+
+/// How flows on a full link divide it (`network.sharing`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sharing {
+    /// Shares proportional to `1 / route latency` (SimGrid CM02); the default.
+    Weighted,
+    /// Plain max-min fairness: equal shares.
+    MaxMin,
+}
+
+/// Route latencies below this count as this much under [`Sharing::Weighted`].
+pub const MIN_WEIGHT_S: f64 = 1e-9;
+
+/// One directed link the run has used, for the per-link report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkStat {
+    /// `from->to` by node names.
+    pub name: String,
+    /// Bytes per second.
+    pub capacity: f64,
+    /// Bytes it carried (envelopes included).
+    pub bytes: u64,
+    /// The largest share of its capacity in use at once, `0..=1`.
+    pub peak_utilisation: f64,
+    /// The most flows moving data on it at once.
+    pub peak_flows: u32,
+}
+
+/// What the flow model reports about a run besides the engine's statistics.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FlowStats {
+    /// Whether two flows ever moved data on one directed link at the same time. If not,
+    /// every message took its time alone, and the run's times are the ideal model's.
+    pub shared: bool,
+    /// Every directed link some message crossed, in the order first crossed.
+    pub links: Vec<LinkStat>,
+    /// Directed links in the machine.
+    pub machine_links: u64,
+    /// Rate recomputations, and flows whose rate they changed.
+    pub recomputations: u64,
+    /// Flows whose delivery was rescheduled because their rate changed.
+    pub reschedules: u64,
+    /// Messages delivered sooner than they could have been alone on their route (more
+    /// than a relative 1e-9 early). Rates never exceed a link's bandwidth, so this is 0
+    /// unless the model is broken; the runner fails a point where it is not.
+    pub faster_than_alone: u64,
+}
+
+#[derive(Debug)]
+struct LinkState {
+    capacity: f64,
+    /// Flows moving data on it, in the order they joined.
+    flows: SmallVec<[u32; 4]>,
+    bytes: u64,
+    load: f64,
+    peak: f64,
+    peak_flows: u32,
+    dirty: bool,
+    /// Visit mark of the last recomputation that reached it.
+    epoch: u64,
+    /// Progressive filling: capacity not yet given out, the shares and the count of
+    /// flows on it not yet frozen.
+    left: f64,
+    shares: f64,
+    unfixed: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct FlowState {
+    /// Its route: `route_buf[start..start + len]`, link slots.
+    start: u32,
+    len: u32,
+    /// `1 / weight`: its share per unit of a link's fair level.
+    share: f64,
+    /// Bytes per second while moving data (before it joins: its bottleneck's bandwidth).
+    rate: f64,
+    /// When `remaining` was last brought up to date.
+    anchor: f64,
+    remaining: f64,
+    /// When it would be delivered alone on its route.
+    alone: f64,
+    /// Moving data: on its links' flow lists.
+    moving: bool,
+    /// Generation of its scheduled delivery; older events are stale.
+    generation: u32,
+    epoch: u64,
+    fixed: bool,
+    next_rate: f64,
+}
+
+/// The shared links of one run. The engine calls [`FlowNet::start`] when a message takes
+/// its ports, [`FlowNet::begin_data`] when its latency has passed, [`FlowNet::finish`]
+/// when it is delivered, and [`FlowNet::settle`] once per instant.
+pub struct FlowNet<'a> {
+    fabric: &'a dyn Fabric,
+    sharing: Sharing,
+    /// Link slots of each `(src, dst)` pair's route, in `route_buf`.
+    routes: HashMap<(u32, u32), (u32, u32)>,
+    route_buf: Vec<u32>,
+    /// Which slot holds each link crossed so far.
+    slot_of: HashMap<LinkId, u32>,
+    ids: Vec<LinkId>,
+    links: Vec<LinkState>,
+    /// Per message id (the engine's slab index).
+    flows: Vec<FlowState>,
+    dirty: Vec<u32>,
+    epoch: u64,
+    scratch: Vec<LinkId>,
+    comp_links: Vec<u32>,
+    comp_flows: Vec<u32>,
+    /// `(link slot, time, load as a share of capacity)` for every change of a link's
+    /// load, when asked for ([`FlowNet::record_loads`]).
+    loads: Option<Vec<(u32, f64, f64)>>,
+    stats: FlowStats,
+}
+
+/// The routes cached past this many pairs are dropped (a schedule that talks to every
+/// pair, like a naive all-to-all, would otherwise keep P^2 of them).
+const MAX_CACHED_ROUTES: usize = 1 << 20;
+
+impl<'a> FlowNet<'a> {
+    /// A network over `fabric`'s links, sharing them as `sharing` says.
+    pub fn new(fabric: &'a dyn Fabric, sharing: Sharing) -> Self {
+        FlowNet {
+            fabric,
+            sharing,
+            routes: HashMap::new(),
+            route_buf: Vec::new(),
+            slot_of: HashMap::new(),
+            ids: Vec::new(),
+            links: Vec::new(),
+            flows: Vec::new(),
+            dirty: Vec::new(),
+            epoch: 0,
+            scratch: Vec::new(),
+            comp_links: Vec::new(),
+            comp_flows: Vec::new(),
+            loads: None,
+            stats: FlowStats { machine_links: fabric.link_count(), ..FlowStats::default() },
+        }
+    }
+
+    /// Keep every change of a link's load, for the timeline's counter tracks.
+    pub fn record_loads(&mut self) {
+        self.loads = Some(Vec::new());
+    }
+
+    /// The slots of the route from `a` to `b`, computed and cached on first use.
+    fn route(&mut self, a: u32, b: u32) -> (u32, u32) {
+        if let Some(&r) = self.routes.get(&(a, b)) {
+            return r;
+        }
+        if self.routes.len() >= MAX_CACHED_ROUTES {
+            self.routes.clear();
+            self.route_buf.clear();
+        }
+        self.scratch.clear();
+        self.fabric.route(a as usize, b as usize, &mut self.scratch);
+        let start = self.route_buf.len() as u32;
+        for i in 0..self.scratch.len() {
+            let id = self.scratch[i];
+            let slot = match self.slot_of.get(&id) {
+                Some(&s) => s,
+                None => {
+                    let s = self.links.len() as u32;
+                    self.slot_of.insert(id, s);
+                    self.ids.push(id);
+                    self.links.push(LinkState {
+                        capacity: self.fabric.hop(id).bandwidth,
+                        flows: SmallVec::new(),
+                        bytes: 0,
+                        load: 0.0,
+                        peak: 0.0,
+                        peak_flows: 0,
+                        dirty: false,
+                        epoch: 0,
+                        left: 0.0,
+                        shares: 0.0,
+                        unfixed: 0,
+                    });
+                    s
+                }
+            };
+            self.route_buf.push(slot);
+        }
+        let r = (start, self.scratch.len() as u32);
+        self.routes.insert((a, b), r);
+        r
+    }
+
+    /// Message `id` of `bytes` bytes from `a` to `b`, whose pair cost is `link`, takes its
+    /// ports at `now`. Returns the generation of the delivery the engine schedules now,
+    /// at `now + link.time(bytes)`: right if the flow never shares a link.
+    pub fn start(&mut self, id: u32, a: u32, b: u32, bytes: u64, link: Link, now: f64) -> u32 {
+        let (start, len) = self.route(a, b);
+        for i in start..start + len {
+            self.links[self.route_buf[i as usize] as usize].bytes += bytes;
+        }
+        if self.flows.len() <= id as usize {
+            self.flows.resize(id as usize + 1, FlowState::default());
+        }
+        let share = match self.sharing {
+            Sharing::MaxMin => 1.0,
+            Sharing::Weighted => 1.0 / link.alpha.max(MIN_WEIGHT_S),
+        };
+        let f = &mut self.flows[id as usize];
+        let generation = f.generation.wrapping_add(1);
+        *f = FlowState {
+            start,
+            len,
+            share,
+            rate: link.bandwidth,
+            anchor: now + link.alpha,
+            remaining: bytes as f64,
+            alone: now + link.time(bytes as f64),
+            moving: false,
+            generation,
+            epoch: 0,
+            fixed: false,
+            next_rate: 0.0,
+        };
+        generation
+    }
+
+    /// Whether a delivery of message `id` scheduled with `generation` is still its delivery.
+    #[inline]
+    pub fn current(&self, id: u32, generation: u32) -> bool {
+        self.flows[id as usize].generation == generation
+    }
+
+    /// Message `id`'s route latency has passed: it starts moving data (a message of no
+    /// bytes never does).
+    pub fn begin_data(&mut self, id: u32) {
+        let f = &mut self.flows[id as usize];
+        if f.remaining <= 0.0 {
+            return;
+        }
+        f.moving = true;
+        let (start, len) = (f.start, f.len);
+        for i in start..start + len {
+            let slot = self.route_buf[i as usize];
+            let l = &mut self.links[slot as usize];
+            l.flows.push(id);
+            if !l.dirty {
+                l.dirty = true;
+                self.dirty.push(slot);
+            }
+        }
+    }
+
+    /// Message `id` is delivered at `now`: it leaves its links.
+    pub fn finish(&mut self, id: u32, now: f64) {
+        let f = &mut self.flows[id as usize];
+        if now < f.alone - 1e-9 * f.alone {
+            self.stats.faster_than_alone += 1;
+        }
+        f.generation = f.generation.wrapping_add(1);
+        if !f.moving {
+            return;
+        }
+        f.moving = false;
+        let (start, len) = (f.start, f.len);
+        for i in start..start + len {
+            let slot = self.route_buf[i as usize];
+            let l = &mut self.links[slot as usize];
+            if let Some(pos) = l.flows.iter().position(|&x| x == id) {
+                l.flows.remove(pos);
+            }
+            if !l.dirty {
+                l.dirty = true;
+                self.dirty.push(slot);
+            }
+        }
+    }
+
+    /// Recompute the rates of every flow that shares a link with a link that changed
+    /// since the last call, at `now`; `reschedule(id, generation, time)` is called for
+    /// each flow whose delivery moved.
+    pub fn settle(&mut self, now: f64, mut reschedule: impl FnMut(u32, u32, f64)) {
+        while let Some(&seed) = self.dirty.last() {
+            self.dirty.pop();
+            if !self.links[seed as usize].dirty {
+                continue;
+            }
+            self.component(seed);
+            self.fill();
+            self.apply(now, &mut reschedule);
+        }
+    }
+
+    /// Gather in `comp_links` and `comp_flows` the links and moving flows reachable from
+    /// link `seed` through shared flows; clears their dirty marks.
+    fn component(&mut self, seed: u32) {
+        self.epoch += 1;
+        let epoch = self.epoch;
+        self.comp_links.clear();
+        self.comp_flows.clear();
+        self.links[seed as usize].epoch = epoch;
+        self.comp_links.push(seed);
+        let mut head = 0;
+        while head < self.comp_links.len() {
+            let slot = self.comp_links[head] as usize;
+            head += 1;
+            self.links[slot].dirty = false;
+            for k in 0..self.links[slot].flows.len() {
+                let id = self.links[slot].flows[k];
+                let f = &mut self.flows[id as usize];
+                if f.epoch == epoch {
+                    continue;
+                }
+                f.epoch = epoch;
+                self.comp_flows.push(id);
+                let (start, len) = (f.start, f.len);
+                for i in start..start + len {
+                    let s = self.route_buf[i as usize];
+                    if self.links[s as usize].epoch != epoch {
+                        self.links[s as usize].epoch = epoch;
+                        self.comp_links.push(s);
+                    }
+                }
+            }
+        }
+        // Slots are numbered in the order links were first crossed: the stated tie order.
+        self.comp_links.sort_unstable();
+    }
+
+    /// Progressive filling over the component: each round, the link whose capacity left
+    /// per unit of share is smallest is the bottleneck; its flows get that level (times
+    /// their share) and are frozen.
+    fn fill(&mut self) {
+        self.stats.recomputations += 1;
+        for &slot in &self.comp_links {
+            let l = &mut self.links[slot as usize];
+            l.left = l.capacity;
+            l.shares = 0.0;
+            l.unfixed = 0;
+            if l.flows.len() > 1 {
+                self.stats.shared = true;
+            }
+        }
+        for &id in &self.comp_flows {
+            let f = &mut self.flows[id as usize];
+            f.fixed = false;
+            for i in f.start..f.start + f.len {
+                let l = &mut self.links[self.route_buf[i as usize] as usize];
+                l.shares += f.share;
+                l.unfixed += 1;
+            }
+        }
+        loop {
+            let mut best: Option<(u32, f64)> = None;
+            for &slot in &self.comp_links {
+                let l = &self.links[slot as usize];
+                if l.unfixed == 0 {
+                    continue;
+                }
+                let level = l.left / l.shares;
+                if best.is_none_or(|(_, b)| level < b) {
+                    best = Some((slot, level));
+                }
+            }
+            let Some((slot, _)) = best else { break };
+            let (left, shares) = (self.links[slot as usize].left.max(0.0), self.links[slot as usize].shares);
+            for k in 0..self.links[slot as usize].flows.len() {
+                let id = self.links[slot as usize].flows[k];
+                let f = &mut self.flows[id as usize];
+                if f.fixed {
+                    continue;
+                }
+                // `left * (share / shares)`, not `level * share`: a flow alone on its
+                // bottleneck gets exactly the link's bandwidth.
+                let rate = left * (f.share / shares);
+                f.fixed = true;
+                f.next_rate = rate;
+                let (start, len, share) = (f.start, f.len, f.share);
+                for i in start..start + len {
+                    let l = &mut self.links[self.route_buf[i as usize] as usize];
+                    l.left -= rate;
+                    l.shares -= share;
+                    l.unfixed -= 1;
+                }
+            }
+        }
+    }
+
+    /// Bring every flow of the component to its new rate and every link to its new load.
+    fn apply(&mut self, now: f64, reschedule: &mut impl FnMut(u32, u32, f64)) {
+        for &id in &self.comp_flows {
+            let f = &mut self.flows[id as usize];
+            let rate = f.next_rate;
+            if rate == f.rate {
+                continue;
+            }
+            // A flow that joins at `now` has moved nothing yet (its anchor is `now`).
+            let moved = f.rate * (now - f.anchor).max(0.0);
+            f.remaining = (f.remaining - moved).max(0.0);
+            f.anchor = now;
+            f.rate = rate;
+            f.generation = f.generation.wrapping_add(1);
+            self.stats.reschedules += 1;
+            reschedule(id, f.generation, now + f.remaining / rate);
+        }
+        for &slot in &self.comp_links {
+            let l = &mut self.links[slot as usize];
+            let load: f64 = l.flows.iter().map(|&id| self.flows[id as usize].rate).sum();
+            let load = load / l.capacity;
+            l.peak = l.peak.max(load);
+            l.peak_flows = l.peak_flows.max(l.flows.len() as u32);
+            if load != l.load {
+                l.load = load;
+                if let Some(v) = &mut self.loads {
+                    v.push((slot, now, load));
+                }
+            }
+        }
+    }
+
+    /// The loads recorded since [`FlowNet::record_loads`]: `(link index in
+    /// [`FlowStats::links`], time, share of capacity in use)`.
+    pub fn take_loads(&mut self) -> Vec<(u32, f64, f64)> {
+        self.loads.take().unwrap_or_default()
+    }
+
+    /// The run's link statistics.
+    pub fn into_stats(mut self) -> FlowStats {
+        self.stats.links = self
+            .ids
+            .iter()
+            .zip(&self.links)
+            .map(|(&id, l)| LinkStat {
+                name: self.fabric.link_name(id),
+                capacity: l.capacity,
+                bytes: l.bytes,
+                peak_utilisation: l.peak,
+                peak_flows: l.peak_flows,
+            })
+            .collect();
+        self.stats
+    }
+}
