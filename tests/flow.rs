@@ -70,8 +70,7 @@ fn two_flows_on_one_link_halve_it() {
     let st = timing(&s, &ring(4, 1), 1, WEIGHTED);
     let flow = st.flow.unwrap();
     assert!(flow.shared);
-    let busy: Vec<(&str, u64, u32)> =
-        flow.links.iter().map(|l| (l.name.as_str(), l.bytes, l.peak_flows)).collect();
+    let busy: Vec<(&str, u64, u32)> = flow.links.iter().map(|l| (l.name.as_str(), l.bytes, l.peak_flows)).collect();
     assert_eq!(busy, [("r0->r1", 4, 1), ("r1->r2", 8, 2), ("r2->r3", 4, 1)]);
 }
 

@@ -312,8 +312,16 @@ fn network_keys() {
     assert_eq!(flow.network.envelope, 16);
     let weighted = ok(&format!("{MINIMAL}network: {{ model: flow }}\n"));
     assert_eq!(weighted.network.sharing, allreduce_sim::scenario::SharingSpec::Weighted);
-    err_at(&format!("{MINIMAL}network: {{ model: fluid }}\n"), 6, &["network.model: 'fluid' is not known", "ideal, flow"]);
-    err_at(&format!("{MINIMAL}network: {{ model: flow, sharing: fair }}\n"), 6, &["network.sharing", "weighted, maxmin"]);
+    err_at(
+        &format!("{MINIMAL}network: {{ model: fluid }}\n"),
+        6,
+        &["network.model: 'fluid' is not known", "ideal, flow"],
+    );
+    err_at(
+        &format!("{MINIMAL}network: {{ model: flow, sharing: fair }}\n"),
+        6,
+        &["network.sharing", "weighted, maxmin"],
+    );
     err_at(&format!("{MINIMAL}network: {{ sharing: maxmin }}\n"), 6, &["applies only under model: flow"]);
     err_at(&format!("{MINIMAL}network: {{ envelope: -3 }}\n"), 6, &["network.envelope"]);
     err_at(&format!("{MINIMAL}network: {{ speed: 3 }}\n"), 6, &["unknown key 'speed'", "model, sharing, envelope"]);

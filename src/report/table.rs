@@ -33,6 +33,7 @@ impl Exporter for Table {
             );
             group_table(&mut out, &rows);
             critical_paths(&mut out, &rows);
+            busiest_links(&mut out, &rows);
         }
 
         let failed: Vec<&PointResult> = report.results.iter().filter(|r| !r.passed()).collect();
@@ -68,9 +69,39 @@ const EFFICIENCY_SLACK: f64 = 1e-9;
 fn critical_paths(out: &mut String, rows: &[&PointResult]) {
     for r in rows {
         if let Some(cp) = &r.critical_path {
-            let link = r.link_bytes_max.map_or_else(String::new, |b| format!("; busiest link {}", fmt_bytes(b)));
+            // Under the flow model the physical links have their own line.
+            let link = match (r.link_bytes_max, &r.network_links) {
+                (Some(b), None) => format!("; busiest link {}", fmt_bytes(b)),
+                _ => String::new(),
+            };
             let _ = writeln!(out, "   {}: critical path {}{link}", r.algorithm, cp.summary());
         }
+    }
+}
+
+/// Under the flow model, one line per point naming its five busiest physical links:
+/// bytes carried and mean utilisation over the run (`ring: busiest links h0->leaf0
+/// 1.88 MiB 99%, ...`), then why there is no closed form where links were shared.
+fn busiest_links(out: &mut String, rows: &[&PointResult]) {
+    for r in rows {
+        let Some(links) = &r.network_links else { continue };
+        let busiest: Vec<String> = links
+            .busiest
+            .iter()
+            .map(|l| format!("{} {} {:.0}%", l.name, fmt_bytes(l.bytes), 100.0 * l.mean_utilisation))
+            .collect();
+        let shared = match r.links_shared {
+            Some(true) => "links shared",
+            _ => "no link shared",
+        };
+        let _ = writeln!(
+            out,
+            "   {}: {shared}, {} of {} links used; busiest {}",
+            r.algorithm,
+            links.used,
+            links.machine_links,
+            busiest.join(", ")
+        );
     }
 }
 
@@ -200,6 +231,7 @@ enum Align {
 }
 
 /// The columns: header and alignment. The first, unnamed, holds the fastest mark.
+/// Under the flow model [`VS_IDEAL`] follows `time`.
 const COLUMNS: [(&str, Align); 13] = [
     ("", Align::Left),
     ("algorithm", Align::Left),
@@ -216,6 +248,9 @@ const COLUMNS: [(&str, Align); 13] = [
     ("bitwise", Align::Center),
 ];
 
+/// Under the flow model: how much longer than the ideal model on the same routes.
+const VS_IDEAL: (&str, Align) = ("vs ideal", Align::Right);
+
 /// One line of a table: full cells, or the mark and algorithm then free text
 /// (`n/a: why`) that does not take part in the alignment.
 enum Line {
@@ -230,7 +265,12 @@ fn group_table(out: &mut String, rows: &[&PointResult]) {
         .map(|r| r.time_s)
         .fold(f64::INFINITY, f64::min);
 
-    let mut lines = vec![Line::Cells(COLUMNS.iter().map(|(h, _)| h.to_string()).collect())];
+    let mut columns: Vec<(&str, Align)> = COLUMNS.to_vec();
+    let flow = rows.iter().any(|r| r.ideal_time_s.is_some());
+    if flow {
+        columns.insert(3, VS_IDEAL);
+    }
+    let mut lines = vec![Line::Cells(columns.iter().map(|(h, _)| h.to_string()).collect())];
     for r in rows {
         let mark = if r.not_applicable.is_none() && r.time_s == fastest { "*" } else { "" };
         let head = vec![mark.to_string(), r.algorithm.clone()];
@@ -239,9 +279,17 @@ fn group_table(out: &mut String, rows: &[&PointResult]) {
             continue;
         }
         let mut cells = head;
+        cells.push(fmt_time(r.time_s));
+        if flow {
+            cells.push(r.ideal_time_s.map_or_else(dash, |ideal| vs_ideal(r.time_s, ideal)));
+        }
+        let closed = match (r.closed_form_s, r.links_shared) {
+            (Some(c), _) => fmt_time(c),
+            (None, Some(true)) if r.no_closed_form.is_some() => "shared".to_string(),
+            _ => dash(),
+        };
         cells.extend([
-            fmt_time(r.time_s),
-            r.closed_form_s.map_or_else(dash, fmt_time),
+            closed,
             rel_err(r),
             r.efficiency.map_or_else(dash, efficiency),
             r.busbw_bps.map_or_else(dash, fmt_bandwidth),
@@ -265,7 +313,7 @@ fn group_table(out: &mut String, rows: &[&PointResult]) {
         lines.push(Line::Cells(cells));
     }
 
-    let mut widths = [0usize; COLUMNS.len()];
+    let mut widths = vec![0usize; columns.len()];
     for line in &lines {
         let cells = match line {
             Line::Cells(c) | Line::Span(c, _) => c,
@@ -283,12 +331,12 @@ fn group_table(out: &mut String, rows: &[&PointResult]) {
                     if i > 0 {
                         text.push_str("  ");
                     }
-                    pad(&mut text, c, widths[i], COLUMNS[i].1);
+                    pad(&mut text, c, widths[i], columns[i].1);
                 }
             }
             Line::Span(cells, rest) => {
                 for (i, c) in cells.iter().enumerate() {
-                    pad(&mut text, c, widths[i], COLUMNS[i].1);
+                    pad(&mut text, c, widths[i], columns[i].1);
                     text.push_str("  ");
                 }
                 text.push_str(rest);
@@ -309,6 +357,15 @@ fn pad(out: &mut String, s: &str, width: usize, align: Align) {
     out.extend(std::iter::repeat_n(' ', before));
     out.push_str(s);
     out.extend(std::iter::repeat_n(' ', after));
+}
+
+/// `+80.2%` slower than the ideal model, `=` when equal, `-0.1%` when faster.
+fn vs_ideal(time: f64, ideal: f64) -> String {
+    if ideal <= 0.0 || time == ideal {
+        return "=".to_string();
+    }
+    let d = 100.0 * (time / ideal - 1.0);
+    if d.abs() < 0.05 { format!("{d:+.3}%") } else { format!("{d:+.1}%") }
 }
 
 fn dash() -> String {

@@ -8,7 +8,10 @@
 //! receiver's recv-port track, both spanning the time it held the ports, named with the
 //! peer, tag and size (all three also in `args`), and a flow arrow (`"ph": "s"` on the
 //! send slice, `"ph": "f"` on the receive slice, same `id`) between them. A reduction is
-//! one complete event on the compute track. Times are in microseconds, as the format
+//! one complete event on the compute track. Under the flow model a last process,
+//! `network`, holds a counter track per busy physical link (the [`MAX_LINK_TRACKS`] that
+//! carried the most bytes): the share of its bandwidth in use, stepping at every change.
+//! Times are in microseconds, as the format
 //! wants; the file says `displayTimeUnit: ns` so the viewers show nanoseconds.
 
 use std::io::{self, Write};
@@ -132,7 +135,37 @@ pub fn write_trace(t: &Timeline, meta: Value, out: &mut dyn Write) -> io::Result
             }),
         )?;
     }
+
+    // Under the flow model, a process `network` after the ranks, with a counter track per
+    // busy link: the share of its bandwidth in use over time.
+    if let Some(links) = &t.links {
+        let pid = t.ranks;
+        emit(out, json!({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": "network"}}))?;
+        emit(out, json!({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0, "args": {"sort_index": pid}}))?;
+        let shown = busiest(&links.links, MAX_LINK_TRACKS);
+        for &(i, time, load) in &links.loads {
+            if shown.contains(&(i as usize)) {
+                let name = format!("link {}", links.links[i as usize].name);
+                emit(
+                    out,
+                    json!({"name": name, "cat": "link", "ph": "C", "ts": us(time), "pid": pid,
+                           "args": {"utilisation": load}}),
+                )?;
+            }
+        }
+    }
     out.write_all(b"\n]}\n")
+}
+
+/// The trace shows the load of this many links at most: the busiest by bytes.
+pub const MAX_LINK_TRACKS: usize = 16;
+
+/// The indices of the `n` links that carried the most bytes (ties: first crossed).
+fn busiest(links: &[crate::sim::flow::LinkStat], n: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..links.len()).filter(|&i| links[i].bytes > 0).collect();
+    order.sort_by(|&a, &b| links[b].bytes.cmp(&links[a].bytes));
+    order.truncate(n);
+    order
 }
 
 #[cfg(test)]

@@ -192,7 +192,7 @@ impl super::Fabric for Hierarchical {
     }
 
     fn link_name(&self, id: super::LinkId) -> String {
-        let (up, down) = (id % 2 == 0, id / 2);
+        let (up, down) = (id.is_multiple_of(2), id / 2);
         let (lower, upper) = match self.switch_base.iter().rposition(|&base| id >= base) {
             None => (format!("r{down}"), format!("{}{}", self.names[0], down as usize / self.stride[0])),
             Some(i) => {
