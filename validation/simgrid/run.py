@@ -10,6 +10,8 @@ Points (every time is SimGrid's simulated time, in seconds):
                                --cfg=smpi/allreduce:{lr,rdb,rab_rdb}, S bytes per rank
   p2p/X->c/SIZE                machine p2p: a and b send S bytes each to c at once; arrival of one message
   star/p2p/SIZE                machine p2p, 3 ranks (c, a, b): the star allreduce of allreduce.c
+  star/p2p_ca/SIZE             machine p2p, 2 ranks (c, a): one message a -> c, then one c -> a
+  star/p2p_cb/SIZE             the same with b
 """
 import argparse
 import csv
@@ -87,6 +89,8 @@ def platforms():
     m = plat.p2p()
     files["p2p"] = write(os.path.join(BUILD, "p2p.xml"), m.xml("p2p machine"))
     files["p2p_hosts"] = write(os.path.join(BUILD, "hosts_p2p.txt"), "\n".join(m.hosts) + "\n")
+    for pair in ("ca", "cb"):
+        files["p2p_" + pair] = write(os.path.join(BUILD, "hosts_p2p_%s.txt" % pair), "\n".join(pair) + "\n")
     return files
 
 
@@ -119,6 +123,8 @@ def points():
     for label, size in P2P_SIZES.items():
         out.append(("p2p/*->c/%s" % label, "p2p", "", "p2p", "c,a,b", 3, size, "p2p"))
         out.append(("star/p2p/%s" % label, "star", "", "p2p", "c,a,b", 3, size, "star"))
+        for pair in ("ca", "cb"):
+            out.append(("star/p2p_%s/%s" % (pair, label), "star", "", "p2p", ",".join(pair), 2, size, "star"))
     return out
 
 
@@ -139,7 +145,7 @@ def main():
             continue
         count = size // 4
         if machine == "p2p":
-            pf, hf = files["p2p"], files["p2p_hosts"]
+            pf, hf = files["p2p"], files["p2p_hosts" if np == 3 else "p2p_" + pl.replace(",", "")]
         else:
             pf, hf = files[machine], files[pl]
         extra = ["smpi/allreduce:" + smpi] if smpi else []
