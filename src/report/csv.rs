@@ -12,13 +12,20 @@ use super::{Exporter, PointResult, Report, SPEC_FIELDS};
 pub struct Csv;
 
 /// The columns, in order: SPEC section 6's fields, then ours.
-pub const COLUMNS: [&str; 22] = columns();
+pub const COLUMNS: [&str; 25] = columns();
 
 /// Ours, after SPEC's.
-const EXTRA: [&str; 3] = ["closed_form_tolerance", "not_applicable", "failures"];
+const EXTRA: [&str; 6] = [
+    "closed_form_tolerance",
+    "not_applicable",
+    "failures",
+    "no_closed_form",
+    "ideal_time_s",
+    "links_shared",
+];
 
-const fn columns() -> [&'static str; 22] {
-    let mut out = [""; 22];
+const fn columns() -> [&'static str; 25] {
+    let mut out = [""; 25];
     let mut i = 0;
     while i < SPEC_FIELDS.len() {
         out[i] = SPEC_FIELDS[i];
@@ -45,7 +52,7 @@ impl Exporter for Csv {
 }
 
 /// The cells of one result, in [`COLUMNS`] order, already quoted where needed.
-fn row(r: &PointResult) -> [String; 22] {
+fn row(r: &PointResult) -> [String; 25] {
     [
         text(&r.algorithm),
         r.ranks.to_string(),
@@ -69,6 +76,9 @@ fn row(r: &PointResult) -> [String; 22] {
         opt_float(r.closed_form_tolerance),
         r.not_applicable.as_deref().map(text).unwrap_or_default(),
         text(&r.failures.join("; ")),
+        r.no_closed_form.as_deref().map(text).unwrap_or_default(),
+        opt_float(r.ideal_time_s),
+        opt_bool(r.links_shared),
     ]
 }
 
@@ -141,7 +151,7 @@ mod tests {
             "algorithm,ranks,bytes,time_s,closed_form_s,closed_form_rel_err,lower_bound_s,\
              efficiency,algbw_Bps,busbw_Bps,messages,bytes_sent_max,peak_buffer_bytes,\
              max_abs_error,error_bound,verified,ranks_bitwise_equal,events,wall_time_s,\
-             closed_form_tolerance,not_applicable,failures"
+             closed_form_tolerance,not_applicable,failures,no_closed_form,ideal_time_s,links_shared"
         );
     }
 
@@ -180,7 +190,7 @@ mod tests {
         assert_eq!(na[15], ""); // verified
         assert_eq!(na[20], "needs 2 NICs per rank, the topology has 1");
         let line = Csv.render(&fixtures::report()).lines().nth(3).unwrap().to_string();
-        assert!(line.ends_with(",\"needs 2 NICs per rank, the topology has 1\","), "{line}");
+        assert!(line.ends_with(",\"needs 2 NICs per rank, the topology has 1\",,,,"), "{line}");
     }
 
     #[test]

@@ -116,15 +116,15 @@ pub struct PointResult {
     pub critical_path: Option<CriticalPath>,
     /// Why `closed_form_s` is null where the algorithm has a closed form on this machine
     /// (the flow model shared a link; an envelope the formulas do not count).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub no_closed_form: Option<String>,
     /// Under the flow model: the same point's time under the ideal model on the same
     /// routes, which the flow model's time may never be below.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub ideal_time_s: Option<f64>,
     /// Under the flow model: whether two messages ever moved data on one directed link
     /// at once (if not, the time is the ideal model's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub links_shared: Option<bool>,
     /// Under the flow model: the physical links' traffic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
