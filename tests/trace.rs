@@ -180,3 +180,46 @@ fn trace_and_shard_do_not_mix() {
         .code(2)
         .stderr(predicate::str::contains("cannot be used with"));
 }
+
+#[test]
+fn under_the_flow_model_busy_links_get_counter_tracks() {
+    // Butterfly on a ring of 4: its second step's two messages each way share a link.
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("trace").join("flow");
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let scenario = "ranks: 4\ntopology:\n  kind: ring\n  link: { alpha: 1us, bandwidth: 1GB/s }\n\
+                    network: { model: flow }\nalgorithms: [butterfly]\nsizes: [1MB]\n";
+    std::fs::write(d.join("s.yaml"), scenario).unwrap();
+    let file = d.join("trace.json");
+    let out = cli()
+        .arg("run")
+        .arg(d.join("s.yaml"))
+        .args(["--format", "json", "--trace"])
+        .arg(&file)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let report: Value = serde_json::from_slice(&out).unwrap();
+    let r = &report["results"][0];
+    // 1 MB at 1 GB/s: step 1 alone (1 us + 1 ms), step 2 two flows per link (2 us + 2 ms).
+    assert!((r["time_s"].as_f64().unwrap() - 3.003e-3).abs() < 1e-12, "{r}");
+    assert_eq!(r["links_shared"], true);
+    assert!(r["closed_form_s"].is_null());
+    assert_eq!(r["network_links"]["busiest"][0]["name"], "r0->r1");
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let network = events.iter().any(|e| e["ph"] == "M" && e["pid"] == 4 && e["args"]["name"] == "network");
+    assert!(network, "no network process");
+    let counters: Vec<&Value> = events.iter().filter(|e| e["ph"] == "C").collect();
+    assert!(counters.iter().all(|e| e["pid"] == 4 && e["name"].as_str().unwrap().starts_with("link r")));
+    // r1->r2 carries only step 2's two messages (0 -> 2 and 1 -> 3): full from 2 us.
+    let r12: Vec<(f64, f64)> = counters
+        .iter()
+        .filter(|e| e["name"] == "link r1->r2")
+        .map(|e| (e["ts"].as_f64().unwrap(), e["args"]["utilisation"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(r12.first().map(|x| x.1), Some(1.0), "{r12:?}");
+    assert_eq!(r12.last().map(|x| x.1), Some(0.0), "{r12:?}");
+}
