@@ -55,7 +55,7 @@ data: {{ mode: off }}
 algorithms: [{algos}]
 sizes: [{sizes}]
 """.format(ov=ov, pl=placement, hpl=plat.HOSTS_PER_LEAF, leaves=plat.LEAVES, lat=us(plat.LINK_LAT),
-           bw=LINK_GBPS, ubw=factor * LINK_GBPS, net=NETWORK, algos=", ".join(run.ALGORITHMS),
+           bw=LINK_GBPS, ubw=factor * LINK_GBPS, net=NETWORK, algos=", ".join(list(run.ALGORITHMS) + run.OWN),
            sizes=", ".join(run.SIZES))
 
 
@@ -121,11 +121,37 @@ def run_ours(exe, files):
             point = pattern.format(algo=r["algorithm"], size=label)
             rows.append([point, r["algorithm"], fname, r["ranks"], r["bytes"],
                          "" if r.get("time_s") is None else repr(r["time_s"])])
+    if "p2p_star.yaml" not in errors:
+        rows += p2p_arrivals(exe)
     with open(os.path.join(RESULTS, "ours.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["point", "algorithm", "scenario", "ranks", "bytes", "time_s"])
         w.writerows(rows)
     return errors
+
+
+def p2p_arrivals(exe):
+    """Arrival at c of the reduce-phase messages of star/p2p (a -> c, b -> c), read from --trace:
+    the same two messages as SimGrid's p2p points."""
+    rows = []
+    hosts = plat.p2p().hosts  # rank order c, a, b
+    for label, size in run.P2P_SIZES.items():
+        trace = os.path.join(RESULTS, ".p2p_trace.json")
+        proc = subprocess.run([exe, "run", os.path.join(SCENARIOS, "p2p_star.yaml"), "--algorithms", "star",
+                               "--sizes", label, "--trace", trace], capture_output=True, text=True, cwd=REPO)
+        if proc.returncode != 0 or not os.path.exists(trace):
+            print("p2p trace failed: " + (proc.stderr or proc.stdout).strip()[:300])
+            continue
+        with open(trace) as f:
+            events = json.load(f)
+        os.remove(trace)
+        events = events["traceEvents"] if isinstance(events, dict) else events
+        for e in events:
+            if e.get("cat") == "recv" and e.get("ph") == "X" and e.get("pid") == 0 and e["args"].get("tag") == 0:
+                src = hosts[e["args"]["peer"]]
+                rows.append(["p2p/%s->c/%s" % (src, label), "p2p", "p2p_star.yaml (--trace)", 3, size,
+                             repr((e["ts"] + e["dur"]) / 1e6)])
+    return rows
 
 
 def fmt_t(t):
@@ -146,7 +172,7 @@ def table(errors):
     for point, t in sg.items():
         o = ours.get(point)
         if o is None:
-            note = "no point of ours (per-message arrival; see star/p2p)" if point.startswith("p2p/") else "missing"
+            note = "missing"
             lines.append("| %s | %s | - | - | %s |" % (point, fmt_t(t), note))
             continue
         rel = o / t - 1

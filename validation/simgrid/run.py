@@ -7,7 +7,8 @@
 
 Points (every time is SimGrid's simulated time, in seconds):
   ALGO/OVERSUB/PLACEMENT/SIZE  32 ranks on the two-tier tree, MPI_Allreduce in place with
-                               --cfg=smpi/allreduce:{lr,rdb,rab_rdb}, S bytes per rank
+                               --cfg=smpi/allreduce:{lr,rdb,rab_rdb}, S bytes per rank; and star,
+                               allreduce.c's own star (every rank -> rank 0, sum, rank 0 -> every rank)
   p2p/X->c/SIZE                machine p2p: a and b send S bytes each to c at once; arrival of one message
   star/p2p/SIZE                machine p2p, 3 ranks (c, a, b): the star allreduce of allreduce.c
   star/p2p_ca/SIZE             machine p2p, 2 ranks (c, a): one message a -> c, then one c -> a
@@ -30,6 +31,9 @@ RESULTS = os.path.join(HERE, "results")
 
 # allreduce-sim's algorithm id -> SMPI's allreduce algorithm.
 ALGORITHMS = {"ring": "lr", "butterfly": "rdb", "halving_doubling": "rab_rdb"}
+# Run with allreduce.c's own star (as allreduce-sim's `star`) rather than an SMPI algorithm. On the tree
+# the root's link is shared by flows of two route latencies (same leaf, other leaf): CM02's weighting.
+OWN = ["star"]
 OVERSUB = {"1to1": 8, "8to1": 1}  # name -> uplink bandwidth / host link bandwidth
 PLACEMENTS = ["host_order", "strided"]
 SIZES = {"64KiB": 64 << 10, "1MiB": 1 << 20, "16MiB": 16 << 20}
@@ -115,11 +119,13 @@ def parse_total(out):
 def points():
     """(point, algorithm, smpi algorithm, machine, placement, ranks, bytes, mode)."""
     out = []
-    for algo, smpi in ALGORITHMS.items():
+    for algo in list(ALGORITHMS) + OWN:
+        smpi = ALGORITHMS.get(algo, "")
         for ov in OVERSUB:
             for pl in PLACEMENTS:
                 for label, size in SIZES.items():
-                    out.append(("%s/%s/%s/%s" % (algo, ov, pl, label), algo, smpi, ov, pl, 32, size, "allreduce"))
+                    out.append(("%s/%s/%s/%s" % (algo, ov, pl, label), algo, smpi, ov, pl, 32, size,
+                                "allreduce" if smpi else algo))
     for label, size in P2P_SIZES.items():
         out.append(("p2p/*->c/%s" % label, "p2p", "", "p2p", "c,a,b", 3, size, "p2p"))
         out.append(("star/p2p/%s" % label, "star", "", "p2p", "c,a,b", 3, size, "star"))
