@@ -272,7 +272,8 @@ fn group_table(out: &mut String, rows: &[&PointResult]) {
     }
     let mut lines = vec![Line::Cells(columns.iter().map(|(h, _)| h.to_string()).collect())];
     for r in rows {
-        let mark = if r.not_applicable.is_none() && r.time_s == fastest { "*" } else { "" };
+        // Times within a relative 1e-9 are a tie (summation order, not the algorithm): all are marked.
+        let mark = if r.not_applicable.is_none() && r.time_s <= fastest * (1.0 + 1e-9) { "*" } else { "" };
         let head = vec![mark.to_string(), r.algorithm.clone()];
         if let Some(why) = &r.not_applicable {
             lines.push(Line::Span(head, format!("n/a: {why}")));
