@@ -13,6 +13,7 @@ constraint is every link it crosses; switches are declared as <router>s only for
   python3 gen_platform.py fat_tree --uplink-factor 8 -o fat_tree_1to1.xml
   python3 gen_platform.py hostfile --placement strided -o hosts_strided.txt
   python3 gen_platform.py p2p -o p2p.xml
+  python3 gen_platform.py trunk -o trunk.xml
 """
 import argparse
 import collections
@@ -136,9 +137,25 @@ def p2p():
     return m
 
 
+def trunk():
+    """Two switches s1, s2 joined by one trunk link; r0, r2 on s2 and r1, r3 on s1 (ranks 0..3 in
+    that order), r3's link slow to cross (P2P_LONG_LAT). Every message between neighbours of a
+    4-rank ring crosses the trunk, two at a time in each direction, one of the two to or from r3:
+    flows of different route latency share the trunk at every step."""
+    m = Machine()
+    m.switch("s1")
+    m.switch("s2")
+    m.link("trunk", "s1", "s2", LINK_LAT, LINK_BW)
+    for h, sw, lat in (("r0", "s2", LINK_LAT), ("r1", "s1", LINK_LAT), ("r2", "s2", LINK_LAT),
+                       ("r3", "s1", P2P_LONG_LAT)):
+        m.host(h)
+        m.link("l" + h, h, sw, lat, LINK_BW)
+    return m
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["fat_tree", "hostfile", "p2p"])
+    ap.add_argument("what", choices=["fat_tree", "hostfile", "p2p", "trunk"])
     ap.add_argument("--uplink-factor", type=float, default=8, help="uplink bandwidth / host link bandwidth")
     ap.add_argument("--placement", default="host_order", choices=["host_order", "strided"])
     ap.add_argument("-o", "--out", default="-")
@@ -149,6 +166,8 @@ def main():
             (LEAVES, HOSTS_PER_LEAF, a.uplink_factor))
     elif a.what == "p2p":
         text = p2p().xml("p2p: c, a, b on switch s; a's link latency %g s" % P2P_LONG_LAT)
+    elif a.what == "trunk":
+        text = trunk().xml("trunk: s1 - s2; r0, r2 on s2, r1, r3 on s1; r3's link latency %g s" % P2P_LONG_LAT)
     else:
         text = "\n".join(placement(a.placement)) + "\n"
     if a.out == "-":

@@ -13,6 +13,8 @@ Points (every time is SimGrid's simulated time, in seconds):
   star/p2p/SIZE                machine p2p, 3 ranks (c, a, b): the star allreduce of allreduce.c
   star/p2p_ca/SIZE             machine p2p, 2 ranks (c, a): one message a -> c, then one c -> a
   star/p2p_cb/SIZE             the same with b
+  ALGO/trunk/SIZE              machine trunk, 4 ranks: every ring neighbour pair crosses one trunk link,
+                               two flows of different route latency at a time in each direction
 """
 import argparse
 import csv
@@ -93,6 +95,9 @@ def platforms():
     m = plat.p2p()
     files["p2p"] = write(os.path.join(BUILD, "p2p.xml"), m.xml("p2p machine"))
     files["p2p_hosts"] = write(os.path.join(BUILD, "hosts_p2p.txt"), "\n".join(m.hosts) + "\n")
+    t = plat.trunk()
+    files["trunk"] = write(os.path.join(BUILD, "trunk.xml"), t.xml("trunk machine"))
+    files["trunk_hosts"] = write(os.path.join(BUILD, "hosts_trunk.txt"), "\n".join(t.hosts) + "\n")
     for pair in ("ca", "cb"):
         files["p2p_" + pair] = write(os.path.join(BUILD, "hosts_p2p_%s.txt" % pair), "\n".join(pair) + "\n")
     return files
@@ -131,6 +136,11 @@ def points():
         out.append(("star/p2p/%s" % label, "star", "", "p2p", "c,a,b", 3, size, "star"))
         for pair in ("ca", "cb"):
             out.append(("star/p2p_%s/%s" % (pair, label), "star", "", "p2p", ",".join(pair), 2, size, "star"))
+    for algo in list(ALGORITHMS) + OWN:
+        smpi = ALGORITHMS.get(algo, "")
+        for label, size in P2P_SIZES.items():
+            out.append(("%s/trunk/%s" % (algo, label), algo, smpi, "trunk", "r0,r1,r2,r3", 4, size,
+                        "allreduce" if smpi else algo))
     return out
 
 
@@ -138,6 +148,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default="", help="run only the points whose name contains this")
     ap.add_argument("--out", default=os.path.join(RESULTS, "simgrid.csv"))
+    ap.add_argument("--cfg", action="append", default=[],
+                    help="extra SimGrid option (KEY:VALUE, overrides the defaults), e.g. network/weight-S:1e15")
     a = ap.parse_args()
     exe = build()
     files = platforms()
@@ -152,9 +164,11 @@ def main():
         count = size // 4
         if machine == "p2p":
             pf, hf = files["p2p"], files["p2p_hosts" if np == 3 else "p2p_" + pl.replace(",", "")]
+        elif machine == "trunk":
+            pf, hf = files["trunk"], files["trunk_hosts"]
         else:
             pf, hf = files[machine], files[pl]
-        extra = ["smpi/allreduce:" + smpi] if smpi else []
+        extra = (["smpi/allreduce:" + smpi] if smpi else []) + a.cfg
         t = time.time()
         cmd, out = smpirun(exe, pf, hf, np, [mode, count], extra)
         commands.append(" ".join(os.path.relpath(c, HERE) if c.startswith(HERE) else c for c in cmd))
