@@ -189,7 +189,7 @@ def main():
         w.writerow(["point", "algorithm", "smpi_algorithm", "machine", "placement", "ranks", "bytes", "time_s", "ok"])
         for r in rows:
             w.writerow(r[:7] + [repr(r[7])] + r[8:])
-    write(os.path.join(RESULTS, "simgrid_commands.txt"),
+    write(os.path.splitext(a.out)[0] + "_commands.txt",
           "# SimGrid %s (Debian libsimgrid-dev); run from validation/simgrid/\n" % version + "\n".join(commands) + "\n")
     print("%d points in %.0f s -> %s" % (len(rows), time.time() - start, os.path.relpath(a.out, os.getcwd())))
 
