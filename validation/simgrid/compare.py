@@ -231,8 +231,8 @@ def table(errors):
     summary = ["%d SimGrid points." % len(sg)]
     for v in VARIANTS:
         n, within, worst = stats[v]
-        summary.append("%s: %d comparisons, %d within 0.5%%, largest |difference| %.4f%%." % (
-            "nics: 1" if v == "nics1" else "nics: P-1", n, within, worst * 100))
+        summary.append("%s: %d comparisons, %d within 0.5%%, largest |ours / SimGrid - 1| %.1e." % (
+            "nics: 1" if v == "nics1" else "nics: P-1", n, within, worst))
     if errors:
         summary.append("Scenarios that did not run: " + ", ".join(sorted(errors)) + ".")
     return "\n".join(lines) + "\n\n`**`: over 0.5%. " + " ".join(summary) + "\n"
