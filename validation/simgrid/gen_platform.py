@@ -37,6 +37,7 @@ class Machine:
         self.hosts = []  # names, in rank order of "host order" placement
         self.switches = []
         self.links = []  # (id, a, b, latency_s, bandwidth_Bps)
+        self.route = None  # optional (src, dst) -> [(link id, 'UP'|'DOWN')], for graphs with cycles
 
     def host(self, name):
         self.hosts.append(name)
@@ -48,7 +49,9 @@ class Machine:
         self.links.append((lid, a, b, lat, bw))
 
     def path(self, src, dst):
-        """Unique tree path from src to dst as [(link id, 'UP'|'DOWN')]."""
+        """Path from src to dst as [(link id, 'UP'|'DOWN')]: self.route's, else the unique tree path."""
+        if self.route is not None:
+            return self.route(src, dst)
         adj = collections.defaultdict(list)
         for lid, a, b, _, _ in self.links:
             adj[a].append((b, lid, "UP"))
@@ -150,6 +153,25 @@ def trunk():
                        ("r3", "s1", P2P_LONG_LAT)):
         m.host(h)
         m.link("l" + h, h, sw, lat, LINK_BW)
+    return m
+
+
+def ring_topology(p):
+    """allreduce-sim's `kind: ring`: hosts r0..r(p-1), link l<i> joins r<i> (UP: towards r<i+1>) and
+    r<i+1 mod p>. Routes go the shorter way round, the increasing way when both are equally long."""
+    m = Machine()
+    for i in range(p):
+        m.host("r%d" % i)
+    for i in range(p):
+        m.link("l%d" % i, "r%d" % i, "r%d" % ((i + 1) % p), LINK_LAT, LINK_BW)
+
+    def route(src, dst):
+        s, d = int(src[1:]), int(dst[1:])
+        up = (d - s) % p
+        if up <= p - up:
+            return [("l%d" % ((s + k) % p), "UP") for k in range(up)]
+        return [("l%d" % ((s - 1 - k) % p), "DOWN") for k in range(p - up)]
+    m.route = route
     return m
 
 

@@ -15,6 +15,8 @@ Points (every time is SimGrid's simulated time, in seconds):
   star/p2p_cb/SIZE             the same with b
   ALGO/trunk/SIZE              machine trunk, 4 ranks: every ring neighbour pair crosses one trunk link,
                                two flows of different route latency at a time in each direction
+  ALGO/ring8/SIZE              allreduce-sim's `kind: ring` of 8 hosts: routes of 1 to 4 hops share links
+  p2p_ring8/rK->r0/SIZE        ring8: every rank sends S bytes to r0 at once; arrival of each message
 """
 import argparse
 import csv
@@ -40,6 +42,7 @@ OVERSUB = {"1to1": 8, "8to1": 1}  # name -> uplink bandwidth / host link bandwid
 PLACEMENTS = ["host_order", "strided"]
 SIZES = {"64KiB": 64 << 10, "1MiB": 1 << 20, "16MiB": 16 << 20}
 P2P_SIZES = {"64KiB": 64 << 10, "1MiB": 1 << 20}
+RING_P = 8  # hosts of the ring machine
 
 # The SimGrid configuration: a pure fluid network model with nothing else added. See README.md.
 SIMGRID_CFG = [
@@ -95,6 +98,9 @@ def platforms():
     m = plat.p2p()
     files["p2p"] = write(os.path.join(BUILD, "p2p.xml"), m.xml("p2p machine"))
     files["p2p_hosts"] = write(os.path.join(BUILD, "hosts_p2p.txt"), "\n".join(m.hosts) + "\n")
+    rt = plat.ring_topology(RING_P)
+    files["ring8"] = write(os.path.join(BUILD, "ring8.xml"), rt.xml("ring of %d hosts" % RING_P))
+    files["ring8_hosts"] = write(os.path.join(BUILD, "hosts_ring8.txt"), "\n".join(rt.hosts) + "\n")
     t = plat.trunk()
     files["trunk"] = write(os.path.join(BUILD, "trunk.xml"), t.xml("trunk machine"))
     files["trunk_hosts"] = write(os.path.join(BUILD, "hosts_trunk.txt"), "\n".join(t.hosts) + "\n")
@@ -121,6 +127,14 @@ def parse_total(out):
     return float(m.group(1)), int(m.group(2))
 
 
+P2P_HOSTS = {"p2p": plat.p2p().hosts, "ring8": plat.ring_topology(RING_P).hosts}
+
+
+def p2p_point(machine, src, dst, label):
+    """Name of the point 'the message src -> dst arrives' of a p2p run (every rank sends to rank 0)."""
+    return ("p2p/%s->%s/%s" if machine == "p2p" else "p2p_" + machine + "/%s->%s/%s") % (src, dst, label)
+
+
 def points():
     """(point, algorithm, smpi algorithm, machine, placement, ranks, bytes, mode)."""
     out = []
@@ -141,6 +155,10 @@ def points():
         for label, size in P2P_SIZES.items():
             out.append(("%s/trunk/%s" % (algo, label), algo, smpi, "trunk", "r0,r1,r2,r3", 4, size,
                         "allreduce" if smpi else algo))
+            out.append(("%s/ring8/%s" % (algo, label), algo, smpi, "ring8", "r0..r7", RING_P, size,
+                        "allreduce" if smpi else algo))
+    for label, size in P2P_SIZES.items():
+        out.append(("p2p_ring8/*->r0/%s" % label, "p2p", "", "ring8", "r0..r7", RING_P, size, "p2p"))
     return out
 
 
@@ -164,8 +182,8 @@ def main():
         count = size // 4
         if machine == "p2p":
             pf, hf = files["p2p"], files["p2p_hosts" if np == 3 else "p2p_" + pl.replace(",", "")]
-        elif machine == "trunk":
-            pf, hf = files["trunk"], files["trunk_hosts"]
+        elif machine in ("trunk", "ring8"):
+            pf, hf = files[machine], files[machine + "_hosts"]
         else:
             pf, hf = files[machine], files[pl]
         extra = (["smpi/allreduce:" + smpi] if smpi else []) + a.cfg
@@ -174,11 +192,10 @@ def main():
         commands.append(" ".join(os.path.relpath(c, HERE) if c.startswith(HERE) else c for c in cmd))
         total, ok = parse_total(out)
         if mode == "p2p":
-            hosts = plat.p2p().hosts
+            hosts = P2P_HOSTS[machine]
             for m in re.finditer(r"^flow src=(\d+) dst=0 time_s=(\S+)$", out, re.M):
-                src = hosts[int(m.group(1))]
-                rows.append(["p2p/%s->c/%s" % (src, point.rsplit("/", 1)[1]), "p2p", "", machine, pl, np, size,
-                             float(m.group(2)), ok])
+                name = p2p_point(machine, hosts[int(m.group(1))], hosts[0], point.rsplit("/", 1)[1])
+                rows.append([name, "p2p", "", machine, pl, np, size, float(m.group(2)), ok])
         else:
             rows.append([point, algo, smpi, machine, pl, np, size, total, ok])
         print("%-40s %.9e s  ok=%d  (%.1f s wall)" % (rows[-1][0], rows[-1][7], ok, time.time() - t), flush=True)
