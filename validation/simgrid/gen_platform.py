@@ -175,6 +175,46 @@ def ring_topology(p):
     return m
 
 
+def torus(rows, cols):
+    """allreduce-sim's `kind: torus2d`, row-major: host r<i> at row i // cols, column i % cols. Link
+    h<i> joins r<i> to its east neighbour (UP: eastwards), v<i> to its south neighbour (UP:
+    southwards), wrapping round. Routes: dimension order, along the row to the destination's column,
+    then along the column; each the shorter way round, the increasing way on a tie."""
+    m = Machine()
+    n = rows * cols
+    for i in range(n):
+        m.host("r%d" % i)
+
+    def at(row, col):
+        return (row % rows) * cols + col % cols
+
+    for i in range(n):
+        row, col = divmod(i, cols)
+        m.link("h%d" % i, "r%d" % i, "r%d" % at(row, col + 1), LINK_LAT, LINK_BW)
+        m.link("v%d" % i, "r%d" % i, "r%d" % at(row + 1, col), LINK_LAT, LINK_BW)
+
+    def steps(x, y, size):
+        up = (y - x) % size
+        return (up, True) if up <= size - up else (size - up, False)
+
+    def route(src, dst):
+        (r0, c0), (r1, c1) = divmod(int(src[1:]), cols), divmod(int(dst[1:]), cols)
+        hops = []
+        k, east = steps(c0, c1, cols)
+        c = c0
+        for _ in range(k):
+            hops.append(("h%d" % at(r0, c), "UP") if east else ("h%d" % at(r0, c - 1), "DOWN"))
+            c += 1 if east else -1
+        k, south = steps(r0, r1, rows)
+        r = r0
+        for _ in range(k):
+            hops.append(("v%d" % at(r, c1), "UP") if south else ("v%d" % at(r - 1, c1), "DOWN"))
+            r += 1 if south else -1
+        return hops
+    m.route = route
+    return m
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["fat_tree", "hostfile", "p2p", "trunk"])

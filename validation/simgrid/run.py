@@ -16,7 +16,8 @@ Points (every time is SimGrid's simulated time, in seconds):
   ALGO/trunk/SIZE              machine trunk, 4 ranks: every ring neighbour pair crosses one trunk link,
                                two flows of different route latency at a time in each direction
   ALGO/ring8/SIZE              allreduce-sim's `kind: ring` of 8 hosts: routes of 1 to 4 hops share links
-  p2p_ring8/rK->r0/SIZE        ring8: every rank sends S bytes to r0 at once; arrival of each message
+  ALGO/torus4x4/SIZE           allreduce-sim's `kind: torus2d` 4 x 4, dimension-order routes
+  p2p_G/rK->r0/SIZE            G = ring8, torus4x4: every rank sends S bytes to r0 at once; arrival of each message
 """
 import argparse
 import csv
@@ -43,6 +44,7 @@ PLACEMENTS = ["host_order", "strided"]
 SIZES = {"64KiB": 64 << 10, "1MiB": 1 << 20, "16MiB": 16 << 20}
 P2P_SIZES = {"64KiB": 64 << 10, "1MiB": 1 << 20}
 RING_P = 8  # hosts of the ring machine
+TORUS = (4, 4)  # rows, cols of the torus machine
 
 # The SimGrid configuration: a pure fluid network model with nothing else added. See README.md.
 SIMGRID_CFG = [
@@ -98,9 +100,9 @@ def platforms():
     m = plat.p2p()
     files["p2p"] = write(os.path.join(BUILD, "p2p.xml"), m.xml("p2p machine"))
     files["p2p_hosts"] = write(os.path.join(BUILD, "hosts_p2p.txt"), "\n".join(m.hosts) + "\n")
-    rt = plat.ring_topology(RING_P)
-    files["ring8"] = write(os.path.join(BUILD, "ring8.xml"), rt.xml("ring of %d hosts" % RING_P))
-    files["ring8_hosts"] = write(os.path.join(BUILD, "hosts_ring8.txt"), "\n".join(rt.hosts) + "\n")
+    for name, mach in GRIDS.items():
+        files[name] = write(os.path.join(BUILD, name + ".xml"), mach.xml(name))
+        files[name + "_hosts"] = write(os.path.join(BUILD, "hosts_%s.txt" % name), "\n".join(mach.hosts) + "\n")
     t = plat.trunk()
     files["trunk"] = write(os.path.join(BUILD, "trunk.xml"), t.xml("trunk machine"))
     files["trunk_hosts"] = write(os.path.join(BUILD, "hosts_trunk.txt"), "\n".join(t.hosts) + "\n")
@@ -127,7 +129,9 @@ def parse_total(out):
     return float(m.group(1)), int(m.group(2))
 
 
-P2P_HOSTS = {"p2p": plat.p2p().hosts, "ring8": plat.ring_topology(RING_P).hosts}
+# Machines of allreduce-sim's own grid kinds, ranks in host order.
+GRIDS = {"ring8": plat.ring_topology(RING_P), "torus4x4": plat.torus(*TORUS)}
+P2P_HOSTS = dict([("p2p", plat.p2p().hosts)] + [(k, m.hosts) for k, m in GRIDS.items()])
 
 
 def p2p_point(machine, src, dst, label):
@@ -155,10 +159,14 @@ def points():
         for label, size in P2P_SIZES.items():
             out.append(("%s/trunk/%s" % (algo, label), algo, smpi, "trunk", "r0,r1,r2,r3", 4, size,
                         "allreduce" if smpi else algo))
-            out.append(("%s/ring8/%s" % (algo, label), algo, smpi, "ring8", "r0..r7", RING_P, size,
-                        "allreduce" if smpi else algo))
-    for label, size in P2P_SIZES.items():
-        out.append(("p2p_ring8/*->r0/%s" % label, "p2p", "", "ring8", "r0..r7", RING_P, size, "p2p"))
+            for g, mach in GRIDS.items():
+                np = len(mach.hosts)
+                out.append(("%s/%s/%s" % (algo, g, label), algo, smpi, g, "r0..r%d" % (np - 1), np, size,
+                            "allreduce" if smpi else algo))
+    for g, mach in GRIDS.items():
+        for label, size in P2P_SIZES.items():
+            np = len(mach.hosts)
+            out.append(("p2p_%s/*->r0/%s" % (g, label), "p2p", "", g, "r0..r%d" % (np - 1), np, size, "p2p"))
     return out
 
 
@@ -182,7 +190,7 @@ def main():
         count = size // 4
         if machine == "p2p":
             pf, hf = files["p2p"], files["p2p_hosts" if np == 3 else "p2p_" + pl.replace(",", "")]
-        elif machine in ("trunk", "ring8"):
+        elif machine == "trunk" or machine in GRIDS:
             pf, hf = files[machine], files[machine + "_hosts"]
         else:
             pf, hf = files[machine], files[pl]
