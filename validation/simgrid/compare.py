@@ -255,6 +255,27 @@ def table(errors):
                 st[2] = max(st[2], abs(rel))
                 cells += [fmt_t(o), ("%+.4f%%" % (rel * 100)) + ("" if abs(rel) <= TOLERANCE else " **")]
             lines.append("| " + " | ".join(cells) + " |")
+    # Per machine: the second field of the point (p2p_G/... counts under G).
+    by = {}
+    for (point, kind), vals in ours.items():
+        if point not in sg:
+            continue
+        head, rest = point.split("/", 1)
+        machine = head[4:] if head.startswith("p2p_") else ("p2p" if head == "p2p" else rest.split("/")[0])
+        if rest.split("/")[0] in ("1to1", "8to1"):
+            machine = "tree " + "/".join(rest.split("/")[:2])
+        b = by.setdefault((machine, kind), {v: [0, 0, 0.0] for v in VARIANTS})
+        for v in VARIANTS:
+            if v in vals:
+                rel = abs(vals[v] / sg[point] - 1)
+                b[v][0] += 1
+                b[v][1] += rel <= TOLERANCE
+                b[v][2] = max(b[v][2], rel)
+    per = ["| machine | our kind | points | nics: 1 within 0.5% | nics: 1 largest | nics: P-1 within 0.5% | nics: P-1 largest |",
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for (machine, kind), b in sorted(by.items()):
+        per.append("| %s | %s | %d | %d | %.1e | %d | %.1e |" % (
+            machine, kind, b["nicsmax"][0], b["nics1"][1], b["nics1"][2], b["nicsmax"][1], b["nicsmax"][2]))
     summary = ["%d SimGrid points." % len(sg)]
     for v in VARIANTS:
         n, within, worst = stats[v]
@@ -268,7 +289,8 @@ def table(errors):
         if "maxmin" in by and point in sg:
             control.append("| %s | %s | %s | %s | %+.4f%% |" % (point, fmt_t(sg[point]), fmt_t(by.get("nicsmax")),
                                                            fmt_t(by["maxmin"]), (by["maxmin"] / sg[point] - 1) * 100))
-    text = "\n".join(lines) + "\n\n`**`: over 0.5%. " + " ".join(summary) + "\n"
+    text = ("By machine (largest: largest |ours / SimGrid - 1|):\n\n" + "\n".join(per) + "\n\n"
+            + "\n".join(lines) + "\n\n`**`: over 0.5%. " + " ".join(summary) + "\n")
     if len(control) > 2:
         text += ("\n## Control: equal shares\n\nThe ring and the torus again with `sharing: maxmin` (equal rates on a full "
                  "link) instead of CM02's weights. Where this column differs from SimGrid, the weighted run's "
