@@ -311,6 +311,7 @@ impl Graph {
             alike &= linked == p - 1;
         }
         self.uniform = alike.then(|| (common.unwrap_or(best), fewest));
+        // Routes are cached by rank, and the ranks have moved.
         let routes = self.routes.get_mut().unwrap_or_else(PoisonError::into_inner);
         routes.cache.clear();
         Ok(self)

@@ -150,7 +150,7 @@ impl<'de> Visitor<'de> for RawPlacementVisitor {
         Ok(RawPlacement::Word(Scalar::Bool(v)))
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawPlacement, E> {
-        super::ScalarVisitor.visit_i64(v).map(RawPlacement::Word)
+        Ok(RawPlacement::Word(u64::try_from(v).map_or(Scalar::Int(v), Scalar::UInt)))
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawPlacement, E> {
         Ok(RawPlacement::Word(Scalar::UInt(v)))
@@ -530,7 +530,7 @@ fn nodes(src: &Src, raw: Spanned<Vec<Spanned<RawNode>>>, graph: bool) -> Result<
             RawNode::Name(s) => (Spanned { value: s, referenced: at, defined: at }, NodeKind::Host, None),
             RawNode::Map(items) => {
                 let mut name = None;
-                let mut kind = (NodeKind::Host, None);
+                let mut kind = NodeKind::Host;
                 let mut nics = None;
                 for (k, v) in items {
                     match k.value.as_str() {
@@ -538,8 +538,8 @@ fn nodes(src: &Src, raw: Spanned<Vec<Spanned<RawNode>>>, graph: bool) -> Result<
                         "nics" => nics = Some((ports(src, &v, "topology.nodes: nics")?, v.referenced)),
                         "kind" if graph => {
                             kind = match &v.value {
-                                Scalar::Str(s) if s == "host" => (NodeKind::Host, Some(v.referenced)),
-                                Scalar::Str(s) if s == "switch" => (NodeKind::Switch, Some(v.referenced)),
+                                Scalar::Str(s) if s == "host" => NodeKind::Host,
+                                Scalar::Str(s) if s == "switch" => NodeKind::Switch,
                                 other => {
                                     return Err(src.err(
                                         &v.referenced,
@@ -563,7 +563,7 @@ fn nodes(src: &Src, raw: Spanned<Vec<Spanned<RawNode>>>, graph: bool) -> Result<
                 let Some(name) = name else {
                     return Err(src.err(&at, format!("topology.nodes: this entry has no 'name'; write {form}")));
                 };
-                if let (NodeKind::Switch, Some((_, nics_at))) = (kind.0, &nics) {
+                if let (NodeKind::Switch, Some((_, nics_at))) = (kind, &nics) {
                     return Err(src.err(
                         nics_at,
                         format!(
@@ -572,7 +572,7 @@ fn nodes(src: &Src, raw: Spanned<Vec<Spanned<RawNode>>>, graph: bool) -> Result<
                         ),
                     ));
                 }
-                (name, kind.0, nics.map(|n| n.0))
+                (name, kind, nics.map(|n| n.0))
             }
         };
         let name = match &name_v.value {
