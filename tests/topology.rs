@@ -11,7 +11,7 @@ use allreduce_sim::runner::{Point, run_point};
 use allreduce_sim::scenario::{Overrides, ParamValue, TopologySpec, parse_str};
 use allreduce_sim::sim::data::{Init, ReduceOp, Reference, initial_values};
 use allreduce_sim::sim::{engine::NoObserver, simulate};
-use allreduce_sim::topology::{self, Custom, Grid, Hierarchical, Level, Link, Topology};
+use allreduce_sim::topology::{self, Graph, Grid, Hierarchical, Level, Link, Topology};
 
 const MIB: f64 = 1048576.0;
 
@@ -105,7 +105,7 @@ sizes: [4KiB]
     assert_eq!((c.nics(0), c.nics(3)), (1, 2));
     assert_eq!(c.best_link(), (Link { alpha: 1e-6, bandwidth: 10e9 }, 1));
     // The same graph built directly agrees.
-    let direct = Custom::new(
+    let direct = Graph::custom(
         ["a", "b", "c", "d"].map(String::from).to_vec(),
         vec![1, 1, 1, 2],
         &[
@@ -593,7 +593,7 @@ fn not_applicable_without_levels() {
 #[test]
 fn flat_algorithms_run_on_every_kind() {
     let l = Link { alpha: 1e-6, bandwidth: 10e9 };
-    let custom = Custom::new(
+    let custom = Graph::custom(
         (0..5).map(|i| format!("n{i}")).collect(),
         vec![1, 2, 1, 1, 1],
         &[(0, 1, l), (1, 2, l), (2, 3, Link { alpha: 3e-6, bandwidth: 1e9 }), (3, 4, l), (4, 0, l), (1, 3, l)],

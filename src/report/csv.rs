@@ -15,14 +15,8 @@ pub struct Csv;
 pub const COLUMNS: [&str; 25] = columns();
 
 /// Ours, after SPEC's.
-const EXTRA: [&str; 6] = [
-    "closed_form_tolerance",
-    "not_applicable",
-    "failures",
-    "no_closed_form",
-    "ideal_time_s",
-    "links_shared",
-];
+const EXTRA: [&str; 6] =
+    ["closed_form_tolerance", "not_applicable", "failures", "no_closed_form", "ideal_time_s", "links_shared"];
 
 const fn columns() -> [&'static str; 25] {
     let mut out = [""; 25];

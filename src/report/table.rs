@@ -195,6 +195,43 @@ pub(crate) fn describe_topology(t: &TopologySpec) -> String {
                 nics(*n)
             )
         }
+        TopologySpec::Graph { nodes, links, placement, nics: n } => {
+            let hosts = nodes.iter().filter(|v| v.kind == crate::scenario::NodeKind::Host).count();
+            let count = |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
+            let placed = match placement {
+                crate::topology::Placement::Order(o) => ranks_in(*o, "switches"),
+                crate::topology::Placement::Hosts(h) => format!("ranks on {} listed", count(h.len(), "host", "hosts")),
+            };
+            format!(
+                "graph of {} ({}, {}) and {}, routed by fewest hops, {placed}, {}",
+                count(nodes.len(), "node", "nodes"),
+                count(hosts, "host", "hosts"),
+                count(nodes.len() - hosts, "switch", "switches"),
+                count(links.len(), "link", "links"),
+                nics(*n)
+            )
+        }
+        TopologySpec::FatTree { hosts_per_leaf, leaves, spines, link: l, uplink, placement, nics: n } => {
+            let ratio = crate::topology::oversubscription(*hosts_per_leaf, *spines, l.bandwidth, uplink.bandwidth);
+            format!(
+                "fat tree {leaves} x {hosts_per_leaf} hosts, {spines} spine{}, uplinks {} (host links {}, \
+                 uplinks {}), {}, {}",
+                if *spines == 1 { "" } else { "s" },
+                crate::topology::oversubscription_text(ratio),
+                link(l),
+                link(uplink),
+                ranks_in(*placement, "leaves"),
+                nics(*n)
+            )
+        }
+    }
+}
+
+/// `ranks in host order`, or `ranks strided over leaves` (what the hosts are grouped by).
+fn ranks_in(order: crate::topology::RankOrder, groups: &str) -> String {
+    match order {
+        crate::topology::RankOrder::HostOrder => "ranks in host order".to_string(),
+        crate::topology::RankOrder::Strided => format!("ranks strided over {groups}"),
     }
 }
 

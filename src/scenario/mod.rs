@@ -9,12 +9,12 @@ mod topo_spec;
 pub mod units;
 
 pub use parse::{Overrides, ScenarioError, load_file, parse_str};
-pub use topo_spec::{EdgeSpec, LevelSpec, NodeSpec};
+pub use topo_spec::{EdgeSpec, GraphLinkSpec, GraphNodeSpec, LevelSpec, NodeKind, NodeSpec};
 
 use serde::{Deserialize, Serialize};
 
 use crate::sim::data::{Init, ReduceOp};
-use crate::topology::Link;
+use crate::topology::{Link, Placement, RankOrder};
 
 /// A validated scenario. Every field is resolved to base units (seconds, bytes,
 /// bytes per second); the run needs nothing else.
@@ -92,13 +92,46 @@ pub enum TopologySpec {
         /// Ports per rank.
         nics: u32,
     },
-    /// Nodes and links listed by hand, routed by fewest hops ([`crate::topology::Custom`]).
+    /// Nodes and links listed by hand, every node a rank, routed by fewest hops: a
+    /// [`crate::topology::Graph`] of hosts only ([`crate::topology::Graph::custom`]).
     Custom {
         /// The nodes, in rank order.
         nodes: Vec<NodeSpec>,
         /// The undirected links between them.
         links: Vec<EdgeSpec>,
         /// Ports of every node that does not set its own.
+        nics: u32,
+    },
+    /// Hosts and switches joined by full-duplex links, ranks placed on hosts, routed by
+    /// fewest hops ([`crate::topology::Graph`]).
+    Graph {
+        /// The nodes, in the order that breaks ties between routes.
+        nodes: Vec<GraphNodeSpec>,
+        /// The undirected links between them.
+        links: Vec<GraphLinkSpec>,
+        /// Which hosts the ranks run on.
+        placement: Placement,
+        /// Ports of every host that does not set its own.
+        nics: u32,
+    },
+    /// A two-tier fat tree: hosts under leaf switches, every leaf linked to every spine
+    /// ([`crate::topology::FatTree`]).
+    FatTree {
+        /// Hosts under each leaf.
+        hosts_per_leaf: usize,
+        /// Leaf switches.
+        leaves: usize,
+        /// Spine switches.
+        spines: usize,
+        /// Each host's link to its leaf.
+        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
+        link: Link,
+        /// Each leaf's link to each spine.
+        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
+        uplink: Link,
+        /// The order of hosts the ranks take.
+        placement: RankOrder,
+        /// Ports per host.
         nics: u32,
     },
 }

@@ -151,6 +151,9 @@ impl Src<'_> {
                 other => format!("expected {other}"),
             },
             Y::MultipleDocuments { .. } => "only one YAML document is allowed in a scenario file".to_string(),
+            Y::NonFiniteFloat { value, .. } => {
+                format!("{value} is not a finite number; times, sizes, bandwidths and counts must be finite")
+            }
             other => {
                 let m = serde_saphyr::UserMessageFormatter.format_message(other).into_owned();
                 if m.contains("found a tab") {
@@ -679,10 +682,11 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     };
     let topology = topo::topology(src, topo)?;
 
-    // ranks: required unless the topology implies them; if both are given they must agree.
+    // ranks: required unless the topology implies them or has hosts to fill; if both are
+    // given they must agree, and there must be a host for every rank.
     let implied = topology.implied_ranks();
     let ranks = match r.ranks {
-        None => match implied {
+        None => match topology.default_ranks() {
             Some(n) => vec![n],
             None => {
                 return Err(src.err(
@@ -711,6 +715,17 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
                         &loc,
                         format!(
                             "ranks: {n} does not match the topology: {why}; write ranks: {want} or leave ranks out"
+                        ),
+                    ));
+                }
+                if let (Some(max), Some(why)) = (topology.max_ranks(), topology.max_ranks_why())
+                    && n > max
+                {
+                    return Err(src.err(
+                        &loc,
+                        format!(
+                            "ranks: {n} is more ranks than the topology has hosts ({why}); a host runs at most \
+                             one rank: write ranks from 1 to {max}, or leave ranks out for one on every host"
                         ),
                     ));
                 }
@@ -966,6 +981,17 @@ impl Overrides {
                     return Err(ScenarioError::flag(
                         FLAG,
                         format!("{n} does not match the scenario's topology: {why}; give {want} or leave --ranks out"),
+                    ));
+                }
+                if let (Some(max), Some(why)) = (s.topology.max_ranks(), s.topology.max_ranks_why())
+                    && n > max
+                {
+                    return Err(ScenarioError::flag(
+                        FLAG,
+                        format!(
+                            "{n} is more ranks than the scenario's topology has hosts ({why}); a host runs at \
+                             most one rank: give 1 to {max}"
+                        ),
                     ));
                 }
                 out.push(n);

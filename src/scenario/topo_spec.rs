@@ -1,10 +1,10 @@
-//! The parts of a [`TopologySpec`] that are lists: hierarchy levels, custom nodes and
-//! links; and what a topology says about the rank count.
+//! The parts of a [`TopologySpec`] that are lists: hierarchy levels, the nodes and links
+//! of custom and graph machines; and what a topology says about the rank count.
 
 use serde::{Deserialize, Serialize};
 
 use super::{TopologySpec, de_link, ser_link};
-use crate::topology::Link;
+use crate::topology::{Link, Placement};
 
 /// One level of a hierarchical topology (`levels:` entry).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -41,10 +41,44 @@ pub struct EdgeSpec {
     pub link: Link,
 }
 
+/// Whether a graph node runs a rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeKind {
+    /// Runs a rank (if the placement puts one there) and may forward.
+    Host,
+    /// Only forwards.
+    Switch,
+}
+
+/// One node of a graph topology (`nodes:` entry).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GraphNodeSpec {
+    /// The name links and the placement refer to it by.
+    pub name: String,
+    /// Host or switch.
+    pub kind: NodeKind,
+    /// A host's ports, if not the topology's `nics`.
+    pub nics: Option<u32>,
+}
+
+/// One undirected, full-duplex link of a graph topology (`links:` entry), by node index.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GraphLinkSpec {
+    /// One end (index into `nodes`); directed link `2i` of link `i` leaves it.
+    pub a: usize,
+    /// The other end; directed link `2i + 1` leaves it.
+    pub b: usize,
+    /// Latency and bandwidth of each direction.
+    #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
+    pub link: Link,
+}
+
 impl TopologySpec {
     /// The rank count the topology fixes, if it fixes one: the product of a hierarchy's
-    /// sizes, a grid's `rows * cols`, a custom graph's node count. `None` where the
-    /// scenario's `ranks` decides (fully connected, ring, a grid without `dims`).
+    /// sizes, a grid's `rows * cols`, a custom graph's node count, the length of a graph's
+    /// placement list. `None` where the scenario's `ranks` decides (fully connected, ring,
+    /// a grid without `dims`, a graph or fat tree placed in an order of its hosts).
     pub fn implied_ranks(&self) -> Option<usize> {
         match self {
             TopologySpec::Hierarchical { levels, .. } => {
@@ -54,8 +88,41 @@ impl TopologySpec {
                 r.checked_mul(*c)
             }
             TopologySpec::Custom { nodes, .. } => Some(nodes.len()),
+            TopologySpec::Graph { placement: Placement::Hosts(hosts), .. } => Some(hosts.len()),
             _ => None,
         }
+    }
+
+    /// The most ranks the topology can run, where that is a limit rather than a fixed
+    /// count: a graph's or fat tree's hosts, when the ranks take the first hosts of an
+    /// order. Any count from 1 up to it is allowed.
+    pub fn max_ranks(&self) -> Option<usize> {
+        match self {
+            TopologySpec::Graph { nodes, placement: Placement::Order(_), .. } => {
+                Some(nodes.iter().filter(|n| n.kind == NodeKind::Host).count())
+            }
+            TopologySpec::FatTree { hosts_per_leaf, leaves, .. } => hosts_per_leaf.checked_mul(*leaves),
+            _ => None,
+        }
+    }
+
+    /// Where [`TopologySpec::max_ranks`] comes from, for messages (`4 leaves x 8 hosts =
+    /// 32 hosts`).
+    pub fn max_ranks_why(&self) -> Option<String> {
+        let n = self.max_ranks()?;
+        Some(match self {
+            TopologySpec::FatTree { hosts_per_leaf, leaves, .. } => {
+                format!("its {leaves} leaves x {hosts_per_leaf} hosts make {n} hosts")
+            }
+            TopologySpec::Graph { nodes, .. } if nodes.len() == n => format!("it has {n} nodes, all hosts"),
+            TopologySpec::Graph { nodes, .. } => format!("{n} of its {} nodes are hosts", nodes.len()),
+            _ => format!("it has {n} hosts"),
+        })
+    }
+
+    /// The rank count when the scenario gives none: the implied count, else every host.
+    pub fn default_ranks(&self) -> Option<usize> {
+        self.implied_ranks().or_else(|| self.max_ranks())
     }
 
     /// How the implied rank count comes about, for messages (`8 x 4 x 2 = 64`).
@@ -69,6 +136,7 @@ impl TopologySpec {
             TopologySpec::Torus2d { dims: Some([r, c]), .. } | TopologySpec::Mesh2d { dims: Some([r, c]), .. } => {
                 format!("its dims make {r} x {c} = {n} ranks")
             }
+            TopologySpec::Graph { .. } => format!("its placement lists {n} hosts"),
             _ => format!("it lists {n} nodes"),
         })
     }

@@ -7,7 +7,7 @@
 //! `|dr| + |dc|` on a mesh, `min(|dr|, rows - |dr|) + min(|dc|, cols - |dc|)` on a torus
 //! (SPEC section 4). Every hop of a dimension-ordered route has the same bandwidth, so
 //! the slowest hop is any hop; no graph search is needed and `link` is O(1).
-//! (A user-listed graph, where paths do need a search, is [`super::Custom`].)
+//! (A user-listed graph, where paths do need a search, is [`super::Graph`].)
 
 use super::{Link, Topology};
 

@@ -1,24 +1,28 @@
 //! Machines: who can talk to whom, at what latency and bandwidth, with how many ports.
 //!
 //! The engine asks a [`Topology`] for one pair's [`Link`] each time a message starts,
-//! so a topology must answer in O(1) or O(log P) and never hold P*P entries (the one
-//! exception, a hand-drawn [`Custom`] graph, is capped at [`MAX_CUSTOM_NODES`] nodes).
+//! so a topology must answer in O(1) or O(log P) and never hold P*P entries (a [`Graph`]
+//! finds a pair's route the first time it is asked and keeps a bounded cache).
 //!
-//! The kinds (SPEC section 4): [`FullyConnected`] (the Hockney machine), [`Hierarchical`]
-//! (levels innermost first, pairs at their innermost common level), [`Grid`] (`torus2d`,
-//! `mesh2d` and `ring`, row-major, `hops * alpha + m / B`) and [`Custom`] (nodes and links,
-//! fewest hops). Only the first is [`Topology::uniform`] in general, so the flat
-//! algorithms' closed forms exist only there; every algorithm still runs everywhere.
+//! The kinds (SPEC sections 4 and 2a): [`FullyConnected`] (the Hockney machine),
+//! [`Hierarchical`] (levels innermost first, pairs at their innermost common level),
+//! [`Grid`] (`torus2d`, `mesh2d` and `ring`, row-major, `hops * alpha + m / B`),
+//! [`Graph`] (`graph`: hosts and switches, fewest hops; `custom`: hosts only) and
+//! [`FatTree`] (two tiers of switches, D-mod-k routes). Only the first is
+//! [`Topology::uniform`] in general, so the flat algorithms' closed forms exist only
+//! there; every algorithm still runs everywhere.
 
-mod custom;
 pub mod fabric;
+mod fat_tree;
 mod fully_connected;
+mod graph;
 mod grid;
 mod hierarchical;
 
-pub use custom::{Custom, MAX_NODES as MAX_CUSTOM_NODES, unreachable};
 pub use fabric::{Fabric, LinkId, route_cost};
+pub use fat_tree::{FatTree, oversubscription, oversubscription_text};
 pub use fully_connected::FullyConnected;
+pub use graph::{Graph, MAX_CACHED_ROUTES, Node, Placement, RankOrder, unreachable, unreachable_host};
 pub use grid::{Grid, squarest};
 pub use hierarchical::{Hierarchical, Level};
 
@@ -76,13 +80,19 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
 }
 
 /// The topology a scenario describes, for `ranks` ranks. A topology that fixes its own
-/// rank count (SPEC section 4: "may be implied by the topology") refuses any other.
+/// rank count (SPEC section 4: "may be implied by the topology") refuses any other; one
+/// that places ranks on hosts refuses more ranks than hosts.
 pub fn build(spec: &crate::scenario::TopologySpec, ranks: usize) -> Result<Box<dyn Topology>, String> {
-    use crate::scenario::TopologySpec;
+    use crate::scenario::{NodeKind, TopologySpec};
     if let (Some(n), Some(why)) = (spec.implied_ranks(), spec.implied_ranks_why())
         && n != ranks
     {
         return Err(format!("the topology has {n} ranks, not {ranks} ({why})"));
+    }
+    if let (Some(n), Some(why)) = (spec.max_ranks(), spec.max_ranks_why())
+        && ranks > n
+    {
+        return Err(format!("the topology runs at most {n} ranks, not {ranks} ({why})"));
     }
     Ok(match spec {
         TopologySpec::FullyConnected { link, nics } => Box::new(FullyConnected { ranks, link: *link, nics: *nics }),
@@ -103,7 +113,29 @@ pub fn build(spec: &crate::scenario::TopologySpec, ranks: usize) -> Result<Box<d
             let names = nodes.iter().map(|n| n.name.clone()).collect();
             let ports = nodes.iter().map(|n| n.nics.unwrap_or(*nics)).collect();
             let edges: Vec<(usize, usize, Link)> = links.iter().map(|e| (e.from, e.to, e.link)).collect();
-            Box::new(Custom::new(names, ports, &edges)?)
+            Box::new(Graph::custom(names, ports, &edges)?)
         }
+        TopologySpec::Graph { nodes, links, placement, nics } => {
+            let nodes = nodes
+                .iter()
+                .map(|n| Node { name: n.name.clone(), host: n.kind == NodeKind::Host, nics: n.nics.unwrap_or(*nics) })
+                .collect();
+            let edges: Vec<(usize, usize, Link)> = links.iter().map(|e| (e.a, e.b, e.link)).collect();
+            let g = Graph::new(nodes, &edges)?;
+            let hosts = match placement {
+                Placement::Order(order) => {
+                    let mut hosts = g.order(*order);
+                    hosts.truncate(ranks);
+                    hosts
+                }
+                Placement::Hosts(hosts) => hosts.clone(),
+            };
+            Box::new(g.placed(hosts)?)
+        }
+        TopologySpec::FatTree { hosts_per_leaf, leaves, spines, link, uplink, placement, nics } => Box::new(
+            FatTree::new(*hosts_per_leaf, *leaves, *spines, *link, *uplink)?
+                .with_nics(*nics)
+                .placed(*placement, ranks)?,
+        ),
     })
 }

@@ -1,9 +1,11 @@
 //! `topology:` as written, and its validation into a [`TopologySpec`] (SPEC section 4).
 //!
 //! Every kind's keys are checked here: the keys of other kinds are rejected with the
-//! kind's own list, each value is checked where it stands, and a custom graph's links
-//! are checked against its nodes (unknown node, self-loop, repeated pair, disconnected).
+//! kind's own list, each value is checked where it stands, a custom graph's or a graph's
+//! links are checked against its nodes (unknown node, self-loop, repeated pair,
+//! disconnected) and a graph's placement against its hosts.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::Deserialize;
@@ -11,8 +13,10 @@ use serde::de::{self, MapAccess, Visitor};
 use serde_saphyr::{Location, Spanned};
 
 use super::{RawLink, Scalar, Src, bandwidth, first_at, present, time, whole};
-use crate::scenario::{EdgeSpec, LevelSpec, NodeSpec, ScenarioError, TopologySpec};
-use crate::topology::{Link, MAX_CUSTOM_NODES, unreachable};
+use crate::scenario::{
+    EdgeSpec, GraphLinkSpec, GraphNodeSpec, LevelSpec, NodeKind, NodeSpec, ScenarioError, TopologySpec,
+};
+use crate::topology::{FatTree, Link, Placement, RankOrder, unreachable_host};
 
 /// `topology:`. Keys of every kind are accepted here; [`topology`] rejects those that do
 /// not apply to the kind given, naming the ones that do.
@@ -29,12 +33,27 @@ pub(super) struct RawTopology {
     /// hierarchical: the levels, innermost first.
     #[serde(default, deserialize_with = "present")]
     levels: Option<Spanned<Vec<Spanned<RawLevel>>>>,
-    /// custom: the nodes of the graph.
+    /// custom, graph: the nodes of the graph.
     #[serde(default, deserialize_with = "present")]
     nodes: Option<Spanned<Vec<Spanned<RawNode>>>>,
-    /// custom: the edges of the graph.
+    /// custom, graph: the edges of the graph.
     #[serde(default, deserialize_with = "present")]
     links: Option<Spanned<Vec<Spanned<RawEdge>>>>,
+    /// graph, fat_tree: which hosts the ranks run on.
+    #[serde(default, deserialize_with = "present")]
+    placement: Option<Spanned<RawPlacement>>,
+    /// fat_tree: hosts under each leaf switch.
+    #[serde(default, deserialize_with = "present")]
+    hosts_per_leaf: Option<Spanned<Scalar>>,
+    /// fat_tree: leaf switches.
+    #[serde(default, deserialize_with = "present")]
+    leaves: Option<Spanned<Scalar>>,
+    /// fat_tree: spine switches.
+    #[serde(default, deserialize_with = "present")]
+    spines: Option<Spanned<Scalar>>,
+    /// fat_tree: each leaf's link to each spine.
+    #[serde(default, deserialize_with = "present")]
+    uplink: Option<Spanned<RawLink>>,
 }
 
 /// One `levels:` entry.
@@ -88,18 +107,79 @@ impl<'de> Deserialize<'de> for RawNode {
     }
 }
 
-/// One `links:` entry of a custom graph.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawEdge {
-    #[serde(default, deserialize_with = "present")]
-    from: Option<Spanned<Scalar>>,
-    #[serde(default, deserialize_with = "present")]
-    to: Option<Spanned<Scalar>>,
-    #[serde(default, deserialize_with = "present")]
-    alpha: Option<Spanned<Scalar>>,
-    #[serde(default, deserialize_with = "present")]
-    bandwidth: Option<Spanned<Scalar>>,
+/// One `links:` entry: a mapping whose keys depend on the kind (`from`, `to` for custom;
+/// `a`, `b` for graph), so they are checked by [`edges`], not by serde.
+struct RawEdge(Vec<(Spanned<String>, Spanned<Scalar>)>);
+
+struct RawEdgeVisitor;
+
+impl<'de> Visitor<'de> for RawEdgeVisitor {
+    type Value = RawEdge;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a link: a mapping of its two ends and, unless topology.link gives them, alpha and bandwidth")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawEdge, A::Error> {
+        let mut items = Vec::new();
+        while let Some(key) = map.next_key::<Spanned<String>>()? {
+            items.push((key, map.next_value::<Spanned<Scalar>>()?));
+        }
+        Ok(RawEdge(items))
+    }
+}
+
+impl<'de> Deserialize<'de> for RawEdge {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(RawEdgeVisitor)
+    }
+}
+
+/// `placement:`: a word (`host_order`, `strided`) or a list of host names.
+enum RawPlacement {
+    Word(Scalar),
+    List(Vec<Spanned<Scalar>>),
+}
+
+struct RawPlacementVisitor;
+
+impl<'de> Visitor<'de> for RawPlacementVisitor {
+    type Value = RawPlacement;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("host_order, strided or a list of host names")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<RawPlacement, E> {
+        Ok(RawPlacement::Word(Scalar::Bool(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawPlacement, E> {
+        Ok(RawPlacement::Word(u64::try_from(v).map_or(Scalar::Int(v), Scalar::UInt)))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawPlacement, E> {
+        Ok(RawPlacement::Word(Scalar::UInt(v)))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<RawPlacement, E> {
+        Ok(RawPlacement::Word(Scalar::Float(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<RawPlacement, E> {
+        Ok(RawPlacement::Word(Scalar::Str(v.to_string())))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<RawPlacement, E> {
+        Ok(RawPlacement::Word(Scalar::Null))
+    }
+    fn visit_none<E: de::Error>(self) -> Result<RawPlacement, E> {
+        Ok(RawPlacement::Word(Scalar::Null))
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawPlacement, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Spanned<Scalar>>()? {
+            items.push(item);
+        }
+        Ok(RawPlacement::List(items))
+    }
+}
+
+impl<'de> Deserialize<'de> for RawPlacement {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(RawPlacementVisitor)
+    }
 }
 
 /// The topology kinds that are built, in the order messages list them.
@@ -111,15 +191,19 @@ enum Kind {
     Mesh2d,
     Ring,
     Custom,
+    Graph,
+    FatTree,
 }
 
-const KINDS: [(&str, Kind); 6] = [
+const KINDS: [(&str, Kind); 8] = [
     ("fully_connected", Kind::FullyConnected),
     ("hierarchical", Kind::Hierarchical),
     ("torus2d", Kind::Torus2d),
     ("mesh2d", Kind::Mesh2d),
     ("ring", Kind::Ring),
     ("custom", Kind::Custom),
+    ("graph", Kind::Graph),
+    ("fat_tree", Kind::FatTree),
 ];
 
 impl Kind {
@@ -130,6 +214,8 @@ impl Kind {
             Kind::Hierarchical => "kind, levels, nics",
             Kind::Torus2d | Kind::Mesh2d => "kind, dims, link, nics",
             Kind::Custom => "kind, nodes, links, link (the default for links), nics",
+            Kind::Graph => "kind, nodes, links, link (the default for links), placement, nics",
+            Kind::FatTree => "kind, hosts_per_leaf, leaves, spines, link, uplink, placement, nics",
         }
     }
 
@@ -152,6 +238,11 @@ pub(super) fn topology(src: &Src, raw: Spanned<RawTopology>) -> Result<TopologyS
         ("levels", t.levels.as_ref().map(|v| v.referenced)),
         ("nodes", t.nodes.as_ref().map(|v| v.referenced)),
         ("links", t.links.as_ref().map(|v| v.referenced)),
+        ("placement", t.placement.as_ref().map(|v| v.referenced)),
+        ("hosts_per_leaf", t.hosts_per_leaf.as_ref().map(|v| v.referenced)),
+        ("leaves", t.leaves.as_ref().map(|v| v.referenced)),
+        ("spines", t.spines.as_ref().map(|v| v.referenced)),
+        ("uplink", t.uplink.as_ref().map(|v| v.referenced)),
     ];
     for (key, loc) in present_keys {
         if let Some(loc) = loc
@@ -217,9 +308,9 @@ pub(super) fn topology(src: &Src, raw: Spanned<RawTopology>) -> Result<TopologyS
                      order), e.g. nodes: [a, b, c], and links: [{ from: a, to: b }, ...]",
                 ));
             };
-            let (nodes, locs) = nodes(src, raw_nodes)?;
+            let graph = nodes(src, raw_nodes, false)?;
             let links = match t.links {
-                None if nodes.len() == 1 => Vec::new(),
+                None if graph.nodes.len() == 1 => Vec::new(),
                 None => {
                     return Err(src.err(
                         &at,
@@ -227,20 +318,80 @@ pub(super) fn topology(src: &Src, raw: Spanned<RawTopology>) -> Result<TopologyS
                          nodes, e.g. links: [{ from: a, to: b, alpha: 1us, bandwidth: 100Gbps }]",
                     ));
                 }
-                Some(raw) => edges(src, raw, &nodes, link)?,
+                Some(raw) => edges(src, raw, &graph, link, ["from", "to"])?,
             };
-            let pairs: Vec<(usize, usize)> = links.iter().map(|e| (e.from, e.to)).collect();
-            if let Some(v) = unreachable(nodes.len(), &pairs) {
+            let pairs: Vec<(usize, usize)> = links.iter().map(|e| (e.0, e.1)).collect();
+            connected(src, &graph, &pairs, "node")?;
+            let nodes = graph.nodes.into_iter().map(|n| NodeSpec { name: n.name, nics: n.nics }).collect();
+            let links = links.into_iter().map(|(from, to, link)| EdgeSpec { from, to, link }).collect();
+            TopologySpec::Custom { nodes, links, nics }
+        }
+        Kind::Graph => {
+            let Some(raw_nodes) = t.nodes else {
                 return Err(src.err(
-                    &locs[v],
-                    format!(
-                        "topology.nodes: node '{}' cannot be reached from node '{}': the graph is \
-                         disconnected; add links so every node has a path to every other",
-                        nodes[v].name, nodes[0].name
-                    ),
+                    &at,
+                    "topology: missing key 'nodes'; kind graph needs its nodes, hosts and switches, \
+                     e.g. nodes: [{ name: h0, kind: host }, { name: h1, kind: host }, \
+                     { name: sw0, kind: switch }], and links: [{ a: h0, b: sw0 }, ...]",
+                ));
+            };
+            let nodes_at = raw_nodes.referenced;
+            let graph = nodes(src, raw_nodes, true)?;
+            let hosts = graph.nodes.iter().filter(|n| n.kind == NodeKind::Host).count();
+            if hosts == 0 {
+                return Err(src.err(
+                    &nodes_at,
+                    "topology.nodes: no node is a host; ranks run on hosts, so give at least one \
+                     node kind: host (a bare name is a host)",
                 ));
             }
-            TopologySpec::Custom { nodes, links, nics }
+            let links = match t.links {
+                None if hosts == 1 => Vec::new(),
+                None => {
+                    return Err(src.err(
+                        &at,
+                        "topology: missing key 'links'; kind graph needs the links between its \
+                         nodes, e.g. links: [{ a: h0, b: sw0, alpha: 1us, bandwidth: 100Gbps }]",
+                    ));
+                }
+                Some(raw) => edges(src, raw, &graph, link, ["a", "b"])?,
+            };
+            let pairs: Vec<(usize, usize)> = links.iter().map(|e| (e.0, e.1)).collect();
+            connected(src, &graph, &pairs, "host")?;
+            let placement = match t.placement {
+                None => Placement::Order(RankOrder::HostOrder),
+                Some(raw) => graph_placement(src, raw, &graph)?,
+            };
+            let links = links.into_iter().map(|(a, b, link)| GraphLinkSpec { a, b, link }).collect();
+            TopologySpec::Graph { nodes: graph.nodes, links, placement, nics }
+        }
+        Kind::FatTree => {
+            let count = |v: &Option<Spanned<Scalar>>, key: &str, what: &str| match v {
+                None => Err(src.err(&at, format!("topology: missing key '{key}'; kind fat_tree needs {what}"))),
+                Some(v) => whole(&v.value, 1, usize::MAX as u64).map(|n| n as usize).ok_or_else(|| {
+                    src.err(
+                        &v.referenced,
+                        format!(
+                            "topology.{key}: must be a whole number of at least 1 ({what}), not {}",
+                            v.value.shown()
+                        ),
+                    )
+                }),
+            };
+            let hosts_per_leaf = count(&t.hosts_per_leaf, "hosts_per_leaf", "the hosts under each leaf switch")?;
+            let leaves = count(&t.leaves, "leaves", "the number of leaf switches")?;
+            let spines = match t.spines {
+                None => 1,
+                some => count(&some, "spines", "the number of spine switches")?,
+            };
+            let link = need_link(link)?;
+            let uplink = t.uplink.map(|l| link_of(src, l, "topology.uplink")).transpose()?.unwrap_or(link);
+            let placement = t.placement.map(|p| tree_placement(src, p)).transpose()?.unwrap_or(RankOrder::HostOrder);
+            if let Err(why) = FatTree::new(hosts_per_leaf, leaves, spines, link, uplink) {
+                let loc = t.leaves.as_ref().map_or(at, |v| v.referenced);
+                return Err(src.err(&loc, format!("topology: {why}")));
+            }
+            TopologySpec::FatTree { hosts_per_leaf, leaves, spines, link, uplink, placement, nics }
         }
     })
 }
@@ -344,48 +495,84 @@ fn levels(src: &Src, raw: Spanned<Vec<Spanned<RawLevel>>>) -> Result<Vec<LevelSp
     Ok(out)
 }
 
-/// `nodes:` of a custom graph, with where each entry is.
-fn nodes(src: &Src, raw: Spanned<Vec<Spanned<RawNode>>>) -> Result<(Vec<NodeSpec>, Vec<Location>), ScenarioError> {
+/// The nodes of a custom graph or a graph, with where each name is and a lookup by name.
+struct Nodes {
+    nodes: Vec<GraphNodeSpec>,
+    locs: Vec<Location>,
+    index: HashMap<String, usize>,
+}
+
+impl Nodes {
+    /// Up to 8 names of the nodes `keep` accepts, for "the nodes are ..." messages.
+    fn names(&self, keep: impl Fn(&GraphNodeSpec) -> bool) -> String {
+        let all: Vec<&str> = self.nodes.iter().filter(|n| keep(n)).map(|n| n.name.as_str()).collect();
+        let mut v: Vec<&str> = all.iter().copied().take(8).collect();
+        if all.len() > 8 {
+            v.push("...");
+        }
+        v.join(", ")
+    }
+}
+
+/// `nodes:` of a custom graph (`graph` false: every node a rank, keys name and nics) or a
+/// graph (keys name, kind and nics; a bare name is a host).
+fn nodes(src: &Src, raw: Spanned<Vec<Spanned<RawNode>>>, graph: bool) -> Result<Nodes, ScenarioError> {
     if raw.value.is_empty() {
         return Err(src.err(&raw.referenced, "topology.nodes: the list is empty; give at least one node"));
     }
-    if raw.value.len() > MAX_CUSTOM_NODES {
-        return Err(src.err(
-            &raw.referenced,
-            format!(
-                "topology.nodes: {} nodes is more than a custom graph may have ({MAX_CUSTOM_NODES}: every \
-                 pair's route is kept in a table); describe a machine that large with another kind",
-                raw.value.len()
-            ),
-        ));
-    }
-    let mut out: Vec<NodeSpec> = Vec::new();
-    let mut locs: Vec<Location> = Vec::new();
-    for entry in raw.value {
+    let allowed = if graph { "name, kind, nics" } else { "name, nics" };
+    let form =
+        if graph { "NAME or { name: NAME, kind: host|switch, nics: N }" } else { "NAME or { name: NAME, nics: N }" };
+    let mut out = Nodes { nodes: Vec::new(), locs: Vec::new(), index: HashMap::new() };
+    for (i, entry) in raw.value.into_iter().enumerate() {
         let at = entry.referenced;
-        let (name_v, nics) = match entry.value {
-            RawNode::Name(s) => (Spanned { value: s, referenced: at, defined: at }, None),
+        let (name_v, kind, nics) = match entry.value {
+            RawNode::Name(s) => (Spanned { value: s, referenced: at, defined: at }, NodeKind::Host, None),
             RawNode::Map(items) => {
                 let mut name = None;
+                let mut kind = NodeKind::Host;
                 let mut nics = None;
                 for (k, v) in items {
                     match k.value.as_str() {
                         "name" => name = Some(v),
-                        "nics" => nics = Some(ports(src, &v, "topology.nodes: nics")?),
+                        "nics" => nics = Some((ports(src, &v, "topology.nodes: nics")?, v.referenced)),
+                        "kind" if graph => {
+                            kind = match &v.value {
+                                Scalar::Str(s) if s == "host" => NodeKind::Host,
+                                Scalar::Str(s) if s == "switch" => NodeKind::Switch,
+                                other => {
+                                    return Err(src.err(
+                                        &v.referenced,
+                                        format!(
+                                            "topology.nodes[{i}].kind: {} is not a node kind; allowed: host (runs a \
+                                             rank), switch (only forwards)",
+                                            other.shown()
+                                        ),
+                                    ));
+                                }
+                            }
+                        }
                         other => {
                             return Err(src.err(
                                 &k.referenced,
-                                format!("topology.nodes: unknown key '{other}'; allowed: name, nics"),
+                                format!("topology.nodes: unknown key '{other}'; allowed: {allowed}"),
                             ));
                         }
                     }
                 }
                 let Some(name) = name else {
-                    return Err(
-                        src.err(&at, "topology.nodes: this entry has no 'name'; write NAME or { name: NAME, nics: N }")
-                    );
+                    return Err(src.err(&at, format!("topology.nodes: this entry has no 'name'; write {form}")));
                 };
-                (name, nics)
+                if let (NodeKind::Switch, Some((_, nics_at))) = (kind, &nics) {
+                    return Err(src.err(
+                        nics_at,
+                        format!(
+                            "topology.nodes[{i}]: nics applies to hosts only; a switch forwards without ports of \
+                             its own, so leave nics out"
+                        ),
+                    ));
+                }
+                (name, kind, nics.map(|n| n.0))
             }
         };
         let name = match &name_v.value {
@@ -398,69 +585,83 @@ fn nodes(src: &Src, raw: Spanned<Vec<Spanned<RawNode>>>) -> Result<(Vec<NodeSpec
                 ));
             }
         };
-        if let Some(i) = out.iter().position(|n| n.name == name) {
+        if let Some(&i) = out.index.get(&name) {
             return Err(src.err(
                 &name_v.referenced,
-                format!("topology.nodes: '{name}' is listed twice{}; node names must differ", first_at(&locs[i])),
+                format!("topology.nodes: '{name}' is listed twice{}; node names must differ", first_at(&out.locs[i])),
             ));
         }
-        out.push(NodeSpec { name, nics });
-        locs.push(name_v.referenced);
+        out.index.insert(name.clone(), out.nodes.len());
+        out.nodes.push(GraphNodeSpec { name, kind, nics });
+        out.locs.push(name_v.referenced);
     }
-    Ok((out, locs))
+    Ok(out)
 }
 
-/// `links:` of a custom graph, resolved against its nodes; `default` fills in a link's
-/// missing alpha or bandwidth.
+/// `links:` resolved against the nodes, as `(end, end, link)`; `ends` are the keys that
+/// name the two ends (`from`, `to` or `a`, `b`); `default` fills in a link's missing
+/// alpha or bandwidth.
 fn edges(
     src: &Src,
     raw: Spanned<Vec<Spanned<RawEdge>>>,
-    nodes: &[NodeSpec],
+    nodes: &Nodes,
     default: Option<Link>,
-) -> Result<Vec<EdgeSpec>, ScenarioError> {
-    let names = || {
-        let mut v: Vec<&str> = nodes.iter().take(8).map(|n| n.name.as_str()).collect();
-        if nodes.len() > 8 {
-            v.push("...");
-        }
-        v.join(", ")
-    };
-    let mut out: Vec<EdgeSpec> = Vec::new();
+    ends: [&str; 2],
+) -> Result<Vec<(usize, usize, Link)>, ScenarioError> {
+    let mut out: Vec<(usize, usize, Link)> = Vec::new();
     let mut locs: Vec<Location> = Vec::new();
+    let mut pairs: HashMap<(usize, usize), usize> = HashMap::new();
     for (i, entry) in raw.value.into_iter().enumerate() {
         let at = entry.referenced;
-        let e = entry.value;
         let key = format!("topology.links[{i}]");
-        let mut ends = [0usize; 2];
-        for (j, (end, field)) in [(&e.from, "from"), (&e.to, "to")].into_iter().enumerate() {
+        let mut found: [Option<Spanned<Scalar>>; 4] = [None, None, None, None];
+        for (k, v) in entry.value.0 {
+            let Some(slot) = [ends[0], ends[1], "alpha", "bandwidth"].iter().position(|&f| f == k.value) else {
+                let hint = match k.value.as_str() {
+                    "from" | "to" | "a" | "b" => " (custom's links are { from, to }, a graph's { a, b })",
+                    _ => "",
+                };
+                return Err(src.err(
+                    &k.referenced,
+                    format!(
+                        "{key}: unknown key '{}'{hint}; allowed: {}, {}, alpha, bandwidth",
+                        k.value, ends[0], ends[1]
+                    ),
+                ));
+            };
+            found[slot] = Some(v);
+        }
+        let [from, to, alpha, bw] = found;
+        let mut idx = [0usize; 2];
+        for (j, (end, field)) in [(&from, ends[0]), (&to, ends[1])].into_iter().enumerate() {
             let Some(v) = end else {
                 return Err(src.err(&at, format!("{key}: missing key '{field}' (a node name)")));
             };
-            let name = v.value.text();
-            ends[j] = nodes.iter().position(|n| n.name == name).ok_or_else(|| {
+            idx[j] = *nodes.index.get(&v.value.text()).ok_or_else(|| {
                 src.err(
                     &v.referenced,
-                    format!("{key}.{field}: unknown node {}; the nodes are {}", v.value.shown(), names()),
+                    format!("{key}.{field}: unknown node {}; the nodes are {}", v.value.shown(), nodes.names(|_| true)),
                 )
             })?;
         }
-        let [a, b] = ends;
-        let to_loc = e.to.as_ref().map_or(at, |v| v.referenced);
+        let [a, b] = idx;
+        let to_loc = to.as_ref().map_or(at, |v| v.referenced);
+        let name = |v: usize| &nodes.nodes[v].name;
         if a == b {
-            return Err(src.err(&to_loc, format!("{key}: links node '{}' to itself", nodes[a].name)));
+            return Err(src.err(&to_loc, format!("{key}: links node '{}' to itself", name(a))));
         }
-        if let Some(k) = out.iter().position(|o| (o.from.min(o.to), o.from.max(o.to)) == (a.min(b), a.max(b))) {
+        if let Some(&k) = pairs.get(&(a.min(b), a.max(b))) {
             return Err(src.err(
                 &at,
                 format!(
                     "{key}: nodes '{}' and '{}' are already linked{}; links are undirected, give each pair once",
-                    nodes[a].name,
-                    nodes[b].name,
+                    name(a),
+                    name(b),
                     first_at(&locs[k])
                 ),
             ));
         }
-        let alpha = match (&e.alpha, default) {
+        let alpha = match (&alpha, default) {
             (Some(v), _) => time(src, v, &format!("{key}.alpha"))?,
             (None, Some(d)) => d.alpha,
             (None, None) => {
@@ -469,7 +670,7 @@ fn edges(
                 );
             }
         };
-        let bw = match (&e.bandwidth, default) {
+        let bw = match (&bw, default) {
             (Some(v), _) => bandwidth(src, v, &format!("{key}.bandwidth"))?,
             (None, Some(d)) => d.bandwidth,
             (None, None) => {
@@ -478,8 +679,95 @@ fn edges(
                 );
             }
         };
-        out.push(EdgeSpec { from: a, to: b, link: Link { alpha, bandwidth: bw } });
+        pairs.insert((a.min(b), a.max(b)), out.len());
+        out.push((a, b, Link { alpha, bandwidth: bw }));
         locs.push(at);
     }
     Ok(out)
+}
+
+/// Every host must reach every other; the error is at the first host that the first
+/// cannot reach (`what` names the nodes in the message: `node` for custom, `host`).
+fn connected(src: &Src, nodes: &Nodes, pairs: &[(usize, usize)], what: &str) -> Result<(), ScenarioError> {
+    let host: Vec<bool> = nodes.nodes.iter().map(|n| n.kind == NodeKind::Host).collect();
+    match unreachable_host(&host, pairs) {
+        None => Ok(()),
+        Some((from, v)) => Err(src.err(
+            &nodes.locs[v],
+            format!(
+                "topology.nodes: {what} '{}' cannot be reached from {what} '{}': the graph is \
+                 disconnected; add links so every {what} has a path to every other",
+                nodes.nodes[v].name, nodes.nodes[from].name
+            ),
+        )),
+    }
+}
+
+/// `placement: host_order` or `placement: strided` (`allowed` lists what the kind takes).
+fn order(src: &Src, at: &Location, word: &Scalar, allowed: &str) -> Result<RankOrder, ScenarioError> {
+    match word {
+        Scalar::Str(s) if s == "host_order" => Ok(RankOrder::HostOrder),
+        Scalar::Str(s) if s == "strided" => Ok(RankOrder::Strided),
+        other => Err(src.err(at, format!("topology.placement: {} is not a placement; {allowed}", other.shown()))),
+    }
+}
+
+/// `placement:` of a fat tree: an order of its hosts.
+fn tree_placement(src: &Src, raw: Spanned<RawPlacement>) -> Result<RankOrder, ScenarioError> {
+    let allowed = "allowed: host_order (rank r on host r), strided (rank r on leaf r mod leaves)";
+    match &raw.value {
+        RawPlacement::Word(w) => order(src, &raw.referenced, w, allowed),
+        RawPlacement::List(_) => Err(src.err(
+            &raw.referenced,
+            format!(
+                "topology.placement: kind fat_tree places ranks in an order of its hosts, not by a list; \
+                 {allowed} (kind graph takes a list)"
+            ),
+        )),
+    }
+}
+
+/// `placement:` of a graph: an order of its hosts, or a list of them.
+fn graph_placement(src: &Src, raw: Spanned<RawPlacement>, nodes: &Nodes) -> Result<Placement, ScenarioError> {
+    let at = raw.referenced;
+    let list = match raw.value {
+        RawPlacement::Word(w) => {
+            let allowed = "allowed: host_order (the hosts as listed), strided (round-robin over the hosts' \
+                           switches), or a list of hosts [h0, h1, ...], rank r on the r-th";
+            return order(src, &at, &w, allowed).map(Placement::Order);
+        }
+        RawPlacement::List(list) => list,
+    };
+    if list.is_empty() {
+        return Err(
+            src.err(&at, "topology.placement: the list is empty; give at least one host, or host_order or strided")
+        );
+    }
+    let hosts = || nodes.names(|n| n.kind == NodeKind::Host);
+    let mut out: Vec<usize> = Vec::with_capacity(list.len());
+    let mut placed: HashMap<usize, Location> = HashMap::new();
+    for (i, item) in list.into_iter().enumerate() {
+        let key = format!("topology.placement[{i}]");
+        let name = item.value.text();
+        let Some(&v) = nodes.index.get(&name) else {
+            return Err(src.err(
+                &item.referenced,
+                format!("{key}: unknown node {}; the hosts are {}", item.value.shown(), hosts()),
+            ));
+        };
+        if nodes.nodes[v].kind == NodeKind::Switch {
+            return Err(
+                src.err(&item.referenced, format!("{key}: '{name}' is a switch; ranks run on hosts: {}", hosts()))
+            );
+        }
+        if let Some(first) = placed.get(&v) {
+            return Err(src.err(
+                &item.referenced,
+                format!("{key}: host '{name}' is listed twice{}; a host runs at most one rank", first_at(first)),
+            ));
+        }
+        placed.insert(v, item.referenced);
+        out.push(v);
+    }
+    Ok(Placement::Hosts(out))
 }
