@@ -145,6 +145,8 @@ def scenarios():
         out["hierarchical_8to1_host_order_%s.yaml" % v] = (
             "hierarchical", v, "{algo}/8to1/host_order/{size}", hierarchical_yaml(v))
         out["p2p_star_%s.yaml" % v] = ("graph", v, "{algo}/p2p/{size}", graph_yaml("p2p.xml", m, ["c", "a", "b"], v))
+        out["p2p0_star_%s.yaml" % v] = ("graph", v, "{algo}/p2p0/{size}",
+                                        graph_yaml("p2p0.xml", plat.p2p(0.0), ["c", "a", "b"], v))
         for pair in ("ca", "cb"):
             out["p2p_%s_%s.yaml" % (pair, v)] = (
                 "graph", v, "{algo}/p2p_%s/{size}" % pair, graph_yaml("p2p.xml", m, list(pair), v))
@@ -186,6 +188,8 @@ def run_ours(exe, files):
                          "" if r.get("time_s") is None else repr(r["time_s"])])
         if fname.startswith("p2p_star_"):
             rows += p2p_arrivals(exe, fname, variant, "p2p")
+        if fname.startswith("p2p0_star_"):
+            rows += p2p_arrivals(exe, fname, variant, "p2p0")
         for g in run.GRIDS:
             if fname.startswith(g + "_"):
                 rows += p2p_arrivals(exe, fname, variant, g)

@@ -127,16 +127,17 @@ def placement(kind, hosts_per_leaf=HOSTS_PER_LEAF, leaves=LEAVES):
     raise ValueError(kind)
 
 
-def p2p():
+def p2p(short_lat=LINK_LAT):
     """Hosts c, a, b on one switch s (ranks 0, 1, 2 in that order). a -> c and b -> c both cross the
-    directed link s -> c (c's link, DOWN); a's route is 5.5 us long, b's 1 us."""
+    directed link s -> c (c's link, DOWN); a's route is 5.5 us long, b's 1 us. With short_lat = 0
+    (machine p2p0) b's route has latency 0 and a's 5 us."""
     m = Machine()
     m.switch("s")
     for h in ("c", "a", "b"):
         m.host(h)
-    m.link("lc", "c", "s", LINK_LAT, LINK_BW)
+    m.link("lc", "c", "s", short_lat, LINK_BW)
     m.link("la", "a", "s", P2P_LONG_LAT, LINK_BW)
-    m.link("lb", "b", "s", LINK_LAT, LINK_BW)
+    m.link("lb", "b", "s", short_lat, LINK_BW)
     return m
 
 

@@ -11,6 +11,7 @@ Points (every time is SimGrid's simulated time, in seconds):
                                allreduce.c's own star (every rank -> rank 0, sum, rank 0 -> every rank)
   p2p/X->c/SIZE                machine p2p: a and b send S bytes each to c at once; arrival of one message
   star/p2p/SIZE                machine p2p, 3 ranks (c, a, b): the star allreduce of allreduce.c
+  p2p0/X->c/SIZE               as p2p/X->c on machine p2p0: b's and c's links have latency 0
   star/p2p_ca/SIZE             machine p2p, 2 ranks (c, a): one message a -> c, then one c -> a
   star/p2p_cb/SIZE             the same with b
   ALGO/trunk/SIZE              machine trunk, 4 ranks: every ring neighbour pair crosses one trunk link,
@@ -100,6 +101,7 @@ def platforms():
     m = plat.p2p()
     files["p2p"] = write(os.path.join(BUILD, "p2p.xml"), m.xml("p2p machine"))
     files["p2p_hosts"] = write(os.path.join(BUILD, "hosts_p2p.txt"), "\n".join(m.hosts) + "\n")
+    files["p2p0"] = write(os.path.join(BUILD, "p2p0.xml"), plat.p2p(0.0).xml("p2p0 machine: b and c links of latency 0"))
     for name, mach in GRIDS.items():
         files[name] = write(os.path.join(BUILD, name + ".xml"), mach.xml(name))
         files[name + "_hosts"] = write(os.path.join(BUILD, "hosts_%s.txt" % name), "\n".join(mach.hosts) + "\n")
@@ -131,12 +133,12 @@ def parse_total(out):
 
 # Machines of allreduce-sim's own grid kinds, ranks in host order.
 GRIDS = {"ring8": plat.ring_topology(RING_P), "torus4x4": plat.torus(*TORUS)}
-P2P_HOSTS = dict([("p2p", plat.p2p().hosts)] + [(k, m.hosts) for k, m in GRIDS.items()])
+P2P_HOSTS = dict([("p2p", plat.p2p().hosts), ("p2p0", plat.p2p().hosts)] + [(k, m.hosts) for k, m in GRIDS.items()])
 
 
 def p2p_point(machine, src, dst, label):
     """Name of the point 'the message src -> dst arrives' of a p2p run (every rank sends to rank 0)."""
-    return ("p2p/%s->%s/%s" if machine == "p2p" else "p2p_" + machine + "/%s->%s/%s") % (src, dst, label)
+    return ((machine if machine.startswith("p2p") else "p2p_" + machine) + "/%s->%s/%s") % (src, dst, label)
 
 
 def points():
@@ -152,6 +154,7 @@ def points():
     for label, size in P2P_SIZES.items():
         out.append(("p2p/*->c/%s" % label, "p2p", "", "p2p", "c,a,b", 3, size, "p2p"))
         out.append(("star/p2p/%s" % label, "star", "", "p2p", "c,a,b", 3, size, "star"))
+        out.append(("p2p0/*->c/%s" % label, "p2p", "", "p2p0", "c,a,b", 3, size, "p2p"))
         for pair in ("ca", "cb"):
             out.append(("star/p2p_%s/%s" % (pair, label), "star", "", "p2p", ",".join(pair), 2, size, "star"))
     for algo in list(ALGORITHMS) + OWN:
@@ -190,6 +193,8 @@ def main():
         count = size // 4
         if machine == "p2p":
             pf, hf = files["p2p"], files["p2p_hosts" if np == 3 else "p2p_" + pl.replace(",", "")]
+        elif machine == "p2p0":
+            pf, hf = files["p2p0"], files["p2p_hosts"]
         elif machine == "trunk" or machine in GRIDS:
             pf, hf = files[machine], files[machine + "_hosts"]
         else:
