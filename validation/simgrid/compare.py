@@ -265,9 +265,14 @@ def table(errors):
         if point not in sg:
             continue
         head, rest = point.split("/", 1)
-        machine = head[4:] if head.startswith("p2p_") else ("p2p" if head == "p2p" else rest.split("/")[0])
-        if rest.split("/")[0] in ("1to1", "8to1"):
+        if head in ("p2p", "p2p0"):  # arrivals on the p2p machines
+            machine = head
+        elif head.startswith("p2p_"):  # arrivals on a grid
+            machine = head[4:]
+        elif rest.split("/")[0] in ("1to1", "8to1"):
             machine = "tree " + "/".join(rest.split("/")[:2])
+        else:
+            machine = rest.split("/")[0]
         b = by.setdefault((machine, kind), {v: [0, 0, 0.0] for v in VARIANTS})
         for v in VARIANTS:
             if v in vals:
