@@ -360,7 +360,7 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     // The closed forms count payload bytes on unshared links only.
     let closed_form = algo.closed_form(&p, &machine).and_then(|cf| {
         let why = if stats.flow.as_ref().is_some_and(|f| f.shared) {
-            Some("links were shared under the flow model; no closed form follows the sharing")
+            Some("shared links slowed messages under the flow model; no closed form follows the sharing")
         } else if net.envelope > 0 {
             Some("the closed forms do not count network.envelope")
         } else {

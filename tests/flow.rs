@@ -114,8 +114,9 @@ fn envelope_bytes_ride_with_every_message() {
 
 #[test]
 fn zero_latency_links_still_share() {
-    // alpha = 0: weighted shares count every route as MIN_WEIGHT_S, so equal routes
-    // split the link equally: 0 -> 2 and 1 -> 3 both on 1->2, 4 bytes at 0.5 B/s: 8 s.
+    // alpha = 0: a zero-latency route weighs 1 s under weighted sharing (as in SimGrid),
+    // so equal routes split the link equally: 0 -> 2 and 1 -> 3 both on 1->2, 4 bytes at
+    // 0.5 B/s: 8 s. (Zero weights would give NaN shares.)
     let s = sends(4, 1, &[(0, 2), (1, 3)]);
     let topo = Grid::ring(4, Link { alpha: 0.0, bandwidth: 1.0 }, 1);
     assert_eq!(timing(&s, &topo, 1, WEIGHTED).time, 8.0);

@@ -122,8 +122,8 @@ pub struct PointResult {
     /// routes, which the flow model's time may never be below.
     #[serde(default)]
     pub ideal_time_s: Option<f64>,
-    /// Under the flow model: whether two messages ever moved data on one directed link
-    /// at once (if not, the time is the ideal model's).
+    /// Under the flow model: whether sharing a link ever slowed a message (if not, the
+    /// time is the ideal model's, bit for bit).
     #[serde(default)]
     pub links_shared: Option<bool>,
     /// Under the flow model: the physical links' traffic.

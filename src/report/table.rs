@@ -91,8 +91,8 @@ fn busiest_links(out: &mut String, rows: &[&PointResult]) {
             .map(|l| format!("{} {} {:.0}%", l.name, fmt_bytes(l.bytes), 100.0 * l.mean_utilisation))
             .collect();
         let shared = match r.links_shared {
-            Some(true) => "links shared",
-            _ => "no link shared",
+            Some(true) => "shared links slowed it",
+            _ => "no message slowed by sharing",
         };
         let _ = writeln!(
             out,

@@ -13,9 +13,10 @@
 //! **Sharing.** [`Sharing::MaxMin`] is plain max-min fairness: raise every flow's rate at
 //! once until a link is full, freeze the flows on it, repeat. [`Sharing::Weighted`]
 //! (SimGrid's CM02) gives each flow a share proportional to `1 / L` instead, so on a
-//! full link a flow of half the route latency gets twice the rate. A route latency below
-//! [`MIN_WEIGHT_S`] counts as that much, so that zero-latency links (which SimGrid's
-//! model cannot run: a flow of zero weight never moves) still share.
+//! full link a flow of half the route latency gets twice the rate. A route of zero
+//! latency weighs [`ZERO_LATENCY_WEIGHT`] (one second), exactly as SimGrid 3.32 does
+//! (`NetworkCm02Model::communicate`: a penalty of 0 would stop the flow, so it uses 1.0);
+//! next to routes of microseconds such a flow gets almost nothing of a full link.
 //!
 //! **Exact where nothing is shared.** A flow that is alone on every link of its route gets
 //! its bottleneck's full bandwidth and ends at `t + (L + m / B)`, computed in exactly the
@@ -51,8 +52,9 @@ pub enum Sharing {
     MaxMin,
 }
 
-/// Route latencies below this count as this much under [`Sharing::Weighted`].
-pub const MIN_WEIGHT_S: f64 = 1e-9;
+/// Under [`Sharing::Weighted`], the weight of a route whose latency is exactly 0 (a
+/// flow's share is `1 / weight`, its weight otherwise its route latency in seconds).
+pub const ZERO_LATENCY_WEIGHT: f64 = 1.0;
 
 /// One directed link the run has used, for the per-link report.
 #[derive(Clone, Debug, PartialEq)]
@@ -72,8 +74,11 @@ pub struct LinkStat {
 /// What the flow model reports about a run besides the engine's statistics.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FlowStats {
-    /// Whether two flows ever moved data on one directed link at the same time. If not,
-    /// every message took its time alone, and the run's times are the ideal model's.
+    /// Whether sharing ever slowed a flow: two or more flows moved data on one directed
+    /// link at once and one of them got less than its route's bottleneck bandwidth. If
+    /// not, every message took its time alone, and the run's times are the ideal model's.
+    /// (Flows may cross one link without slowing each other: eight 100 Gb/s hosts through
+    /// an 800 Gb/s uplink.)
     pub shared: bool,
     /// Every directed link some message crossed, in the order first crossed.
     pub links: Vec<LinkStat>,
@@ -244,7 +249,8 @@ impl<'a> FlowNet<'a> {
         }
         let share = match self.sharing {
             Sharing::MaxMin => 1.0,
-            Sharing::Weighted => 1.0 / link.alpha.max(MIN_WEIGHT_S),
+            Sharing::Weighted if link.alpha > 0.0 => 1.0 / link.alpha,
+            Sharing::Weighted => 1.0 / ZERO_LATENCY_WEIGHT,
         };
         let f = &mut self.flows[id as usize];
         let generation = f.generation.wrapping_add(1);
@@ -377,9 +383,6 @@ impl<'a> FlowNet<'a> {
             l.left = l.capacity;
             l.shares = 0.0;
             l.unfixed = 0;
-            if l.flows.len() > 1 {
-                self.stats.shared = true;
-            }
         }
         for &id in &self.comp_flows {
             let f = &mut self.flows[id as usize];
@@ -439,6 +442,9 @@ impl<'a> FlowNet<'a> {
             f.remaining = (f.remaining - moved).max(0.0);
             f.anchor = now;
             f.rate = rate;
+            // Every flow starts at its bottleneck's bandwidth, which no share exceeds: the
+            // first change of any flow's rate is sharing slowing it.
+            self.stats.shared = true;
             f.generation = f.generation.wrapping_add(1);
             self.stats.reschedules += 1;
             reschedule(id, f.generation, now + f.remaining / rate);

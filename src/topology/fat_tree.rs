@@ -185,6 +185,20 @@ impl Topology for FatTree {
         (!near || !far || self.near == self.far).then(|| self.best_link())
     }
 
+    fn levels(&self) -> Option<Vec<(usize, Link)>> {
+        // In host order the ranks of a leaf are consecutive: a two-level hierarchy (the
+        // leaf, then across leaves) for the topology-aware algorithms, when the ranks fill
+        // whole leaves. Strided ranks of one leaf are not consecutive: no hierarchy.
+        let h = self.hosts_per_leaf;
+        match self.order {
+            RankOrder::HostOrder if self.ranks <= h => Some(vec![(self.ranks, self.near)]),
+            RankOrder::HostOrder if self.ranks.is_multiple_of(h) => {
+                Some(vec![(h, self.near), (self.ranks / h, self.far)])
+            }
+            _ => None,
+        }
+    }
+
     fn fabric(&self) -> Option<&dyn Fabric> {
         Some(self)
     }
