@@ -1,7 +1,10 @@
 //! Engine throughput: ring at P = 256 and 1024 (timing only and with data) and
 //! butterfly at P = 16384, in simulated messages per second; beside it a yardstick, a
 //! bare binary-heap event loop (pop one event, push one) holding as many live events,
-//! in events per second. Run: `cargo bench --bench engine`.
+//! in events per second. Then the flow model against the ideal model on one machine, a
+//! 1024-host fat tree (32 leaves of 32 hosts, 4 spines, 8:1 oversubscribed): ring in host
+//! order (little sharing) and strided (every hop through a spine), and halving_doubling,
+//! 1 MiB per rank, timing only. Run: `cargo bench --bench engine`.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -9,8 +12,10 @@ use std::collections::BinaryHeap;
 use allreduce_sim::algos::{self, Params, Problem};
 use allreduce_sim::sim::data::{Init, ReduceOp, initial_values};
 use allreduce_sim::sim::engine::NoObserver;
-use allreduce_sim::sim::simulate;
-use allreduce_sim::topology::{FullyConnected, Link};
+use allreduce_sim::sim::data::DataPlane;
+use allreduce_sim::sim::flow::Sharing;
+use allreduce_sim::sim::{Network, simulate, simulate_on};
+use allreduce_sim::topology::{FatTree, FullyConnected, Link, RankOrder};
 use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
 
@@ -67,4 +72,56 @@ fn bare_heap(b: Bencher, live: usize) {
         }
         black_box(heap.len())
     });
+}
+
+/// The 1024-host fat tree of the flow benchmarks.
+fn fat_tree(order: RankOrder) -> FatTree {
+    let link = Link { alpha: 1e-6, bandwidth: 12.5e9 };
+    FatTree::new(32, 32, 4, link, link).unwrap().placed(order, 1024).unwrap()
+}
+
+/// Simulate `id` on the fat tree under `net`, timing only, counting messages.
+fn bench_net(b: Bencher, id: &str, order: RankOrder, net: Network) {
+    let algo = algos::build(id, Params::default()).unwrap();
+    let t = fat_tree(order);
+    let p = Problem { ranks: 1024, elems: 262_144, elem_bytes: 4 };
+    let none = || None::<fn(&[usize]) -> DataPlane>;
+    let messages = simulate_on(algo.as_ref(), &t, p, 5e-11, net, none(), &mut NoObserver).unwrap().0.messages;
+    b.counter(ItemsCount::new(messages))
+        .bench(|| black_box(simulate_on(algo.as_ref(), &t, p, 5e-11, net, none(), &mut NoObserver).unwrap().0.time));
+}
+
+const FLOW: Network = Network { flow: Some(Sharing::Weighted), envelope: 0 };
+
+/// Ring on the fat tree, host order: ideal, then flow.
+#[divan::bench(sample_count = 5)]
+fn fat_tree_ring_ideal(b: Bencher) {
+    bench_net(b, "ring", RankOrder::HostOrder, Network::IDEAL);
+}
+
+#[divan::bench(sample_count = 5)]
+fn fat_tree_ring_flow(b: Bencher) {
+    bench_net(b, "ring", RankOrder::HostOrder, FLOW);
+}
+
+/// Ring on the fat tree, strided: every message crosses a spine, 8 flows per uplink.
+#[divan::bench(sample_count = 5)]
+fn fat_tree_ring_strided_ideal(b: Bencher) {
+    bench_net(b, "ring", RankOrder::Strided, Network::IDEAL);
+}
+
+#[divan::bench(sample_count = 5)]
+fn fat_tree_ring_strided_flow(b: Bencher) {
+    bench_net(b, "ring", RankOrder::Strided, FLOW);
+}
+
+/// halving_doubling on the fat tree, host order.
+#[divan::bench(sample_count = 10)]
+fn fat_tree_halving_doubling_ideal(b: Bencher) {
+    bench_net(b, "halving_doubling", RankOrder::HostOrder, Network::IDEAL);
+}
+
+#[divan::bench(sample_count = 10)]
+fn fat_tree_halving_doubling_flow(b: Bencher) {
+    bench_net(b, "halving_doubling", RankOrder::HostOrder, FLOW);
 }
