@@ -96,6 +96,10 @@ pub struct PointResult {
     pub wall_time_s: f64,
     /// Every check that failed at this point, in words (empty when all held).
     pub failures: Vec<String>,
+    /// What is worth knowing about this point that is not a failure, in words (a flow
+    /// model run that beat the ideal model by a scheduling anomaly).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Bytes each rank sent, rank by rank (only for P <= 64, to keep reports small).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_sent_per_rank: Option<Vec<u64>>,

@@ -46,6 +46,16 @@ impl Exporter for Table {
             }
         }
 
+        let noted: Vec<&PointResult> = report.results.iter().filter(|r| !r.notes.is_empty()).collect();
+        if !noted.is_empty() {
+            out.push_str("\nnotes:\n");
+            for r in &noted {
+                for n in &r.notes {
+                    let _ = writeln!(out, "  {} {}: {n}", r.algorithm, point(r));
+                }
+            }
+        }
+
         out.push('\n');
         let n = report.results.len();
         let points = if n == 1 { "point" } else { "points" };
