@@ -10,9 +10,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use allreduce_sim::algos::{self, Params, Problem};
+use allreduce_sim::sim::data::DataPlane;
 use allreduce_sim::sim::data::{Init, ReduceOp, initial_values};
 use allreduce_sim::sim::engine::NoObserver;
-use allreduce_sim::sim::data::DataPlane;
 use allreduce_sim::sim::flow::Sharing;
 use allreduce_sim::sim::{Network, simulate, simulate_on};
 use allreduce_sim::topology::{FatTree, FullyConnected, Link, RankOrder};
