@@ -1,28 +1,12 @@
 //! The engine's own rules (SPEC section 2), each on a tiny hand-written program.
 
-use allreduce_sim::algos::{Algorithm, Machine, Problem};
+mod common;
+use common::Script;
+
+use allreduce_sim::algos::Problem;
 use allreduce_sim::sim::engine::{MessageInfo, NoObserver, Observer, SimError};
-use allreduce_sim::sim::{Op, Program, Rank, Region, simulate};
-use allreduce_sim::topology::{FullyConnected, Link, Topology};
-
-/// An algorithm given as a fixed list of ops per rank.
-#[derive(Debug)]
-struct Script(Vec<Vec<Op>>);
-
-impl Algorithm for Script {
-    fn id(&self) -> &'static str {
-        "script"
-    }
-    fn program(&self, rank: Rank, _p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
-        vec![Box::new(self.0[rank as usize].clone().into_iter())]
-    }
-    fn closed_form(&self, _p: &Problem, _m: &Machine) -> Option<(f64, f64)> {
-        None
-    }
-    fn reduction_depth(&self, _p: &Problem, _topo: &dyn Topology) -> usize {
-        1
-    }
-}
+use allreduce_sim::sim::{Op, Rank, Region, simulate};
+use allreduce_sim::topology::{FullyConnected, Link};
 
 #[derive(Default)]
 struct Log(Vec<(Rank, Rank, f64, f64)>);

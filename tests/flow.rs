@@ -3,37 +3,21 @@
 //! machine: verified, equal to the ideal model bit for bit wherever no link was shared,
 //! never faster than it where links were.
 
+mod common;
+use common::Script;
+
 use allreduce_sim::algos::{self, Algorithm, Params, Problem};
 use allreduce_sim::scenario::ParamValue;
 use allreduce_sim::sim::data::{DataPlane, Init, ReduceOp, Reference, initial_values};
 use allreduce_sim::sim::engine::{NoObserver, SimStats};
 use allreduce_sim::sim::flow::Sharing;
-use allreduce_sim::sim::{Network, Op, Program, Rank, Region, simulate_on};
+use allreduce_sim::sim::{Network, Op, Rank, Region, simulate_on};
 use allreduce_sim::topology::{
     FatTree, FullyConnected, Graph, Grid, Hierarchical, Level, Link, Node, RankOrder, Topology,
 };
 
 const WEIGHTED: Network = Network { flow: Some(Sharing::Weighted), envelope: 0 };
 const MAXMIN: Network = Network { flow: Some(Sharing::MaxMin), envelope: 0 };
-
-/// An algorithm given as a fixed list of ops per rank.
-#[derive(Debug)]
-struct Script(Vec<Vec<Op>>);
-
-impl Algorithm for Script {
-    fn id(&self) -> &'static str {
-        "script"
-    }
-    fn program(&self, rank: Rank, _p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
-        vec![Box::new(self.0[rank as usize].clone().into_iter())]
-    }
-    fn closed_form(&self, _p: &Problem, _m: &allreduce_sim::algos::Machine) -> Option<(f64, f64)> {
-        None
-    }
-    fn reduction_depth(&self, _p: &Problem, _topo: &dyn Topology) -> usize {
-        1
-    }
-}
 
 /// `elems` elements of 4 bytes from each `(src, dst)` pair, all issued at 0.
 fn sends(ranks: usize, elems: usize, pairs: &[(Rank, Rank)]) -> Script {

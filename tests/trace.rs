@@ -37,11 +37,18 @@ fn cli() -> Command {
 /// Run one point with `--trace` and return the parsed trace and the JSON report.
 fn trace(test: &str, algorithm: &str, ranks: &str) -> (Value, Value) {
     let d = dir(test);
+    traced(&d, &["--algorithms", algorithm, "--ranks", ranks, "--sizes", "4KiB"])
+}
+
+/// Run `d/s.yaml` with `args`, `--format json` and `--trace d/trace.json`; the parsed
+/// trace and report.
+fn traced(d: &Path, args: &[&str]) -> (Value, Value) {
     let file = d.join("trace.json");
     let out = cli()
         .arg("run")
         .arg(d.join("s.yaml"))
-        .args(["--algorithms", algorithm, "--ranks", ranks, "--sizes", "4KiB", "--format", "json", "--trace"])
+        .args(args)
+        .args(["--format", "json", "--trace"])
         .arg(&file)
         .assert()
         .success()
@@ -190,25 +197,13 @@ fn under_the_flow_model_busy_links_get_counter_tracks() {
     let scenario = "ranks: 4\ntopology:\n  kind: ring\n  link: { alpha: 1us, bandwidth: 1GB/s }\n\
                     network: { model: flow }\nalgorithms: [butterfly]\nsizes: [1MB]\n";
     std::fs::write(d.join("s.yaml"), scenario).unwrap();
-    let file = d.join("trace.json");
-    let out = cli()
-        .arg("run")
-        .arg(d.join("s.yaml"))
-        .args(["--format", "json", "--trace"])
-        .arg(&file)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let report: Value = serde_json::from_slice(&out).unwrap();
+    let (trace, report) = traced(&d, &[]);
     let r = &report["results"][0];
     // 1 MB at 1 GB/s: step 1 alone (1 us + 1 ms), step 2 two flows per link (2 us + 2 ms).
     assert!((r["time_s"].as_f64().unwrap() - 3.003e-3).abs() < 1e-12, "{r}");
     assert_eq!(r["links_shared"], true);
     assert!(r["closed_form_s"].is_null());
     assert_eq!(r["network_links"]["busiest"][0]["name"], "r0->r1");
-    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     let events = trace["traceEvents"].as_array().unwrap();
     let network = events.iter().any(|e| e["ph"] == "M" && e["pid"] == 4 && e["args"]["name"] == "network");
     assert!(network, "no network process");

@@ -285,11 +285,21 @@ impl<'a> FlowNet<'a> {
             return;
         }
         f.moving = true;
-        let (start, len) = (f.start, f.len);
-        for i in start..start + len {
+        self.join_or_leave(id, true);
+    }
+
+    /// Put message `id` on (or take it off) every link of its route, marking each for
+    /// the next [`FlowNet::settle`].
+    fn join_or_leave(&mut self, id: u32, join: bool) {
+        let f = &self.flows[id as usize];
+        for i in f.start..f.start + f.len {
             let slot = self.route_buf[i as usize];
             let l = &mut self.links[slot as usize];
-            l.flows.push(id);
+            if join {
+                l.flows.push(id);
+            } else if let Some(pos) = l.flows.iter().position(|&x| x == id) {
+                l.flows.remove(pos);
+            }
             if !l.dirty {
                 l.dirty = true;
                 self.dirty.push(slot);
@@ -308,18 +318,7 @@ impl<'a> FlowNet<'a> {
             return;
         }
         f.moving = false;
-        let (start, len) = (f.start, f.len);
-        for i in start..start + len {
-            let slot = self.route_buf[i as usize];
-            let l = &mut self.links[slot as usize];
-            if let Some(pos) = l.flows.iter().position(|&x| x == id) {
-                l.flows.remove(pos);
-            }
-            if !l.dirty {
-                l.dirty = true;
-                self.dirty.push(slot);
-            }
-        }
+        self.join_or_leave(id, false);
     }
 
     /// Recompute the rates of every flow that shares a link with a link that changed
