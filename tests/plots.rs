@@ -142,6 +142,21 @@ fn gantt_draws_one_point_and_refuses_a_sweep() {
     let bytes = std::fs::read(&png).unwrap();
     assert!(bytes.len() > 1000 && bytes.starts_with(b"\x89PNG"), "{} bytes", bytes.len());
 
+    // As SVG every interval is a rectangle at least 2 px wide, short reductions included.
+    let svg = dir.join("ring.svg");
+    bin()
+        .arg("run")
+        .arg(&scenario)
+        .args(["--algorithms", "ring", "--ranks", "4", "--sizes", "4KiB", "--gantt"])
+        .arg(&svg)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let narrow =
+        text.lines().filter(|l| l.starts_with("<rect") && (l.contains(" width=\"0\"") || l.contains(" width=\"1\"")));
+    assert_eq!(narrow.count(), 0, "{svg:?}");
+    assert!(text.contains("every interval at least 2 px wide"));
+
     let refused = dir.join("sweep.png");
     bin()
         .arg("run")

@@ -21,6 +21,10 @@ use crate::timeline::Timeline;
 /// The most ranks a Gantt chart draws.
 pub const MAX_RANKS: usize = 64;
 
+/// Every interval is drawn at least this many pixels wide, so that short ones (a few
+/// bytes reduced) stay visible; the legend says so.
+const MIN_BAR_PX: i32 = 2;
+
 /// Whether `s` and `path` make a Gantt chart: one point of at most [`MAX_RANKS`] ranks,
 /// a `.png` or `.svg` file. Call before running, to refuse early.
 pub fn check_gantt(s: &Scenario, path: &Path) -> Result<(), String> {
@@ -332,6 +336,8 @@ impl Chart for GanttChart {
             if x1 - x0 >= 3 {
                 x1 -= 1; // a hairline gap between back-to-back bars
             }
+            // A reduction of a few bytes lasts a fraction of a pixel; it still happened.
+            x1 = x1.max(x0 + MIN_BAR_PX);
             let key = (rank, kind as u8, row);
             if let Some(&(a, b)) = last.get(&key)
                 && x0 >= a
@@ -360,6 +366,7 @@ impl Chart for GanttChart {
             format!("{} messages", self.messages),
             format!("{} reductions", self.reductions),
             format!("{} send, {} receive port(s)", self.send_rows, self.recv_rows),
+            format!("every interval at least {MIN_BAR_PX} px wide"),
         ];
         for (k, line) in info.iter().enumerate() {
             root.draw_text(line, &text(13.0, &style::GREY_TEXT), (xs.start + 8, ys_px.start + 120 + 20 * k as i32))
