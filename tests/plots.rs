@@ -194,3 +194,20 @@ fn run_plot_writes_into_the_given_directory() {
         .stderr(predicate::str::contains("wrote 22 plot file(s)"));
     assert!(out.join("tiny-sweep_time_vs_size_P8.png").exists());
 }
+
+#[test]
+fn the_best_algorithm_map_shows_a_tie_as_a_tie() {
+    // Under the ideal model on a torus, halving_doubling and torus_2d take the same time up
+    // to the last bits (1e-16 apart): the map splits those cells and says "tie" in them.
+    let dir = scratch("tie");
+    let scenario = dir.join("torus.yaml");
+    let text = "name: tie\nranks: [16, 64]\ntopology:\n  kind: torus2d\n  link: { alpha: 1us, bandwidth: 100Gbps }\n\
+                algorithms: [torus_2d, halving_doubling]\nsizes: [64KiB, 1MiB]\ndata: { mode: off }\n";
+    std::fs::write(&scenario, text).unwrap();
+    bin().arg("run").arg(&scenario).arg(format!("--plot={}", dir.display())).assert().success();
+    let svg = std::fs::read_to_string(dir.join("tie_best_algorithm.svg")).unwrap();
+    let texts: Vec<&str> = svg.lines().map(str::trim).collect();
+    let ties = texts.iter().filter(|l| **l == "tie").count();
+    assert!(ties >= 2, "{ties} cells marked as a tie");
+    assert!(!texts.contains(&"1.00x"), "a tie shown as a lead of 1.00x");
+}

@@ -47,14 +47,19 @@ pub struct MapChart {
     subtitle: String,
     sizes: Vec<u64>,
     ranks: Vec<usize>,
-    /// `cells[r][s]`: the winner's series index and its lead over the runner-up
-    /// (`time_2nd / time_best`, `None` when it ran alone); `None` when nothing ran.
+    /// `cells[r][s]`: the winner's series index, its lead over the runner-up
+    /// (`time_2nd / time_best`, `None` when it ran alone) and the runner-up's index when
+    /// the two tie (within a relative 1e-9); `None` when nothing ran.
     cells: Vec<Vec<Option<Cell>>>,
     algorithms: Vec<String>,
 }
 
-/// A map cell: the winner's series index and its lead over the runner-up.
-type Cell = (usize, Option<f64>);
+/// A map cell: the winner's series index, its lead over the runner-up, and the
+/// runner-up if it ties.
+type Cell = (usize, Option<f64>, Option<usize>);
+
+/// Times within this relative difference are a tie (summation order, not the algorithm).
+const TIE: f64 = 1e-9;
 
 /// Any chart of a report.
 pub enum ReportChart {
@@ -295,7 +300,12 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
                 times.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
                 if let Some(&(t, i)) = times.first() {
                     let lead = times.get(1).map(|&(t2, _)| t2 / t);
-                    cells[ri][si] = Some((i, lead));
+                    let tie = times.get(1).filter(|&&(t2, _)| t2 <= t * (1.0 + TIE)).map(|&(_, j)| j);
+                    // A tie is shown in list order, whichever rounding put first.
+                    cells[ri][si] = Some(match tie {
+                        Some(j) => (i.min(j), lead, Some(i.max(j))),
+                        None => (i, lead, None),
+                    });
                     any = true;
                 }
             }
@@ -305,7 +315,9 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
                 "best_algorithm".to_string(),
                 ReportChart::Map(MapChart {
                     title: "Fastest algorithm by ranks and message size".to_string(),
-                    subtitle: format!("{name}  ·  number in a cell: runner-up time / fastest time"),
+                    subtitle: format!(
+                        "{name}  ·  number in a cell: runner-up time / fastest time; a split cell: a tie"
+                    ),
                     sizes: sizes.clone(),
                     ranks: ranks.clone(),
                     cells,
@@ -438,7 +450,8 @@ impl LineChart {
 impl MapChart {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let body = style::header(root, &self.title, &self.subtitle)?;
-        let mut winners: Vec<usize> = self.cells.iter().flatten().flatten().map(|c| c.0).collect();
+        let mut winners: Vec<usize> =
+            self.cells.iter().flatten().flatten().flat_map(|c| std::iter::once(c.0).chain(c.2)).collect();
         winners.sort();
         winners.dedup();
         let mut keys: Vec<(Key, String)> =
@@ -496,16 +509,25 @@ impl MapChart {
                 let a = chart.backend_coord(&(si as f64, ri as f64 + 1.0));
                 let b = chart.backend_coord(&(si as f64 + 1.0, ri as f64));
                 let fill = match cell {
-                    Some((i, _)) => style::color(*i),
+                    Some((i, _, _)) => style::color(*i),
                     None => RGBColor(235, 235, 235),
                 };
                 root.draw(&Rectangle::new([a, b], fill.filled())).map_err(de)?;
+                // A tie: the right half in the other winner's colour.
+                if let Some((_, _, Some(j))) = cell {
+                    let mid = ((a.0 + b.0) / 2, a.1);
+                    root.draw(&Rectangle::new([mid, b], style::color(*j).filled())).map_err(de)?;
+                }
                 root.draw(&Rectangle::new([a, b], WHITE.stroke_width(2))).map_err(de)?;
-                let Some((i, lead)) = cell else { continue };
+                let Some((i, lead, tie)) = cell else { continue };
                 let (cw, ch) = (b.0 - a.0, b.1 - a.1);
                 let c = ((a.0 + b.0) / 2, (a.1 + b.1) / 2);
                 let ink = if style::luminance(fill) > 0.55 { BLACK } else { WHITE };
-                let lead = lead.map(|l| format!("{l:.2}x")).unwrap_or_default();
+                let lead = match (tie, lead) {
+                    (Some(_), _) => "tie".to_string(),
+                    (None, Some(l)) => format!("{l:.2}x"),
+                    (None, None) => String::new(),
+                };
                 let name = &self.algorithms[*i];
                 let fs = 13.0;
                 if ch >= 56 && cw >= 8 + style::text_width(name, fs) as i32 {
