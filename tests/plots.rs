@@ -210,4 +210,7 @@ fn the_best_algorithm_map_shows_a_tie_as_a_tie() {
     let ties = texts.iter().filter(|l| **l == "tie").count();
     assert!(ties >= 2, "{ties} cells marked as a tie");
     assert!(!texts.contains(&"1.00x"), "a tie shown as a lead of 1.00x");
+    // On the line charts halving_doubling lies on torus_2d: the legend says so.
+    let lines = std::fs::read_to_string(dir.join("tie_time_vs_size_P64.svg")).unwrap();
+    assert!(lines.contains("halving_doubling (= torus_2d)"), "no legend note for the hidden line");
 }

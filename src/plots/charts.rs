@@ -40,6 +40,17 @@ pub struct LineChart {
     hline: Option<(f64, String)>,
 }
 
+/// Whether two series lie on each other: the same x, and y within a relative 1e-9
+/// (a tie, like torus_2d and halving_doubling on a torus under the ideal model).
+fn coincide(a: &Series, b: &Series) -> bool {
+    a.points.len() == b.points.len()
+        && !a.points.is_empty()
+        && a.points
+            .iter()
+            .zip(&b.points)
+            .all(|(p, q)| p.0 == q.0 && (p.1 - q.1).abs() <= 1e-9 * p.1.abs().max(q.1.abs()))
+}
+
 /// Which algorithm wins each (ranks, size) cell.
 #[derive(Clone, Debug)]
 pub struct MapChart {
@@ -365,8 +376,19 @@ const DESC_FONT: f64 = 16.0;
 impl LineChart {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let body = style::header(root, &self.title, &self.subtitle)?;
-        let mut keys: Vec<(Key, String)> =
-            self.series.iter().map(|s| (Key::Series(s.style, self.lines), s.label.clone())).collect();
+        // A series on top of an earlier one hides it: say so in the legend.
+        let mut keys: Vec<(Key, String)> = self
+            .series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let label = match self.series[..i].iter().find(|t| coincide(t, s)) {
+                    Some(t) => format!("{} (= {})", s.label, t.label),
+                    None => s.label.clone(),
+                };
+                (Key::Series(s.style, self.lines), label)
+            })
+            .collect();
         if let Some(d) = &self.diagonal {
             keys.push((Key::Reference, d.clone()));
         }
@@ -427,10 +449,13 @@ impl LineChart {
             style::dashed_hline(root, l.0, r.0, l.1)?;
         }
         if self.lines {
-            for s in &self.series {
+            for (i, s) in self.series.iter().enumerate() {
                 let pts: Vec<(i32, i32)> = s.points.iter().filter_map(|&p| to_px(p)).collect();
+                // A line that a later series covers is drawn wider, as a halo around it.
+                let hidden = self.series[i + 1..].iter().any(|t| coincide(s, t));
+                let width = if hidden { 6 } else { 2 };
                 if pts.len() >= 2 {
-                    root.draw(&PathElement::new(pts, style::color(s.style).stroke_width(2))).map_err(de)?;
+                    root.draw(&PathElement::new(pts, style::color(s.style).stroke_width(width))).map_err(de)?;
                 }
             }
         }
