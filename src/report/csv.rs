@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Exporter, PointResult, Report, CORE_FIELDS};
+use super::{CORE_FIELDS, Exporter, PointResult, Report};
 
 /// One row per (algorithm, ranks, bytes).
 #[derive(Clone, Copy, Debug, Default)]
