@@ -1,7 +1,8 @@
-//! Every algorithm's time in the ideal model (SPEC section 2), without simulating.
+//! Every algorithm's time in the ideal model (README, 'The machine model'), without
+//! simulating.
 //!
-//! Read this file like seed 000's Table 1 or NCCL's `tuning.cc`: one function per
-//! algorithm, the formula as in the docs, and, where a seed's textbook formula
+//! Read this file like the course report's Table 1 or NCCL's `tuning.cc`: one function per
+//! algorithm, the formula as in the docs, and, where a source document's textbook formula
 //! differs, that formula beside it with the reason. Notation: P ranks, n elements of
 //! e bytes, S = n e, message time `T(m) = alpha + m/B`, reduction time `R(m) = m C`,
 //! k NICs per rank.
@@ -48,7 +49,7 @@ impl Hockney {
 /// Ring: `2(P-1) T(c) + (P-1) R(c)`, `c = ceil(n/P) e`.
 ///
 /// Every step waits for the previous step's reduction, and one chunk (a largest one,
-/// chunk 0) is on the critical path of every step. Seeds 000 and 002 write
+/// chunk 0) is on the critical path of every step. The course report and the survey write
 /// `2(P-1)(alpha + S/(P B)) + (P-1)(S/P) C`, the same when P divides n.
 pub fn ring(p: &Problem, h: &Hockney) -> f64 {
     let np = p.ranks as f64;
@@ -64,9 +65,9 @@ pub fn ring(p: &Problem, h: &Hockney) -> f64 {
 /// so the reduce ends at `max_j (arrival_j + (P - j) R)`, which is largest for the
 /// first or the last round; the broadcast takes m more rounds.
 ///
-/// Seed 002 writes `2 T + P S C`: it lets the root receive all P-1 vectors at once
+/// The survey writes `2 T + P S C`: it lets the root receive all P-1 vectors at once
 /// (`abc与d之间的通信是同时进行的`), which needs P-1 NICs, and counts P reductions
-/// where P-1 happen. Seed 000 writes `2 (P-1) T + (P-1) R`, which serialises the
+/// where P-1 happen. The course report writes `2 (P-1) T + (P-1) R`, which serialises the
 /// reductions behind the transfers instead of overlapping them.
 pub fn star(p: &Problem, h: &Hockney) -> f64 {
     if p.ranks <= 1 {
@@ -107,8 +108,8 @@ fn flow_shop(stages: usize, jobs: usize, servers: impl Fn(usize) -> usize, time:
 /// Chain with N segments: forward, each hop `i -> i+1` and each addition at `i+1` is a
 /// stage that segments pass in order (a flow shop of 2(P-1) stages); rank P-1 starts
 /// sending back once it holds every segment, and the backward pass is a flow shop of
-/// P-1 hops. With one segment: `(P-1)(2 T(S) + R(S))`, which is seed 000's formula
-/// `2N(alpha + tS/N)(P-1) + (P-1) S c` for N = 1. For N > 1 seed 000 keeps the same
+/// P-1 hops. With one segment: `(P-1)(2 T(S) + R(S))`, which is the course report's formula
+/// `2N(alpha + tS/N)(P-1) + (P-1) S c` for N = 1. For N > 1 the course report keeps the same
 /// form, as if segments did not overlap; they do, so the pipelined chain is faster.
 pub fn chain(p: &Problem, h: &Hockney, segments: usize) -> f64 {
     if p.ranks <= 1 {
@@ -134,8 +135,8 @@ pub fn chain(p: &Problem, h: &Hockney, segments: usize) -> f64 {
 /// arrive through its k incoming NICs, served in order of (send time, rank); then the
 /// total comes down the same tree, each parent sending to its children nearest first
 /// on its k outgoing NICs. For P a power of two every level is in lockstep and this is
-/// `log2 P (2 T(S) + R(S))`, seed 000's formula with N = 1. For other P several
-/// children reach a parent at once and queue for its port, which the seed ignores.
+/// `log2 P (2 T(S) + R(S))`, the course report's formula with N = 1. For other P several
+/// children reach a parent at once and queue for its port, which the course report ignores.
 pub fn binomial_tree(p: &Problem, h: &Hockney) -> f64 {
     use crate::algos::binomial_shape as shape;
     let np = p.ranks;
@@ -185,14 +186,15 @@ fn slot_of(q: usize, c: usize) -> usize {
     (c - q).trailing_zeros() as usize
 }
 
-/// Butterfly for P a power of two: `log2 P (T(S) + R(S))`, seed 000 and 002's
+/// Butterfly for P a power of two: `log2 P (T(S) + R(S))`, the course report's and the survey's
 /// `log2 N (alpha + S/B + S C)`, exact here: the two directions of an exchange use
 /// different ports and every step waits for the previous reduction.
 ///
 /// For other P there is no closed form (`None`): the ranks the fold leaves alone start
 /// the butterfly at once, their messages reach folded ranks early and queue for
 /// ports behind the fold, and which waits fall on the critical path depends on
-/// alpha, B, C and the NICs. `(log2 P' + 1)(T + R) + T`, the seeds' lockstep count, is
+/// alpha, B, C and the NICs. `(log2 P' + 1)(T + R) + T`, the lockstep count of the course
+/// report and the survey, is
 /// an upper bound (tested), not the time.
 pub fn butterfly(p: &Problem, h: &Hockney) -> Option<f64> {
     if p.ranks <= 1 {
@@ -212,8 +214,8 @@ pub fn butterfly_fold_bound(p: &Problem, h: &Hockney) -> f64 {
 
 /// Halving-doubling for P a power of two that divides n: step k of the reduce-scatter
 /// swaps halves of `n/2^k` elements, so
-/// `2 log2 P alpha + 2 (P-1)/P S/B + (P-1)/P S C`: seed 001's 2 lg P steps and 2 S on
-/// the wire. Seed 002 writes `2 log2 N (alpha + S/B + S C)`, which sends the whole
+/// `2 log2 P alpha + 2 (P-1)/P S/B + (P-1)/P S C`: Gloo's 2 lg P steps and 2 S on
+/// the wire. The survey writes `2 log2 N (alpha + S/B + S C)`, which sends the whole
 /// vector at every step.
 ///
 /// Otherwise there is no closed form (`None`). When P does not divide n, the ranks
@@ -242,7 +244,7 @@ fn halving_doubling_core(p: &Problem, h: &Hockney) -> f64 {
     time
 }
 
-/// SPEC section 3's lower bound for allreduce (Chan et al. 2007; Patarasuk & Yuan
+/// The lower bound for allreduce (docs/report.md, 'The checks'; Chan et al. 2007; Patarasuk & Yuan
 /// 2009), compute allowed to overlap communication:
 /// `ceil(log2 P) alpha + max(2 (P-1)/P S / (k B), (P-1)/P S C)`, with the topology's
 /// smallest alpha, largest B and fewest NICs.
@@ -290,7 +292,7 @@ pub fn hierarchical_ring_steps(p: &Problem, m: &Machine, method: GroupMethod) ->
 ///   leaders);
 /// - `Bc`, the broadcast: star `q T0`, chain `(g-1) T0`, binomial `log2 g T0`.
 ///
-/// Seed 002 writes `2(alpha + S/B) + g S C + 2(m-1)(alpha + S/(mB)) + (m-1)(S/m) C`. Its
+/// The survey writes `2(alpha + S/B) + g S C + 2(m-1)(alpha + S/(mB)) + (m-1)(S/m) C`. Its
 /// leader receives all `g-1` vectors in one step, which needs `k >= g-1` NICs (then
 /// `q = 1` and our star is `2 T0 + (g-1) S C + Ring`); it counts `g` additions where the
 /// leader makes `g-1`; and it uses one alpha and B where the group's and the leaders'
@@ -468,7 +470,7 @@ pub fn blueconnect(p: &Problem, m: &Machine) -> Option<f64> {
 /// than one group: that is [`ring`] on that level's link. `None` otherwise: see
 /// [`blueconnect`].
 ///
-/// Seed 002 gives no formula (`本文不再详细分析`).
+/// The survey gives no formula (`本文不再详细分析`).
 pub fn blueconnect_formula(p: &Problem, levels: &[(usize, Link)], c: f64) -> Option<f64> {
     let active = levels.iter().filter(|l| l.0 > 1).count();
     if active > 1 && !p.elems.is_multiple_of(p.ranks.max(1)) {
@@ -507,10 +509,10 @@ fn neighbours(m: &Machine) -> Hockney {
 ///  row reduce-scatter         column ring allreduce of the S/c shard   row allgather
 /// ```
 ///
-/// Seed 002 ([`torus_2d_seed`], n = c ranks per group, m = r groups) writes
+/// The survey ([`torus_2d_seed`], n = c ranks per group, m = r groups) writes
 /// `2(n-1)[alpha + S/(nB)] + (n-1)(S/n)C + 2(m-1)[alpha + S/(mB)] + (m-1)(S/m)C`: its
 /// column phase moves the whole vector S, as if the rows had not reduce-scattered it
-/// first; the column rings carry only the shard of S/c bytes, so the seed overstates
+/// first; the column rings carry only the shard of S/c bytes, so the survey overstates
 /// the column phase's bandwidth and compute terms c-fold. `None` without a grid, or
 /// where a port would serve messages out of step order (see [`lockstep`]).
 pub fn torus_2d(p: &Problem, m: &Machine) -> Option<f64> {
@@ -530,7 +532,7 @@ pub fn torus_2d_formula(p: &Problem, m: &Machine, rows: usize, cols: usize) -> f
     rs * (h.t(c1) + h.r(c1)) + 2.0 * cs * h.t(c2) + cs * h.r(c2) + rs * h.t(c1)
 }
 
-/// Seed 002's 2D-Torus formula, with `n = cols` ranks per group and `m = rows` groups:
+/// The survey's 2D-Torus formula, with `n = cols` ranks per group and `m = rows` groups:
 /// `2(n-1)[alpha + S/(nB)] + (n-1)(S/n)C + 2(m-1)[alpha + S/(mB)] + (m-1)(S/m)C`.
 pub fn torus_2d_seed(p: &Problem, m: &Machine, rows: usize, cols: usize) -> f64 {
     let h = neighbours(m);
@@ -547,7 +549,7 @@ pub fn torus_2d_seed(p: &Problem, m: &Machine, rows: usize, cols: usize) -> f64 
 /// With `ring = scatter` each half runs [`torus_2d`]'s steps (half A rows first, half B
 /// columns first), both halves' messages of a step going out together on two NICs.
 ///
-/// With `ring = whole` (seed 002's) there are `r + c - 2` steps; in each, both halves
+/// With `ring = whole` (the survey's) there are `r + c - 2` steps; in each, both halves
 /// (`ceil(n/2)` and `floor(n/2)` elements) go one hop along their rings at once on two
 /// NICs, land in scratch, and are added on the one compute unit. On a torus every step
 /// is alike ([`mesh_2d_formula`]):
@@ -556,7 +558,7 @@ pub fn torus_2d_seed(p: &Problem, m: &Machine, rows: usize, cols: usize) -> f64 
 /// (r + c - 2) [T(ceil(n/2) e) + S C]
 /// ```
 ///
-/// Seed 002 writes `2 (m + n - 2)(alpha + S/B + S C)`: it sends the whole vector S
+/// The survey writes `2 (m + n - 2)(alpha + S/B + S C)`: it sends the whole vector S
 /// where each half carries S/2, and counts `m + n - 2` steps twice (once per phase)
 /// where each half walks its row ring and its column ring once, `r + c - 2` steps in
 /// all, the two halves side by side. Its per-step `S C` is right: both halves' additions
@@ -574,7 +576,7 @@ pub fn mesh_2d_formula(p: &Problem, m: &Machine, rows: usize, cols: usize) -> f6
     (rows + cols - 2) as f64 * (h.t(p.b(p.elems.div_ceil(2))) + h.r(p.bytes()))
 }
 
-/// Seed 002's 2D-Mesh formula, `2 (m + n - 2)(alpha + S/B + S C)` (m rows, n columns).
+/// The survey's 2D-Mesh formula, `2 (m + n - 2)(alpha + S/B + S C)` (m rows, n columns).
 pub fn mesh_2d_seed(p: &Problem, m: &Machine, rows: usize, cols: usize) -> f64 {
     let h = neighbours(m);
     2.0 * (rows + cols - 2) as f64 * (h.t(p.bytes()) + h.r(p.bytes()))
@@ -588,7 +590,7 @@ pub fn mesh_2d_seed(p: &Problem, m: &Machine, rows: usize, cols: usize) -> f64 {
 /// costs about `ceil(4/k) T(c) + 2 R(c)` once the pipeline is full; the recurrence
 /// charges each rank exactly its own messages, in the order its ports take them.
 ///
-/// Seed 002 gives no formula (it notes the tree's `log2 N` latency against the ring's
+/// The survey gives no formula (it notes the tree's `log2 N` latency against the ring's
 /// N). `None` where ports would take messages out of round order, as when ranks run
 /// ahead in the pipeline's fill: the time then hangs on the engine's arbitration (see
 /// [`lockstep`] and the algorithm's docs).

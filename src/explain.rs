@@ -273,7 +273,7 @@ pub fn explain(req: &Request) -> Result<String, String> {
     }
     out.push('\n');
     let lb = cost_model::lower_bound(&p, topo, req.cost_per_byte);
-    let _ = write!(out, "lower bound:  {} (SPEC section 3)", fmt_time(lb));
+    let _ = write!(out, "lower bound:  {} (docs/report.md, 'The checks')", fmt_time(lb));
     if stats.time > 0.0 {
         let _ = write!(out, ", efficiency {:.1}%", lb / stats.time * 100.0);
     }

@@ -215,7 +215,7 @@ fn check_against_ideal(
     }
 }
 
-/// Relative error of `time` against `closed`, as SPEC section 6 defines it.
+/// Relative error of `time` against `closed`, as docs/report.md defines it.
 fn rel_err(time: f64, closed: f64) -> f64 {
     if closed == 0.0 { if time == 0.0 { 0.0 } else { f64::INFINITY } } else { (time / closed - 1.0).abs() }
 }

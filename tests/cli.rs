@@ -1,4 +1,4 @@
-//! The command line end to end: exit status 0 / 1 / 2 (SPEC section 5), one clear
+//! The command line end to end: exit status 0 / 1 / 2 (docs/scenario.md), one clear
 //! message for bad input, and the three formats.
 
 use assert_cmd::Command;
@@ -59,7 +59,7 @@ fn run_json_has_every_spec_field() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), 12);
-    for field in allreduce_sim::report::SPEC_FIELDS {
+    for field in allreduce_sim::report::CORE_FIELDS {
         assert!(results[0].get(field).is_some(), "missing {field}");
     }
     assert_eq!(v["scenario"]["topology"]["link"]["bandwidth_Bps"], 12.5e9);

@@ -1,6 +1,6 @@
 //! The cost model's regression: every algorithm, over a matrix of P, sizes and
 //! machines, must verify element by element and take exactly its closed form
-//! (SPEC section 3); property tests over random machines; a golden file of
+//! (docs/report.md, 'The checks'); property tests over random machines; a golden file of
 //! predictions so that any change to a prediction shows up as a reviewed diff.
 
 use allreduce_sim::algos::{self, Algorithm, Machine, Params, Problem};
@@ -105,8 +105,9 @@ fn every_classic_algorithm_matches_its_closed_form_and_verifies() {
 
 #[test]
 fn fold_variants_stay_within_their_bounds() {
-    // Where there is no closed form, the time must still lie between SPEC's lower
-    // bound and, for butterfly, the seeds' lockstep count (an upper bound).
+    // Where there is no closed form, the time must still lie between the lower
+    // bound and, for butterfly, the lockstep count of the course report and the survey
+    // (an upper bound).
     let butterfly = build("butterfly", &[]);
     for &np in &[3usize, 5, 6, 7, 12, 33] {
         for &(alpha, bw, c, nics) in MACHINES {
@@ -223,8 +224,8 @@ fn golden_predictions() {
 
 #[test]
 fn seed000_butterfly_verifies_for_every_p() {
-    // Seed 000's own scheme for P not a power of two: results must be right and equal
-    // on every rank, and the time within SPEC's lower bound and the fold's lockstep bound
+    // The course report's own scheme for P not a power of two: results must be right and equal
+    // on every rank, and the time within the lower bound and the fold's lockstep bound
     // is not claimed; for powers of two it is the plain butterfly, closed form and all.
     let algo = build("butterfly", &[("nonpow2", ParamValue::Str("seed000".into()))]);
     for np in 1..=20usize {
@@ -245,7 +246,7 @@ fn seed000_butterfly_verifies_for_every_p() {
 #[test]
 fn binary_blocks_halving_doubling_verifies_for_every_p() {
     // Gloo's binary blocks (12 = 8 + 4, 7 = 4 + 2 + 1, ...): right on every rank for any
-    // P and n, bit-identical across ranks, never below SPEC's lower bound; for powers of
+    // P and n, bit-identical across ranks, never below the lower bound; for powers of
     // two it is plain halving-doubling, closed form and all.
     let algo = build("halving_doubling", &[("nonpow2", ParamValue::Str("binary_blocks".into()))]);
     for np in 1..=24usize {

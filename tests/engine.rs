@@ -1,4 +1,5 @@
-//! The engine's own rules (SPEC section 2), each on a tiny hand-written program.
+//! The engine's own rules (the ideal model: README, 'The machine model'), each on a tiny
+//! hand-written program.
 
 mod common;
 use common::Script;

@@ -1,5 +1,6 @@
-//! SPEC section 2a's machines: `graph` (hosts and switches, ranks placed on hosts) and
-//! `fat_tree`. Routes and tie-breaks worked by hand, `link(a, b)` equal to the cost of
+//! The flow model's machines (docs/flow-model.md): `graph` (hosts and switches, ranks
+//! placed on hosts) and `fat_tree`. Routes and tie-breaks worked by hand, `link(a, b)`
+//! equal to the cost of
 //! the route bit for bit on every pair, the placements, the rank counts, every bad input
 //! at its line and column, a fat tree drawn as a graph against `fat_tree`, and every
 //! algorithm verified on both under the ideal model.

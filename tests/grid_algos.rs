@@ -1,4 +1,4 @@
-//! Regression matrix of seed 002's grid and tree algorithms: `torus_2d` and `mesh_2d`
+//! Regression matrix of the survey's grid and tree algorithms: `torus_2d` and `mesh_2d`
 //! (both `ring` variants) on 2-D tori and meshes, and `double_binary_tree` on flat
 //! machines and grids. Every point must verify element by element, and take exactly its
 //! closed form wherever it has one; the points that must have one are listed. A few
@@ -240,7 +240,7 @@ fn torus_2d_by_hand() {
     let p = problem(&topo, 8);
     let m = Machine { topo: &topo, cost_per_byte: 1e-9 };
     assert!(close(cost_model::torus_2d_formula(&p, &m, 2, 2), ours));
-    // Seed 002 moves the whole S = 32 B in the column phase: 2 (1.016) + 0.016 for the
+    // The survey moves the whole S = 32 B in the column phase: 2 (1.016) + 0.016 for the
     // row ring and the same again for the columns, 4.096 us, 24 ns more than the truth.
     let seed = cost_model::torus_2d_seed(&p, &m, 2, 2);
     assert!(close(seed, 2.0 * (2.0 * 1.016e-6 + 0.016e-6)), "{seed}");
@@ -260,7 +260,7 @@ fn mesh_2d_by_hand() {
     let p = problem(&topo, 10);
     let m = Machine { topo: &topo, cost_per_byte: 1e-9 };
     assert!(close(cost_model::mesh_2d_formula(&p, &m, 2, 3), ours));
-    // Seed 002: 2 (m + n - 2)(alpha + S/B + S C) = 2 * 3 * (1 + 0.040 + 0.040) us.
+    // The survey: 2 (m + n - 2)(alpha + S/B + S C) = 2 * 3 * (1 + 0.040 + 0.040) us.
     assert!(close(cost_model::mesh_2d_seed(&p, &m, 2, 3), 6.0 * 1.080e-6));
 }
 

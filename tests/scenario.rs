@@ -9,7 +9,7 @@ use allreduce_sim::scenario::{
 use allreduce_sim::sim::data::{Init, ReduceOp};
 use allreduce_sim::topology::Link;
 
-/// SPEC section 4's example, on the topology that exists.
+/// Every top-level key of docs/scenario.md, set away from its default where it has one.
 const FULL: &str = "\
 name: two NICs, 3 sizes        # optional
 seed: 42                       # default 0

@@ -28,7 +28,7 @@ fn level(size: usize, alpha: f64, bandwidth: f64, nics: Option<u32>) -> Level {
 
 #[test]
 fn hierarchical_pairs_by_hand() {
-    // SPEC section 4's machine: 8 GPUs per node (nvlink), 4 nodes per leaf, 2 leaves.
+    // A three-level machine: 8 GPUs per node (nvlink), 4 nodes per leaf, 2 leaves.
     let h = Hierarchical::new(
         vec![level(8, 0.7e-6, 150e9, None), level(4, 3e-6, 25e9, None), level(2, 5e-6, 12.5e9, None)],
         1,
@@ -414,7 +414,7 @@ fn closed_forms_match_the_formulas() {
         let (cf, _) = a.closed_form(&p, &m).unwrap();
         assert!(close(cf, want), "{intra}: {cf} vs {want}");
     }
-    // The seed's formula, 2 T0 + g S C + ring, is ours with a leader of g-1 = 3 NICs
+    // The survey's formula, 2 T0 + g S C + ring, is ours with a leader of g-1 = 3 NICs
     // except that it counts g = 4 additions where the leader makes 3.
     let wide = Hierarchical::new(vec![level(4, 1e-6, 100e9, Some(3)), level(3, 5e-6, 10e9, None)], 1).unwrap();
     let m3 = Machine { topo: &wide, cost_per_byte: 1e-10 };
@@ -423,7 +423,7 @@ fn closed_forms_match_the_formulas() {
     let seed = 2.0 * t0 + 4.0 * r + ring;
     assert!(close(cf, seed - r), "{cf} vs seed {seed} minus one addition");
     assert!(check("hierarchical_ring", &[], &wide, 3000, 1e-10, true).is_none());
-    // BlueConnect on seed 002's 4 machines of 3 GPUs, tiers w0, w1, w2 (sizes 3, 2, 2),
+    // BlueConnect on the survey's 4 machines of 3 GPUs, tiers w0, w1, w2 (sizes 3, 2, 2),
     // n = 1200 f32 = 4800 B: shards 1600, 800, 400 B.
     let bc =
         Hierarchical::new(vec![level(3, 1e-6, 100e9, None), level(2, 3e-6, 25e9, None), level(2, 5e-6, 10e9, None)], 1)

@@ -1,4 +1,4 @@
-//! BlueConnect (Cho et al., IBM 2019; seed 002 "3D-Torus"): a ring reduce-scatter
+//! BlueConnect (Cho et al., IBM 2019; the survey's "3D-Torus"): a ring reduce-scatter
 //! inside the innermost groups, then on the shard that leaves a ring reduce-scatter
 //! across the next level, and so on up; then ring allgathers back down in reverse order.
 //! Each level's traffic crosses only that level's switches, at its alpha and bandwidth,
@@ -6,7 +6,7 @@
 //!
 //! Rank `r` on levels of sizes `s_0, s_1, ...` (innermost first) has coordinates
 //! `d_i = (r / (s_0 ... s_(i-1))) % s_i`; at level `i` it works with the `s_i` ranks
-//! that differ from it only in `d_i` (seed 002's Step 1 `A0-A1-A2`, Step 2 `A0-B0`,
+//! that differ from it only in `d_i` (the survey's Step 1 `A0-A1-A2`, Step 2 `A0-B0`,
 //! Step 3 `A0-C0` on 4 machines of 3 GPUs), in a ring ordered by `d_i`. Its shard at
 //! level `i` is block `d_(i-1)` of its shard at level `i-1` (blocks as even as possible,
 //! larger first), so after the last level every rank holds about `n/P` reduced elements.
@@ -22,12 +22,12 @@ use crate::sim::op::{Action, Program, Rank, Region};
 pub const INFO: AlgoInfo = AlgoInfo {
     id: "blueconnect",
     summary: "ring reduce-scatter level by level of a hierarchy (innermost first), allgather back in reverse",
-    source: "seed 002 BlueConnect / 3D-Torus (IBM; Cho et al. 2019)",
+    source: "survey (BlueConnect / 3D-Torus); IBM: Cho et al. 2019",
     requires: "a hierarchical topology (levels); any n",
     closed_form: "P | n: sum_i 2(s_i-1)(alpha_i + S/(s_0..s_i B_i)) + (P-1)/P S C; one level: ring's \
                   2(s-1)(alpha + c/B) + (s-1) c C, c = ceil(n/s) e; otherwise the recurrence of its ring steps \
                   (cost_model::lockstep), none where one group's next level takes a port another group still \
-                  needs. Seed 002 gives none",
+                  needs. The survey gives none",
     params: &[],
     build: |_| Ok(Box::new(BlueConnect)),
 };

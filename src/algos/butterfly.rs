@@ -1,5 +1,5 @@
 //! Butterfly (recursive doubling): at step k every rank swaps its whole vector with
-//! rank `r XOR 2^k` and adds what it gets. Seed 000 Butterfly; seed 002 Butterfly
+//! rank `r XOR 2^k` and adds what it gets. The course report's Butterfly; the survey's Butterfly
 //! (Open MPI's `ompi_coll_base_allreduce_intra_recursivedoubling`).
 //!
 //! For P not a power of two, the fold of MPICH and Open MPI (Thakur et al. 2005): with
@@ -7,10 +7,10 @@
 //! `2 rem` first hands its vector to the odd rank above it and sits out; the `P'`
 //! remaining ranks run the butterfly; the odd ranks hand the result back at the end.
 //!
-//! `nonpow2: seed000` is seed 000's own scheme instead: at step k ranks pair with
+//! `nonpow2: seed000` is the course report's own scheme instead: at step k ranks pair with
 //! `r XOR 2^k` where that rank exists; a rank whose partner is missing waits for the
 //! leftmost rank of its group of `2^(k+1)` to send it the group's sum once that rank
-//! has finished its exchange (seed 000, Algorithm 2, lines 11-22).
+//! has finished its exchange (the course report, Algorithm 2, lines 11-22).
 
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, clog2, pow2_floor};
 use crate::cost_model;
@@ -20,18 +20,18 @@ use crate::sim::op::{Op, Program, Rank, Region};
 pub const INFO: AlgoInfo = AlgoInfo {
     id: "butterfly",
     summary: "recursive doubling, whole vector exchanged; non-powers of two by the fold",
-    source: "seed 000 Butterfly-Allreduce; seed 002 Butterfly; Thakur, Rabenseifner & Gropp 2005",
+    source: "course report (Butterfly); survey (Butterfly); Thakur, Rabenseifner & Gropp 2005",
     requires: "any P >= 1, any n",
     closed_form: "T = alpha + S/B, R = S C: log2(P) (T + R) for P a power of two; otherwise none \
                   (early messages queue behind the fold); (log2 P' + 1)(T + R) + T bounds it",
-    params: &["nonpow2=fold: P not a power of two by the fold (MPICH) or seed000 (seed 000's catch-up sends)"],
+    params: &["nonpow2=fold: P not a power of two by the fold (MPICH) or seed000 (the course report's catch-up sends)"],
     build: |params| Ok(Box::new(Butterfly { seed000: params.choice("nonpow2", &["fold", "seed000"])? == "seed000" })),
 };
 
 /// See the module docs.
 #[derive(Debug)]
 pub struct Butterfly {
-    /// Seed 000's scheme for P not a power of two instead of the fold.
+    /// The course report's scheme for P not a power of two instead of the fold.
     pub seed000: bool,
 }
 
@@ -90,7 +90,7 @@ pub(crate) fn with_fold<'a>(
     }
 }
 
-/// Seed 000's butterfly for any P: exchange where the partner exists, and the group's
+/// The course report's butterfly for any P: exchange where the partner exists, and the group's
 /// leftmost rank catches up the ranks whose partner is missing.
 fn seed000(r: usize, np: usize, all: Region) -> Program<'static> {
     Box::new((0..clog2(np)).flat_map(move |k| {
@@ -102,7 +102,8 @@ fn seed000(r: usize, np: usize, all: Region) -> Program<'static> {
         let exchange = paired
             .then(|| [Op::send(partner as Rank, tag, all), Op::recv_reduce(partner as Rank, tag, all), Op::WaitAll]);
         // The group's upper half exists only in part: its leftmost rank hands the sum to
-        // the lower-half ranks whose partners are missing, nearest first, as seed 000 does.
+        // the lower-half ranks whose partners are missing, nearest first, as the course
+        // report does.
         let lagging = if paired && r == base && base + 2 * h > np { np.max(base + h) - h..base + h } else { 0..0 };
         let catch_ups = lagging.rev().map(move |u| Op::send(u as Rank, catch_up, all));
         let wait_for_base =

@@ -1,4 +1,4 @@
-//! Chain (seed 000's Circle-Allreduce, "pass the parcel"): rank 0 sends its vector to
+//! Chain (the course report's Circle, "pass the parcel"): rank 0 sends its vector to
 //! rank 1, which adds its own and passes the sum to rank 2, ... up to rank P-1, which
 //! holds the total and sends it back down the chain. With `segments: N` the vector
 //! is cut into N pieces that follow each other down the chain, pipelined.
@@ -11,7 +11,7 @@ use crate::sim::op::{Op, Program, Rank};
 pub const INFO: AlgoInfo = AlgoInfo {
     id: "chain",
     summary: "pass-and-add along 0..P-1, then back (optionally in segments, pipelined)",
-    source: "seed 000 Circle-Allreduce",
+    source: "course report (Circle)",
     requires: "any P >= 1, any n",
     closed_form: "segments = 1: (P-1)(2 alpha + 2 S/B + S C); segments N: the forward pass is a flow \
                   shop of 2(P-1) stages (hop, add) over N segments, the backward pass one of P-1 hops: \

@@ -1,4 +1,4 @@
-//! Double binary tree (NCCL 2.4, Sanders, Speck & Träff 2009's two-tree idea; seed 002):
+//! Double binary tree (NCCL 2.4, Sanders, Speck & Träff 2009's two-tree idea; the survey):
 //! two complementary binary trees, each carrying half the vector, pipelined in chunks:
 //! every chunk is reduced up its tree to the root and broadcast back down.
 //!
@@ -66,7 +66,7 @@ pub const DEFAULT_CHUNK: u64 = 64 * 1024;
 pub const INFO: AlgoInfo = AlgoInfo {
     id: "double_binary_tree",
     summary: "two complementary binary trees, half the data each, pipelined in chunks: reduce up, broadcast down",
-    source: "seed 002 double binary tree (NCCL 2.4; Sanders, Speck & Traff 2009)",
+    source: "survey (double binary tree); NCCL 2.4; Sanders, Speck & Traff 2009",
     requires: "any P >= 1, any n, any topology (flat)",
     closed_form: "the recurrence of its K + 2H - 1 rounds (cost_model::lockstep; K chunks per half, H tree \
                   height), each at most 4 messages (at most k in flight) and 2 additions of a chunk per rank; \

@@ -1,7 +1,7 @@
 //! Recursive halving and doubling (Rabenseifner; Thakur et al. 2005; Gloo
 //! `allreduce_halving_doubling`): a reduce-scatter in log2 P steps, partners at distance
 //! 1, 2, 4, ... swapping halves of what they still own, then the mirror-image allgather.
-//! Seed 001 allreduce_halving_doubling; seed 002 recursive halving and doubling.
+//! Gloo's `allreduce_halving_doubling`; the survey's recursive halving and doubling.
 //!
 //! For P not a power of two, the fold of [`super::butterfly`] by default: the extra
 //! ranks hand their vector to a partner first and get the result back at the end.
@@ -20,7 +20,7 @@ use crate::sim::op::{Op, Program, Rank, Region};
 pub const INFO: AlgoInfo = AlgoInfo {
     id: "halving_doubling",
     summary: "recursive-halving reduce-scatter + recursive-doubling allgather; non-powers of two by the fold",
-    source: "seed 001 allreduce_halving_doubling; seed 002; Thakur, Rabenseifner & Gropp 2005",
+    source: "Gloo allreduce_halving_doubling; survey (recursive halving and doubling); Thakur et al. 2005",
     requires: "any P >= 1, any n",
     closed_form: "P a power of two dividing n: 2 log2(P) alpha + 2 (P-1)/P S/B + (P-1)/P S C; \
                   none otherwise (ranks with smaller blocks run ahead and take ports the critical path needs)",

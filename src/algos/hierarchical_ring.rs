@@ -1,4 +1,4 @@
-//! Hierarchical ring (Tencent 2018, seed 002 "分层Ring AllReduce"): inside each group
+//! Hierarchical ring (Tencent 2018, the survey's "分层Ring AllReduce"): inside each group
 //! reduce to the group's leader, ring allreduce among the leaders, broadcast inside
 //! each group. The point is to cross the slow network with `m` leaders instead of all
 //! `P` ranks: `2(m-1)` latencies instead of `2(P-1)`.
@@ -9,10 +9,10 @@
 //! more than two levels its hops are not all alike, and the closed form follows them).
 //!
 //! The group's reduce and broadcast are a parameter, `intra`:
-//! - `star` (default, as the seed describes it): every member sends its vector to the
+//! - `star` (default, as the survey describes it): every member sends its vector to the
 //!   leader, which adds them in rank order; the leader sends the result to every member.
 //!   With one NIC the leader takes the `g-1` vectors one after another; give the level a
-//!   leader with `nics: g-1` and they arrive at once, which is the seed's "one step".
+//!   leader with `nics: g-1` and they arrive at once, which is the survey's "one step".
 //! - `binomial_tree`: a binomial tree over the group, rooted at the leader (as
 //!   [`super::tree`]).
 //! - `chain`: local rank `g-1` passes to `g-2`, ... to the leader; the result goes back
@@ -29,14 +29,14 @@ use crate::sim::op::{Action, Program, Rank, Region};
 pub const INFO: AlgoInfo = AlgoInfo {
     id: "hierarchical_ring",
     summary: "reduce inside each group to its leader, ring allreduce among leaders, broadcast inside groups",
-    source: "seed 002 分层Ring AllReduce (Tencent 2018)",
+    source: "survey (hierarchical ring, 分层Ring AllReduce); Tencent 2018",
     requires: "a hierarchical topology: groups are the innermost level's (g = size_0 ranks), \
                m = P/g leaders; any n",
     closed_form: "Red + 2(m-1)(alpha_1 + c/B_1) + (m-1) c C + Bc, c = ceil(n/m) e, on two levels \
                   (the leaders' ring is followed hop by hop above that); T0 = alpha_0 + S/B_0, R = S C, \
                   k = the leader's NICs, q = ceil((g-1)/k): star Red = max(T0 + (g-1)R, q T0 + (g-1-(q-1)k)R), \
                   Bc = q T0; chain Red = (g-1)(T0+R), Bc = (g-1)T0; binomial_tree the tree recurrence \
-                  (log2 g (T0+R) and log2 g T0 for g a power of two). Seed 002: 2(alpha+S/B) + g S C + \
+                  (log2 g (T0+R) and log2 g T0 for g a power of two). The survey: 2(alpha+S/B) + g S C + \
                   2(m-1)(alpha + S/(mB)) + (m-1)(S/m)C, which needs k >= g-1 and counts g additions for g-1. \
                   When group leaders' NICs differ: the recurrence of its steps (cost_model::lockstep), none \
                   where a message takes a port ahead of a lagging group's",

@@ -1,5 +1,5 @@
 //! The algorithms: one file per family, each a per-rank program of sends, receives
-//! and reductions that reads like the textbook (see `STYLE.md`).
+//! and reductions that reads like the textbook.
 //!
 //! An algorithm never sees time or ports; it states, for every rank, what moves where
 //! and what waits for what. Its cost in the ideal model is in [`crate::cost_model`].
@@ -63,7 +63,7 @@ pub struct Machine<'a> {
 
 /// An allreduce algorithm.
 pub trait Algorithm: Send + Sync + std::fmt::Debug {
-    /// Stable id (SPEC section 7).
+    /// Stable id (`allreduce-sim list`, docs/scenario.md).
     fn id(&self) -> &'static str;
     /// The id with any non-default parameters, as shown in reports.
     fn label(&self) -> String {
@@ -100,7 +100,7 @@ pub struct AlgoInfo {
     pub id: &'static str,
     /// One line on what it does.
     pub summary: &'static str,
-    /// Where it comes from (seeds, papers).
+    /// Where it comes from: the documents of docs/sources.md, papers.
     pub source: &'static str,
     /// What it needs of P, n and the machine.
     pub requires: &'static str,

@@ -1,5 +1,6 @@
 //! Ring allreduce (Patarasuk & Yuan 2009; Baidu 2017): a reduce-scatter around the ring
-//! in P-1 steps, then an allgather in P-1 steps. Seeds 000, 002, 003, 004.
+//! in P-1 steps, then an allgather in P-1 steps. The course report, the survey, the
+//! homework report and the ring tutorial all describe it (docs/sources.md).
 
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block};
 use crate::cost_model;
@@ -9,7 +10,7 @@ use crate::sim::op::{Op, Program, Rank};
 pub const INFO: AlgoInfo = AlgoInfo {
     id: "ring",
     summary: "reduce-scatter then allgather around a ring, P chunks",
-    source: "seed 000 Ring; seed 002 Ring AllReduce; seeds 003, 004; Patarasuk & Yuan 2009",
+    source: "course report (Ring); survey (Ring AllReduce); homework report; ring tutorial; Patarasuk & Yuan 2009",
     requires: "any P >= 1, any n (chunks differ by at most one element; n < P leaves empty chunks)",
     closed_form: "2(P-1)(alpha + c/B) + (P-1) c C,  c = ceil(n/P) e",
     params: &[],

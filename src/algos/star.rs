@@ -1,5 +1,5 @@
 //! Star (parameter server): every rank sends its vector to rank 0, which adds them up
-//! and sends the sum back to everyone. Seed 000 Star; seed 002 reduce+broadcast.
+//! and sends the sum back to everyone. The course report's Star; the survey's reduce+broadcast.
 
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
 use crate::cost_model;
@@ -9,7 +9,7 @@ use crate::sim::op::{Op, Program, Rank, Region};
 pub const INFO: AlgoInfo = AlgoInfo {
     id: "star",
     summary: "reduce to a root, then broadcast from it (parameter server)",
-    source: "seed 000 Star-Allreduce; seed 002 reduce+broadcast",
+    source: "course report (Star); survey (reduce+broadcast)",
     requires: "any P >= 1, any n",
     closed_form: "m = ceil((P-1)/k) message rounds on the root's k NICs, T = alpha + S/B: \
                   max(T + (P-1) S C, m T + (P-1-(m-1)k) S C) + m T",

@@ -1,10 +1,10 @@
-//! The 2-D grid algorithms of seed 002: Sony's 2D-Torus and Google's 2D-Mesh.
+//! The 2-D grid algorithms of the survey: Sony's 2D-Torus and Google's 2D-Mesh.
 //!
 //! Both run on a `rows x cols` grid ([`Topology::grid`]), ranks row-major
 //! (rank = row * cols + col). A *row ring* joins the ranks of one row in column order,
 //! its last rank sending to its first; a *column ring* likewise joins a column. On a
 //! torus every ring step is one hop; on a mesh the ring's closing pair is `len - 1`
-//! hops apart and costs `(len - 1) alpha + m/B` (SPEC section 4), which the closed
+//! hops apart and costs `(len - 1) alpha + m/B` (docs/scenario.md), which the closed
 //! form reads from [`Topology::link`] like every other pair.
 //!
 //! **`torus_2d`** (Mikami et al., Sony, 2018): three phases, each a textbook ring
@@ -20,9 +20,9 @@
 //! rows-then-columns and half B columns-then-rows, at the same time, so that every rank
 //! sends and receives on two NICs at once. How each direction is summed is the
 //! parameter `ring`:
-//! - `whole` (the default, seed 002's description): "并没有做reduce-scatter,而是最简单的
+//! - `whole` (the default, the survey's description): "并没有做reduce-scatter,而是最简单的
 //!   转2圈", `n - 1` steps of `alpha + S/B + S C` each: a whole-buffer ring as in Gloo's
-//!   `allreduce_ring` (seed 001, SPEC's `ring_gloo`). At step k a rank forwards the half
+//!   `allreduce_ring` (docs/sources.md). At step k a rank forwards the half
 //!   it received at step k - 1 (its own at step 0) and adds what it receives now, so after
 //!   `len - 1` steps it holds the ring's sum. Received halves land in two scratch slots
 //!   used in turn; each step waits for its additions, so a slot is free again two steps
@@ -69,11 +69,11 @@ pub const TORUS_INFO: AlgoInfo = AlgoInfo {
     id: "torus_2d",
     summary: "ring reduce-scatter along rows, ring allreduce of the 1/cols shard along columns, ring allgather \
               along rows",
-    source: "seed 002 2D-Torus (Sony: Mikami et al. 2018)",
+    source: "survey (2D-Torus); Sony: Mikami et al. 2018",
     requires: "a 2-D grid topology (torus2d, mesh2d, ring); any n; any NICs",
     closed_form: "the step recurrence on the grid's pair costs (cost_model::lockstep); on a torus with rows*cols \
                   dividing n: (c-1)(T(S/c) + R(S/c)) + 2(r-1) T(S/(rc)) + (r-1) R(S/(rc)) + (c-1) T(S/c), \
-                  r = rows, c = cols. Seed 002 writes S/(mB), S/m in the column phase, which moves S/(cmB)",
+                  r = rows, c = cols. The survey writes S/(mB), S/m in the column phase, which moves S/(cmB)",
     params: &[],
     build: |_| Ok(Box::new(Torus2d)),
 };
@@ -82,13 +82,13 @@ pub const TORUS_INFO: AlgoInfo = AlgoInfo {
 pub const MESH_INFO: AlgoInfo = AlgoInfo {
     id: "mesh_2d",
     summary: "vector in halves: one goes rows-then-columns, the other columns-then-rows, at once, on two NICs",
-    source: "seed 002 2D-Mesh (Google: Ying et al. 2018); ring=whole as seed 001 allreduce_ring",
+    source: "survey (2D-Mesh); Google: Ying et al. 2018; ring=whole as Gloo allreduce_ring",
     requires: "a 2-D grid topology (torus2d, mesh2d, ring) and at least 2 NICs per rank; any n",
     closed_form: "the step recurrence on the grid's pair costs (cost_model::lockstep), on any square grid exact \
                   by construction (no port is ever oversubscribed); ring=whole on a torus: \
-                  (r + c - 2)(T(ceil(n/2) e) + S C). Seed 002 writes 2 (m + n - 2)(alpha + S/B + S C): each \
+                  (r + c - 2)(T(ceil(n/2) e) + S C). The survey writes 2 (m + n - 2)(alpha + S/B + S C): each \
                   half moves S/2 and walks the rows and the columns once",
-    params: &["ring=whole: how a half is summed along a direction: whole (seed 002: whole-buffer ring) or \
+    params: &["ring=whole: how a half is summed along a direction: whole (the survey: whole-buffer ring) or \
                scatter (reduce-scatter, allreduce the other way, allgather)"],
     build: |params| {
         let ring = match params.choice("ring", &["whole", "scatter"])? {
@@ -277,7 +277,7 @@ fn grid_depth(p: &Problem, topo: &dyn Topology) -> usize {
 /// How `mesh_2d` sums a half along one direction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MeshRing {
-    /// Seed 002's whole-buffer ring: `len - 1` steps of the whole half.
+    /// The survey's whole-buffer ring: `len - 1` steps of the whole half.
     Whole,
     /// Sony's three phases on each half: the halves of `torus_2d`, in both orientations.
     Scatter,

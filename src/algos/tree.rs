@@ -1,4 +1,4 @@
-//! Binomial tree (seed 000's Recursive-Allreduce): a binomial-tree reduce to rank 0,
+//! Binomial tree (the course report's Recursive): a binomial-tree reduce to rank 0,
 //! then a binomial-tree broadcast from it. Rank r's parent is r with its highest bit
 //! cleared; its children are `r + 2^j` for every `2^j` above r's highest bit.
 
@@ -10,7 +10,7 @@ use crate::sim::op::{Op, Program, Rank, Region};
 pub const INFO: AlgoInfo = AlgoInfo {
     id: "binomial_tree",
     summary: "binomial-tree reduce to rank 0, then binomial-tree broadcast",
-    source: "seed 000 Recursive-Allreduce; seed 002 (the tree of recursive halving)",
+    source: "course report (Recursive); survey (the tree of recursive halving)",
     requires: "any P >= 1, any n",
     closed_form: "T = alpha + S/B, R = S C: log2(P) (2T + R) for P a power of two; otherwise the \
                   same tree recurrence over ceil(log2 P) rounds with each rank's incoming NICs as servers",

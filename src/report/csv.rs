@@ -1,32 +1,32 @@
-//! `--format csv`: one header row, then one row per result (SPEC section 6 column names).
+//! `--format csv`: one header row, then one row per result (the columns of docs/report.md).
 //!
 //! Written by hand after RFC 4180: a field holding a comma, a double quote or a line
 //! break is quoted, with its quotes doubled. Rows end in `\n`.
 
 use std::fmt::Write as _;
 
-use super::{Exporter, PointResult, Report, SPEC_FIELDS};
+use super::{CORE_FIELDS, Exporter, PointResult, Report};
 
 /// One row per (algorithm, ranks, bytes).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Csv;
 
-/// The columns, in order: SPEC section 6's fields, then ours.
+/// The columns, in order: the fields every result has, then the others.
 pub const COLUMNS: [&str; 25] = columns();
 
-/// Ours, after SPEC's.
+/// The others, after the core fields.
 const EXTRA: [&str; 6] =
     ["closed_form_tolerance", "not_applicable", "failures", "no_closed_form", "ideal_time_s", "links_shared"];
 
 const fn columns() -> [&'static str; 25] {
     let mut out = [""; 25];
     let mut i = 0;
-    while i < SPEC_FIELDS.len() {
-        out[i] = SPEC_FIELDS[i];
+    while i < CORE_FIELDS.len() {
+        out[i] = CORE_FIELDS[i];
         i += 1;
     }
     while i < out.len() {
-        out[i] = EXTRA[i - SPEC_FIELDS.len()];
+        out[i] = EXTRA[i - CORE_FIELDS.len()];
         i += 1;
     }
     out

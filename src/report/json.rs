@@ -1,4 +1,4 @@
-//! `--format json`: the whole [`Report`] as one pretty-printed object (SPEC section 6).
+//! `--format json`: the whole [`Report`] as one pretty-printed object (docs/report.md).
 
 use super::{Exporter, Report};
 
@@ -27,7 +27,7 @@ impl Exporter for Json {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::SPEC_FIELDS;
+    use crate::report::CORE_FIELDS;
     use crate::report::fixtures;
     use serde_json::Value;
 
@@ -45,7 +45,7 @@ mod tests {
         let results = v["results"].as_array().unwrap();
         assert_eq!(results.len(), 5);
         let r = &results[0];
-        for field in SPEC_FIELDS {
+        for field in CORE_FIELDS {
             assert!(r.get(field).is_some(), "missing {field}");
         }
         assert_eq!(r["algorithm"], "ring");

@@ -17,9 +17,9 @@ use crate::scenario::Scenario;
 use crate::shard::Shard;
 use crate::timeline::CriticalPath;
 
-/// The fields SPEC section 6 requires of every result, in its order: the JSON names,
+/// The fields every result has, in the order docs/report.md lists them: the JSON names,
 /// and the first CSV columns.
-pub const SPEC_FIELDS: [&str; 19] = [
+pub const CORE_FIELDS: [&str; 19] = [
     "algorithm",
     "ranks",
     "bytes",
@@ -41,7 +41,7 @@ pub const SPEC_FIELDS: [&str; 19] = [
     "wall_time_s",
 ];
 
-/// The result of one point of a run (SPEC section 6).
+/// The result of one point of a run (docs/report.md).
 ///
 /// It reads back from JSON (`merge`); a non-finite float, written as `null`, reads back
 /// as NaN where the field is not optional and as `None` where it is.
@@ -64,7 +64,7 @@ pub struct PointResult {
     pub closed_form_rel_err: Option<f64>,
     /// The tolerance `closed_form_rel_err` is held to.
     pub closed_form_tolerance: Option<f64>,
-    /// SPEC section 3's lower bound.
+    /// The lower bound (docs/report.md, 'The checks').
     #[serde(deserialize_with = "nan_if_null")]
     pub lower_bound_s: f64,
     /// `lower_bound_s / time_s`.

@@ -161,9 +161,9 @@ fn de_link<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Link, D::Error> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NetworkModel {
-    /// SPEC section 2: Hockney with ports; links are never shared.
+    /// Hockney with ports; links are never shared (README, 'The machine model').
     Ideal,
-    /// SPEC section 2a: messages are flows on routed paths and share the directed links
+    /// Messages are flows on routed paths and share the directed links (docs/flow-model.md)
     /// they cross ([`crate::sim::flow`]).
     Flow,
 }

@@ -1,6 +1,6 @@
 //! Scenario text to a validated [`Scenario`], and the `run` flags on top of it.
 //!
-//! The YAML is read by serde-saphyr into raw structs that mirror SPEC section 4 (unknown
+//! The YAML is read by serde-saphyr into raw structs that mirror docs/scenario.md (unknown
 //! keys rejected everywhere); every value that needs checking keeps its location
 //! ([`Spanned`]), so each error, whether YAML syntax, shape or meaning, comes out as one
 //! message `FILE:LINE:COL: what is wrong; what is allowed`, followed by the offending
@@ -366,7 +366,7 @@ fn present<'de, D: de::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<O
     T::deserialize(d).map(Some)
 }
 
-/// The file as written (SPEC section 4).
+/// The file as written (docs/scenario.md).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawScenario {
@@ -476,7 +476,7 @@ fn default_name(file: &str) -> String {
 }
 
 /// The value of `key` among `allowed` (the first is the default when the key is absent);
-/// `planned` values are named by the SPEC but not built yet.
+/// `planned` values are named in docs/scenario.md but not built yet.
 fn choice<T: Copy>(
     src: &Src,
     raw: Option<&Spanned<String>>,

@@ -1,4 +1,5 @@
-//! The discrete-event engine: SPEC section 2, exactly.
+//! The discrete-event engine: the ideal model of the README ('The machine model'),
+//! exactly.
 //!
 //! State per rank: its program (a lazy [`Op`] stream), free outgoing and incoming
 //! ports, messages waiting for ports, posted receives, a FIFO compute unit.

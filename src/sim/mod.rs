@@ -52,7 +52,8 @@ pub fn simulate_with<O: Observer>(
 /// The network model a run uses (`network:` in the scenario).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Network {
-    /// `None`: the ideal model (SPEC section 2); `Some`: the flow model, sharing links so.
+    /// `None`: the ideal model (README, 'The machine model'); `Some`: the flow model,
+    /// sharing links so.
     pub flow: Option<Sharing>,
     /// Bytes added to every message on the wire.
     pub envelope: u64,

@@ -5,7 +5,7 @@
 //! Neighbours (one hop apart) cost the link's `(alpha, B)`; any other pair is routed
 //! along the grid and costs `hops * alpha + m / B`, `hops` being the grid distance:
 //! `|dr| + |dc|` on a mesh, `min(|dr|, rows - |dr|) + min(|dc|, cols - |dc|)` on a torus
-//! (SPEC section 4). Every hop of a dimension-ordered route has the same bandwidth, so
+//! (docs/scenario.md). Every hop of a dimension-ordered route has the same bandwidth, so
 //! the slowest hop is any hop; no graph search is needed and `link` is O(1).
 //! (A user-listed graph, where paths do need a search, is [`super::Graph`].)
 

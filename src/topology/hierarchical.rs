@@ -1,5 +1,5 @@
 //! A hierarchical machine: GPUs in nodes, nodes under leaf switches, leaves under a
-//! spine (BlueConnect's w0, w1, w2; SPEC section 4).
+//! spine (BlueConnect's w0, w1, w2; docs/scenario.md).
 //!
 //! Levels are listed innermost first. Level `i` groups `size_i` groups of level `i-1`
 //! (level 0 groups `size_0` ranks), so a level-`i` group holds
@@ -12,7 +12,7 @@
 //! Ports: every rank has the topology's `nics` (default 1). A level's optional `nics`
 //! gives the *leader* of each of its groups (the group's first rank, `r % stride_i == 0`)
 //! that many ports instead; a rank leading groups of several levels gets the most of
-//! them. This is how a node whose network card sits at one GPU, or seed 002's
+//! them. This is how a node whose network card sits at one GPU, or the survey's
 //! hierarchical-ring leader "receiving from every member at once", is written: a node
 //! of 8 with `nics: 7` on level 0 gives each node's first GPU 7 ports.
 

@@ -4,7 +4,7 @@
 //! so a topology must answer in O(1) or O(log P) and never hold P*P entries (a [`Graph`]
 //! finds a pair's route the first time it is asked and keeps a bounded cache).
 //!
-//! The kinds (SPEC sections 4 and 2a): [`FullyConnected`] (the Hockney machine),
+//! The kinds (docs/scenario.md, docs/flow-model.md): [`FullyConnected`] (the Hockney machine),
 //! [`Hierarchical`] (levels innermost first, pairs at their innermost common level),
 //! [`Grid`] (`torus2d`, `mesh2d` and `ring`, row-major, `hops * alpha + m / B`),
 //! [`Graph`] (`graph`: hosts and switches, fewest hops; `custom`: hosts only) and
@@ -52,7 +52,7 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     /// Full-duplex ports of `rank`: how many messages it may send, and receive, at once.
     fn nics(&self, rank: usize) -> u32;
     /// The smallest alpha and the largest bandwidth between any two ranks, and the fewest
-    /// ports of any rank: what SPEC section 3's lower bound is computed from.
+    /// ports of any rank: what the lower bound (docs/report.md) is computed from.
     fn best_link(&self) -> (Link, u32);
     /// The one link class and port count, if every pair of ranks is joined by the same
     /// link and every rank has the same ports (what the flat closed forms assume).
@@ -80,7 +80,7 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
 }
 
 /// The topology a scenario describes, for `ranks` ranks. A topology that fixes its own
-/// rank count (SPEC section 4: "may be implied by the topology") refuses any other; one
+/// rank count (docs/scenario.md: a topology may imply it) refuses any other; one
 /// that places ranks on hosts refuses more ranks than hosts.
 pub fn build(spec: &crate::scenario::TopologySpec, ranks: usize) -> Result<Box<dyn Topology>, String> {
     use crate::scenario::{NodeKind, TopologySpec};

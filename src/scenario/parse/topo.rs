@@ -1,4 +1,4 @@
-//! `topology:` as written, and its validation into a [`TopologySpec`] (SPEC section 4).
+//! `topology:` as written, and its validation into a [`TopologySpec`] (docs/scenario.md).
 //!
 //! Every kind's keys are checked here: the keys of other kinds are rejected with the
 //! kind's own list, each value is checked where it stands, a custom graph's or a graph's

@@ -1,0 +1,176 @@
+//! The docs keep up with the code: every key and word the scenario parser accepts, every
+//! algorithm and parameter of the registry, is named in `docs/scenario.md`, and every
+//! field of a result in `docs/report.md`.
+//!
+//! The keys are not listed here by hand: they are read from the parser's own "unknown key
+//! ...; allowed: ..." and "not known; allowed: ..." messages, so a key added to the parser
+//! without a line in the docs fails this test.
+
+use allreduce_sim::algos::{self, Params};
+use allreduce_sim::report::{CORE_FIELDS, LinkReport, LinkUse, PointResult};
+use allreduce_sim::scenario::{ParamValue, parse_str};
+
+fn doc(name: &str) -> String {
+    let path = format!("{}/docs/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
+}
+
+/// The smallest valid scenario, with `topology` and the rest spliced in.
+fn scenario(topology: &str, rest: &str) -> String {
+    format!("ranks: 4\ntopology: {topology}\nalgorithms: [ring]\nsizes: [4KiB]\n{rest}")
+}
+
+const LINK: &str = "{ alpha: 1us, bandwidth: 100Gbps }";
+
+/// The parser's error message for `text`, which must be refused.
+fn error(text: &str) -> String {
+    match parse_str(text, "docs.yaml") {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(e) => e.message().to_string(),
+    }
+}
+
+/// The words after `allowed: ` in the error for `text`: the first word of each
+/// comma-separated item (`link (the default for links)` is `link`).
+fn allowed(text: &str) -> Vec<String> {
+    let msg = error(text);
+    let Some((_, list)) = msg.split_once("allowed: ") else {
+        panic!("no 'allowed: ' in the error for:\n{text}\n{msg}");
+    };
+    let words: Vec<String> = list
+        .split(", ")
+        .map(|item| item.split([' ', ';', ')']).next().unwrap_or("").to_string())
+        .filter(|w| !w.is_empty())
+        .collect();
+    assert!(!words.is_empty(), "empty list in: {msg}");
+    words
+}
+
+/// `word` must appear in `text` as `` `word` ``.
+fn assert_documented(text: &str, file: &str, what: &str, words: &[String]) {
+    let missing: Vec<&String> = words.iter().filter(|w| !text.contains(&format!("`{w}`"))).collect();
+    assert!(missing.is_empty(), "{file} does not name these {what}: {missing:?}");
+}
+
+/// Every key, and every word of a closed set of values, that the parser accepts.
+fn parser_words() -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    let mut add = |what: &str, text: String| out.push((what.to_string(), allowed(&text)));
+
+    // Keys, level by level.
+    let top = scenario(&format!("{{ link: {LINK} }}"), "");
+    add("top-level keys", format!("{top}bogus: 1\n"));
+    add("topology keys", scenario(&format!("{{ link: {LINK}, bogus: 1 }}"), ""));
+    add("link keys", scenario("{ link: { alpha: 1us, bandwidth: 1Gbps, bogus: 1 } }", ""));
+    add("compute keys", format!("{top}compute: {{ bogus: 1 }}\n"));
+    add("network keys", format!("{top}network: {{ bogus: 1 }}\n"));
+    add("data keys", format!("{top}data: {{ bogus: 1 }}\n"));
+    add("check keys", format!("{top}check: {{ bogus: 1 }}\n"));
+    add(
+        "level keys",
+        scenario("{ kind: hierarchical, levels: [{ size: 4, alpha: 1us, bandwidth: 1Gbps, bogus: 1 }] }", ""),
+    );
+    for (kind, ends) in [("custom", "from: a, to: b"), ("graph", "a: a, b: b")] {
+        add(
+            &format!("{kind} node keys"),
+            scenario(&format!("{{ kind: {kind}, link: {LINK}, nodes: [a, {{ name: b, bogus: 1 }}] }}"), ""),
+        );
+        add(
+            &format!("{kind} link keys"),
+            scenario(&format!("{{ kind: {kind}, link: {LINK}, nodes: [a, b], links: [{{ {ends}, bogus: 1 }}] }}"), ""),
+        );
+    }
+
+    // Every topology kind, and the keys each takes: a key of another kind is refused with
+    // the kind's own list.
+    let kinds = allowed(&scenario(&format!("{{ kind: bogus, link: {LINK} }}"), ""));
+    for kind in &kinds {
+        let foreign = if kind == "fat_tree" { "dims: [2, 2]" } else { "hosts_per_leaf: 2" };
+        add(&format!("keys of kind {kind}"), scenario(&format!("{{ kind: {kind}, {foreign} }}"), ""));
+    }
+    add("topology kinds", scenario(&format!("{{ kind: bogus, link: {LINK} }}"), ""));
+
+    // Closed sets of values.
+    let values = [
+        ("collective", "collective: bogus"),
+        ("network.model", "network: { model: bogus }"),
+        ("network.sharing", "network: { model: flow, sharing: bogus }"),
+        ("data.dtype", "data: { dtype: bogus }"),
+        ("data.op", "data: { op: bogus }"),
+        ("data.init", "data: { init: bogus }"),
+        ("data.mode", "data: { mode: bogus }"),
+    ];
+    for (what, line) in values {
+        add(&format!("{what} values"), format!("{top}{line}\n"));
+    }
+    add(
+        "fat_tree placements",
+        scenario(&format!("{{ kind: fat_tree, hosts_per_leaf: 2, leaves: 2, link: {LINK}, placement: bogus }}"), ""),
+    );
+    add(
+        "graph node kinds",
+        scenario(&format!("{{ kind: graph, link: {LINK}, nodes: [a, {{ name: b, kind: bogus }}] }}"), ""),
+    );
+    out
+}
+
+#[test]
+fn every_scenario_key_and_value_is_in_the_scenario_doc() {
+    let text = doc("scenario.md");
+    let words = parser_words();
+    // A sanity check of the extraction itself, on keys that have long existed.
+    let all: Vec<&String> = words.iter().flat_map(|(_, w)| w).collect();
+    for key in ["topology", "hosts_per_leaf", "cost_per_byte", "closed_form", "envelope", "placement", "maxmin"] {
+        assert!(all.iter().any(|w| *w == key), "the parser's messages no longer list {key}: {words:?}");
+    }
+    for (what, words) in &words {
+        assert_documented(&text, "docs/scenario.md", what, words);
+    }
+}
+
+#[test]
+fn every_algorithm_and_parameter_is_in_the_scenario_doc() {
+    let text = doc("scenario.md");
+    for info in algos::registry() {
+        assert_documented(&text, "docs/scenario.md", "algorithm ids", &[info.id.to_string()]);
+        for p in info.params {
+            let name = p.split(['=', ':']).next().unwrap_or(p).trim();
+            assert_documented(&text, "docs/scenario.md", &format!("parameters of {}", info.id), &[name.to_string()]);
+            // A parameter with a closed set of values names them when given another.
+            let bogus = Params::new(vec![(name.to_string(), ParamValue::Str("bogus".into()))]);
+            if let Err(e) = algos::build(info.id, bogus)
+                && let Some((_, rest)) = e.message.split_once("must be one of ")
+            {
+                let list = rest.split(", not").next().unwrap_or("");
+                let values: Vec<String> = list.split(", ").map(str::to_string).collect();
+                assert_documented(&text, "docs/scenario.md", &format!("values of {}.{name}", info.id), &values);
+            }
+        }
+    }
+}
+
+#[test]
+fn every_result_field_is_in_the_report_doc() {
+    let text = doc("report.md");
+    let fields: Vec<String> = CORE_FIELDS.iter().map(|f| f.to_string()).collect();
+    assert_documented(&text, "docs/report.md", "core fields", &fields);
+
+    // Every field a result can have, optional ones filled so that none is left out.
+    let link = LinkUse::default();
+    let r = PointResult {
+        notes: vec![String::new()],
+        bytes_sent_per_rank: Some(Vec::new()),
+        bytes_received_per_rank: Some(Vec::new()),
+        link_bytes_max: Some(0),
+        links_used: Some(0),
+        network_links: Some(LinkReport { busiest: vec![link.clone()], all: Some(vec![link]), ..LinkReport::default() }),
+        ..PointResult::default()
+    };
+    let json = serde_json::to_value(&r).expect("a result serialises");
+    let mut keys: Vec<String> = json.as_object().expect("an object").keys().cloned().collect();
+    let links = &json["network_links"];
+    keys.extend(links.as_object().expect("an object").keys().cloned());
+    keys.extend(links["busiest"][0].as_object().expect("an object").keys().cloned());
+    keys.push("critical_path".to_string());
+    assert_documented(&text, "docs/report.md", "result fields", &keys);
+}
