@@ -150,8 +150,9 @@ impl Progress {
     }
 }
 
-/// The flow model's link counters as the report gives them.
-fn link_report(flow: &crate::sim::flow::FlowStats, time: f64) -> LinkReport {
+/// The flow model's link counters as the report gives them; every link only with
+/// `detail` (points of at most [`DETAIL_MAX_RANKS`] ranks, as the per-rank counters).
+fn link_report(flow: &crate::sim::flow::FlowStats, time: f64, detail: bool) -> LinkReport {
     let uses: Vec<LinkUse> = flow
         .links
         .iter()
@@ -171,7 +172,7 @@ fn link_report(flow: &crate::sim::flow::FlowStats, time: f64) -> LinkReport {
         machine_links: flow.machine_links,
         used: uses.len() as u64,
         busiest,
-        all: (uses.len() <= MAX_LISTED_LINKS).then_some(uses),
+        all: (detail && uses.len() <= MAX_LISTED_LINKS).then_some(uses),
     }
 }
 
@@ -353,7 +354,7 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
 
     if let Some(flow) = &stats.flow {
         res.links_shared = Some(flow.shared);
-        res.network_links = Some(link_report(flow, stats.time));
+        res.network_links = Some(link_report(flow, stats.time, p.ranks <= DETAIL_MAX_RANKS));
         check_against_ideal(&mut res, algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, net, stats.time, flow);
     }
 

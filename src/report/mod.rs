@@ -144,7 +144,8 @@ pub struct LinkReport {
     pub used: u64,
     /// The five links that carried the most bytes, busiest first (ties: first crossed).
     pub busiest: Vec<LinkUse>,
-    /// Every link used, in the order first crossed (left out past [`MAX_LISTED_LINKS`]).
+    /// Every link used, in the order first crossed: for points of at most 64 ranks, as the
+    /// per-rank counters, and up to [`MAX_LISTED_LINKS`] links.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub all: Option<Vec<LinkUse>>,
 }
