@@ -1,4 +1,4 @@
-//! Every algorithm's time in the ideal model (README, 'The machine model'), without
+//! Every algorithm's time in the ideal model (docs/model.md), without
 //! simulating.
 //!
 //! Read this file like the course report's Table 1 or NCCL's `tuning.cc`: one function per

@@ -1,4 +1,4 @@
-//! The engine's own rules (the ideal model: README, 'The machine model'), each on a tiny
+//! The engine's own rules (the ideal model: docs/model.md), each on a tiny
 //! hand-written program.
 
 mod common;

@@ -189,8 +189,8 @@ fn against_ideal(algo: &dyn Algorithm, topo: &dyn Topology, n: usize, c: f64, ne
     }
     // Faster than the ideal model although no message was: only a different order at a
     // contended port can do that (a scheduling anomaly). Where the ideal model has a
-    // closed form its ports are served in a fixed order (README, "Where there is no closed
-    // form"), and sharing may not beat it; where it has none, a port already goes to
+    // closed form its ports are served in a fixed order (docs/model.md, "The
+    // cases without a closed form"), and sharing may not beat it; where it has none, a port already goes to
     // whichever message comes first, and a message slowed by sharing can change that.
     if waits.0 == 0 || algo.closed_form(&p, &m).is_some() {
         return Err(format!(

@@ -44,8 +44,8 @@
 //! 1120, all with one or two NICs, most of them pipelined; every point with four NICs
 //! (a port per tree neighbour, so no message ever waits: tests/grid_algos.rs on flat
 //! machines, tests/topology.rs on every hierarchy), and every single-chunk point with
-//! two, has its closed form. Why `None` and not a tolerance: the README, "Where there is
-//! no closed form".
+//! two, has its closed form. Why `None` and not a tolerance: docs/model.md, "The cases
+//! without a closed form".
 //!
 //! **Chunk size** (`chunk`, default 64 KiB): smaller chunks fill the pipeline sooner
 //! (the `2H - 1` extra rounds carry one chunk each) but pay alpha per chunk per message;

@@ -17,7 +17,7 @@
 //! ```
 //!
 //! where a rank's k out-ports (in-ports) are interchangeable and each holds one message
-//! at a time (the ideal model: README, 'The machine model'). The messages are taken step
+//! at a time (the ideal model: docs/model.md). The messages are taken step
 //! by step, and within a step in
 //! the engine's priority order `(issue time, sender, sender's sequence)`; each is booked
 //! on its two sides for `[start, end)`. A booking may land in a gap before a message of

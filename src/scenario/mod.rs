@@ -161,7 +161,7 @@ fn de_link<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Link, D::Error> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NetworkModel {
-    /// Hockney with ports; links are never shared (README, 'The machine model').
+    /// Hockney with ports; links are never shared (docs/model.md).
     Ideal,
     /// Messages are flows on routed paths and share the directed links (docs/flow-model.md)
     /// they cross ([`crate::sim::flow`]).

@@ -1,4 +1,4 @@
-//! The discrete-event engine: the ideal model of the README ('The machine model'),
+//! The discrete-event engine: the ideal model of docs/model.md,
 //! exactly.
 //!
 //! State per rank: its program (a lazy [`Op`] stream), free outgoing and incoming

@@ -2,7 +2,7 @@
 //! that cross one directed link share its bandwidth, as in SimGrid's fluid model.
 //!
 //! The engine ([`super::engine`]) still decides when a message starts (both its ports
-//! free, the ideal model's priority order: README, 'The machine model'); this module
+//! free, the ideal model's priority order: docs/model.md); this module
 //! decides when it ends. A message
 //! of `m` bytes from `a` to `b` that starts at `t` is a flow on the route
 //! [`crate::topology::Fabric::route`] gives. Its route latency `L` and bottleneck `B` are

@@ -52,7 +52,7 @@ pub fn simulate_with<O: Observer>(
 /// The network model a run uses (`network:` in the scenario).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Network {
-    /// `None`: the ideal model (README, 'The machine model'); `Some`: the flow model,
+    /// `None`: the ideal model (docs/model.md); `Some`: the flow model,
     /// sharing links so.
     pub flow: Option<Sharing>,
     /// Bytes added to every message on the wire.
