@@ -39,6 +39,7 @@
 //! crossed first; no hash order or thread timing reaches a rate.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use smallvec::SmallVec;
 
@@ -144,10 +145,10 @@ pub struct FlowNet<'a> {
     fabric: &'a dyn Fabric,
     sharing: Sharing,
     /// Link slots of each `(src, dst)` pair's route, in `route_buf`.
-    routes: HashMap<(u32, u32), (u32, u32)>,
+    routes: IdMap<(u32, u32), (u32, u32)>,
     route_buf: Vec<u32>,
     /// Which slot holds each link crossed so far.
-    slot_of: HashMap<LinkId, u32>,
+    slot_of: IdMap<LinkId, u32>,
     ids: Vec<LinkId>,
     links: Vec<LinkState>,
     /// Per message id (the engine's slab index).
@@ -163,6 +164,31 @@ pub struct FlowNet<'a> {
     stats: FlowStats,
 }
 
+/// A multiply-rotate hash (FxHash's) for the route and link tables: their keys are small
+/// integers chosen by us, not by an adversary, and SipHash was a twentieth of a flow run.
+/// Only lookups use it; nothing iterates these tables, so no output depends on it.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
 /// The routes cached past this many pairs are dropped (a schedule that talks to every
 /// pair, like a naive all-to-all, would otherwise keep P^2 of them).
 const MAX_CACHED_ROUTES: usize = 1 << 20;
@@ -173,9 +199,9 @@ impl<'a> FlowNet<'a> {
         FlowNet {
             fabric,
             sharing,
-            routes: HashMap::new(),
+            routes: IdMap::default(),
             route_buf: Vec::new(),
-            slot_of: HashMap::new(),
+            slot_of: IdMap::default(),
             ids: Vec::new(),
             links: Vec::new(),
             flows: Vec::new(),
