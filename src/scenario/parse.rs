@@ -105,18 +105,34 @@ impl Src<'_> {
     }
 
     /// Line `line` of the text with a caret under column `col` (both 1-based, columns in
-    /// characters), as two lines of the form ` 4 | text` / `   |   ^`.
+    /// characters), as two lines of the form ` 4 | text` / `   |   ^`. A line longer than
+    /// [`SNIPPET_WIDTH`] characters is cut to that many around the column, with `...`
+    /// where it was cut.
     fn snippet(&self, line: u64, col: u64) -> Option<String> {
         let src = self.text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+        let col = usize::try_from(col).ok()?.saturating_sub(1);
+        let len = src.chars().count();
+        // The window of characters shown: all of a short line, else SNIPPET_WIDTH
+        // characters with the column a third of the way in.
+        let (from, to) = if len <= SNIPPET_WIDTH {
+            (0, len)
+        } else {
+            let from = col.saturating_sub(SNIPPET_WIDTH / 3).min(len - SNIPPET_WIDTH);
+            (from, from + SNIPPET_WIDTH)
+        };
+        let lead = if from > 0 { "..." } else { "" };
+        let tail = if to < len { "..." } else { "" };
         // Keep tabs so the caret lines up; drop other control characters.
-        let shown: String = src.chars().map(|c| if c.is_control() && c != '\t' { ' ' } else { c }).collect();
-        let pad: String = shown
+        let shown: String =
+            src.chars().skip(from).take(to - from).map(|c| if c.is_control() && c != '\t' { ' ' } else { c }).collect();
+        let pad: String = lead
             .chars()
-            .take(usize::try_from(col).ok()?.saturating_sub(1))
-            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .map(|_| ' ')
+            .chain(shown.chars().take(col.saturating_sub(from)).map(|c| if c == '\t' { '\t' } else { ' ' }))
             .collect();
         let gutter = " ".repeat(line.to_string().len());
-        Some(format!(" {line} | {}\n {gutter} | {pad}^", shown.trim_end()))
+        let body = if tail.is_empty() { shown.trim_end().to_string() } else { shown };
+        Some(format!(" {line} | {lead}{body}{tail}\n {gutter} | {pad}^"))
     }
 
     /// `file:line:col` of `loc`, for [`AlgoSpec::location`].
@@ -454,12 +470,51 @@ pub fn parse_str(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
     validate(&src, raw)
 }
 
+/// The largest scenario file read, bytes (16 MiB): a scenario is a few lines of YAML.
+pub const MAX_SCENARIO_BYTES: u64 = 16 << 20;
+
+/// Characters of a source line shown under an error at most.
+pub const SNIPPET_WIDTH: usize = 120;
+
 /// Read and parse the scenario file at `path` (see [`parse_str`]); the path names it in
-/// messages. A file that cannot be read is an error naming the path and the reason.
+/// messages. A file that cannot be read is an error naming the path and the reason, and
+/// so is one larger than [`MAX_SCENARIO_BYTES`]: refused by its length where it has one,
+/// else (`/dev/zero`, a pipe) after reading one byte more than the limit, never whole.
 pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
+    use std::io::Read;
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ScenarioError::in_file(&file, format!("cannot read the scenario file: {e}")))?;
+    let cannot = |e: std::io::Error| ScenarioError::in_file(&file, format!("cannot read the scenario file: {e}"));
+    let too_big = |what: String| {
+        ScenarioError::in_file(
+            &file,
+            format!(
+                "the scenario file is {what}, larger than the {} MiB allowed; a scenario is a few lines of YAML",
+                MAX_SCENARIO_BYTES >> 20
+            ),
+        )
+    };
+    let f = std::fs::File::open(path).map_err(cannot)?;
+    let meta = f.metadata().map_err(cannot)?;
+    if meta.is_dir() {
+        return Err(ScenarioError::in_file(&file, "cannot read the scenario file: it is a directory".to_string()));
+    }
+    if meta.len() > MAX_SCENARIO_BYTES {
+        return Err(too_big(format!("{} bytes", meta.len())));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_SCENARIO_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;
+    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
+        return Err(too_big("more than that".to_string()));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        ScenarioError::in_file(
+            &file,
+            format!(
+                "cannot read the scenario file: it is not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })?;
     parse_str(&text, &file)
 }
 
@@ -1041,5 +1096,19 @@ mod tests {
         let src = Src { file: "f.yaml", text: "a: 1\n  b: xyz\n" };
         assert_eq!(src.snippet(2, 6).as_deref(), Some(" 2 |   b: xyz\n   |      ^"));
         assert_eq!(src.snippet(9, 1), None);
+    }
+
+    #[test]
+    fn snippet_of_a_long_line_is_cut_around_the_column() {
+        let long = format!("a: {}", "x".repeat(200_000));
+        let src = Src { file: "f.yaml", text: &long };
+        let s = src.snippet(1, 100_000).unwrap();
+        let (text, caret) = s.split_once('\n').unwrap();
+        assert!(text.chars().count() < SNIPPET_WIDTH + 20, "{text}");
+        assert!(text.starts_with(" 1 | ...") && text.ends_with("..."), "{text}");
+        // The caret is under column 100,000's character: 40 characters into the window.
+        assert_eq!(caret.find('^'), Some(" 1 | ...".len() + SNIPPET_WIDTH / 3));
+        let s = src.snippet(1, 2).unwrap();
+        assert!(s.starts_with(" 1 | a: xxx") && s.lines().next().unwrap().ends_with("..."), "{s}");
     }
 }
