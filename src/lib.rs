@@ -8,6 +8,7 @@
 
 pub mod algos;
 pub mod cost_model;
+pub mod estimate;
 pub mod explain;
 pub mod plots;
 pub mod report;

@@ -1,6 +1,7 @@
 //! The `allreduce-sim` command: parse the command line, turn it and the scenario file
 //! into one validated [`Scenario`], run, export. Exit status: 0 ran and every check
-//! held, 1 a check failed, 2 bad input (one message on stderr, never a backtrace).
+//! held, 1 a check failed, 2 bad input (one message on stderr, never a backtrace),
+//! 3 no point could run (every one not applicable), 130 stopped by Ctrl-C.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use allreduce_sim::algos;
+use allreduce_sim::estimate;
 use allreduce_sim::explain;
 use allreduce_sim::plots;
 use allreduce_sim::report::{Csv, Exporter, Json, Report, Table};
@@ -22,7 +24,7 @@ use allreduce_sim::timeline::trace;
 /// algorithm's simulated time, its closed-form prediction, bus bandwidth, memory and
 /// the numerical error of the real reductions the engine performed.
 #[derive(Parser, Debug)]
-#[command(name = "allreduce-sim", version, about, long_about)]
+#[command(name = "allreduce-sim", version, about, long_about, after_help = EXIT_STATUS)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -78,10 +80,14 @@ enum Command {
         /// send to its receive. One point only: pick it with --algorithms, --ranks, --sizes.
         #[arg(long, value_name = "FILE", conflicts_with = "shard")]
         trace: Option<PathBuf>,
-        /// No progress bar. (It is drawn on stderr only when stderr is a terminal and the
-        /// sweep has more than 8 points or takes over a second.)
+        /// No progress on stderr. (On a terminal a bar, drawn when the sweep has more than
+        /// 8 points or takes over a second; otherwise a line every 5 seconds.)
         #[arg(long, short)]
         quiet: bool,
+        /// Refuse, before it runs, any point whose estimated memory is above BYTES
+        /// (`512MiB`, `2GB`) [default: MemAvailable of /proc/meminfo].
+        #[arg(long, value_name = "BYTES")]
+        max_memory: Option<String>,
     },
     /// List every algorithm with its source, requirements, parameters and closed form.
     List,
@@ -158,6 +164,16 @@ enum Command {
     },
 }
 
+/// The exit statuses, for `--help` (docs/scenario.md has the same table).
+const EXIT_STATUS: &str = "Exit status: 0 every check held; 1 a check failed at some point; 2 bad input (a \
+scenario, flag or file that cannot be used, or a point too large for the memory); 3 no point could run \
+(every one not applicable); 130 stopped by Ctrl-C (the points finished so far are written).";
+
+/// No point of the run could run: every one was not applicable.
+const EXIT_ALL_NOT_APPLICABLE: u8 = 3;
+/// Stopped by Ctrl-C.
+const EXIT_INTERRUPTED: u8 = 130;
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Format {
     /// Aligned tables for a person.
@@ -204,7 +220,8 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
         }
         Command::Validate { scenario } => {
             let s = load(&scenario, &Overrides::default())?;
-            let points = runner::points(&s).len();
+            let pts = runner::points(&s);
+            let points = pts.len();
             println!(
                 "{}: ok: '{}', {} algorithm(s) x {} rank count(s) x {} size(s) = {points} point(s)",
                 scenario.display(),
@@ -213,6 +230,10 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
                 s.ranks.len(),
                 s.sizes.len()
             );
+            for pt in &pts {
+                let est = estimate::estimate(&s, pt, points == 1);
+                println!("  {}: {}", estimate::label(&s, pt), estimate::describe(&est));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Plot { report, out } => {
@@ -251,17 +272,48 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
             print!("{}", explain::explain(&req).map_err(BadInput)?);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Run { scenario, format, output, algorithms, ranks, sizes, seed, plot, gantt, shard, trace, quiet } => {
+        Command::Run {
+            scenario,
+            format,
+            output,
+            algorithms,
+            ranks,
+            sizes,
+            seed,
+            plot,
+            gantt,
+            shard,
+            trace,
+            quiet,
+            max_memory,
+        } => {
             let overrides = Overrides { algorithms, ranks, sizes, seed };
             let s = load(&scenario, &overrides)?;
             if let Some(g) = &gantt {
                 plots::check_gantt(&s, g).map_err(BadInput)?;
             }
+            check_memory(&s, shard, max_memory.as_deref())?;
+            // Ctrl-C: stop between points and write what finished. A second Ctrl-C
+            // while a long point runs ends the process at once.
+            let _ = ctrlc::set_handler(|| {
+                if runner::STOP.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    std::process::exit(i32::from(EXIT_INTERRUPTED));
+                }
+                eprintln!("interrupted: finishing the points under way (Ctrl-C again to quit at once)");
+            });
             let report = match &trace {
                 Some(path) => run_traced(&s, path)?,
                 None => runner::run_with(&s, &runner::RunOptions { shard, progress: !quiet }),
             };
             emit(&report, format, output.as_deref())?;
+            if runner::STOP.load(std::sync::atomic::Ordering::Relaxed) {
+                let all = runner::points(&s).iter().enumerate().filter(|(i, _)| shard.is_none_or(|sh| sh.contains(*i))).count();
+                eprintln!(
+                    "interrupted: the report holds the {} of {all} point(s) that finished",
+                    report.results.len()
+                );
+                return Ok(ExitCode::from(EXIT_INTERRUPTED));
+            }
             if let Some(dir) = &plot {
                 let files = plots::plot_report(&report, dir).map_err(BadInput)?;
                 eprintln!("wrote {} plot file(s) to {}", files.len(), dir.display());
@@ -275,9 +327,36 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
                 eprintln!("{failed} of {} point(s) failed a check", report.results.len());
                 return Ok(ExitCode::from(1));
             }
+            if !report.results.is_empty() && report.results.iter().all(|r| r.not_applicable.is_some()) {
+                eprintln!(
+                    "no point ran: all {} point(s) are not applicable (the report gives each reason)",
+                    report.results.len()
+                );
+                return Ok(ExitCode::from(EXIT_ALL_NOT_APPLICABLE));
+            }
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Refuse the run if one of its points would not fit in memory: `--max-memory`, else
+/// what /proc/meminfo says is available (no check where neither is known).
+fn check_memory(s: &Scenario, shard: Option<Shard>, max_memory: Option<&str>) -> Result<(), BadInput> {
+    let (limit, source) = match max_memory {
+        Some(text) => (
+            scenario::units::parse_size(text).map_err(|e| BadInput(format!("--max-memory: {e}")))?,
+            "--max-memory".to_string(),
+        ),
+        None => match estimate::available_memory() {
+            Some(b) => (b, "MemAvailable in /proc/meminfo; --max-memory sets another limit".to_string()),
+            None => return Ok(()),
+        },
+    };
+    let all = runner::points(s);
+    let single = all.len() == 1;
+    let pts: Vec<runner::Point> =
+        all.into_iter().enumerate().filter(|(i, _)| shard.is_none_or(|sh| sh.contains(*i))).map(|(_, p)| p).collect();
+    estimate::check_memory(s, &pts, single, limit, &source).map_err(BadInput)
 }
 
 /// Render `report` in `format` to `output`, or to standard output.

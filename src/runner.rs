@@ -11,7 +11,8 @@
 //! ([`crate::timeline`]).
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -88,29 +89,46 @@ pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
         .map(|(_, p)| p)
         .collect();
     let progress = Progress::new(pts.len(), opts.progress);
-    let results = pts
+    let results: Vec<Option<PointResult>> = pts
         .par_iter()
         .map(|pt| {
+            if STOP.load(Ordering::Relaxed) {
+                return None;
+            }
             let r = if single { run_point_timeline(s, pt, true).0 } else { run_point(s, pt) };
             progress.tick();
-            r
+            Some(r)
         })
         .collect();
     progress.finish();
+    // Stopped: the points that finished, in sweep order.
+    let results = results.into_iter().flatten().collect();
     Report { scenario: s.clone(), results, shard: opts.shard }
 }
 
-/// The progress bar of [`run_with`]: hidden until the run proves long, never drawn when
-/// stderr is not a terminal.
+/// Set (by `run`'s Ctrl-C handler) to stop a sweep: points not started by then are
+/// skipped, and [`run_with`] returns those that finished. A point under way runs to its
+/// end.
+pub static STOP: AtomicBool = AtomicBool::new(false);
+
+/// How often a run whose stderr is not a terminal reports its progress there.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// The progress of [`run_with`]: a bar when stderr is a terminal, hidden until the run
+/// proves long; otherwise a line every [`PROGRESS_EVERY`] (points done, events per
+/// second, time left), from a thread of its own so that one long point is reported too.
 struct Progress {
     bar: Option<ProgressBar>,
     started: Instant,
     shown: AtomicBool,
+    done: Arc<AtomicUsize>,
+    lines: Option<(mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
 }
 
 impl Progress {
     fn new(len: usize, allowed: bool) -> Self {
-        let bar = (allowed && std::io::stderr().is_terminal()).then(|| {
+        let terminal = std::io::stderr().is_terminal();
+        let bar = (allowed && terminal).then(|| {
             let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::hidden());
             if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} points  {elapsed} elapsed, eta {eta}")
             {
@@ -118,7 +136,14 @@ impl Progress {
             }
             bar
         });
-        let p = Progress { bar, started: Instant::now(), shown: AtomicBool::new(false) };
+        let done = Arc::new(AtomicUsize::new(0));
+        let lines = (allowed && !terminal).then(|| {
+            let (tx, rx) = mpsc::channel::<()>();
+            let done = Arc::clone(&done);
+            let handle = std::thread::spawn(move || progress_lines(&rx, &done, len));
+            (tx, handle)
+        });
+        let p = Progress { bar, started: Instant::now(), shown: AtomicBool::new(false), done, lines };
         if len > PROGRESS_MIN_POINTS {
             p.show();
         }
@@ -135,6 +160,7 @@ impl Progress {
     }
 
     fn tick(&self) {
+        self.done.fetch_add(1, Ordering::Relaxed);
         if let Some(bar) = &self.bar {
             bar.inc(1);
             if self.started.elapsed() >= PROGRESS_DELAY {
@@ -143,10 +169,38 @@ impl Progress {
         }
     }
 
-    fn finish(&self) {
+    fn finish(self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+        if let Some((tx, handle)) = self.lines {
+            drop(tx);
+            let _ = handle.join();
+        }
+    }
+}
+
+/// The line-by-line progress of a run whose stderr is not a terminal, until `stop`'s
+/// sender is dropped.
+fn progress_lines(stop: &mpsc::Receiver<()>, done: &AtomicUsize, len: usize) {
+    use crate::sim::engine::EVENTS_DONE;
+    let started = Instant::now();
+    let events0 = EVENTS_DONE.load(Ordering::Relaxed);
+    while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(PROGRESS_EVERY) {
+        let elapsed = started.elapsed().as_secs_f64();
+        let events = EVENTS_DONE.load(Ordering::Relaxed).saturating_sub(events0);
+        let d = done.load(Ordering::Relaxed);
+        let left = if d > 0 && d < len {
+            let secs = elapsed * (len - d) as f64 / d as f64;
+            format!("about {} left", crate::scenario::units::fmt_time(secs))
+        } else {
+            "time left unknown until a point finishes".to_string()
+        };
+        eprintln!(
+            "progress: {d}/{len} points, {:.0}s elapsed, {:.3e} events/s, {left}",
+            elapsed,
+            events as f64 / elapsed.max(1e-9)
+        );
     }
 }
 

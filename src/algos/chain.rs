@@ -36,6 +36,20 @@ impl Algorithm for Chain {
         if self.segments == 1 { INFO.id.into() } else { format!("chain(segments={})", self.segments) }
     }
 
+    /// More segments than elements would send empty pieces: refused at the point (`n/a`)
+    /// with the allowed range, rather than clamped behind the user's back.
+    fn applicable(&self, p: &Problem, _m: &Machine) -> Result<(), String> {
+        if self.segments > p.elems.max(1) {
+            return Err(format!(
+                "segments {} is more than the {} element(s) of the vector; allowed here: 1 to {}",
+                self.segments,
+                p.elems,
+                p.elems.max(1)
+            ));
+        }
+        Ok(())
+    }
+
     fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
         let (r, last, n, segs) = (rank, p.ranks as Rank - 1, p.elems, self.segments);
         let seg = move |s: usize| block(n, segs, s);

@@ -488,7 +488,7 @@ pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
         ScenarioError::in_file(
             &file,
             format!(
-                "the scenario file is {what}, larger than the {} MiB allowed; a scenario is a few lines of YAML",
+                "the scenario file is {what}, more than the {} MiB allowed; a scenario is a few lines of YAML",
                 MAX_SCENARIO_BYTES >> 20
             ),
         )
@@ -504,7 +504,7 @@ pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
     let mut bytes = Vec::new();
     f.take(MAX_SCENARIO_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;
     if bytes.len() as u64 > MAX_SCENARIO_BYTES {
-        return Err(too_big("more than that".to_string()));
+        return Err(too_big(format!("longer than {MAX_SCENARIO_BYTES} bytes (read so far)")));
     }
     let text = String::from_utf8(bytes).map_err(|e| {
         ScenarioError::in_file(

@@ -13,6 +13,13 @@
 //! The hot loop allocates nothing per event: messages live in a slab with a free
 //! list, payloads come from a pool, and every per-rank list keeps its capacity.
 
+/// Events processed by every engine of the process so far, counted in whole blocks of
+/// [`EVENT_BLOCK`]: what the progress report of a long run reads (one relaxed atomic add
+/// per block keeps the event loop as it was).
+pub static EVENTS_DONE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// See [`EVENTS_DONE`].
+pub const EVENT_BLOCK: u64 = 1 << 16;
+
 use std::collections::VecDeque;
 
 use smallvec::SmallVec;
@@ -355,6 +362,9 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             if !stale {
                 self.now = time;
                 self.stats.events += 1;
+                if self.stats.events % EVENT_BLOCK == 0 {
+                    EVENTS_DONE.fetch_add(EVENT_BLOCK, std::sync::atomic::Ordering::Relaxed);
+                }
                 self.handle(ev)?;
             }
             // Ports are handed out only once every event of this instant has run, so

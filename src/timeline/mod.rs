@@ -172,14 +172,27 @@ fn take_track(tracks: &mut Vec<f64>, t: f64, end: f64) -> u32 {
 }
 
 impl Recorder {
-    /// A recorder for `ranks` ranks (the timeline's `nics` is left for the caller).
+    /// A recorder for `ranks` ranks (the timeline's `nics` is left for the caller). If
+    /// its per-rank tables cannot be allocated it records nothing, as one that
+    /// outgrew [`MAX_INTERVALS`]: [`Recorder::finish`] gives `None`.
     pub fn new(ranks: usize) -> Self {
+        let table = || {
+            let mut t: Vec<Vec<f64>> = Vec::new();
+            t.try_reserve_exact(ranks).ok()?;
+            t.resize(ranks, Vec::new());
+            Some(t)
+        };
+        let (out_busy, in_busy) = match (table(), table()) {
+            (Some(o), Some(i)) => (o, i),
+            _ => (Vec::new(), Vec::new()),
+        };
+        let overflow = out_busy.len() != ranks;
         Recorder {
             timeline: Timeline { ranks, nics: Vec::new(), messages: Vec::new(), computes: Vec::new(), links: None },
-            out_busy: vec![Vec::new(); ranks],
-            in_busy: vec![Vec::new(); ranks],
+            out_busy,
+            in_busy,
             seq: 0,
-            overflow: false,
+            overflow,
             open: Vec::new(),
             links: None,
             want_loads: false,

@@ -1,0 +1,194 @@
+//! What a point will cost before it runs: its memory and its work, from the scenario
+//! alone (nothing is simulated). `run` refuses a point whose memory would not fit
+//! ([`check_memory`]) before allocating anything; `validate` prints every point's
+//! figures.
+//!
+//! The figures are upper estimates, not measurements:
+//!
+//! - **data**: `data.mode: full` holds every rank's vector and, at most, one vector of
+//!   scratch per rank (`2 P S`), plus the exact reference (16 bytes per element);
+//!   `sample` the same for the about 3,000 tracked elements of each vector; `off`
+//!   nothing;
+//! - **engine**: [`ENGINE_BYTES_PER_RANK`] per rank (programs, queues, counters);
+//! - **timeline**: a point that records its timeline (at most
+//!   [`DETAIL_MAX_RANKS`](crate::timeline::DETAIL_MAX_RANKS) ranks, or the only point of
+//!   a run) holds two port tables per rank and up to
+//!   [`MAX_INTERVALS`](crate::timeline::MAX_INTERVALS) intervals;
+//! - **work**: messages from the algorithm's step count (exact where the algorithm's
+//!   count is known, else a stated upper bound), and about [`EVENTS_PER_MESSAGE`] events
+//!   per message.
+
+use crate::algos::Params;
+use crate::runner::Point;
+use crate::scenario::units::fmt_bytes;
+use crate::scenario::{DataMode, Scenario};
+use crate::sim::data::SAMPLE_GRID;
+use crate::timeline::{DETAIL_MAX_RANKS, MAX_INTERVALS};
+
+/// Engine state per rank, bytes: its program, port and message queues, counters.
+pub const ENGINE_BYTES_PER_RANK: u64 = 1024;
+/// Engine events per message: its start, its delivery and the reduction it feeds.
+pub const EVENTS_PER_MESSAGE: u64 = 3;
+/// Bytes per recorded timeline interval.
+const INTERVAL_BYTES: u64 = 64;
+
+/// One point's estimated cost.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Estimate {
+    /// The data plane (vectors, scratch, reference), bytes.
+    pub data_bytes: u64,
+    /// The engine's per-rank state, bytes.
+    pub engine_bytes: u64,
+    /// The timeline recorder, bytes (0 when the point does not record).
+    pub timeline_bytes: u64,
+    /// Messages the point sends (an upper bound where `messages_exact` is false).
+    pub messages: u64,
+    /// Whether `messages` is the algorithm's exact count.
+    pub messages_exact: bool,
+    /// Engine events, about.
+    pub events: u64,
+}
+
+impl Estimate {
+    /// Everything, bytes.
+    pub fn memory_bytes(&self) -> u64 {
+        self.data_bytes.saturating_add(self.engine_bytes).saturating_add(self.timeline_bytes)
+    }
+}
+
+/// log2 P rounded up.
+fn log2_ceil(p: u64) -> u64 {
+    if p <= 1 { 0 } else { 64 - (p - 1).leading_zeros() as u64 }
+}
+
+/// Messages of `algo` on `p` ranks of `elems` elements, and whether the count is exact.
+fn messages(s: &Scenario, pt: &Point, elems: u64) -> (u64, bool) {
+    let spec = &s.algorithms[pt.algo];
+    let p = pt.ranks as u64;
+    let pm1 = p.saturating_sub(1);
+    let mut params = Params::new(spec.params.clone());
+    let pow2 = p.is_power_of_two();
+    let lg = log2_ceil(p);
+    match spec.name.as_str() {
+        "star" | "binomial_tree" => (pm1.saturating_mul(2), true),
+        "ring" => (p.saturating_mul(pm1).saturating_mul(2), true),
+        "chain" => {
+            let segs = params.count("segments", 1).unwrap_or(1) as u64;
+            (pm1.saturating_mul(2).saturating_mul(segs.min(elems.max(1))), true)
+        }
+        // Pairwise exchanges, plus the folds of a P that is not a power of two.
+        "butterfly" => (p.saturating_mul(lg).saturating_add(if pow2 { 0 } else { 2 * p }), pow2),
+        "halving_doubling" => (p.saturating_mul(lg).saturating_mul(2).saturating_add(if pow2 { 0 } else { 2 * p }), pow2),
+        "double_binary_tree" => {
+            let chunk = params.size("chunk").ok().flatten().unwrap_or(64 << 10);
+            let e = s.data.dtype.bytes() as u64;
+            let half = elems.div_ceil(2);
+            let chunk_elems = (chunk / e.max(1)).max(1);
+            let k = half.div_ceil(chunk_elems).max(1);
+            // Each chunk of each half goes up and down its tree: 2 (P-1) messages.
+            (pm1.saturating_mul(4).saturating_mul(k), false)
+        }
+        // Grids and hierarchies: rings within rings, at most a ring over every pair.
+        _ => (p.saturating_mul(pm1).saturating_mul(4).max(4), false),
+    }
+}
+
+/// The estimate of point `pt` of `s`; `single` when it is the only point of the run
+/// (it then records its timeline whatever its rank count).
+pub fn estimate(s: &Scenario, pt: &Point, single: bool) -> Estimate {
+    let e = s.data.dtype.bytes() as u64;
+    let p = pt.ranks as u64;
+    let n = pt.bytes / e.max(1);
+    let tracked = match s.data.mode {
+        DataMode::Off => 0,
+        DataMode::Full => n,
+        DataMode::Sample => n.min(3 * SAMPLE_GRID as u64 + 1),
+    };
+    // Each rank's vector and one vector of scratch; the reference's exact sums and
+    // absolute sums (f64 each); the sample's positions.
+    let data_bytes = p
+        .saturating_mul(tracked)
+        .saturating_mul(e)
+        .saturating_mul(2)
+        .saturating_add(tracked.saturating_mul(16))
+        .saturating_add(if s.data.mode == DataMode::Sample { tracked * 8 } else { 0 });
+    let engine_bytes = p.saturating_mul(ENGINE_BYTES_PER_RANK);
+    let (messages, messages_exact) = messages(s, pt, n);
+    let events = messages.saturating_mul(EVENTS_PER_MESSAGE);
+    let records = single || pt.ranks <= DETAIL_MAX_RANKS;
+    let timeline_bytes = if records {
+        // Two tables of port tracks per rank (a Vec header and one track each), and the
+        // intervals: each message and each reduction, up to MAX_INTERVALS.
+        let tables = p.saturating_mul(2 * (24 + 8));
+        let intervals = messages.saturating_mul(2).min(MAX_INTERVALS as u64);
+        tables.saturating_add(intervals * INTERVAL_BYTES)
+    } else {
+        0
+    };
+    Estimate { data_bytes, engine_bytes, timeline_bytes, messages, messages_exact, events }
+}
+
+/// The memory this machine has for a run: `MemAvailable` of `/proc/meminfo`, bytes;
+/// `None` where it cannot be read.
+pub fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024))
+}
+
+/// A point's label in messages: `ring at P = 16, S = 1 GiB`.
+pub fn label(s: &Scenario, pt: &Point) -> String {
+    format!("{} at P = {}, S = {}", s.algorithms[pt.algo].name, pt.ranks, fmt_bytes(pt.bytes))
+}
+
+/// One line of figures: `memory about 32 GiB (data 32 GiB, engine 16 KiB, timeline 0 B); 480 messages, about 1440 events`.
+pub fn describe(est: &Estimate) -> String {
+    format!("memory about {} ({})", fmt_bytes(est.memory_bytes()), parts(est))
+}
+
+/// The parts of [`describe`]'s figure, and the work.
+fn parts(est: &Estimate) -> String {
+    format!(
+        "data {}, engine {}, timeline {}; {}{} messages, about {} events",
+        fmt_bytes(est.data_bytes),
+        fmt_bytes(est.engine_bytes),
+        fmt_bytes(est.timeline_bytes),
+        if est.messages_exact { "" } else { "at most " },
+        est.messages,
+        est.events
+    )
+}
+
+/// Refuse the first point of `pts` whose estimated memory is above `limit` bytes: the
+/// message gives the figure, the limit and what to change. `source` says where the limit
+/// came from (`MemAvailable`, `--max-memory`).
+pub fn check_memory(s: &Scenario, pts: &[Point], single: bool, limit: u64, source: &str) -> Result<(), String> {
+    for pt in pts {
+        let est = estimate(s, pt, single);
+        if est.memory_bytes() <= limit {
+            continue;
+        }
+        let mut hint = Vec::new();
+        for (mode, word) in [(DataMode::Sample, "sample"), (DataMode::Off, "off")] {
+            if s.data.mode == mode || (s.data.mode == DataMode::Off && mode == DataMode::Sample) {
+                continue;
+            }
+            let mut alt = s.clone();
+            alt.data.mode = mode;
+            let need = estimate(&alt, pt, single).memory_bytes();
+            let fits = if need <= limit { "fits" } else { "still too much" };
+            hint.push(format!("data.mode: {word} needs about {} ({fits})", fmt_bytes(need)));
+        }
+        hint.push("or use fewer ranks (--ranks) or smaller sizes (--sizes)".to_string());
+        return Err(format!(
+            "{} would need about {} of memory ({}), more than the {} available ({source}); {}",
+            label(s, pt),
+            fmt_bytes(est.memory_bytes()),
+            parts(&est),
+            fmt_bytes(limit),
+            hint.join("; ")
+        ));
+    }
+    Ok(())
+}
