@@ -78,7 +78,9 @@ fn messages(s: &Scenario, pt: &Point, elems: u64) -> (u64, bool) {
         }
         // Pairwise exchanges, plus the folds of a P that is not a power of two.
         "butterfly" => (p.saturating_mul(lg).saturating_add(if pow2 { 0 } else { 2 * p }), pow2),
-        "halving_doubling" => (p.saturating_mul(lg).saturating_mul(2).saturating_add(if pow2 { 0 } else { 2 * p }), pow2),
+        "halving_doubling" => {
+            (p.saturating_mul(lg).saturating_mul(2).saturating_add(if pow2 { 0 } else { 2 * p }), pow2)
+        }
         "double_binary_tree" => {
             let chunk = params.size("chunk").ok().flatten().unwrap_or(64 << 10);
             let e = s.data.dtype.bytes() as u64;

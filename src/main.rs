@@ -307,11 +307,12 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
             };
             emit(&report, format, output.as_deref())?;
             if runner::STOP.load(std::sync::atomic::Ordering::Relaxed) {
-                let all = runner::points(&s).iter().enumerate().filter(|(i, _)| shard.is_none_or(|sh| sh.contains(*i))).count();
-                eprintln!(
-                    "interrupted: the report holds the {} of {all} point(s) that finished",
-                    report.results.len()
-                );
+                let all = runner::points(&s)
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| shard.is_none_or(|sh| sh.contains(*i)))
+                    .count();
+                eprintln!("interrupted: the report holds the {} of {all} point(s) that finished", report.results.len());
                 return Ok(ExitCode::from(EXIT_INTERRUPTED));
             }
             if let Some(dir) = &plot {

@@ -1,0 +1,318 @@
+//! Never abort, never hang: hostile scenarios end with a message and a documented exit
+//! status (docs/scenario.md), never a panic, an allocator abort or a run without end.
+//! The fuzz-style properties feed random bytes and mutated scenarios with numbers at
+//! their edges to the parser, and those that parse to the command line with
+//! `--max-memory 64MiB` and a timeout.
+
+use std::time::Duration;
+
+use allreduce_sim::scenario::parse_str;
+use allreduce_sim::{estimate, runner};
+
+/// Scenarios estimated at more engine events than this are validated, not run.
+const MAX_FUZZ_EVENTS: u64 = 3_000_000;
+use assert_cmd::Command;
+use predicates::prelude::*;
+use proptest::prelude::*;
+
+fn cmd() -> Command {
+    let mut c = Command::cargo_bin("allreduce-sim").unwrap();
+    c.env("RUST_BACKTRACE", "0");
+    c
+}
+
+/// A scenario file in the target directory, removed on drop.
+struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    fn new(text: &[u8]) -> TempFile {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        let path = dir.join(format!("robust-{}-{}.yaml", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+        std::fs::write(&path, text).unwrap();
+        TempFile(path)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+const QUICK: &str = "ranks: 16\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+algorithms: [ring, chain]\nsizes: [4KiB]\n";
+
+#[test]
+fn a_point_too_large_for_memory_is_refused_with_the_figure_and_what_to_change() {
+    let f = TempFile::new(QUICK.as_bytes());
+    cmd()
+        .args(["run", "--sizes", "1GiB", "--max-memory", "1GiB"])
+        .arg(&f.0)
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("ring at P = 16, S = 1 GiB would need about 36 GiB of memory"))
+        .stderr(predicate::str::contains("data.mode: sample needs about"))
+        .stderr(predicate::str::contains("--max-memory"));
+}
+
+#[test]
+fn a_billion_ranks_are_refused_before_allocating() {
+    let f = TempFile::new(QUICK.as_bytes());
+    cmd()
+        .args(["run", "--ranks", "1000000000", "--algorithms", "ring"])
+        .arg(&f.0)
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("ring at P = 1000000000"))
+        .stderr(predicate::str::contains("fewer ranks"));
+}
+
+#[test]
+fn validate_prints_every_points_estimate() {
+    let f = TempFile::new(QUICK.as_bytes());
+    cmd()
+        .arg("validate")
+        .arg(&f.0)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("ring at P = 16, S = 4 KiB: memory about"))
+        .stdout(predicate::str::contains("480 messages"));
+}
+
+#[test]
+fn zero_device_and_huge_files_are_refused_without_reading_them_whole() {
+    cmd()
+        .args(["run", "/dev/zero"])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("more than the 16 MiB allowed"));
+}
+
+#[test]
+fn a_long_line_is_not_echoed_whole() {
+    let text = format!("ranks: 2 # {}\nbogus: 1\n", "x".repeat(1 << 20));
+    let f = TempFile::new(format!("bogus: {}\n", "y".repeat(1 << 20)).as_bytes());
+    for f in [TempFile::new(text.as_bytes()), f] {
+        let out = cmd().arg("validate").arg(&f.0).timeout(Duration::from_secs(20)).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(out.stderr.len() < 2_000, "{} bytes of error", out.stderr.len());
+    }
+}
+
+#[test]
+fn chain_with_more_segments_than_elements_is_not_applicable_and_exits_3() {
+    let text = "ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+                algorithms: [{ name: chain, segments: 100000 }]\nsizes: 4KiB\n";
+    let f = TempFile::new(text.as_bytes());
+    cmd()
+        .arg("run")
+        .arg(&f.0)
+        .timeout(Duration::from_secs(5))
+        .assert()
+        .code(3)
+        .stdout(predicate::str::contains("allowed here: 1 to 1024"))
+        .stderr(predicate::str::contains("no point ran"));
+}
+
+// The fuzz: scenarios built from edge values, then mutated.
+
+const NUMBERS: &[&str] = &[
+    "0",
+    "-1",
+    "1",
+    "2",
+    "3",
+    "7",
+    "16",
+    "1e9",
+    "1000000000",
+    "18446744073709551616",
+    ".nan",
+    ".inf",
+    "-.inf",
+    "1e308",
+    "0.5",
+    "x",
+    "[]",
+    "{}",
+    "~",
+];
+const SIZES: &[&str] =
+    &["0", "4", "100", "4KiB", "1MiB", "1GiB", "1TiB", "-1", "1e308", ".nan", "3", "1e9", "[4, 8]", "x"];
+const TIMES: &[&str] = &["1us", "0", "-1", ".nan", ".inf", "1e308", "1e-308", "x"];
+const BANDWIDTHS: &[&str] = &["100Gbps", "0", "-1", ".nan", ".inf", "1e308", "1e-308", "1bps"];
+const ALGOS: &[&str] = &[
+    "ring",
+    "butterfly",
+    "star",
+    "chain",
+    "binomial_tree",
+    "halving_doubling",
+    "double_binary_tree",
+    "{ name: chain, segments: $N }",
+    "{ name: double_binary_tree, chunk: $S }",
+    "{ name: butterfly, nonpow2: seed000 }",
+    "nosuch",
+    "{ name: ring, bogus: $N }",
+];
+const TOPOLOGIES: &[&str] = &[
+    "{ link: { alpha: $T, bandwidth: $B }, nics: $N }",
+    "{ kind: torus2d, dims: [$N, $N], link: { alpha: $T, bandwidth: $B } }",
+    "{ kind: ring, link: { alpha: $T, bandwidth: $B } }",
+    "{ kind: fat_tree, hosts_per_leaf: $N, leaves: $N, link: { alpha: $T, bandwidth: $B } }",
+    "{ kind: hierarchical, levels: [{ size: $N, alpha: $T, bandwidth: $B }, { size: $N, alpha: $T, bandwidth: $B }] }",
+    "$N",
+];
+
+fn pick(list: &'static [&'static str]) -> impl Strategy<Value = &'static str> {
+    proptest::sample::select(list)
+}
+
+/// Mostly one of `sane`, sometimes one of `edges`: enough scenarios parse to reach the
+/// runner.
+fn mostly(sane: &'static [&'static str], edges: &'static [&'static str]) -> impl Strategy<Value = &'static str> {
+    prop_oneof![14 => pick(sane), 1 => pick(edges)]
+}
+
+/// `$N`, `$S`, `$T`, `$B` in `template` filled from `values`, in turn.
+fn fill(template: &str, values: &[&str]) -> String {
+    let mut out = String::new();
+    let mut it = values.iter().cycle();
+    let mut rest = template;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let kind = rest.as_bytes().get(i + 1).copied().unwrap_or(b'N');
+        let v = it.next().copied().unwrap_or("1");
+        let _ = kind;
+        out.push_str(v);
+        rest = rest.get(i + 2..).unwrap_or("");
+    }
+    out.push_str(rest);
+    out
+}
+
+fn scenario_text() -> impl Strategy<Value = String> {
+    (
+        mostly(&["1", "2", "3", "7", "16", "[2, 5]", "1000000000"], NUMBERS),
+        mostly(&["4", "100", "4KiB", "1MiB", "1GiB", "1TiB", "[4, 8]"], SIZES),
+        proptest::collection::vec(mostly(&ALGOS[..10], ALGOS), 1..3),
+        mostly(&TOPOLOGIES[..5], TOPOLOGIES),
+        (
+            mostly(&["1", "2", "4", "1000", "1000000"], NUMBERS),
+            mostly(&["1", "4", "64KiB"], SIZES),
+            mostly(&["1us", "0"], TIMES),
+            mostly(&["100Gbps", "1bps", "1e308"], BANDWIDTHS),
+        ),
+        mostly(&["full", "sample", "off"], &["bogus", "~", "1"]),
+        mostly(&["ideal", "flow"], &["bogus", "[]"]),
+        mostly(&["", "check: { closed_form: false }\n"], &["seed: -1\n", "seed: 18446744073709551615\n", "extra: 1\n"]),
+    )
+        .prop_map(|(ranks, sizes, algos, topo, (n, s, t, b), mode, model, extra)| {
+            let by_kind = |tpl: &str| {
+                let mut out = String::new();
+                let mut rest = tpl;
+                while let Some(i) = rest.find('$') {
+                    out.push_str(&rest[..i]);
+                    out.push_str(match rest.as_bytes().get(i + 1) {
+                        Some(b'S') => s,
+                        Some(b'T') => t,
+                        Some(b'B') => b,
+                        _ => n,
+                    });
+                    rest = rest.get(i + 2..).unwrap_or("");
+                }
+                out.push_str(rest);
+                out
+            };
+            let algos: Vec<String> = algos.iter().map(|a| by_kind(a)).collect();
+            format!(
+                "ranks: {ranks}\ntopology: {}\nalgorithms: [{}]\nsizes: {sizes}\ndata: {{ mode: {mode} }}\n\
+                 network: {{ model: {model} }}\n{extra}",
+                by_kind(topo),
+                algos.join(", ")
+            )
+        })
+}
+
+/// A scenario with one edit: a byte dropped, changed or inserted.
+fn mutated() -> impl Strategy<Value = Vec<u8>> {
+    (scenario_text(), any::<prop::sample::Index>(), any::<u8>(), 0..3u8).prop_map(|(text, at, byte, how)| {
+        let mut b = text.into_bytes();
+        let i = at.index(b.len());
+        match how {
+            0 => {
+                b.remove(i);
+            }
+            1 => b[i] = byte,
+            _ => b.insert(i, byte),
+        }
+        b
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// The parser never panics, on random bytes or on mutated scenarios, and every
+    /// refusal says where.
+    #[test]
+    fn the_parser_never_panics(bytes in prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..300),
+        mutated(),
+        scenario_text().prop_map(String::into_bytes),
+    ]) {
+        let text = String::from_utf8_lossy(&bytes);
+        if let Err(e) = parse_str(&text, "fuzz.yaml") {
+            prop_assert!(e.to_string().starts_with("fuzz.yaml"), "{e}");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 120, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// The command line on scenarios that parse (and some that do not): a documented
+    /// exit status, a message on every refusal, never a panic, never a hang.
+    #[test]
+    fn the_cli_always_exits_with_a_documented_status(bytes in prop_oneof![
+        3 => scenario_text().prop_map(String::into_bytes),
+        1 => mutated(),
+    ]) {
+        let text = String::from_utf8_lossy(&bytes);
+        let f = TempFile::new(&bytes);
+        // A scenario of much work is a long run, not a hang: `validate` it instead.
+        let work: u64 = match parse_str(&text, "fuzz.yaml") {
+            Ok(s) => {
+                let pts = runner::points(&s);
+                pts.iter().map(|pt| estimate::estimate(&s, pt, pts.len() == 1).events).fold(0, u64::saturating_add)
+            }
+            Err(_) => 0,
+        };
+        let args: &[&str] = if work > MAX_FUZZ_EVENTS {
+            &["validate"]
+        } else {
+            &["run", "--quiet", "--max-memory", "64MiB", "--format", "csv"]
+        };
+        let out = cmd().args(args).arg(&f.0).timeout(Duration::from_secs(20)).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let code = out.status.code();
+        if std::env::var_os("ROBUST_SHOW").is_some() {
+            eprintln!("exit {code:?}: {}", stderr.lines().next().unwrap_or(""));
+        }
+        prop_assert!(matches!(code, Some(0..=3)), "exit {:?} on\n{text}\nstderr: {stderr}", out.status);
+        prop_assert!(!stderr.contains("panicked"), "panic on\n{text}\n{stderr}");
+        if code != Some(0) {
+            prop_assert!(!stderr.trim().is_empty(), "exit {code:?} without a message on\n{text}");
+        }
+    }
+}
+
+#[test]
+fn fill_replaces_every_placeholder() {
+    assert_eq!(fill("a $N b $S", &["1", "2"]), "a 1 b 2");
+}
