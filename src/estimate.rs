@@ -11,9 +11,9 @@
 //!   nothing;
 //! - **engine**: [`ENGINE_BYTES_PER_RANK`] per rank (programs, queues, counters);
 //! - **timeline**: a point that records its timeline (at most
-//!   [`DETAIL_MAX_RANKS`](crate::timeline::DETAIL_MAX_RANKS) ranks, or the only point of
+//!   [`DETAIL_MAX_RANKS`] ranks, or the only point of
 //!   a run) holds two port tables per rank and up to
-//!   [`MAX_INTERVALS`](crate::timeline::MAX_INTERVALS) intervals;
+//!   [`MAX_INTERVALS`] intervals;
 //! - **work**: messages from the algorithm's step count (exact where the algorithm's
 //!   count is known, else a stated upper bound), and about [`EVENTS_PER_MESSAGE`] events
 //!   per message.

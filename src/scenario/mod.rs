@@ -8,7 +8,7 @@ mod parse;
 mod topo_spec;
 pub mod units;
 
-pub use parse::{Overrides, ScenarioError, load_file, parse_str};
+pub use parse::{MAX_SCENARIO_BYTES, Overrides, SNIPPET_WIDTH, ScenarioError, load_file, parse_str};
 pub use topo_spec::{EdgeSpec, GraphLinkSpec, GraphNodeSpec, LevelSpec, NodeKind, NodeSpec};
 
 use serde::{Deserialize, Serialize};

@@ -362,7 +362,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             if !stale {
                 self.now = time;
                 self.stats.events += 1;
-                if self.stats.events % EVENT_BLOCK == 0 {
+                if self.stats.events & (EVENT_BLOCK - 1) == 0 {
                     EVENTS_DONE.fetch_add(EVENT_BLOCK, std::sync::atomic::Ordering::Relaxed);
                 }
                 self.handle(ev)?;
