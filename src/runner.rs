@@ -88,7 +88,12 @@ pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
         .filter(|(i, _)| opts.shard.is_none_or(|sh| sh.contains(*i)))
         .map(|(_, p)| p)
         .collect();
-    let progress = Progress::new(pts.len(), opts.progress);
+    let work = if opts.progress {
+        pts.iter().map(|pt| crate::estimate::estimate(s, pt, single).events).fold(0, u64::saturating_add)
+    } else {
+        0
+    };
+    let progress = Progress::new(pts.len(), work, opts.progress);
     let results: Vec<Option<PointResult>> = pts
         .par_iter()
         .map(|pt| {
@@ -126,7 +131,7 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(len: usize, allowed: bool) -> Self {
+    fn new(len: usize, work: u64, allowed: bool) -> Self {
         let terminal = std::io::stderr().is_terminal();
         let bar = (allowed && terminal).then(|| {
             let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::hidden());
@@ -140,7 +145,7 @@ impl Progress {
         let lines = (allowed && !terminal).then(|| {
             let (tx, rx) = mpsc::channel::<()>();
             let done = Arc::clone(&done);
-            let handle = std::thread::spawn(move || progress_lines(&rx, &done, len));
+            let handle = std::thread::spawn(move || progress_lines(&rx, &done, len, work));
             (tx, handle)
         });
         let p = Progress { bar, started: Instant::now(), shown: AtomicBool::new(false), done, lines };
@@ -181,8 +186,9 @@ impl Progress {
 }
 
 /// The line-by-line progress of a run whose stderr is not a terminal, until `stop`'s
-/// sender is dropped.
-fn progress_lines(stop: &mpsc::Receiver<()>, done: &AtomicUsize, len: usize) {
+/// sender is dropped. The time left is from the points done, or before the first one
+/// finishes from the estimated events `work` ([`crate::estimate`]) and the rate so far.
+fn progress_lines(stop: &mpsc::Receiver<()>, done: &AtomicUsize, len: usize, work: u64) {
     use crate::sim::engine::EVENTS_DONE;
     let started = Instant::now();
     let events0 = EVENTS_DONE.load(Ordering::Relaxed);
@@ -190,16 +196,19 @@ fn progress_lines(stop: &mpsc::Receiver<()>, done: &AtomicUsize, len: usize) {
         let elapsed = started.elapsed().as_secs_f64();
         let events = EVENTS_DONE.load(Ordering::Relaxed).saturating_sub(events0);
         let d = done.load(Ordering::Relaxed);
+        let rate = events as f64 / elapsed.max(1e-9);
         let left = if d > 0 && d < len {
             let secs = elapsed * (len - d) as f64 / d as f64;
             format!("about {} left", crate::scenario::units::fmt_time(secs))
+        } else if work > events && events > 0 {
+            let secs = (work - events) as f64 / rate;
+            format!("about {} left by the estimated {work:.3e} events", crate::scenario::units::fmt_time(secs))
         } else {
             "time left unknown until a point finishes".to_string()
         };
         eprintln!(
-            "progress: {d}/{len} points, {:.0}s elapsed, {:.3e} events/s, {left}",
-            elapsed,
-            events as f64 / elapsed.max(1e-9)
+            "progress: {d}/{len} points, {:.0}s elapsed, {rate:.3e} events/s, {left}",
+            elapsed
         );
     }
 }
