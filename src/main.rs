@@ -428,7 +428,7 @@ fn run_traced(s: &Scenario, path: &std::path::Path) -> Result<Report, BadInput> 
         std::io::Write::flush(&mut out)
     };
     write().map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?;
-    Ok(Report { scenario: s.clone(), results: vec![result], shard: None })
+    Ok(Report { scenario: s.clone(), results: vec![result], shard: None, interrupted: false })
 }
 
 /// `merge`: read the shards, join them, export.

@@ -107,8 +107,9 @@ pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
         .collect();
     progress.finish();
     // Stopped: the points that finished, in sweep order.
+    let interrupted = results.iter().any(Option::is_none);
     let results = results.into_iter().flatten().collect();
-    Report { scenario: s.clone(), results, shard: opts.shard }
+    Report { scenario: s.clone(), results, shard: opts.shard, interrupted }
 }
 
 /// Set (by `run`'s Ctrl-C handler) to stop a sweep: points not started by then are
@@ -206,10 +207,7 @@ fn progress_lines(stop: &mpsc::Receiver<()>, done: &AtomicUsize, len: usize, wor
         } else {
             "time left unknown until a point finishes".to_string()
         };
-        eprintln!(
-            "progress: {d}/{len} points, {:.0}s elapsed, {rate:.3e} events/s, {left}",
-            elapsed
-        );
+        eprintln!("progress: {d}/{len} points, {:.0}s elapsed, {rate:.3e} events/s, {left}", elapsed);
     }
 }
 

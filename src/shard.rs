@@ -148,7 +148,7 @@ pub fn merge(inputs: &[(String, String)]) -> Result<Report, MergeError> {
             )));
         }
     }
-    Ok(Report { scenario, results, shard: None })
+    Ok(Report { scenario, results, shard: None, interrupted: false })
 }
 
 fn not_a_shard(name: &str) -> MergeError {

@@ -91,6 +91,7 @@ pub(crate) fn not_applicable(algorithm: &str, bytes: u64, why: &str) -> PointRes
 /// Two sizes, two algorithms, one not-applicable point.
 pub(crate) fn report() -> Report {
     Report {
+        interrupted: false,
         scenario: scenario(),
         results: vec![
             point("ring", 4096, 6.6e-6),

@@ -190,6 +190,10 @@ pub struct Report {
     /// Which shard of the sweep this is (`run --shard I/N`); absent for a whole run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<Shard>,
+    /// The run was stopped (Ctrl-C) and `results` holds only the points that finished;
+    /// absent (false) for a whole run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 /// One output format.

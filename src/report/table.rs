@@ -57,6 +57,9 @@ impl Exporter for Table {
         }
 
         out.push('\n');
+        if report.interrupted {
+            out.push_str("interrupted (Ctrl-C): only the points that finished are reported\n");
+        }
         let n = report.results.len();
         let points = if n == 1 { "point" } else { "points" };
         if failed.is_empty() {
