@@ -292,7 +292,7 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
             if let Some(g) = &gantt {
                 plots::check_gantt(&s, g).map_err(BadInput)?;
             }
-            check_memory(&s, shard, max_memory.as_deref())?;
+            let memory_limit = check_memory(&s, shard, max_memory.as_deref())?;
             // Ctrl-C: stop between points and write what finished. A second Ctrl-C
             // while a long point runs ends the process at once.
             let _ = ctrlc::set_handler(|| {
@@ -303,7 +303,7 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
             });
             let report = match &trace {
                 Some(path) => run_traced(&s, path)?,
-                None => runner::run_with(&s, &runner::RunOptions { shard, progress: !quiet }),
+                None => runner::run_with(&s, &runner::RunOptions { shard, progress: !quiet, memory_limit }),
             };
             emit(&report, format, output.as_deref())?;
             if runner::STOP.load(std::sync::atomic::Ordering::Relaxed) {
@@ -342,7 +342,9 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
 
 /// Refuse the run if one of its points would not fit in memory: `--max-memory`, else
 /// what /proc/meminfo says is available (no check where neither is known).
-fn check_memory(s: &Scenario, shard: Option<Shard>, max_memory: Option<&str>) -> Result<(), BadInput> {
+/// Refuse a point that cannot fit (see [`estimate::check_memory`]); the limit, if any,
+/// for the runner to keep parallel points within.
+fn check_memory(s: &Scenario, shard: Option<Shard>, max_memory: Option<&str>) -> Result<Option<u64>, BadInput> {
     let (limit, source) = match max_memory {
         Some(text) => (
             scenario::units::parse_size(text).map_err(|e| BadInput(format!("--max-memory: {e}")))?,
@@ -350,14 +352,15 @@ fn check_memory(s: &Scenario, shard: Option<Shard>, max_memory: Option<&str>) ->
         ),
         None => match estimate::available_memory() {
             Some(b) => (b, "MemAvailable in /proc/meminfo; --max-memory sets another limit".to_string()),
-            None => return Ok(()),
+            None => return Ok(None),
         },
     };
     let all = runner::points(s);
     let single = all.len() == 1;
     let pts: Vec<runner::Point> =
         all.into_iter().enumerate().filter(|(i, _)| shard.is_none_or(|sh| sh.contains(*i))).map(|(_, p)| p).collect();
-    estimate::check_memory(s, &pts, single, limit, &source).map_err(BadInput)
+    estimate::check_memory(s, &pts, single, limit, &source).map_err(BadInput)?;
+    Ok(Some(limit))
 }
 
 /// Render `report` in `format` to `output`, or to standard output.

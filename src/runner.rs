@@ -68,6 +68,9 @@ pub struct RunOptions {
     /// run is long: at once for more than [`PROGRESS_MIN_POINTS`] points, else from the
     /// first point that finishes after [`PROGRESS_DELAY`].
     pub progress: bool,
+    /// Bytes the run may use: points run one at a time when the largest that would run
+    /// at once together could need more (each alone fits: `run` checked that).
+    pub memory_limit: Option<u64>,
 }
 
 /// Runs of more points than this show their progress bar at once.
@@ -94,17 +97,23 @@ pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
         0
     };
     let progress = Progress::new(pts.len(), work, opts.progress);
-    let results: Vec<Option<PointResult>> = pts
-        .par_iter()
-        .map(|pt| {
-            if STOP.load(Ordering::Relaxed) {
-                return None;
-            }
-            let r = if single { run_point_timeline(s, pt, true).0 } else { run_point(s, pt) };
-            progress.tick();
-            Some(r)
-        })
-        .collect();
+    let one = |pt: &Point| {
+        if STOP.load(Ordering::Relaxed) {
+            return None;
+        }
+        let r = if single { run_point_timeline(s, pt, true).0 } else { run_point(s, pt) };
+        progress.tick();
+        Some(r)
+    };
+    // Points run in parallel, one per thread, unless the largest that could run together
+    // would not fit in memory together.
+    let serial = opts.memory_limit.is_some_and(|limit| {
+        let mut need: Vec<u64> = pts.iter().map(|pt| crate::estimate::estimate(s, pt, single).memory_bytes()).collect();
+        need.sort_unstable_by(|a, b| b.cmp(a));
+        need.iter().take(rayon::current_num_threads()).fold(0u64, |a, &b| a.saturating_add(b)) > limit
+    });
+    let results: Vec<Option<PointResult>> =
+        if serial { pts.iter().map(one).collect() } else { pts.par_iter().map(one).collect() };
     progress.finish();
     // Stopped: the points that finished, in sweep order.
     let interrupted = results.iter().any(Option::is_none);

@@ -316,3 +316,22 @@ proptest! {
 fn fill_replaces_every_placeholder() {
     assert_eq!(fill("a $N b $S", &["1", "2"]), "a 1 b 2");
 }
+
+#[test]
+fn points_too_large_to_run_together_run_one_at_a_time() {
+    // Each point alone fits in the limit, two at once would not: the sweep still runs,
+    // and gives the same results as without a limit.
+    use allreduce_sim::runner::{RunOptions, run_with};
+    let s = allreduce_sim::scenario::parse_str(
+        "ranks: [4, 8]\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\nalgorithms: [ring, butterfly]\n\
+         sizes: [1MiB]\n",
+        "t.yaml",
+    )
+    .unwrap();
+    let pts = allreduce_sim::runner::points(&s);
+    let most = pts.iter().map(|p| allreduce_sim::estimate::estimate(&s, p, false).memory_bytes()).max().unwrap();
+    let free = run_with(&s, &RunOptions::default());
+    let tight = run_with(&s, &RunOptions { memory_limit: Some(most + most / 2), ..RunOptions::default() });
+    let times = |r: &allreduce_sim::report::Report| r.results.iter().map(|p| p.time_s).collect::<Vec<_>>();
+    assert_eq!(times(&free), times(&tight));
+}

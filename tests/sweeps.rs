@@ -87,7 +87,7 @@ fn shards_partition_the_sweep_and_merge_back() {
     let mut total = 0;
     for index in (0..4).rev() {
         let shard = Shard { index, count: 4 };
-        let part = runner::run_with(&s, &RunOptions { shard: Some(shard), progress: false });
+        let part = runner::run_with(&s, &RunOptions { shard: Some(shard), progress: false, memory_limit: None });
         assert_eq!(part.shard, Some(shard));
         total += part.results.len();
         inputs.push((format!("shard{index}.json"), serde_json::to_string(&part).unwrap()));
