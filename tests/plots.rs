@@ -131,26 +131,20 @@ fn gantt_draws_one_point_and_refuses_a_sweep() {
     let dir = scratch("gantt");
     let scenario = dir.join("tiny.yaml");
     std::fs::write(&scenario, SWEEP).unwrap();
-    let png = dir.join("ring.png");
-    bin()
-        .arg("run")
-        .arg(&scenario)
-        .args(["--algorithms", "ring", "--ranks", "4", "--sizes", "4KiB", "--gantt"])
-        .arg(&png)
-        .assert()
-        .success();
+    let (png, svg) = (dir.join("ring.png"), dir.join("ring.svg"));
+    for out in [&png, &svg] {
+        bin()
+            .arg("run")
+            .arg(&scenario)
+            .args(["--algorithms", "ring", "--ranks", "4", "--sizes", "4KiB", "--gantt"])
+            .arg(out)
+            .assert()
+            .success();
+    }
     let bytes = std::fs::read(&png).unwrap();
     assert!(bytes.len() > 1000 && bytes.starts_with(b"\x89PNG"), "{} bytes", bytes.len());
 
     // As SVG every interval is a rectangle at least 2 px wide, short reductions included.
-    let svg = dir.join("ring.svg");
-    bin()
-        .arg("run")
-        .arg(&scenario)
-        .args(["--algorithms", "ring", "--ranks", "4", "--sizes", "4KiB", "--gantt"])
-        .arg(&svg)
-        .assert()
-        .success();
     let text = std::fs::read_to_string(&svg).unwrap();
     let narrow =
         text.lines().filter(|l| l.starts_with("<rect") && (l.contains(" width=\"0\"") || l.contains(" width=\"1\"")));
