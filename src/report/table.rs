@@ -92,9 +92,10 @@ fn critical_paths(out: &mut String, rows: &[&PointResult]) {
     }
 }
 
-/// Under the flow model, one line per point naming its five busiest physical links:
-/// bytes carried and mean utilisation over the run (`ring: busiest links h0->leaf0
-/// 1.88 MiB 99%, ...`), then why there is no closed form where links were shared.
+/// Under the flow model, one line per point: whether sharing slowed it, how many links it
+/// used, and its five busiest physical links with their bytes and mean utilisation over
+/// the run (`ring: no message slowed by sharing, 72 of 256 links used; busiest r0->r1
+/// 1.97 MiB 40%, ...`).
 fn busiest_links(out: &mut String, rows: &[&PointResult]) {
     for r in rows {
         let Some(links) = &r.network_links else { continue };

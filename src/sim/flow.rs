@@ -73,27 +73,42 @@ pub struct LinkStat {
     pub peak_flows: u32,
 }
 
+/// The indices of the `n` links that carried the most bytes, busiest first (a stable
+/// sort: ties in the order first crossed). The report's busiest links and the trace's
+/// counter tracks both come from here.
+pub fn busiest(links: &[LinkStat], n: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..links.len()).collect();
+    order.sort_by(|&a, &b| links[b].bytes.cmp(&links[a].bytes));
+    order.truncate(n);
+    order
+}
+
 /// What the flow model reports about a run besides the engine's statistics.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FlowStats {
-    /// Whether sharing ever slowed a flow: two or more flows moved data on one directed
-    /// link at once and one of them got less than its route's bottleneck bandwidth. If
-    /// not, every message took its time alone, and the run's times are the ideal model's.
-    /// (Flows may cross one link without slowing each other: eight 100 Gb/s hosts through
-    /// an 800 Gb/s uplink.)
-    pub shared: bool,
     /// Every directed link some message crossed, in the order first crossed.
     pub links: Vec<LinkStat>,
     /// Directed links in the machine.
     pub machine_links: u64,
-    /// Rate recomputations, and flows whose rate they changed.
-    pub recomputations: u64,
-    /// Flows whose delivery was rescheduled because their rate changed.
+    /// Flows whose delivery was rescheduled because their rate changed. Every flow starts
+    /// at its bottleneck's bandwidth, which no share exceeds, so any change is sharing
+    /// slowing a flow ([`FlowStats::shared`]).
     pub reschedules: u64,
     /// Messages delivered sooner than they could have been alone on their route (more
     /// than a relative 1e-9 early). Rates never exceed a link's bandwidth, so this is 0
     /// unless the model is broken; the runner fails a point where it is not.
     pub faster_than_alone: u64,
+}
+
+impl FlowStats {
+    /// Whether sharing ever slowed a flow: two or more flows moved data on one directed
+    /// link at once and one of them got less than its route's bottleneck bandwidth. If
+    /// not, every message took its time alone, and the run's times are the ideal model's.
+    /// (Flows may cross one link without slowing each other: eight 100 Gb/s hosts through
+    /// an 800 Gb/s uplink.)
+    pub fn shared(&self) -> bool {
+        self.reschedules > 0
+    }
 }
 
 #[derive(Debug)]
@@ -403,7 +418,6 @@ impl<'a> FlowNet<'a> {
     /// per unit of share is smallest is the bottleneck; its flows get that level (times
     /// their share) and are frozen.
     fn fill(&mut self) {
-        self.stats.recomputations += 1;
         for &slot in &self.comp_links {
             let l = &mut self.links[slot as usize];
             l.left = l.capacity;
@@ -468,9 +482,6 @@ impl<'a> FlowNet<'a> {
             f.remaining = (f.remaining - moved).max(0.0);
             f.anchor = now;
             f.rate = rate;
-            // Every flow starts at its bottleneck's bandwidth, which no share exceeds: the
-            // first change of any flow's rate is sharing slowing it.
-            self.stats.shared = true;
             f.generation = f.generation.wrapping_add(1);
             self.stats.reschedules += 1;
             reschedule(id, f.generation, now + f.remaining / rate);

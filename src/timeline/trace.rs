@@ -142,7 +142,8 @@ pub fn write_trace(t: &Timeline, meta: Value, out: &mut dyn Write) -> io::Result
         let pid = t.ranks;
         emit(out, json!({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": "network"}}))?;
         emit(out, json!({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0, "args": {"sort_index": pid}}))?;
-        let shown = busiest(&links.links, MAX_LINK_TRACKS);
+        let mut shown = crate::sim::flow::busiest(&links.links, MAX_LINK_TRACKS);
+        shown.retain(|&i| links.links[i].bytes > 0);
         for &(i, time, load) in &links.loads {
             if shown.contains(&(i as usize)) {
                 let name = format!("link {}", links.links[i as usize].name);
@@ -159,14 +160,6 @@ pub fn write_trace(t: &Timeline, meta: Value, out: &mut dyn Write) -> io::Result
 
 /// The trace shows the load of this many links at most: the busiest by bytes.
 pub const MAX_LINK_TRACKS: usize = 16;
-
-/// The indices of the `n` links that carried the most bytes (ties: first crossed).
-fn busiest(links: &[crate::sim::flow::LinkStat], n: usize) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..links.len()).filter(|&i| links[i].bytes > 0).collect();
-    order.sort_by(|&a, &b| links[b].bytes.cmp(&links[a].bytes));
-    order.truncate(n);
-    order
-}
 
 #[cfg(test)]
 mod tests {
