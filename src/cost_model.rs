@@ -73,12 +73,89 @@ pub fn star(p: &Problem, h: &Hockney) -> f64 {
     if p.ranks <= 1 {
         return 0.0;
     }
-    let (others, k) = (p.ranks - 1, h.nics as usize);
+    let rounds = (p.ranks - 1).div_ceil(h.nics as usize);
+    let t = h.t(p.bytes());
+    gather_reduce(p.ranks - 1, h.nics, t, h.r(p.bytes())) + rounds as f64 * t
+}
+
+/// When a rank that receives `others` messages of time `t` through its `k` incoming NICs
+/// (`m = ceil(others/k)` rounds, all sent at time 0, none waiting on a busy sender) has
+/// added them all on its one compute unit (`r` each), in arrival order:
+/// `max(t + others r, m t + (others - (m-1) k) r)`. Each round's first arrival starts a
+/// run of additions; the last of them ends latest, and it is the first or the last
+/// round's (the ends grow linearly with the round).
+fn gather_reduce(others: usize, k: u32, t: f64, r: f64) -> f64 {
+    if others == 0 {
+        return 0.0;
+    }
+    let k = k.max(1) as usize;
     let rounds = others.div_ceil(k);
-    let (t, r) = (h.t(p.bytes()), h.r(p.bytes()));
     let first = t + others as f64 * r;
     let last = rounds as f64 * t + (others - (rounds - 1) * k) as f64 * r;
-    first.max(last) + rounds as f64 * t
+    first.max(last)
+}
+
+/// Naive (every rank sends its vector to every other rank and adds what it gets):
+/// [`gather_reduce`] of P-1 vectors, `max(T + (P-1) R, m T + (P-1-(m-1)k) R)` with
+/// `T = T(S)`, `R = R(S)`, `m = ceil((P-1)/k)`. Exact: rank r sends to `r+1, r+2, ...`,
+/// so in every round of k messages each rank receives k of them from k different
+/// senders and no port is wanted twice. With one NIC, `(P-1) T + R` when `R <= T`
+/// (additions hide behind transfers) and `T + (P-1) R` when `R >= T`.
+///
+/// The homework report gives no formula; it measured Naive_Allreduce (docs/sources.md).
+pub fn naive(p: &Problem, h: &Hockney) -> f64 {
+    gather_reduce(p.ranks.saturating_sub(1), h.nics, h.t(p.bytes()), h.r(p.bytes()))
+}
+
+/// Direct (all-to-all reduce-scatter, then all-to-all allgather) on the machine: where the
+/// machine is uniform and P divides n, [`direct_formula`]; elsewhere the step recurrence
+/// ([`lockstep`]) of its two steps, which follows blocks that differ by an element (their
+/// messages then end at different instants and a rank's later message can find a port
+/// taken; the recurrence gives `None` where that reorders them).
+pub fn direct(p: &Problem, m: &Machine) -> Option<f64> {
+    if let Some(h) = Hockney::of(m)
+        && p.elems.is_multiple_of(p.ranks.max(1))
+    {
+        return Some(direct_formula(p, &h));
+    }
+    let plan = crate::algos::DirectPlan { np: p.ranks, n: p.elems, reduce_scatter: true, allgather: true };
+    crate::algos::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)
+}
+
+/// Direct with P dividing n, `c = S/P`: the reduce-scatter is [`gather_reduce`] of P-1
+/// blocks, the allgather `m = ceil((P-1)/k)` rounds of `T(c)`:
+/// `max(T(c) + (P-1) R(c), m T(c) + (P-1-(m-1)k) R(c)) + m T(c)`. With k = P-1 NICs that
+/// is `2 T(S/P) + (P-1) R(S/P)`: two latencies, the ring's bandwidth and compute terms.
+pub fn direct_formula(p: &Problem, h: &Hockney) -> f64 {
+    if p.ranks <= 1 {
+        return 0.0;
+    }
+    let others = p.ranks - 1;
+    let c = p.b(p.elems / p.ranks);
+    let rounds = others.div_ceil(h.nics.max(1) as usize);
+    gather_reduce(others, h.nics, h.t(c), h.r(c)) + rounds as f64 * h.t(c)
+}
+
+/// Gloo's `allreduce_ring`: P-1 rounds, each a whole-vector message `T(S)` and its
+/// addition `R(S)`, then the notification that the inbox is free (a message without data,
+/// alpha). With one NIC a rank's notification to its left neighbour and its next vector
+/// to its right neighbour leave through the same port one after the other, so every
+/// round costs `T(S) + R(S) + alpha`: `(P-1)(T(S) + R(S) + alpha)`. With two or more they
+/// go side by side and only the last notification adds: `(P-1)(T(S) + R(S)) + alpha`.
+/// Every rank does the same at the same instants, so no port is ever wanted twice.
+///
+/// Gloo's index gives no time, only `P-1` steps and `P S` bytes on the wire; the ring
+/// ([`ring`]) moves `2 (P-1)/P S` in `2(P-1)` steps. Per step the ring's message is
+/// P times smaller, so ring_gloo wins only while `alpha` dominates `T(S)`:
+/// `(P-1) T(S)` against `2(P-1) T(S/P)`, roughly `S/B < alpha` (plus the additions,
+/// which ring_gloo does P times more of).
+pub fn ring_gloo(p: &Problem, h: &Hockney) -> f64 {
+    if p.ranks <= 1 || p.elems == 0 {
+        return 0.0;
+    }
+    let rounds = (p.ranks - 1) as f64;
+    let notes = if h.nics <= 1 { rounds } else { 1.0 };
+    rounds * (h.t(p.bytes()) + h.r(p.bytes())) + notes * h.alpha
 }
 
 /// Makespan of a flow shop: every job visits stages `0..stages` in order; stage s has

@@ -14,6 +14,10 @@ use proptest::prelude::*;
 
 const CLASSIC: &[&str] = &["star", "chain", "binomial_tree", "butterfly", "ring", "halving_doubling"];
 
+/// The algorithms of Gloo's index, the homework report and the direct exchange, which
+/// run through the same matrix as the classic ones.
+const MORE: &[&str] = &["naive", "ring_gloo", "direct"];
+
 fn build(id: &str, params: &[(&str, ParamValue)]) -> Box<dyn Algorithm> {
     let params = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
     algos::build(id, Params::new(params)).expect("builds")
@@ -70,7 +74,8 @@ fn sizes(p: usize) -> Vec<usize> {
 #[test]
 fn every_classic_algorithm_matches_its_closed_form_and_verifies() {
     let mut checked = 0;
-    for id in CLASSIC {
+    let mut without = std::collections::BTreeMap::new();
+    for id in CLASSIC.iter().chain(MORE) {
         let variants: Vec<Box<dyn Algorithm>> = if *id == "chain" {
             vec![build(id, &[]), build(id, &[("segments", ParamValue::Int(4))])]
         } else {
@@ -91,9 +96,13 @@ fn every_classic_algorithm_matches_its_closed_form_and_verifies() {
                             let allowed = match *id {
                                 "butterfly" => !np.is_power_of_two(),
                                 "halving_doubling" => !np.is_power_of_two() || !n.is_multiple_of(np),
+                                // Blocks that differ by an element, where the step
+                                // recurrence finds a port taken out of order.
+                                "direct" => !n.is_multiple_of(np),
                                 _ => false,
                             };
                             assert!(allowed, "{} P={np} n={n} has no closed form", algo.label());
+                            *without.entry(algo.label()).or_insert(0) += 1;
                         }
                     }
                 }
@@ -101,6 +110,9 @@ fn every_classic_algorithm_matches_its_closed_form_and_verifies() {
         }
     }
     assert!(checked > 900, "only {checked} points had a closed form");
+    // The uneven-block points without one stay a minority (docs/model.md lists them).
+    assert!(without.get("direct").copied().unwrap_or(0) <= 90, "{without:?}");
+    eprintln!("points without a closed form: {without:?}");
 }
 
 #[test]

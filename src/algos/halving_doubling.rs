@@ -94,26 +94,13 @@ fn binary_blocks_program(r: usize, np: usize, n: usize) -> Program<'static> {
     let b = blocks.iter().position(|&(start, size)| r < start + size).unwrap_or(0);
     let (start, size) = blocks[b];
     let fine = blocks[0].1;
-    let (j, bits) = (r - start, size.trailing_zeros());
+    let j = r - start;
     // The fine pieces `[lo, hi)` rank `j` of a block of `size` owns after its reduce-scatter.
-    let owned = |j: usize, size: usize| {
-        let w = fine / size;
-        let t = bitrev(j, size.trailing_zeros());
-        (t * w, (t + 1) * w)
-    };
+    let mine = owned_after(j, size, fine);
     let region = move |(lo, hi): (usize, usize)| self::blocks(n, fine, lo, hi);
-    let mine = owned(j, size);
     // Inside the block: recursive halving, in units of fine pieces.
-    let halves = move |k: u32| {
-        let (lo, hi) = region_at(j, k, size);
-        let (w, mid) = (fine / size, (lo + hi) / 2);
-        let (keep, give) = if j >> k & 1 == 0 { ((lo, mid), (mid, hi)) } else { ((mid, hi), (lo, mid)) };
-        ((start + (j ^ (1 << k))) as Rank, region((keep.0 * w, keep.1 * w)), region((give.0 * w, give.1 * w)))
-    };
-    let reduce_scatter = (0..bits).flat_map(move |k| {
-        let (partner, keep, give) = halves(k);
-        [Op::send(partner, STEP + k, give), Op::recv_reduce(partner, STEP + k, keep), Op::WaitAll]
-    });
+    let peer = move |i: usize| (start + i) as Rank;
+    let reduce_scatter = halving_reduce_scatter(j, size, fine, n, peer);
     // The rank of `blocks[c]` whose pieces contain fine piece `f`.
     let holder = move |c: usize, f: usize| {
         let (s0, sz) = blocks[c];
@@ -133,11 +120,7 @@ fn binary_blocks_program(r: usize, np: usize, n: usize) -> Program<'static> {
     });
     let down_out = smaller.then(|| Op::send(holder(b + 1, mine.0), DOWN, region(mine)));
     // Inside the block again: recursive doubling, the mirror of the halving.
-    let allgather = (0..bits).rev().flat_map(move |k| {
-        let (partner, keep, give) = halves(k);
-        let tag = STEP + AG + k;
-        [Op::send(partner, tag, keep), Op::recv_copy(partner, tag, give), Op::WaitAll]
-    });
+    let allgather = doubling_allgather(j, size, fine, n, peer);
     Box::new(
         reduce_scatter
             .chain(up_in.into_iter().flatten())
@@ -149,6 +132,69 @@ fn binary_blocks_program(r: usize, np: usize, n: usize) -> Program<'static> {
 }
 
 const STEP: u32 = 2;
+
+/// What rank `j` of a power-of-two group of `size` ranks keeps and gives at halving step
+/// `k`, the vector of n elements cut into `parts` blocks (a multiple of `size`, so that
+/// the groups of binary blocks share one cut): `(partner index, keep, give)`.
+fn halves(j: usize, k: u32, size: usize, parts: usize, n: usize) -> (usize, Region, Region) {
+    let w = parts / size;
+    let (lo, hi) = region_at(j, k, size);
+    let mid = (lo + hi) / 2;
+    let (keep, give) = if j >> k & 1 == 0 { ((lo, mid), (mid, hi)) } else { ((mid, hi), (lo, mid)) };
+    (j ^ (1 << k), blocks(n, parts, keep.0 * w, keep.1 * w), blocks(n, parts, give.0 * w, give.1 * w))
+}
+
+/// The recursive-halving reduce-scatter of rank `j` of a power-of-two group of `size`
+/// ranks (`peer(i)` is the real rank of group member i): at step k it swaps halves of
+/// what it still owns with member `j ^ 2^k` and adds the half it keeps. Afterwards it
+/// owns blocks [`owned_after`] of `parts`. Used by `halving_doubling` (fold and binary
+/// blocks) and by the `reduce_scatter` collective.
+pub(crate) fn halving_reduce_scatter<F>(
+    j: usize,
+    size: usize,
+    parts: usize,
+    n: usize,
+    peer: F,
+) -> impl Iterator<Item = Op> + Clone + Send + 'static
+where
+    F: Fn(usize) -> Rank + Clone + Send + 'static,
+{
+    (0..size.trailing_zeros()).flat_map(move |k| {
+        let (partner, keep, give) = halves(j, k, size, parts, n);
+        let partner = peer(partner);
+        [Op::send(partner, STEP + k, give), Op::recv_reduce(partner, STEP + k, keep), Op::WaitAll]
+    })
+}
+
+/// The recursive-doubling allgather that mirrors [`halving_reduce_scatter`]: the steps
+/// backwards, each sending what the halving kept and copying in what it gave. Used by
+/// `halving_doubling` and by the `allgather` collective.
+pub(crate) fn doubling_allgather<F>(
+    j: usize,
+    size: usize,
+    parts: usize,
+    n: usize,
+    peer: F,
+) -> impl Iterator<Item = Op> + Clone + Send + 'static
+where
+    F: Fn(usize) -> Rank + Clone + Send + 'static,
+{
+    (0..size.trailing_zeros()).rev().flat_map(move |k| {
+        let (partner, keep, give) = halves(j, k, size, parts, n);
+        let partner = peer(partner);
+        let tag = STEP + AG + k;
+        [Op::send(partner, tag, keep), Op::recv_copy(partner, tag, give), Op::WaitAll]
+    })
+}
+
+/// The blocks `[lo, hi)` of `parts` that rank `j` of a group of `size` owns after
+/// [`halving_reduce_scatter`] (and starts the allgather from): block `bitrev(j)` of
+/// `size`, in units of `parts / size`.
+pub(crate) fn owned_after(j: usize, size: usize, parts: usize) -> (usize, usize) {
+    let w = parts / size;
+    let t = bitrev(j, size.trailing_zeros());
+    (t * w, (t + 1) * w)
+}
 
 /// The block range `[lo, hi)` power-of-two rank `new` owns before step `k`.
 pub(crate) fn region_at(new: usize, k: u32, p2: usize) -> (usize, usize) {
@@ -178,28 +224,14 @@ impl Algorithm for HalvingDoubling {
             return vec![binary_blocks_program(r, np, n)];
         }
         let (role, p2, rem) = fold_role(r, np);
-        let (new, steps) = match role {
-            Fold::In { new } => (new, clog2(p2)),
-            Fold::Out => (0, 0),
+        // A rank the fold leaves out runs no steps: a group of one.
+        let (new, size) = match role {
+            Fold::In { new } => (new, p2),
+            Fold::Out => (0, 1),
         };
-        // Step k: keep the half of my blocks that bit k of my rank points to, send the other.
-        let halves = move |k: u32| {
-            let (lo, hi) = region_at(new, k, p2);
-            let mid = (lo + hi) / 2;
-            let (keep, give) = if new >> k & 1 == 0 { ((lo, mid), (mid, hi)) } else { ((mid, hi), (lo, mid)) };
-            let partner = unfold_rank(new ^ (1 << k), rem);
-            (partner, blocks(n, p2, keep.0, keep.1), blocks(n, p2, give.0, give.1))
-        };
-        let reduce_scatter = (0..steps).flat_map(move |k| {
-            let (partner, keep, give) = halves(k);
-            [Op::send(partner, STEP + k, give), Op::recv_reduce(partner, STEP + k, keep), Op::WaitAll]
-        });
-        // The allgather retraces the steps backwards: send what I kept, receive what I gave.
-        let allgather = (0..steps).rev().flat_map(move |k| {
-            let (partner, keep, give) = halves(k);
-            let tag = STEP + steps + k;
-            [Op::send(partner, tag, keep), Op::recv_copy(partner, tag, give), Op::WaitAll]
-        });
+        let peer = move |i: usize| unfold_rank(i, rem);
+        let reduce_scatter = halving_reduce_scatter(new, size, size, n, peer);
+        let allgather = doubling_allgather(new, size, size, n, peer);
         vec![with_fold(r, np, Region::vec(0, n), reduce_scatter.chain(allgather))]
     }
 

@@ -7,17 +7,21 @@
 mod blueconnect;
 mod butterfly;
 mod chain;
+mod direct;
 mod double_binary_tree;
 mod halving_doubling;
 mod hierarchical_ring;
+mod naive;
 mod params;
 mod ring;
+mod ring_gloo;
 mod star;
 mod stepped;
 mod torus;
 mod tree;
 
 pub(crate) use blueconnect::plan as bc_plan;
+pub(crate) use direct::DirectPlan;
 pub(crate) use double_binary_tree::plan as dbt_plan;
 pub use hierarchical_ring::GroupMethod;
 pub(crate) use hierarchical_ring::plan as hr_plan;
@@ -126,6 +130,9 @@ pub fn registry() -> &'static [AlgoInfo] {
         torus::TORUS_INFO,
         torus::MESH_INFO,
         double_binary_tree::INFO,
+        naive::INFO,
+        ring_gloo::INFO,
+        direct::INFO,
     ];
     REGISTRY
 }
