@@ -675,3 +675,67 @@ pub fn double_binary_tree(p: &Problem, m: &Machine, chunk: u64) -> Option<f64> {
     let plan = crate::algos::dbt_plan(p, chunk);
     crate::algos::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)
 }
+
+/// Gloo's `allreduce_ring_chunked` where all `2P` chunks are equal: `n` a multiple of
+/// `2P` and `n / 2P >= 256` (Gloo's smallest chunk), `c = n/(2P) e`, `T = T(c)`,
+/// `R = R(c)`, `A = alpha` (a notification carries no data).
+///
+/// Every rank then does the same at the same instants, and a rank's incoming ports
+/// carry its left neighbour's chunks and its right neighbour's notifications exactly
+/// when its own outgoing ports carry its chunks and its notifications: no port is ever
+/// wanted by more messages than it has, and the time is a recurrence over one rank's
+/// program. Its outgoing messages, in order: two chunks at time 0; in each of the 2P-2
+/// reduce-scatter rounds, once the left neighbour's chunk has landed and been added
+/// (`R`), a notification, and, once the right neighbour's notification is in (at the
+/// same instant as its own ends), the summed chunk; in the first 2P-4 allgather rounds
+/// the same without the addition; a last notification. Each goes out on the first of
+/// the k ports to free, in that order.
+///
+/// With one NIC and `R <= T` the port never idles and the additions hide behind the
+/// transfers: `(4P-4) T + (4P-5) A`, the ring's bandwidth term (`4P-4` chunks of S/2P)
+/// with `8P-9` latencies where the ring has `2P-2`. With two NICs the two chunks in
+/// flight overlap one's transfer with the other's addition, which is the point of the
+/// chunking: a reduce-scatter round costs `R + A` where the ring's costs `T + R`.
+///
+/// `None` for unequal chunks: ranks fall out of step, a rank's incoming port then
+/// carries data from the left and notifications from the right in an order set by the
+/// engine's priorities, and no recurrence over one rank follows it. Gloo's index gives
+/// only `4P` steps and `2S` on the wire.
+pub fn ring_chunked(p: &Problem, h: &Hockney) -> Option<f64> {
+    let np = p.ranks;
+    if np <= 1 || p.elems == 0 {
+        return Some(0.0);
+    }
+    let chunks = 2 * np;
+    let cs = crate::algos::ring_chunk_elems(np, p.elems);
+    if cs * chunks != p.elems {
+        return None;
+    }
+    let (t, r, a) = (h.t(p.b(cs)), h.r(p.b(cs)), h.alpha);
+    let mut ports = vec![0.0f64; h.nics.max(1) as usize];
+    // A message issued at `issue` for `dur`: FIFO on the first port to free.
+    let mut serve = |issue: f64, dur: f64| {
+        let i = (0..ports.len()).min_by(|&x, &y| ports[x].total_cmp(&ports[y])).unwrap_or(0);
+        ports[i] = issue.max(ports[i]) + dur;
+        ports[i]
+    };
+    // ends[i]: when this rank's i-th chunk lands, which is also when the left
+    // neighbour's i-th lands here.
+    let mut ends = Vec::with_capacity(2 * chunks);
+    ends.push(serve(0.0, t));
+    ends.push(serve(0.0, t));
+    let mut now = 0.0f64;
+    for round in 2..chunks {
+        now = now.max(ends[round - 2]) + r;
+        now = serve(now, a);
+        ends.push(serve(now, t));
+    }
+    for round in 0..chunks - 2 {
+        now = now.max(ends[chunks - 2 + round]);
+        if round + 4 < chunks {
+            now = serve(now, a);
+            ends.push(serve(now, t));
+        }
+    }
+    Some(serve(now, a))
+}

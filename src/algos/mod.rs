@@ -14,6 +14,7 @@ mod hierarchical_ring;
 mod naive;
 mod params;
 mod ring;
+mod ring_chunked;
 mod ring_gloo;
 mod star;
 mod stepped;
@@ -26,6 +27,7 @@ pub(crate) use double_binary_tree::plan as dbt_plan;
 pub use hierarchical_ring::GroupMethod;
 pub(crate) use hierarchical_ring::plan as hr_plan;
 pub use params::{ParamError, Params};
+pub(crate) use ring_chunked::chunk_elems as ring_chunk_elems;
 pub(crate) use stepped::time as stepped_time;
 pub use torus::MeshRing;
 pub(crate) use torus::{Grid2, MeshPlan, TorusPlan};
@@ -132,6 +134,7 @@ pub fn registry() -> &'static [AlgoInfo] {
         double_binary_tree::INFO,
         naive::INFO,
         ring_gloo::INFO,
+        ring_chunked::INFO,
         direct::INFO,
     ];
     REGISTRY

@@ -1,0 +1,124 @@
+//! Gloo's `allreduce_ring_chunked` (Gloo's algorithm index; `gloo/allreduce_ring_chunked.h`),
+//! schedule for schedule: a ring reduce-scatter and allgather on `2P` chunks, two in
+//! flight at a time, so that one chunk crosses the link while the other is being added.
+//!
+//! **Chunks.** The vector is cut into `2P` chunks of `cs = max(256, ceil(n / 2P))`
+//! elements (Gloo's `minSize` of 256 elements), the last ones shorter or empty. Chunk
+//! pair `j` is chunks `2j` and `2j+1`. An empty chunk still goes on the wire as one
+//! element, which the receiver ignores (Gloo sends element 0 rather than nothing).
+//!
+//! **Reduce-scatter.** Rank r first sends its pair r (both chunks, back to back). Then,
+//! in rounds 2, 3, ..., 2P-1, it takes chunk `(2r - (round & !1) + (round & 1)) mod 2P`
+//! from its left neighbour (pair r-1, then r-2, ...), adds it into its own copy, and
+//! sends the sum on to the right. After `2P - 2` such rounds pair `r+1` is complete,
+//! and its two chunks are already on their way right: they start the allgather.
+//! **Allgather.** In rounds `0..2P-2` the rank takes the finished chunks of pairs r,
+//! r-1, ..., r+2 from the left, copies them in, and passes all but the last pair on.
+//!
+//! **Notifications.** Every round, after using what it received, a rank tells its left
+//! neighbour that the inbox is free (a message with no data: alpha on the ports), and it
+//! sends its next chunk only once its right neighbour has told it the same; one more
+//! pair of notifications closes the run. That is Gloo's double buffering: never more
+//! than two chunks in a rank's inboxes.
+//!
+//! **Closed form** ([`cost_model::ring_chunked`]): where all `2P` chunks are equal
+//! (`n` a multiple of `2P` and at least `512 P`), every rank does the same at the same
+//! instants, its incoming ports mirror its outgoing ones, and a recurrence over one
+//! rank's messages is the time. Otherwise chunks of different lengths put ranks out of
+//! step, a rank's incoming port carries data from the left and notifications from the
+//! right whose order the engine's priorities decide, and there is none.
+
+use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
+use crate::cost_model;
+use crate::sim::op::{Op, Program, Rank, Region};
+
+/// Registry entry.
+pub const INFO: AlgoInfo = AlgoInfo {
+    id: "ring_chunked",
+    summary: "Gloo's allreduce_ring_chunked: ring reduce-scatter + allgather on 2P chunks, two in flight",
+    source: "Gloo allreduce_ring_chunked (Gloo's algorithm index and gloo/allreduce_ring_chunked.h)",
+    requires: "any P >= 1, any n (chunks of at least 256 elements; empty ones still send one)",
+    closed_form: "2P equal chunks (n a multiple of 2P, n >= 512 P), T = alpha + (n/2P) e/B, R = (n/2P) e C: \
+                  the recurrence of one rank's 4P-4 chunks and 4P-5 notifications (alpha each) on its k NICs; \
+                  one NIC and R <= T: (4P-4) T + (4P-5) alpha; none for unequal chunks",
+    params: &[],
+    build: |_| Ok(Box::new(RingChunked)),
+};
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct RingChunked;
+
+/// Gloo's smallest chunk, in elements.
+pub(crate) const MIN_CHUNK: usize = 256;
+
+/// The notification's tag (data messages are tagged with the sender's send index).
+const NOTE: u32 = u32::MAX;
+
+/// Elements per chunk for `np` ranks and `n` elements.
+pub(crate) fn chunk_elems(np: usize, n: usize) -> usize {
+    MIN_CHUNK.max(n.div_ceil(2 * np))
+}
+
+/// The chunk a rank with pair `r` handles in `round` (Gloo's `chunkOffset`).
+fn chunk_at(r: usize, np: usize, round: usize) -> usize {
+    let chunks = 2 * np;
+    (2 * r + chunks - (round & !1) % chunks + (round & 1)) % chunks
+}
+
+impl Algorithm for RingChunked {
+    fn id(&self) -> &'static str {
+        INFO.id
+    }
+
+    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
+        let (np, n, r) = (p.ranks, p.elems, rank as usize);
+        if np <= 1 || n == 0 {
+            return vec![Box::new(std::iter::empty())];
+        }
+        let cs = chunk_elems(np, n);
+        let (left, right) = (((r + np - 1) % np) as Rank, ((r + 1) % np) as Rank);
+        // Chunk c's elements (None: empty).
+        let elems = move |c: usize| {
+            let offset = c * cs;
+            (offset < n).then(|| Region::vec(offset, cs.min(n - offset)))
+        };
+        let send = move |tag: usize, c: usize| Op::send(right, tag as u32, elems(c).unwrap_or(Region::vec(0, 1)));
+        // An empty chunk's stand-in element lands in the scratch inbox and is ignored.
+        let take = move |tag: usize, c: usize, reduce: bool| match elems(c) {
+            Some(reg) if reduce => Op::recv_reduce(left, tag as u32, reg),
+            Some(reg) => Op::recv_copy(left, tag as u32, reg),
+            None => Op::recv_copy(left, tag as u32, Region::scratch(1, 0, 1)),
+        };
+        let none = Region::vec(0, 0);
+        let handshake = [Op::send(left, NOTE, none), Op::recv_copy(right, NOTE, none), Op::WaitAll];
+        let chunks = 2 * np;
+        let start = [send(0, chunk_at(r, np, 0)), send(1, chunk_at(r, np, 1))];
+        // Round `round` takes the left neighbour's send `round - 2`.
+        let reduce_scatter = (2..chunks).flat_map(move |round| {
+            let c = chunk_at(r, np, round);
+            [take(round - 2, c, true), Op::WaitAll].into_iter().chain(handshake).chain([send(round, c)])
+        });
+        // Allgather round a takes the left neighbour's send `2P - 2 + a`.
+        let allgather = (0..chunks - 2).flat_map(move |a| {
+            let c = chunk_at(r, np, a);
+            let pass = (a + 4 < chunks).then(|| handshake.into_iter().chain([send(chunks + a, c)]));
+            [take(chunks - 2 + a, c, false), Op::WaitAll].into_iter().chain(pass.into_iter().flatten())
+        });
+        vec![Box::new(start.into_iter().chain(reduce_scatter).chain(allgather).chain(handshake))]
+    }
+
+    fn scratch(&self, p: &Problem) -> Vec<usize> {
+        let (np, n) = (p.ranks, p.elems);
+        let full = np > 1 && n > 0 && n.div_ceil(chunk_elems(np, n)) == 2 * np;
+        if full || np <= 1 || n == 0 { Vec::new() } else { vec![1] }
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        Some((cost_model::ring_chunked(p, &cost_model::Hockney::of(m)?)?, EXACT))
+    }
+
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
+        p.ranks.saturating_sub(1)
+    }
+}
