@@ -96,7 +96,7 @@ fn gather_reduce(others: usize, k: u32, t: f64, r: f64) -> f64 {
 }
 
 /// Naive (every rank sends its vector to every other rank and adds what it gets):
-/// [`gather_reduce`] of P-1 vectors, `max(T + (P-1) R, m T + (P-1-(m-1)k) R)` with
+/// `gather_reduce` of P-1 vectors, `max(T + (P-1) R, m T + (P-1-(m-1)k) R)` with
 /// `T = T(S)`, `R = R(S)`, `m = ceil((P-1)/k)`. Exact: rank r sends to `r+1, r+2, ...`,
 /// so in every round of k messages each rank receives k of them from k different
 /// senders and no port is wanted twice. With one NIC, `(P-1) T + R` when `R <= T`
@@ -122,7 +122,7 @@ pub fn direct(p: &Problem, m: &Machine) -> Option<f64> {
     crate::algos::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)
 }
 
-/// Direct with P dividing n, `c = S/P`: the reduce-scatter is [`gather_reduce`] of P-1
+/// Direct with P dividing n, `c = S/P`: the reduce-scatter is `gather_reduce` of P-1
 /// blocks, the allgather `m = ceil((P-1)/k)` rounds of `T(c)`:
 /// `max(T(c) + (P-1) R(c), m T(c) + (P-1-(m-1)k) R(c)) + m T(c)`. With k = P-1 NICs that
 /// is `2 T(S/P) + (P-1) R(S/P)`: two latencies, the ring's bandwidth and compute terms.
