@@ -739,3 +739,26 @@ pub fn ring_chunked(p: &Problem, h: &Hockney) -> Option<f64> {
     }
     Some(serve(now, a))
 }
+
+/// Gloo's `allreduce_bcube` with groups of `base` ranks: the step recurrence
+/// ([`lockstep`]) of its `2 log_b P` steps and the notifications between them (each a
+/// message without data, alpha). With base 2, P a power of two dividing n and one NIC it
+/// is [`halving_doubling`] plus `(log2 P + 1) alpha`: every reduce-scatter step after
+/// the first, the first allgather step and the closing round each carry one notification
+/// ahead of the data on the one port; with two or more NICs the notifications travel
+/// beside the data and only the closing round's adds alpha. With a larger base a rank's
+/// b - 1 messages of a step queue for its ports, which the recurrence follows; `None`
+/// where a port would serve them out of step order, and for P not a power of the base.
+///
+/// Gloo's index gives no formula for bcube.
+pub fn bcube(p: &Problem, m: &Machine, base: usize) -> Option<f64> {
+    let mut q = 1usize;
+    while q < p.ranks {
+        q = q.saturating_mul(base.max(2));
+    }
+    if q != p.ranks {
+        return None;
+    }
+    let plan = crate::algos::BcubePlan::new(p, base);
+    crate::algos::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)
+}

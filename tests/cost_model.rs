@@ -16,7 +16,7 @@ const CLASSIC: &[&str] = &["star", "chain", "binomial_tree", "butterfly", "ring"
 
 /// The algorithms of Gloo's index, the homework report and the direct exchange, which
 /// run through the same matrix as the classic ones.
-const MORE: &[&str] = &["naive", "ring_gloo", "direct", "ring_chunked"];
+const MORE: &[&str] = &["naive", "ring_gloo", "direct", "ring_chunked", "bcube"];
 
 fn build(id: &str, params: &[(&str, ParamValue)]) -> Box<dyn Algorithm> {
     let params = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
@@ -76,16 +76,21 @@ fn every_classic_algorithm_matches_its_closed_form_and_verifies() {
     let mut checked = 0;
     let mut without = std::collections::BTreeMap::new();
     for id in CLASSIC.iter().chain(MORE) {
-        let variants: Vec<Box<dyn Algorithm>> = if *id == "chain" {
-            vec![build(id, &[]), build(id, &[("segments", ParamValue::Int(4))])]
-        } else {
-            vec![build(id, &[])]
+        let variants: Vec<Box<dyn Algorithm>> = match *id {
+            "chain" => vec![build(id, &[]), build(id, &[("segments", ParamValue::Int(4))])],
+            _ => vec![build(id, &[])],
         };
         for algo in &variants {
             for &np in RANKS {
                 for &(alpha, bw, c, nics) in MACHINES {
                     let topo = FullyConnected { ranks: np, link: Link { alpha, bandwidth: bw }, nics };
                     for n in sizes(np) {
+                        let p = Problem { ranks: np, elems: n, elem_bytes: 4 };
+                        // bcube refuses P that is not a power of its base (2 here).
+                        if *id == "bcube" && algo.applicable(&p, &Machine { topo: &topo, cost_per_byte: c }).is_err() {
+                            assert!(!np.is_power_of_two(), "{} P={np} n/a", algo.label());
+                            continue;
+                        }
                         // Data for the small sizes; the 1 MiB points check timing only.
                         let stats = run(algo.as_ref(), &topo, n, c, n < 10_000);
                         if assert_closed_form(algo.as_ref(), &topo, n, c, &stats) {
@@ -98,7 +103,7 @@ fn every_classic_algorithm_matches_its_closed_form_and_verifies() {
                                 "halving_doubling" => !np.is_power_of_two() || !n.is_multiple_of(np),
                                 // Blocks that differ by an element, where the step
                                 // recurrence finds a port taken out of order.
-                                "direct" => !n.is_multiple_of(np),
+                                "direct" | "bcube" => !n.is_multiple_of(np),
                                 // Chunks of different lengths (Gloo's 256-element minimum
                                 // leaves some empty below 512 P elements).
                                 "ring_chunked" => n % (2 * np) != 0 || n < 512 * np,
@@ -115,6 +120,7 @@ fn every_classic_algorithm_matches_its_closed_form_and_verifies() {
     assert!(checked > 900, "only {checked} points had a closed form");
     // The uneven-block points without one stay a minority (docs/model.md lists them).
     assert!(without.get("direct").copied().unwrap_or(0) <= 90, "{without:?}");
+    assert!(without.get("bcube").copied().unwrap_or(0) <= 40, "{without:?}");
     eprintln!("points without a closed form: {without:?}");
 }
 
@@ -343,6 +349,48 @@ fn direct_formula_is_its_step_recurrence_where_p_divides_n() {
                 let all_at_once = 2.0 * h.t(cb) + (np - 1) as f64 * h.r(cb);
                 assert!((formula / all_at_once - 1.0).abs() < 1e-12, "P={np}");
             }
+        }
+    }
+}
+
+#[test]
+fn bcube_verifies_on_powers_of_its_base_and_is_halving_doubling_plus_notifications() {
+    // Bases 2, 3 and 4 on P = 1, b, b^2 (and 27 = 3^3), n = 0, 1, fewer than P, not
+    // divisible, divisible: verified everywhere, on its step recurrence wherever that
+    // has a closed form (always where P divides n), never below the lower bound.
+    for base in [2usize, 3, 4] {
+        let algo = build("bcube", &[("base", ParamValue::Int(base as u64))]);
+        let powers: Vec<usize> = (0..4).map(|i| base.pow(i)).filter(|&p| p <= 27).collect();
+        for &np in &powers {
+            for &(alpha, bw, c, nics) in MACHINES {
+                let topo = FullyConnected { ranks: np, link: Link { alpha, bandwidth: bw }, nics };
+                for n in [0usize, 1, np / 2, 3 * np + 1, 40 * np] {
+                    let stats = run(algo.as_ref(), &topo, n, c, true);
+                    let p = Problem { ranks: np, elems: n, elem_bytes: 4 };
+                    assert!(stats.time >= cost_model::lower_bound(&p, &topo, c) * (1.0 - 1e-12));
+                    let exact = assert_closed_form(algo.as_ref(), &topo, n, c, &stats);
+                    assert!(exact || !n.is_multiple_of(np.max(1)), "bcube(base={base}) P={np} n={n}: no closed form");
+                }
+            }
+        }
+        // P not a power of the base is refused, with the reason.
+        let topo = FullyConnected { ranks: 6, link: Link { alpha: 1e-6, bandwidth: 1e9 }, nics: 1 };
+        let p = Problem { ranks: 6, elems: 60, elem_bytes: 4 };
+        let why = algo.applicable(&p, &Machine { topo: &topo, cost_per_byte: 0.0 }).unwrap_err();
+        assert!(why.contains("not a power of base"), "{why}");
+    }
+    // Base 2 is halving-doubling with Gloo's notifications: (log2 P + 1) alpha more on one
+    // NIC, alpha more on two.
+    let (bcube, hd) = (build("bcube", &[]), build("halving_doubling", &[]));
+    for np in [2usize, 4, 8, 16] {
+        for &(alpha, bw, c, nics) in MACHINES {
+            let topo = FullyConnected { ranks: np, link: Link { alpha, bandwidth: bw }, nics };
+            let p = Problem { ranks: np, elems: 64 * np, elem_bytes: 4 };
+            let m = Machine { topo: &topo, cost_per_byte: c };
+            let (b, _) = bcube.closed_form(&p, &m).expect("P divides n");
+            let (h, _) = hd.closed_form(&p, &m).expect("P divides n");
+            let notes = if nics == 1 { np.ilog2() as f64 + 1.0 } else { 1.0 };
+            assert!((b - (h + notes * alpha)).abs() <= 1e-12 * b, "P={np} nics={nics}: {b} vs {h} + {notes} alpha");
         }
     }
 }

@@ -4,6 +4,7 @@
 //! An algorithm never sees time or ports; it states, for every rank, what moves where
 //! and what waits for what. Its cost in the ideal model is in [`crate::cost_model`].
 
+mod bcube;
 mod blueconnect;
 mod butterfly;
 mod chain;
@@ -21,6 +22,7 @@ mod stepped;
 mod torus;
 mod tree;
 
+pub(crate) use bcube::BcubePlan;
 pub(crate) use blueconnect::plan as bc_plan;
 pub(crate) use direct::DirectPlan;
 pub(crate) use double_binary_tree::plan as dbt_plan;
@@ -135,6 +137,7 @@ pub fn registry() -> &'static [AlgoInfo] {
         naive::INFO,
         ring_gloo::INFO,
         ring_chunked::INFO,
+        bcube::INFO,
         direct::INFO,
     ];
     REGISTRY
