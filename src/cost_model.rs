@@ -762,3 +762,75 @@ pub fn bcube(p: &Problem, m: &Machine, base: usize) -> Option<f64> {
     let plan = crate::algos::BcubePlan::new(p, base);
     crate::algos::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)
 }
+
+/// The binomial tree with the vector cut into `segments` pieces, pipelined (see the
+/// algorithm's docs), where every rank has at least `ceil(log2 P)` NICs, as many as the
+/// root has children. Then no port is ever wanted by more messages than it has: a rank
+/// keeps one piece in flight to its parent and one round of pieces to its children, its
+/// children's pieces come up one per child, and the broadcast reaches a rank only after
+/// its last piece went up. Every message starts when it is issued, and the time is the
+/// recurrence of the program, piece by piece, `T_s = T(piece s)`, `R_s = R(piece s)`:
+///
+/// - up, children before parents: a rank adds its children's piece s in order, each from
+///   `max(its arrival, the previous addition's end)`, `+ R_s`; it sends piece s once that
+///   is done and piece s-1 has landed; it lands `T_s` later;
+/// - down, parents before children: the root starts once its last addition is done; a
+///   rank sends piece s to all its children at once, once it has it and its previous
+///   round of sends has landed; they land `T_s` later.
+///
+/// With one segment this is not used: [`binomial_tree`] has no flow control and
+/// follows its queues. With fewer NICs a parent's ports are wanted by several
+/// children's pieces at once and serve them in the engine's priority order, which
+/// depends on when each child's pieces are ready; no recurrence here follows that, so
+/// there is no closed form (`None`). The course report does not pipeline the tree.
+pub fn binomial_tree_pipelined(p: &Problem, h: &Hockney, segments: usize) -> Option<f64> {
+    use crate::algos::binomial_shape as shape;
+    let np = p.ranks;
+    if np <= 1 {
+        return Some(0.0);
+    }
+    if (h.nics as usize) < clog2(np) as usize {
+        return None;
+    }
+    let seg = |s: usize| p.b(block(p.elems, segments, s).len);
+    // up[q * segments + s]: when q's piece s lands at its parent.
+    let mut up = vec![0.0f64; np * segments];
+    let mut reduced = vec![0.0f64; np];
+    for q in (0..np).rev() {
+        let (parent, children) = shape(q, np);
+        let (mut now, mut landed) = (0.0f64, 0.0f64);
+        for s in 0..segments {
+            for c in children.clone() {
+                now = now.max(up[c * segments + s]) + h.r(seg(s));
+            }
+            if parent.is_some() {
+                now = now.max(landed);
+                landed = now + h.t(seg(s));
+                up[q * segments + s] = landed;
+            }
+        }
+        // The down pass may send only once the last piece up has landed.
+        reduced[q] = now.max(landed);
+    }
+    // down[q * segments + s]: when piece s reaches q.
+    let mut down = vec![0.0f64; np * segments];
+    let mut end = 0.0f64;
+    for q in 0..np {
+        let (parent, children) = shape(q, np);
+        let (mut now, mut landed) = (reduced[q], reduced[q]);
+        for s in 0..segments {
+            if parent.is_some() {
+                now = now.max(down[q * segments + s]);
+            }
+            now = now.max(landed);
+            if children.clone().next().is_some() {
+                landed = now + h.t(seg(s));
+                for c in children.clone() {
+                    down[c * segments + s] = landed;
+                }
+            }
+        }
+        end = end.max(now).max(landed);
+    }
+    Some(end)
+}

@@ -77,7 +77,7 @@ fn every_classic_algorithm_matches_its_closed_form_and_verifies() {
     let mut without = std::collections::BTreeMap::new();
     for id in CLASSIC.iter().chain(MORE) {
         let variants: Vec<Box<dyn Algorithm>> = match *id {
-            "chain" => vec![build(id, &[]), build(id, &[("segments", ParamValue::Int(4))])],
+            "chain" | "binomial_tree" => vec![build(id, &[]), build(id, &[("segments", ParamValue::Int(4))])],
             _ => vec![build(id, &[])],
         };
         for algo in &variants {
@@ -104,6 +104,8 @@ fn every_classic_algorithm_matches_its_closed_form_and_verifies() {
                                 // Blocks that differ by an element, where the step
                                 // recurrence finds a port taken out of order.
                                 "direct" | "bcube" => !n.is_multiple_of(np),
+                                // The pipelined tree with fewer NICs than the root has children.
+                                "binomial_tree" => (nics as usize) < np.next_power_of_two().trailing_zeros() as usize,
                                 // Chunks of different lengths (Gloo's 256-element minimum
                                 // leaves some empty below 512 P elements).
                                 "ring_chunked" => n % (2 * np) != 0 || n < 512 * np,
@@ -393,4 +395,33 @@ fn bcube_verifies_on_powers_of_its_base_and_is_halving_doubling_plus_notificatio
             assert!((b - (h + notes * alpha)).abs() <= 1e-12 * b, "P={np} nics={nics}: {b} vs {h} + {notes} alpha");
         }
     }
+}
+
+#[test]
+fn pipelined_binomial_tree_meets_its_recurrence_with_a_port_per_child() {
+    // With ceil(log2 P) NICs or more no port is wanted twice and the pipeline recurrence
+    // is the time, for any P, n and number of pieces; with one piece it is the plain tree.
+    for np in [2usize, 3, 5, 8, 12, 16] {
+        let k = np.next_power_of_two().trailing_zeros().max(1);
+        for segments in [1u64, 2, 3, 8] {
+            let algo = build("binomial_tree", &[("segments", ParamValue::Int(segments))]);
+            for &(alpha, bw, c, _) in MACHINES {
+                for nics in [k, k + 1] {
+                    let topo = FullyConnected { ranks: np, link: Link { alpha, bandwidth: bw }, nics };
+                    for n in [segments as usize, 3 * np + 1, 1000] {
+                        let stats = run(algo.as_ref(), &topo, n, c, true);
+                        assert!(assert_closed_form(algo.as_ref(), &topo, n, c, &stats), "P={np} N={segments} n={n}");
+                    }
+                }
+            }
+        }
+    }
+    // Pipelining pays where the vector is large: 16 ranks on 4 NICs, 4 MiB, 16 pieces
+    // against one.
+    let topo = FullyConnected { ranks: 16, link: Link { alpha: 1e-6, bandwidth: 12.5e9 }, nics: 4 };
+    let p = Problem { ranks: 16, elems: 1 << 20, elem_bytes: 4 };
+    let m = Machine { topo: &topo, cost_per_byte: 5e-11 };
+    let one = build("binomial_tree", &[]).closed_form(&p, &m).unwrap().0;
+    let many = build("binomial_tree", &[("segments", ParamValue::Int(16))]).closed_form(&p, &m).unwrap().0;
+    assert!(many < 0.5 * one, "16 pieces {many} vs one {one}");
 }

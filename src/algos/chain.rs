@@ -39,15 +39,7 @@ impl Algorithm for Chain {
     /// More segments than elements would send empty pieces: refused at the point (`n/a`)
     /// with the allowed range, rather than clamped behind the user's back.
     fn applicable(&self, p: &Problem, _m: &Machine) -> Result<(), String> {
-        if self.segments > p.elems.max(1) {
-            return Err(format!(
-                "segments {} is more than the {} element(s) of the vector; allowed here: 1 to {}",
-                self.segments,
-                p.elems,
-                p.elems.max(1)
-            ));
-        }
-        Ok(())
+        segments_fit(self.segments, p.elems)
     }
 
     fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
@@ -77,4 +69,16 @@ impl Algorithm for Chain {
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         p.ranks - 1
     }
+}
+
+/// Whether a vector of `n` elements can be cut into `segments` pieces that are not
+/// empty (the pipelined chain and binomial tree refuse the point otherwise).
+pub(crate) fn segments_fit(segments: usize, n: usize) -> Result<(), String> {
+    if segments > n.max(1) {
+        return Err(format!(
+            "segments {segments} is more than the {n} element(s) of the vector; allowed here: 1 to {}",
+            n.max(1)
+        ));
+    }
+    Ok(())
 }
