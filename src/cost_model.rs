@@ -12,6 +12,7 @@
 //! never runs the event engine.
 
 use crate::algos::{GroupMethod, Machine, Problem, block, clog2, pow2_floor};
+use crate::collective::Collective;
 use crate::topology::{Link, Topology};
 
 mod lockstep;
@@ -58,6 +59,56 @@ pub fn ring(p: &Problem, h: &Hockney) -> f64 {
     }
     let c = p.b(p.elems.div_ceil(p.ranks));
     2.0 * (np - 1.0) * h.t(c) + (np - 1.0) * h.r(c)
+}
+
+/// One ring phase alone: a reduce-scatter `(P-1)(T(c) + R(c))` or an allgather
+/// `(P-1) T(c)`, `c = ceil(n/P) e`: as in [`ring`], a largest chunk is on the critical
+/// path of every step.
+pub fn ring_phase(p: &Problem, h: &Hockney, reduce: bool) -> f64 {
+    if p.ranks <= 1 {
+        return 0.0;
+    }
+    let c = p.b(p.elems.div_ceil(p.ranks));
+    (p.ranks - 1) as f64 * (h.t(c) + if reduce { h.r(c) } else { 0.0 })
+}
+
+/// Ring allreduce with every chunk cut into N pieces, pipelined, when P N divides n
+/// (`None` otherwise). Every rank then does the same thing at the same time (the ring
+/// is symmetric), so one rank's resources tell the whole story: its k ports send the
+/// 2(P-1) N pieces in program order, piece j of stage t issued once piece j of stage
+/// t-1 has arrived (and, in the reduce-scatter stages, been added on its one compute
+/// unit, in arrival order). The recurrence below follows exactly that. When the port is
+/// never idle (one NIC and `R(s) <= (N-1) T(s)`) it is `2(P-1) N T(s)`: the whole
+/// reduction hides behind the transfers, at the price of an alpha per piece.
+pub fn ring_pipelined(p: &Problem, h: &Hockney, segments: usize) -> Option<f64> {
+    let np = p.ranks;
+    if np <= 1 {
+        return Some(0.0);
+    }
+    if !p.elems.is_multiple_of(np * segments) {
+        return None;
+    }
+    let s = p.b(p.elems / (np * segments));
+    let (t, r) = (h.t(s), h.r(s));
+    let mut ports = vec![0.0f64; h.nics as usize];
+    let mut done = vec![0.0f64; segments];
+    let (mut issue, mut compute, mut end) = (0.0f64, 0.0f64, 0.0f64);
+    for stage in 0..2 * (np - 1) {
+        for d in done.iter_mut() {
+            issue = issue.max(*d);
+            let port = (0..ports.len()).min_by(|&a, &b| ports[a].total_cmp(&ports[b])).unwrap_or(0);
+            let arrive = issue.max(ports[port]) + t;
+            ports[port] = arrive;
+            *d = if stage < np - 1 {
+                compute = compute.max(arrive) + r;
+                compute
+            } else {
+                arrive
+            };
+            end = end.max(*d);
+        }
+    }
+    Some(end)
 }
 
 /// Star: the root's k incoming NICs take the P-1 vectors in `m = ceil((P-1)/k)`
@@ -158,6 +209,12 @@ pub fn ring_gloo(p: &Problem, h: &Hockney) -> f64 {
     rounds * (h.t(p.bytes()) + h.r(p.bytes())) + notes * h.alpha
 }
 
+/// One-to-all broadcast: the root's k outgoing NICs send the P-1 copies of S in
+/// `ceil((P-1)/k)` rounds of `T(S)`.
+pub fn one_to_all(p: &Problem, h: &Hockney) -> f64 {
+    (p.ranks - 1).div_ceil(h.nics as usize) as f64 * h.t(p.bytes())
+}
+
 /// Makespan of a flow shop: every job visits stages `0..stages` in order; stage s has
 /// `servers(s)` identical servers that take jobs in job order, each the first one
 /// free (FIFO, as the engine's ports serve messages in issue order); job j spends
@@ -189,37 +246,57 @@ fn flow_shop(stages: usize, jobs: usize, servers: impl Fn(usize) -> usize, time:
 /// `2N(alpha + tS/N)(P-1) + (P-1) S c` for N = 1. For N > 1 the course report keeps the same
 /// form, as if segments did not overlap; they do, so the pipelined chain is faster.
 pub fn chain(p: &Problem, h: &Hockney, segments: usize) -> f64 {
+    chain_reduce(p, h, segments) + chain_bcast(p, h, segments)
+}
+
+/// Chain reduce (the adding pass alone): a flow shop of 2(P-1) stages, hops on k NICs
+/// and additions on one compute unit, over N segments. With equal segments
+/// `(P-1)(T+R) + (N-1) max(T,R)` when one stage is the bottleneck throughout.
+pub fn chain_reduce(p: &Problem, h: &Hockney, segments: usize) -> f64 {
     if p.ranks <= 1 {
         return 0.0;
     }
     let seg = |j: usize| p.b(block(p.elems, segments, j).len);
-    let hops = p.ranks - 1;
     let k = h.nics as usize;
     // Even stages are hops (k NICs each way), odd stages additions (one compute unit).
-    let forward = flow_shop(
-        2 * hops,
+    flow_shop(
+        2 * (p.ranks - 1),
         segments,
         |s| if s % 2 == 0 { k } else { 1 },
         |s, j| {
             if s % 2 == 0 { h.t(seg(j)) } else { h.r(seg(j)) }
         },
-    );
-    let backward = flow_shop(hops, segments, |_| k, |_, j| h.t(seg(j)));
-    forward + backward
+    )
 }
 
-/// Binomial tree: rank r adds its children's partial sums (farthest first) when they
-/// arrive through its k incoming NICs, served in order of (send time, rank); then the
-/// total comes down the same tree, each parent sending to its children nearest first
-/// on its k outgoing NICs. For P a power of two every level is in lockstep and this is
-/// `log2 P (2 T(S) + R(S))`, the course report's formula with N = 1. For other P several
-/// children reach a parent at once and queue for its port, which the course report ignores.
+/// Chain broadcast (the copying pass alone): a flow shop of P-1 hops on k NICs over N
+/// segments; `(P+N-2) T(s)` with equal segments s and one NIC.
+pub fn chain_bcast(p: &Problem, h: &Hockney, segments: usize) -> f64 {
+    if p.ranks <= 1 {
+        return 0.0;
+    }
+    let seg = |j: usize| p.b(block(p.elems, segments, j).len);
+    flow_shop(p.ranks - 1, segments, |_| h.nics as usize, |_, j| h.t(seg(j)))
+}
+
+/// Binomial tree allreduce: [`binomial_reduce`] to rank 0, then [`binomial_bcast`] of
+/// the total from when rank 0 has it. For P a power of two every level is in lockstep
+/// and this is `log2 P (2 T(S) + R(S))`, the course report's formula with N = 1. For
+/// other P several children reach a parent at once and queue for its port, which the
+/// course report ignores.
 pub fn binomial_tree(p: &Problem, h: &Hockney) -> f64 {
+    binomial_bcast(p, h, binomial_reduce(p, h))
+}
+
+/// Binomial reduce to rank 0: rank r adds its children's partial sums (farthest first)
+/// when they arrive through its k incoming NICs, served in order of (send time, rank).
+/// `log2 P (T(S) + R(S))` for P a power of two.
+pub fn binomial_reduce(p: &Problem, h: &Hockney) -> f64 {
     use crate::algos::binomial_shape as shape;
     let np = p.ranks;
     let (t, r) = (h.t(p.bytes()), h.r(p.bytes()));
     let k = h.nics as usize;
-    // Reduce: ready[r] = when rank r has its subtree's sum (children have higher ranks).
+    // ready[r] = when rank r has its subtree's sum (children have higher ranks).
     let mut ready = vec![0.0f64; np];
     let mut arrivals: Vec<(f64, usize)> = Vec::new();
     for q in (0..np).rev() {
@@ -242,12 +319,22 @@ pub fn binomial_tree(p: &Problem, h: &Hockney) -> f64 {
         }
         ready[q] = done;
     }
-    // Broadcast: got[r] = when rank r has the total.
+    ready.first().copied().unwrap_or(0.0)
+}
+
+/// Binomial broadcast from rank 0, which has the vector at `start`: each parent sends
+/// to its children nearest first on its k outgoing NICs, so child i (from the nearest)
+/// has it `(i / k + 1) T(S)` after its parent. `ceil(log2 P) T(S)` with one NIC.
+pub fn binomial_bcast(p: &Problem, h: &Hockney, start: f64) -> f64 {
+    use crate::algos::binomial_shape as shape;
+    let np = p.ranks;
+    let t = h.t(p.bytes());
+    let k = h.nics as usize;
     let mut got = vec![0.0f64; np];
     let mut end = 0.0f64;
     for q in 0..np {
         if q == 0 {
-            got[0] = ready[0];
+            got[0] = start;
         }
         let (_, children) = shape(q, np);
         for (i, c) in children.rev().enumerate() {
@@ -323,17 +410,55 @@ fn halving_doubling_core(p: &Problem, h: &Hockney) -> f64 {
 
 /// The lower bound for allreduce (docs/report.md, 'The checks'; Chan et al. 2007; Patarasuk & Yuan
 /// 2009), compute allowed to overlap communication:
-/// `ceil(log2 P) alpha + max(2 (P-1)/P S / (k B), (P-1)/P S C)`, with the topology's
-/// smallest alpha, largest B and fewest NICs.
+/// `ceil(log_{k+1} P) alpha + max(2 (P-1)/P S / (k B), (P-1)/P S C)`, with the topology's
+/// smallest alpha, largest B and fewest NICs ([`lower_bound_of`] for every collective).
 pub fn lower_bound(p: &Problem, topo: &dyn Topology, c: f64) -> f64 {
+    lower_bound_of(Collective::Allreduce, p, topo, c)
+}
+
+/// The lower bound of collective `coll` (docs/model.md, 'The lower bound'), after Chan et
+/// al. 2007, with k ports per rank and compute allowed to overlap communication:
+///
+/// - latency: a rank's result depends on every rank's input (a barrier's exit on every
+///   rank's arrival), and after t message times a rank can have heard, directly or not,
+///   from at most `(k+1)^t` ranks (itself and k incoming messages per round, each from a
+///   rank that heard as many): `ceil(log_{k+1} P) alpha` (the textbook
+///   `ceil(log2 P) alpha` with one port);
+/// - bandwidth, through one rank's k ports: allreduce `2 (P-1)/P S` (it must send out and
+///   take in (P-1)/P of the vector, Patarasuk & Yuan); reduce-scatter and allgather
+///   `(P-1)/P S` (the P-1 blocks of others it must contribute to or receive); broadcast
+///   and reduce `S` (a non-root must receive the vector; the root must receive or send
+///   it); barrier none;
+/// - compute: the `(P-1) S` bytes of reductions that must happen somewhere, spread over
+///   the P ranks: `(P-1)/P S C` for allreduce, reduce-scatter and reduce.
+pub fn lower_bound_of(coll: Collective, p: &Problem, topo: &dyn Topology, c: f64) -> f64 {
     if p.ranks <= 1 {
         return 0.0;
     }
     let (link, nics) = topo.best_link();
     let np = p.ranks as f64;
     let frac = (np - 1.0) / np;
-    clog2(p.ranks) as f64 * link.alpha
-        + (2.0 * frac * p.bytes() / (nics as f64 * link.bandwidth)).max(frac * p.bytes() * c)
+    let s = p.bytes();
+    let (wire, reduced) = match coll {
+        Collective::Allreduce => (2.0 * frac * s, frac * s),
+        Collective::ReduceScatter => (frac * s, frac * s),
+        Collective::Allgather => (frac * s, 0.0),
+        Collective::Broadcast => (s, 0.0),
+        Collective::Reduce => (s, frac * s),
+        Collective::Barrier => (0.0, 0.0),
+    };
+    rounds_lower(p.ranks, nics) as f64 * link.alpha + (wire / (nics as f64 * link.bandwidth)).max(reduced * c)
+}
+
+/// `ceil(log_{k+1} P)`: the fewest rounds in which P ranks can all hear from each other
+/// with k ports each, in whole numbers (no float logarithm).
+fn rounds_lower(ranks: usize, k: u32) -> u32 {
+    let (mut reach, mut t) = (1u128, 0);
+    while reach < ranks as u128 {
+        reach *= k as u128 + 1;
+        t += 1;
+    }
+    t
 }
 
 // ---------------------------------------------------------------------------------------

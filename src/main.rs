@@ -14,6 +14,7 @@ use allreduce_sim::explain;
 use allreduce_sim::plots;
 use allreduce_sim::report::{Csv, Exporter, Json, Report, Table};
 use allreduce_sim::runner;
+use allreduce_sim::collective::Collective;
 use allreduce_sim::scenario::{self, Overrides, ParamValue, Scenario};
 use allreduce_sim::shard::{self, Shard};
 use allreduce_sim::timeline::trace;
@@ -50,6 +51,10 @@ enum Command {
         /// Write the report to FILE instead of standard output.
         #[arg(long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// The collective every algorithm entry runs instead of the file's: allreduce,
+        /// reduce_scatter, allgather, broadcast, reduce or barrier.
+        #[arg(long, value_name = "NAME")]
+        collective: Option<String>,
         /// Algorithms to run instead of the file's, comma-separated (see `list`).
         #[arg(long, value_delimiter = ',', value_name = "A,B")]
         algorithms: Option<Vec<String>>,
@@ -276,6 +281,7 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
             scenario,
             format,
             output,
+            collective,
             algorithms,
             ranks,
             sizes,
@@ -287,7 +293,7 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
             quiet,
             max_memory,
         } => {
-            let overrides = Overrides { algorithms, ranks, sizes, seed };
+            let overrides = Overrides { collective, algorithms, ranks, sizes, seed };
             let s = load(&scenario, &overrides)?;
             if let Some(g) = &gantt {
                 plots::check_gantt(&s, g).map_err(BadInput)?;
@@ -382,7 +388,16 @@ fn emit(report: &Report, format: Format, output: Option<&std::path::Path>) -> Re
 
 fn list_text() -> String {
     let mut out = String::new();
-    for a in algos::registry() {
+    for c in Collective::ALL {
+        out.push_str(&format!("== {c} ==\n\n"));
+        list_collective(&mut out, c);
+    }
+    out
+}
+
+/// The `list` entries of collective `c`'s algorithms.
+fn list_collective(out: &mut String, c: Collective) {
+    for a in algos::registry_of(c) {
         out.push_str(&format!("{}\n  {}\n", a.id, a.summary));
         out.push_str(&format!("  source:      {}\n", a.source));
         out.push_str(&format!("  requires:    {}\n", a.requires));
@@ -392,7 +407,6 @@ fn list_text() -> String {
         }
         out.push('\n');
     }
-    out
 }
 
 /// `run --trace FILE`: run the scenario's single point recording its timeline, write

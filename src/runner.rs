@@ -307,6 +307,15 @@ fn rel_err(time: f64, closed: f64) -> f64 {
     if closed == 0.0 { if time == 0.0 { 0.0 } else { f64::INFINITY } } else { (time / closed - 1.0).abs() }
 }
 
+/// The indices into a checked vector of the elements `range` of the full vector: the
+/// same range when every element is checked, else the tracked positions in it.
+fn index_range(positions: Option<&[usize]>, range: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    match positions {
+        None => range,
+        Some(at) => at.partition_point(|&i| i < range.start)..at.partition_point(|&i| i < range.end),
+    }
+}
+
 /// Run one point. With at most [`DETAIL_MAX_RANKS`] ranks it records the timeline for
 /// the link counters and the critical path (without its steps).
 pub fn run_point(s: &Scenario, pt: &Point) -> PointResult {
@@ -354,13 +363,21 @@ fn run_point_recorded(s: &Scenario, pt: &Point, mut rec: Recorder, steps: bool) 
 pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) -> PointResult {
     let started = Instant::now();
     let spec = &s.algorithms[pt.algo];
+    let collective = spec.collective;
     let e = s.data.dtype.bytes();
-    let p = Problem { ranks: pt.ranks, elems: (pt.bytes / e as u64) as usize, elem_bytes: e };
-    let mut res =
-        PointResult { algorithm: spec.name.clone(), ranks: pt.ranks, bytes: pt.bytes, ..PointResult::default() };
+    // A barrier moves nothing, whatever the sweep's size.
+    let bytes = if collective.has_data() { pt.bytes } else { 0 };
+    let p = Problem { ranks: pt.ranks, elems: (bytes / e as u64) as usize, elem_bytes: e };
+    let mut res = PointResult {
+        collective,
+        algorithm: spec.name.clone(),
+        ranks: pt.ranks,
+        bytes,
+        ..PointResult::default()
+    };
     // The scenario was validated, so these only fail on an internal error; report it
     // as a failed point rather than panic.
-    let algo: Box<dyn Algorithm> = match algos::build(&spec.name, Params::new(spec.params.clone())) {
+    let algo: Box<dyn Algorithm> = match algos::build_for(collective, &spec.name, Params::new(spec.params.clone())) {
         Ok(a) => a,
         Err(err) => {
             res.failures.push(format!("cannot build {}: {err}", spec.name));
@@ -386,6 +403,7 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     let positions = (s.data.mode == DataMode::Sample).then(|| sample_positions(p.elems));
     let (plane, reference) = match s.data.mode {
         DataMode::Off => (None, None),
+        _ if !collective.has_data() => (None, None),
         _ => {
             let values: Vec<Vec<f32>> = (0..p.ranks)
                 .map(|r| match &positions {
@@ -394,12 +412,20 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
                 })
                 .collect();
             let reference = Reference::new(&values, s.data.op);
+            // The inputs some rank must end with bit for bit, kept before the plane takes them.
+            let kept: Vec<Option<(usize, Vec<f32>)>> = (0..p.ranks)
+                .map(|r| {
+                    let range = collective.kept_input(r, p.ranks, p.elems)?;
+                    let idx = index_range(positions.as_deref(), range);
+                    Some((idx.start, values[r][idx].to_vec()))
+                })
+                .collect();
             let (op, n, at) = (s.data.op, p.elems, positions.clone());
             let plane = move |scratch: &[usize]| match at {
                 Some(at) => DataPlane::sampled(n, at, values, scratch, op),
                 None => DataPlane::new(values, scratch, op),
             };
-            (Some(plane), Some(reference))
+            (Some(plane), Some((reference, kept)))
         }
     };
     let net = s.network.engine();
@@ -421,11 +447,13 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
         res.bytes_sent_per_rank = Some(stats.bytes_sent.clone());
         res.bytes_received_per_rank = Some(stats.bytes_received.clone());
     }
-    res.lower_bound_s = cost_model::lower_bound(&p, topo.as_ref(), s.cost_per_byte);
+    res.lower_bound_s = cost_model::lower_bound_of(collective, &p, topo.as_ref(), s.cost_per_byte);
     if stats.time > 0.0 {
-        let algbw = pt.bytes as f64 / stats.time;
-        res.algbw_bps = Some(algbw);
-        res.busbw_bps = Some(algbw * 2.0 * (p.ranks as f64 - 1.0) / p.ranks as f64);
+        if let Some(factor) = collective.busbw_factor(p.ranks) {
+            let algbw = bytes as f64 / stats.time;
+            res.algbw_bps = Some(algbw);
+            res.busbw_bps = Some(algbw * factor);
+        }
         let eff = res.lower_bound_s / stats.time;
         res.efficiency = Some(eff);
         if eff > 1.0 + 1e-9 {
@@ -471,8 +499,20 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
         }
     }
 
-    if let (Some(vectors), Some(reference)) = (vectors, reference) {
-        let v = reference.check(&vectors, algo.reduction_depth(&p, topo.as_ref()));
+    if let (Some(vectors), Some((reference, kept))) = (vectors, reference) {
+        let (np, n, at) = (p.ranks, p.elems, positions.as_deref());
+        let expected = |r: usize| {
+            let mut list = collective.expected(r, np, n);
+            for (range, _) in &mut list {
+                *range = index_range(at, range.clone());
+            }
+            list
+        };
+        let input = |src: usize, i: usize| {
+            kept[src].as_ref().and_then(|(start, v)| v.get(i.wrapping_sub(*start)).copied()).unwrap_or(f32::NAN)
+        };
+        let depth = algo.reduction_depth(&p, topo.as_ref());
+        let v = crate::sim::expect::check(&reference, &vectors, depth, expected, input);
         res.max_abs_error = Some(v.max_abs_error);
         res.error_bound = Some(v.error_bound);
         res.verified = Some(v.verified);

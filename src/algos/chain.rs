@@ -1,13 +1,19 @@
-//! Chain (the course report's Circle, "pass the parcel"): rank 0 sends its vector to
-//! rank 1, which adds its own and passes the sum to rank 2, ... up to rank P-1, which
-//! holds the total and sends it back down the chain. With `segments: N` the vector
-//! is cut into N pieces that follow each other down the chain, pipelined.
+//! Chain (the course report's Circle, "pass the parcel"): the ranks in a line, the
+//! vector passed from one end to the other, optionally cut into `segments` that follow
+//! each other down the line, pipelined ([`pass`]).
+//! - allreduce: rank 0 sends its vector to rank 1, which adds its own and passes the
+//!   sum to rank 2, ... up to rank P-1, which holds the total and sends it back down;
+//! - reduce (to rank 0): the adding pass from rank P-1 down to rank 0;
+//! - broadcast (from rank 0): the copying pass from rank 0 up to rank P-1.
 
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block};
+use crate::collective::Collective;
 use crate::cost_model;
-use crate::sim::op::{Op, Program, Rank};
+use crate::sim::op::{Action, Op, Program, Rank};
 
-/// Registry entry.
+const SEGMENTS: &str = "segments=1: pieces the vector is cut into and pipelined";
+
+/// Registry entry: allreduce.
 pub const INFO: AlgoInfo = AlgoInfo {
     id: "chain",
     summary: "pass-and-add along 0..P-1, then back (optionally in segments, pipelined)",
@@ -16,15 +22,64 @@ pub const INFO: AlgoInfo = AlgoInfo {
     closed_form: "segments = 1: (P-1)(2 alpha + 2 S/B + S C); segments N: the forward pass is a flow \
                   shop of 2(P-1) stages (hop, add) over N segments, the backward pass one of P-1 hops: \
                   with equal segments s, (P-1)(T+R) + (N-1) max(T,R) + (P+N-2) T, T = alpha + s/B, R = s C",
-    params: &["segments=1: pieces the vector is cut into and pipelined"],
-    build: |params| Ok(Box::new(Chain { segments: params.count("segments", 1)? })),
+    params: &[SEGMENTS],
+    build: |params| Ok(Box::new(Chain { segments: params.count("segments", 1)?, collective: Collective::Allreduce })),
 };
 
-/// See the module docs.
+/// Registry entry: reduce.
+pub const REDUCE_INFO: AlgoInfo = AlgoInfo {
+    id: "chain",
+    summary: "pass-and-add from rank P-1 down to rank 0 (optionally in segments, pipelined)",
+    source: "course report (Circle), its first half; Open MPI reduce chain/pipeline",
+    requires: "any P >= 1, any n",
+    closed_form: "segments = 1: (P-1)(alpha + S/B + S C); segments N: a flow shop of 2(P-1) stages (hop, add): \
+                  with equal segments s, (P-1)(T+R) + (N-1) max(T,R), T = alpha + s/B, R = s C",
+    params: &[SEGMENTS],
+    build: |params| Ok(Box::new(Chain { segments: params.count("segments", 1)?, collective: Collective::Reduce })),
+};
+
+/// Registry entry: broadcast.
+pub const BCAST_INFO: AlgoInfo = AlgoInfo {
+    id: "chain",
+    summary: "pass from rank 0 up to rank P-1 (optionally in segments, pipelined)",
+    source: "course report (Circle), its second half; Open MPI bcast pipeline",
+    requires: "any P >= 1, any n",
+    closed_form: "segments = 1: (P-1)(alpha + S/B); segments N: a flow shop of P-1 hops on k NICs: \
+                  with equal segments s and one NIC, (P+N-2)(alpha + s/B)",
+    params: &[SEGMENTS],
+    build: |params| Ok(Box::new(Chain { segments: params.count("segments", 1)?, collective: Collective::Broadcast })),
+};
+
+/// See the module docs: the allreduce, the reduce or the broadcast.
 #[derive(Debug)]
 pub struct Chain {
     /// Pieces the vector is pipelined in.
     pub segments: usize,
+    collective: Collective,
+}
+
+/// Rank `rank`'s part of a pass of `n` elements in `segs` pieces along the line from
+/// rank `first` to rank `last` (either way round): take piece s from the neighbour
+/// before (adding it in or copying it, `action`), then hand it to the neighbour after.
+/// Tags from `tag0`.
+pub(crate) fn pass(
+    rank: Rank,
+    first: Rank,
+    last: Rank,
+    n: usize,
+    segs: usize,
+    action: Action,
+    tag0: u32,
+) -> impl Iterator<Item = Op> + Send {
+    let forward = first <= last;
+    let step = move |r: Rank| if forward { r.wrapping_add(1) } else { r.wrapping_sub(1) };
+    let back = move |r: Rank| if forward { r.wrapping_sub(1) } else { r.wrapping_add(1) };
+    (0..segs).flat_map(move |s| {
+        let (tag, seg) = (tag0 + s as u32, block(n, segs, s));
+        let take = (rank != first).then(|| [Op::Recv { from: back(rank), tag, dst: seg, action }, Op::WaitAll]);
+        let hand = (rank != last).then(|| Op::send(step(rank), tag, seg));
+        take.into_iter().flatten().chain(hand)
+    })
 }
 
 impl Algorithm for Chain {
@@ -43,31 +98,30 @@ impl Algorithm for Chain {
     }
 
     fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
-        let (r, last, n, segs) = (rank, p.ranks as Rank - 1, p.elems, self.segments);
-        let seg = move |s: usize| block(n, segs, s);
-        // Forward: take segment s from the left, add mine, pass it right.
-        let forward = (0..segs).flat_map(move |s| {
-            let tag = s as u32;
-            let take = (r > 0).then(|| [Op::recv_reduce(r - 1, tag, seg(s)), Op::WaitAll]);
-            let pass = (r < last).then(|| Op::send(r + 1, tag, seg(s)));
-            take.into_iter().flatten().chain(pass)
-        });
-        // Backward: take the finished segment from the right, pass it left.
-        let backward = (0..segs).flat_map(move |s| {
-            let tag = (segs + s) as u32;
-            let take = (r < last).then(|| [Op::recv_copy(r + 1, tag, seg(s)), Op::WaitAll]);
-            let pass = (r > 0).then(|| Op::send(r - 1, tag, seg(s)));
-            take.into_iter().flatten().chain(pass)
-        });
-        vec![Box::new(forward.chain(backward))]
+        let (last, n, segs) = (p.ranks as Rank - 1, p.elems, self.segments);
+        match self.collective {
+            Collective::Reduce => vec![Box::new(pass(rank, last, 0, n, segs, Action::Reduce, 0))],
+            Collective::Broadcast => vec![Box::new(pass(rank, 0, last, n, segs, Action::Copy, 0))],
+            // Add on the way up to P-1, copy the total on the way back.
+            _ => {
+                let up = pass(rank, 0, last, n, segs, Action::Reduce, 0);
+                vec![Box::new(up.chain(pass(rank, last, 0, n, segs, Action::Copy, segs as u32)))]
+            }
+        }
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        Some((cost_model::chain(p, &cost_model::Hockney::of(m)?, self.segments), EXACT))
+        let h = cost_model::Hockney::of(m)?;
+        let t = match self.collective {
+            Collective::Reduce => cost_model::chain_reduce(p, &h, self.segments),
+            Collective::Broadcast => cost_model::chain_bcast(p, &h, self.segments),
+            _ => cost_model::chain(p, &h, self.segments),
+        };
+        Some((t, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
-        p.ranks - 1
+        if self.collective == Collective::Broadcast { 0 } else { p.ranks - 1 }
     }
 }
 

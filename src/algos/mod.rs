@@ -4,6 +4,7 @@
 //! An algorithm never sees time or ports; it states, for every rank, what moves where
 //! and what waits for what. Its cost in the ideal model is in [`crate::cost_model`].
 
+mod barrier;
 mod bcube;
 mod blueconnect;
 mod butterfly;
@@ -35,6 +36,7 @@ pub use torus::MeshRing;
 pub(crate) use torus::{Grid2, MeshPlan, TorusPlan};
 pub(crate) use tree::binomial as binomial_shape;
 
+use crate::collective::Collective;
 use crate::sim::op::{Program, Rank, Region};
 use crate::topology::Topology;
 
@@ -120,7 +122,7 @@ pub struct AlgoInfo {
     pub build: fn(&mut Params) -> Result<Box<dyn Algorithm>, ParamError>,
 }
 
-/// Every algorithm that runs, in the order `list` shows them.
+/// Every allreduce algorithm, in the order `list` shows them.
 pub fn registry() -> &'static [AlgoInfo] {
     static REGISTRY: &[AlgoInfo] = &[
         star::INFO,
@@ -143,16 +145,54 @@ pub fn registry() -> &'static [AlgoInfo] {
     REGISTRY
 }
 
-/// Look an algorithm up by id.
-pub fn find(id: &str) -> Option<&'static AlgoInfo> {
-    registry().iter().find(|a| a.id == id)
+/// Every algorithm of collective `c`, in the order `list` shows them. An id names one
+/// algorithm per collective: `ring` is a ring allreduce, a ring reduce-scatter and a
+/// ring allgather, three entries.
+pub fn registry_of(c: Collective) -> &'static [AlgoInfo] {
+    static REDUCE_SCATTER: &[AlgoInfo] = &[ring::RS_INFO];
+    static ALLGATHER: &[AlgoInfo] = &[ring::AG_INFO];
+    static BROADCAST: &[AlgoInfo] = &[star::ONE_TO_ALL_INFO, tree::BCAST_INFO, chain::BCAST_INFO];
+    static REDUCE: &[AlgoInfo] = &[tree::REDUCE_INFO, chain::REDUCE_INFO];
+    static BARRIER: &[AlgoInfo] = &[barrier::ALL_TO_ALL_INFO, barrier::ALL_TO_ONE_INFO];
+    match c {
+        Collective::Allreduce => registry(),
+        Collective::ReduceScatter => REDUCE_SCATTER,
+        Collective::Allgather => ALLGATHER,
+        Collective::Broadcast => BROADCAST,
+        Collective::Reduce => REDUCE,
+        Collective::Barrier => BARRIER,
+    }
 }
 
-/// Build algorithm `id` with `params`; every parameter must be used.
-pub fn build(id: &str, mut params: Params) -> Result<Box<dyn Algorithm>, ParamError> {
-    let info = find(id).ok_or_else(|| {
-        let ids: Vec<_> = registry().iter().map(|a| a.id).collect();
-        ParamError::new(None, format!("unknown algorithm '{id}'; allowed: {}", ids.join(", ")))
+/// Look an allreduce algorithm up by id.
+pub fn find(id: &str) -> Option<&'static AlgoInfo> {
+    find_in(Collective::Allreduce, id)
+}
+
+/// Look algorithm `id` of collective `c` up.
+pub fn find_in(c: Collective, id: &str) -> Option<&'static AlgoInfo> {
+    registry_of(c).iter().find(|a| a.id == id)
+}
+
+/// Build allreduce algorithm `id` with `params`; every parameter must be used.
+pub fn build(id: &str, params: Params) -> Result<Box<dyn Algorithm>, ParamError> {
+    build_for(Collective::Allreduce, id, params)
+}
+
+/// Build algorithm `id` of collective `c` with `params`; every parameter must be used.
+/// An id unknown for `c` is an error naming the ids `c` has (and the collectives that
+/// do have this id, if any).
+pub fn build_for(c: Collective, id: &str, mut params: Params) -> Result<Box<dyn Algorithm>, ParamError> {
+    let info = find_in(c, id).ok_or_else(|| {
+        let ids: Vec<_> = registry_of(c).iter().map(|a| a.id).collect();
+        let elsewhere: Vec<_> =
+            Collective::ALL.into_iter().filter(|&o| o != c && find_in(o, id).is_some()).map(Collective::name).collect();
+        let hint = if elsewhere.is_empty() {
+            String::new()
+        } else {
+            format!(" ('{id}' is an algorithm of {}, not of {c})", elsewhere.join(", "))
+        };
+        ParamError::new(None, format!("unknown algorithm '{id}' for {c}{hint}; allowed: {}", ids.join(", ")))
     })?;
     let algo = (info.build)(&mut params)?;
     params.finish(info)?;

@@ -1,67 +1,235 @@
-//! Ring allreduce (Patarasuk & Yuan 2009; Baidu 2017): a reduce-scatter around the ring
-//! in P-1 steps, then an allgather in P-1 steps. The course report, the survey, the
-//! homework report and the ring tutorial all describe it (docs/sources.md).
+//! The ring family. A ring passes chunks to the right neighbour, P-1 steps per phase:
+//! a reduce-scatter phase adds what arrives into the chunk it passes on next, an
+//! allgather phase copies the finished chunks around (Patarasuk & Yuan 2009; Baidu
+//! 2017; the course report, the survey, the homework report and the ring tutorial:
+//! docs/sources.md).
+//!
+//! Every ring here is [`program`] over a list of [`Phase`]s:
+//! - `ring` reduce-scatter: one reduce-scatter phase; `ring` allgather: one allgather
+//!   phase; `ring` allreduce: the two in sequence, optionally cut into `segments` that
+//!   follow each other around the ring (pipelined, as `chain`'s);
+//! - `ring_segmented`: Open MPI's `ompi_coll_base_allreduce_intra_ring_segmented`: the
+//!   reduce-scatter repeated once per *phase*, each over one segment of every chunk
+//!   (segments of about `segment` bytes), then one allgather of whole chunks;
+//! - `bidirectional_ring`: two rings in opposite directions, each over half the vector,
+//!   as two concurrent streams.
 
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block};
 use crate::cost_model;
-use crate::sim::op::{Op, Program, Rank};
+use crate::sim::op::{Action, Op, Program, Rank, Region};
 
-/// Registry entry.
+/// One phase of a ring program: P-1 steps around the ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// At step k the rank at ring position q sends chunk `q + shift - 1 - k` and adds
+    /// the incoming chunk `q + shift - 2 - k` into its own; afterwards it holds the
+    /// reduction of chunk `q + shift`.
+    ReduceScatter { shift: usize },
+    /// The rank at position q starts with chunk `q + shift`; at step k it sends chunk
+    /// `q + shift - k` and receives chunk `q + shift - 1 - k`.
+    Allgather { shift: usize },
+}
+
+impl Phase {
+    /// (chunk sent, chunk received, what is done with it) at step k for position q.
+    fn step(self, q: usize, np: usize, k: usize) -> (usize, usize, Action) {
+        // `+ 2P` keeps the arithmetic unsigned (shift < P, k < P).
+        match self {
+            Phase::ReduceScatter { shift } => {
+                ((q + shift + 2 * np - 1 - k) % np, (q + shift + 2 * np - 2 - k) % np, Action::Reduce)
+            }
+            Phase::Allgather { shift } => ((q + shift + 2 * np - k) % np, (q + shift + 2 * np - 1 - k) % np, Action::Copy),
+        }
+    }
+}
+
+/// A ring's direction: `Forward` passes to rank r+1, `Backward` to rank r-1 (the rank at
+/// position q is then `-q mod P`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    /// r sends to r+1.
+    Forward,
+    /// r sends to r-1.
+    Backward,
+}
+
+impl Direction {
+    fn rank(self, q: usize, np: usize) -> Rank {
+        (match self {
+            Direction::Forward => q % np,
+            Direction::Backward => (np - q % np) % np,
+        }) as Rank
+    }
+    fn position(self, r: usize, np: usize) -> usize {
+        match self {
+            Direction::Forward => r,
+            Direction::Backward => (np - r) % np,
+        }
+    }
+}
+
+/// Rank `rank`'s ring program over `phases` (run back to back), with chunk i of the
+/// ring at `chunk(i)`, each chunk cut into `segments` pieces ([`block`]) that follow
+/// each other: a piece is passed on as soon as it has arrived (and been added), so
+/// piece j of step t waits only for piece j of step t-1 (with one segment, every step
+/// waits for the one before, the textbook ring). Tags start at `tag0`; the program ends
+/// when its last receive is done.
+pub(crate) fn program<'a>(
+    rank: Rank,
+    np: usize,
+    dir: Direction,
+    phases: &'a [Phase],
+    segments: usize,
+    tag0: u32,
+    chunk: impl Fn(usize) -> Region + Clone + Send + 'a,
+) -> impl Iterator<Item = Op> + Send + 'a {
+    let steps = if np > 1 { np - 1 } else { 0 };
+    let q = dir.position(rank as usize, np);
+    let (right, left) = (dir.rank(q + 1, np), dir.rank(q + np - 1, np));
+    let piece = move |i: usize, j: usize| {
+        let c = chunk(i);
+        let s = block(c.len, segments, j);
+        Region { buf: c.buf, offset: c.offset + s.offset, len: s.len }
+    };
+    let stages = phases.len() * steps;
+    (0..stages)
+        .flat_map(move |t| {
+            let (send, recv, action) = phases[t / steps].step(q, np, t % steps);
+            let piece = piece.clone();
+            (0..segments).flat_map(move |j| {
+                let tag = tag0 + (t * segments + j) as u32;
+                // Each stage posts `segments` receives: piece j of stage t-1 is handle
+                // (t-1) segments + j of this stream.
+                let wait = (t > 0).then(|| Op::Wait(((t - 1) * segments + j) as u32));
+                let dst = piece(recv, j);
+                wait.into_iter().chain([
+                    Op::send(right, tag, piece(send, j)),
+                    Op::Recv { from: left, tag, dst, action },
+                ])
+            })
+        })
+        .chain((stages > 0).then_some(Op::WaitAll))
+}
+
+/// The chunks of the textbook ring: the vector cut into P blocks.
+fn blocks(n: usize, np: usize) -> impl Fn(usize) -> Region + Clone + Send {
+    move |i| block(n, np, i)
+}
+
+const RS_ONLY: &[Phase] = &[Phase::ReduceScatter { shift: 0 }];
+const AG_ONLY: &[Phase] = &[Phase::Allgather { shift: 0 }];
+/// Allreduce: the reduce-scatter leaves chunk r+1 on rank r (Open MPI's and the
+/// tutorial's convention), which the allgather then starts from.
+const ALLREDUCE: &[Phase] = &[Phase::ReduceScatter { shift: 1 }, Phase::Allgather { shift: 1 }];
+
+/// Registry entry: ring allreduce.
 pub const INFO: AlgoInfo = AlgoInfo {
     id: "ring",
-    summary: "reduce-scatter then allgather around a ring, P chunks",
+    summary: "reduce-scatter then allgather around a ring, P chunks (optionally each in segments, pipelined)",
     source: "course report (Ring); survey (Ring AllReduce); homework report; ring tutorial; Patarasuk & Yuan 2009",
-    requires: "any P >= 1, any n (chunks differ by at most one element; n < P leaves empty chunks)",
-    closed_form: "2(P-1)(alpha + c/B) + (P-1) c C,  c = ceil(n/P) e",
-    params: &[],
-    build: |_| Ok(Box::new(Ring)),
+    requires: "any P >= 1, any n (chunks differ by at most one element; n < P leaves empty chunks); \
+               segments at most ceil(n/P)",
+    closed_form: "segments = 1: 2(P-1)(alpha + c/B) + (P-1) c C,  c = ceil(n/P) e; segments N (P N dividing n): \
+                  the 2(P-1) N pieces of s = c/N pass each rank's ports and compute unit in order (a recurrence); \
+                  2(P-1) N (alpha + s/B) when one NIC is never idle, s C <= (N-1)(alpha + s/B)",
+    params: &["segments=1: pieces each chunk is cut into and pipelined around the ring"],
+    build: |params| Ok(Box::new(Ring { segments: params.count("segments", 1)? })),
 };
 
-/// See the module docs.
+/// Registry entry: ring reduce-scatter.
+pub const RS_INFO: AlgoInfo = AlgoInfo {
+    id: "ring",
+    summary: "P-1 steps around a ring, each adding the incoming chunk into the one passed on next",
+    source: "the first half of the ring allreduce (Patarasuk & Yuan 2009); Open MPI reduce_scatter ring",
+    requires: "any P >= 1, any n",
+    closed_form: "(P-1)(alpha + c/B + c C),  c = ceil(n/P) e",
+    params: &[],
+    build: |_| Ok(Box::new(RingPhases { phases: RS_ONLY, id: "ring" })),
+};
+
+/// Registry entry: ring allgather.
+pub const AG_INFO: AlgoInfo = AlgoInfo {
+    id: "ring",
+    summary: "P-1 steps around a ring, each passing on the block received in the step before",
+    source: "the second half of the ring allreduce (Patarasuk & Yuan 2009); Open MPI allgather ring",
+    requires: "any P >= 1, any n",
+    closed_form: "(P-1)(alpha + c/B),  c = ceil(n/P) e",
+    params: &[],
+    build: |_| Ok(Box::new(RingPhases { phases: AG_ONLY, id: "ring" })),
+};
+
+/// Ring allreduce; see the module docs.
 #[derive(Debug)]
-pub struct Ring;
+pub struct Ring {
+    /// Pieces each chunk is pipelined in.
+    pub segments: usize,
+}
 
 impl Algorithm for Ring {
     fn id(&self) -> &'static str {
         INFO.id
     }
 
-    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
-        let (np, r, n) = (p.ranks, rank as usize, p.elems);
-        if np == 1 {
-            return vec![Box::new(std::iter::empty())];
+    fn label(&self) -> String {
+        if self.segments == 1 { INFO.id.into() } else { format!("ring(segments={})", self.segments) }
+    }
+
+    /// More segments than a largest chunk has elements would send empty pieces: refused
+    /// at the point with the allowed range, as `chain` does.
+    fn applicable(&self, p: &Problem, _m: &Machine) -> Result<(), String> {
+        let most = p.elems.div_ceil(p.ranks).max(1);
+        if self.segments > most {
+            return Err(format!(
+                "segments {} is more than the {} element(s) of a chunk; allowed here: 1 to {most}",
+                self.segments,
+                p.elems.div_ceil(p.ranks)
+            ));
         }
-        let right = ((r + 1) % np) as Rank;
-        let left = ((r + np - 1) % np) as Rank;
-        // Chunk indices are taken mod P; `+ 2P` keeps the arithmetic unsigned.
-        let chunk = move |i: usize| block(n, np, i % np);
-        // Reduce-scatter: at step k pass chunk r-k on, receive chunk r-k-1 and add it in.
-        // After P-1 steps rank r holds the full sum of chunk r+1.
-        let reduce_scatter = (0..np - 1).flat_map(move |k| {
-            let tag = k as u32;
-            [
-                Op::send(right, tag, chunk(r + 2 * np - k)),
-                Op::recv_reduce(left, tag, chunk(r + 2 * np - k - 1)),
-                Op::WaitAll,
-            ]
-        });
-        // Allgather: at step k pass the finished chunk r+1-k on, receive chunk r-k.
-        let allgather = (0..np - 1).flat_map(move |k| {
-            let tag = (np - 1 + k) as u32;
-            [
-                Op::send(right, tag, chunk(r + 2 * np + 1 - k)),
-                Op::recv_copy(left, tag, chunk(r + 2 * np - k)),
-                Op::WaitAll,
-            ]
-        });
-        vec![Box::new(reduce_scatter.chain(allgather))]
+        Ok(())
+    }
+
+    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
+        let chunk = blocks(p.elems, p.ranks);
+        vec![Box::new(program(rank, p.ranks, Direction::Forward, ALLREDUCE, self.segments, 0, chunk))]
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        Some((cost_model::ring(p, &cost_model::Hockney::of(m)?), EXACT))
+        let h = cost_model::Hockney::of(m)?;
+        if self.segments == 1 {
+            return Some((cost_model::ring(p, &h), EXACT));
+        }
+        cost_model::ring_pipelined(p, &h, self.segments).map(|t| (t, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         p.ranks - 1
+    }
+}
+
+/// A ring reduce-scatter or allgather: one phase of [`program`] over the P blocks.
+#[derive(Debug)]
+pub struct RingPhases {
+    phases: &'static [Phase],
+    id: &'static str,
+}
+
+impl Algorithm for RingPhases {
+    fn id(&self) -> &'static str {
+        self.id
+    }
+
+    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
+        let chunk = blocks(p.elems, p.ranks);
+        vec![Box::new(program(rank, p.ranks, Direction::Forward, self.phases, 1, 0, chunk))]
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let h = cost_model::Hockney::of(m)?;
+        let reduce = self.phases == RS_ONLY;
+        Some((cost_model::ring_phase(p, &h, reduce), EXACT))
+    }
+
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
+        if self.phases == RS_ONLY { p.ranks - 1 } else { 0 }
     }
 }

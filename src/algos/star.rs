@@ -1,11 +1,17 @@
-//! Star (parameter server): every rank sends its vector to rank 0, which adds them up
-//! and sends the sum back to everyone. The course report's Star; the survey's reduce+broadcast.
+//! The linear (flat-tree) algorithms: the root talks to every other rank directly.
+//! - [`gather_phase`]: every rank sends its vector to rank 0, which adds them up (or,
+//!   for a barrier, only hears from everyone);
+//! - [`one_to_all_phase`]: rank 0 sends its vector to every other rank (Gloo's
+//!   `broadcast_one_to_all`);
+//! - star allreduce (parameter server; the course report's Star, the survey's
+//!   reduce+broadcast): the first, then the second.
 
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
+use crate::collective::Collective;
 use crate::cost_model;
-use crate::sim::op::{Op, Program, Rank, Region};
+use crate::sim::op::{Action, Op, Program, Rank, Region};
 
-/// Registry entry.
+/// Registry entry: allreduce.
 pub const INFO: AlgoInfo = AlgoInfo {
     id: "star",
     summary: "reduce to a root, then broadcast from it (parameter server)",
@@ -14,39 +20,76 @@ pub const INFO: AlgoInfo = AlgoInfo {
     closed_form: "m = ceil((P-1)/k) message rounds on the root's k NICs, T = alpha + S/B: \
                   max(T + (P-1) S C, m T + (P-1-(m-1)k) S C) + m T",
     params: &[],
-    build: |_| Ok(Box::new(Star)),
+    build: |_| Ok(Box::new(Star { collective: Collective::Allreduce })),
 };
 
-/// See the module docs.
+/// Registry entry: broadcast.
+pub const ONE_TO_ALL_INFO: AlgoInfo = AlgoInfo {
+    id: "one_to_all",
+    summary: "rank 0 sends its vector to every other rank, k at a time",
+    source: "Gloo broadcast_one_to_all (Gloo's algorithm index); the second half of star",
+    requires: "any P >= 1, any n",
+    closed_form: "ceil((P-1)/k) (alpha + S/B)",
+    params: &[],
+    build: |_| Ok(Box::new(Star { collective: Collective::Broadcast })),
+};
+
+/// Star allreduce or one-to-all broadcast; see the module docs.
 #[derive(Debug)]
-pub struct Star;
+pub struct Star {
+    collective: Collective,
+}
 
 const UP: u32 = 0;
 const DOWN: u32 = 1;
 
+/// Rank `rank`'s part of a linear gather of `all` at rank 0, which `action`s what
+/// arrives (adds it in, in rank order, or copies it) and waits for all of it.
+pub(crate) fn gather_phase(rank: Rank, np: usize, all: Region, action: Action, tag: u32) -> Program<'static> {
+    if rank == 0 {
+        let take = (1..np as Rank).map(move |r| Op::Recv { from: r, tag, dst: all, action });
+        Box::new(take.chain([Op::WaitAll]))
+    } else {
+        Box::new(std::iter::once(Op::send(0, tag, all)))
+    }
+}
+
+/// Rank `rank`'s part of rank 0 sending `all` to every other rank, in rank order.
+pub(crate) fn one_to_all_phase(rank: Rank, np: usize, all: Region, tag: u32) -> Program<'static> {
+    if rank == 0 {
+        Box::new((1..np as Rank).map(move |r| Op::send(r, tag, all)))
+    } else {
+        Box::new([Op::recv_copy(0, tag, all), Op::WaitAll].into_iter())
+    }
+}
+
 impl Algorithm for Star {
     fn id(&self) -> &'static str {
-        INFO.id
+        match self.collective {
+            Collective::Broadcast => ONE_TO_ALL_INFO.id,
+            _ => INFO.id,
+        }
     }
 
     fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
-        let (np, n) = (p.ranks as Rank, p.elems);
-        let all = Region::vec(0, n);
-        if rank == 0 {
-            // The root adds the others' vectors in rank order, then sends the sum out.
-            let reduce = (1..np).map(move |r| Op::recv_reduce(r, UP, all));
-            let bcast = (1..np).map(move |r| Op::send(r, DOWN, all));
-            vec![Box::new(reduce.chain([Op::WaitAll]).chain(bcast))]
-        } else {
-            vec![Box::new([Op::send(0, UP, all), Op::recv_copy(0, DOWN, all), Op::WaitAll].into_iter())]
+        let all = Region::vec(0, p.elems);
+        let bcast = one_to_all_phase(rank, p.ranks, all, DOWN);
+        match self.collective {
+            Collective::Broadcast => vec![bcast],
+            _ => vec![Box::new(gather_phase(rank, p.ranks, all, Action::Reduce, UP).chain(bcast))],
         }
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        Some((cost_model::star(p, &cost_model::Hockney::of(m)?), EXACT))
+        let h = cost_model::Hockney::of(m)?;
+        let t = match self.collective {
+            Collective::Broadcast => cost_model::one_to_all(p, &h),
+            _ => cost_model::star(p, &h),
+        };
+        Some((t, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
-        p.ranks - 1
+        if self.collective == Collective::Broadcast { 0 } else { p.ranks - 1 }
     }
 }

@@ -1,6 +1,10 @@
-//! Binomial tree (the course report's Recursive): a binomial-tree reduce to rank 0,
-//! then a binomial-tree broadcast from it. Rank r's parent is r with its highest bit
-//! cleared; its children are `r + 2^j` for every `2^j` above r's highest bit.
+//! Binomial tree (the course report's Recursive). Rank r's parent is r with its highest
+//! bit cleared; its children are `r + 2^j` for every `2^j` above r's highest bit.
+//! - reduce to rank 0 ([`reduce_phase`]): add the children's partial sums, farthest
+//!   (smallest subtree) first, and hand the sum up;
+//! - broadcast from rank 0 ([`bcast_phase`]): take the vector from the parent, pass it
+//!   to the children, nearest (largest subtree) first;
+//! - allreduce: the reduce, then the broadcast.
 //!
 //! With `segments: N > 1` the vector is cut into N pieces that follow each other up and
 //! down the tree, pipelined as in `chain`: a rank adds its children's piece s and sends
@@ -13,8 +17,9 @@
 
 use super::chain::segments_fit;
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block, clog2};
+use crate::collective::Collective;
 use crate::cost_model;
-use crate::sim::op::{Op, Program, Rank, Region};
+use crate::sim::op::{Op, Program, Rank};
 
 /// Registry entry.
 pub const INFO: AlgoInfo = AlgoInfo {
@@ -27,18 +32,42 @@ pub const INFO: AlgoInfo = AlgoInfo {
                   segments N > 1: the pipeline recurrence (each piece's additions and hops in order) \
                   where k >= ceil(log2 P) NICs (no port is ever wanted twice), none with fewer",
     params: &["segments=1: pieces the vector is cut into and pipelined up and down the tree"],
-    build: |params| Ok(Box::new(BinomialTree { segments: params.count("segments", 1)? })),
+    build: |params| {
+        Ok(Box::new(BinomialTree { segments: params.count("segments", 1)?, collective: Collective::Allreduce }))
+    },
 };
 
-/// See the module docs.
+/// Registry entry: reduce.
+pub const REDUCE_INFO: AlgoInfo = AlgoInfo {
+    id: "binomial_tree",
+    summary: "binomial-tree reduce to rank 0 (the first half of the binomial_tree allreduce)",
+    source: "course report (Recursive); Open MPI reduce binomial; Chan et al. 2007 (minimum spanning tree)",
+    requires: "any P >= 1, any n",
+    closed_form: "log2(P) (T + R) for P a power of two, T = alpha + S/B, R = S C; otherwise the tree \
+                  recurrence with each rank's incoming NICs as servers",
+    params: &[],
+    build: |_| Ok(Box::new(BinomialTree { segments: 1, collective: Collective::Reduce })),
+};
+
+/// Registry entry: broadcast.
+pub const BCAST_INFO: AlgoInfo = AlgoInfo {
+    id: "binomial_tree",
+    summary: "binomial-tree broadcast from rank 0 (the second half of the binomial_tree allreduce)",
+    source: "course report (Recursive); Open MPI bcast binomial; Chan et al. 2007 (minimum spanning tree)",
+    requires: "any P >= 1, any n",
+    closed_form: "ceil(log2 P) (alpha + S/B) with one NIC; with k, a parent sends its children k at a time, \
+                  nearest first",
+    params: &[],
+    build: |_| Ok(Box::new(BinomialTree { segments: 1, collective: Collective::Broadcast })),
+};
+
+/// See the module docs: the allreduce, the reduce or the broadcast.
 #[derive(Debug)]
 pub struct BinomialTree {
     /// Pieces the vector is pipelined in.
     pub segments: usize,
+    collective: Collective,
 }
-
-const UP: u32 = 0;
-const DOWN: u32 = 1;
 
 /// Rank r's parent (none for 0) and its children's distances `2^j`, nearest last.
 pub(crate) fn binomial(r: usize, np: usize) -> (Option<usize>, impl DoubleEndedIterator<Item = usize> + Clone) {
@@ -62,57 +91,56 @@ impl Algorithm for BinomialTree {
     }
 
     fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
-        if self.segments > 1 {
-            return vec![pipelined(rank as usize, p, self.segments)];
+        let (r, np, n, segs) = (rank as usize, p.ranks, p.elems, self.segments);
+        match self.collective {
+            Collective::Reduce => vec![Box::new(reduce_phase(r, np, n, segs))],
+            Collective::Broadcast => vec![Box::new(bcast_phase(r, np, n, segs))],
+            _ => vec![Box::new(reduce_phase(r, np, n, segs).chain(bcast_phase(r, np, n, segs)))],
         }
-        let all = Region::vec(0, p.elems);
-        let (parent, children) = binomial(rank as usize, p.ranks);
-        // Reduce: add the children's partial sums, farthest (smallest subtree) first.
-        let reduce = children.clone().flat_map(move |c| [Op::recv_reduce(c as Rank, UP, all), Op::WaitAll]);
-        // Hand the partial sum up, get the total back down.
-        let up_down = parent
-            .into_iter()
-            .flat_map(move |q| [Op::send(q as Rank, UP, all), Op::recv_copy(q as Rank, DOWN, all), Op::WaitAll]);
-        // Broadcast: nearest child (largest subtree) first.
-        let bcast = children.rev().map(move |c| Op::send(c as Rank, DOWN, all));
-        vec![Box::new(reduce.chain(up_down).chain(bcast))]
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
-        if self.segments > 1 {
-            return Some((cost_model::binomial_tree_pipelined(p, &h, self.segments)?, EXACT));
-        }
-        Some((cost_model::binomial_tree(p, &h), EXACT))
+        let t = match self.collective {
+            Collective::Reduce => cost_model::binomial_reduce(p, &h),
+            Collective::Broadcast => cost_model::binomial_bcast(p, &h, 0.0),
+            _ if self.segments > 1 => cost_model::binomial_tree_pipelined(p, &h, self.segments)?,
+            _ => cost_model::binomial_tree(p, &h),
+        };
+        Some((t, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
-        clog2(p.ranks) as usize
+        if self.collective == Collective::Broadcast { 0 } else { clog2(p.ranks) as usize }
     }
 }
 
-/// Rank r's program with `segs > 1` pieces (see the module docs). Piece s goes up with
-/// tag `2s` and down with tag `2s + 1`.
-fn pipelined(r: usize, p: Problem, segs: usize) -> Program<'static> {
-    let n = p.elems;
+/// Rank r's part of a binomial reduce to rank 0 of n elements in `segs` pieces (one:
+/// the textbook tree): add the children's piece s, farthest (smallest subtree) first,
+/// then hand it up once the previous piece has landed. Piece s goes up with tag `2s`.
+pub(crate) fn reduce_phase(r: usize, np: usize, n: usize, segs: usize) -> impl Iterator<Item = Op> + Send {
     let seg = move |s: usize| block(n, segs, s);
-    let (parent, children) = binomial(r, p.ranks);
+    let (parent, children) = binomial(r, np);
     let up_tag = |s: usize| 2 * s as u32;
-    let down_tag = |s: usize| 2 * s as u32 + 1;
-    // Up: add the children's piece s (in the order of the unsegmented tree), then hand it
-    // on once the previous piece has landed.
-    let kids = children.clone();
-    let reduce = (0..segs).flat_map(move |s| {
-        let take = kids.clone().flat_map(move |c| [Op::recv_reduce(c as Rank, up_tag(s), seg(s)), Op::WaitAll]);
+    (0..segs).flat_map(move |s| {
+        let take = children.clone().flat_map(move |c| [Op::recv_reduce(c as Rank, up_tag(s), seg(s)), Op::WaitAll]);
         let pass = parent.map(|q| [Op::WaitSends(0), Op::send(q as Rank, up_tag(s), seg(s))]);
         take.chain(pass.into_iter().flatten())
-    });
-    // Down: take piece s from the parent, then pass it to the children, nearest first,
-    // once the previous round of sends has landed.
-    let bcast = (0..segs).flat_map(move |s| {
+    })
+}
+
+/// Rank r's part of a binomial broadcast from rank 0 of n elements in `segs` pieces:
+/// take piece s from the parent, then pass it to the children, nearest (largest
+/// subtree) first, once the previous round of sends has landed. Piece s goes down with
+/// tag `2s + 1`. (With one piece the waits for landed sends never wait: nothing is in
+/// flight by then.)
+pub(crate) fn bcast_phase(r: usize, np: usize, n: usize, segs: usize) -> impl Iterator<Item = Op> + Send {
+    let seg = move |s: usize| block(n, segs, s);
+    let (parent, children) = binomial(r, np);
+    let down_tag = |s: usize| 2 * s as u32 + 1;
+    (0..segs).flat_map(move |s| {
         let take = parent.map(|q| [Op::recv_copy(q as Rank, down_tag(s), seg(s)), Op::WaitAll]);
         let pass = children.clone().rev().map(move |c| Op::send(c as Rank, down_tag(s), seg(s)));
         take.into_iter().flatten().chain([Op::WaitSends(0)]).chain(pass)
-    });
-    Box::new(reduce.chain(bcast))
+    })
 }

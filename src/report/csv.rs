@@ -12,14 +12,14 @@ use super::{CORE_FIELDS, Exporter, PointResult, Report};
 pub struct Csv;
 
 /// The columns, in order: the fields every result has, then the others.
-pub const COLUMNS: [&str; 25] = columns();
+pub const COLUMNS: [&str; 26] = columns();
 
 /// The others, after the core fields.
 const EXTRA: [&str; 6] =
     ["closed_form_tolerance", "not_applicable", "failures", "no_closed_form", "ideal_time_s", "links_shared"];
 
-const fn columns() -> [&'static str; 25] {
-    let mut out = [""; 25];
+const fn columns() -> [&'static str; 26] {
+    let mut out = [""; 26];
     let mut i = 0;
     while i < CORE_FIELDS.len() {
         out[i] = CORE_FIELDS[i];
@@ -46,8 +46,9 @@ impl Exporter for Csv {
 }
 
 /// The cells of one result, in [`COLUMNS`] order, already quoted where needed.
-fn row(r: &PointResult) -> [String; 25] {
+fn row(r: &PointResult) -> [String; 26] {
     [
+        r.collective.name().to_string(),
         text(&r.algorithm),
         r.ranks.to_string(),
         r.bytes.to_string(),
@@ -142,7 +143,7 @@ mod tests {
         let header = text.lines().next().unwrap();
         assert_eq!(
             header,
-            "algorithm,ranks,bytes,time_s,closed_form_s,closed_form_rel_err,lower_bound_s,\
+            "collective,algorithm,ranks,bytes,time_s,closed_form_s,closed_form_rel_err,lower_bound_s,\
              efficiency,algbw_Bps,busbw_Bps,messages,bytes_sent_max,peak_buffer_bytes,\
              max_abs_error,error_bound,verified,ranks_bitwise_equal,events,wall_time_s,\
              closed_form_tolerance,not_applicable,failures,no_closed_form,ideal_time_s,links_shared"

@@ -13,13 +13,15 @@ pub use self::table::Table;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::collective::Collective;
 use crate::scenario::Scenario;
 use crate::shard::Shard;
 use crate::timeline::CriticalPath;
 
 /// The fields every result has, in the order docs/report.md lists them: the JSON names,
 /// and the first CSV columns.
-pub const CORE_FIELDS: [&str; 19] = [
+pub const CORE_FIELDS: [&str; 20] = [
+    "collective",
     "algorithm",
     "ranks",
     "bytes",
@@ -47,6 +49,10 @@ pub const CORE_FIELDS: [&str; 19] = [
 /// as NaN where the field is not optional and as `None` where it is.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PointResult {
+    /// The collective the algorithm ran (absent in reports written before there were
+    /// others: allreduce).
+    #[serde(default)]
+    pub collective: Collective,
     /// Algorithm label, with its parameters when not default (`ring_segmented(segment=262144)`).
     pub algorithm: String,
     /// P.
@@ -72,7 +78,8 @@ pub struct PointResult {
     /// `S / time`, bytes per second (nccl-tests' algbw).
     #[serde(rename = "algbw_Bps")]
     pub algbw_bps: Option<f64>,
-    /// `algbw * 2(P-1)/P` (nccl-tests' busbw).
+    /// `algbw` times nccl-tests' factor for the collective (`2(P-1)/P` for allreduce);
+    /// `None` for a barrier.
     #[serde(rename = "busbw_Bps")]
     pub busbw_bps: Option<f64>,
     /// Messages in total.

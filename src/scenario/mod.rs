@@ -13,6 +13,7 @@ pub use topo_spec::{EdgeSpec, GraphLinkSpec, GraphNodeSpec, LevelSpec, NodeKind,
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::collective::Collective;
 use crate::sim::data::{Init, ReduceOp};
 use crate::topology::{Link, Placement, RankOrder};
 
@@ -34,7 +35,8 @@ pub struct Scenario {
     pub network: NetworkSpec,
     /// The data plane.
     pub data: DataSpec,
-    /// The collective (only `allreduce` exists so far).
+    /// The collective (`collective:`); each algorithm entry runs this one unless it
+    /// names its own ([`AlgoSpec::collective`]).
     pub collective: Collective,
     /// Algorithms to run, in the order given.
     pub algorithms: Vec<AlgoSpec>,
@@ -208,14 +210,6 @@ impl NetworkSpec {
     }
 }
 
-/// `collective`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Collective {
-    /// Every rank ends with the reduction of all ranks' vectors.
-    Allreduce,
-}
-
 /// Element type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -274,11 +268,18 @@ pub struct CheckSpec {
 pub struct AlgoSpec {
     /// Algorithm id (`ring`, `butterfly`, ...).
     pub name: String,
+    /// The collective it runs: the entry's `collective:`, else the scenario's.
+    #[serde(default = "allreduce")]
+    pub collective: Collective,
     /// Parameters as written (`segment: 256KiB`), in file order.
     pub params: Vec<(String, ParamValue)>,
     /// `file:line:column` of the entry, for messages (empty when from a flag).
     #[serde(skip)]
     pub location: String,
+}
+
+fn allreduce() -> Collective {
+    Collective::Allreduce
 }
 
 /// A parameter's value as written: numbers and strings; units are parsed by the algorithm.

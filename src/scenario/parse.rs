@@ -448,8 +448,12 @@ struct RawCheck {
 const PLANNED_DTYPES: &[&str] = &["f64", "f16", "bf16"];
 
 /// Collectives that are not built yet.
-const PLANNED_COLLECTIVES: &[&str] =
-    &["allgather", "reduce_scatter", "reduce", "broadcast", "alltoall", "gather", "scatter", "barrier"];
+const PLANNED_COLLECTIVES: &[&str] = &["alltoall", "gather", "scatter"];
+
+/// Every collective by name, for [`choice`].
+fn collectives() -> Vec<(&'static str, Collective)> {
+    Collective::ALL.iter().map(|&c| (c.name(), c)).collect()
+}
 
 /// Parse scenario `text`; `file` names it in messages and gives the default name.
 ///
@@ -656,8 +660,10 @@ fn canonical(params: &[(String, ParamValue)]) -> Vec<(String, String)> {
 }
 
 /// Check one `algorithms:` entry and build it once.
-fn algo_entry(src: &Src, entry: Spanned<RawAlgo>) -> Result<AlgoSpec, ScenarioError> {
+/// `collective` is the scenario's, which an entry's own `collective:` replaces.
+fn algo_entry(src: &Src, entry: Spanned<RawAlgo>, collective: Collective) -> Result<AlgoSpec, ScenarioError> {
     let at = entry.referenced;
+    let mut collective = collective;
     // (id, where the id is, parameters, and for each parameter where its key and value are)
     let (name, name_loc, params, keys) = match entry.value {
         RawAlgo::Id(id) => (id, at, Vec::new(), Vec::new()),
@@ -682,7 +688,14 @@ fn algo_entry(src: &Src, entry: Spanned<RawAlgo>) -> Result<AlgoSpec, ScenarioEr
             let mut params = Vec::new();
             let mut keys = Vec::new();
             for (i, (k, v)) in items.iter().enumerate() {
-                if i != pos {
+                if i != pos && k.value == "collective" {
+                    let text = match &v.value {
+                        Scalar::Str(s) => s.clone(),
+                        other => other.text(),
+                    };
+                    let raw = Spanned { value: text, referenced: v.referenced, defined: v.defined };
+                    collective = choice(src, Some(&raw), "algorithms: collective", &collectives(), PLANNED_COLLECTIVES)?;
+                } else if i != pos {
                     params.push((k.value.clone(), param_value(src, &name, k, v)?));
                     keys.push((k.value.clone(), k.referenced, v.referenced));
                 }
@@ -690,7 +703,7 @@ fn algo_entry(src: &Src, entry: Spanned<RawAlgo>) -> Result<AlgoSpec, ScenarioEr
             (name, name_v.referenced, params, keys)
         }
     };
-    if let Err(e) = algos::build(&name, Params::new(params.clone())) {
+    if let Err(e) = algos::build_for(collective, &name, Params::new(params.clone())) {
         // An unknown parameter is shown at its key, a bad value at the value.
         let at_key = e.message.starts_with("unknown parameter");
         let loc = e
@@ -705,7 +718,7 @@ fn algo_entry(src: &Src, entry: Spanned<RawAlgo>) -> Result<AlgoSpec, ScenarioEr
         };
         return Err(src.err(&loc, msg));
     }
-    Ok(AlgoSpec { name, params, location: src.place(&at) })
+    Ok(AlgoSpec { name, collective, params, location: src.place(&at) })
 }
 
 fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioError> {
@@ -724,8 +737,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
         })?,
     };
 
-    let collective =
-        choice(src, r.collective.as_ref(), "collective", &[("allreduce", Collective::Allreduce)], PLANNED_COLLECTIVES)?;
+    let collective = choice(src, r.collective.as_ref(), "collective", &collectives(), PLANNED_COLLECTIVES)?;
 
     // topology
     let Some(topo) = r.topology else {
@@ -836,9 +848,12 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     let mut algo_locs: Vec<Location> = Vec::new();
     for entry in algos_raw.value {
         let at = entry.referenced;
-        let spec = algo_entry(src, entry)?;
+        let spec = algo_entry(src, entry, collective)?;
         let key = canonical(&spec.params);
-        if let Some(i) = algorithms.iter().position(|a| a.name == spec.name && canonical(&a.params) == key) {
+        if let Some(i) = algorithms
+            .iter()
+            .position(|a| a.name == spec.name && a.collective == spec.collective && canonical(&a.params) == key)
+        {
             return Err(src.err(
                 &at,
                 format!(
@@ -965,12 +980,15 @@ fn topology_kind(t: &TopologySpec) -> String {
 // ---------------------------------------------------------------------------------------
 // Flags
 
-/// The `run` flags that override the file: `--algorithms`, `--ranks`, `--sizes`, `--seed`.
+/// The `run` flags that override the file: `--collective`, `--algorithms`, `--ranks`,
+/// `--sizes`, `--seed`.
 ///
 /// Comma-separated values may come already split or not (`["ring,butterfly"]` and
 /// `["ring", "butterfly"]` are the same).
 #[derive(Clone, Debug, Default)]
 pub struct Overrides {
+    /// `--collective NAME`: the collective every entry runs instead of the file's.
+    pub collective: Option<String>,
     /// `--algorithms a,b`: ids to run instead of the file's list.
     pub algorithms: Option<Vec<String>>,
     /// `--ranks N,...`: rank counts instead of the file's.
@@ -991,7 +1009,28 @@ impl Overrides {
     ///
     /// `--algorithms`: each id that the file lists is taken with the file's parameters
     /// (every entry of that id, in file order); any other id is built with no parameters.
+    ///
+    /// `--collective`: every entry runs that collective (entries that become equal are
+    /// kept once); an entry whose id the collective does not have is an error unless
+    /// `--algorithms` replaces it.
     pub fn apply(&self, s: &mut Scenario) -> Result<(), ScenarioError> {
+        if let Some(name) = &self.collective {
+            const FLAG: &str = "--collective";
+            let c = Collective::from_name(name.trim()).ok_or_else(|| {
+                let why = if PLANNED_COLLECTIVES.contains(&name.trim()) { "is not implemented yet" } else { "is not known" };
+                ScenarioError::flag(FLAG, format!("'{name}' {why}; allowed: {}", Collective::names()))
+            })?;
+            s.collective = c;
+            let mut kept: Vec<AlgoSpec> = Vec::new();
+            for mut a in std::mem::take(&mut s.algorithms) {
+                a.collective = c;
+                let key = canonical(&a.params);
+                if !kept.iter().any(|k| k.name == a.name && canonical(&k.params) == key) {
+                    kept.push(a);
+                }
+            }
+            s.algorithms = kept;
+        }
         if let Some(values) = &self.algorithms {
             const FLAG: &str = "--algorithms";
             let mut out: Vec<AlgoSpec> = Vec::new();
@@ -1009,8 +1048,10 @@ impl Overrides {
                 seen.push(id);
                 let from_file: Vec<AlgoSpec> = s.algorithms.iter().filter(|a| a.name == id).cloned().collect();
                 if from_file.is_empty() {
-                    algos::build(id, Params::default()).map_err(|e| ScenarioError::flag(FLAG, e.message))?;
-                    out.push(AlgoSpec { name: id.to_string(), params: Vec::new(), location: String::new() });
+                    algos::build_for(s.collective, id, Params::default())
+                        .map_err(|e| ScenarioError::flag(FLAG, e.message))?;
+                    let (name, collective) = (id.to_string(), s.collective);
+                    out.push(AlgoSpec { name, collective, params: Vec::new(), location: String::new() });
                 } else {
                     out.extend(from_file);
                 }
@@ -1019,6 +1060,17 @@ impl Overrides {
                 return Err(ScenarioError::flag(FLAG, "no algorithms given".to_string()));
             }
             s.algorithms = out;
+        }
+        if self.collective.is_some() {
+            for a in &s.algorithms {
+                if let Err(e) = algos::build_for(a.collective, &a.name, Params::new(a.params.clone())) {
+                    let at = if a.location.is_empty() { String::new() } else { format!(" ({})", a.location) };
+                    return Err(ScenarioError::flag(
+                        "--collective",
+                        format!("the scenario's entry '{}'{at}: {}; pick others with --algorithms", a.name, e.message),
+                    ));
+                }
+            }
         }
         if let Some(values) = &self.ranks {
             const FLAG: &str = "--ranks";

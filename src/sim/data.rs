@@ -373,43 +373,24 @@ impl Reference {
         Reference { op, exact, abs_sum }
     }
 
-    /// Check every element of every rank's `results`.
+    /// Check every element of every rank's `results` against the reduction (an
+    /// allreduce's result): [`super::expect::check`] with every element of every rank
+    /// expected to hold it.
+    pub fn check(&self, results: &[Vec<f32>], depth: usize) -> Verification {
+        let n = self.exact.len();
+        let all = move |_| vec![(0..n, super::expect::Expect::Reduced)];
+        super::expect::check(self, results, depth, all, |_, _| f32::NAN)
+    }
+
+    /// The exact result at element `i` and the error allowed there after at most `depth`
+    /// rounded operations in sequence.
     ///
-    /// For a sum whose every element went through at most `depth` rounded additions in
-    /// sequence, Higham's bound for any summation tree holds:
+    /// For a sum, Higham's bound for any summation tree:
     /// `|fl(s) - s| <= gamma(depth) * sum |x_i|`, `gamma(d) = d u / (1 - d u)`,
     /// `u = 2^-24`. Max and min are exact in any order.
-    pub fn check(&self, results: &[Vec<f32>], depth: usize) -> Verification {
+    pub fn allowed(&self, i: usize, depth: usize) -> (f64, f64) {
         let du = depth as f64 * F32_UNIT_ROUNDOFF;
         let gamma = if self.op == ReduceOp::Sum { du / (1.0 - du) } else { 0.0 };
-        let mut out = Verification {
-            max_abs_error: 0.0,
-            error_bound: 0.0,
-            verified: true,
-            ranks_bitwise_equal: true,
-            first_violation: None,
-        };
-        for (i, (&exact, &abs)) in self.exact.iter().zip(&self.abs_sum).enumerate() {
-            let bound = gamma * abs;
-            out.error_bound = out.error_bound.max(bound);
-            for (r, v) in results.iter().enumerate() {
-                let got = v.get(i).copied().unwrap_or(f32::NAN);
-                let err = (got as f64 - exact).abs();
-                // NaN fails both comparisons: counted as an infinite error.
-                if err.is_nan() || err > out.max_abs_error {
-                    out.max_abs_error = if err.is_nan() { f64::INFINITY } else { err };
-                }
-                if err.is_nan() || err > bound {
-                    out.verified = false;
-                    out.first_violation.get_or_insert((r, i, got, exact, bound));
-                }
-            }
-        }
-        if let Some(first) = results.first() {
-            out.ranks_bitwise_equal = results
-                .iter()
-                .all(|v| v.len() == first.len() && v.iter().zip(first).all(|(a, b)| a.to_bits() == b.to_bits()));
-        }
-        out
+        (self.exact[i], gamma * self.abs_sum[i])
     }
 }

@@ -5,6 +5,7 @@
 //! engine's statistics and the final vectors.
 
 pub mod data;
+pub mod expect;
 pub mod engine;
 pub mod flow;
 pub mod op;

@@ -1,0 +1,201 @@
+//! Every collective's algorithms over the regression matrix (P = 1, 2, 3, non-powers of
+//! two; n = 0, n < P, n not divisible by P) on machines of one and two NICs: each point
+//! runs through the runner, so its data is checked against what the collective leaves on
+//! each rank ([`Collective::expected`]), and its time must equal its closed form.
+
+use allreduce_sim::collective::{Collective, Expect};
+use allreduce_sim::runner;
+use allreduce_sim::scenario::{Overrides, parse_str};
+use allreduce_sim::sim::data::{ReduceOp, Reference};
+use allreduce_sim::sim::expect;
+
+/// Machines: latency-bound, bandwidth-bound with slow compute, two NICs and free compute.
+const MACHINES: &[(&str, &str, &str, u32)] =
+    &[("1us", "100Gbps", "0.05ns", 1), ("5us", "8Gbps", "1ns", 1), ("1us", "100Gbps", "0", 2), ("0", "200Gbps", "0.2ns", 1)];
+
+/// Sizes in f32 elements: empty, fewer than P, not divisible by P, divisible.
+const ELEMS: &[usize] = &[0, 1, 2, 7, 13, 24, 60];
+
+fn scenario(coll: Collective, algos: &str, ranks: &str, m: (&str, &str, &str, u32)) -> String {
+    let sizes: Vec<String> = ELEMS.iter().map(|n| (n * 4).to_string()).collect();
+    format!(
+        "ranks: {ranks}\ncollective: {coll}\n\
+         topology: {{ link: {{ alpha: {}, bandwidth: {} }}, nics: {} }}\n\
+         compute: {{ cost_per_byte: {} }}\nalgorithms: {algos}\nsizes: [{}]\n",
+        m.0,
+        m.1,
+        m.3,
+        m.2,
+        sizes.join(", ")
+    )
+}
+
+/// Run `algos` of `coll` over the matrix: every point verified and on its closed form
+/// (the runner fails a point otherwise), and every closed form present.
+fn matrix(coll: Collective, algos: &str) {
+    for &m in MACHINES {
+        let text = scenario(coll, algos, "[1, 2, 3, 4, 5, 7, 8]", m);
+        let s = parse_str(&text, "t.yaml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let report = runner::run(&s);
+        for r in &report.results {
+            let what = format!("{coll} {} P={} S={} on {m:?}", r.algorithm, r.ranks, r.bytes);
+            assert!(r.not_applicable.is_none(), "{what}: {:?}", r.not_applicable);
+            assert!(r.passed(), "{what}: {:?}", r.failures);
+            assert_eq!(r.collective, coll);
+            assert!(r.closed_form_s.is_some(), "{what}: no closed form");
+            if coll.has_data() {
+                assert_eq!(r.verified, Some(true), "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn reduce_scatter_matrix() {
+    matrix(Collective::ReduceScatter, "[ring]");
+}
+
+#[test]
+fn allgather_matrix() {
+    matrix(Collective::Allgather, "[ring]");
+}
+
+#[test]
+fn broadcast_matrix() {
+    matrix(Collective::Broadcast, "[one_to_all, binomial_tree, chain, { name: chain, segments: 1 }]");
+}
+
+#[test]
+fn reduce_matrix() {
+    matrix(Collective::Reduce, "[binomial_tree, chain]");
+}
+
+#[test]
+fn barrier_matrix() {
+    matrix(Collective::Barrier, "[all_to_all, all_to_one]");
+}
+
+#[test]
+fn segmented_chains_keep_their_closed_forms() {
+    for &m in MACHINES {
+        for coll in [Collective::Broadcast, Collective::Reduce] {
+            let text = scenario(coll, "[{ name: chain, segments: 3 }]", "[2, 3, 5]", m)
+                .replace(&format!("sizes: [{}]", ELEMS.iter().map(|n| (n * 4).to_string()).collect::<Vec<_>>().join(", ")), "sizes: [12, 52, 240]");
+            let report = runner::run(&parse_str(&text, "t.yaml").unwrap());
+            for r in &report.results {
+                assert!(r.passed(), "{coll} {} P={} S={}: {:?}", r.algorithm, r.ranks, r.bytes, r.failures);
+                assert!(r.closed_form_s.is_some());
+            }
+        }
+    }
+}
+
+#[test]
+fn busbw_uses_the_collectives_factor() {
+    let m = MACHINES[0];
+    for (coll, algo, factor) in [
+        (Collective::ReduceScatter, "ring", 3.0 / 4.0),
+        (Collective::Allgather, "ring", 3.0 / 4.0),
+        (Collective::Broadcast, "binomial_tree", 1.0),
+        (Collective::Reduce, "chain", 1.0),
+    ] {
+        let text = scenario(coll, &format!("[{algo}]"), "4", m).replace("sizes: [0, 4, 8, 28, 52, 96, 240]", "sizes: 4KiB");
+        let r = &runner::run(&parse_str(&text, "t.yaml").unwrap()).results[0];
+        let (algbw, busbw) = (r.algbw_bps.unwrap(), r.busbw_bps.unwrap());
+        assert!((algbw - 4096.0 / r.time_s).abs() <= 1e-6 * algbw);
+        assert!((busbw / algbw - factor).abs() < 1e-12, "{coll}: {}", busbw / algbw);
+    }
+    let text = scenario(Collective::Barrier, "[all_to_all]", "4", m).replace("sizes: [0, 4, 8, 28, 52, 96, 240]", "sizes: 4KiB");
+    let r = &runner::run(&parse_str(&text, "t.yaml").unwrap()).results[0];
+    assert_eq!((r.bytes, r.busbw_bps, r.verified), (0, None, None), "a barrier moves nothing");
+}
+
+#[test]
+fn an_algorithm_of_another_collective_is_refused_by_name() {
+    let text = scenario(Collective::Broadcast, "[ring]", "4", MACHINES[0]);
+    let e = parse_str(&text, "t.yaml").unwrap_err().to_string();
+    assert!(e.contains("unknown algorithm 'ring' for broadcast"), "{e}");
+    assert!(e.contains("allowed: one_to_all, binomial_tree, chain"), "{e}");
+    assert!(e.contains("'ring' is an algorithm of allreduce, reduce_scatter, allgather"), "{e}");
+}
+
+#[test]
+fn an_entry_may_name_its_own_collective() {
+    let text = "ranks: 4\ncollective: broadcast\ntopology: { link: { alpha: 1us, bandwidth: 10Gbps } }\n\
+                algorithms: [binomial_tree, { name: binomial_tree, collective: reduce }, \
+                { name: ring, collective: allgather }]\nsizes: 4KiB\n";
+    let s = parse_str(text, "t.yaml").unwrap();
+    let colls: Vec<_> = s.algorithms.iter().map(|a| a.collective).collect();
+    assert_eq!(colls, [Collective::Broadcast, Collective::Reduce, Collective::Allgather]);
+    let report = runner::run(&s);
+    assert!(report.results.iter().all(|r| r.passed()));
+    let e = parse_str(&text.replace("collective: reduce", "collective: gather"), "t.yaml").unwrap_err().to_string();
+    assert!(e.contains("'gather' is not implemented yet"), "{e}");
+}
+
+#[test]
+fn the_collective_flag_overrides_every_entry() {
+    let text = "ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 10Gbps } }\n\
+                algorithms: [binomial_tree, chain]\nsizes: 4KiB\n";
+    let mut s = parse_str(text, "t.yaml").unwrap();
+    Overrides { collective: Some("reduce".into()), ..Default::default() }.apply(&mut s).unwrap();
+    assert_eq!(s.collective, Collective::Reduce);
+    assert!(s.algorithms.iter().all(|a| a.collective == Collective::Reduce));
+    let mut s = parse_str(text, "t.yaml").unwrap();
+    let e = Overrides { collective: Some("barrier".into()), ..Default::default() }.apply(&mut s).unwrap_err();
+    assert!(e.to_string().contains("--collective"), "{e}");
+    assert!(e.to_string().contains("allowed: all_to_all, all_to_one"), "{e}");
+    let mut s = parse_str(text, "t.yaml").unwrap();
+    Overrides {
+        collective: Some("barrier".into()),
+        algorithms: Some(vec!["all_to_one".into()]),
+        ..Default::default()
+    }
+    .apply(&mut s)
+    .unwrap();
+    assert_eq!(s.algorithms[0].name, "all_to_one");
+    let mut s = parse_str(text, "t.yaml").unwrap();
+    let e = Overrides { collective: Some("alltoall".into()), ..Default::default() }.apply(&mut s).unwrap_err();
+    assert!(e.to_string().contains("not implemented yet"), "{e}");
+}
+
+/// The check itself: what each expectation accepts and refuses.
+#[test]
+fn the_check_holds_each_rank_to_its_expectation() {
+    let inputs = vec![vec![1.0f32, 2.0, 3.0, 4.0], vec![10.0, 20.0, 30.0, 40.0]];
+    let reference = Reference::new(&inputs, ReduceOp::Sum);
+    let input = |s: usize, i: usize| inputs[s][i];
+    // Reduce-scatter on 2 ranks: rank 0 owns [0, 2), rank 1 [2, 4); the rest is free.
+    let rs = |r: usize| Collective::ReduceScatter.expected(r, 2, 4);
+    let good = vec![vec![11.0, 22.0, -1.0, -1.0], vec![7.0, 7.0, 33.0, 44.0]];
+    let v = expect::check(&reference, &good, 1, rs, input);
+    assert!(v.verified && v.ranks_bitwise_equal, "{v:?}");
+    let bad = vec![vec![11.0, 22.0, 0.0, 0.0], vec![7.0, 7.0, 33.0, 45.0]];
+    let v = expect::check(&reference, &bad, 1, rs, input);
+    assert_eq!(v.first_violation.map(|f| (f.0, f.1)), Some((1, 3)));
+    // Allgather: every rank holds rank s's block s bit for bit.
+    let ag = |r: usize| Collective::Allgather.expected(r, 2, 4);
+    let good = vec![vec![1.0, 2.0, 30.0, 40.0]; 2];
+    assert!(expect::check(&reference, &good, 1, ag, input).verified);
+    let off = vec![vec![1.0, 2.0, 30.0, 40.0], vec![1.0, 2.0, 30.0, 40.000004]];
+    let v = expect::check(&reference, &off, 1, ag, input);
+    assert!(!v.verified, "an input must arrive bit for bit");
+    // Broadcast: the root's vector everywhere.
+    let bc = |r: usize| Collective::Broadcast.expected(r, 2, 4);
+    assert!(expect::check(&reference, &vec![inputs[0].clone(); 2], 0, bc, input).verified);
+    assert!(!expect::check(&reference, &inputs, 0, bc, input).verified);
+    // Reduce: only the root is held to anything.
+    let red = |r: usize| Collective::Reduce.expected(r, 2, 4);
+    let v = expect::check(&reference, &[vec![11.0, 22.0, 33.0, 44.0], vec![0.0; 4]], 1, red, input);
+    assert!(v.verified);
+    // Allreduce: ranks that must hold the same thing hold the same bits.
+    let all = |r: usize| Collective::Allreduce.expected(r, 2, 4);
+    let sums = vec![11.0, 22.0, 33.0, 44.0];
+    let v = expect::check(&reference, &[sums.clone(), sums.clone()], 1, all, input);
+    assert!(v.verified && v.ranks_bitwise_equal);
+    let nudged = vec![11.0, 22.0, 33.0, 44.000004];
+    let v = expect::check(&reference, &[sums, nudged], 4, all, input);
+    assert!(v.verified && !v.ranks_bitwise_equal, "within the bound but not the same bits");
+    // Every expectation names ranges of the vector, none empty.
+    assert!(Collective::Allgather.expected(0, 5, 3).iter().all(|(r, e)| !r.is_empty() && matches!(e, Expect::InputOf(_))));
+}
