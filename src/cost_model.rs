@@ -111,6 +111,70 @@ pub fn ring_pipelined(p: &Problem, h: &Hockney, segments: usize) -> Option<f64> 
     Some(end)
 }
 
+/// Open MPI's segmented ring with `phases` phases, when P times the phases divide n
+/// (`None` otherwise): phase j is a ring reduce-scatter over piece j of every chunk,
+/// `(P-1)(T(s_j) + R(s_j))`, the phases one after the other on every rank, then the
+/// allgather of whole chunks, `(P-1) T(c)`. In the ideal model the phases buy nothing
+/// but alphas; in Open MPI they bound the receive buffer to one segment, which the
+/// `buffer` column shows.
+pub fn ring_segmented(p: &Problem, h: &Hockney, phases: usize) -> Option<f64> {
+    if p.ranks <= 1 {
+        return Some(0.0);
+    }
+    if !p.elems.is_multiple_of(p.ranks * phases) {
+        return None;
+    }
+    let c = p.elems / p.ranks;
+    let steps = (p.ranks - 1) as f64;
+    let reduce: f64 = (0..phases).map(|j| p.b(block(c, phases, j).len)).map(|s| steps * (h.t(s) + h.r(s))).sum();
+    Some(reduce + steps * h.t(p.b(c)))
+}
+
+/// Two rings in opposite directions over the halves of the vector, when 2P divides n
+/// (`None` otherwise). The machine is symmetric, so every rank does the same thing at
+/// the same time, and one rank's k ports and one compute unit tell the whole story:
+/// each ring's 2(P-1) sends of `h = S/(2P)`, step t issued once step t-1 arrived (and,
+/// in the reduce-scatter, was added), taken by the ports in issue order (the forward
+/// ring first at a tie, as its stream runs first) and added in arrival order. With two
+/// NICs and C = 0 that is `2(P-1) T(h)`; with one NIC and C = 0 the two rings take
+/// turns on the port, `4(P-1) T(h)`.
+///
+/// With several NICs and C > 0 there is none: the two halves reach a rank at the same
+/// instant, which one is added first follows the senders' ranks, so ranks fall out of
+/// step with each other and the symmetry this recurrence rests on is gone.
+pub fn bidirectional_ring(p: &Problem, h: &Hockney) -> Option<f64> {
+    let np = p.ranks;
+    if np <= 1 {
+        return Some(0.0);
+    }
+    if !p.elems.is_multiple_of(2 * np) || (h.nics > 1 && h.c > 0.0) {
+        return None;
+    }
+    let s = p.b(p.elems / (2 * np));
+    let (t, r) = (h.t(s), h.r(s));
+    let stages = 2 * (np - 1);
+    let mut ports = vec![0.0f64; h.nics as usize];
+    let (mut next, mut issue) = ([0usize; 2], [0.0f64; 2]);
+    let (mut compute, mut end) = (0.0f64, 0.0f64);
+    while next[0] < stages || next[1] < stages {
+        // The next send in issue order; the forward ring (0) first at a tie.
+        let x = if next[1] >= stages || (next[0] < stages && issue[0] <= issue[1]) { 0 } else { 1 };
+        let port = (0..ports.len()).min_by(|&a, &b| ports[a].total_cmp(&ports[b])).unwrap_or(0);
+        let arrive = issue[x].max(ports[port]) + t;
+        ports[port] = arrive;
+        let done = if next[x] < np - 1 {
+            compute = compute.max(arrive) + r;
+            compute
+        } else {
+            arrive
+        };
+        issue[x] = done;
+        next[x] += 1;
+        end = end.max(done);
+    }
+    Some(end)
+}
+
 /// Star: the root's k incoming NICs take the P-1 vectors in `m = ceil((P-1)/k)`
 /// rounds of `T = T(S)`; its one compute unit adds them one by one (`R = R(S)` each),
 /// so the reduce ends at `max_j (arrival_j + (P - j) R)`, which is largest for the

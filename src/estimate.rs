@@ -19,6 +19,7 @@
 //!   per message.
 
 use crate::algos::Params;
+use crate::collective::Collective;
 use crate::runner::Point;
 use crate::scenario::units::fmt_bytes;
 use crate::scenario::{DataMode, Scenario};
@@ -69,13 +70,21 @@ fn messages(s: &Scenario, pt: &Point, elems: u64) -> (u64, bool) {
     let mut params = Params::new(spec.params.clone());
     let pow2 = p.is_power_of_two();
     let lg = log2_ceil(p);
+    let segs = |params: &mut Params| (params.count("segments", 1).unwrap_or(1) as u64).min(elems.max(1));
+    if spec.collective != Collective::Allreduce {
+        // Every one of these is a single phase of its allreduce namesake, or a barrier.
+        return match spec.name.as_str() {
+            "ring" | "all_to_all" => (p.saturating_mul(pm1), true),
+            "chain" => (pm1.saturating_mul(segs(&mut params)), true),
+            "all_to_one" => (pm1.saturating_mul(2), true),
+            "one_to_all" | "binomial_tree" => (pm1, true),
+            _ => (p.saturating_mul(pm1).saturating_mul(4).max(4), false),
+        };
+    }
     match spec.name.as_str() {
         "star" | "binomial_tree" => (pm1.saturating_mul(2), true),
-        "ring" => (p.saturating_mul(pm1).saturating_mul(2), true),
-        "chain" => {
-            let segs = params.count("segments", 1).unwrap_or(1) as u64;
-            (pm1.saturating_mul(2).saturating_mul(segs.min(elems.max(1))), true)
-        }
+        "ring" => (p.saturating_mul(pm1).saturating_mul(2).saturating_mul(segs(&mut params)), true),
+        "chain" => (pm1.saturating_mul(2).saturating_mul(segs(&mut params)), true),
         // Pairwise exchanges, plus the folds of a P that is not a power of two.
         "butterfly" => (p.saturating_mul(lg).saturating_add(if pow2 { 0 } else { 2 * p }), pow2),
         "halving_doubling" => {

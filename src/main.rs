@@ -9,12 +9,12 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use allreduce_sim::algos;
+use allreduce_sim::collective::Collective;
 use allreduce_sim::estimate;
 use allreduce_sim::explain;
 use allreduce_sim::plots;
 use allreduce_sim::report::{Csv, Exporter, Json, Report, Table};
 use allreduce_sim::runner;
-use allreduce_sim::collective::Collective;
 use allreduce_sim::scenario::{self, Overrides, ParamValue, Scenario};
 use allreduce_sim::shard::{self, Shard};
 use allreduce_sim::timeline::trace;

@@ -368,13 +368,8 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     // A barrier moves nothing, whatever the sweep's size.
     let bytes = if collective.has_data() { pt.bytes } else { 0 };
     let p = Problem { ranks: pt.ranks, elems: (bytes / e as u64) as usize, elem_bytes: e };
-    let mut res = PointResult {
-        collective,
-        algorithm: spec.name.clone(),
-        ranks: pt.ranks,
-        bytes,
-        ..PointResult::default()
-    };
+    let mut res =
+        PointResult { collective, algorithm: spec.name.clone(), ranks: pt.ranks, bytes, ..PointResult::default() };
     // The scenario was validated, so these only fail on an internal error; report it
     // as a failed point rather than panic.
     let algo: Box<dyn Algorithm> = match algos::build_for(collective, &spec.name, Params::new(spec.params.clone())) {

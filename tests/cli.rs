@@ -82,10 +82,10 @@ fn flags_override_the_file() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     let rows: Vec<_> = text.lines().collect();
-    assert!(rows[0].starts_with("algorithm,ranks,bytes,time_s,closed_form_s"));
+    assert!(rows[0].starts_with("collective,algorithm,ranks,bytes,time_s,closed_form_s"));
     assert_eq!(rows.len(), 1 + 4);
-    assert!(rows[1].starts_with("ring,4,1048576,"));
-    assert!(rows[2].starts_with("halving_doubling,4,1048576,"));
+    assert!(rows[1].starts_with("allreduce,ring,4,1048576,"));
+    assert!(rows[2].starts_with("allreduce,halving_doubling,4,1048576,"));
 }
 
 #[test]

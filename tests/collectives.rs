@@ -1,23 +1,33 @@
-//! Every collective's algorithms over the regression matrix (P = 1, 2, 3, non-powers of
+//! Every collective's algorithms, and the ring family, over the regression matrix (P = 1, 2, 3, non-powers of
 //! two; n = 0, n < P, n not divisible by P) on machines of one and two NICs: each point
 //! runs through the runner, so its data is checked against what the collective leaves on
 //! each rank ([`Collective::expected`]), and its time must equal its closed form.
 
 use allreduce_sim::collective::{Collective, Expect};
+use allreduce_sim::report::PointResult;
 use allreduce_sim::runner;
 use allreduce_sim::scenario::{Overrides, parse_str};
 use allreduce_sim::sim::data::{ReduceOp, Reference};
 use allreduce_sim::sim::expect;
 
 /// Machines: latency-bound, bandwidth-bound with slow compute, two NICs and free compute.
-const MACHINES: &[(&str, &str, &str, u32)] =
-    &[("1us", "100Gbps", "0.05ns", 1), ("5us", "8Gbps", "1ns", 1), ("1us", "100Gbps", "0", 2), ("0", "200Gbps", "0.2ns", 1)];
+const MACHINES: &[(&str, &str, &str, u32)] = &[
+    ("1us", "100Gbps", "0.05ns", 1),
+    ("5us", "8Gbps", "1ns", 1),
+    ("1us", "100Gbps", "0", 2),
+    ("0", "200Gbps", "0.2ns", 1),
+];
 
 /// Sizes in f32 elements: empty, fewer than P, not divisible by P, divisible.
 const ELEMS: &[usize] = &[0, 1, 2, 7, 13, 24, 60];
 
 fn scenario(coll: Collective, algos: &str, ranks: &str, m: (&str, &str, &str, u32)) -> String {
-    let sizes: Vec<String> = ELEMS.iter().map(|n| (n * 4).to_string()).collect();
+    scenario_of(coll, algos, ranks, ELEMS, m)
+}
+
+/// A scenario of `algos` running `coll` on machine `m`, sizes in elements.
+fn scenario_of(coll: Collective, algos: &str, ranks: &str, elems: &[usize], m: (&str, &str, &str, u32)) -> String {
+    let sizes: Vec<String> = elems.iter().map(|n| (n * 4).to_string()).collect();
     format!(
         "ranks: {ranks}\ncollective: {coll}\n\
          topology: {{ link: {{ alpha: {}, bandwidth: {} }}, nics: {} }}\n\
@@ -79,8 +89,7 @@ fn barrier_matrix() {
 fn segmented_chains_keep_their_closed_forms() {
     for &m in MACHINES {
         for coll in [Collective::Broadcast, Collective::Reduce] {
-            let text = scenario(coll, "[{ name: chain, segments: 3 }]", "[2, 3, 5]", m)
-                .replace(&format!("sizes: [{}]", ELEMS.iter().map(|n| (n * 4).to_string()).collect::<Vec<_>>().join(", ")), "sizes: [12, 52, 240]");
+            let text = scenario_of(coll, "[{ name: chain, segments: 3 }]", "[2, 3, 5]", &[3, 13, 60], m);
             let report = runner::run(&parse_str(&text, "t.yaml").unwrap());
             for r in &report.results {
                 assert!(r.passed(), "{coll} {} P={} S={}: {:?}", r.algorithm, r.ranks, r.bytes, r.failures);
@@ -99,13 +108,13 @@ fn busbw_uses_the_collectives_factor() {
         (Collective::Broadcast, "binomial_tree", 1.0),
         (Collective::Reduce, "chain", 1.0),
     ] {
-        let text = scenario(coll, &format!("[{algo}]"), "4", m).replace("sizes: [0, 4, 8, 28, 52, 96, 240]", "sizes: 4KiB");
+        let text = scenario_of(coll, &format!("[{algo}]"), "4", &[1024], m);
         let r = &runner::run(&parse_str(&text, "t.yaml").unwrap()).results[0];
         let (algbw, busbw) = (r.algbw_bps.unwrap(), r.busbw_bps.unwrap());
         assert!((algbw - 4096.0 / r.time_s).abs() <= 1e-6 * algbw);
         assert!((busbw / algbw - factor).abs() < 1e-12, "{coll}: {}", busbw / algbw);
     }
-    let text = scenario(Collective::Barrier, "[all_to_all]", "4", m).replace("sizes: [0, 4, 8, 28, 52, 96, 240]", "sizes: 4KiB");
+    let text = scenario_of(Collective::Barrier, "[all_to_all]", "4", &[1024], m);
     let r = &runner::run(&parse_str(&text, "t.yaml").unwrap()).results[0];
     assert_eq!((r.bytes, r.busbw_bps, r.verified), (0, None, None), "a barrier moves nothing");
 }
@@ -146,13 +155,9 @@ fn the_collective_flag_overrides_every_entry() {
     assert!(e.to_string().contains("--collective"), "{e}");
     assert!(e.to_string().contains("allowed: all_to_all, all_to_one"), "{e}");
     let mut s = parse_str(text, "t.yaml").unwrap();
-    Overrides {
-        collective: Some("barrier".into()),
-        algorithms: Some(vec!["all_to_one".into()]),
-        ..Default::default()
-    }
-    .apply(&mut s)
-    .unwrap();
+    Overrides { collective: Some("barrier".into()), algorithms: Some(vec!["all_to_one".into()]), ..Default::default() }
+        .apply(&mut s)
+        .unwrap();
     assert_eq!(s.algorithms[0].name, "all_to_one");
     let mut s = parse_str(text, "t.yaml").unwrap();
     let e = Overrides { collective: Some("alltoall".into()), ..Default::default() }.apply(&mut s).unwrap_err();
@@ -197,5 +202,110 @@ fn the_check_holds_each_rank_to_its_expectation() {
     let v = expect::check(&reference, &[sums, nudged], 4, all, input);
     assert!(v.verified && !v.ranks_bitwise_equal, "within the bound but not the same bits");
     // Every expectation names ranges of the vector, none empty.
-    assert!(Collective::Allgather.expected(0, 5, 3).iter().all(|(r, e)| !r.is_empty() && matches!(e, Expect::InputOf(_))));
+    assert!(
+        Collective::Allgather.expected(0, 5, 3).iter().all(|(r, e)| !r.is_empty() && matches!(e, Expect::InputOf(_)))
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// The ring family: `ring` with `segments`, Open MPI's `ring_segmented` and
+// `bidirectional_ring`, allreduce. Every point is verified and, where it has a closed
+// form, on it (the runner fails the point otherwise); the closed form is also required
+// wherever the algorithm's docs promise one.
+
+/// More machines: the ring family's closed forms depend on which of T and R is larger.
+const RING_MACHINES: &[(&str, &str, &str, u32)] = &[
+    ("1us", "100Gbps", "0.05ns", 1),
+    ("5us", "8Gbps", "1ns", 1),
+    ("1us", "100Gbps", "0", 2),
+    ("0", "200Gbps", "0.2ns", 1),
+    ("2us", "50Gbps", "0", 1),
+    ("1us", "50Gbps", "0.5ns", 2),
+];
+
+fn run(algos: &str, ranks: &str, elems: &[usize], m: (&str, &str, &str, u32)) -> Vec<PointResult> {
+    let text = scenario_of(Collective::Allreduce, algos, ranks, elems, m);
+    let s = parse_str(&text, "t.yaml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+    runner::run(&s).results
+}
+
+fn check(r: &PointResult, m: (&str, &str, &str, u32), want_closed: bool) {
+    let what = format!("{} P={} S={} on {m:?}", r.algorithm, r.ranks, r.bytes);
+    assert!(r.passed(), "{what}: {:?}", r.failures);
+    if r.not_applicable.is_none() {
+        assert_eq!(r.verified, Some(true), "{what}");
+        if want_closed {
+            assert!(r.closed_form_s.is_some(), "{what}: no closed form");
+        }
+    }
+}
+
+#[test]
+fn ring_segments_are_verified_and_exact_where_chunks_divide() {
+    for &m in RING_MACHINES {
+        let res = run(
+            "[ring, { name: ring, segments: 2 }, { name: ring, segments: 3 }]",
+            "[1, 2, 3, 4, 5]",
+            &[0, 1, 7, 12, 30, 60, 120],
+            m,
+        );
+        for r in &res {
+            let segs = if r.algorithm == "ring" {
+                1
+            } else {
+                r.algorithm.trim_end_matches(')').rsplit('=').next().unwrap().parse().unwrap()
+            };
+            let n = r.bytes as usize / 4;
+            check(r, m, n.is_multiple_of(r.ranks * segs));
+        }
+    }
+}
+
+#[test]
+fn ring_segments_beyond_a_chunk_are_refused_at_the_point() {
+    let res = run("[{ name: ring, segments: 4 }]", "4", &[8], RING_MACHINES[0]);
+    let why = res[0].not_applicable.as_deref().unwrap_or_default();
+    assert!(why.contains("allowed here: 1 to 2"), "{why}");
+}
+
+#[test]
+fn ring_segmented_follows_open_mpi() {
+    for &m in RING_MACHINES {
+        let res = run(
+            "[ring_segmented, { name: ring_segmented, segment: 8 }, { name: ring_segmented, segment: 12 }]",
+            "[1, 2, 3, 4, 5]",
+            &[0, 1, 7, 12, 30, 60, 120],
+            m,
+        );
+        for r in &res {
+            check(r, m, false);
+        }
+    }
+    // Open MPI's phase rule, on 3 ranks in segments of 4 elements (rounds of 12): 60
+    // elements make 5 phases; a remainder of 4 is at least P but not above half a round
+    // (still 5), one of 7 is (6), one of 2 is not even P (5); fewer than 12: the plain ring.
+    let seg = allreduce_sim::algos::RingSegmented { segment: 16 };
+    assert_eq!([60, 64, 67, 62, 11].map(|n| seg.phases(3, n, 4)), [5, 5, 6, 5, 1]);
+}
+
+#[test]
+fn ring_segmented_has_its_closed_form_where_phases_divide() {
+    for &m in RING_MACHINES {
+        // 4 ranks, segments of 2 elements: 24 elements make 3 phases of 2-element pieces.
+        for r in &run("[{ name: ring_segmented, segment: 8 }]", "[2, 4]", &[24, 48], m) {
+            check(r, m, true);
+        }
+    }
+}
+
+#[test]
+fn bidirectional_ring_is_verified_and_exact_where_halves_divide() {
+    for &m in RING_MACHINES {
+        let res = run("[bidirectional_ring]", "[1, 2, 3, 4, 5, 8]", &[0, 1, 7, 16, 30, 48, 80, 240], m);
+        for r in &res {
+            let n = r.bytes as usize / 4;
+            let contended = m.3 > 1 && m.2 != "0";
+            check(r, m, n.is_multiple_of(2 * r.ranks) && !contended);
+        }
+    }
 }

@@ -7,6 +7,7 @@
 //! without a line in the docs fails this test.
 
 use allreduce_sim::algos::{self, Params};
+use allreduce_sim::collective::Collective;
 use allreduce_sim::report::{CORE_FIELDS, LinkReport, LinkUse, PointResult};
 use allreduce_sim::scenario::{ParamValue, parse_str};
 
@@ -131,14 +132,17 @@ fn every_scenario_key_and_value_is_in_the_scenario_doc() {
 #[test]
 fn every_algorithm_and_parameter_is_in_the_scenario_doc() {
     let text = doc("scenario.md");
-    for info in algos::registry() {
+    for c in Collective::ALL {
+        assert_documented(&text, "docs/scenario.md", "collectives", &[c.name().to_string()]);
+    }
+    for (c, info) in Collective::ALL.into_iter().flat_map(|c| algos::registry_of(c).iter().map(move |i| (c, i))) {
         assert_documented(&text, "docs/scenario.md", "algorithm ids", &[info.id.to_string()]);
         for p in info.params {
             let name = p.split(['=', ':']).next().unwrap_or(p).trim();
             assert_documented(&text, "docs/scenario.md", &format!("parameters of {}", info.id), &[name.to_string()]);
             // A parameter with a closed set of values names them when given another.
             let bogus = Params::new(vec![(name.to_string(), ParamValue::Str("bogus".into()))]);
-            if let Err(e) = algos::build(info.id, bogus)
+            if let Err(e) = algos::build_for(c, info.id, bogus)
                 && let Some((_, rest)) = e.message.split_once("must be one of ")
             {
                 let list = rest.split(", not").next().unwrap_or("");

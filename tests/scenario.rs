@@ -345,9 +345,9 @@ fn not_implemented_yet() {
     err_at(&format!("{MINIMAL}data: {{ init: zeros }}\n"), 6, &["data.init", "allowed: random, rank, ones"]);
     err_at(&format!("{MINIMAL}data: {{ mode: half }}\n"), 6, &["data.mode", "allowed: full, sample, off"]);
     err_at(
-        &format!("{MINIMAL}collective: allgather\n"),
+        &format!("{MINIMAL}collective: alltoall\n"),
         6,
-        &["collective: 'allgather' is not implemented yet; allowed: allreduce"],
+        &["collective: 'alltoall' is not implemented yet; allowed: allreduce, reduce_scatter, allgather"],
     );
     err_at(&format!("{MINIMAL}collective: allreduse\n"), 6, &["'allreduse' is not known", "allowed: allreduce"]);
 }
@@ -394,6 +394,7 @@ fn strings(v: &[&str]) -> Vec<String> {
 fn overrides_replace_the_file() {
     let mut s = ok(FULL);
     Overrides {
+        collective: None,
         algorithms: Some(strings(&["star", "chain"])),
         ranks: Some(vec![2, 3]),
         sizes: Some(strings(&["8KiB", "1MB"])),
@@ -433,7 +434,7 @@ fn bad_overrides_name_the_flag() {
     let cases: Vec<(Overrides, &[&str])> = vec![
         (
             Overrides { algorithms: Some(strings(&["ring", "rign"])), ..Default::default() },
-            &["--algorithms: unknown algorithm 'rign'; allowed: ", "ring"],
+            &["--algorithms: unknown algorithm 'rign' for allreduce; allowed: ", "ring"],
         ),
         (Overrides { algorithms: Some(strings(&["ring,,star"])), ..Default::default() }, &["--algorithms: empty"]),
         (

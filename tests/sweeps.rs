@@ -263,8 +263,11 @@ fn explain_ring_shows_its_steps() {
         );
     }
     assert!(text.contains("24 messages in 6 steps, 12 reductions"), "{text}");
-    assert!(text.contains("closed form:  2(P-1)(alpha + c/B) + (P-1) c C"), "{text}");
-    assert!(text.contains("filled in:    2(4-1)(1e-6 + c/1.25e10) + (4-1) c 5e-11,  c = ceil(256/4) 4"), "{text}");
+    assert!(text.contains("closed form:  segments = 1: 2(P-1)(alpha + c/B) + (P-1) c C"), "{text}");
+    assert!(
+        text.contains("filled in:    segments = 1: 2(4-1)(1e-6 + c/1.25e10) + (4-1) c 5e-11,  c = ceil(256/4) 4"),
+        "{text}"
+    );
     assert!(text.contains("within tolerance"), "{text}");
 }
 
@@ -275,7 +278,7 @@ fn explain_refuses_bad_input() {
         (vec!["explain", "ring", "--ranks", "0"], "--ranks must be between 1 and 256"),
         (vec!["explain", "ring", "--size", "6"], "multiple of 4 bytes"),
         (vec!["explain", "ring", "--alpha", "fast"], "--alpha"),
-        (vec!["explain", "ring", "--param", "segments=4"], "unknown parameter 'segments'"),
+        (vec!["explain", "ring", "--param", "segment=4"], "unknown parameter 'segment'"),
     ] {
         refused(cli().args(&args), says);
     }

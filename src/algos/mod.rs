@@ -31,6 +31,7 @@ pub use hierarchical_ring::GroupMethod;
 pub(crate) use hierarchical_ring::plan as hr_plan;
 pub use params::{ParamError, Params};
 pub(crate) use ring_chunked::chunk_elems as ring_chunk_elems;
+pub use ring::RingSegmented;
 pub(crate) use stepped::time as stepped_time;
 pub use torus::MeshRing;
 pub(crate) use torus::{Grid2, MeshPlan, TorusPlan};
@@ -130,6 +131,8 @@ pub fn registry() -> &'static [AlgoInfo] {
         tree::INFO,
         butterfly::INFO,
         ring::INFO,
+        ring::SEGMENTED_INFO,
+        ring::BIDIRECTIONAL_INFO,
         halving_doubling::INFO,
         hierarchical_ring::INFO,
         blueconnect::INFO,

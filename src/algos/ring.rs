@@ -38,7 +38,9 @@ impl Phase {
             Phase::ReduceScatter { shift } => {
                 ((q + shift + 2 * np - 1 - k) % np, (q + shift + 2 * np - 2 - k) % np, Action::Reduce)
             }
-            Phase::Allgather { shift } => ((q + shift + 2 * np - k) % np, (q + shift + 2 * np - 1 - k) % np, Action::Copy),
+            Phase::Allgather { shift } => {
+                ((q + shift + 2 * np - k) % np, (q + shift + 2 * np - 1 - k) % np, Action::Copy)
+            }
         }
     }
 }
@@ -72,8 +74,10 @@ impl Direction {
 /// ring at `chunk(i)`, each chunk cut into `segments` pieces ([`block`]) that follow
 /// each other: a piece is passed on as soon as it has arrived (and been added), so
 /// piece j of step t waits only for piece j of step t-1 (with one segment, every step
-/// waits for the one before, the textbook ring). Tags start at `tag0`; the program ends
-/// when its last receive is done.
+/// waits for the one before, the textbook ring). Tags start at `tag0`; `handle0` is the
+/// number of receives the stream posted before (the handle of this program's first);
+/// the program ends when its last receive is done.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn program<'a>(
     rank: Rank,
     np: usize,
@@ -81,6 +85,7 @@ pub(crate) fn program<'a>(
     phases: &'a [Phase],
     segments: usize,
     tag0: u32,
+    handle0: u32,
     chunk: impl Fn(usize) -> Region + Clone + Send + 'a,
 ) -> impl Iterator<Item = Op> + Send + 'a {
     let steps = if np > 1 { np - 1 } else { 0 };
@@ -99,13 +104,11 @@ pub(crate) fn program<'a>(
             (0..segments).flat_map(move |j| {
                 let tag = tag0 + (t * segments + j) as u32;
                 // Each stage posts `segments` receives: piece j of stage t-1 is handle
-                // (t-1) segments + j of this stream.
-                let wait = (t > 0).then(|| Op::Wait(((t - 1) * segments + j) as u32));
+                // (t-1) segments + j of this program.
+                let wait = (t > 0).then(|| Op::Wait(handle0 + ((t - 1) * segments + j) as u32));
                 let dst = piece(recv, j);
-                wait.into_iter().chain([
-                    Op::send(right, tag, piece(send, j)),
-                    Op::Recv { from: left, tag, dst, action },
-                ])
+                wait.into_iter()
+                    .chain([Op::send(right, tag, piece(send, j)), Op::Recv { from: left, tag, dst, action }])
             })
         })
         .chain((stages > 0).then_some(Op::WaitAll))
@@ -190,7 +193,7 @@ impl Algorithm for Ring {
 
     fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
         let chunk = blocks(p.elems, p.ranks);
-        vec![Box::new(program(rank, p.ranks, Direction::Forward, ALLREDUCE, self.segments, 0, chunk))]
+        vec![Box::new(program(rank, p.ranks, Direction::Forward, ALLREDUCE, self.segments, 0, 0, chunk))]
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
@@ -220,7 +223,7 @@ impl Algorithm for RingPhases {
 
     fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
         let chunk = blocks(p.elems, p.ranks);
-        vec![Box::new(program(rank, p.ranks, Direction::Forward, self.phases, 1, 0, chunk))]
+        vec![Box::new(program(rank, p.ranks, Direction::Forward, self.phases, 1, 0, 0, chunk))]
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
@@ -231,5 +234,142 @@ impl Algorithm for RingPhases {
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         if self.phases == RS_ONLY { p.ranks - 1 } else { 0 }
+    }
+}
+
+/// Registry entry: Open MPI's segmented ring.
+pub const SEGMENTED_INFO: AlgoInfo = AlgoInfo {
+    id: "ring_segmented",
+    summary: "Open MPI's segmented ring: the reduce-scatter once per phase over one segment of every chunk, \
+              then one allgather",
+    source: "survey (Segmented Ring); Open MPI ompi_coll_base_allreduce_intra_ring_segmented",
+    requires: "any P >= 1, any n; as in Open MPI, a vector of fewer than P segments runs the plain ring",
+    closed_form: "phases m (Open MPI's rule from segment), s_j = the j-th of m pieces of c = ceil(n/P) e: \
+                  sum_j (P-1)(alpha + s_j/B + s_j C) + (P-1)(alpha + c/B) when P m divides n; otherwise none",
+    params: &["segment=1MiB: bytes per segment (Open MPI's segsize); sets the number of phases"],
+    build: |params| {
+        let segment = params.size("segment")?.unwrap_or(1 << 20);
+        Ok(Box::new(RingSegmented { segment }))
+    },
+};
+
+/// Open MPI's `ring_segmented`; see the module docs.
+#[derive(Debug)]
+pub struct RingSegmented {
+    /// Bytes per segment (Open MPI's `segsize`).
+    pub segment: u64,
+}
+
+impl RingSegmented {
+    /// Open MPI's number of phases for `n` elements of `e` bytes on `np` ranks: segments
+    /// of `segment / e` elements (the whole vector when the segment is smaller than an
+    /// element or not smaller than the vector); one phase (the plain ring) when the
+    /// vector has fewer than P segments; else `n / (P segcount)`, one more when the
+    /// remainder is at least P elements and more than half a round of segments.
+    pub fn phases(&self, np: usize, n: usize, e: usize) -> usize {
+        let e64 = e as u64;
+        let segcount =
+            if self.segment >= e64 && self.segment < e64 * n as u64 { (self.segment / e64) as usize } else { n };
+        let round = np * segcount;
+        if n < round || round == 0 {
+            return 1;
+        }
+        let rest = n % round;
+        n / round + usize::from(rest >= np && rest > round / 2)
+    }
+}
+
+impl Algorithm for RingSegmented {
+    fn id(&self) -> &'static str {
+        SEGMENTED_INFO.id
+    }
+
+    fn label(&self) -> String {
+        if self.segment == 1 << 20 {
+            SEGMENTED_INFO.id.into()
+        } else {
+            format!("ring_segmented(segment={})", self.segment)
+        }
+    }
+
+    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
+        let (np, n) = (p.ranks, p.elems);
+        let phases = self.phases(np, n, p.elem_bytes);
+        let steps = np.saturating_sub(1) as u32;
+        // Phase j runs the reduce-scatter over piece j of every chunk.
+        let reduce = (0..phases).flat_map(move |j| {
+            let piece = move |i: usize| {
+                let c = block(n, np, i);
+                let s = block(c.len, phases, j);
+                Region::vec(c.offset + s.offset, s.len)
+            };
+            // Phase j's receives and tags follow the j phases before, `steps` each.
+            let base = j as u32 * steps;
+            program(rank, np, Direction::Forward, &ALLREDUCE[..1], 1, base, base, piece)
+        });
+        let base = phases as u32 * steps;
+        let gather = program(rank, np, Direction::Forward, &ALLREDUCE[1..], 1, base, base, blocks(n, np));
+        vec![Box::new(reduce.chain(gather))]
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let h = cost_model::Hockney::of(m)?;
+        let phases = self.phases(p.ranks, p.elems, p.elem_bytes);
+        cost_model::ring_segmented(p, &h, phases).map(|t| (t, EXACT))
+    }
+
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
+        p.ranks - 1
+    }
+}
+
+/// Registry entry: two rings in opposite directions.
+pub const BIDIRECTIONAL_INFO: AlgoInfo = AlgoInfo {
+    id: "bidirectional_ring",
+    summary: "two rings in opposite directions, each allreducing half the vector, as two concurrent streams",
+    source: "ring tutorial (two counter-rotating rings); NCCL's rings in both directions",
+    requires: "any P >= 1, any n",
+    closed_form: "2P dividing n, half chunks h = S/(2P), T = alpha + h/B, R = h C, one NIC or C = 0: the two \
+                  rings' steps on each rank's ports and one compute unit, in issue order (a recurrence); 2 NICs, \
+                  C = 0: 2(P-1)(alpha + S/(2PB)), half the ring's bandwidth term; 1 NIC, C = 0: \
+                  4(P-1)(alpha + S/(2PB)), no gain and twice the alphas; otherwise none",
+    params: &[],
+    build: |_| Ok(Box::new(BidirectionalRing)),
+};
+
+/// Two rings in opposite directions; see the module docs.
+#[derive(Debug)]
+pub struct BidirectionalRing;
+
+/// Tags of the backward ring start here, clear of the forward ring's 2(P-1).
+const BACKWARD_TAGS: u32 = 1 << 30;
+
+impl Algorithm for BidirectionalRing {
+    fn id(&self) -> &'static str {
+        BIDIRECTIONAL_INFO.id
+    }
+
+    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
+        let (np, n) = (p.ranks, p.elems);
+        let half = move |h: usize| {
+            let part = block(n, 2, h);
+            move |i: usize| {
+                let c = block(part.len, np, i);
+                Region::vec(part.offset + c.offset, c.len)
+            }
+        };
+        vec![
+            Box::new(program(rank, np, Direction::Forward, ALLREDUCE, 1, 0, 0, half(0))),
+            Box::new(program(rank, np, Direction::Backward, ALLREDUCE, 1, BACKWARD_TAGS, 0, half(1))),
+        ]
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let h = cost_model::Hockney::of(m)?;
+        cost_model::bidirectional_ring(p, &h).map(|t| (t, EXACT))
+    }
+
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
+        p.ranks - 1
     }
 }

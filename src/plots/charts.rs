@@ -184,6 +184,10 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
     let mut out = Vec::new();
     let size_axis = (Quantity::Bytes, "message size per rank, S (bytes)");
     let ranks_axis = (Quantity::Ranks, "ranks, P");
+    // The collectives' names, for titles and the busbw factor.
+    let only_allreduce = d.points.iter().all(|p| p.collective == crate::collective::Collective::Allreduce);
+    let (what, factor) =
+        if only_allreduce { ("Allreduce", "2(P-1)/P") } else { ("Collective", "the collective's factor") };
 
     // Per rank count: time, busbw and efficiency against size.
     for &p in &ranks {
@@ -194,7 +198,7 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
             continue;
         }
         if let Some(c) = line(
-            format!("Allreduce time vs message size, P = {p}"),
+            format!("{what} time vs message size, P = {p}"),
             name.clone(),
             size_axis,
             (Quantity::Time, "simulated time"),
@@ -205,7 +209,7 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
         let busbw = series_of(d, &algos, at_p, size, |q| q.busbw_bps);
         if let Some(c) = line(
             format!("Bus bandwidth vs message size, P = {p}"),
-            format!("{name}  ·  busbw = S/time · 2(P-1)/P (nccl-tests)"),
+            format!("{name}  ·  busbw = S/time · {factor} (nccl-tests)"),
             size_axis,
             (Quantity::Bandwidth, "bus bandwidth (bytes/s)"),
             busbw,

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::collective::Collective;
 use crate::report::Report;
 use style::Chart;
 
@@ -38,6 +39,9 @@ pub struct PlotData {
 /// read as `None`, so a point that did not run simply drops out of every chart.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct PlotPoint {
+    /// The collective it ran (absent in older reports: allreduce).
+    #[serde(default)]
+    pub collective: Collective,
     /// Algorithm label.
     pub algorithm: String,
     /// P.
@@ -87,6 +91,7 @@ impl From<&Report> for PlotData {
                 .results
                 .iter()
                 .map(|p| PlotPoint {
+                    collective: p.collective,
                     algorithm: p.algorithm.clone(),
                     ranks: p.ranks,
                     bytes: p.bytes,
@@ -100,6 +105,7 @@ impl From<&Report> for PlotData {
                 })
                 .collect(),
         }
+        .by_collective()
     }
 }
 
@@ -121,7 +127,20 @@ impl PlotData {
                 "{what} is not a JSON report of allreduce-sim (write one with `run --format json --output FILE`): {e}"
             )
         })?;
-        Ok(PlotData { name: raw.scenario.name, points: raw.results })
+        Ok(PlotData { name: raw.scenario.name, points: raw.results }.by_collective())
+    }
+
+    /// The points as the charts draw them: an algorithm of another collective than
+    /// allreduce is its own series (`broadcast chain` beside the allreduce `chain`), and
+    /// barriers, which have no size to plot against, are left out.
+    fn by_collective(mut self) -> Self {
+        self.points.retain(|p| p.collective.has_data());
+        for p in &mut self.points {
+            if p.collective != Collective::Allreduce {
+                p.algorithm = format!("{} {}", p.collective, p.algorithm);
+            }
+        }
+        self
     }
 
     /// Read a JSON report file.

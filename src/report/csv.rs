@@ -168,22 +168,23 @@ mod tests {
             assert_eq!(r.len(), COLUMNS.len(), "{r:?}");
         }
         let ring = &rows[1];
-        assert_eq!(ring[0], "ring");
-        assert_eq!(ring[1], "4");
-        assert_eq!(ring[2], "4096");
-        assert_eq!(ring[3].parse::<f64>().unwrap(), 6.6e-6);
-        assert_eq!(ring[15], "true");
-        assert_eq!(ring[21], "");
+        assert_eq!(ring[0], "allreduce");
+        assert_eq!(ring[1], "ring");
+        assert_eq!(ring[2], "4");
+        assert_eq!(ring[3], "4096");
+        assert_eq!(ring[4].parse::<f64>().unwrap(), 6.6e-6);
+        assert_eq!(ring[16], "true");
+        assert_eq!(ring[22], "");
     }
 
     #[test]
     fn none_is_an_empty_cell_and_reasons_are_quoted() {
         let rows = parse(&Csv.render(&fixtures::report()));
         let na = &rows[3];
-        assert_eq!(na[0], "mesh_2d");
-        assert_eq!(na[4], ""); // closed_form_s
-        assert_eq!(na[15], ""); // verified
-        assert_eq!(na[20], "needs 2 NICs per rank, the topology has 1");
+        assert_eq!(na[1], "mesh_2d");
+        assert_eq!(na[5], ""); // closed_form_s
+        assert_eq!(na[16], ""); // verified
+        assert_eq!(na[21], "needs 2 NICs per rank, the topology has 1");
         let line = Csv.render(&fixtures::report()).lines().nth(3).unwrap().to_string();
         assert!(line.ends_with(",\"needs 2 NICs per rank, the topology has 1\",,,,"), "{line}");
     }
@@ -212,8 +213,8 @@ mod tests {
             vec!["closed form missed: 1.2 vs 1.0".to_string(), "rank 3 differs\nat element 7".to_string()];
         let rows = parse(&Csv.render(&report));
         assert_eq!(rows.len(), 6);
-        assert_eq!(rows[1][0], "odd, \"name\"");
-        assert_eq!(rows[1][21], "closed form missed: 1.2 vs 1.0; rank 3 differs\nat element 7");
+        assert_eq!(rows[1][1], "odd, \"name\"");
+        assert_eq!(rows[1][22], "closed form missed: 1.2 vs 1.0; rank 3 differs\nat element 7");
     }
 
     #[test]

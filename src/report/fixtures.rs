@@ -19,8 +19,18 @@ pub(crate) fn scenario() -> Scenario {
         data: DataSpec { dtype: Dtype::F32, op: ReduceOp::Sum, init: Init::Random, mode: DataMode::Full },
         collective: Collective::Allreduce,
         algorithms: vec![
-            AlgoSpec { name: "ring".to_string(), params: Vec::new(), location: String::new() },
-            AlgoSpec { name: "butterfly".to_string(), params: Vec::new(), location: String::new() },
+            AlgoSpec {
+                name: "ring".to_string(),
+                collective: Collective::Allreduce,
+                params: Vec::new(),
+                location: String::new(),
+            },
+            AlgoSpec {
+                name: "butterfly".to_string(),
+                collective: Collective::Allreduce,
+                params: Vec::new(),
+                location: String::new(),
+            },
         ],
         sizes: vec![4096, 1 << 20],
         check: CheckSpec { closed_form: true },

@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::{Exporter, PointResult, Report};
+use crate::collective::Collective;
 use crate::scenario::units::{fmt_bandwidth, fmt_bytes, fmt_time};
 use crate::scenario::{DataMode, Scenario, TopologySpec};
 
@@ -21,13 +22,16 @@ impl Exporter for Table {
     fn render(&self, report: &Report) -> String {
         let mut out = String::new();
         title(&mut out, &report.scenario);
+        // A scenario of several collectives names the collective in each group's heading.
+        let mixed = report.results.iter().any(|r| r.collective != report.scenario.collective);
 
-        for ((ranks, bytes), rows) in groups(&report.results) {
+        for ((collective, ranks, bytes), rows) in groups(&report.results) {
             out.push('\n');
             let elems = bytes / report.scenario.data.dtype.bytes() as u64;
+            let of = if mixed { format!("{collective}, ") } else { String::new() };
             let _ = writeln!(
                 out,
-                "P = {ranks}, S = {} ({elems} x {})",
+                "{of}P = {ranks}, S = {} ({elems} x {})",
                 fmt_bytes(bytes),
                 serde_name(&report.scenario.data.dtype),
             );
@@ -145,11 +149,23 @@ fn title(out: &mut String, s: &Scenario) {
     let _ = writeln!(
         out,
         "{} on {}, C={}/B, {}; {data}",
-        serde_name(&s.collective),
+        collectives(s),
         describe_topology(&s.topology),
         fmt_time(s.cost_per_byte),
         describe_network(&s.network),
     );
+}
+
+/// The scenario's collective, or every collective its entries run (`allreduce,
+/// broadcast`), in the order of [`Collective::ALL`].
+fn collectives(s: &Scenario) -> String {
+    let run: Vec<&str> = Collective::ALL
+        .into_iter()
+        .filter(|c| *c == s.collective || s.algorithms.iter().any(|a| a.collective == *c))
+        .filter(|c| s.algorithms.iter().any(|a| a.collective == *c))
+        .map(Collective::name)
+        .collect();
+    if run.is_empty() { s.collective.name().to_string() } else { run.join(", ") }
 }
 
 /// `ideal network`, or `flow network (weighted sharing, 16 B envelope)`.
@@ -258,12 +274,16 @@ fn serde_name<T: Serialize>(v: &T) -> String {
     }
 }
 
-/// Results grouped by (ranks, bytes), groups and rows in the order they first appear.
-fn groups(results: &[PointResult]) -> Vec<((usize, u64), Vec<&PointResult>)> {
-    let mut index: HashMap<(usize, u64), usize> = HashMap::new();
-    let mut groups: Vec<((usize, u64), Vec<&PointResult>)> = Vec::new();
+/// A group of results: one collective at one (ranks, bytes).
+type GroupKey = (Collective, usize, u64);
+
+/// Results grouped by (collective, ranks, bytes), groups and rows in the order they
+/// first appear: the fastest is marked among algorithms of one collective only.
+fn groups(results: &[PointResult]) -> Vec<(GroupKey, Vec<&PointResult>)> {
+    let mut index: HashMap<GroupKey, usize> = HashMap::new();
+    let mut groups: Vec<(GroupKey, Vec<&PointResult>)> = Vec::new();
     for r in results {
-        let key = (r.ranks, r.bytes);
+        let key = (r.collective, r.ranks, r.bytes);
         let i = *index.entry(key).or_insert_with(|| {
             groups.push((key, Vec::new()));
             groups.len() - 1

@@ -694,7 +694,8 @@ fn algo_entry(src: &Src, entry: Spanned<RawAlgo>, collective: Collective) -> Res
                         other => other.text(),
                     };
                     let raw = Spanned { value: text, referenced: v.referenced, defined: v.defined };
-                    collective = choice(src, Some(&raw), "algorithms: collective", &collectives(), PLANNED_COLLECTIVES)?;
+                    collective =
+                        choice(src, Some(&raw), "algorithms: collective", &collectives(), PLANNED_COLLECTIVES)?;
                 } else if i != pos {
                     params.push((k.value.clone(), param_value(src, &name, k, v)?));
                     keys.push((k.value.clone(), k.referenced, v.referenced));
@@ -1017,7 +1018,8 @@ impl Overrides {
         if let Some(name) = &self.collective {
             const FLAG: &str = "--collective";
             let c = Collective::from_name(name.trim()).ok_or_else(|| {
-                let why = if PLANNED_COLLECTIVES.contains(&name.trim()) { "is not implemented yet" } else { "is not known" };
+                let why =
+                    if PLANNED_COLLECTIVES.contains(&name.trim()) { "is not implemented yet" } else { "is not known" };
                 ScenarioError::flag(FLAG, format!("'{name}' {why}; allowed: {}", Collective::names()))
             })?;
             s.collective = c;

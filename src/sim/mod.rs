@@ -5,8 +5,8 @@
 //! engine's statistics and the final vectors.
 
 pub mod data;
-pub mod expect;
 pub mod engine;
+pub mod expect;
 pub mod flow;
 pub mod op;
 pub mod queue;
