@@ -88,7 +88,7 @@ pub(crate) fn program<'a>(
     handle0: u32,
     chunk: impl Fn(usize) -> Region + Clone + Send + 'a,
 ) -> impl Iterator<Item = Op> + Send + 'a {
-    let steps = if np > 1 { np - 1 } else { 0 };
+    let steps = np.saturating_sub(1);
     let q = dir.position(rank as usize, np);
     let (right, left) = (dir.rank(q + 1, np), dir.rank(q + np - 1, np));
     let piece = move |i: usize, j: usize| {
