@@ -175,6 +175,28 @@ pub fn bidirectional_ring(p: &Problem, h: &Hockney) -> Option<f64> {
     Some(end)
 }
 
+/// Recursive halving (a reduce-scatter, `reduce`) or doubling (an allgather) alone, for
+/// P a power of two that divides n (`None` otherwise, as for [`halving_doubling`]): step
+/// k moves `S/2^(k+1)` each way, so `log2 P alpha + (P-1)/P S/B`, plus `(P-1)/P S C` for
+/// the reduce-scatter (Thakur et al. 2005).
+pub fn halving_phase(p: &Problem, h: &Hockney, reduce: bool) -> Option<f64> {
+    if p.ranks <= 1 {
+        return Some(0.0);
+    }
+    if !p.ranks.is_power_of_two() || !p.elems.is_multiple_of(p.ranks) {
+        return None;
+    }
+    let steps = p.ranks.trailing_zeros();
+    Some(
+        (0..steps)
+            .map(|k| {
+                let l = p.b((p.ranks >> (k + 1)) * (p.elems / p.ranks));
+                h.t(l) + if reduce { h.r(l) } else { 0.0 }
+            })
+            .sum(),
+    )
+}
+
 /// Star: the root's k incoming NICs take the P-1 vectors in `m = ceil((P-1)/k)`
 /// rounds of `T = T(S)`; its one compute unit adds them one by one (`R = R(S)` each),
 /// so the reduce ends at `max_j (arrival_j + (P - j) R)`, which is largest for the

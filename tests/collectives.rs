@@ -70,6 +70,32 @@ fn allgather_matrix() {
     matrix(Collective::Allgather, "[ring]");
 }
 
+/// Recursive halving and doubling, and direct exchange, alone: verified everywhere they
+/// run (halving and doubling need P a power of two: `n/a` elsewhere), on their closed
+/// forms where P divides n (halving) or always (direct's step recurrence, on these
+/// flat machines).
+#[test]
+fn halving_and_direct_phases() {
+    for coll in [Collective::ReduceScatter, Collective::Allgather] {
+        for &m in MACHINES {
+            let text = scenario(coll, "[halving_doubling, direct]", "[1, 2, 3, 4, 5, 8]", m);
+            for r in &runner::run(&parse_str(&text, "t.yaml").unwrap()).results {
+                let what = format!("{coll} {} P={} S={} on {m:?}", r.algorithm, r.ranks, r.bytes);
+                assert!(r.passed(), "{what}: {:?}", r.failures);
+                if r.algorithm == "halving_doubling" && !r.ranks.is_power_of_two() {
+                    assert!(r.not_applicable.as_deref().is_some_and(|w| w.contains("power of two")), "{what}");
+                    continue;
+                }
+                assert_eq!(r.verified, Some(true), "{what}");
+                let divides = (r.bytes as usize / 4).is_multiple_of(r.ranks);
+                if r.algorithm == "direct" || divides {
+                    assert!(r.closed_form_s.is_some(), "{what}: no closed form");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn broadcast_matrix() {
     matrix(Collective::Broadcast, "[one_to_all, binomial_tree, chain, { name: chain, segments: 1 }]");

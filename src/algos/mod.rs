@@ -18,6 +18,7 @@ mod params;
 mod ring;
 mod ring_chunked;
 mod ring_gloo;
+mod scatter_gather;
 mod star;
 mod stepped;
 mod torus;
@@ -152,8 +153,9 @@ pub fn registry() -> &'static [AlgoInfo] {
 /// algorithm per collective: `ring` is a ring allreduce, a ring reduce-scatter and a
 /// ring allgather, three entries.
 pub fn registry_of(c: Collective) -> &'static [AlgoInfo] {
-    static REDUCE_SCATTER: &[AlgoInfo] = &[ring::RS_INFO];
-    static ALLGATHER: &[AlgoInfo] = &[ring::AG_INFO];
+    static REDUCE_SCATTER: &[AlgoInfo] =
+        &[ring::RS_INFO, scatter_gather::RS_HALVING_INFO, scatter_gather::RS_DIRECT_INFO];
+    static ALLGATHER: &[AlgoInfo] = &[ring::AG_INFO, scatter_gather::AG_DOUBLING_INFO, scatter_gather::AG_DIRECT_INFO];
     static BROADCAST: &[AlgoInfo] = &[star::ONE_TO_ALL_INFO, tree::BCAST_INFO, chain::BCAST_INFO];
     static REDUCE: &[AlgoInfo] = &[tree::REDUCE_INFO, chain::REDUCE_INFO];
     static BARRIER: &[AlgoInfo] = &[barrier::ALL_TO_ALL_INFO, barrier::ALL_TO_ONE_INFO];

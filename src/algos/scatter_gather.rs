@@ -1,0 +1,134 @@
+//! The reduce-scatter and allgather collectives by recursive halving / doubling and by
+//! direct exchange: one phase of the `halving_doubling` and `direct` allreduces, run
+//! alone (the phases themselves live in those files; this one only picks them).
+//!
+//! Recursive halving leaves group member j with block `bitrev(j)` (the allreduce does
+//! not care which); a reduce-scatter must leave rank r with block r, so member j is rank
+//! `bitrev(j)`: its partner at step k is then `r ^ 2^(L-1-k)`, the first step across
+//! half the ranks, as MPICH's recursive halving goes.
+
+use super::halving_doubling::{doubling_allgather, halving_reduce_scatter};
+use super::{AlgoInfo, Algorithm, DirectPlan, EXACT, Machine, Problem, Topology, stepped};
+use crate::cost_model;
+use crate::sim::op::{Program, Rank};
+
+/// Registry entry: reduce-scatter by recursive halving.
+pub const RS_HALVING_INFO: AlgoInfo = AlgoInfo {
+    id: "halving_doubling",
+    summary: "recursive halving: log2 P steps, each swapping half of what a rank still owns with a partner",
+    source: "the first half of halving_doubling (Gloo allreduce_halving_doubling; Thakur et al. 2005)",
+    requires: "P a power of two; any n",
+    closed_form: "P dividing n: log2(P) alpha + (P-1)/P S/B + (P-1)/P S C; otherwise none",
+    params: &[],
+    build: |_| Ok(Box::new(Halving { reduce: true })),
+};
+
+/// Registry entry: allgather by recursive doubling.
+pub const AG_DOUBLING_INFO: AlgoInfo = AlgoInfo {
+    id: "halving_doubling",
+    summary: "recursive doubling: log2 P steps, each swapping everything a rank has with a partner",
+    source: "the second half of halving_doubling (Gloo allreduce_halving_doubling; Thakur et al. 2005)",
+    requires: "P a power of two; any n",
+    closed_form: "P dividing n: log2(P) alpha + (P-1)/P S/B; otherwise none",
+    params: &[],
+    build: |_| Ok(Box::new(Halving { reduce: false })),
+};
+
+/// Registry entry: reduce-scatter by direct exchange.
+pub const RS_DIRECT_INFO: AlgoInfo = AlgoInfo {
+    id: "direct",
+    summary: "every rank sends each other rank its block at once (k NICs: k at a time) and adds the P-1 copies of its own",
+    source: "the first half of direct (the all-to-all reduce-scatter)",
+    requires: "any P >= 1, any n",
+    closed_form: "m = ceil((P-1)/k), c = S/P: max(T(c) + (P-1) R(c), m T(c) + (P-1-(m-1)k) R(c)); the step \
+                  recurrence where P does not divide n",
+    params: &[],
+    build: |_| Ok(Box::new(DirectPhase { reduce: true })),
+};
+
+/// Registry entry: allgather by direct exchange.
+pub const AG_DIRECT_INFO: AlgoInfo = AlgoInfo {
+    id: "direct",
+    summary: "every rank sends its block to every other rank at once (k NICs: k at a time)",
+    source: "the second half of direct (the all-to-all allgather)",
+    requires: "any P >= 1, any n",
+    closed_form: "ceil((P-1)/k) T(c), c = S/P; the step recurrence where P does not divide n",
+    params: &[],
+    build: |_| Ok(Box::new(DirectPhase { reduce: false })),
+};
+
+/// Recursive halving (reduce-scatter) or doubling (allgather); see the module docs.
+#[derive(Debug)]
+pub struct Halving {
+    reduce: bool,
+}
+
+/// Member j of the halving group is rank `bitrev(j)`, and the other way round.
+fn bitrev(i: usize, np: usize) -> usize {
+    let bits = np.trailing_zeros();
+    if bits == 0 { 0 } else { i.reverse_bits() >> (usize::BITS - bits) }
+}
+
+impl Algorithm for Halving {
+    fn id(&self) -> &'static str {
+        RS_HALVING_INFO.id
+    }
+
+    fn applicable(&self, p: &Problem, _m: &Machine) -> Result<(), String> {
+        if !p.ranks.is_power_of_two() {
+            return Err(format!("{} ranks: recursive halving and doubling need a power of two", p.ranks));
+        }
+        Ok(())
+    }
+
+    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
+        let (np, n) = (p.ranks, p.elems);
+        let j = bitrev(rank as usize, np);
+        let peer = move |i: usize| bitrev(i, np) as Rank;
+        if self.reduce {
+            vec![Box::new(halving_reduce_scatter(j, np, np, n, peer))]
+        } else {
+            vec![Box::new(doubling_allgather(j, np, np, n, peer))]
+        }
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let h = cost_model::Hockney::of(m)?;
+        cost_model::halving_phase(p, &h, self.reduce).map(|t| (t, EXACT))
+    }
+
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
+        if self.reduce { p.ranks.trailing_zeros() as usize } else { 0 }
+    }
+}
+
+/// One phase of `direct`; see the module docs.
+#[derive(Debug)]
+pub struct DirectPhase {
+    reduce: bool,
+}
+
+impl DirectPhase {
+    fn plan(&self, p: &Problem) -> DirectPlan {
+        DirectPlan { np: p.ranks, n: p.elems, reduce_scatter: self.reduce, allgather: !self.reduce }
+    }
+}
+
+impl Algorithm for DirectPhase {
+    fn id(&self) -> &'static str {
+        RS_DIRECT_INFO.id
+    }
+
+    fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
+        vec![stepped::program(self.plan(&p), rank as usize, topo.nics(rank as usize))]
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let t = super::stepped_time(&self.plan(p), m.topo, m.cost_per_byte, p.elem_bytes)?;
+        Some((t, EXACT))
+    }
+
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
+        if self.reduce { p.ranks.saturating_sub(1) } else { 0 }
+    }
+}
