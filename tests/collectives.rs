@@ -72,8 +72,7 @@ fn allgather_matrix() {
 
 /// Recursive halving and doubling, and direct exchange, alone: verified everywhere they
 /// run (halving and doubling need P a power of two: `n/a` elsewhere), on their closed
-/// forms where P divides n (halving) or always (direct's step recurrence, on these
-/// flat machines).
+/// forms wherever they have one, which they must where P divides n.
 #[test]
 fn halving_and_direct_phases() {
     for coll in [Collective::ReduceScatter, Collective::Allgather] {
@@ -87,8 +86,10 @@ fn halving_and_direct_phases() {
                     continue;
                 }
                 assert_eq!(r.verified, Some(true), "{what}");
+                // Where P does not divide n, direct's step recurrence may find a port
+                // served out of step order (then it has none, as its allreduce).
                 let divides = (r.bytes as usize / 4).is_multiple_of(r.ranks);
-                if r.algorithm == "direct" || divides {
+                if divides {
                     assert!(r.closed_form_s.is_some(), "{what}: no closed form");
                 }
             }
