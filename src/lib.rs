@@ -15,6 +15,7 @@ pub mod plots;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod select;
 pub mod shard;
 pub mod sim;
 pub mod timeline;

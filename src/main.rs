@@ -16,6 +16,7 @@ use allreduce_sim::plots;
 use allreduce_sim::report::{Csv, Exporter, Json, Report, Table};
 use allreduce_sim::runner;
 use allreduce_sim::scenario::{self, Overrides, ParamValue, Scenario};
+use allreduce_sim::select;
 use allreduce_sim::shard::{self, Shard};
 use allreduce_sim::timeline::trace;
 
@@ -94,7 +95,35 @@ enum Command {
         #[arg(long, value_name = "BYTES")]
         max_memory: Option<String>,
     },
-    /// List every algorithm with its source, requirements, parameters and closed form.
+    /// Run a scenario's sweep with every algorithm and the selectors, and write what a
+    /// library reads to follow the winners.
+    ///
+    /// `ompi-rules`: Open MPI's dynamic rules file (classic format, Open MPI 4.1.4; use it
+    /// with `--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename
+    /// FILE`). `nccl-tuner`: the CSV of NCCL's example tuner plugin
+    /// (`NCCL_TUNER_CONFIG_FILE`). `table`: the winner, runner-up and margin per point, and
+    /// what `ompi_fixed` and `nccl_model` pick. `json`: the same as JSON.
+    Tune {
+        /// The scenario file (YAML).
+        scenario: PathBuf,
+        /// What to write.
+        #[arg(long, value_enum)]
+        emit: Emit,
+        /// Write to FILE instead of standard output.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Rank counts instead of the file's, comma-separated.
+        #[arg(long, value_delimiter = ',', value_name = "N,...")]
+        ranks: Option<Vec<usize>>,
+        /// Sizes per rank instead of the file's, comma-separated (`4KiB,1MiB,1000`).
+        #[arg(long, value_delimiter = ',', value_name = "S,...")]
+        sizes: Option<Vec<String>>,
+        /// No progress on stderr.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// List every algorithm with its source, requirements, parameters and closed form,
+    /// then the selectors.
     List,
     /// Check a scenario file and print what it resolves to; run nothing.
     Validate {
@@ -189,6 +218,19 @@ enum Format {
     Csv,
 }
 
+/// What `tune` writes.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Emit {
+    /// Open MPI's dynamic rules file (classic text format).
+    OmpiRules,
+    /// The CSV of NCCL's example tuner plugin.
+    NcclTuner,
+    /// A table of winners and margins.
+    Table,
+    /// The same as JSON.
+    Json,
+}
+
 /// A user error: printed as is, exit status 2.
 struct BadInput(String);
 
@@ -253,6 +295,35 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Merge { reports, format, output } => merge(&reports, format, output.as_deref()),
+        Command::Tune { scenario, emit, output, ranks, sizes, quiet } => {
+            let overrides = Overrides { algorithms: None, ranks, sizes, seed: None, collective: None };
+            let s = select::tune::tune_scenario(&load(&scenario, &overrides)?);
+            let memory_limit = check_memory(&s, None, None)?;
+            let report = runner::run_with(&s, &runner::RunOptions { shard: None, progress: !quiet, memory_limit });
+            let tuned = select::tune::summarise(&report);
+            let emit = match emit {
+                Emit::OmpiRules => select::tune::Emit::OmpiRules,
+                Emit::NcclTuner => select::tune::Emit::NcclTuner,
+                Emit::Table => select::tune::Emit::Table,
+                Emit::Json => select::tune::Emit::Json,
+            };
+            let text = select::tune::render(&tuned, emit);
+            match &output {
+                Some(path) => {
+                    std::fs::write(path, text).map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?
+                }
+                None => print!("{text}"),
+            }
+            let failed = report.results.iter().filter(|r| !r.passed()).count();
+            if failed > 0 {
+                eprintln!(
+                    "{failed} of {} point(s) failed a check (run the scenario to see them)",
+                    report.results.len()
+                );
+                return Ok(ExitCode::from(1));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Explain { algorithm, ranks, size, nics, alpha, bandwidth, cost_per_byte, params, scenario } => {
             let unit = |flag: &str, r: Result<f64, String>| r.map_err(|e| BadInput(format!("{flag}: {e}")));
             let machine = match &scenario {
@@ -391,6 +462,16 @@ fn list_text() -> String {
     for c in Collective::ALL {
         out.push_str(&format!("== {c} ==\n\n"));
         list_collective(&mut out, c);
+    }
+    out.push_str("== selectors (algorithm ids that choose an algorithm per point) ==\n\n");
+    for sel in &select::SELECTORS {
+        out.push_str(&format!("{}\n  {}\n", sel.id, sel.summary));
+        out.push_str(&format!("  source:      {}\n", sel.source));
+        out.push_str(&format!("  covers:      {}\n", sel.covers));
+        if !sel.params.is_empty() {
+            out.push_str(&format!("  parameters:  {}\n", sel.params.join("; ")));
+        }
+        out.push('\n');
     }
     out
 }

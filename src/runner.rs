@@ -103,7 +103,22 @@ pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
         if STOP.load(Ordering::Relaxed) {
             return None;
         }
-        let r = if single { run_point_timeline(s, pt, true).0 } else { run_point(s, pt) };
+        let spec = &s.algorithms[pt.algo];
+        // A selector's row is filled in once its candidates ran (crate::select::fill).
+        let r = if crate::select::is_selector(&spec.name) {
+            let bytes = if spec.collective.has_data() { pt.bytes } else { 0 };
+            PointResult {
+                collective: spec.collective,
+                algorithm: spec.name.clone(),
+                ranks: pt.ranks,
+                bytes,
+                ..PointResult::default()
+            }
+        } else if single {
+            run_point_timeline(s, pt, true).0
+        } else {
+            run_point(s, pt)
+        };
         progress.tick();
         Some(r)
     };
@@ -114,8 +129,9 @@ pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
         need.sort_unstable_by(|a, b| b.cmp(a));
         need.iter().take(rayon::current_num_threads()).fold(0u64, |a, &b| a.saturating_add(b)) > limit
     });
-    let results: Vec<Option<PointResult>> =
+    let mut results: Vec<Option<PointResult>> =
         if serial { pts.iter().map(one).collect() } else { pts.par_iter().map(one).collect() };
+    crate::select::fill(s, &pts, &mut results);
     progress.finish();
     // Stopped: the points that finished, in sweep order.
     let interrupted = results.iter().any(Option::is_none);

@@ -148,6 +148,8 @@ pub fn merge(inputs: &[(String, String)]) -> Result<Report, MergeError> {
             )));
         }
     }
+    // Each shard ranked its own points: rank them over the whole sweep.
+    crate::select::rank(&mut results);
     Ok(Report { scenario, results, shard: None, interrupted: false })
 }
 

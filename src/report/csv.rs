@@ -12,14 +12,28 @@ use super::{CORE_FIELDS, Exporter, PointResult, Report};
 pub struct Csv;
 
 /// The columns, in order: the fields every result has, then the others.
-pub const COLUMNS: [&str; 26] = columns();
+pub const COLUMNS: [&str; 34] = columns();
 
 /// The others, after the core fields.
-const EXTRA: [&str; 6] =
-    ["closed_form_tolerance", "not_applicable", "failures", "no_closed_form", "ideal_time_s", "links_shared"];
+const EXTRA: [&str; 14] = [
+    "closed_form_tolerance",
+    "not_applicable",
+    "failures",
+    "no_closed_form",
+    "ideal_time_s",
+    "links_shared",
+    "best_algorithm",
+    "runner_up",
+    "margin",
+    "best_time_s",
+    "selected",
+    "library_choice",
+    "vs_best",
+    "predicted_s",
+];
 
-const fn columns() -> [&'static str; 26] {
-    let mut out = [""; 26];
+const fn columns() -> [&'static str; 34] {
+    let mut out = [""; 34];
     let mut i = 0;
     while i < CORE_FIELDS.len() {
         out[i] = CORE_FIELDS[i];
@@ -46,7 +60,7 @@ impl Exporter for Csv {
 }
 
 /// The cells of one result, in [`COLUMNS`] order, already quoted where needed.
-fn row(r: &PointResult) -> [String; 26] {
+fn row(r: &PointResult) -> [String; 34] {
     [
         r.collective.name().to_string(),
         text(&r.algorithm),
@@ -74,6 +88,14 @@ fn row(r: &PointResult) -> [String; 26] {
         r.no_closed_form.as_deref().map(text).unwrap_or_default(),
         opt_float(r.ideal_time_s),
         opt_bool(r.links_shared),
+        r.best_algorithm.as_deref().map(text).unwrap_or_default(),
+        r.runner_up.as_deref().map(text).unwrap_or_default(),
+        opt_float(r.margin),
+        opt_float(r.best_time_s),
+        r.selection.as_ref().map(|s| text(&s.selected)).unwrap_or_default(),
+        r.selection.as_ref().and_then(|s| s.library_choice.as_deref()).map(text).unwrap_or_default(),
+        opt_float(r.selection.as_ref().map(|s| s.vs_best)),
+        opt_float(r.selection.as_ref().and_then(|s| s.predicted_s)),
     ]
 }
 
@@ -146,16 +168,18 @@ mod tests {
             "collective,algorithm,ranks,bytes,time_s,closed_form_s,closed_form_rel_err,lower_bound_s,\
              efficiency,algbw_Bps,busbw_Bps,messages,bytes_sent_max,peak_buffer_bytes,\
              max_abs_error,error_bound,verified,ranks_bitwise_equal,events,wall_time_s,\
-             closed_form_tolerance,not_applicable,failures,no_closed_form,ideal_time_s,links_shared"
+             closed_form_tolerance,not_applicable,failures,no_closed_form,ideal_time_s,links_shared,\
+             best_algorithm,runner_up,margin,best_time_s,selected,library_choice,vs_best,predicted_s"
         );
     }
 
     #[test]
     fn header_matches_json_field_names() {
-        // Every CSV column is a field of the JSON result, spelled the same.
+        // Every CSV column is a field of the JSON result, or of its selection, spelled the same.
         let json = serde_json::to_value(fixtures::point("ring", 8, 1.0)).unwrap();
+        let selection = serde_json::to_value(crate::select::Selection::default()).unwrap();
         for c in COLUMNS {
-            assert!(json.get(c).is_some(), "{c} is not a JSON field");
+            assert!(json.get(c).is_some() || selection.get(c).is_some(), "{c} is not a JSON field");
         }
     }
 
@@ -186,7 +210,7 @@ mod tests {
         assert_eq!(na[16], ""); // verified
         assert_eq!(na[21], "needs 2 NICs per rank, the topology has 1");
         let line = Csv.render(&fixtures::report()).lines().nth(3).unwrap().to_string();
-        assert!(line.ends_with(",\"needs 2 NICs per rank, the topology has 1\",,,,"), "{line}");
+        assert!(line.ends_with(",\"needs 2 NICs per rank, the topology has 1\",,,,,,,,,,,,"), "{line}");
     }
 
     #[test]

@@ -140,6 +140,24 @@ pub struct PointResult {
     /// Under the flow model: the physical links' traffic.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_links: Option<LinkReport>,
+    /// The fastest algorithm simulated at this point (ranks, bytes): the scenario's
+    /// rows, and with a selector every algorithm of the collective
+    /// ([`crate::select`]); ties by `list` order, then label. The same on every row of
+    /// the point.
+    #[serde(default)]
+    pub best_algorithm: Option<String>,
+    /// `best_algorithm`'s time, seconds.
+    #[serde(default)]
+    pub best_time_s: Option<f64>,
+    /// The second fastest there.
+    #[serde(default)]
+    pub runner_up: Option<String>,
+    /// `runner_up`'s time over `best_algorithm`'s, less 1 (0.05: 5% slower).
+    #[serde(default)]
+    pub margin: Option<f64>,
+    /// On a selector's row (`auto`, `ompi_fixed`, `nccl_model`): what it chose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<crate::select::Selection>,
 }
 
 /// The physical links' traffic under the flow model.
@@ -176,7 +194,7 @@ pub struct LinkUse {
 }
 
 /// `null` (how a non-finite float is written) reads back as NaN.
-fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+pub(crate) fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 

@@ -36,6 +36,7 @@ impl Exporter for Table {
                 serde_name(&report.scenario.data.dtype),
             );
             group_table(&mut out, &rows);
+            selections(&mut out, &rows);
             critical_paths(&mut out, &rows);
             busiest_links(&mut out, &rows);
         }
@@ -79,6 +80,36 @@ impl Exporter for Table {
 /// bound exactly, e.g. butterfly on 2 ranks with C = 0); above it, a finding, marked `!`
 /// (the runner also records it as a failure, listed under the tables).
 const EFFICIENCY_SLACK: f64 = 1e-9;
+
+/// Under a group's table, one line per selector row: what it chose and how far that
+/// is from the fastest (`auto: ring; runner-up halving_doubling +3.1%`, `ompi_fixed:
+/// Open MPI 4.1.4 runs 6 rabenseifner as halving_doubling, +12.0% vs ring`).
+fn selections(out: &mut String, rows: &[&PointResult]) {
+    let pct = |x: f64| format!("{:+.1}%", 100.0 * x);
+    for r in rows {
+        let Some(sel) = &r.selection else { continue };
+        let best = r.best_algorithm.as_deref().unwrap_or("-");
+        let line = match (&sel.library, &sel.library_choice) {
+            (Some(lib), Some(choice)) => {
+                let predicted = sel.predicted_s.map_or_else(String::new, |p| format!(", predicts {}", fmt_time(p)));
+                format!(
+                    "{lib} picks {choice}{predicted}; {} simulates {}, {} vs the best ({best})",
+                    sel.selected,
+                    fmt_time(r.time_s),
+                    pct(sel.vs_best)
+                )
+            }
+            _ => {
+                let second = match (&r.runner_up, r.margin) {
+                    (Some(u), Some(m)) => format!("; runner-up {u} {}", pct(m)),
+                    _ => String::new(),
+                };
+                format!("{} of {} algorithms{second}", sel.selected, sel.candidates)
+            }
+        };
+        let _ = writeln!(out, "   {}: {line}", r.algorithm);
+    }
+}
 
 /// Under a group's table, one line per point that has a critical path (and, beside it,
 /// the most bytes one link carried): `ring: critical path 6 messages, 3 reductions, 99%

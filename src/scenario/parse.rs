@@ -18,7 +18,6 @@ use super::{
     AlgoSpec, CheckSpec, Collective, DataMode, DataSpec, Dtype, NetworkModel, NetworkSpec, ParamValue, Scenario,
     SharingSpec, TopologySpec, units,
 };
-use crate::algos::{self, Params};
 use crate::sim::data::{Init, ReduceOp};
 
 mod topo;
@@ -704,7 +703,7 @@ fn algo_entry(src: &Src, entry: Spanned<RawAlgo>, collective: Collective) -> Res
             (name, name_v.referenced, params, keys)
         }
     };
-    if let Err(e) = algos::build_for(collective, &name, Params::new(params.clone())) {
+    if let Err(e) = crate::select::check(collective, &name, &params) {
         // An unknown parameter is shown at its key, a bad value at the value.
         let at_key = e.message.starts_with("unknown parameter");
         let loc = e
@@ -1050,8 +1049,7 @@ impl Overrides {
                 seen.push(id);
                 let from_file: Vec<AlgoSpec> = s.algorithms.iter().filter(|a| a.name == id).cloned().collect();
                 if from_file.is_empty() {
-                    algos::build_for(s.collective, id, Params::default())
-                        .map_err(|e| ScenarioError::flag(FLAG, e.message))?;
+                    crate::select::check(s.collective, id, &[]).map_err(|e| ScenarioError::flag(FLAG, e.message))?;
                     let (name, collective) = (id.to_string(), s.collective);
                     out.push(AlgoSpec { name, collective, params: Vec::new(), location: String::new() });
                 } else {
@@ -1065,7 +1063,7 @@ impl Overrides {
         }
         if self.collective.is_some() {
             for a in &s.algorithms {
-                if let Err(e) = algos::build_for(a.collective, &a.name, Params::new(a.params.clone())) {
+                if let Err(e) = crate::select::check(a.collective, &a.name, &a.params) {
                     let at = if a.location.is_empty() { String::new() } else { format!(" ({})", a.location) };
                     return Err(ScenarioError::flag(
                         "--collective",

@@ -1,0 +1,499 @@
+//! Selectors: algorithm ids that choose an algorithm per point instead of being one.
+//!
+//! - `auto` simulates every algorithm of the collective at the point (each with its
+//!   default parameters, plus the variants the scenario lists) and shows the fastest;
+//! - `ompi_fixed` shows the algorithm Open MPI's fixed decision runs there ([`ompi`]);
+//! - `nccl_model` shows the algorithm NCCL's tuning model picks, with NCCL's predicted
+//!   time beside our simulation ([`nccl`]).
+//!
+//! A selector never simulates anything itself: the runner runs the candidates like any
+//! other point ([`fill`]) and a selector's row is a copy of its choice's result, named
+//! after the selector and carrying a [`Selection`]. Every row of a point, selector or
+//! not, gets the point's `best_algorithm`, `runner_up` and `margin` ([`rank`]).
+//!
+//! Ties: times within a relative [`TIE`] are equal, and the algorithm `allreduce-sim
+//! list` shows first wins, then the label in byte order (`ring` before
+//! `ring(segments=4)`).
+
+pub mod nccl;
+pub mod ompi;
+pub mod tune;
+
+use std::collections::BTreeMap;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::algos::{self, ParamError, Params};
+use crate::collective::Collective;
+use crate::report::PointResult;
+use crate::runner::{self, Point};
+use crate::scenario::{AlgoSpec, ParamValue, Scenario};
+use crate::sim::engine::NoObserver;
+use crate::topology;
+
+/// Times within this relative difference are a tie (as the table's `*`).
+pub const TIE: f64 = 1e-9;
+
+/// What `list` shows of a selector.
+pub struct SelectorInfo {
+    /// Its id in `algorithms:`.
+    pub id: &'static str,
+    /// What it picks.
+    pub summary: &'static str,
+    /// Where its rules come from.
+    pub source: &'static str,
+    /// The collectives it chooses for.
+    pub covers: &'static str,
+    /// Its parameters: `name=default: meaning`.
+    pub params: &'static [&'static str],
+}
+
+/// Every selector, in the order `list` shows them.
+pub const SELECTORS: [SelectorInfo; 3] = [
+    SelectorInfo {
+        id: "auto",
+        summary: "simulates every algorithm of the collective at each point and shows the fastest, its runner-up and \
+                  the margin",
+        source: "ours",
+        covers: "every collective",
+        params: &[],
+    },
+    SelectorInfo {
+        id: "ompi_fixed",
+        summary: "the algorithm Open MPI's fixed decision runs for this P and S (with its fallbacks), and how far it \
+                  is from auto's",
+        source: "Open MPI 4.1.4, ompi/mca/coll/tuned/coll_tuned_decision_fixed.c and coll_base_allreduce.c",
+        covers: "allreduce",
+        params: &[],
+    },
+    SelectorInfo {
+        id: "nccl_model",
+        summary: "the (algorithm, protocol) of least time in NCCL's tuning model, ring -> ring, tree -> \
+                  double_binary_tree; NCCL's predicted time beside our simulation",
+        source: "NCCL 2.30.7, src/graph/tuning.cc",
+        covers: "allreduce",
+        params: &[
+            "channels=2: NCCL channels; the bus bandwidth is the link's, shared by them (sets the per-channel caps)",
+            "arch=hopper: GPU generation whose constants apply: volta, ampere, hopper, blackwell",
+        ],
+    },
+];
+
+/// Whether `id` is a selector rather than an algorithm.
+pub fn is_selector(id: &str) -> bool {
+    SELECTORS.iter().any(|s| s.id == id)
+}
+
+/// Whether selector `id` chooses for collective `c`.
+pub fn covers(id: &str, c: Collective) -> bool {
+    match id {
+        "auto" => true,
+        _ => c == Collective::Allreduce,
+    }
+}
+
+/// Check an `algorithms:` entry of collective `c`: a selector's parameters, or build the
+/// algorithm once. The scenario parser and `--algorithms` call this instead of
+/// [`algos::build_for`].
+pub fn check(c: Collective, id: &str, params: &[(String, ParamValue)]) -> Result<(), ParamError> {
+    if is_selector(id) {
+        if !covers(id, c) {
+            let covered: Vec<&str> = Collective::ALL.iter().filter(|&&o| covers(id, o)).map(|o| o.name()).collect();
+            return Err(ParamError::new(
+                None,
+                format!("selector '{id}' chooses for {} only, not for {c}", covered.join(", ")),
+            ));
+        }
+        selector_params(id, params).map(|_| ())
+    } else {
+        algos::build_for(c, id, Params::new(params.to_vec())).map(|_| ())
+    }
+}
+
+/// `nccl_model`'s parameters (defaults for the other selectors, which take none).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct NcclParams {
+    channels: u32,
+    arch: nccl::Arch,
+}
+
+fn selector_params(id: &str, params: &[(String, ParamValue)]) -> Result<NcclParams, ParamError> {
+    let mut p = Params::new(params.to_vec());
+    let mut out = NcclParams { channels: 2, arch: nccl::Arch::Hopper };
+    if id == "nccl_model" {
+        let channels = p.count("channels", 2)?;
+        out.channels = u32::try_from(channels)
+            .ok()
+            .filter(|&c| c <= 64)
+            .ok_or_else(|| ParamError::new(Some("channels"), format!("'channels' must be 1 to 64, not {channels}")))?;
+        let names: Vec<&'static str> = nccl::Arch::NAMES.iter().map(|(n, _)| *n).collect();
+        let mut ordered = vec!["hopper"];
+        ordered.extend(names.iter().filter(|n| **n != "hopper"));
+        let arch = p.choice("arch", &ordered)?;
+        out.arch = nccl::Arch::NAMES.iter().find(|(n, _)| *n == arch).map_or(nccl::Arch::Hopper, |(_, a)| *a);
+    }
+    let info = SELECTORS.iter().find(|s| s.id == id);
+    let left: Vec<(String, ParamValue)> = params
+        .iter()
+        .filter(|(k, _)| !info.is_some_and(|i| i.params.iter().any(|d| d.split(['=', ':']).next() == Some(k))))
+        .cloned()
+        .collect();
+    if let Some((key, _)) = left.first() {
+        let allowed = match info {
+            Some(i) if !i.params.is_empty() => {
+                let names: Vec<_> = i.params.iter().map(|d| d.split(['=', ':']).next().unwrap_or(d)).collect();
+                format!("allowed: {}", names.join(", "))
+            }
+            _ => "it takes none".to_string(),
+        };
+        return Err(ParamError::new(Some(key), format!("unknown parameter '{key}' for selector '{id}'; {allowed}")));
+    }
+    Ok(out)
+}
+
+/// What a selector chose at one point: carried by its row (docs/report.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Selection {
+    /// Our algorithm whose simulation the row shows, with its parameters
+    /// (`halving_doubling`, `ring_segmented(segment=4096)`).
+    pub selected: String,
+    /// The library the choice follows, with its version (`Open MPI 4.1.4`); none for `auto`.
+    #[serde(default)]
+    pub library: Option<String>,
+    /// The library's choice in its own words (`6 rabenseifner`, `tree/ll128`), with
+    /// Open MPI's fallbacks (`5 segmented_ring -> ... -> 4 ring`).
+    #[serde(default)]
+    pub library_choice: Option<String>,
+    /// `time_s / best_time_s - 1`: how much slower than the fastest algorithm
+    /// simulated at this point (0 for `auto`).
+    #[serde(deserialize_with = "crate::report::nan_if_null")]
+    pub vs_best: f64,
+    /// `nccl_model`: NCCL's predicted time for its choice, seconds.
+    #[serde(default)]
+    pub predicted_s: Option<f64>,
+    /// Algorithms simulated at this point to choose from (not applicable ones left out).
+    pub candidates: usize,
+}
+
+/// The key that orders tied algorithms of collective `c`: the position in `list`, then
+/// the label.
+fn order_key(c: Collective, label: &str) -> (usize, &str) {
+    let id = label.split('(').next().unwrap_or(label);
+    (algos::registry_of(c).iter().position(|a| a.id == id).unwrap_or(usize::MAX), label)
+}
+
+/// An algorithm's label and time, seconds.
+pub type Timed<'a> = (&'a str, f64);
+
+/// The fastest and the runner-up of `(label, time)` pairs of collective `c`, ties by
+/// `list` order then label; pairs with a non-finite time are left out.
+pub fn top_two(c: Collective, mut times: Vec<Timed<'_>>) -> (Option<Timed<'_>>, Option<Timed<'_>>) {
+    times.retain(|(_, t)| t.is_finite());
+    let pick = |times: &[Timed<'_>]| -> Option<usize> {
+        let fastest = times.iter().map(|(_, t)| *t).fold(f64::INFINITY, f64::min);
+        (0..times.len())
+            .filter(|&i| times[i].1 <= fastest * (1.0 + TIE))
+            .min_by(|&a, &b| order_key(c, times[a].0).cmp(&order_key(c, times[b].0)))
+    };
+    let Some(b) = pick(&times) else { return (None, None) };
+    let best = times.remove(b);
+    // A label listed twice (the same algorithm in the pool and the scenario) is one.
+    times.retain(|(l, _)| *l != best.0);
+    let second = pick(&times).map(|i| times[i]);
+    (Some(best), second)
+}
+
+/// Set every row's `best_algorithm`, `best_time_s`, `runner_up` and `margin` from the
+/// rows of its point (collective, ranks, bytes): the rows of algorithms, and what selector rows
+/// recorded of the algorithms simulated only for them (their best and runner-up). Also
+/// each selector row's `vs_best`. Idempotent; `merge` calls it on the joined shards.
+pub fn rank(results: &mut [PointResult]) {
+    let mut groups: BTreeMap<(Collective, usize, u64), Vec<usize>> = BTreeMap::new();
+    for (i, r) in results.iter().enumerate() {
+        groups.entry((r.collective, r.ranks, r.bytes)).or_default().push(i);
+    }
+    for (&(c, _, _), idx) in &groups {
+        let mut times: Vec<(String, f64)> = Vec::new();
+        for &i in idx {
+            let r = &results[i];
+            if r.selection.is_some() {
+                if let (Some(b), Some(t)) = (&r.best_algorithm, r.best_time_s) {
+                    times.push((b.clone(), t));
+                    if let (Some(u), Some(m)) = (&r.runner_up, r.margin) {
+                        times.push((u.clone(), t * (1.0 + m)));
+                    }
+                }
+            } else if r.not_applicable.is_none() && !is_selector(&r.algorithm) {
+                times.push((r.algorithm.clone(), r.time_s));
+            }
+        }
+        let (best, second) = top_two(c, times.iter().map(|(l, t)| (l.as_str(), *t)).collect());
+        let best = best.map(|(l, t)| (l.to_string(), t));
+        let second = second.map(|(l, t)| (l.to_string(), t));
+        for &i in idx {
+            let r = &mut results[i];
+            r.best_algorithm = best.as_ref().map(|(l, _)| l.clone());
+            r.best_time_s = best.as_ref().map(|(_, t)| *t);
+            r.runner_up = second.as_ref().map(|(l, _)| l.clone());
+            r.margin = match (&best, &second) {
+                (Some((_, b)), Some((_, s))) if *b > 0.0 => Some(s / b - 1.0),
+                (Some(_), Some(_)) => Some(0.0),
+                _ => None,
+            };
+            if let (Some(sel), Some((_, b))) = (&mut r.selection, &best) {
+                sel.vs_best = if *b > 0.0 { r.time_s / b - 1.0 } else { 0.0 };
+            }
+        }
+    }
+}
+
+/// The algorithm ids `auto` tries for collective `c`: every one, in `list` order.
+pub fn candidates(c: Collective) -> Vec<&'static str> {
+    algos::registry_of(c).iter().map(|a| a.id).collect()
+}
+
+/// A label for an algorithm id and parameters, as its rows show it.
+fn label_of(c: Collective, id: &str, params: &[(String, ParamValue)]) -> String {
+    match algos::build_for(c, id, Params::new(params.to_vec())) {
+        Ok(a) => a.label(),
+        Err(_) => id.to_string(),
+    }
+}
+
+/// One point of `s` for algorithm `spec`, run as the runner runs a listed one (without
+/// the timeline: these rows are not shown).
+pub fn run_spec(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> PointResult {
+    let mut one = s.clone();
+    one.algorithms = vec![spec.clone()];
+    one.ranks = vec![ranks];
+    one.sizes = vec![bytes];
+    runner::run_point_observed(&one, &Point { algo: 0, ranks, bytes }, &mut NoObserver)
+}
+
+/// What a selector asks to have simulated at a point: our algorithm (id, parameters),
+/// and in words what the library chose.
+struct Wanted {
+    spec: AlgoSpec,
+    library: Option<String>,
+    choice: Option<String>,
+    predicted_s: Option<f64>,
+    /// Why the choice cannot run here (an algorithm this build does not have).
+    missing: Option<String>,
+}
+
+/// The algorithm `selector` picks at (ranks, bytes) of `s`, before anything runs;
+/// `None` for `auto`, which picks from what ran.
+fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Option<Wanted>, String> {
+    let e = s.data.dtype.bytes() as u64;
+    match spec.name.as_str() {
+        "ompi_fixed" => {
+            // Every reduction op we have (sum, max, min, prod) is commutative.
+            let alg = ompi::allreduce_fixed(ranks, bytes, true);
+            let m = ompi::runs(alg, 0, bytes / e.max(1), e, ranks);
+            let params: Vec<(String, ParamValue)> =
+                m.params.iter().map(|(k, v)| (k.clone(), ParamValue::Int(*v))).collect();
+            let missing = algos::find_in(spec.collective, m.id).is_none().then(|| {
+                format!(
+                    "Open MPI {} runs {}, which is our {}; this build has no {}",
+                    ompi::VERSION,
+                    m.steps,
+                    m.id,
+                    m.id
+                )
+            });
+            Ok(Some(Wanted {
+                spec: AlgoSpec { name: m.id.to_string(), collective: spec.collective, params, location: String::new() },
+                library: Some(format!("Open MPI {}", ompi::VERSION)),
+                choice: Some(m.steps),
+                predicted_s: None,
+                missing,
+            }))
+        }
+        "nccl_model" => {
+            let np = selector_params(&spec.name, &spec.params).map_err(|e| e.message)?;
+            let topo = topology::build(&s.topology, ranks)?;
+            let x = nccl::Inputs::of(topo.as_ref(), np.channels, np.arch);
+            let Some((algo, proto, t)) = nccl::allreduce_choice(&x, bytes) else {
+                return Err(format!("NCCL's model has no algorithm for {ranks} rank(s)"));
+            };
+            Ok(Some(Wanted {
+                spec: AlgoSpec {
+                    name: algo.ours().to_string(),
+                    collective: spec.collective,
+                    params: Vec::new(),
+                    location: String::new(),
+                },
+                library: Some(format!("NCCL {}", nccl::VERSION)),
+                choice: Some(format!("{}/{}", algo.name(), proto.name())),
+                predicted_s: Some(t),
+                missing: None,
+            }))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The selector rows of a run: run what they need and fill them in, then rank every
+/// point ([`rank`]). `results[i]` is point `pts[i]`'s result, `None` where the run
+/// stopped before it; a selector's slot holds a placeholder until now.
+pub fn fill(s: &Scenario, pts: &[Point], results: &mut [Option<PointResult>]) {
+    // Points (ranks, bytes) with a selector, in sweep order.
+    let mut groups: BTreeMap<(Collective, usize, u64), Vec<usize>> = BTreeMap::new();
+    for (i, pt) in pts.iter().enumerate() {
+        groups.entry((s.algorithms[pt.algo].collective, pt.ranks, pt.bytes)).or_default().push(i);
+    }
+    let selector_groups: Vec<((Collective, usize, u64), Vec<usize>)> = groups
+        .into_iter()
+        .filter(|(_, idx)| idx.iter().any(|&i| is_selector(&s.algorithms[pts[i].algo].name) && results[i].is_some()))
+        .collect();
+    if selector_groups.is_empty() {
+        rank_some(results);
+        return;
+    }
+
+    // Per point: the selectors' wishes, then every algorithm to simulate that is not a
+    // listed row already (by label).
+    struct Job {
+        group: usize,
+        spec: AlgoSpec,
+        label: String,
+    }
+    let mut wishes: Vec<BTreeMap<usize, Result<Option<Wanted>, String>>> = Vec::new();
+    let mut jobs: Vec<Job> = Vec::new();
+    for (g, ((c, ranks, bytes), idx)) in selector_groups.iter().enumerate() {
+        let listed: Vec<String> = idx
+            .iter()
+            .filter_map(|&i| results[i].as_ref())
+            .filter(|r| !is_selector(&r.algorithm))
+            .map(|r| r.algorithm.clone())
+            .collect();
+        let mut want: BTreeMap<usize, Result<Option<Wanted>, String>> = BTreeMap::new();
+        let mut specs: Vec<AlgoSpec> = candidates(*c)
+            .into_iter()
+            .map(|id| AlgoSpec { name: id.to_string(), collective: *c, params: Vec::new(), location: String::new() })
+            .collect();
+        for &i in idx {
+            let spec = &s.algorithms[pts[i].algo];
+            if is_selector(&spec.name) {
+                let w = wanted(s, spec, *ranks, *bytes);
+                if let Ok(Some(w)) = &w
+                    && w.missing.is_none()
+                {
+                    specs.push(w.spec.clone());
+                }
+                want.insert(i, w);
+            }
+        }
+        for spec in specs {
+            let label = label_of(*c, &spec.name, &spec.params);
+            if !listed.contains(&label) && !jobs.iter().any(|j| j.group == g && j.label == label) {
+                jobs.push(Job { group: g, spec, label });
+            }
+        }
+        wishes.push(want);
+    }
+    let ran: Vec<PointResult> = jobs
+        .par_iter()
+        .map(|j| {
+            let (_, ranks, bytes) = selector_groups[j.group].0;
+            run_spec(s, &j.spec, ranks, bytes)
+        })
+        .collect();
+
+    for (g, ((c, _, _), idx)) in selector_groups.iter().enumerate() {
+        // Everything simulated at this point: the listed rows, then the selectors' runs.
+        let mut pool: Vec<&PointResult> =
+            idx.iter().filter_map(|&i| results[i].as_ref()).filter(|r| !is_selector(&r.algorithm)).collect();
+        let hidden: Vec<&PointResult> = jobs.iter().zip(&ran).filter(|(j, _)| j.group == g).map(|(_, r)| r).collect();
+        pool.extend(hidden.iter().copied());
+        let ran_ok: Vec<&PointResult> = pool.iter().copied().filter(|r| r.not_applicable.is_none()).collect();
+        let (best, second) = top_two(*c, ran_ok.iter().map(|r| (r.algorithm.as_str(), r.time_s)).collect());
+        let find = |label: &str| pool.iter().copied().find(|r| r.algorithm == label);
+        // Failed checks of rows nobody sees would go unreported: the selector rows carry them.
+        let hidden_failures: Vec<String> = hidden
+            .iter()
+            .flat_map(|r| r.failures.iter().map(move |f| format!("{} (simulated for a selector): {f}", r.algorithm)))
+            .collect();
+        let mut filled: Vec<(usize, PointResult)> = Vec::new();
+        for &i in idx {
+            let spec = &s.algorithms[pts[i].algo];
+            if !is_selector(&spec.name) {
+                continue;
+            }
+            let Some(placeholder) = &results[i] else { continue };
+            let mut row = match wishes[g].get(&i) {
+                None | Some(Ok(None)) => match best.and_then(|(l, _)| find(l)) {
+                    Some(r) => {
+                        let mut row = r.clone();
+                        row.selection = Some(Selection {
+                            selected: r.algorithm.clone(),
+                            candidates: ran_ok.len(),
+                            ..Selection::default()
+                        });
+                        row
+                    }
+                    None => PointResult {
+                        not_applicable: Some(format!("none of the {} algorithms runs here", pool.len())),
+                        ..placeholder.clone()
+                    },
+                },
+                Some(Err(why)) => PointResult { not_applicable: Some(why.clone()), ..placeholder.clone() },
+                Some(Ok(Some(w))) => {
+                    let label = label_of(*c, &w.spec.name, &w.spec.params);
+                    match (&w.missing, find(&label)) {
+                        (Some(why), _) => PointResult { not_applicable: Some(why.clone()), ..placeholder.clone() },
+                        (None, None) => {
+                            PointResult { not_applicable: Some(format!("{label} did not run")), ..placeholder.clone() }
+                        }
+                        (None, Some(r)) => {
+                            let mut row = r.clone();
+                            if let Some(why) = &r.not_applicable {
+                                row.not_applicable = Some(format!(
+                                    "{} picks {label}, which does not run here: {why}",
+                                    w.library.as_deref().unwrap_or(&spec.name)
+                                ));
+                            }
+                            row.selection = Some(Selection {
+                                selected: label.clone(),
+                                library: w.library.clone(),
+                                library_choice: w.choice.clone(),
+                                vs_best: 0.0,
+                                predicted_s: w.predicted_s,
+                                candidates: ran_ok.len(),
+                            });
+                            row
+                        }
+                    }
+                }
+            };
+            row.algorithm = placeholder.algorithm.clone();
+            // The chosen algorithm's own row (if listed) shows its path; no second copy.
+            row.critical_path = None;
+            row.failures.extend(hidden_failures.iter().cloned());
+            row.best_algorithm = best.map(|(l, _)| l.to_string());
+            row.best_time_s = best.map(|(_, t)| t);
+            row.runner_up = second.map(|(l, _)| l.to_string());
+            row.margin = match (best, second) {
+                (Some((_, b)), Some((_, t))) if b > 0.0 => Some(t / b - 1.0),
+                (Some(_), Some(_)) => Some(0.0),
+                _ => None,
+            };
+            filled.push((i, row));
+        }
+        for (i, row) in filled {
+            results[i] = Some(row);
+        }
+    }
+    rank_some(results);
+}
+
+/// [`rank`] over the results that ran.
+fn rank_some(results: &mut [Option<PointResult>]) {
+    let at: Vec<usize> = (0..results.len()).filter(|&i| results[i].is_some()).collect();
+    let mut present: Vec<PointResult> = results.iter_mut().filter_map(Option::take).collect();
+    rank(&mut present);
+    for (i, r) in at.into_iter().zip(present) {
+        results[i] = Some(r);
+    }
+}

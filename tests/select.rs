@@ -1,0 +1,331 @@
+//! Selectors (`auto`, `ompi_fixed`, `nccl_model`) and `tune`: the rows they add, the
+//! fields every row gets, and the files `tune` writes read back against the sweep; a
+//! real Open MPI loads the rules file where `mpirun` and `mpicc` are installed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use allreduce_sim::report::{Csv, Exporter, PointResult};
+use allreduce_sim::runner;
+use allreduce_sim::scenario::parse_str;
+use allreduce_sim::select::tune::{self, Tuned};
+use allreduce_sim::select::{SELECTORS, is_selector, nccl, ompi};
+
+const SCENARIO: &str = "name: selectors
+ranks: [4, 6, 16]
+topology: { kind: fully_connected, link: { alpha: 2us, bandwidth: 100Gbps } }
+compute: { cost_per_byte: 0.05ns }
+data: { mode: off }
+algorithms: [ring, auto, ompi_fixed, nccl_model]
+sizes: [16B, 4KiB, 256KiB, 4MiB]
+";
+
+fn rows_at(results: &[PointResult], ranks: usize, bytes: u64) -> Vec<&PointResult> {
+    results.iter().filter(|r| r.ranks == ranks && r.bytes == bytes).collect()
+}
+
+#[test]
+fn selector_rows_pick_what_they_say() {
+    let s = parse_str(SCENARIO, "sel.yaml").unwrap();
+    let report = runner::run(&s);
+    assert!(report.results.iter().all(PointResult::passed));
+    // The same sweep with every algorithm listed: auto must agree with it.
+    let mut all = s.clone();
+    all.algorithms = tune::tune_scenario(&s).algorithms.into_iter().filter(|a| !is_selector(&a.name)).collect();
+    let every = runner::run(&all);
+    for &p in &s.ranks {
+        for &b in &s.sizes {
+            let rows = rows_at(&report.results, p, b);
+            assert_eq!(rows.len(), 4);
+            let best = rows[0].best_algorithm.clone().expect("a best algorithm");
+            assert!(rows.iter().all(|r| r.best_algorithm.as_deref() == Some(best.as_str())), "one best per point");
+            let algos: Vec<&PointResult> = rows_at(&every.results, p, b)
+                .into_iter()
+                .filter(|r| r.selection.is_none() && r.not_applicable.is_none())
+                .collect();
+            let fastest = algos.iter().map(|r| r.time_s).fold(f64::INFINITY, f64::min);
+            let auto = rows.iter().find(|r| r.algorithm == "auto").unwrap();
+            assert_eq!(auto.time_s, fastest, "P {p} S {b}");
+            let sel = auto.selection.as_ref().unwrap();
+            assert_eq!(sel.selected, best);
+            assert_eq!(sel.vs_best, 0.0);
+            assert_eq!(sel.candidates, algos.len());
+            // The runner-up is the second fastest, and the margin their ratio.
+            let second = algos.iter().filter(|r| r.algorithm != best).map(|r| r.time_s).fold(f64::INFINITY, f64::min);
+            assert!((auto.margin.unwrap() - (second / fastest - 1.0)).abs() < 1e-12);
+
+            // ompi_fixed runs what Open MPI 4.1.4 decides, with its fallbacks.
+            let om = rows.iter().find(|r| r.algorithm == "ompi_fixed").unwrap();
+            let m = ompi::runs(ompi::allreduce_fixed(p, b, true), 0, b / 4, 4, p);
+            let osel = om.selection.as_ref().unwrap();
+            assert_eq!(osel.selected, m.id);
+            assert_eq!(osel.library_choice.as_deref(), Some(m.steps.as_str()));
+            let ours = algos.iter().find(|r| r.algorithm == m.id).unwrap();
+            assert_eq!(om.time_s, ours.time_s);
+            assert!((osel.vs_best - (ours.time_s / fastest - 1.0)).abs() < 1e-12);
+
+            // nccl_model: NCCL's choice and prediction, our simulation of it.
+            let nm = rows.iter().find(|r| r.algorithm == "nccl_model").unwrap();
+            let nsel = nm.selection.as_ref().unwrap();
+            let x = nccl::Inputs {
+                ranks: p,
+                nodes: p,
+                bw_intra: 12.5,
+                bw_inter: 12.5,
+                channels: 2,
+                arch: nccl::Arch::Hopper,
+            };
+            let (algo, proto, t) = nccl::allreduce_choice(&x, b).unwrap();
+            assert_eq!(nsel.library_choice.as_deref(), Some(format!("{}/{}", algo.name(), proto.name()).as_str()));
+            assert_eq!(nsel.predicted_s, Some(t));
+            assert_eq!(nsel.selected, algo.ours());
+        }
+    }
+    // Open MPI's fixed rules pick segmented ring (run as the ring) below 64 B at 16 ranks.
+    let om16 = rows_at(&report.results, 16, 16).into_iter().find(|r| r.algorithm == "ompi_fixed").unwrap();
+    assert!(om16.selection.as_ref().unwrap().library_choice.as_ref().unwrap().starts_with("5 segmented_ring"));
+}
+
+#[test]
+fn csv_has_the_winner_columns() {
+    let mut s = parse_str(SCENARIO, "sel.yaml").unwrap();
+    s.ranks = vec![4];
+    s.sizes = vec![4096];
+    let report = runner::run(&s);
+    let csv = Csv.render(&report);
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no column {name}"));
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells.len(), head.len());
+        assert_eq!(cells[col("best_algorithm")], "butterfly", "{line}");
+        assert!(!cells[col("runner_up")].is_empty());
+        assert!(cells[col("margin")].parse::<f64>().unwrap() > 0.0);
+        let selected = cells[col("selected")];
+        match cells[col("algorithm")] {
+            "ring" => assert_eq!(selected, ""),
+            "auto" => assert_eq!(selected, "butterfly"),
+            "nccl_model" => assert!(cells[col("predicted_s")].parse::<f64>().unwrap() > 0.0),
+            _ => assert!(!selected.is_empty()),
+        }
+    }
+}
+
+/// `merge` joins shards and ranks every point again over them.
+#[test]
+fn rank_is_the_same_over_shards() {
+    let s = parse_str(SCENARIO, "sel.yaml").unwrap();
+    let whole = runner::run(&s);
+    let mut joined = Vec::new();
+    for i in 0..3 {
+        let shard = allreduce_sim::shard::Shard { index: i, count: 3 };
+        let r = runner::run_with(&s, &runner::RunOptions { shard: Some(shard), ..Default::default() });
+        joined.push((format!("s{i}"), serde_json::to_string(&r).unwrap()));
+    }
+    let merged = allreduce_sim::shard::merge(&joined).unwrap();
+    for (a, b) in whole.results.iter().zip(&merged.results) {
+        assert_eq!(a.algorithm, b.algorithm);
+        assert_eq!((&a.best_algorithm, &a.runner_up), (&b.best_algorithm, &b.runner_up), "{} {}", a.ranks, a.bytes);
+        assert_eq!(a.margin, b.margin);
+        assert_eq!(a.selection.as_ref().map(|s| s.vs_best), b.selection.as_ref().map(|s| s.vs_best));
+    }
+}
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_allreduce-sim"))
+}
+
+fn tmp(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("select-{}-{name}", std::process::id()))
+}
+
+/// Run `tune` with `emit`, return the file it wrote.
+fn tune_file(scenario: &Path, emit: &str, extra: &[&str]) -> String {
+    let out = tmp(&format!("{emit}.out"));
+    let status = Command::new(bin())
+        .args(["tune", scenario.to_str().unwrap(), "--emit", emit, "--quiet", "--output", out.to_str().unwrap()])
+        .args(extra)
+        .status()
+        .unwrap();
+    assert!(status.success(), "tune --emit {emit} failed");
+    std::fs::read_to_string(&out).unwrap()
+}
+
+#[test]
+fn tune_files_read_back_against_the_sweep() {
+    let path = tmp("tune.yaml");
+    std::fs::write(&path, SCENARIO).unwrap();
+    let tuned: Tuned = serde_json::from_str(&tune_file(&path, "json", &[])).unwrap();
+    assert_eq!(tuned.points.len(), 12);
+
+    let rules = tune::read_ompi_rules(&tune_file(&path, "ompi-rules", &[])).unwrap();
+    let all = &rules[&tune::OMPI_ALLREDUCE_ID];
+    let ncsv = tune::read_nccl_csv(&tune_file(&path, "nccl-tuner", &[])).unwrap();
+    for pt in &tuned.points {
+        // The rule is the fastest of the algorithms Open MPI has ...
+        let ompi_algos: Vec<&(String, f64)> =
+            pt.times.iter().filter(|(l, _)| ompi::ompi_of(l.split('(').next().unwrap(), None).is_some()).collect();
+        let fastest = ompi_algos.iter().map(|(_, t)| *t).fold(f64::INFINITY, f64::min);
+        let (alg, _) = pt.ompi_rule.unwrap();
+        let winner = ompi_algos.iter().find(|(l, _)| ompi::ompi_of(l, None).unwrap().0 == alg).unwrap();
+        assert!(winner.1 <= fastest * (1.0 + 1e-9), "{pt:?}");
+        // ... and Open MPI's lookup in the file finds it.
+        assert_eq!(tune::ompi_lookup(all, pt.ranks, pt.bytes), pt.ompi_rule, "P {} S {}", pt.ranks, pt.bytes);
+
+        let row = tune::nccl_lookup(&ncsv, pt.ranks, pt.ranks, pt.bytes).expect("a tuner row");
+        let (algo, proto) = pt.nccl_rule.clone().unwrap();
+        assert_eq!((row.algorithm.as_str(), row.protocol.as_str()), (algo.as_str(), proto.as_str()));
+        let ours = if algo == "ring" { "ring" } else { "double_binary_tree" };
+        let other = if algo == "ring" { "double_binary_tree" } else { "ring" };
+        let time = |l: &str| pt.times.iter().find(|(a, _)| a == l).map(|(_, t)| *t).unwrap();
+        assert!(time(ours) <= time(other) * (1.0 + 1e-9));
+    }
+    let table = tune_file(&path, "table", &[]);
+    assert_eq!(table.lines().count(), 1 + 1 + 12 + 1, "{table}");
+}
+
+#[test]
+fn selectors_are_documented_and_listed() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scenario.md")).unwrap();
+    let list = Command::new(bin()).arg("list").output().unwrap();
+    let list = String::from_utf8(list.stdout).unwrap();
+    for sel in &SELECTORS {
+        assert!(doc.contains(&format!("`{}`", sel.id)), "docs/scenario.md lacks {}", sel.id);
+        assert!(list.contains(&format!("\n{}\n", sel.id)), "list lacks {}", sel.id);
+        for p in sel.params {
+            let name = p.split(['=', ':']).next().unwrap();
+            assert!(doc.contains(&format!("`{name}`")), "docs/scenario.md lacks {}'s {name}", sel.id);
+        }
+    }
+    for (name, _) in nccl::Arch::NAMES {
+        assert!(doc.contains(&format!("`{name}`")));
+    }
+    // A bad parameter is refused where it is written.
+    let bad = SCENARIO.replace("nccl_model]", "{ name: nccl_model, arch: pascal }]");
+    let e = parse_str(&bad, "bad.yaml").unwrap_err();
+    assert!(e.message().contains("'arch' must be one of hopper"), "{}", e.message());
+    let bad = SCENARIO.replace("auto,", "{ name: auto, chunk: 1 },");
+    let e = parse_str(&bad, "bad.yaml").unwrap_err();
+    assert!(e.message().contains("unknown parameter 'chunk' for selector 'auto'; it takes none"), "{}", e.message());
+}
+
+/// Signature of an allreduce on 4 ranks as rank 0's calls of a user operation: the
+/// element counts it was handed, in order.
+fn ompi_signature(alg: u8, n: usize) -> Vec<usize> {
+    match alg {
+        1 => vec![n; 3],
+        3 => vec![n; 2],
+        4 => vec![n / 4; 3],
+        6 => vec![n / 2, n / 4],
+        _ => Vec::new(),
+    }
+}
+
+/// A real Open MPI reads the rules file `tune` writes and runs what it says. Rank 0
+/// of a small MPI program records the lengths its user-defined (commutative) sum is
+/// called with, which tells Open MPI's allreduce algorithms apart on 4 ranks; the
+/// program is run once with our generated file and once with a file that forces the
+/// ring where Open MPI's fixed rules would not take it, so a file silently ignored
+/// (Open MPI falls back to its fixed rules without a word) fails the test.
+#[test]
+fn open_mpi_runs_the_rules_file() {
+    let have = |tool: &str| Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
+    if !have("mpirun") || !have("mpicc") {
+        println!("skipped: mpirun or mpicc not found (apt-get install openmpi-bin libopenmpi-dev)");
+        return;
+    }
+    let src = tmp("probe.c");
+    std::fs::write(&src, PROBE).unwrap();
+    let exe = tmp("probe");
+    let built = Command::new("mpicc").arg(&src).arg("-o").arg(&exe).status().unwrap();
+    assert!(built.success(), "mpicc failed");
+    let run = |rules: &Path, n: usize| -> Vec<usize> {
+        let out = Command::new("mpirun")
+            .args(["--allow-run-as-root", "--oversubscribe", "-np", "4"])
+            .args(["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_dynamic_rules_filename"])
+            .arg(rules)
+            .arg(&exe)
+            .arg(n.to_string())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && text.contains("sum ok"), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        let line = text.lines().find_map(|l| l.strip_prefix("calls:")).unwrap();
+        line.split_whitespace().map(|w| w.parse().unwrap()).collect()
+    };
+
+    // Our rules at 4 ranks, from a sweep whose winners differ in size.
+    let path = tmp("mpi.yaml");
+    std::fs::write(&path, SCENARIO.replace("[4, 6, 16]", "[4]")).unwrap();
+    let text = tune_file(&path, "ompi-rules", &[]);
+    let rules_path = tmp("rules.txt");
+    std::fs::write(&rules_path, &text).unwrap();
+    let rules = tune::read_ompi_rules(&text).unwrap();
+    for (bytes, n) in [(4096u64, 1024usize), (4 << 20, 1 << 20)] {
+        let (alg, _) = tune::ompi_lookup(&rules[&tune::OMPI_ALLREDUCE_ID], 4, bytes).unwrap();
+        let want = ompi_signature(alg, n);
+        assert!(!want.is_empty(), "no signature for algorithm {alg}");
+        assert_eq!(run(&rules_path, n), want, "S = {bytes}: Open MPI did not run {}", ompi::name(alg));
+    }
+
+    // The ring at 1 MiB, where the fixed rules run Rabenseifner: the file was read.
+    assert_eq!(ompi::allreduce_fixed(4, 1 << 20, true), 6);
+    let t = Tuned {
+        scenario: "ring".into(),
+        open_mpi: ompi::VERSION.into(),
+        nccl: nccl::VERSION.into(),
+        nccl_nodes: Default::default(),
+        points: vec![tune::TunedPoint {
+            ranks: 4,
+            bytes: 4,
+            best_algorithm: None,
+            best_time_s: None,
+            runner_up: None,
+            margin: None,
+            times: Vec::new(),
+            ompi_fixed: None,
+            nccl_model: None,
+            ompi_rule: Some((4, 0)),
+            nccl_rule: None,
+        }],
+    };
+    let forced = tmp("ring.txt");
+    std::fs::write(&forced, tune::ompi_rules(&t)).unwrap();
+    assert_eq!(run(&forced, 1 << 18), ompi_signature(4, 1 << 18));
+}
+
+/// The MPI program: an in-place allreduce of n floats with a user-defined commutative
+/// sum that records, on rank 0, the length of every call.
+const PROBE: &str = r#"#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+static int calls[64], ncalls = 0;
+static void sum(void *in, void *inout, int *len, MPI_Datatype *t) {
+  float *a = in, *b = inout;
+  for (int i = 0; i < *len; i++) b[i] += a[i];
+  if (ncalls < 64) calls[ncalls] = *len;
+  ncalls++;
+}
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int n = atoi(argv[1]);
+  float *v = malloc(sizeof(float) * n);
+  for (int i = 0; i < n; i++) v[i] = rank + 1;
+  MPI_Op op;
+  MPI_Op_create(sum, 1, &op);
+  MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_FLOAT, op, MPI_COMM_WORLD);
+  int ok = 1;
+  for (int i = 0; i < n; i++) ok &= v[i] == size * (size + 1) / 2;
+  if (rank == 0) {
+    printf("calls:");
+    for (int i = 0; i < ncalls && i < 64; i++) printf(" %d", calls[i]);
+    printf("\n%s\n", ok ? "sum ok" : "sum WRONG");
+  }
+  MPI_Finalize();
+  return !ok;
+}
+"#;
