@@ -329,3 +329,22 @@ int main(int argc, char **argv) {
   return !ok;
 }
 "#;
+
+/// The plot of where Open MPI's fixed rules lose: one cell per (ranks, size).
+#[test]
+fn plot_shows_where_ompi_fixed_loses() {
+    let mut s = parse_str(SCENARIO, "sel.yaml").unwrap();
+    s.ranks = vec![4, 32];
+    s.sizes = vec![1024, 16384];
+    let report = runner::run(&s);
+    let dir = tmp("plots");
+    let files = allreduce_sim::plots::plot_report(&report, &dir).unwrap();
+    let svg = files.iter().find(|f| f.to_string_lossy().ends_with("_ompi_fixed_vs_best.svg")).expect("the map");
+    let text = std::fs::read_to_string(svg).unwrap();
+    assert!(text.contains("Open MPI 4.1.4"));
+    // P = 32, 1 KiB: Rabenseifner where recursive doubling is fastest (a loss above 1.00x).
+    let om = rows_at(&report.results, 32, 1024).into_iter().find(|r| r.algorithm == "ompi_fixed").unwrap();
+    let ratio = format!("{:.2}x", 1.0 + om.selection.as_ref().unwrap().vs_best);
+    assert_ne!(ratio, "1.00x");
+    assert!(text.contains(&ratio), "{ratio} not in the map");
+}

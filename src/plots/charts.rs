@@ -63,6 +63,8 @@ pub struct MapChart {
     /// the two tie (within a relative 1e-9); `None` when nothing ran.
     cells: Vec<Vec<Option<Cell>>>,
     algorithms: Vec<String>,
+    /// The legend's title (`fastest`).
+    legend: String,
 }
 
 /// A map cell: the winner's series index, its lead over the runner-up, and the
@@ -109,6 +111,44 @@ fn algorithms(d: &PlotData) -> Vec<String> {
         }
     }
     out
+}
+
+/// The (ranks, size) plane of `ompi_fixed`'s rows: each cell in the colour of the
+/// algorithm Open MPI's fixed rules run there, with its time over the fastest's.
+fn ompi_loss_map(d: &PlotData, ranks: &[usize], sizes: &[u64]) -> Option<MapChart> {
+    let rows: Vec<&PlotPoint> = d.points.iter().filter(|q| q.algorithm == "ompi_fixed" && q.time().is_some()).collect();
+    if rows.len() < 2 {
+        return None;
+    }
+    let mut picks: Vec<String> = Vec::new();
+    let mut cells = vec![vec![None; sizes.len()]; ranks.len()];
+    let mut worst: f64 = 0.0;
+    for q in rows {
+        let Some(sel) = &q.selection else { continue };
+        let (Some(ri), Some(si)) = (ranks.iter().position(|&p| p == q.ranks), sizes.iter().position(|&b| b == q.bytes))
+        else {
+            continue;
+        };
+        let i = picks.iter().position(|a| *a == sel.selected).unwrap_or_else(|| {
+            picks.push(sel.selected.clone());
+            picks.len() - 1
+        });
+        worst = worst.max(sel.vs_best);
+        cells[ri][si] = Some((i, Some(1.0 + sel.vs_best), None));
+    }
+    Some(MapChart {
+        title: format!("Open MPI {}'s fixed choice against the fastest", crate::select::ompi::VERSION),
+        subtitle: format!(
+            "{}  ·  number in a cell: its time / the fastest time (1.00x: it picks the fastest); worst {:.2}x",
+            d.name,
+            1.0 + worst
+        ),
+        sizes: sizes.to_vec(),
+        ranks: ranks.to_vec(),
+        cells,
+        algorithms: picks,
+        legend: "Open MPI runs".to_string(),
+    })
 }
 
 fn sorted<T: Ord + Copy>(it: impl Iterator<Item = T>) -> Vec<T> {
@@ -309,6 +349,8 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
                     .points
                     .iter()
                     .filter(|q| q.ranks == p && q.bytes == s && q.failures.is_empty())
+                    // A selector's row repeats an algorithm's time: not a contender.
+                    .filter(|q| !crate::select::is_selector(&q.algorithm))
                     .filter_map(|q| Some((q.time()?, algos.iter().position(|a| a == &q.algorithm)?)))
                     .collect();
                 // Fastest first; ties go to the algorithm listed first.
@@ -337,9 +379,15 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
                     ranks: ranks.clone(),
                     cells,
                     algorithms: algos.clone(),
+                    legend: "fastest".to_string(),
                 }),
             ));
         }
+    }
+
+    // Where Open MPI's fixed rules lose to the fastest: its pick and its time over the best.
+    if let Some(c) = ompi_loss_map(d, &ranks, &sizes) {
+        out.push(("ompi_fixed_vs_best".to_string(), ReportChart::Map(c)));
     }
 
     // Numerical error against ranks, at the largest size that has errors.
@@ -490,7 +538,7 @@ impl MapChart {
         }
         let labels: Vec<String> = keys.iter().map(|k| k.1.clone()).collect();
         let (w, _) = body.dim_in_pixel();
-        let lw = style::legend_width("fastest", &labels).min(w / 3);
+        let lw = style::legend_width(&self.legend, &labels).min(w / 3);
         let (plot, panel) = body.split_horizontally(w - lw);
 
         let (ns, nr) = (self.sizes.len(), self.ranks.len());
@@ -574,7 +622,7 @@ impl MapChart {
             }
         }
         let (_, ys_px) = chart.plotting_area().get_pixel_range();
-        style::legend(&panel, root, "fastest", &keys, ys_px.start)?;
+        style::legend(&panel, root, &self.legend, &keys, ys_px.start)?;
         Ok(())
     }
 }

@@ -69,6 +69,9 @@ pub struct PlotPoint {
     /// Checks that failed at this point.
     #[serde(default)]
     pub failures: Vec<String>,
+    /// On a selector's row: what it chose.
+    #[serde(default)]
+    pub selection: Option<crate::select::Selection>,
 }
 
 impl PlotPoint {
@@ -102,6 +105,7 @@ impl From<&Report> for PlotData {
                     busbw_bps: p.busbw_bps,
                     max_abs_error: p.max_abs_error,
                     failures: p.failures.clone(),
+                    selection: p.selection.clone(),
                 })
                 .collect(),
         }
