@@ -1,7 +1,7 @@
-//! Engine throughput: ring at P = 256 and 1024 (timing only and with data) and
-//! butterfly at P = 16384, in simulated messages per second; beside it a yardstick, a
-//! bare binary-heap event loop (pop one event, push one) holding as many live events,
-//! in events per second. Then the flow model against the ideal model on one machine, a
+//! Engine throughput: ring at P = 256 and 1024 (timing only and with data), butterfly
+//! and halving_doubling at P = 16384 and 65536 (timing only), in simulated messages per
+//! second; beside it a yardstick, a bare binary-heap event loop (pop one event, push
+//! one) holding as many live events, in events per second. Then the flow model against the ideal model on one machine, a
 //! 1024-host fat tree (32 leaves of 32 hosts, 4 spines, 8:1 oversubscribed): ring in host
 //! order (little sharing) and strided (every hop through a spine), and halving_doubling,
 //! 1 MiB per rank, timing only. Run: `cargo bench --bench engine`.
@@ -51,15 +51,21 @@ fn ring_full(b: Bencher, ranks: usize) {
     bench_algo(b, "ring", ranks, if ranks > 256 { 65_536 } else { 262_144 }, true);
 }
 
-/// Butterfly at P = 16384, timing only.
-#[divan::bench(args = [16384], sample_count = 5)]
+/// Butterfly at P = 16384 and 65536, 4 KiB per rank, timing only.
+#[divan::bench(args = [16384, 65536], sample_count = 5)]
 fn butterfly_off(b: Bencher, ranks: usize) {
     bench_algo(b, "butterfly", ranks, 1024, false);
 }
 
+/// halving_doubling at P = 16384 and 65536, 4 KiB per rank, timing only.
+#[divan::bench(args = [16384, 65536], sample_count = 5)]
+fn halving_doubling_off(b: Bencher, ranks: usize) {
+    bench_algo(b, "halving_doubling", ranks, 1024, false);
+}
+
 /// The yardstick: a bare event loop over `live` events of (time, seq), one pop and
 /// one push per event, 1M events per sample.
-#[divan::bench(args = [256, 1024, 16384], sample_count = 10)]
+#[divan::bench(args = [256, 1024, 16384, 65536], sample_count = 10)]
 fn bare_heap(b: Bencher, live: usize) {
     const EVENTS: u64 = 1 << 20;
     b.counter(ItemsCount::new(EVENTS)).bench(|| {

@@ -12,8 +12,8 @@
 //! - **engine**: [`ENGINE_BYTES_PER_RANK`] per rank (programs, queues, counters);
 //! - **timeline**: a point that records its timeline (at most
 //!   [`DETAIL_MAX_RANKS`] ranks, or the only point of
-//!   a run) holds two port tables per rank and up to
-//!   [`MAX_INTERVALS`] intervals;
+//!   a run, and not certain to outgrow it: [`timeline_overflows`]) holds two port
+//!   tables per rank and up to [`MAX_INTERVALS`] intervals;
 //! - **work**: messages from the algorithm's step count (exact where the algorithm's
 //!   count is known, else a stated upper bound), and about [`EVENTS_PER_MESSAGE`] events
 //!   per message.
@@ -104,6 +104,16 @@ fn messages(s: &Scenario, pt: &Point, elems: u64) -> (u64, bool) {
     }
 }
 
+/// Whether point `pt`'s timeline would certainly outgrow [`MAX_INTERVALS`]: the
+/// algorithm's exact message count alone is above it. Such a recording would be dropped
+/// with everything derived from it, so the runner does not make it: the report is the
+/// same, without the recorder's cost per message and its two port tables per rank.
+pub fn timeline_overflows(s: &Scenario, pt: &Point) -> bool {
+    let n = pt.bytes / (s.data.dtype.bytes() as u64).max(1);
+    let (messages, exact) = messages(s, pt, n);
+    exact && messages > MAX_INTERVALS as u64
+}
+
 /// The estimate of point `pt` of `s`; `single` when it is the only point of the run
 /// (it then records its timeline whatever its rank count).
 pub fn estimate(s: &Scenario, pt: &Point, single: bool) -> Estimate {
@@ -126,7 +136,7 @@ pub fn estimate(s: &Scenario, pt: &Point, single: bool) -> Estimate {
     let engine_bytes = p.saturating_mul(ENGINE_BYTES_PER_RANK);
     let (messages, messages_exact) = messages(s, pt, n);
     let events = messages.saturating_mul(EVENTS_PER_MESSAGE);
-    let records = single || pt.ranks <= DETAIL_MAX_RANKS;
+    let records = (single || pt.ranks <= DETAIL_MAX_RANKS) && !timeline_overflows(s, pt);
     let timeline_bytes = if records {
         // Two tables of port tracks per rank (a Vec header and one track each), and the
         // intervals: each message and each reduction, up to MAX_INTERVALS.

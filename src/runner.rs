@@ -8,7 +8,8 @@
 //! [`run_with`] can run one shard of the sweep ([`crate::shard`]) and show a progress
 //! bar. Points of at most [`DETAIL_MAX_RANKS`] ranks, and a run of a single point, also
 //! record their timeline for the per-link counters and the critical path
-//! ([`crate::timeline`]).
+//! ([`crate::timeline`]), except where it is certain to outgrow what a recording keeps
+//! ([`crate::estimate::timeline_overflows`]): such a recording would be dropped unused.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -114,7 +115,7 @@ pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
                 bytes,
                 ..PointResult::default()
             }
-        } else if single {
+        } else if single && !crate::estimate::timeline_overflows(s, pt) {
             run_point_timeline(s, pt, true).0
         } else {
             run_point(s, pt)
@@ -333,9 +334,11 @@ fn index_range(positions: Option<&[usize]>, range: std::ops::Range<usize>) -> st
 }
 
 /// Run one point. With at most [`DETAIL_MAX_RANKS`] ranks it records the timeline for
-/// the link counters and the critical path (without its steps).
+/// the link counters and the critical path (without its steps), unless the timeline is
+/// certain to outgrow [`timeline::MAX_INTERVALS`]
+/// ([`crate::estimate::timeline_overflows`]): then the report would not have them.
 pub fn run_point(s: &Scenario, pt: &Point) -> PointResult {
-    if pt.ranks <= DETAIL_MAX_RANKS {
+    if pt.ranks <= DETAIL_MAX_RANKS && !crate::estimate::timeline_overflows(s, pt) {
         run_point_timeline(s, pt, false).0
     } else {
         run_point_observed(s, pt, &mut NoObserver)

@@ -14,7 +14,7 @@
 
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, clog2, pow2_floor};
 use crate::cost_model;
-use crate::sim::op::{Op, Program, Rank, Region};
+use crate::sim::op::{Op, Program, Rank, Region, per_step};
 
 /// Registry entry.
 pub const INFO: AlgoInfo = AlgoInfo {
@@ -129,7 +129,7 @@ impl Algorithm for Butterfly {
             Fold::Out => 0,
         };
         let steps = if role == Fold::Out { 0 } else { clog2(p2) };
-        let core = (0..steps).flat_map(move |k| {
+        let core = per_step(0..steps, move |k| {
             let partner = unfold_rank(new ^ (1 << k), rem);
             let tag = STEP + k;
             [Op::send(partner, tag, all), Op::recv_reduce(partner, tag, all), Op::WaitAll]

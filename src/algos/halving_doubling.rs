@@ -14,7 +14,7 @@
 use super::butterfly::{Fold, fold_role, unfold_rank, with_fold};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block, clog2};
 use crate::cost_model;
-use crate::sim::op::{Op, Program, Rank, Region};
+use crate::sim::op::{Op, Program, Rank, Region, per_step};
 
 /// Registry entry.
 pub const INFO: AlgoInfo = AlgoInfo {
@@ -159,7 +159,7 @@ pub(crate) fn halving_reduce_scatter<F>(
 where
     F: Fn(usize) -> Rank + Clone + Send + 'static,
 {
-    (0..size.trailing_zeros()).flat_map(move |k| {
+    per_step(0..size.trailing_zeros(), move |k| {
         let (partner, keep, give) = halves(j, k, size, parts, n);
         let partner = peer(partner);
         [Op::send(partner, STEP + k, give), Op::recv_reduce(partner, STEP + k, keep), Op::WaitAll]
@@ -179,7 +179,7 @@ pub(crate) fn doubling_allgather<F>(
 where
     F: Fn(usize) -> Rank + Clone + Send + 'static,
 {
-    (0..size.trailing_zeros()).rev().flat_map(move |k| {
+    per_step((0..size.trailing_zeros()).rev(), move |k| {
         let (partner, keep, give) = halves(j, k, size, parts, n);
         let partner = peer(partner);
         let tag = STEP + AG + k;

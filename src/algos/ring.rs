@@ -16,7 +16,7 @@
 
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block};
 use crate::cost_model;
-use crate::sim::op::{Action, Op, Program, Rank, Region};
+use crate::sim::op::{Action, Op, Program, Rank, Region, per_step};
 
 /// One phase of a ring program: P-1 steps around the ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,21 +97,18 @@ pub(crate) fn program<'a>(
         Region { buf: c.buf, offset: c.offset + s.offset, len: s.len }
     };
     let stages = phases.len() * steps;
-    (0..stages)
-        .flat_map(move |t| {
-            let (send, recv, action) = phases[t / steps].step(q, np, t % steps);
-            let piece = piece.clone();
-            (0..segments).flat_map(move |j| {
-                let tag = tag0 + (t * segments + j) as u32;
-                // Each stage posts `segments` receives: piece j of stage t-1 is handle
-                // (t-1) segments + j of this program.
-                let wait = (t > 0).then(|| Op::Wait(handle0 + ((t - 1) * segments + j) as u32));
-                let dst = piece(recv, j);
-                wait.into_iter()
-                    .chain([Op::send(right, tag, piece(send, j)), Op::Recv { from: left, tag, dst, action }])
-            })
-        })
-        .chain((stages > 0).then_some(Op::WaitAll))
+    // Piece j of stage t, in stage order.
+    per_step(0..stages * segments, move |s| {
+        let (t, j) = (s / segments, s % segments);
+        let (send, recv, action) = phases[t / steps].step(q, np, t % steps);
+        let tag = tag0 + (t * segments + j) as u32;
+        // Each stage posts `segments` receives: piece j of stage t-1 is handle
+        // (t-1) segments + j of this program.
+        let wait = (t > 0).then(|| Op::Wait(handle0 + ((t - 1) * segments + j) as u32));
+        let dst = piece(recv, j);
+        wait.into_iter().chain([Op::send(right, tag, piece(send, j)), Op::Recv { from: left, tag, dst, action }])
+    })
+    .chain((stages > 0).then_some(Op::WaitAll))
 }
 
 /// The chunks of the textbook ring: the vector cut into P blocks.

@@ -10,8 +10,14 @@
 //! `(issue time, sender rank, sender's issue sequence)`, which is the only order
 //! the model allows. Nothing depends on hash order, threads or the clock.
 //!
-//! The hot loop allocates nothing per event: messages live in a slab with a free
-//! list, payloads come from a pool, and every per-rank list keeps its capacity.
+//! The hot loop allocates nothing per event: messages and compute jobs live in slabs
+//! with free lists, payloads come from a pool, and every per-rank list keeps its
+//! capacity.
+//!
+//! Memory per rank is kept small, so that a million ranks fit (README, "Scaling"): a
+//! rank's state is its program, a few counters and inline short lists; its compute
+//! queue is a linked list through the shared job slab, and payloads are kept apart from
+//! the messages, only when data moves.
 
 /// Events processed by every engine of the process so far, counted in whole blocks of
 /// [`EVENT_BLOCK`]: what the progress report of a long run reads (one relaxed atomic add
@@ -19,8 +25,6 @@
 pub static EVENTS_DONE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 /// See [`EVENTS_DONE`].
 pub const EVENT_BLOCK: u64 = 1 << 16;
-
-use std::collections::VecDeque;
 
 use smallvec::SmallVec;
 
@@ -169,15 +173,31 @@ struct Msg {
     held: bool,
     /// The sender's stream, told when the message is delivered.
     stream: u16,
-    payload: Payload,
 }
 
+/// A compute job in the job slab, and the next job of its rank's queue.
+#[derive(Clone, Copy, Debug)]
+struct JobSlot {
+    job: Job,
+    next: u32,
+}
+
+/// A compute job: two words, so that a wave of P reductions in flight costs little.
 #[derive(Clone, Copy, Debug)]
 enum Job {
     /// Reduce a delivered message into its bound region.
     Msg(u32),
-    /// A local `Reduce` op.
-    Local { stream: u16, handle: u32, src: Region, dst: Region },
+    /// A local `Reduce` op: its slot in the slab of [`Local`]s.
+    Local(u32),
+}
+
+/// A local `Reduce` op waiting for or on the compute unit.
+#[derive(Clone, Copy, Debug)]
+struct Local {
+    stream: u16,
+    handle: u32,
+    src: Region,
+    dst: Region,
 }
 
 /// One sequential stream of a rank's program (a rank may run several at once).
@@ -208,8 +228,11 @@ struct RankState<'p> {
     /// Messages to this rank not yet bound to a receive, in issue order.
     unbound: Ids,
     /// Receives posted and not yet bound to a message, in post order.
-    posted: SmallVec<[Posted; 2]>,
-    compute_queue: VecDeque<Job>,
+    posted: SmallVec<[Posted; 1]>,
+    /// The compute unit's FIFO of jobs: first and last slot in the job slab (`NONE`
+    /// when empty); the first is running while `compute_busy`.
+    jobs_head: u32,
+    jobs_tail: u32,
     compute_busy: bool,
     send_seq: u64,
     held_bytes: u64,
@@ -258,6 +281,13 @@ pub struct Engine<'a, 'p, O: Observer> {
     ranks: Vec<RankState<'p>>,
     msgs: Vec<Msg>,
     free_msgs: Vec<u32>,
+    /// With data: message `i`'s values are `payloads[i]` (kept with their capacity when
+    /// the slot is reused).
+    payloads: Vec<Payload>,
+    jobs: Vec<JobSlot>,
+    free_jobs: Vec<u32>,
+    locals: Vec<Local>,
+    free_locals: Vec<u32>,
     events: EventQueue<EvKind>,
     now: f64,
     dirty: Vec<Rank>,
@@ -314,7 +344,8 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 in_wait: Ids::new(),
                 unbound: Ids::new(),
                 posted: SmallVec::new(),
-                compute_queue: VecDeque::new(),
+                jobs_head: NONE,
+                jobs_tail: NONE,
                 compute_busy: false,
                 send_seq: 0,
                 held_bytes: cfg.scratch_bytes,
@@ -334,6 +365,11 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             ranks,
             msgs: Vec::new(),
             free_msgs: Vec::new(),
+            payloads: Vec::new(),
+            jobs: Vec::new(),
+            free_jobs: Vec::new(),
+            locals: Vec::new(),
+            free_locals: Vec::new(),
             events: EventQueue::default(),
             now: 0.0,
             dirty: Vec::new(),
@@ -468,7 +504,18 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                     self.check_region(r, src)?;
                     self.check_region(r, dst)?;
                     let handle = self.new_handle(r, s);
-                    self.enqueue_compute(r, Job::Local { stream: s, handle, src, dst });
+                    let local = Local { stream: s, handle, src, dst };
+                    let slot = match self.free_locals.pop() {
+                        Some(slot) => {
+                            self.locals[slot as usize] = local;
+                            slot
+                        }
+                        None => {
+                            self.locals.push(local);
+                            (self.locals.len() - 1) as u32
+                        }
+                    };
+                    self.enqueue_compute(r, Job::Local(slot));
                 }
                 Op::Wait(h) => {
                     if h >= self.ranks[ri].streams[si].next_handle {
@@ -504,12 +551,8 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             return Err(self.bad(r, format!("sends to rank {to}, which is not another rank of {}", self.ranks.len())));
         }
         self.check_region(r, src)?;
-        let mut payload = Payload::default();
         let id = match self.free_msgs.pop() {
-            Some(id) => {
-                payload = std::mem::take(&mut self.msgs[id as usize].payload);
-                id
-            }
+            Some(id) => id,
             None => {
                 self.msgs.push(Msg {
                     src: 0,
@@ -522,13 +565,15 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                     delivered: false,
                     held: false,
                     stream: 0,
-                    payload: Payload::default(),
                 });
                 (self.msgs.len() - 1) as u32
             }
         };
         if let Some(d) = self.data.as_deref() {
-            d.load(r as usize, src, &mut payload);
+            if self.payloads.len() <= id as usize {
+                self.payloads.resize_with(id as usize + 1, Payload::default);
+            }
+            d.load(r as usize, src, &mut self.payloads[id as usize]);
         }
         let seq = self.ranks[r as usize].send_seq;
         self.ranks[r as usize].send_seq += 1;
@@ -543,7 +588,6 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             delivered: false,
             held: false,
             stream: s,
-            payload,
         };
         self.ranks[r as usize].streams[s as usize].sends_in_flight += 1;
         self.stats.messages += 1;
@@ -632,7 +676,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         match p.action {
             Action::Copy => {
                 if let Some(d) = self.data.as_deref_mut() {
-                    d.store(dst as usize, p.dst, &self.msgs[id as usize].payload);
+                    d.store(dst as usize, p.dst, &self.payloads[id as usize]);
                 }
                 self.release(id);
                 self.complete_handle(dst, p.stream, p.handle)
@@ -662,21 +706,51 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
     }
 
     fn enqueue_compute(&mut self, r: Rank, job: Job) {
+        let slot = JobSlot { job, next: NONE };
+        let id = match self.free_jobs.pop() {
+            Some(id) => {
+                self.jobs[id as usize] = slot;
+                id
+            }
+            None => {
+                self.jobs.push(slot);
+                (self.jobs.len() - 1) as u32
+            }
+        };
         let st = &mut self.ranks[r as usize];
-        st.compute_queue.push_back(job);
+        match st.jobs_tail {
+            NONE => st.jobs_head = id,
+            tail => self.jobs[tail as usize].next = id,
+        }
+        st.jobs_tail = id;
         if !st.compute_busy {
             self.start_compute(r);
         }
     }
 
+    /// Take the first job off rank `r`'s compute queue (the one that was running).
+    fn pop_job(&mut self, r: Rank) -> Job {
+        let st = &mut self.ranks[r as usize];
+        let id = st.jobs_head;
+        let slot = self.jobs[id as usize];
+        st.jobs_head = slot.next;
+        if slot.next == NONE {
+            st.jobs_tail = NONE;
+        }
+        self.free_jobs.push(id);
+        slot.job
+    }
+
     fn start_compute(&mut self, r: Rank) {
-        let Some(&job) = self.ranks[r as usize].compute_queue.front() else {
+        let head = self.ranks[r as usize].jobs_head;
+        if head == NONE {
             self.ranks[r as usize].compute_busy = false;
             return;
-        };
+        }
+        let job = self.jobs[head as usize].job;
         let len = match job {
             Job::Msg(id) => self.msgs[id as usize].len,
-            Job::Local { dst, .. } => dst.len,
+            Job::Local(slot) => self.locals[slot as usize].dst.len,
         };
         let bytes = (len * self.cfg.elem_bytes) as u64;
         let end = self.now + bytes as f64 * self.cfg.cost_per_byte;
@@ -728,17 +802,19 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             }
             EvKind::ComputeDone(r) => {
                 self.stats.reductions += 1;
-                let job = self.ranks[r as usize].compute_queue.pop_front().expect("a job was running");
+                let job = self.pop_job(r);
                 let (stream, handle) = match job {
                     Job::Msg(id) => {
                         let p = self.msgs[id as usize].recv;
                         if let Some(d) = self.data.as_deref_mut() {
-                            d.reduce_into(r as usize, p.dst, &self.msgs[id as usize].payload);
+                            d.reduce_into(r as usize, p.dst, &self.payloads[id as usize]);
                         }
                         self.release(id);
                         (p.stream, p.handle)
                     }
-                    Job::Local { stream, handle, src, dst } => {
+                    Job::Local(slot) => {
+                        let Local { stream, handle, src, dst } = self.locals[slot as usize];
+                        self.free_locals.push(slot);
                         if let Some(d) = self.data.as_deref_mut() {
                             d.reduce_local(r as usize, src, dst);
                         }
@@ -765,19 +841,22 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         for &r in &self.dirty {
             let st = &self.ranks[r as usize];
             if st.free_out > 0 {
+                let mut quota = PairQuota::default();
                 for &id in &st.out_wait {
                     let m = &self.msgs[id as usize];
-                    if self.ranks[m.dst as usize].free_in > 0 {
+                    let free_in = self.ranks[m.dst as usize].free_in;
+                    if free_in > 0 && quota.take(m.dst, free_in.min(st.free_out)) {
                         cands.push((priority(m), id));
                     }
                 }
             }
             if st.free_in > 0 {
+                let mut quota = PairQuota::default();
                 for &id in &st.in_wait {
                     let m = &self.msgs[id as usize];
                     // A dirty sender's own scan above already offers this message.
                     let sender = &self.ranks[m.src as usize];
-                    if sender.free_out > 0 && !sender.dirty {
+                    if sender.free_out > 0 && !sender.dirty && quota.take(m.src, sender.free_out.min(st.free_in)) {
                         cands.push((priority(m), id));
                     }
                 }
@@ -881,6 +960,43 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             detail.push_str(&format!("; and {more} more"));
         }
         Err(SimError::Deadlock { time: self.now, detail })
+    }
+}
+
+/// The messages one rank's scan in [`Engine::match_ports`] offers per peer.
+///
+/// Of the waiting messages between one sender and one receiver, the greedy pass starts a
+/// prefix, in their priority order (which is the order of the sender's `out_wait` and of
+/// the receiver's `in_wait`): once one fails, its sender's or its receiver's ports are
+/// all taken, and every later message of the pair fails too. Each start takes a port at
+/// both ends, so the prefix is at most `min(free out-ports, free in-ports)` long. Offering
+/// only that many per pair changes nothing in what starts, and a chain's first rank,
+/// with all its segments queued to one receiver, offers one message per instant instead
+/// of all of them (which made many segments cost their square).
+///
+/// The first [`PairQuota::PEERS`] peers are counted; messages to further peers are
+/// offered as before (a rank with many peers waiting, a star's root, sorts them all).
+#[derive(Default)]
+struct PairQuota {
+    peers: [(Rank, u32); PairQuota::PEERS],
+    len: usize,
+}
+
+impl PairQuota {
+    const PEERS: usize = 4;
+
+    /// Whether to offer one more message with `peer`, of which at most `most` can start.
+    fn take(&mut self, peer: Rank, most: u32) -> bool {
+        if let Some(e) = self.peers[..self.len].iter_mut().find(|e| e.0 == peer) {
+            if e.1 >= most {
+                return false;
+            }
+            e.1 += 1;
+        } else if self.len < Self::PEERS {
+            self.peers[self.len] = (peer, 1);
+            self.len += 1;
+        }
+        true
     }
 }
 

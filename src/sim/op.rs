@@ -122,3 +122,75 @@ impl Op {
 /// (`flat_map` over steps), which reads like the textbook loop and materialises
 /// nothing up front.
 pub type Program<'a> = Box<dyn Iterator<Item = Op> + Send + 'a>;
+
+/// `steps.flat_map(step)` for programs made of numbered steps of a few ops each: step
+/// `k`'s ops are `step(k)`.
+///
+/// A `flat_map` keeps a copy of the current step's ops (an `[Op; 3]` is 120 bytes, and it
+/// keeps two); this keeps only the step number and the position within the step, and
+/// calls `step` again for each op it hands out, so `step` must depend on `k` alone. A
+/// rank's program is then a few words, which is what lets a million ranks run in little
+/// memory, and handing out an op costs a few instructions instead of a copy of the step.
+pub fn per_step<K, I, F>(steps: K, step: F) -> PerStep<K, F>
+where
+    K: Iterator,
+    K::Item: Copy,
+    F: Fn(K::Item) -> I,
+    I: IntoIterator<Item = Op>,
+{
+    PerStep { steps, current: None, at: 0, step }
+}
+
+/// The iterator of [`per_step`].
+#[derive(Clone, Debug)]
+pub struct PerStep<K: Iterator, F> {
+    steps: K,
+    current: Option<K::Item>,
+    /// How many ops of the current step were handed out.
+    at: u32,
+    step: F,
+}
+
+impl<K, I, F> Iterator for PerStep<K, F>
+where
+    K: Iterator,
+    K::Item: Copy,
+    F: Fn(K::Item) -> I,
+    I: IntoIterator<Item = Op>,
+{
+    type Item = Op;
+
+    #[inline]
+    fn next(&mut self) -> Option<Op> {
+        loop {
+            let k = match self.current {
+                Some(k) => k,
+                None => {
+                    let k = self.steps.next()?;
+                    self.current = Some(k);
+                    self.at = 0;
+                    k
+                }
+            };
+            if let Some(op) = (self.step)(k).into_iter().nth(self.at as usize) {
+                self.at += 1;
+                return Some(op);
+            }
+            self.current = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Steps of different lengths, empty ones included, come out as `flat_map` gives them.
+    #[test]
+    fn per_step_is_flat_map() {
+        let step = |k: u32| (0..k % 4).map(move |i| Op::Wait(10 * k + i));
+        let want: Vec<Op> = (0..9).rev().flat_map(step).collect();
+        assert_eq!(per_step((0..9).rev(), step).collect::<Vec<_>>(), want);
+        assert_eq!(want.len(), 12);
+    }
+}

@@ -1,20 +1,25 @@
 //! The engine's event queue: events pop in the order `(time, insertion sequence)`,
-//! exactly as from a binary heap keyed that way, but an event scheduled for the same
-//! instant as the one scheduled just before it costs no heap operation.
+//! exactly as from a binary heap keyed that way, but an event scheduled for an instant
+//! that already has an open bucket costs no heap operation.
 //!
 //! Collectives move in waves: at one instant every rank starts a message of the same
-//! size, so P deliveries are scheduled back to back for one later instant, then P
-//! reductions for another. The queue keeps a heap of *buckets*, each a FIFO of events of
-//! one instant, and appends an event to the bucket made last when its time is that
-//! bucket's. A wave of P events is one heap push and one pop instead of P of each.
+//! size, so P deliveries are scheduled for one later instant, then P reductions for
+//! another. The queue keeps a heap of *buckets*, each a FIFO of events of one instant,
+//! and appends an event to the open bucket of its instant when there is one. A wave of
+//! P events is one heap push and one pop instead of P of each, even when the pushes of
+//! a few instants interleave (a delivery schedules a reduction, the next delivery of the
+//! wave another: two instants in turn) or when ranks drift apart into a few groups.
 //!
-//! **Why the order is exact.** Only the newest bucket ever grows, so every event of an
-//! older bucket has a smaller sequence number than every event of a newer one. Buckets
-//! are ordered in the heap by `(time, sequence of their first event)`; so two buckets
-//! of one instant pop oldest first, and within a bucket events pop in insertion order.
-//! The queue drains the bucket it popped before it looks at the heap again: nothing
-//! scheduled meanwhile can come before the bucket's rest (it is at this instant or
-//! later, and newer).
+//! **Why the order is exact.** At most [`OPEN`] buckets are *open* (may still grow), at
+//! most one per instant; a bucket that stops being open (evicted to make room, or
+//! drained) never grows again. So of two buckets of one instant, the older stopped
+//! growing before the newer one was made, and every event of the older has a smaller
+//! sequence number than every event of the newer. Buckets are ordered in the heap by
+//! `(time, sequence of their first event)`, so two buckets of one instant pop oldest
+//! first, and within a bucket events pop in insertion order. Buckets of different
+//! instants are ordered by their times alone. The queue drains the bucket it popped
+//! before it looks at the heap again: nothing scheduled meanwhile can come before the
+//! bucket's rest (it is at this instant or later, and newer).
 //!
 //! Buckets are recycled with their capacity, so once warm the queue allocates nothing.
 
@@ -29,6 +34,10 @@ struct Bucket<T> {
     events: VecDeque<T>,
 }
 
+/// Buckets open at once: enough for the few instants a wave's pushes interleave, few
+/// enough that finding one is a short scan of one cache line.
+pub const OPEN: usize = 8;
+
 /// Events of type `T`, popped in `(time, insertion order)`.
 #[derive(Debug)]
 pub struct EventQueue<T> {
@@ -36,8 +45,12 @@ pub struct EventQueue<T> {
     heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
     buckets: Vec<Bucket<T>>,
     free: Vec<u32>,
-    /// The bucket made last, while it may still grow (not yet drained).
-    newest: Option<u32>,
+    /// The open buckets' times and ids (`open_len` of them, see the module docs); a new
+    /// one replaces the oldest in turn (`open_next`).
+    open_time: [u64; OPEN],
+    open_id: [u32; OPEN],
+    open_len: usize,
+    open_next: usize,
     /// The bucket being drained.
     current: Option<u32>,
     seq: u64,
@@ -50,7 +63,10 @@ impl<T> Default for EventQueue<T> {
             heap: BinaryHeap::new(),
             buckets: Vec::new(),
             free: Vec::new(),
-            newest: None,
+            open_time: [0; OPEN],
+            open_id: [0; OPEN],
+            open_len: 0,
+            open_next: 0,
             current: None,
             seq: 0,
             len: 0,
@@ -73,10 +89,8 @@ impl<T> EventQueue<T> {
         let seq = self.seq;
         self.seq += 1;
         self.len += 1;
-        if let Some(b) = self.newest
-            && self.buckets[b as usize].time == t
-        {
-            self.buckets[b as usize].events.push_back(event);
+        if let Some(i) = self.open_time[..self.open_len].iter().position(|&o| o == t) {
+            self.buckets[self.open_id[i] as usize].events.push_back(event);
             return;
         }
         let b = match self.free.pop() {
@@ -91,7 +105,17 @@ impl<T> EventQueue<T> {
         };
         self.buckets[b as usize].events.push_back(event);
         self.heap.push(Reverse((t, seq, b)));
-        self.newest = Some(b);
+        // Open it, closing the oldest open bucket for good if all slots are taken.
+        let slot = if self.open_len < OPEN {
+            self.open_len += 1;
+            self.open_len - 1
+        } else {
+            let slot = self.open_next;
+            self.open_next = (slot + 1) % OPEN;
+            slot
+        };
+        self.open_time[slot] = t;
+        self.open_id[slot] = b;
     }
 
     /// The earliest event and its time.
@@ -107,12 +131,24 @@ impl<T> EventQueue<T> {
                 // Drained: recycle it; it must not grow any more.
                 self.current = None;
                 self.free.push(b);
-                if self.newest == Some(b) {
-                    self.newest = None;
-                }
+                self.close(b);
             }
             let Reverse((_, _, b)) = self.heap.pop()?;
             self.current = Some(b);
+        }
+    }
+
+    /// Take bucket `b` out of the open ones, if it is there.
+    fn close(&mut self, b: u32) {
+        let n = self.open_len;
+        if let Some(i) = self.open_id[..n].iter().position(|&o| o == b) {
+            // Keep the slots packed; the eviction turn stays within them.
+            self.open_time[i] = self.open_time[n - 1];
+            self.open_id[i] = self.open_id[n - 1];
+            self.open_len = n - 1;
+            if self.open_next >= self.open_len {
+                self.open_next = 0;
+            }
         }
     }
 
@@ -163,8 +199,10 @@ mod tests {
                         now = t as u64;
                     }
                 } else {
-                    // Now, or a few instants later (so that waves and repeats are common).
-                    let t = now + u64::from(r >> 8) % (1 + round % 5);
+                    // Now, or a few instants later (so that waves and repeats are common);
+                    // up to 23 instants at once, more than the open buckets, so that
+                    // buckets are evicted while they could still grow.
+                    let t = now + u64::from(r >> 8) % (1 + round % 23);
                     q.push(t as f64, seq);
                     reference.push(Reverse((t, seq)));
                     seq += 1;

@@ -11,7 +11,8 @@
 //!
 //! When a run records: every point of at most [`DETAIL_MAX_RANKS`] ranks, any point of a
 //! run that has only one point, and `run --trace`; never beyond [`MAX_INTERVALS`]
-//! intervals. Recording costs a few tens of percent of a timing-only run (the engine
+//! intervals, and not at all where the algorithm's exact message count is already above
+//! it ([`crate::estimate::timeline_overflows`]). Recording costs a few tens of percent of a timing-only run (the engine
 //! itself is unchanged: without a recorder the observer hooks compile to nothing), and
 //! little beside the data plane's real reductions.
 
