@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 
 use crate::algos::{self, Machine, Params, Problem};
+use crate::collective::Collective;
 use crate::cost_model;
 use crate::scenario::units::{fmt_bandwidth, fmt_bytes, fmt_time};
 use crate::scenario::{ParamValue, TopologySpec};
@@ -35,6 +36,8 @@ const ELEM_BYTES: usize = 4;
 /// What to explain, on which machine.
 #[derive(Clone, Debug)]
 pub struct Request {
+    /// The collective the algorithm implements (`--collective`, default allreduce).
+    pub collective: Collective,
     /// Algorithm id.
     pub algorithm: String,
     /// Its parameters (`segments=4`).
@@ -59,6 +62,7 @@ pub struct Request {
 impl Default for Request {
     fn default() -> Self {
         Request {
+            collective: Collective::Allreduce,
             algorithm: "ring".to_string(),
             params: Vec::new(),
             ranks: 4,
@@ -93,10 +97,9 @@ fn region(r: &Region) -> String {
 
 /// The schedule of `req` as text, or what is wrong with the request.
 pub fn explain(req: &Request) -> Result<String, String> {
-    let ids: Vec<&str> = algos::registry().iter().map(|a| a.id).collect();
-    let info = algos::find(&req.algorithm)
-        .ok_or_else(|| format!("unknown algorithm '{}'; allowed: {}", req.algorithm, ids.join(", ")))?;
-    let algo = algos::build(&req.algorithm, Params::new(req.params.clone())).map_err(|e| e.message)?;
+    let c = req.collective;
+    let algo = algos::build_for(c, &req.algorithm, Params::new(req.params.clone())).map_err(|e| e.message)?;
+    let info = algos::find_in(c, &req.algorithm).ok_or_else(|| format!("no {c} algorithm '{}'", req.algorithm))?;
     if req.ranks == 0 || req.ranks > MAX_RANKS {
         return Err(format!(
             "--ranks must be between 1 and {MAX_RANKS} (explain prints every message), not {}",
@@ -124,7 +127,9 @@ pub fn explain(req: &Request) -> Result<String, String> {
     positive(req.bandwidth, "--bandwidth", false)?;
     positive(req.cost_per_byte, "--cost-per-byte", true)?;
 
-    let p = Problem { ranks: req.ranks, elems: (req.bytes / ELEM_BYTES as u64) as usize, elem_bytes: ELEM_BYTES };
+    // A barrier moves nothing, whatever --size says.
+    let elems = if c.has_data() { (req.bytes / ELEM_BYTES as u64) as usize } else { 0 };
+    let p = Problem { ranks: req.ranks, elems, elem_bytes: ELEM_BYTES };
     let topo: Box<dyn Topology> = match &req.topology {
         Some(spec) => topology::build(spec, req.ranks)
             .map_err(|why| format!("the scenario's topology does not fit {} ranks: {why}", req.ranks))?,
@@ -272,7 +277,7 @@ pub fn explain(req: &Request) -> Result<String, String> {
         );
     }
     out.push('\n');
-    let lb = cost_model::lower_bound(&p, topo, req.cost_per_byte);
+    let lb = cost_model::lower_bound_of(c, &p, topo, req.cost_per_byte);
     let _ = write!(out, "lower bound:  {} (docs/report.md, 'The checks')", fmt_time(lb));
     if stats.time > 0.0 {
         let _ = write!(out, ", efficiency {:.1}%", lb / stats.time * 100.0);

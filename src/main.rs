@@ -169,6 +169,10 @@ enum Command {
     Explain {
         /// Algorithm id (see `list`).
         algorithm: String,
+        /// The collective the algorithm implements: allreduce (default), reduce_scatter,
+        /// allgather, broadcast, reduce or barrier.
+        #[arg(long, value_name = "NAME")]
+        collective: Option<String>,
         /// P, 1 to 256 [default: 4, or the --scenario's first rank count].
         #[arg(long)]
         ranks: Option<usize>,
@@ -324,13 +328,31 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Explain { algorithm, ranks, size, nics, alpha, bandwidth, cost_per_byte, params, scenario } => {
+        Command::Explain {
+            algorithm,
+            collective,
+            ranks,
+            size,
+            nics,
+            alpha,
+            bandwidth,
+            cost_per_byte,
+            params,
+            scenario,
+        } => {
+            let collective = match collective {
+                None => Collective::Allreduce,
+                Some(name) => Collective::from_name(&name).ok_or_else(|| {
+                    BadInput(format!("--collective: '{name}' is not known; allowed: {}", Collective::names()))
+                })?,
+            };
             let unit = |flag: &str, r: Result<f64, String>| r.map_err(|e| BadInput(format!("{flag}: {e}")));
             let machine = match &scenario {
                 Some(path) => Some(load(path, &Overrides::default())?),
                 None => None,
             };
             let mut req = explain::Request {
+                collective,
                 algorithm,
                 params: params.iter().map(|p| parse_param(p)).collect::<Result<_, _>>()?,
                 ranks: ranks.or_else(|| machine.as_ref().and_then(|s| s.ranks.first().copied())).unwrap_or(4),

@@ -42,13 +42,16 @@ pub struct Point {
     pub bytes: u64,
 }
 
-/// Every point of `s`, in sweep order.
+/// Every point of `s`, in sweep order. A barrier moves no data, so it runs once per rank
+/// count, with the first size, not once per size.
 pub fn points(s: &Scenario) -> Vec<Point> {
     let mut out = Vec::new();
     for &ranks in &s.ranks {
-        for &bytes in &s.sizes {
-            for algo in 0..s.algorithms.len() {
-                out.push(Point { algo, ranks, bytes });
+        for (i, &bytes) in s.sizes.iter().enumerate() {
+            for (algo, spec) in s.algorithms.iter().enumerate() {
+                if i == 0 || spec.collective.has_data() {
+                    out.push(Point { algo, ranks, bytes });
+                }
             }
         }
     }

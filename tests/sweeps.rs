@@ -276,7 +276,9 @@ fn explain_ring_shows_its_steps() {
 #[test]
 fn explain_refuses_bad_input() {
     for (args, says) in [
-        (vec!["explain", "nope"], "unknown algorithm 'nope'; allowed: "),
+        (vec!["explain", "nope"], "unknown algorithm 'nope' for allreduce; allowed: "),
+        (vec!["explain", "ring", "--collective", "broadcast"], "allowed: one_to_all, binomial_tree, chain"),
+        (vec!["explain", "ring", "--collective", "gossip"], "--collective: 'gossip' is not known"),
         (vec!["explain", "ring", "--ranks", "0"], "--ranks must be between 1 and 256"),
         (vec!["explain", "ring", "--size", "6"], "multiple of 4 bytes"),
         (vec!["explain", "ring", "--alpha", "fast"], "--alpha"),
