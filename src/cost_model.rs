@@ -146,9 +146,9 @@ pub fn direct_formula(p: &Problem, h: &Hockney) -> f64 {
 ///
 /// Gloo's index gives no time, only `P-1` steps and `P S` bytes on the wire; the ring
 /// ([`ring`]) moves `2 (P-1)/P S` in `2(P-1)` steps. With one NIC ring_gloo never wins:
-/// its rounds cost `2 alpha + S/B + S C` against two ring steps' `2 alpha + 2 S/(P B)
-/// + S C / P`. With two or more it wins only while `S/B + S C` stays below about alpha
-/// (it saves P-2 latencies and pays P times the bytes and the additions).
+/// its rounds cost `2 alpha + S/B + S C` against two ring steps'
+/// `2 alpha + 2 S/(P B) + S C / P`. With two or more it wins only while `S/B + S C` stays
+/// below about alpha (it saves P-2 latencies and pays P times the bytes and the additions).
 pub fn ring_gloo(p: &Problem, h: &Hockney) -> f64 {
     if p.ranks <= 1 || p.elems == 0 {
         return 0.0;

@@ -94,14 +94,8 @@ impl Algorithm for RingGloo {
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        let time = match cost_model::Hockney::of(m) {
-            Some(h) => cost_model::ring_gloo(p, &h),
-            None => {
-                let plan = RingGlooPlan { np: p.ranks, n: p.elems };
-                stepped::time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)?
-            }
-        };
-        Some((time, EXACT))
+        let plan = RingGlooPlan { np: p.ranks, n: p.elems };
+        Some((stepped::formula_or_steps(&plan, p, m, |h| cost_model::ring_gloo(p, h))?, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
