@@ -282,10 +282,10 @@ pub fn direct_formula(p: &Problem, h: &Hockney) -> f64 {
 /// Every rank does the same at the same instants, so no port is ever wanted twice.
 ///
 /// Gloo's index gives no time, only `P-1` steps and `P S` bytes on the wire; the ring
-/// ([`ring`]) moves `2 (P-1)/P S` in `2(P-1)` steps. Per step the ring's message is
-/// P times smaller, so ring_gloo wins only while `alpha` dominates `T(S)`:
-/// `(P-1) T(S)` against `2(P-1) T(S/P)`, roughly `S/B < alpha` (plus the additions,
-/// which ring_gloo does P times more of).
+/// ([`ring`]) moves `2 (P-1)/P S` in `2(P-1)` steps. With one NIC ring_gloo never wins:
+/// its rounds cost `2 alpha + S/B + S C` against two ring steps'
+/// `2 alpha + 2 S/(P B) + S C / P`. With two or more it wins only while `S/B + S C` stays
+/// below about alpha (it saves P-2 latencies and pays P times the bytes and the additions).
 pub fn ring_gloo(p: &Problem, h: &Hockney) -> f64 {
     if p.ranks <= 1 || p.elems == 0 {
         return 0.0;

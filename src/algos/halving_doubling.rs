@@ -100,7 +100,7 @@ fn binary_blocks_program(r: usize, np: usize, n: usize) -> Program<'static> {
     let region = move |(lo, hi): (usize, usize)| self::blocks(n, fine, lo, hi);
     // Inside the block: recursive halving, in units of fine pieces.
     let peer = move |i: usize| (start + i) as Rank;
-    let reduce_scatter = halving_reduce_scatter(j, size, fine, n, peer);
+    let reduce_scatter = phase(Half::ReduceScatter, j, size, fine, n, peer);
     // The rank of `blocks[c]` whose pieces contain fine piece `f`.
     let holder = move |c: usize, f: usize| {
         let (s0, sz) = blocks[c];
@@ -120,7 +120,7 @@ fn binary_blocks_program(r: usize, np: usize, n: usize) -> Program<'static> {
     });
     let down_out = smaller.then(|| Op::send(holder(b + 1, mine.0), DOWN, region(mine)));
     // Inside the block again: recursive doubling, the mirror of the halving.
-    let allgather = doubling_allgather(j, size, fine, n, peer);
+    let allgather = phase(Half::Allgather, j, size, fine, n, peer);
     Box::new(
         reduce_scatter
             .chain(up_in.into_iter().flatten())
@@ -144,32 +144,23 @@ fn halves(j: usize, k: u32, size: usize, parts: usize, n: usize) -> (usize, Regi
     (j ^ (1 << k), blocks(n, parts, keep.0 * w, keep.1 * w), blocks(n, parts, give.0 * w, give.1 * w))
 }
 
-/// The recursive-halving reduce-scatter of rank `j` of a power-of-two group of `size`
-/// ranks (`peer(i)` is the real rank of group member i): at step k it swaps halves of
-/// what it still owns with member `j ^ 2^k` and adds the half it keeps. Afterwards it
-/// owns blocks [`owned_after`] of `parts`. Used by `halving_doubling` (fold and binary
-/// blocks) and by the `reduce_scatter` collective.
-pub(crate) fn halving_reduce_scatter<F>(
-    j: usize,
-    size: usize,
-    parts: usize,
-    n: usize,
-    peer: F,
-) -> impl Iterator<Item = Op> + Clone + Send + 'static
-where
-    F: Fn(usize) -> Rank + Clone + Send + 'static,
-{
-    per_step(0..size.trailing_zeros(), move |k| {
-        let (partner, keep, give) = halves(j, k, size, parts, n);
-        let partner = peer(partner);
-        [Op::send(partner, STEP + k, give), Op::recv_reduce(partner, STEP + k, keep), Op::WaitAll]
-    })
+/// Which half of halving-doubling [`phase`] generates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Half {
+    /// Recursive halving: at step k swap halves of what is still owned with member
+    /// `j ^ 2^k` and add the half kept. Afterwards member j owns blocks [`owned_after`].
+    ReduceScatter,
+    /// Recursive doubling, the mirror image: the steps backwards, each sending what the
+    /// halving kept and copying in what it gave.
+    Allgather,
 }
 
-/// The recursive-doubling allgather that mirrors [`halving_reduce_scatter`]: the steps
-/// backwards, each sending what the halving kept and copying in what it gave. Used by
-/// `halving_doubling` and by the `allgather` collective.
-pub(crate) fn doubling_allgather<F>(
+/// One half of halving-doubling for rank `j` of a power-of-two group of `size` ranks
+/// (`peer(i)` is the real rank of member i), the vector of n elements cut into `parts`
+/// blocks. Used by `halving_doubling` (fold and binary blocks) and by the
+/// `reduce_scatter` and `allgather` collectives.
+pub(crate) fn phase<F>(
+    half: Half,
     j: usize,
     size: usize,
     parts: usize,
@@ -179,16 +170,25 @@ pub(crate) fn doubling_allgather<F>(
 where
     F: Fn(usize) -> Rank + Clone + Send + 'static,
 {
-    per_step((0..size.trailing_zeros()).rev(), move |k| {
+    let bits = size.trailing_zeros();
+    per_step(0..bits, move |i| {
+        let k = if half == Half::Allgather { bits - 1 - i } else { i };
         let (partner, keep, give) = halves(j, k, size, parts, n);
         let partner = peer(partner);
-        let tag = STEP + AG + k;
-        [Op::send(partner, tag, keep), Op::recv_copy(partner, tag, give), Op::WaitAll]
+        match half {
+            Half::ReduceScatter => {
+                [Op::send(partner, STEP + k, give), Op::recv_reduce(partner, STEP + k, keep), Op::WaitAll]
+            }
+            Half::Allgather => {
+                let tag = STEP + AG + k;
+                [Op::send(partner, tag, keep), Op::recv_copy(partner, tag, give), Op::WaitAll]
+            }
+        }
     })
 }
 
 /// The blocks `[lo, hi)` of `parts` that rank `j` of a group of `size` owns after
-/// [`halving_reduce_scatter`] (and starts the allgather from): block `bitrev(j)` of
+/// the reduce-scatter [`phase`] (and starts the allgather from): block `bitrev(j)` of
 /// `size`, in units of `parts / size`.
 pub(crate) fn owned_after(j: usize, size: usize, parts: usize) -> (usize, usize) {
     let w = parts / size;
@@ -230,8 +230,8 @@ impl Algorithm for HalvingDoubling {
             Fold::Out => (0, 1),
         };
         let peer = move |i: usize| unfold_rank(i, rem);
-        let reduce_scatter = halving_reduce_scatter(new, size, size, n, peer);
-        let allgather = doubling_allgather(new, size, size, n, peer);
+        let reduce_scatter = phase(Half::ReduceScatter, new, size, size, n, peer);
+        let allgather = phase(Half::Allgather, new, size, size, n, peer);
         vec![with_fold(r, np, Region::vec(0, n), reduce_scatter.chain(allgather))]
     }
 

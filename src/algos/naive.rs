@@ -59,11 +59,7 @@ impl Algorithm for Naive {
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let plan = NaivePlan { np: p.ranks, n: p.elems };
-        let time = match cost_model::Hockney::of(m) {
-            Some(h) => cost_model::naive(p, &h),
-            None => stepped::time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)?,
-        };
-        Some((time, EXACT))
+        Some((stepped::formula_or_steps(&plan, p, m, |h| cost_model::naive(p, h))?, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {

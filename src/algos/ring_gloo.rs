@@ -4,7 +4,8 @@
 //! it in; after P-1 rounds every rank has added every other rank's original vector.
 //! `P S` on the wire per rank (Gloo counts the P-1 sends and the local copy) against the
 //! ring's `2(P-1)/P S`, and `(P-1) S C` of additions against `(P-1)/P S C`: it trades
-//! bandwidth for having only P-1 steps, which pays only for small vectors.
+//! bandwidth for having only P-1 steps, which pays only for tiny vectors and only with
+//! two or more NICs (with one, each round's notification costs what the step saved).
 //!
 //! As in Gloo, each round ends with a notification: once a rank has added the vector it
 //! received, it tells its left neighbour that its inbox is free (a message with no data,
@@ -93,14 +94,8 @@ impl Algorithm for RingGloo {
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        let time = match cost_model::Hockney::of(m) {
-            Some(h) => cost_model::ring_gloo(p, &h),
-            None => {
-                let plan = RingGlooPlan { np: p.ranks, n: p.elems };
-                stepped::time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)?
-            }
-        };
-        Some((time, EXACT))
+        let plan = RingGlooPlan { np: p.ranks, n: p.elems };
+        Some((stepped::formula_or_steps(&plan, p, m, |h| cost_model::ring_gloo(p, h))?, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {

@@ -7,7 +7,7 @@
 //! `bitrev(j)`: its partner at step k is then `r ^ 2^(L-1-k)`, the first step across
 //! half the ranks, as MPICH's recursive halving goes.
 
-use super::halving_doubling::{doubling_allgather, halving_reduce_scatter};
+use super::halving_doubling::{Half, phase};
 use super::{AlgoInfo, Algorithm, DirectPlan, EXACT, Machine, Problem, Topology, stepped};
 use crate::cost_model;
 use crate::sim::op::{Program, Rank};
@@ -86,9 +86,9 @@ impl Algorithm for Halving {
         let j = bitrev(rank as usize, np);
         let peer = move |i: usize| bitrev(i, np) as Rank;
         if self.reduce {
-            vec![Box::new(halving_reduce_scatter(j, np, np, n, peer))]
+            vec![Box::new(phase(Half::ReduceScatter, j, np, np, n, peer))]
         } else {
-            vec![Box::new(doubling_allgather(j, np, np, n, peer))]
+            vec![Box::new(phase(Half::Allgather, j, np, np, n, peer))]
         }
     }
 

@@ -168,3 +168,17 @@ pub(crate) fn time(plan: &dyn Stepped, topo: &dyn Topology, c: f64, elem_bytes: 
         }
     })
 }
+
+/// The closed form of a plan whose formula holds on uniform machines: `formula(h)` where
+/// the machine is uniform, else the plan's step recurrence ([`time`]).
+pub(crate) fn formula_or_steps(
+    plan: &dyn Stepped,
+    p: &crate::algos::Problem,
+    m: &crate::algos::Machine,
+    formula: impl FnOnce(&cost_model::Hockney) -> f64,
+) -> Option<f64> {
+    match cost_model::Hockney::of(m) {
+        Some(h) => Some(formula(&h)),
+        None => time(plan, m.topo, m.cost_per_byte, p.elem_bytes),
+    }
+}
