@@ -24,7 +24,7 @@ use crate::cost_model;
 use crate::report::{LinkReport, LinkUse, MAX_LISTED_LINKS, PointResult, Report};
 use crate::scenario::{DataMode, Scenario};
 use crate::shard::Shard;
-use crate::sim::data::{DataPlane, Reference, initial_values, initial_values_at, sample_positions};
+use crate::sim::data::{DataConfig, DataPlane, Expectations, generate, sample_positions};
 use crate::sim::engine::{NoObserver, Observer};
 use crate::sim::{Network, simulate_on};
 use crate::timeline::{self, DETAIL_MAX_RANKS, Recorder, Timeline};
@@ -382,26 +382,33 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     }
 
     // The elements checked: all, or a sample (then the vectors and the reference hold
-    // those only, in this order).
-    let positions = (s.data.mode == DataMode::Sample).then(|| sample_positions(p.elems));
-    let (plane, reference) = match s.data.mode {
+    // those only, in this order). `auto` decides by the data plane's memory budget.
+    let mode = crate::estimate::data_mode(s, pt);
+    let need = crate::estimate::data_bytes(s, pt, mode);
+    if need > s.data.memory_budget {
+        res.failures.push(format!(
+            "not run: the data plane would need about {}, more than data.memory_budget {}",
+            crate::scenario::units::fmt_bytes(need),
+            crate::scenario::units::fmt_bytes(s.data.memory_budget)
+        ));
+        return res;
+    }
+    let positions = (mode == DataMode::Sample).then(|| sample_positions(p.elems));
+    let (plane, reference) = match mode {
         DataMode::Off => (None, None),
         _ => {
-            let values: Vec<Vec<f32>> = (0..p.ranks)
-                .map(|r| match &positions {
-                    Some(at) => initial_values_at(s.data.init, s.seed, r, at),
-                    None => initial_values(s.data.init, s.seed, r, p.elems),
-                })
-                .collect();
-            let reference = Reference::new(&values, s.data.op);
-            let (op, n, at) = (s.data.op, p.elems, positions.clone());
-            let plane = move |scratch: &[usize]| match at {
+            let cfg = DataConfig { dtype: s.data.dtype, op: s.data.op, init: s.data.init, seed: s.seed };
+            let (values, reference) = generate(cfg, p.ranks, p.elems, positions.clone());
+            let (op, n) = (s.data.op, p.elems);
+            let plane = move |scratch: &[usize]| match positions {
                 Some(at) => DataPlane::sampled(n, at, values, scratch, op),
                 None => DataPlane::new(values, scratch, op),
             };
             (Some(plane), Some(reference))
         }
     };
+    res.data_mode =
+        (mode != DataMode::Off).then(|| if mode == DataMode::Sample { "sample" } else { "full" }.to_string());
     let net = s.network.engine();
     let (stats, vectors) = match simulate_on(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, net, plane, obs) {
         Ok(out) => out,
@@ -471,17 +478,34 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
         }
     }
 
-    if let (Some(vectors), Some(reference)) = (vectors, reference) {
-        let v = reference.check(&vectors, algo.reduction_depth(&p, topo.as_ref()));
+    if let (Some(finals), Some(reference)) = (vectors, reference) {
+        let depth = algo.reduction_depth(&p, topo.as_ref());
+        let v = reference.check(&finals, depth, &Expectations::Allreduce);
         res.max_abs_error = Some(v.max_abs_error);
+        res.max_rel_error = Some(v.max_rel_error);
+        res.max_ulp_error = Some(v.max_ulp_error);
+        res.reduction_depth = Some(depth as u64);
         res.error_bound = Some(v.error_bound);
         res.verified = Some(v.verified);
         res.ranks_bitwise_equal = Some(v.ranks_bitwise_equal);
-        if let Some((rank, i, got, exact, bound)) = v.first_violation {
-            let i = positions.as_ref().map_or(i, |at| at[i]);
-            res.failures.push(format!(
-                "wrong result: rank {rank} element {i} is {got:e}, exact {exact:e}, allowed error {bound:e}"
-            ));
+        if let Some(bad) = v.first_violation {
+            res.failures.push(if bad.lost {
+                format!(
+                    "wrong result: rank {} element {} met an element the sampled run does not track",
+                    bad.rank, bad.index
+                )
+            } else {
+                format!(
+                    "wrong result: rank {} element {} is {:e}, exact {:e}, allowed error {:e}",
+                    bad.rank, bad.index, bad.got, bad.exact, bad.bound
+                )
+            });
+        }
+        if s.check.bitwise && !v.ranks_bitwise_equal {
+            res.failures.push(
+                "ranks ended with vectors that are not bit-identical (check.bitwise: true asks that they are)"
+                    .to_string(),
+            );
         }
     }
     res.wall_time_s = started.elapsed().as_secs_f64();

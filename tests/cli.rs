@@ -92,7 +92,7 @@ fn flags_override_the_file() {
 fn same_seed_same_output() {
     let f = scenario(SMALL);
     let strip = |b: Vec<u8>| -> Vec<String> {
-        String::from_utf8(b).unwrap().lines().map(|l| l.rsplitn(8, ',').nth(7).unwrap_or(l).to_string()).collect()
+        String::from_utf8(b).unwrap().lines().map(|l| l.rsplitn(12, ',').nth(11).unwrap_or(l).to_string()).collect()
     };
     let a = cmd().args(["run", "--format", "csv"]).arg(&f.0).output().unwrap().stdout;
     let b = cmd().args(["run", "--format", "csv"]).arg(&f.0).output().unwrap().stdout;

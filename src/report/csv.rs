@@ -12,14 +12,24 @@ use super::{CORE_FIELDS, Exporter, PointResult, Report};
 pub struct Csv;
 
 /// The columns, in order: the fields every result has, then the others.
-pub const COLUMNS: [&str; 25] = columns();
+pub const COLUMNS: [&str; 29] = columns();
 
 /// The others, after the core fields.
-const EXTRA: [&str; 6] =
-    ["closed_form_tolerance", "not_applicable", "failures", "no_closed_form", "ideal_time_s", "links_shared"];
+const EXTRA: [&str; 10] = [
+    "closed_form_tolerance",
+    "not_applicable",
+    "failures",
+    "no_closed_form",
+    "ideal_time_s",
+    "links_shared",
+    "max_rel_error",
+    "max_ulp_error",
+    "reduction_depth",
+    "data_mode",
+];
 
-const fn columns() -> [&'static str; 25] {
-    let mut out = [""; 25];
+const fn columns() -> [&'static str; 29] {
+    let mut out = [""; 29];
     let mut i = 0;
     while i < CORE_FIELDS.len() {
         out[i] = CORE_FIELDS[i];
@@ -46,7 +56,7 @@ impl Exporter for Csv {
 }
 
 /// The cells of one result, in [`COLUMNS`] order, already quoted where needed.
-fn row(r: &PointResult) -> [String; 25] {
+fn row(r: &PointResult) -> [String; 29] {
     [
         text(&r.algorithm),
         r.ranks.to_string(),
@@ -73,6 +83,10 @@ fn row(r: &PointResult) -> [String; 25] {
         r.no_closed_form.as_deref().map(text).unwrap_or_default(),
         opt_float(r.ideal_time_s),
         opt_bool(r.links_shared),
+        opt_float(r.max_rel_error),
+        opt_float(r.max_ulp_error),
+        r.reduction_depth.map(|d| d.to_string()).unwrap_or_default(),
+        r.data_mode.as_deref().map(text).unwrap_or_default(),
     ]
 }
 
@@ -145,7 +159,8 @@ mod tests {
             "algorithm,ranks,bytes,time_s,closed_form_s,closed_form_rel_err,lower_bound_s,\
              efficiency,algbw_Bps,busbw_Bps,messages,bytes_sent_max,peak_buffer_bytes,\
              max_abs_error,error_bound,verified,ranks_bitwise_equal,events,wall_time_s,\
-             closed_form_tolerance,not_applicable,failures,no_closed_form,ideal_time_s,links_shared"
+             closed_form_tolerance,not_applicable,failures,no_closed_form,ideal_time_s,links_shared,\
+             max_rel_error,max_ulp_error,reduction_depth,data_mode"
         );
     }
 
@@ -184,7 +199,7 @@ mod tests {
         assert_eq!(na[15], ""); // verified
         assert_eq!(na[20], "needs 2 NICs per rank, the topology has 1");
         let line = Csv.render(&fixtures::report()).lines().nth(3).unwrap().to_string();
-        assert!(line.ends_with(",\"needs 2 NICs per rank, the topology has 1\",,,,"), "{line}");
+        assert!(line.ends_with(",\"needs 2 NICs per rank, the topology has 1\",,,,,,,,"), "{line}");
     }
 
     #[test]
