@@ -32,7 +32,7 @@ fn bench_algo(b: Bencher, id: &str, ranks: usize, elems: usize, data: bool) {
     let algo = algos::build(id, Params::default()).unwrap();
     let t = topo(ranks);
     let p = Problem { ranks, elems, elem_bytes: 4 };
-    let inputs = || (0..ranks).map(|r| initial_values(Init::Random, 1, r, elems)).collect::<Vec<_>>();
+    let inputs = || (0..ranks).map(|r| initial_values::<f32>(Init::Random, 1, r, elems)).collect::<Vec<_>>().into();
     let messages = simulate(algo.as_ref(), &t, p, 5e-11, None, &mut NoObserver).unwrap().0.messages;
     b.counter(ItemsCount::new(messages))
         .with_inputs(|| data.then(|| (inputs(), ReduceOp::Sum)))

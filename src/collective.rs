@@ -11,6 +11,7 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use crate::algos::block;
+use crate::sim::data::{self, Expectation, Expectations};
 
 /// The collective a scenario (or one of its algorithm entries) runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -113,17 +114,25 @@ impl Collective {
         out.into_iter().filter(|(r, _)| !r.is_empty()).collect()
     }
 
-    /// The range of rank `s`'s input that some rank must end with bit for bit (its
-    /// block for allgather, the root's whole vector for broadcast), if any: the inputs
-    /// the check keeps a copy of.
-    pub fn kept_input(self, s: usize, ranks: usize, n: usize) -> Option<Range<usize>> {
+    /// What every rank must end with, as the data check reads it: allgather and broadcast
+    /// expect the same of every rank (one list, not P), reduce-scatter and reduce a range
+    /// or none per rank.
+    pub fn expectations(self, ranks: usize, n: usize) -> Expectations {
+        let conv = |(range, e): (Range<usize>, Expect)| Expectation {
+            range,
+            expect: match e {
+                Expect::Reduced => data::Expect::Reduced,
+                Expect::InputOf(s) => data::Expect::Input(s),
+            },
+        };
         match self {
-            Collective::Allgather => {
-                let b = block(n, ranks, s);
-                Some(b.offset..b.end())
+            Collective::Allreduce => Expectations::Allreduce,
+            Collective::Allgather | Collective::Broadcast => {
+                Expectations::Same(self.expected(0, ranks, n).into_iter().map(conv).collect())
             }
-            Collective::Broadcast if s == ROOT => Some(0..n),
-            _ => None,
+            _ => Expectations::PerRank(
+                (0..ranks).map(|r| self.expected(r, ranks, n).into_iter().map(conv).collect()).collect(),
+            ),
         }
     }
 }

@@ -5,10 +5,13 @@
 //!
 //! The figures are upper estimates, not measurements:
 //!
-//! - **data**: `data.mode: full` holds every rank's vector and, at most, one vector of
-//!   scratch per rank (`2 P S`), plus the exact reference (16 bytes per element);
-//!   `sample` the same for the about 3,000 tracked elements of each vector; `off`
-//!   nothing;
+//! - **data**: `data.mode: full` holds every rank's vector, the scratch buffers the
+//!   algorithm declares, at most one vector per rank of messages in flight, and the
+//!   exact reference (24 bytes per element for floats, 8 for integers); `sample` the
+//!   same for the about 3,000 tracked elements of each vector (16 bytes each in a
+//!   sampled buffer, its index beside its value); `off` nothing. `auto` is `full` while
+//!   that fits `data.memory_budget`, else `sample` ([`data_mode`]); a point whose data
+//!   would not fit the budget is refused ([`check_budget`]);
 //! - **engine**: [`ENGINE_BYTES_PER_RANK`] per rank (programs, queues, counters);
 //! - **timeline**: a point that records its timeline (at most
 //!   [`DETAIL_MAX_RANKS`] ranks, or the only point of
@@ -18,7 +21,7 @@
 //!   count is known, else a stated upper bound), and about [`EVENTS_PER_MESSAGE`] events
 //!   per message.
 
-use crate::algos::Params;
+use crate::algos::{Params, Problem};
 use crate::collective::Collective;
 use crate::runner::Point;
 use crate::scenario::units::fmt_bytes;
@@ -114,25 +117,75 @@ pub fn timeline_overflows(s: &Scenario, pt: &Point) -> bool {
     exact && messages > MAX_INTERVALS as u64
 }
 
+/// The data plane's bytes for point `pt` of `s` in `mode` (not `auto`).
+pub fn data_bytes(s: &Scenario, pt: &Point, mode: DataMode) -> u64 {
+    let e = s.data.dtype.bytes() as u64;
+    let p = pt.ranks as u64;
+    let n = pt.bytes / e.max(1);
+    let (tracked, per_elem) = match mode {
+        DataMode::Off => return 0,
+        DataMode::Full | DataMode::Auto => (n, e),
+        DataMode::Sample => (n.min(3 * SAMPLE_GRID as u64 + 1), 16),
+    };
+    // The scratch the algorithm declares, in the same proportion as the vector.
+    let scratch: u64 =
+        crate::algos::build(&s.algorithms[pt.algo].name, Params::new(s.algorithms[pt.algo].params.clone()))
+            .map(|a| {
+                let prob = Problem { ranks: pt.ranks, elems: n as usize, elem_bytes: e as usize };
+                a.scratch(&prob).iter().map(|&x| x as u64).sum::<u64>()
+            })
+            .unwrap_or(n);
+    let scratch_tracked = if n == 0 { 0 } else { (scratch as u128 * tracked as u128 / n as u128) as u64 };
+    let reference = if s.data.dtype.unit_roundoff().is_some() { 24 } else { 8 };
+    // Each rank's vector, its scratch and up to a vector of messages in flight; the
+    // reference; the sample's positions.
+    p.saturating_mul(tracked.saturating_mul(2).saturating_add(scratch_tracked))
+        .saturating_mul(per_elem)
+        .saturating_add(tracked.saturating_mul(reference))
+        .saturating_add(if mode == DataMode::Sample { tracked * 8 } else { 0 })
+}
+
+/// The data plane point `pt` of `s` runs with: the scenario's, or for `auto`, `full`
+/// while it fits `data.memory_budget` and `sample` beyond.
+pub fn data_mode(s: &Scenario, pt: &Point) -> DataMode {
+    match s.data.mode {
+        DataMode::Auto if data_bytes(s, pt, DataMode::Full) <= s.data.memory_budget => DataMode::Full,
+        DataMode::Auto => DataMode::Sample,
+        m => m,
+    }
+}
+
+/// Refuse the first point of `pts` whose data plane would need more than
+/// `data.memory_budget`, with the figure and what to change.
+pub fn check_budget(s: &Scenario, pts: &[Point]) -> Result<(), String> {
+    for pt in pts {
+        let mode = data_mode(s, pt);
+        let need = data_bytes(s, pt, mode);
+        if need > s.data.memory_budget {
+            let hint = if mode == DataMode::Full {
+                "use data.mode: auto or sample, raise data.memory_budget, or use fewer ranks or smaller sizes"
+            } else {
+                "even a sample of every vector is too much: raise data.memory_budget, use data.mode: off, or fewer ranks"
+            };
+            return Err(format!(
+                "{}: the data plane would need about {} (data.mode: {}), more than data.memory_budget {}; {hint}",
+                label(s, pt),
+                fmt_bytes(need),
+                if mode == DataMode::Full { "full" } else { "sample" },
+                fmt_bytes(s.data.memory_budget),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The estimate of point `pt` of `s`; `single` when it is the only point of the run
 /// (it then records its timeline whatever its rank count).
 pub fn estimate(s: &Scenario, pt: &Point, single: bool) -> Estimate {
     let e = s.data.dtype.bytes() as u64;
     let p = pt.ranks as u64;
     let n = pt.bytes / e.max(1);
-    let tracked = match s.data.mode {
-        DataMode::Off => 0,
-        DataMode::Full => n,
-        DataMode::Sample => n.min(3 * SAMPLE_GRID as u64 + 1),
-    };
-    // Each rank's vector and one vector of scratch; the reference's exact sums and
-    // absolute sums (f64 each); the sample's positions.
-    let data_bytes = p
-        .saturating_mul(tracked)
-        .saturating_mul(e)
-        .saturating_mul(2)
-        .saturating_add(tracked.saturating_mul(16))
-        .saturating_add(if s.data.mode == DataMode::Sample { tracked * 8 } else { 0 });
+    let data_bytes = data_bytes(s, pt, data_mode(s, pt));
     let engine_bytes = p.saturating_mul(ENGINE_BYTES_PER_RANK);
     let (messages, messages_exact) = messages(s, pt, n);
     let events = messages.saturating_mul(EVENTS_PER_MESSAGE);
@@ -192,7 +245,8 @@ pub fn check_memory(s: &Scenario, pts: &[Point], single: bool, limit: u64, sourc
         }
         let mut hint = Vec::new();
         for (mode, word) in [(DataMode::Sample, "sample"), (DataMode::Off, "off")] {
-            if s.data.mode == mode || (s.data.mode == DataMode::Off && mode == DataMode::Sample) {
+            let now = data_mode(s, pt);
+            if now == mode || (now == DataMode::Off && mode == DataMode::Sample) {
                 continue;
             }
             let mut alt = s.clone();

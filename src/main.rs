@@ -444,6 +444,10 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
 /// Refuse a point that cannot fit (see [`estimate::check_memory`]); the limit, if any,
 /// for the runner to keep parallel points within.
 fn check_memory(s: &Scenario, shard: Option<Shard>, max_memory: Option<&str>) -> Result<Option<u64>, BadInput> {
+    let all = runner::points(s);
+    let chosen: Vec<runner::Point> =
+        all.into_iter().enumerate().filter(|(i, _)| shard.is_none_or(|sh| sh.contains(*i))).map(|(_, p)| p).collect();
+    estimate::check_budget(s, &chosen).map_err(BadInput)?;
     let (limit, source) = match max_memory {
         Some(text) => (
             scenario::units::parse_size(text).map_err(|e| BadInput(format!("--max-memory: {e}")))?,

@@ -25,7 +25,7 @@ use crate::cost_model;
 use crate::report::{LinkReport, LinkUse, MAX_LISTED_LINKS, PointResult, Report};
 use crate::scenario::{DataMode, Scenario};
 use crate::shard::Shard;
-use crate::sim::data::{DataPlane, Reference, initial_values, initial_values_at, sample_positions};
+use crate::sim::data::{DataConfig, DataPlane, generate, sample_positions};
 use crate::sim::engine::{NoObserver, Observer};
 use crate::sim::{Network, simulate_on};
 use crate::timeline::{self, DETAIL_MAX_RANKS, Recorder, Timeline};
@@ -327,15 +327,6 @@ fn rel_err(time: f64, closed: f64) -> f64 {
     if closed == 0.0 { if time == 0.0 { 0.0 } else { f64::INFINITY } } else { (time / closed - 1.0).abs() }
 }
 
-/// The indices into a checked vector of the elements `range` of the full vector: the
-/// same range when every element is checked, else the tracked positions in it.
-fn index_range(positions: Option<&[usize]>, range: std::ops::Range<usize>) -> std::ops::Range<usize> {
-    match positions {
-        None => range,
-        Some(at) => at.partition_point(|&i| i < range.start)..at.partition_point(|&i| i < range.end),
-    }
-}
-
 /// Run one point. With at most [`DETAIL_MAX_RANKS`] ranks it records the timeline for
 /// the link counters and the critical path (without its steps), unless the timeline is
 /// certain to outgrow [`timeline::MAX_INTERVALS`]
@@ -416,35 +407,34 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     }
 
     // The elements checked: all, or a sample (then the vectors and the reference hold
-    // those only, in this order).
-    let positions = (s.data.mode == DataMode::Sample).then(|| sample_positions(p.elems));
-    let (plane, reference) = match s.data.mode {
+    // those only, in this order). `auto` decides by the data plane's memory budget.
+    let mode = crate::estimate::data_mode(s, pt);
+    let need = crate::estimate::data_bytes(s, pt, mode);
+    if need > s.data.memory_budget {
+        res.failures.push(format!(
+            "not run: the data plane would need about {}, more than data.memory_budget {}",
+            crate::scenario::units::fmt_bytes(need),
+            crate::scenario::units::fmt_bytes(s.data.memory_budget)
+        ));
+        return res;
+    }
+    let positions = (mode == DataMode::Sample).then(|| sample_positions(p.elems));
+    let (plane, reference) = match mode {
         DataMode::Off => (None, None),
         _ if !collective.has_data() => (None, None),
         _ => {
-            let values: Vec<Vec<f32>> = (0..p.ranks)
-                .map(|r| match &positions {
-                    Some(at) => initial_values_at(s.data.init, s.seed, r, at),
-                    None => initial_values(s.data.init, s.seed, r, p.elems),
-                })
-                .collect();
-            let reference = Reference::new(&values, s.data.op);
-            // The inputs some rank must end with bit for bit, kept before the plane takes them.
-            let kept: Vec<Option<(usize, Vec<f32>)>> = (0..p.ranks)
-                .map(|r| {
-                    let range = collective.kept_input(r, p.ranks, p.elems)?;
-                    let idx = index_range(positions.as_deref(), range);
-                    Some((idx.start, values[r][idx].to_vec()))
-                })
-                .collect();
-            let (op, n, at) = (s.data.op, p.elems, positions.clone());
-            let plane = move |scratch: &[usize]| match at {
+            let cfg = DataConfig { dtype: s.data.dtype, op: s.data.op, init: s.data.init, seed: s.seed };
+            let (values, reference) = generate(cfg, p.ranks, p.elems, positions.clone());
+            let (op, n) = (s.data.op, p.elems);
+            let plane = move |scratch: &[usize]| match positions {
                 Some(at) => DataPlane::sampled(n, at, values, scratch, op),
                 None => DataPlane::new(values, scratch, op),
             };
-            (Some(plane), Some((reference, kept)))
+            (Some(plane), Some(reference))
         }
     };
+    res.data_mode =
+        (mode != DataMode::Off).then(|| if mode == DataMode::Sample { "sample" } else { "full" }.to_string());
     let net = s.network.engine();
     let (stats, vectors) = match simulate_on(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, net, plane, obs) {
         Ok(out) => out,
@@ -516,29 +506,34 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
         }
     }
 
-    if let (Some(vectors), Some((reference, kept))) = (vectors, reference) {
-        let (np, n, at) = (p.ranks, p.elems, positions.as_deref());
-        let expected = |r: usize| {
-            let mut list = collective.expected(r, np, n);
-            for (range, _) in &mut list {
-                *range = index_range(at, range.clone());
-            }
-            list
-        };
-        let input = |src: usize, i: usize| {
-            kept[src].as_ref().and_then(|(start, v)| v.get(i.wrapping_sub(*start)).copied()).unwrap_or(f32::NAN)
-        };
+    if let (Some(finals), Some(reference)) = (vectors, reference) {
         let depth = algo.reduction_depth(&p, topo.as_ref());
-        let v = crate::sim::expect::check(&reference, &vectors, depth, expected, input);
+        let v = reference.check(&finals, depth, &collective.expectations(p.ranks, p.elems));
         res.max_abs_error = Some(v.max_abs_error);
+        res.max_rel_error = Some(v.max_rel_error);
+        res.max_ulp_error = Some(v.max_ulp_error);
+        res.reduction_depth = Some(depth as u64);
         res.error_bound = Some(v.error_bound);
         res.verified = Some(v.verified);
         res.ranks_bitwise_equal = Some(v.ranks_bitwise_equal);
-        if let Some((rank, i, got, exact, bound)) = v.first_violation {
-            let i = positions.as_ref().map_or(i, |at| at[i]);
-            res.failures.push(format!(
-                "wrong result: rank {rank} element {i} is {got:e}, exact {exact:e}, allowed error {bound:e}"
-            ));
+        if let Some(bad) = v.first_violation {
+            res.failures.push(if bad.lost {
+                format!(
+                    "wrong result: rank {} element {} met an element the sampled run does not track",
+                    bad.rank, bad.index
+                )
+            } else {
+                format!(
+                    "wrong result: rank {} element {} is {:e}, exact {:e}, allowed error {:e}",
+                    bad.rank, bad.index, bad.got, bad.exact, bad.bound
+                )
+            });
+        }
+        if s.check.bitwise && !v.ranks_bitwise_equal {
+            res.failures.push(
+                "ranks ended with vectors that are not bit-identical (check.bitwise: true asks that they are)"
+                    .to_string(),
+            );
         }
     }
     res.wall_time_s = started.elapsed().as_secs_f64();

@@ -7,8 +7,7 @@ use allreduce_sim::collective::{Collective, Expect};
 use allreduce_sim::report::PointResult;
 use allreduce_sim::runner;
 use allreduce_sim::scenario::{Overrides, parse_str};
-use allreduce_sim::sim::data::{ReduceOp, Reference};
-use allreduce_sim::sim::expect;
+use allreduce_sim::sim::data::{Finals, ReduceOp, Reference, Vectors};
 
 /// Machines: latency-bound, bandwidth-bound with slow compute, two NICs and free compute.
 const MACHINES: &[(&str, &str, &str, u32)] = &[
@@ -195,38 +194,34 @@ fn the_collective_flag_overrides_every_entry() {
 #[test]
 fn the_check_holds_each_rank_to_its_expectation() {
     let inputs = vec![vec![1.0f32, 2.0, 3.0, 4.0], vec![10.0, 20.0, 30.0, 40.0]];
-    let reference = Reference::new(&inputs, ReduceOp::Sum);
-    let input = |s: usize, i: usize| inputs[s][i];
+    let reference = Reference::of(&Vectors::F32(inputs.clone()), ReduceOp::Sum);
+    let check = |c: Collective, results: &[Vec<f32>], depth: usize| {
+        let finals = Finals { vectors: Vectors::F32(results.to_vec()), lost: Vec::new() };
+        reference.check(&finals, depth, &c.expectations(2, 4))
+    };
     // Reduce-scatter on 2 ranks: rank 0 owns [0, 2), rank 1 [2, 4); the rest is free.
-    let rs = |r: usize| Collective::ReduceScatter.expected(r, 2, 4);
     let good = vec![vec![11.0, 22.0, -1.0, -1.0], vec![7.0, 7.0, 33.0, 44.0]];
-    let v = expect::check(&reference, &good, 1, rs, input);
+    let v = check(Collective::ReduceScatter, &good, 1);
     assert!(v.verified && v.ranks_bitwise_equal, "{v:?}");
     let bad = vec![vec![11.0, 22.0, 0.0, 0.0], vec![7.0, 7.0, 33.0, 45.0]];
-    let v = expect::check(&reference, &bad, 1, rs, input);
-    assert_eq!(v.first_violation.map(|f| (f.0, f.1)), Some((1, 3)));
+    let v = check(Collective::ReduceScatter, &bad, 1);
+    assert_eq!(v.first_violation.map(|f| (f.rank, f.index)), Some((1, 3)));
     // Allgather: every rank holds rank s's block s bit for bit.
-    let ag = |r: usize| Collective::Allgather.expected(r, 2, 4);
     let good = vec![vec![1.0, 2.0, 30.0, 40.0]; 2];
-    assert!(expect::check(&reference, &good, 1, ag, input).verified);
+    assert!(check(Collective::Allgather, &good, 1).verified);
     let off = vec![vec![1.0, 2.0, 30.0, 40.0], vec![1.0, 2.0, 30.0, 40.000004]];
-    let v = expect::check(&reference, &off, 1, ag, input);
-    assert!(!v.verified, "an input must arrive bit for bit");
+    assert!(!check(Collective::Allgather, &off, 1).verified, "an input must arrive bit for bit");
     // Broadcast: the root's vector everywhere.
-    let bc = |r: usize| Collective::Broadcast.expected(r, 2, 4);
-    assert!(expect::check(&reference, &vec![inputs[0].clone(); 2], 0, bc, input).verified);
-    assert!(!expect::check(&reference, &inputs, 0, bc, input).verified);
+    assert!(check(Collective::Broadcast, &vec![inputs[0].clone(); 2], 0).verified);
+    assert!(!check(Collective::Broadcast, &inputs, 0).verified);
     // Reduce: only the root is held to anything.
-    let red = |r: usize| Collective::Reduce.expected(r, 2, 4);
-    let v = expect::check(&reference, &[vec![11.0, 22.0, 33.0, 44.0], vec![0.0; 4]], 1, red, input);
-    assert!(v.verified);
+    assert!(check(Collective::Reduce, &[vec![11.0, 22.0, 33.0, 44.0], vec![0.0; 4]], 1).verified);
     // Allreduce: ranks that must hold the same thing hold the same bits.
-    let all = |r: usize| Collective::Allreduce.expected(r, 2, 4);
     let sums = vec![11.0, 22.0, 33.0, 44.0];
-    let v = expect::check(&reference, &[sums.clone(), sums.clone()], 1, all, input);
+    let v = check(Collective::Allreduce, &[sums.clone(), sums.clone()], 1);
     assert!(v.verified && v.ranks_bitwise_equal);
     let nudged = vec![11.0, 22.0, 33.0, 44.000004];
-    let v = expect::check(&reference, &[sums, nudged], 4, all, input);
+    let v = check(Collective::Allreduce, &[sums, nudged], 4);
     assert!(v.verified && !v.ranks_bitwise_equal, "within the bound but not the same bits");
     // Every expectation names ranges of the vector, none empty.
     assert!(

@@ -6,7 +6,7 @@
 use allreduce_sim::algos::{self, Algorithm, Machine, Params, Problem};
 use allreduce_sim::cost_model::{self, Hockney};
 use allreduce_sim::scenario::ParamValue;
-use allreduce_sim::sim::data::{Init, ReduceOp, Reference, initial_values};
+use allreduce_sim::sim::data::{Expectations, Init, ReduceOp, Reference, Vectors, initial_values};
 use allreduce_sim::sim::engine::{NoObserver, SimStats};
 use allreduce_sim::sim::simulate;
 use allreduce_sim::topology::{FullyConnected, Link};
@@ -26,12 +26,12 @@ fn build(id: &str, params: &[(&str, ParamValue)]) -> Box<dyn Algorithm> {
 /// Run one point; with data, check every element. Returns the stats.
 fn run(algo: &dyn Algorithm, topo: &FullyConnected, n: usize, c: f64, data: bool) -> SimStats {
     let p = Problem { ranks: topo.ranks, elems: n, elem_bytes: 4 };
-    let inputs: Vec<Vec<f32>> = (0..p.ranks).map(|r| initial_values(Init::Random, 7, r, n)).collect();
-    let reference = Reference::new(&inputs, ReduceOp::Sum);
+    let inputs: Vectors = (0..p.ranks).map(|r| initial_values(Init::Random, 7, r, n)).collect::<Vec<Vec<f32>>>().into();
+    let reference = Reference::of(&inputs, ReduceOp::Sum);
     let (stats, vectors) = simulate(algo, topo, p, c, data.then_some((inputs, ReduceOp::Sum)), &mut NoObserver)
         .unwrap_or_else(|e| panic!("{} P={} n={n}: {e}", algo.label(), p.ranks));
     if let Some(v) = vectors {
-        let check = reference.check(&v, algo.reduction_depth(&p, topo));
+        let check = reference.check(&v, algo.reduction_depth(&p, topo), &Expectations::Allreduce);
         assert!(check.verified, "{} P={} n={n}: wrong result {:?}", algo.label(), p.ranks, check.first_violation);
     }
     stats

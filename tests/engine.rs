@@ -74,7 +74,7 @@ fn messages_from_one_source_and_tag_match_in_send_order() {
         vec![Op::recv_copy(0, 0, Region::vec(1, 1)), Op::recv_copy(0, 0, Region::vec(0, 1)), Op::WaitAll],
     ]);
     let p = Problem { ranks: 2, elems: 2, elem_bytes: 4 };
-    let inputs = vec![vec![1.0, 2.0], vec![0.0, 0.0]];
+    let inputs = vec![vec![1.0f32, 2.0], vec![0.0, 0.0]].into();
     let (_, out) = simulate(
         &script,
         &topo(2, 2),
@@ -84,7 +84,7 @@ fn messages_from_one_source_and_tag_match_in_send_order() {
         &mut NoObserver,
     )
     .unwrap();
-    assert_eq!(out.unwrap()[1], vec![2.0, 1.0]);
+    assert_eq!(out.unwrap().vectors.as_f32().unwrap()[1], vec![2.0, 1.0]);
 }
 
 #[test]
@@ -109,20 +109,51 @@ fn a_bad_op_is_an_error_not_a_panic() {
     assert!(matches!(simulate(&script, &topo(1, 1), p, 0.0, None, &mut NoObserver), Err(SimError::BadOp { .. })));
     let script = Script(vec![vec![Op::send(1, 0, Region::vec(0, 5))], vec![Op::recv_copy(0, 0, ONE)]]);
     let p = Problem { ranks: 2, elems: 1, elem_bytes: 4 };
-    let inputs = Some((vec![vec![0.0], vec![0.0]], allreduce_sim::sim::data::ReduceOp::Sum));
+    let inputs = Some((vec![vec![0.0f32], vec![0.0]].into(), allreduce_sim::sim::data::ReduceOp::Sum));
     assert!(matches!(simulate(&script, &topo(2, 1), p, 0.0, inputs, &mut NoObserver), Err(SimError::BadOp { .. })));
 }
 
 #[test]
 fn seeded_inputs_never_change() {
-    // ChaCha8, seed 42, stream = rank, top 24 bits of each u32 scaled to [-1, 1).
-    // These values are part of the output contract: a change here changes every report.
+    // The counter-based generator of src/sim/data/generator.rs, seed 42, rank 3, for
+    // f32: the top 24 bits of each word scaled to [-1, 1). These values are part of the
+    // output contract: a change here changes every report.
     use allreduce_sim::sim::data::{Init, initial_values};
-    let got: Vec<String> = initial_values(Init::Random, 42, 3, 4).iter().map(|x| format!("{x:.9}")).collect();
+    let got: Vec<String> = initial_values::<f32>(Init::Random, 42, 3, 4).iter().map(|x| format!("{x:.9}")).collect();
     assert_eq!(got, PINNED);
 }
 
-const PINNED: [&str; 4] = ["0.084910393", "-0.276617169", "0.451663494", "0.184833288"];
+const PINNED: [&str; 4] = ["-0.601415396", "-0.039628625", "-0.869425774", "0.233528495"];
+
+#[test]
+fn every_init_and_dtype_is_pinned() {
+    // Element 1000 of rank 5, seed 7, for every init, as f64 bits and as f16, bf16, i32
+    // and u8 bits: the whole generator, pinned.
+    use allreduce_sim::sim::data::{Elem, Init, initial_values_at};
+    let mut got = Vec::new();
+    for init in [Init::Random, Init::Normal, Init::Ones, Init::Rank, Init::IllConditioned, Init::Gradients] {
+        let at = [1000];
+        let one = |bits: u64| format!("{bits:x}");
+        got.push(format!(
+            "{} {} {} {} {}",
+            one(initial_values_at::<f64>(init, 7, 5, &at)[0].bits()),
+            one(initial_values_at::<half::f16>(init, 7, 5, &at)[0].bits()),
+            one(initial_values_at::<half::bf16>(init, 7, 5, &at)[0].bits()),
+            one(initial_values_at::<i32>(init, 7, 5, &at)[0].bits()),
+            one(initial_values_at::<u8>(init, 7, 5, &at)[0].bits()),
+        ));
+    }
+    assert_eq!(got, PINNED_ALL);
+}
+
+const PINNED_ALL: [&str; 6] = [
+    "bfd484e313150e5c b524 bea8 ffffadec 57",
+    "3fd01d3f35b1d1ed 3407 3e81 4075 a0",
+    "3ff0000000000000 3c00 3f80 1 1",
+    "4018000000000000 4600 40c0 6 6",
+    "c197e086626388a5 d5fd c1c2 e81f278b 0",
+    "3f0af949b6f89952 35f 3858 3 80",
+];
 
 #[test]
 fn a_send_window_holds_back_the_next_send_until_one_lands() {

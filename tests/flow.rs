@@ -8,7 +8,7 @@ use common::Script;
 
 use allreduce_sim::algos::{self, Algorithm, Params, Problem};
 use allreduce_sim::scenario::ParamValue;
-use allreduce_sim::sim::data::{DataPlane, Init, ReduceOp, Reference, initial_values};
+use allreduce_sim::sim::data::{DataPlane, Expectations, Init, ReduceOp, Reference, Vectors, initial_values};
 use allreduce_sim::sim::engine::{NoObserver, SimStats};
 use allreduce_sim::sim::flow::Sharing;
 use allreduce_sim::sim::{Network, Op, Rank, Region, simulate_on};
@@ -162,16 +162,16 @@ fn against_ideal(algo: &dyn Algorithm, topo: &dyn Topology, n: usize, c: f64, ne
     if algo.applicable(&p, &m).is_err() {
         return Ok(Outcome::NotApplicable);
     }
-    let inputs: Vec<Vec<f32>> = (0..np).map(|r| initial_values(Init::Random, 11, r, n)).collect();
-    let reference = Reference::new(&inputs, ReduceOp::Sum);
-    let run = |net: Network, inputs: Vec<Vec<f32>>, waits: &mut PortWaits| {
+    let inputs: Vectors = (0..np).map(|r| initial_values(Init::Random, 11, r, n)).collect::<Vec<Vec<f32>>>().into();
+    let reference = Reference::of(&inputs, ReduceOp::Sum);
+    let run = |net: Network, inputs: Vectors, waits: &mut PortWaits| {
         let plane = move |scratch: &[usize]| DataPlane::new(inputs, scratch, ReduceOp::Sum);
         simulate_on(algo, topo, p, c, net, Some(plane), waits).map_err(|e| format!("{what}: {e}"))
     };
     let (flow, fv) = run(net, inputs.clone(), &mut PortWaits::default())?;
     let mut waits = PortWaits::default();
     let (ideal, iv) = run(Network::IDEAL, inputs, &mut waits)?;
-    let check = reference.check(fv.as_ref().unwrap(), algo.reduction_depth(&p, topo));
+    let check = reference.check(fv.as_ref().unwrap(), algo.reduction_depth(&p, topo), &Expectations::Allreduce);
     if !check.verified {
         return Err(format!("{what}: wrong result {:?}", check.first_violation));
     }

@@ -8,7 +8,7 @@
 use allreduce_sim::algos::{self, Machine, Params, Problem};
 use allreduce_sim::report::{Exporter, Table};
 use allreduce_sim::scenario::{Overrides, Scenario, TopologySpec, parse_str};
-use allreduce_sim::sim::data::{Init, ReduceOp, Reference, initial_values};
+use allreduce_sim::sim::data::{Expectations, Init, ReduceOp, Reference, Vectors, initial_values};
 use allreduce_sim::sim::{engine::NoObserver, simulate};
 use allreduce_sim::topology::{self, FatTree, Graph, Link, Node, Placement, RankOrder, Topology, route_cost};
 
@@ -679,12 +679,13 @@ fn every_algorithm_verified(topo: &dyn Topology) -> usize {
             if a.applicable(&p, &m).is_err() {
                 continue;
             }
-            let inputs: Vec<Vec<f32>> = (0..np).map(|r| initial_values(Init::Random, 11, r, n)).collect();
-            let reference = Reference::new(&inputs, ReduceOp::Sum);
+            let inputs: Vectors =
+                (0..np).map(|r| initial_values(Init::Random, 11, r, n)).collect::<Vec<Vec<f32>>>().into();
+            let reference = Reference::of(&inputs, ReduceOp::Sum);
             let what = format!("{} on {} n={n}", a.label(), topo.describe());
             let (stats, out) = simulate(a.as_ref(), topo, p, 5e-11, Some((inputs, ReduceOp::Sum)), &mut NoObserver)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
-            let v = reference.check(&out.unwrap(), a.reduction_depth(&p, topo));
+            let v = reference.check(&out.unwrap(), a.reduction_depth(&p, topo), &Expectations::Allreduce);
             assert!(v.verified, "{what}: wrong result {:?}", v.first_violation);
             if let Some((cf, tol)) = a.closed_form(&p, &m) {
                 let err = if cf == 0.0 { stats.time } else { (stats.time / cf - 1.0).abs() };

@@ -7,7 +7,7 @@
 use allreduce_sim::algos::{self, Algorithm, Machine, Params, Problem};
 use allreduce_sim::cost_model;
 use allreduce_sim::scenario::ParamValue;
-use allreduce_sim::sim::data::{Init, ReduceOp, Reference, initial_values};
+use allreduce_sim::sim::data::{Expectations, Init, ReduceOp, Reference, Vectors, initial_values};
 use allreduce_sim::sim::engine::{NoObserver, SimStats};
 use allreduce_sim::sim::simulate;
 use allreduce_sim::topology::{FullyConnected, Grid, Link, Topology};
@@ -24,12 +24,13 @@ fn problem(topo: &dyn Topology, n: usize) -> Problem {
 /// Simulate one point (with data when `data`) and check every element.
 fn run(algo: &dyn Algorithm, topo: &dyn Topology, n: usize, c: f64, data: bool) -> Result<SimStats, String> {
     let p = problem(topo, n);
-    let inputs: Vec<Vec<f32>> = (0..p.ranks).map(|r| initial_values(Init::Random, 11, r, n)).collect();
-    let reference = Reference::new(&inputs, ReduceOp::Sum);
+    let inputs: Vectors =
+        (0..p.ranks).map(|r| initial_values(Init::Random, 11, r, n)).collect::<Vec<Vec<f32>>>().into();
+    let reference = Reference::of(&inputs, ReduceOp::Sum);
     let (stats, vectors) = simulate(algo, topo, p, c, data.then_some((inputs, ReduceOp::Sum)), &mut NoObserver)
         .map_err(|e| format!("simulation failed: {e}"))?;
     if let Some(v) = vectors {
-        let check = reference.check(&v, algo.reduction_depth(&p, topo));
+        let check = reference.check(&v, algo.reduction_depth(&p, topo), &Expectations::Allreduce);
         if !check.verified {
             return Err(format!("wrong result {:?}", check.first_violation));
         }

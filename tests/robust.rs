@@ -46,16 +46,37 @@ algorithms: [ring, chain]\nsizes: [4KiB]\n";
 
 #[test]
 fn a_point_too_large_for_memory_is_refused_with_the_figure_and_what_to_change() {
-    let f = TempFile::new(QUICK.as_bytes());
+    let f = TempFile::new(format!("{QUICK}data: {{ mode: full, memory_budget: 1TiB }}\n").as_bytes());
     cmd()
         .args(["run", "--sizes", "1GiB", "--max-memory", "1GiB"])
         .arg(&f.0)
         .timeout(Duration::from_secs(20))
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("ring at P = 16, S = 1 GiB would need about 36 GiB of memory"))
+        .stderr(predicate::str::contains("ring at P = 16, S = 1 GiB would need about 38 GiB of memory"))
         .stderr(predicate::str::contains("data.mode: sample needs about"))
         .stderr(predicate::str::contains("--max-memory"));
+}
+
+#[test]
+fn the_data_budget_refuses_full_and_auto_samples() {
+    let f = TempFile::new(format!("{QUICK}data: {{ mode: full, memory_budget: 1MiB }}\n").as_bytes());
+    cmd()
+        .args(["run", "--sizes", "1MiB", "--algorithms", "ring"])
+        .arg(&f.0)
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("ring at P = 16, S = 1 MiB: the data plane would need about"))
+        .stderr(predicate::str::contains("more than data.memory_budget 1 MiB"));
+    let f = TempFile::new(format!("{QUICK}data: {{ memory_budget: 4MiB }}\n").as_bytes());
+    cmd()
+        .args(["run", "--sizes", "1MiB", "--algorithms", "ring", "--format", "json"])
+        .arg(&f.0)
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("\"data_mode\": \"sample\""));
 }
 
 #[test]

@@ -4,7 +4,8 @@
 
 use allreduce_sim::algos::{self, Algorithm, Machine, Params, Problem};
 use allreduce_sim::sim::data::{
-    DataPlane, Init, ReduceOp, Reference, initial_values, initial_values_at, sample_positions,
+    DataConfig, DataPlane, Dtype, Expectations, Init, ReduceOp, generate, initial_values, initial_values_at,
+    sample_positions,
 };
 use allreduce_sim::sim::engine::NoObserver;
 use allreduce_sim::sim::op::{Action, Op, Program, Rank, Region};
@@ -40,12 +41,13 @@ fn sampled_elements_are_bitwise_the_full_runs() {
                 }
                 let at = sample_positions(n);
                 assert!(at.len() < n, "n={n} is sampled");
-                let full: Vec<Vec<f32>> = (0..np).map(|r| initial_values(Init::Random, 3, r, n)).collect();
+                let cfg = DataConfig { dtype: Dtype::F32, op: ReduceOp::Sum, init: Init::Random, seed: 3 };
+                let (full, _) = generate(cfg, np, n, None);
                 let (_, out) =
                     simulate(algo.as_ref(), topo.as_ref(), p, 1e-10, Some((full, ReduceOp::Sum)), &mut NoObserver)
                         .unwrap();
                 let full_out = out.unwrap();
-                let values: Vec<Vec<f32>> = (0..np).map(|r| initial_values_at(Init::Random, 3, r, &at)).collect();
+                let (values, _) = generate(cfg, np, n, Some(at.clone()));
                 let plane = |s: &[usize]| DataPlane::sampled(n, at.clone(), values, s, ReduceOp::Sum);
                 let (_, out) =
                     simulate_with(algo.as_ref(), topo.as_ref(), p, 1e-10, Some(plane), &mut NoObserver).unwrap();
@@ -53,8 +55,8 @@ fn sampled_elements_are_bitwise_the_full_runs() {
                 for r in 0..np {
                     for (k, &i) in at.iter().enumerate() {
                         assert_eq!(
-                            sampled[r][k].to_bits(),
-                            full_out[r][i].to_bits(),
+                            sampled.vectors.bits(r, k),
+                            full_out.vectors.bits(r, i),
                             "{} on {}: n={n} rank {r} element {i}",
                             algo.label(),
                             topo.describe()
@@ -70,10 +72,10 @@ fn sampled_elements_are_bitwise_the_full_runs() {
 
 #[test]
 fn sampled_inputs_are_the_full_inputs() {
-    for init in [Init::Random, Init::Rank, Init::Ones] {
-        let full = initial_values(init, 9, 3, 10_000);
+    for init in [Init::Random, Init::Normal, Init::Ones, Init::Rank, Init::IllConditioned, Init::Gradients] {
+        let full = initial_values::<f32>(init, 9, 3, 10_000);
         let at = sample_positions(10_000);
-        let some = initial_values_at(init, 9, 3, &at);
+        let some = initial_values_at::<f32>(init, 9, 3, &at);
         assert!(at.iter().zip(&some).all(|(&i, v)| v.to_bits() == full[i].to_bits()));
     }
     // Small vectors are tracked whole; large ones hit both ends and every grid point.
@@ -117,17 +119,22 @@ impl Algorithm for HalfWrong {
 }
 
 #[test]
-fn a_sampled_run_catches_a_wrong_result() {
+fn a_sampled_run_and_a_full_run_both_catch_a_wrong_result() {
     let topo = FullyConnected { ranks: 2, link: Link { alpha: 1e-6, bandwidth: 1e9 }, nics: 1 };
     let n = 100_000;
     let p = Problem { ranks: 2, elems: n, elem_bytes: 4 };
-    let at = sample_positions(n);
-    let values: Vec<Vec<f32>> = (0..2).map(|r| initial_values_at(Init::Random, 1, r, &at)).collect();
-    let reference = Reference::new(&values, ReduceOp::Sum);
-    let plane = |s: &[usize]| DataPlane::sampled(n, at.clone(), values, s, ReduceOp::Sum);
-    let (_, out) = simulate_with(&HalfWrong, &topo, p, 0.0, Some(plane), &mut NoObserver).unwrap();
-    let check = reference.check(&out.unwrap(), 1);
-    assert!(!check.verified);
-    let (_, k, ..) = check.first_violation.unwrap();
-    assert!(at[k] >= n / 2, "the first wrong element is in the second half: {}", at[k]);
+    let cfg = DataConfig { dtype: Dtype::F32, op: ReduceOp::Sum, init: Init::Random, seed: 1 };
+    for at in [Some(sample_positions(n)), None] {
+        let (values, reference) = generate(cfg, 2, n, at.clone());
+        let plane = |s: &[usize]| match at.clone() {
+            Some(at) => DataPlane::sampled(n, at, values, s, ReduceOp::Sum),
+            None => DataPlane::new(values, s, ReduceOp::Sum),
+        };
+        let (_, out) = simulate_with(&HalfWrong, &topo, p, 0.0, Some(plane), &mut NoObserver).unwrap();
+        let check = reference.check(&out.unwrap(), 1, &Expectations::Allreduce);
+        assert!(!check.verified, "sampled: {}", at.is_some());
+        let bad = check.first_violation.unwrap();
+        assert!(bad.index >= n / 2, "the first wrong element is in the second half: {}", bad.index);
+        assert!(check.max_abs_error > 0.1, "rank 1's input is missing: {}", check.max_abs_error);
+    }
 }

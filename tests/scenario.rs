@@ -118,7 +118,9 @@ fn defaults() {
     assert_eq!(s.data.dtype, Dtype::F32);
     assert_eq!(s.data.op, ReduceOp::Sum);
     assert_eq!(s.data.init, Init::Random);
-    assert_eq!(s.data.mode, DataMode::Full);
+    assert_eq!(s.data.mode, DataMode::Auto);
+    assert_eq!(s.data.memory_budget, 2 << 30);
+    assert!(!s.check.bitwise);
     assert_eq!(s.collective, Collective::Allreduce);
     assert!(s.check.closed_form);
     assert_eq!(parse_str(MINIMAL, "").unwrap().name, "scenario");
@@ -339,11 +341,20 @@ fn not_implemented_yet() {
     err_at(&with("topology:", "topology:\n  kind: hierarchical"), 4, &["'link' does not apply to kind hierarchical"]);
     err_at(&with("topology:", "topology:\n  kind: star"), 3, &["'star' is not known", "allowed: fully_connected"]);
     err_at(&with("topology:", "topology:\n  dims: [2, 2]"), 3, &["'dims' does not apply", "kind, link, nics"]);
-    err_at(&format!("{MINIMAL}data: {{ dtype: f64 }}\n"), 6, &["data.dtype: 'f64'", "allowed: f32"]);
-    err_at(&format!("{MINIMAL}data: {{ dtype: bf16 }}\n"), 6, &["allowed: f32"]);
-    err_at(&format!("{MINIMAL}data: {{ op: avg }}\n"), 6, &["data.op", "allowed: sum, max, min"]);
-    err_at(&format!("{MINIMAL}data: {{ init: zeros }}\n"), 6, &["data.init", "allowed: random, rank, ones"]);
-    err_at(&format!("{MINIMAL}data: {{ mode: half }}\n"), 6, &["data.mode", "allowed: full, sample, off"]);
+    err_at(&format!("{MINIMAL}data: {{ dtype: f128 }}\n"), 6, &["data.dtype: 'f128'", "allowed: f32, f64, f16, bf16"]);
+    err_at(&format!("{MINIMAL}data: {{ op: xor }}\n"), 6, &["data.op", "allowed: sum, prod, max, min, avg"]);
+    err_at(&format!("{MINIMAL}data: {{ init: zeros }}\n"), 6, &["data.init", "allowed: random, normal, ones, rank"]);
+    err_at(&format!("{MINIMAL}data: {{ mode: half }}\n"), 6, &["data.mode", "allowed: auto, full, sample, off"]);
+    err_at(&format!("{MINIMAL}data: {{ memory_budget: lots }}\n"), 6, &["data.memory_budget"]);
+    err_at(&format!("{MINIMAL}check: {{ bitwise: 3 }}\n"), 6, &["check.bitwise: must be true or false"]);
+    let s = ok(&format!(
+        "{MINIMAL}data: {{ dtype: bf16, op: avg, init: gradients, memory_budget: 1GiB }}\ncheck: {{ bitwise: true }}\n"
+    ));
+    assert_eq!(
+        (s.data.dtype, s.data.op, s.data.init, s.data.memory_budget),
+        (Dtype::Bf16, ReduceOp::Avg, Init::Gradients, 1 << 30)
+    );
+    assert!(s.check.bitwise);
     err_at(
         &format!("{MINIMAL}collective: alltoall\n"),
         6,

@@ -9,7 +9,7 @@ use allreduce_sim::algos::{self, Machine, Params, Problem};
 use allreduce_sim::cost_model;
 use allreduce_sim::runner::{Point, run_point};
 use allreduce_sim::scenario::{Overrides, ParamValue, TopologySpec, parse_str};
-use allreduce_sim::sim::data::{Init, ReduceOp, Reference, initial_values};
+use allreduce_sim::sim::data::{Expectations, Init, ReduceOp, Reference, Vectors, initial_values};
 use allreduce_sim::sim::{engine::NoObserver, simulate};
 use allreduce_sim::topology::{self, Graph, Grid, Hierarchical, Level, Link, Topology};
 
@@ -312,15 +312,15 @@ fn check(id: &str, params: &[(&str, &str)], topo: &dyn Topology, n: usize, c: f6
     if let Err(why) = a.applicable(&p, &m) {
         return Some(format!("{what}: not applicable: {why}"));
     }
-    let inputs: Vec<Vec<f32>> = (0..np).map(|r| initial_values(Init::Random, 7, r, n)).collect();
-    let reference = Reference::new(&inputs, ReduceOp::Sum);
+    let inputs: Vectors = (0..np).map(|r| initial_values(Init::Random, 7, r, n)).collect::<Vec<Vec<f32>>>().into();
+    let reference = Reference::of(&inputs, ReduceOp::Sum);
     let data = full.then_some((inputs, ReduceOp::Sum));
     let (stats, vecs) = match simulate(a.as_ref(), topo, p, c, data, &mut NoObserver) {
         Ok(x) => x,
         Err(e) => return Some(format!("{what}: {e}")),
     };
     if let Some(v) = vecs {
-        let ver = reference.check(&v, a.reduction_depth(&p, topo));
+        let ver = reference.check(&v, a.reduction_depth(&p, topo), &Expectations::Allreduce);
         if !ver.verified {
             return Some(format!("{what}: wrong result {:?}", ver.first_violation));
         }

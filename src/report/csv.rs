@@ -12,10 +12,10 @@ use super::{CORE_FIELDS, Exporter, PointResult, Report};
 pub struct Csv;
 
 /// The columns, in order: the fields every result has, then the others.
-pub const COLUMNS: [&str; 34] = columns();
+pub const COLUMNS: [&str; 38] = columns();
 
 /// The others, after the core fields.
-const EXTRA: [&str; 14] = [
+const EXTRA: [&str; 18] = [
     "closed_form_tolerance",
     "not_applicable",
     "failures",
@@ -30,10 +30,14 @@ const EXTRA: [&str; 14] = [
     "library_choice",
     "vs_best",
     "predicted_s",
+    "max_rel_error",
+    "max_ulp_error",
+    "reduction_depth",
+    "data_mode",
 ];
 
-const fn columns() -> [&'static str; 34] {
-    let mut out = [""; 34];
+const fn columns() -> [&'static str; 38] {
+    let mut out = [""; 38];
     let mut i = 0;
     while i < CORE_FIELDS.len() {
         out[i] = CORE_FIELDS[i];
@@ -60,7 +64,7 @@ impl Exporter for Csv {
 }
 
 /// The cells of one result, in [`COLUMNS`] order, already quoted where needed.
-fn row(r: &PointResult) -> [String; 34] {
+fn row(r: &PointResult) -> [String; 38] {
     [
         r.collective.name().to_string(),
         text(&r.algorithm),
@@ -96,6 +100,10 @@ fn row(r: &PointResult) -> [String; 34] {
         r.selection.as_ref().and_then(|s| s.library_choice.as_deref()).map(text).unwrap_or_default(),
         opt_float(r.selection.as_ref().map(|s| s.vs_best)),
         opt_float(r.selection.as_ref().and_then(|s| s.predicted_s)),
+        opt_float(r.max_rel_error),
+        opt_float(r.max_ulp_error),
+        r.reduction_depth.map(|d| d.to_string()).unwrap_or_default(),
+        r.data_mode.as_deref().map(text).unwrap_or_default(),
     ]
 }
 
@@ -169,7 +177,8 @@ mod tests {
              efficiency,algbw_Bps,busbw_Bps,messages,bytes_sent_max,peak_buffer_bytes,\
              max_abs_error,error_bound,verified,ranks_bitwise_equal,events,wall_time_s,\
              closed_form_tolerance,not_applicable,failures,no_closed_form,ideal_time_s,links_shared,\
-             best_algorithm,runner_up,margin,best_time_s,selected,library_choice,vs_best,predicted_s"
+             best_algorithm,runner_up,margin,best_time_s,selected,library_choice,vs_best,predicted_s,\
+             max_rel_error,max_ulp_error,reduction_depth,data_mode"
         );
     }
 
@@ -210,7 +219,7 @@ mod tests {
         assert_eq!(na[16], ""); // verified
         assert_eq!(na[21], "needs 2 NICs per rank, the topology has 1");
         let line = Csv.render(&fixtures::report()).lines().nth(3).unwrap().to_string();
-        assert!(line.ends_with(",\"needs 2 NICs per rank, the topology has 1\",,,,,,,,,,,,"), "{line}");
+        assert!(line.ends_with(",\"needs 2 NICs per rank, the topology has 1\",,,,,,,,,,,,,,,,"), "{line}");
     }
 
     #[test]

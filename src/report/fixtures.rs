@@ -16,7 +16,13 @@ pub(crate) fn scenario() -> Scenario {
         topology: TopologySpec::FullyConnected { link: Link { alpha: 1e-6, bandwidth: 12.5e9 }, nics: 1 },
         cost_per_byte: 0.05e-9,
         network: NetworkSpec::default(),
-        data: DataSpec { dtype: Dtype::F32, op: ReduceOp::Sum, init: Init::Random, mode: DataMode::Full },
+        data: DataSpec {
+            dtype: Dtype::F32,
+            op: ReduceOp::Sum,
+            init: Init::Random,
+            mode: DataMode::Full,
+            memory_budget: crate::scenario::DEFAULT_MEMORY_BUDGET,
+        },
         collective: Collective::Allreduce,
         algorithms: vec![
             AlgoSpec {
@@ -33,7 +39,7 @@ pub(crate) fn scenario() -> Scenario {
             },
         ],
         sizes: vec![4096, 1 << 20],
-        check: CheckSpec { closed_form: true },
+        check: CheckSpec { closed_form: true, bitwise: false },
     }
 }
 

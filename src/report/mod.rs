@@ -90,7 +90,17 @@ pub struct PointResult {
     pub peak_buffer_bytes: u64,
     /// Worst `|result - exact|` (null with `data.mode: off`).
     pub max_abs_error: Option<f64>,
-    /// The error bound for this algorithm's reduction order (largest over elements).
+    /// Normwise: `max |result - exact| / max |exact|` (null with `data.mode: off`).
+    #[serde(default)]
+    pub max_rel_error: Option<f64>,
+    /// Worst error in units in the last place of the exact result (null with data off).
+    #[serde(default)]
+    pub max_ulp_error: Option<f64>,
+    /// The most rounded operations any result element went through in sequence.
+    #[serde(default)]
+    pub reduction_depth: Option<u64>,
+    /// The a-priori error bound for this algorithm's reduction depth, op and dtype
+    /// (largest over elements).
     pub error_bound: Option<f64>,
     /// Every element of every rank within its bound (null with `data.mode: off`).
     pub verified: Option<bool>,
@@ -98,6 +108,10 @@ pub struct PointResult {
     pub ranks_bitwise_equal: Option<bool>,
     /// Engine events processed.
     pub events: u64,
+    /// Which data plane ran: `full` or `sample` (`data.mode: auto` decides per point);
+    /// null with data off.
+    #[serde(default)]
+    pub data_mode: Option<String>,
     /// The simulator's own run time for this point, seconds (the only non-deterministic field).
     #[serde(deserialize_with = "nan_if_null")]
     pub wall_time_s: f64,

@@ -164,11 +164,12 @@ fn title(out: &mut String, s: &Scenario) {
     let _ = writeln!(out, "{}", s.name);
     let checked = match s.data.mode {
         DataMode::Full => "every element checked",
+        DataMode::Auto => "every element checked where data.memory_budget allows, else a sample",
         DataMode::Sample => "a sample of elements checked (up to 3072 per vector)",
         DataMode::Off => "",
     };
     let data = match s.data.mode {
-        DataMode::Full | DataMode::Sample => format!(
+        DataMode::Auto | DataMode::Full | DataMode::Sample => format!(
             "{} {}, {} data (seed {}), {checked}",
             serde_name(&s.data.dtype),
             serde_name(&s.data.op),

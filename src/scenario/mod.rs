@@ -210,27 +210,15 @@ impl NetworkSpec {
     }
 }
 
-/// Element type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Dtype {
-    /// IEEE single precision, 4 bytes.
-    F32,
-}
-
-impl Dtype {
-    /// Bytes per element (`e`).
-    pub fn bytes(self) -> usize {
-        match self {
-            Dtype::F32 => 4,
-        }
-    }
-}
+pub use crate::sim::data::Dtype;
 
 /// Whether real data moves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DataMode {
+    /// `full` while every rank's vector and the reference fit `data.memory_budget`,
+    /// `sample` beyond (decided point by point; the report says which ran).
+    Auto,
     /// Real vectors, real reductions, every element checked.
     Full,
     /// Real reductions of a sample of every vector's elements
@@ -252,15 +240,24 @@ pub struct DataSpec {
     pub op: ReduceOp,
     /// Initial values.
     pub init: Init,
-    /// Full, sample or off.
+    /// Auto, full, sample or off.
     pub mode: DataMode,
+    /// Bytes the data plane of one point may hold (`data.memory_budget`, default 2 GiB):
+    /// `auto` samples beyond it, and a point that would need more is refused.
+    pub memory_budget: u64,
 }
+
+/// The default `data.memory_budget`: 2 GiB.
+pub const DEFAULT_MEMORY_BUDGET: u64 = 2 << 30;
 
 /// `check:`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CheckSpec {
     /// A missed closed form (relative error above its tolerance) fails the run.
     pub closed_form: bool,
+    /// Ranks that do not end bit-identical fail the run (`check.bitwise`, default false).
+    #[serde(default)]
+    pub bitwise: bool,
 }
 
 /// One entry of `algorithms:`: a name and its parameters, with where it was written.

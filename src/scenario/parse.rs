@@ -15,8 +15,8 @@ use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::{Location, MessageFormatter, Spanned};
 
 use super::{
-    AlgoSpec, CheckSpec, Collective, DataMode, DataSpec, Dtype, NetworkModel, NetworkSpec, ParamValue, Scenario,
-    SharingSpec, TopologySpec, units,
+    AlgoSpec, CheckSpec, Collective, DEFAULT_MEMORY_BUDGET, DataMode, DataSpec, Dtype, NetworkModel, NetworkSpec,
+    ParamValue, Scenario, SharingSpec, TopologySpec, units,
 };
 use crate::sim::data::{Init, ReduceOp};
 
@@ -432,19 +432,18 @@ struct RawData {
     op: Option<Spanned<String>>,
     init: Option<Spanned<String>>,
     mode: Option<Spanned<String>>,
+    memory_budget: Option<Spanned<Scalar>>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawCheck {
     closed_form: Option<Spanned<Scalar>>,
+    bitwise: Option<Spanned<Scalar>>,
 }
 
 // ---------------------------------------------------------------------------------------
 // Validation
-
-/// Element types that are not built yet.
-const PLANNED_DTYPES: &[&str] = &["f64", "f16", "bf16"];
 
 /// Collectives that are not built yet.
 const PLANNED_COLLECTIVES: &[&str] = &["alltoall", "gather", "scatter"];
@@ -604,9 +603,7 @@ fn size_bytes(v: &Scalar, dtype: Dtype) -> Result<u64, String> {
 /// `bytes` must hold a whole number of `dtype` elements.
 fn check_whole_elements(bytes: u64, dtype: Dtype) -> Result<(), String> {
     let e = dtype.bytes() as u64;
-    let name = match dtype {
-        Dtype::F32 => "f32",
-    };
+    let name = dtype.name();
     if !bytes.is_multiple_of(e) {
         return Err(format!(
             "{bytes} bytes is not a whole number of {e}-byte {name} elements; \
@@ -815,18 +812,48 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     let network = network(src, r.network.map(|n| n.value), &topology)?;
 
     // data
-    let (dtype, op, init, mode) = match r.data {
-        None => (None, None, None, None),
-        Some(d) => (d.value.dtype, d.value.op, d.value.init, d.value.mode),
+    let (dtype, op, init, mode, budget) = match r.data {
+        None => (None, None, None, None, None),
+        Some(d) => (d.value.dtype, d.value.op, d.value.init, d.value.mode, d.value.memory_budget),
     };
-    let ops = [("sum", ReduceOp::Sum), ("max", ReduceOp::Max), ("min", ReduceOp::Min)];
-    let inits = [("random", Init::Random), ("rank", Init::Rank), ("ones", Init::Ones)];
-    let modes = [("full", DataMode::Full), ("sample", DataMode::Sample), ("off", DataMode::Off)];
+    let dtypes: Vec<(&str, Dtype)> = Dtype::ALL.iter().map(|&d| (d.name(), d)).collect();
+    let ops = [
+        ("sum", ReduceOp::Sum),
+        ("prod", ReduceOp::Prod),
+        ("max", ReduceOp::Max),
+        ("min", ReduceOp::Min),
+        ("avg", ReduceOp::Avg),
+    ];
+    let inits = [
+        ("random", Init::Random),
+        ("normal", Init::Normal),
+        ("ones", Init::Ones),
+        ("rank", Init::Rank),
+        ("ill_conditioned", Init::IllConditioned),
+        ("gradients", Init::Gradients),
+    ];
+    let modes =
+        [("auto", DataMode::Auto), ("full", DataMode::Full), ("sample", DataMode::Sample), ("off", DataMode::Off)];
+    let memory_budget = match budget {
+        None => DEFAULT_MEMORY_BUDGET,
+        Some(b) => match &b.value {
+            Scalar::Bool(_) | Scalar::Null => {
+                return Err(src.err(
+                    &b.referenced,
+                    format!("data.memory_budget: expected a size such as 2GiB, found {}", b.value.shown()),
+                ));
+            }
+            v => {
+                units::parse_size(&v.text()).map_err(|e| src.err(&b.referenced, format!("data.memory_budget: {e}")))?
+            }
+        },
+    };
     let data = DataSpec {
-        dtype: choice(src, dtype.as_ref(), "data.dtype", &[("f32", Dtype::F32)], PLANNED_DTYPES)?,
-        op: choice(src, op.as_ref(), "data.op", &ops, &["prod"])?,
+        dtype: choice(src, dtype.as_ref(), "data.dtype", &dtypes, &[])?,
+        op: choice(src, op.as_ref(), "data.op", &ops, &[])?,
         init: choice(src, init.as_ref(), "data.init", &inits, &[])?,
         mode: choice(src, mode.as_ref(), "data.mode", &modes, &[])?,
+        memory_budget,
     };
 
     // algorithms
@@ -891,17 +918,17 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     }
 
     // check
-    let closed_form = match r.check.and_then(|c| c.value.closed_form) {
-        None => true,
+    let flag = |v: Option<Spanned<Scalar>>, key: &str, default: bool| match v {
+        None => Ok(default),
         Some(c) => match &c.value {
-            Scalar::Bool(b) => *b,
-            Scalar::Str(s) if s == "true" || s == "false" => s == "true",
-            other => {
-                return Err(
-                    src.err(&c.referenced, format!("check.closed_form: must be true or false, not {}", other.shown()))
-                );
-            }
+            Scalar::Bool(b) => Ok(*b),
+            Scalar::Str(s) if s == "true" || s == "false" => Ok(s == "true"),
+            other => Err(src.err(&c.referenced, format!("check.{key}: must be true or false, not {}", other.shown()))),
         },
+    };
+    let (closed_form, bitwise) = match r.check {
+        None => (true, false),
+        Some(c) => (flag(c.value.closed_form, "closed_form", true)?, flag(c.value.bitwise, "bitwise", false)?),
     };
 
     Ok(Scenario {
@@ -915,7 +942,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
         collective,
         algorithms,
         sizes,
-        check: CheckSpec { closed_form },
+        check: CheckSpec { closed_form, bitwise },
     })
 }
 

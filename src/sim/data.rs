@@ -1,88 +1,319 @@
 //! The data plane: every rank's real vector and scratch buffers, the reduction
 //! operator, seeded inputs and the check against the exact result.
+//!
+//! Everything is generic over the element type ([`Elem`]: f32, f64, f16, bf16, i32,
+//! i64, u8) and type-erased at the edges ([`Vectors`], [`Payload`], [`DataPlane`]), so
+//! that the engine moves a message with one match on the type and then a typed copy or
+//! loop. [`generate`] fills the vectors and builds the [`Reference`] in one parallel
+//! pass; [`Reference::check`] checks a run's final vectors against it.
 
-use rand_chacha::ChaCha8Rng;
-use rand_chacha::rand_core::{Rng, SeedableRng};
+mod elem;
+mod generator;
+mod plane;
+mod reference;
+
+use half::{bf16, f16};
 use serde::{Deserialize, Serialize};
 
-use super::op::{BufId, Region};
+pub use elem::Elem;
+pub use generator::RankGen;
+pub use plane::{DataPlane, Finals, Plane};
+pub use reference::{Expect, Expectation, Expectations, Reference, Verification, Violation};
 
-/// The reduction operator.
+/// Element type (`data.dtype`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    /// IEEE single precision, 4 bytes.
+    F32,
+    /// IEEE double precision, 8 bytes.
+    F64,
+    /// IEEE half precision (binary16), 2 bytes.
+    F16,
+    /// bfloat16 (f32's exponent, 8 bits of precision), 2 bytes.
+    Bf16,
+    /// 32-bit signed integer; sums and products wrap.
+    I32,
+    /// 64-bit signed integer; sums and products wrap.
+    I64,
+    /// 8-bit unsigned integer (quantised gradients); sums and products wrap.
+    U8,
+}
+
+impl Dtype {
+    /// Every dtype, in the order docs/scenario.md lists them.
+    pub const ALL: [Dtype; 7] = [Dtype::F32, Dtype::F64, Dtype::F16, Dtype::Bf16, Dtype::I32, Dtype::I64, Dtype::U8];
+
+    /// Bytes per element (`e`).
+    pub fn bytes(self) -> usize {
+        match self {
+            Dtype::F32 | Dtype::I32 => 4,
+            Dtype::F64 | Dtype::I64 => 8,
+            Dtype::F16 | Dtype::Bf16 => 2,
+            Dtype::U8 => 1,
+        }
+    }
+
+    /// The name scenarios use (`f32`, `bf16`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "f32",
+            Dtype::F64 => "f64",
+            Dtype::F16 => "f16",
+            Dtype::Bf16 => "bf16",
+            Dtype::I32 => "i32",
+            Dtype::I64 => "i64",
+            Dtype::U8 => "u8",
+        }
+    }
+
+    /// Floating-point types: the unit roundoff `u = 2^-p`; integers: `None`.
+    pub fn unit_roundoff(self) -> Option<f64> {
+        let p = match self {
+            Dtype::F32 => 24,
+            Dtype::F64 => 53,
+            Dtype::F16 => 11,
+            Dtype::Bf16 => 8,
+            _ => return None,
+        };
+        Some(0.5f64.powi(p))
+    }
+
+    /// Integers: what a real value `x` of the generator is multiplied by before rounding
+    /// (i32 2^16, i64 2^32, u8 127); floats: 1.
+    pub fn quantum(self) -> f64 {
+        match self {
+            Dtype::I32 => 65536.0,
+            Dtype::I64 => 4294967296.0,
+            Dtype::U8 => 127.0,
+            _ => 1.0,
+        }
+    }
+
+    /// Integers: what is added after scaling (u8 is offset by 128 so that 0 is 128).
+    pub fn quantum_offset(self) -> f64 {
+        if self == Dtype::U8 { 128.0 } else { 0.0 }
+    }
+}
+
+/// The reduction operator (`data.op`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ReduceOp {
     /// Addition: rounding error grows with the depth of the reduction tree.
     Sum,
+    /// Multiplication: rounding error grows with the depth too.
+    Prod,
     /// Maximum: exact in any order.
     Max,
     /// Minimum: exact in any order.
     Min,
+    /// The mean, as NCCL's `ncclAvg` computes it: floating-point types multiply every
+    /// rank's input by `fl(1/P)` before the first reduction (NCCL's PreMulSum), then sum;
+    /// integers sum (wrapping) and every rank divides its result by P at the end,
+    /// truncating toward zero (NCCL's SumPostDiv).
+    Avg,
 }
 
-impl ReduceOp {
-    #[inline]
-    fn apply(self, a: f32, b: f32) -> f32 {
-        match self {
-            ReduceOp::Sum => a + b,
-            ReduceOp::Max => a.max(b),
-            ReduceOp::Min => a.min(b),
-        }
+/// How each rank's vector is filled before the run (`data.init`); the recipes are at
+/// [`RankGen::at`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Init {
+    /// Uniform in [-1, 1).
+    Random,
+    /// About N(0, 1).
+    Normal,
+    /// Every element is 1.
+    Ones,
+    /// Every element of rank r is `r + 1`: sums are small integers, exact in floats.
+    Rank,
+    /// Large values that cancel between ranks, plus small ones: shows which orders
+    /// lose digits.
+    IllConditioned,
+    /// A heavy-tailed mix resembling real gradient tensors.
+    Gradients,
+}
+
+/// Every rank's vector, of one element type.
+#[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs)]
+pub enum Vectors {
+    F32(Vec<Vec<f32>>),
+    F64(Vec<Vec<f64>>),
+    F16(Vec<Vec<f16>>),
+    Bf16(Vec<Vec<bf16>>),
+    I32(Vec<Vec<i32>>),
+    I64(Vec<Vec<i64>>),
+    U8(Vec<Vec<u8>>),
+}
+
+/// One message's values, of one element type.
+#[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs)]
+pub enum Buf {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    F16(Vec<f16>),
+    Bf16(Vec<bf16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U8(Vec<u8>),
+}
+
+impl Default for Buf {
+    fn default() -> Self {
+        Buf::F32(Vec::new())
     }
 }
 
-/// How each rank's vector is filled before the run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Init {
-    /// Uniform in [-1, 1), from ChaCha8 seeded by the scenario seed, stream = rank.
-    Random,
-    /// Every element of rank r is `r + 1`: sums are small integers, exact in f32.
-    Rank,
-    /// Every element is 1.
-    Ones,
+/// Runs `$body` with `$x` bound to the typed contents of `$e` (an enum with one variant
+/// per dtype) and the type alias `$t` set to its element type.
+macro_rules! dispatch {
+    ($e:expr, $enum:ident, $x:ident, $t:ident => $body:expr) => {
+        match $e {
+            $enum::F32($x) => {
+                #[allow(dead_code)]
+                type $t = f32;
+                $body
+            }
+            $enum::F64($x) => {
+                #[allow(dead_code)]
+                type $t = f64;
+                $body
+            }
+            $enum::F16($x) => {
+                #[allow(dead_code)]
+                type $t = half::f16;
+                $body
+            }
+            $enum::Bf16($x) => {
+                #[allow(dead_code)]
+                type $t = half::bf16;
+                $body
+            }
+            $enum::I32($x) => {
+                #[allow(dead_code)]
+                type $t = i32;
+                $body
+            }
+            $enum::I64($x) => {
+                #[allow(dead_code)]
+                type $t = i64;
+                $body
+            }
+            $enum::U8($x) => {
+                #[allow(dead_code)]
+                type $t = u8;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use dispatch;
+
+/// Runs `$body` with the type alias `$t` set to the element type of dtype `$d`.
+macro_rules! with_dtype {
+    ($d:expr, $t:ident => $body:expr) => {
+        match $d {
+            Dtype::F32 => {
+                type $t = f32;
+                $body
+            }
+            Dtype::F64 => {
+                type $t = f64;
+                $body
+            }
+            Dtype::F16 => {
+                type $t = half::f16;
+                $body
+            }
+            Dtype::Bf16 => {
+                type $t = half::bf16;
+                $body
+            }
+            Dtype::I32 => {
+                type $t = i32;
+                $body
+            }
+            Dtype::I64 => {
+                type $t = i64;
+                $body
+            }
+            Dtype::U8 => {
+                type $t = u8;
+                $body
+            }
+        }
+    };
+}
+
+impl Vectors {
+    /// The element type.
+    pub fn dtype(&self) -> Dtype {
+        dispatch!(self, Vectors, _v, T => <T as Elem>::DTYPE)
+    }
+
+    /// Number of ranks.
+    pub fn ranks(&self) -> usize {
+        dispatch!(self, Vectors, v, T => v.len())
+    }
+
+    /// Elements of rank `r`'s vector.
+    pub fn len(&self, r: usize) -> usize {
+        dispatch!(self, Vectors, v, T => v[r].len())
+    }
+
+    /// Whether there are no ranks.
+    pub fn is_empty(&self) -> bool {
+        self.ranks() == 0
+    }
+
+    /// The bits of element `i` of rank `r` (zero-extended).
+    pub fn bits(&self, r: usize, i: usize) -> u64 {
+        dispatch!(self, Vectors, v, T => v[r][i].bits())
+    }
+
+    /// Element `i` of rank `r`, as an `f64` (exact for floats and for integers up to 2^53).
+    pub fn get(&self, r: usize, i: usize) -> f64 {
+        dispatch!(self, Vectors, v, T => v[r][i].to_f64())
+    }
+
+    /// The f32 vectors, if these are f32.
+    pub fn as_f32(&self) -> Option<&[Vec<f32>]> {
+        f32::unwrap(self)
+    }
+}
+
+impl From<Vec<Vec<f32>>> for Vectors {
+    fn from(v: Vec<Vec<f32>>) -> Self {
+        Vectors::F32(v)
+    }
+}
+
+/// The data a message carries: its region's values, or, in a sampled plane, the values
+/// of the tracked elements of its region with their offsets into it (and whether each
+/// is one the run lost track of).
+#[derive(Clone, Debug, Default)]
+pub struct Payload {
+    vals: Buf,
+    /// Offsets into the region of `vals` (sampled planes only; empty when dense).
+    at: Vec<usize>,
+    /// Sampled planes only: the values that met an untracked element.
+    lost: Vec<bool>,
 }
 
 /// The values rank `rank` starts with.
-///
-/// `Random` turns each raw ChaCha8 `u32` into `f32` by our own formula (top 24 bits,
-/// scaled to [-1, 1)), so the values depend only on the ChaCha8 stream, which is fixed
-/// by its specification, and never on a crate's float-sampling code.
-pub fn initial_values(init: Init, seed: u64, rank: usize, n: usize) -> Vec<f32> {
-    match init {
-        Init::Random => {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            rng.set_stream(rank as u64);
-            (0..n).map(|_| unit_f32(rng.next_u32())).collect()
-        }
-        Init::Rank => vec![(rank + 1) as f32; n],
-        Init::Ones => vec![1.0; n],
-    }
+pub fn initial_values<T: Elem>(init: Init, seed: u64, rank: usize, n: usize) -> Vec<T> {
+    let g = RankGen::new(init, seed, rank);
+    (0..n).map(|i| g.at(i)).collect()
 }
 
-/// A raw ChaCha8 word as a value in [-1, 1): its top 24 bits, scaled.
-fn unit_f32(x: u32) -> f32 {
-    (x >> 8) as f32 * (1.0 / (1u32 << 23) as f32) - 1.0
-}
-
-/// The values rank `rank` starts with at `positions` (ascending): the elements at those
-/// indices of [`initial_values`]`(init, seed, rank, n)`, computed without the others
-/// (ChaCha8 seeks to a word in constant time).
-pub fn initial_values_at(init: Init, seed: u64, rank: usize, positions: &[usize]) -> Vec<f32> {
-    match init {
-        Init::Random => {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            rng.set_stream(rank as u64);
-            positions
-                .iter()
-                .map(|&i| {
-                    rng.set_word_pos(i as u128);
-                    unit_f32(rng.next_u32())
-                })
-                .collect()
-        }
-        Init::Rank => vec![(rank + 1) as f32; positions.len()],
-        Init::Ones => vec![1.0; positions.len()],
-    }
+/// The values rank `rank` starts with at `positions`: the elements at those indices of
+/// [`initial_values`]`(init, seed, rank, n)`, computed without the others.
+pub fn initial_values_at<T: Elem>(init: Init, seed: u64, rank: usize, positions: &[usize]) -> Vec<T> {
+    let g = RankGen::new(init, seed, rank);
+    positions.iter().map(|&i| g.at(i)).collect()
 }
 
 /// Points on a grid of this many per vector in [`sample_positions`].
@@ -108,289 +339,23 @@ pub fn sample_positions(n: usize) -> Vec<usize> {
     at
 }
 
-/// The data a message carries: its region's values, or, in a sampled plane, the values
-/// of the tracked elements of its region with their offsets into it.
-#[derive(Clone, Debug, Default)]
-pub struct Payload {
-    vals: Vec<f32>,
-    /// Offsets into the region of `vals` (sampled planes only; empty when dense).
-    at: Vec<usize>,
+/// What the data of a run is: element type, operator, inputs and their seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataConfig {
+    /// Element type.
+    pub dtype: Dtype,
+    /// Reduction operator.
+    pub op: ReduceOp,
+    /// Initial values.
+    pub init: Init,
+    /// The scenario's seed.
+    pub seed: u64,
 }
 
-/// One buffer of a sampled plane: its tracked elements, `(index, value)`, ascending.
-type Sparse = Vec<(usize, f32)>;
-
-enum Store {
-    /// Every element of every buffer.
-    Dense(Vec<Vec<Vec<f32>>>),
-    /// The tracked elements only; `lens` are the buffers' lengths, `positions` the
-    /// vector's tracked elements.
-    Sampled { bufs: Vec<Vec<Sparse>>, lens: Vec<usize>, positions: Vec<usize> },
-}
-
-/// Every rank's buffers: index 0 is the vector, `1..` the scratch buffers.
-///
-/// A *sampled* plane ([`DataPlane::sampled`]) holds only some elements of each vector and
-/// whatever of them the algorithm moves into scratch. Allreduce never moves an element
-/// to another index of a vector, and every operation is element by element, so a tracked
-/// element goes through exactly the floating-point operations it would in a full run, in
-/// the same order: its final value is bit for bit the same. An operation that would
-/// combine a tracked element with one that is not (which no correct algorithm does)
-/// yields NaN, so that the check fails rather than pass unseen.
-pub struct DataPlane {
-    store: Store,
-    op: ReduceOp,
-}
-
-impl DataPlane {
-    /// Ranks start with `vectors[r]` and zeroed scratch buffers of `scratch[i]` elements.
-    pub fn new(vectors: Vec<Vec<f32>>, scratch: &[usize], op: ReduceOp) -> Self {
-        let bufs = vectors
-            .into_iter()
-            .map(|v| std::iter::once(v).chain(scratch.iter().map(|&s| vec![0.0; s])).collect())
-            .collect();
-        DataPlane { store: Store::Dense(bufs), op }
-    }
-
-    /// Ranks start with vectors of `n` elements of which only those at `positions`
-    /// (ascending) are tracked, with values `values[r]`, and zeroed scratch buffers of
-    /// `scratch[i]` elements.
-    pub fn sampled(n: usize, positions: Vec<usize>, values: Vec<Vec<f32>>, scratch: &[usize], op: ReduceOp) -> Self {
-        debug_assert!(positions.windows(2).all(|w| w[0] < w[1]) && positions.last().is_none_or(|&l| l < n));
-        let bufs = values
-            .into_iter()
-            .map(|v| {
-                let vector: Sparse = positions.iter().copied().zip(v).collect();
-                std::iter::once(vector).chain(scratch.iter().map(|_| Vec::new())).collect()
-            })
-            .collect();
-        let lens = std::iter::once(n).chain(scratch.iter().copied()).collect();
-        DataPlane { store: Store::Sampled { bufs, lens, positions }, op }
-    }
-
-    /// Elements in buffer `buf` of `rank` (0 if it does not exist).
-    pub fn buf_len(&self, rank: usize, buf: BufId) -> usize {
-        match &self.store {
-            Store::Dense(bufs) => bufs[rank].get(buf as usize).map_or(0, Vec::len),
-            Store::Sampled { lens, .. } => lens.get(buf as usize).copied().unwrap_or(0),
-        }
-    }
-
-    /// The tracked elements of `reg` in a sampled buffer: the range of `buf` they fill.
-    fn span(buf: &Sparse, reg: Region) -> std::ops::Range<usize> {
-        buf.partition_point(|e| e.0 < reg.offset)..buf.partition_point(|e| e.0 < reg.end())
-    }
-
-    /// Put the data of `reg` of `rank` in `out`.
-    pub fn load(&self, rank: usize, reg: Region, out: &mut Payload) {
-        out.vals.clear();
-        out.at.clear();
-        match &self.store {
-            Store::Dense(bufs) => out.vals.extend_from_slice(&bufs[rank][reg.buf as usize][reg.offset..reg.end()]),
-            Store::Sampled { bufs, .. } => {
-                let b = &bufs[rank][reg.buf as usize];
-                for &(i, v) in &b[Self::span(b, reg)] {
-                    out.at.push(i - reg.offset);
-                    out.vals.push(v);
-                }
-            }
-        }
-    }
-
-    /// `reg = data`: a copy (what `reg` held is overwritten).
-    pub fn store(&mut self, rank: usize, reg: Region, data: &Payload) {
-        match &mut self.store {
-            Store::Dense(bufs) => bufs[rank][reg.buf as usize][reg.offset..reg.end()].copy_from_slice(&data.vals),
-            Store::Sampled { bufs, .. } => {
-                let b = &mut bufs[rank][reg.buf as usize];
-                let span = Self::span(b, reg);
-                let incoming = data.at.iter().zip(&data.vals).map(|(&o, &v)| (reg.offset + o, v));
-                if span.len() == data.at.len()
-                    && b[span.clone()].iter().zip(&data.at).all(|(e, &o)| e.0 == reg.offset + o)
-                {
-                    b[span].iter_mut().zip(incoming).for_each(|(e, x)| *e = x);
-                } else {
-                    b.splice(span, incoming);
-                }
-            }
-        }
-    }
-
-    /// `reg = reg (op) data`.
-    pub fn reduce_into(&mut self, rank: usize, reg: Region, data: &Payload) {
-        let op = self.op;
-        match &mut self.store {
-            Store::Dense(bufs) => {
-                let dst = &mut bufs[rank][reg.buf as usize][reg.offset..reg.end()];
-                match op {
-                    // The common case gets a loop the compiler vectorises.
-                    ReduceOp::Sum => dst.iter_mut().zip(&data.vals).for_each(|(d, s)| *d += *s),
-                    _ => dst.iter_mut().zip(&data.vals).for_each(|(d, s)| *d = op.apply(*d, *s)),
-                }
-            }
-            Store::Sampled { bufs, .. } => {
-                let b = &mut bufs[rank][reg.buf as usize];
-                let span = Self::span(b, reg);
-                // Merge the two ascending lists: an element on one side only meets an
-                // untracked one (NaN), except in scratch never written, which holds 0.
-                let scratch = reg.buf != super::op::VEC;
-                let mut merged: Sparse = Vec::with_capacity(span.len().max(data.at.len()));
-                let (mut old, mut new) = (b[span.clone()].iter().peekable(), data.at.iter().zip(&data.vals).peekable());
-                loop {
-                    let next = match (old.peek(), new.peek()) {
-                        (None, None) => break,
-                        (Some(&&(i, d)), Some(&(&o, &v))) if i == reg.offset + o => {
-                            old.next();
-                            new.next();
-                            (i, op.apply(d, v))
-                        }
-                        (Some(&&(i, _)), Some(&(&o, _))) if i < reg.offset + o => {
-                            old.next();
-                            (i, f32::NAN)
-                        }
-                        (Some(&&(i, _)), None) => {
-                            old.next();
-                            (i, f32::NAN)
-                        }
-                        (_, Some(&(&o, &v))) => {
-                            new.next();
-                            (reg.offset + o, if scratch { op.apply(0.0, v) } else { f32::NAN })
-                        }
-                    };
-                    merged.push(next);
-                }
-                b.splice(span, merged);
-            }
-        }
-    }
-
-    /// `dst = dst (op) src`, both regions of `rank`.
-    pub fn reduce_local(&mut self, rank: usize, src: Region, dst: Region) {
-        let op = self.op;
-        let bufs = match &mut self.store {
-            Store::Dense(bufs) => &mut bufs[rank],
-            Store::Sampled { .. } => {
-                let mut data = Payload::default();
-                self.load(rank, src, &mut data);
-                return self.reduce_into(rank, dst, &data);
-            }
-        };
-        if src.buf != dst.buf {
-            let (s, d) = if src.buf < dst.buf {
-                let (lo, hi) = bufs.split_at_mut(dst.buf as usize);
-                (&lo[src.buf as usize], &mut hi[0])
-            } else {
-                let (lo, hi) = bufs.split_at_mut(src.buf as usize);
-                (&hi[0], &mut lo[dst.buf as usize])
-            };
-            let d = &mut d[dst.offset..dst.end()];
-            d.iter_mut().zip(&s[src.offset..src.end()]).for_each(|(d, s)| *d = op.apply(*d, *s));
-        } else {
-            let b = &mut bufs[dst.buf as usize];
-            for i in 0..dst.len {
-                b[dst.offset + i] = op.apply(b[dst.offset + i], b[src.offset + i]);
-            }
-        }
-    }
-
-    /// The ranks' vectors after the run; in a sampled plane the tracked elements only,
-    /// in the order of their positions (NaN for one the run lost track of).
-    pub fn into_vectors(self) -> Vec<Vec<f32>> {
-        match self.store {
-            Store::Dense(bufs) => bufs.into_iter().map(|mut b| b.swap_remove(0)).collect(),
-            Store::Sampled { bufs, positions, .. } => bufs
-                .into_iter()
-                .map(|b| {
-                    let v = &b[0];
-                    let mut k = 0;
-                    positions
-                        .iter()
-                        .map(|&i| {
-                            while k < v.len() && v[k].0 < i {
-                                k += 1;
-                            }
-                            if k < v.len() && v[k].0 == i { v[k].1 } else { f32::NAN }
-                        })
-                        .collect()
-                })
-                .collect(),
-        }
-    }
-}
-
-/// What the check of the final vectors found.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Verification {
-    /// Largest `|result - exact|` over every element of every rank.
-    pub max_abs_error: f64,
-    /// Largest per-element error bound (the bound is checked element by element).
-    pub error_bound: f64,
-    /// Every element of every rank within its bound.
-    pub verified: bool,
-    /// All ranks hold bit-identical vectors.
-    pub ranks_bitwise_equal: bool,
-    /// The first element found outside its bound: (rank, index, got, exact, bound).
-    pub first_violation: Option<(usize, usize, f32, f64, f64)>,
-}
-
-/// The unit roundoff of f32.
-pub const F32_UNIT_ROUNDOFF: f64 = 1.0 / (1u64 << 24) as f64;
-
-/// The exact reduction of every rank's input, kept so the inputs themselves can be
-/// handed to the run (memory: two f64 per element, not P copies).
-pub struct Reference {
-    op: ReduceOp,
-    exact: Vec<f64>,
-    abs_sum: Vec<f64>,
-}
-
-impl Reference {
-    /// The exact result of reducing `inputs` element by element.
-    ///
-    /// Sums are taken in f64: every f32 is exact in f64 and a sum of up to 2^29 f32
-    /// values of magnitude <= 1 keeps an error far below the f32 bound it is compared to.
-    pub fn new(inputs: &[Vec<f32>], op: ReduceOp) -> Self {
-        let n = inputs.first().map_or(0, Vec::len);
-        let (mut exact, mut abs_sum) = (vec![0.0f64; n], vec![0.0f64; n]);
-        match op {
-            ReduceOp::Sum => {
-                for v in inputs {
-                    for ((e, a), &x) in exact.iter_mut().zip(&mut abs_sum).zip(v) {
-                        *e += x as f64;
-                        *a += (x as f64).abs();
-                    }
-                }
-            }
-            ReduceOp::Max | ReduceOp::Min => {
-                exact.fill(if op == ReduceOp::Max { f64::NEG_INFINITY } else { f64::INFINITY });
-                for v in inputs {
-                    for (e, &x) in exact.iter_mut().zip(v) {
-                        *e = if op == ReduceOp::Max { e.max(x as f64) } else { e.min(x as f64) };
-                    }
-                }
-            }
-        }
-        Reference { op, exact, abs_sum }
-    }
-
-    /// Check every element of every rank's `results` against the reduction (an
-    /// allreduce's result): [`super::expect::check`] with every element of every rank
-    /// expected to hold it.
-    pub fn check(&self, results: &[Vec<f32>], depth: usize) -> Verification {
-        let n = self.exact.len();
-        let all = move |_| vec![(0..n, super::expect::Expect::Reduced)];
-        super::expect::check(self, results, depth, all, |_, _| f32::NAN)
-    }
-
-    /// The exact result at element `i` and the error allowed there after at most `depth`
-    /// rounded operations in sequence.
-    ///
-    /// For a sum, Higham's bound for any summation tree:
-    /// `|fl(s) - s| <= gamma(depth) * sum |x_i|`, `gamma(d) = d u / (1 - d u)`,
-    /// `u = 2^-24`. Max and min are exact in any order.
-    pub fn allowed(&self, i: usize, depth: usize) -> (f64, f64) {
-        let du = depth as f64 * F32_UNIT_ROUNDOFF;
-        let gamma = if self.op == ReduceOp::Sum { du / (1.0 - du) } else { 0.0 };
-        (self.exact[i], gamma * self.abs_sum[i])
-    }
+/// Fill every rank's vector (`n` elements, or only those at `positions`) and build the
+/// exact result of reducing them, in one pass over the data, in parallel: the elements
+/// are cut into fixed pieces, and each piece generates every rank's values and adds them
+/// to its reference in rank order, so the result never depends on the thread count.
+pub fn generate(cfg: DataConfig, ranks: usize, n: usize, positions: Option<Vec<usize>>) -> (Vectors, Reference) {
+    with_dtype!(cfg.dtype, T => reference::generate::<T>(cfg, ranks, n, positions))
 }

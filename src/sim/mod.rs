@@ -6,30 +6,30 @@
 
 pub mod data;
 pub mod engine;
-pub mod expect;
 pub mod flow;
 pub mod op;
 pub mod queue;
 
 use crate::algos::{Algorithm, Problem};
 use crate::topology::Topology;
-use data::{DataPlane, ReduceOp};
+use data::{DataPlane, Finals, ReduceOp, Vectors};
 use engine::{Engine, EngineConfig, Observer, SimError, SimStats};
 use flow::Sharing;
 pub use op::{Action, Op, Program, Rank, Region};
 
 /// What [`simulate`] hands back: the engine's statistics and, with data, every rank's
 /// final vector.
-pub type Outcome = (SimStats, Option<Vec<Vec<f32>>>);
+pub type Outcome = (SimStats, Option<Finals>);
 
 /// Run `algo` on `topo` for problem `p`. With `inputs` (one vector of `p.elems`
-/// values per rank), the data moves for real and the final vectors are returned.
+/// values per rank, of any element type), the data moves for real and the final vectors
+/// are returned.
 pub fn simulate<O: Observer>(
     algo: &dyn Algorithm,
     topo: &dyn Topology,
     p: Problem,
     cost_per_byte: f64,
-    inputs: Option<(Vec<Vec<f32>>, ReduceOp)>,
+    inputs: Option<(Vectors, ReduceOp)>,
     obs: &mut O,
 ) -> Result<Outcome, SimError> {
     let plane = inputs.map(|(v, op)| move |scratch: &[usize]| DataPlane::new(v, scratch, op));
@@ -38,7 +38,7 @@ pub fn simulate<O: Observer>(
 
 /// [`simulate`] with the data plane `plane` builds from the algorithm's scratch buffer
 /// sizes (a sampled one, [`DataPlane::sampled`], say); the vectors handed back are what
-/// [`DataPlane::into_vectors`] gives.
+/// [`DataPlane::into_finals`] gives.
 pub fn simulate_with<O: Observer>(
     algo: &dyn Algorithm,
     topo: &dyn Topology,
@@ -82,5 +82,5 @@ pub fn simulate_on<O: Observer>(
     let programs = (0..p.ranks).map(|r| algo.program(r as Rank, p, topo)).collect();
     let mut plane = plane.map(|build| build(&scratch));
     let stats = Engine::new(topo, cfg, programs, plane.as_mut(), obs)?.run()?;
-    Ok((stats, plane.map(DataPlane::into_vectors)))
+    Ok((stats, plane.map(DataPlane::into_finals)))
 }
