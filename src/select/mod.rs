@@ -29,6 +29,7 @@ use crate::collective::Collective;
 use crate::report::PointResult;
 use crate::runner::{self, Point};
 use crate::scenario::{AlgoSpec, ParamValue, Scenario};
+use crate::sim::data::ReduceOp;
 use crate::sim::engine::NoObserver;
 use crate::topology;
 
@@ -69,10 +70,11 @@ pub const SELECTORS: [SelectorInfo; 3] = [
     },
     SelectorInfo {
         id: "nccl_model",
-        summary: "the (algorithm, protocol) of least time in NCCL's tuning model, ring -> ring, tree -> \
-                  double_binary_tree; NCCL's predicted time beside our simulation",
-        source: "NCCL 2.30.7, src/graph/tuning.cc",
-        covers: "allreduce",
+        summary: "the (algorithm, protocol) of least time in NCCL's tuning model; allreduce ring -> ring, tree -> \
+                  double_binary_tree; reduce_scatter and allgather ring -> ring, pat -> halving_doubling; broadcast \
+                  and reduce ring -> chain in NCCL's chunks; NCCL's predicted time beside our simulation",
+        source: "NCCL 2.30.7, src/graph/tuning.cc and src/enqueue.cc",
+        covers: "allreduce, reduce_scatter, allgather, broadcast, reduce (NCCL has no barrier)",
         params: &[
             "channels=2: NCCL channels; the bus bandwidth is the link's, shared by them (sets the per-channel caps)",
             "arch=hopper: GPU generation whose constants apply: volta, ampere, hopper, blackwell",
@@ -89,6 +91,7 @@ pub fn is_selector(id: &str) -> bool {
 pub fn covers(id: &str, c: Collective) -> bool {
     match id {
         "auto" => true,
+        "nccl_model" => !nccl::algorithms(c).is_empty(),
         _ => c == Collective::Allreduce,
     }
 }
@@ -100,9 +103,10 @@ pub fn check(c: Collective, id: &str, params: &[(String, ParamValue)]) -> Result
     if is_selector(id) {
         if !covers(id, c) {
             let covered: Vec<&str> = Collective::ALL.iter().filter(|&&o| covers(id, o)).map(|o| o.name()).collect();
+            let why = if id == "nccl_model" { " (NCCL has no barrier collective)" } else { "" };
             return Err(ParamError::new(
                 None,
-                format!("selector '{id}' chooses for {} only, not for {c}", covered.join(", ")),
+                format!("selector '{id}' chooses for {} only, not for {c}{why}", covered.join(", ")),
             ));
         }
         selector_params(id, params).map(|_| ())
@@ -313,17 +317,21 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
         "nccl_model" => {
             let np = selector_params(&spec.name, &spec.params).map_err(|e| e.message)?;
             let topo = topology::build(&s.topology, ranks)?;
-            let x = nccl::Inputs::of(topo.as_ref(), np.channels, np.arch);
-            let Some((algo, proto, t)) = nccl::allreduce_choice(&x, bytes) else {
+            let c = spec.collective;
+            let x = nccl::Inputs { avg: s.data.op == ReduceOp::Avg, ..nccl::Inputs::of(topo.as_ref(), np.channels, np.arch) };
+            let Some((algo, proto, t)) = nccl::choice(&x, c, bytes) else {
                 return Err(format!("NCCL's model has no algorithm for {ranks} rank(s)"));
             };
+            // NCCL's ring broadcast and reduce pipeline in its chunks: our chain in as many segments.
+            let params = match c {
+                Collective::Broadcast | Collective::Reduce => {
+                    let k = nccl::chain_segments(&x, proto, bytes, bytes / e.max(1));
+                    if k > 1 { vec![("segments".to_string(), ParamValue::Int(k))] } else { Vec::new() }
+                }
+                _ => Vec::new(),
+            };
             Ok(Some(Wanted {
-                spec: AlgoSpec {
-                    name: algo.ours().to_string(),
-                    collective: spec.collective,
-                    params: Vec::new(),
-                    location: String::new(),
-                },
+                spec: AlgoSpec { name: algo.ours(c).to_string(), collective: c, params, location: String::new() },
                 library: Some(format!("NCCL {}", nccl::VERSION)),
                 choice: Some(format!("{}/{}", algo.name(), proto.name())),
                 predicted_s: Some(t),
