@@ -419,7 +419,8 @@ fn nccl_model_on_every_collective() {
     assert_eq!(big.selection.as_ref().unwrap().selected, "chain(segments=4)");
 
     // An avg reduce-scatter never takes PAT (NCCL leaves it out for PreMulSum/SumPostDiv).
-    let avg = parse_str(&COLLECTIVES.replace("data: { mode: off }", "data: { mode: off, op: avg }"), "avg.yaml").unwrap();
+    let avg =
+        parse_str(&COLLECTIVES.replace("data: { mode: off }", "data: { mode: off, op: avg }"), "avg.yaml").unwrap();
     let report = runner::run(&avg);
     for r in report.results.iter().filter(|r| r.algorithm == "nccl_model") {
         let choice = r.selection.as_ref().unwrap().library_choice.clone().unwrap();
@@ -429,7 +430,8 @@ fn nccl_model_on_every_collective() {
     }
 
     // NCCL has no barrier: refused where it is written, with the reason.
-    let bad = COLLECTIVES.replace("{ name: all_to_all, collective: barrier }", "{ name: nccl_model, collective: barrier }");
+    let bad =
+        COLLECTIVES.replace("{ name: all_to_all, collective: barrier }", "{ name: nccl_model, collective: barrier }");
     let e = parse_str(&bad, "bad.yaml").unwrap_err();
     assert!(e.message().contains("not for barrier (NCCL has no barrier collective)"), "{}", e.message());
 }
@@ -450,7 +452,10 @@ fn nccl_tuner_rows_for_every_collective() {
     // Six collectives x 2 rank counts x 3 sizes, the barrier once per rank count.
     assert_eq!(tuned.points.len(), 5 * 2 * 3 + 2);
     let names: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.collective.as_str()).collect();
-    assert_eq!(names.into_iter().collect::<Vec<_>>(), ["allgather", "allreduce", "broadcast", "reduce", "reducescatter"]);
+    assert_eq!(
+        names.into_iter().collect::<Vec<_>>(),
+        ["allgather", "allreduce", "broadcast", "reduce", "reducescatter"]
+    );
     for pt in &tuned.points {
         let Some(name) = nccl::collective_name(pt.collective) else {
             assert!(pt.nccl_rule.is_none(), "a barrier rule");
@@ -479,5 +484,73 @@ fn nccl_tuner_rows_for_every_collective() {
                 assert!(a <= b * (1.0 + 1e-9), "{pt:?}");
             }
         }
+    }
+}
+
+/// A selector's point costs its algorithms: their work summed, the memory of the
+/// largest; the progress counts the algorithms run only for selectors; a run the memory
+/// limit makes serial runs them one at a time, with the same report.
+#[test]
+fn selector_points_are_estimated_counted_and_kept_serial() {
+    let mut s = parse_str(SCENARIO, "sel.yaml").unwrap();
+    s.ranks = vec![8];
+    s.sizes = vec![4096, 1 << 20];
+    s.data.mode = allreduce_sim::scenario::DataMode::Full;
+    let pts = runner::points(&s);
+    for pt in pts.iter().filter(|pt| s.algorithms[pt.algo].name == "auto") {
+        let est = allreduce_sim::estimate::estimate(&s, pt, false);
+        let mut events = 0;
+        let mut largest = 0;
+        for id in allreduce_sim::select::candidates(allreduce_sim::collective::Collective::Allreduce) {
+            let mut one = s.clone();
+            one.algorithms =
+                parse_str(&SCENARIO.replace("[ring, auto, ompi_fixed, nccl_model]", &format!("[{id}]")), "x")
+                    .unwrap()
+                    .algorithms;
+            let e = allreduce_sim::estimate::estimate(&one, &runner::Point { algo: 0, ..pt.clone() }, false);
+            events += e.events;
+            largest = largest.max(e.data_bytes + e.engine_bytes);
+        }
+        assert_eq!(est.events, events);
+        assert_eq!(est.memory_bytes(), largest);
+        assert!(largest > 0);
+    }
+    // ring is listed: auto simulates the others; ompi_fixed and nccl_model pick listed
+    // ones or auto's.
+    let n = allreduce_sim::select::candidates(allreduce_sim::collective::Collective::Allreduce).len();
+    assert_eq!(allreduce_sim::select::planned_runs(&s, &pts), 2 * (n - 1));
+
+    let parallel = runner::run(&s);
+    let serial = runner::run_with(&s, &runner::RunOptions { memory_limit: Some(1), ..Default::default() });
+    for (a, b) in parallel.results.iter().zip(&serial.results) {
+        assert_eq!((&a.algorithm, a.time_s, &a.selection), (&b.algorithm, b.time_s, &b.selection));
+    }
+}
+
+/// `--trace` and `--gantt` on a selector's single point record the algorithm it picks,
+/// and say so.
+#[test]
+fn trace_of_a_selector_records_its_pick() {
+    let path = tmp("trace.yaml");
+    std::fs::write(&path, SCENARIO).unwrap();
+    let trace = tmp("trace.json");
+    let gantt = tmp("gantt.svg");
+    for (sel, picks) in [("nccl_model", "double_binary_tree"), ("auto", "butterfly")] {
+        let out = Command::new(bin())
+            .args(["run", path.to_str().unwrap(), "--algorithms", sel, "--ranks", "16", "--sizes", "4KiB", "--quiet"])
+            .args(["--format", "json", "--trace", trace.to_str().unwrap(), "--gantt", gantt.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(err.contains(&format!("{sel} picks {picks} at P = 16, S = 4 KiB: recording {picks}")), "{err}");
+        let report: allreduce_sim::report::Report = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report.results[0].algorithm, picks);
+        let meta = std::fs::read_to_string(&trace).unwrap();
+        assert!(
+            meta.contains(&format!("\"algorithm\":\"{picks}\""))
+                || meta.contains(&format!("\"algorithm\": \"{picks}\""))
+        );
+        assert!(std::fs::read_to_string(&gantt).unwrap().contains(picks));
     }
 }

@@ -40,7 +40,12 @@ pub fn tune_scenario(s: &Scenario) -> Scenario {
             s.algorithms.iter().filter(|a| a.collective == c && !is_selector(&a.name)).cloned().collect();
         for id in super::candidates(c) {
             if !mine.iter().any(|a| a.name == id && a.params.is_empty()) {
-                mine.push(AlgoSpec { name: id.to_string(), collective: c, params: Vec::new(), location: String::new() });
+                mine.push(AlgoSpec {
+                    name: id.to_string(),
+                    collective: c,
+                    params: Vec::new(),
+                    location: String::new(),
+                });
             }
         }
         for sel in SELECTORS.iter().filter(|sel| super::covers(sel.id, c)) {
@@ -222,10 +227,8 @@ fn nccl_inputs(s: &Scenario, spec: Option<&AlgoSpec>, ranks: usize) -> Option<nc
 /// ranks first for it. Broadcast and reduce have the ring only: the rule is NCCL's
 /// own ring protocol.
 fn nccl_rule(x: &nccl::Inputs, c: Collective, bytes: u64, algos: &[&PointResult]) -> Option<(String, String)> {
-    let usable: Vec<(nccl::Algo, nccl::Proto)> = nccl::algorithms(c)
-        .iter()
-        .filter_map(|&a| nccl::best_protocol(x, c, a, bytes).map(|(p, _)| (a, p)))
-        .collect();
+    let usable: Vec<(nccl::Algo, nccl::Proto)> =
+        nccl::algorithms(c).iter().filter_map(|&a| nccl::best_protocol(x, c, a, bytes).map(|(p, _)| (a, p))).collect();
     let pick = if let [only] = usable[..] {
         Some(only)
     } else {
@@ -498,8 +501,19 @@ pub fn nccl_lookup<'a>(
 pub fn table(t: &Tuned) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}: the fastest algorithm per point", t.scenario);
-    let head =
-        ["collective", "P", "S", "best", "time", "runner-up", "margin", "ompi_fixed", "vs best", "nccl_model", "vs best"];
+    let head = [
+        "collective",
+        "P",
+        "S",
+        "best",
+        "time",
+        "runner-up",
+        "margin",
+        "ompi_fixed",
+        "vs best",
+        "nccl_model",
+        "vs best",
+    ];
     let mut lines: Vec<Vec<String>> = vec![head.iter().map(|h| h.to_string()).collect()];
     let pct = |x: f64| format!("{:+.1}%", 100.0 * x);
     for pt in &t.points {
