@@ -382,6 +382,9 @@ pub fn nccl_csv(t: &Tuned) -> String {
     out
 }
 
+/// A size and NCCL's (algorithm, protocol) from it.
+type NcclSizeRule = SizeRule<(String, String)>;
+
 /// One line of the NCCL tuner CSV.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NcclRow {
@@ -405,7 +408,7 @@ pub struct NcclRow {
 
 /// The rows [`nccl_csv`] writes.
 pub fn nccl_rows(t: &Tuned) -> Vec<NcclRow> {
-    let mut by_p: BTreeMap<(Collective, usize), Vec<SizeRule<(String, String)>>> = BTreeMap::new();
+    let mut by_p: BTreeMap<(Collective, usize), Vec<NcclSizeRule>> = BTreeMap::new();
     for pt in &t.points {
         if let Some(rule) = &pt.nccl_rule {
             by_p.entry((pt.collective, pt.ranks)).or_default().push((pt.bytes, rule.clone()));
