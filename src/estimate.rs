@@ -19,7 +19,11 @@
 //!   tables per rank and up to [`MAX_INTERVALS`] intervals;
 //! - **work**: messages from the algorithm's step count (exact where the algorithm's
 //!   count is known, else a stated upper bound), and about [`EVENTS_PER_MESSAGE`] events
-//!   per message.
+//!   per message;
+//! - **selectors**: a selector's point simulates each algorithm it chooses from
+//!   (`auto`: every algorithm of the collective; `ompi_fixed`, `nccl_model`: their pick)
+//!   as a point of its own, without a timeline, one at a time on a thread: the work of
+//!   all of them and the memory of the largest ([`estimate`]).
 
 use crate::algos::{Params, Problem};
 use crate::collective::Collective;
@@ -128,13 +132,16 @@ pub fn data_bytes(s: &Scenario, pt: &Point, mode: DataMode) -> u64 {
         DataMode::Sample => (n.min(3 * SAMPLE_GRID as u64 + 1), 16),
     };
     // The scratch the algorithm declares, in the same proportion as the vector.
-    let scratch: u64 =
-        crate::algos::build(&s.algorithms[pt.algo].name, Params::new(s.algorithms[pt.algo].params.clone()))
-            .map(|a| {
-                let prob = Problem { ranks: pt.ranks, elems: n as usize, elem_bytes: e as usize };
-                a.scratch(&prob).iter().map(|&x| x as u64).sum::<u64>()
-            })
-            .unwrap_or(n);
+    let scratch: u64 = crate::algos::build_for(
+        s.algorithms[pt.algo].collective,
+        &s.algorithms[pt.algo].name,
+        Params::new(s.algorithms[pt.algo].params.clone()),
+    )
+    .map(|a| {
+        let prob = Problem { ranks: pt.ranks, elems: n as usize, elem_bytes: e as usize };
+        a.scratch(&prob).iter().map(|&x| x as u64).sum::<u64>()
+    })
+    .unwrap_or(n);
     let scratch_tracked = if n == 0 { 0 } else { (scratch as u128 * tracked as u128 / n as u128) as u64 };
     let reference = if s.data.dtype.unit_roundoff().is_some() { 24 } else { 8 };
     // Each rank's vector, its scratch and up to a vector of messages in flight; the
@@ -182,6 +189,9 @@ pub fn check_budget(s: &Scenario, pts: &[Point]) -> Result<(), String> {
 /// The estimate of point `pt` of `s`; `single` when it is the only point of the run
 /// (it then records its timeline whatever its rank count).
 pub fn estimate(s: &Scenario, pt: &Point, single: bool) -> Estimate {
+    if crate::select::is_selector(&s.algorithms[pt.algo].name) {
+        return selector_estimate(s, pt);
+    }
     let e = s.data.dtype.bytes() as u64;
     let p = pt.ranks as u64;
     let n = pt.bytes / e.max(1);
@@ -200,6 +210,25 @@ pub fn estimate(s: &Scenario, pt: &Point, single: bool) -> Estimate {
         0
     };
     Estimate { data_bytes, engine_bytes, timeline_bytes, messages, messages_exact, events }
+}
+
+/// A selector's point: the sum of its algorithms' work, the memory of the largest of
+/// them (each runs as a point of its own, without a timeline).
+fn selector_estimate(s: &Scenario, pt: &Point) -> Estimate {
+    let mut out =
+        Estimate { data_bytes: 0, engine_bytes: 0, timeline_bytes: 0, messages: 0, messages_exact: true, events: 0 };
+    for spec in crate::select::candidate_specs(s, pt) {
+        let mut one = s.clone();
+        one.algorithms = vec![spec];
+        let e = estimate(&one, &Point { algo: 0, ranks: pt.ranks, bytes: pt.bytes }, false);
+        if e.data_bytes.saturating_add(e.engine_bytes) > out.data_bytes.saturating_add(out.engine_bytes) {
+            (out.data_bytes, out.engine_bytes) = (e.data_bytes, e.engine_bytes);
+        }
+        out.messages = out.messages.saturating_add(e.messages);
+        out.messages_exact &= e.messages_exact;
+        out.events = out.events.saturating_add(e.events);
+    }
+    out
 }
 
 /// The memory this machine has for a run: `MemAvailable` of `/proc/meminfo`, bytes;

@@ -392,6 +392,16 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
                 plots::check_gantt(&s, g).map_err(BadInput)?;
             }
             let memory_limit = check_memory(&s, shard, max_memory.as_deref())?;
+            // --trace and --gantt record one algorithm: on a selector's point, its pick.
+            let picked = if trace.is_some() || gantt.is_some() {
+                select::pick_single(&s).map_err(BadInput)?.map(|(one, note)| {
+                    eprintln!("{note}");
+                    one
+                })
+            } else {
+                None
+            };
+            let recorded = picked.as_ref().unwrap_or(&s);
             // Ctrl-C: stop between points and write what finished. A second Ctrl-C
             // while a long point runs ends the process at once.
             let _ = ctrlc::set_handler(|| {
@@ -401,7 +411,7 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
                 eprintln!("interrupted: finishing the points under way (Ctrl-C again to quit at once)");
             });
             let report = match &trace {
-                Some(path) => run_traced(&s, path)?,
+                Some(path) => run_traced(recorded, path)?,
                 None => runner::run_with(&s, &runner::RunOptions { shard, progress: !quiet, memory_limit }),
             };
             emit(&report, format, output.as_deref())?;
@@ -419,7 +429,7 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
                 eprintln!("wrote {} plot file(s) to {}", files.len(), dir.display());
             }
             if let Some(g) = &gantt {
-                plots::write_gantt(&s, g).map_err(BadInput)?;
+                plots::write_gantt(recorded, g).map_err(BadInput)?;
                 eprintln!("wrote {}", g.display());
             }
             let failed = report.results.iter().filter(|r| !r.passed()).count();

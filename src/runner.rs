@@ -102,7 +102,9 @@ pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
         Vec::new()
     };
     let work = estimates.iter().map(|e| e.events).fold(0, u64::saturating_add);
-    let progress = Progress::new(pts.len(), work, opts.progress);
+    // The algorithms simulated only for selectors count as points too.
+    let hidden = if opts.progress { crate::select::planned_runs(s, &pts) } else { 0 };
+    let progress = Progress::new(pts.len() + hidden, work, opts.progress);
     let one = |pt: &Point| {
         if STOP.load(Ordering::Relaxed) {
             return None;
@@ -127,7 +129,8 @@ pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
         Some(r)
     };
     // Points run in parallel, one per thread, unless the largest that could run together
-    // would not fit in memory together.
+    // would not fit in memory together (a selector's point counts as its largest
+    // algorithm, [`crate::estimate::estimate`]).
     let serial = opts.memory_limit.is_some_and(|limit| {
         let mut need: Vec<u64> = estimates.iter().map(crate::estimate::Estimate::memory_bytes).collect();
         need.sort_unstable_by(|a, b| b.cmp(a));
@@ -135,7 +138,9 @@ pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
     });
     let mut results: Vec<Option<PointResult>> =
         if serial { pts.iter().map(one).collect() } else { pts.par_iter().map(one).collect() };
-    crate::select::fill(s, &pts, &mut results);
+    // The selectors' algorithms run as the points did: one at a time when they had to.
+    let tick = || progress.tick();
+    crate::select::fill_with(s, &pts, &mut results, &crate::select::FillOptions { serial, tick: Some(&tick) });
     progress.finish();
     // Stopped: the points that finished, in sweep order.
     let interrupted = results.iter().any(Option::is_none);

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use allreduce_sim::collective::Collective;
 use allreduce_sim::report::{Csv, Exporter, PointResult};
 use allreduce_sim::runner;
 use allreduce_sim::scenario::parse_str;
@@ -74,11 +75,12 @@ fn selector_rows_pick_what_they_say() {
                 bw_inter: 12.5,
                 channels: 2,
                 arch: nccl::Arch::Hopper,
+                avg: false,
             };
-            let (algo, proto, t) = nccl::allreduce_choice(&x, b).unwrap();
+            let (algo, proto, t) = nccl::choice(&x, Collective::Allreduce, b).unwrap();
             assert_eq!(nsel.library_choice.as_deref(), Some(format!("{}/{}", algo.name(), proto.name()).as_str()));
             assert_eq!(nsel.predicted_s, Some(t));
-            assert_eq!(nsel.selected, algo.ours());
+            assert_eq!(nsel.selected, algo.ours(Collective::Allreduce));
         }
     }
     // Open MPI's fixed rules pick segmented ring (run as the ring) below 64 B at 16 ranks.
@@ -173,7 +175,7 @@ fn tune_files_read_back_against_the_sweep() {
         // ... and Open MPI's lookup in the file finds it.
         assert_eq!(tune::ompi_lookup(all, pt.ranks, pt.bytes), pt.ompi_rule, "P {} S {}", pt.ranks, pt.bytes);
 
-        let row = tune::nccl_lookup(&ncsv, pt.ranks, pt.ranks, pt.bytes).expect("a tuner row");
+        let row = tune::nccl_lookup(&ncsv, "allreduce", pt.ranks, pt.ranks, pt.bytes).expect("a tuner row");
         let (algo, proto) = pt.nccl_rule.clone().unwrap();
         assert_eq!((row.algorithm.as_str(), row.protocol.as_str()), (algo.as_str(), proto.as_str()));
         let ours = if algo == "ring" { "ring" } else { "double_binary_tree" };
@@ -277,6 +279,7 @@ fn open_mpi_runs_the_rules_file() {
         nccl: nccl::VERSION.into(),
         nccl_nodes: Default::default(),
         points: vec![tune::TunedPoint {
+            collective: Collective::Allreduce,
             ranks: 4,
             bytes: 4,
             best_algorithm: None,
@@ -347,4 +350,207 @@ fn plot_shows_where_ompi_fixed_loses() {
     let ratio = format!("{:.2}x", 1.0 + om.selection.as_ref().unwrap().vs_best);
     assert_ne!(ratio, "1.00x");
     assert!(text.contains(&ratio), "{ratio} not in the map");
+}
+
+const COLLECTIVES: &str = "name: nccl collectives
+ranks: [4, 6, 16]
+topology: { kind: fully_connected, link: { alpha: 2us, bandwidth: 100Gbps } }
+compute: { cost_per_byte: 0.05ns }
+data: { mode: off }
+algorithms:
+  - { name: nccl_model, collective: reduce_scatter }
+  - { name: nccl_model, collective: allgather }
+  - { name: nccl_model, collective: broadcast }
+  - { name: nccl_model, collective: reduce }
+  - { name: all_to_all, collective: barrier }
+sizes: [4KiB, 256KiB, 4MiB]
+";
+
+/// `nccl_model` on the other collectives: NCCL's choice and prediction, run as ours
+/// (PAT as halving_doubling, the ring broadcast and reduce as a chain in NCCL's chunks).
+#[test]
+fn nccl_model_on_every_collective() {
+    let s = parse_str(COLLECTIVES, "nccl.yaml").unwrap();
+    let report = runner::run(&s);
+    let mut picked = std::collections::BTreeSet::new();
+    for r in report.results.iter().filter(|r| r.algorithm == "nccl_model") {
+        let x = nccl::Inputs {
+            ranks: r.ranks,
+            nodes: r.ranks,
+            bw_intra: 12.5,
+            bw_inter: 12.5,
+            channels: 2,
+            arch: nccl::Arch::Hopper,
+            avg: false,
+        };
+        let (algo, proto, t) = nccl::choice(&x, r.collective, r.bytes).unwrap();
+        let sel = r.selection.as_ref().unwrap();
+        assert_eq!(sel.library_choice.as_deref(), Some(format!("{}/{}", algo.name(), proto.name()).as_str()));
+        assert_eq!(sel.predicted_s, Some(t));
+        let want = match r.collective {
+            Collective::Broadcast | Collective::Reduce => {
+                assert_eq!(algo, nccl::Algo::Ring, "NCCL has only the ring there");
+                match nccl::chain_segments(&x, proto, r.bytes, r.bytes / 4) {
+                    1 => "chain".to_string(),
+                    k => format!("chain(segments={k})"),
+                }
+            }
+            c => algo.ours(c).to_string(),
+        };
+        assert_eq!(sel.selected, want, "{} P {} S {}", r.collective, r.ranks, r.bytes);
+        picked.insert((r.collective, algo.name()));
+        if algo == nccl::Algo::Pat && !r.ranks.is_power_of_two() {
+            // Our halving_doubling needs a power of two: the row says so, nothing is hidden.
+            assert!(r.not_applicable.as_ref().unwrap().contains("power of two"), "{:?}", r.not_applicable);
+        } else {
+            assert!(r.not_applicable.is_none() && r.passed(), "{r:?}");
+        }
+    }
+    // PAT where its latency wins (small sizes from 16 ranks), the ring elsewhere.
+    for c in [Collective::ReduceScatter, Collective::Allgather] {
+        assert!(picked.contains(&(c, "pat")) && picked.contains(&(c, "ring")), "{picked:?}");
+    }
+    // 4 MiB broadcast: 4 MiB over 2 channels of 512 KiB chunks = 4 segments.
+    let big = report
+        .results
+        .iter()
+        .find(|r| r.algorithm == "nccl_model" && r.collective == Collective::Broadcast && r.bytes == 4 << 20)
+        .unwrap();
+    assert_eq!(big.selection.as_ref().unwrap().selected, "chain(segments=4)");
+
+    // An avg reduce-scatter never takes PAT (NCCL leaves it out for PreMulSum/SumPostDiv).
+    let avg =
+        parse_str(&COLLECTIVES.replace("data: { mode: off }", "data: { mode: off, op: avg }"), "avg.yaml").unwrap();
+    let report = runner::run(&avg);
+    for r in report.results.iter().filter(|r| r.algorithm == "nccl_model") {
+        let choice = r.selection.as_ref().unwrap().library_choice.clone().unwrap();
+        if r.collective == Collective::ReduceScatter {
+            assert!(choice.starts_with("ring/"), "{choice}");
+        }
+    }
+
+    // NCCL has no barrier: refused where it is written, with the reason.
+    let bad =
+        COLLECTIVES.replace("{ name: all_to_all, collective: barrier }", "{ name: nccl_model, collective: barrier }");
+    let e = parse_str(&bad, "bad.yaml").unwrap_err();
+    assert!(e.message().contains("not for barrier (NCCL has no barrier collective)"), "{}", e.message());
+}
+
+/// `tune --emit nccl-tuner` on a sweep of several collectives: a row for every
+/// collective NCCL has, read back by the plugin's lookup, each naming the faster of the
+/// algorithms NCCL weighs there.
+#[test]
+fn nccl_tuner_rows_for_every_collective() {
+    let path = tmp("nccl-collectives.yaml");
+    let scenario = COLLECTIVES.replace("[4, 6, 16]", "[4, 16]").replace(
+        "  - { name: all_to_all, collective: barrier }\n",
+        "  - { name: all_to_all, collective: barrier }\n  - { name: ring, collective: allreduce }\n",
+    );
+    std::fs::write(&path, scenario).unwrap();
+    let tuned: Tuned = serde_json::from_str(&tune_file(&path, "json", &[])).unwrap();
+    let rows = tune::read_nccl_csv(&tune_file(&path, "nccl-tuner", &[])).unwrap();
+    // Six collectives x 2 rank counts x 3 sizes, the barrier once per rank count.
+    assert_eq!(tuned.points.len(), 5 * 2 * 3 + 2);
+    let names: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.collective.as_str()).collect();
+    assert_eq!(
+        names.into_iter().collect::<Vec<_>>(),
+        ["allgather", "allreduce", "broadcast", "reduce", "reducescatter"]
+    );
+    for pt in &tuned.points {
+        let Some(name) = nccl::collective_name(pt.collective) else {
+            assert!(pt.nccl_rule.is_none(), "a barrier rule");
+            continue;
+        };
+        let row = tune::nccl_lookup(&rows, name, pt.ranks, pt.ranks, pt.bytes).expect("a tuner row");
+        let (algo, proto) = pt.nccl_rule.clone().unwrap();
+        assert_eq!((row.algorithm.as_str(), row.protocol.as_str()), (algo.as_str(), proto.as_str()));
+        let weighed = nccl::algorithms(pt.collective);
+        let mine = weighed.iter().find(|a| a.name() == algo).expect("an algorithm NCCL weighs for the collective");
+        let x = nccl::Inputs {
+            ranks: pt.ranks,
+            nodes: pt.ranks,
+            bw_intra: 12.5,
+            bw_inter: 12.5,
+            channels: 2,
+            arch: nccl::Arch::Hopper,
+            avg: false,
+        };
+        // The protocol is the one NCCL's model ranks first for that algorithm ...
+        assert_eq!(nccl::best_protocol(&x, pt.collective, *mine, pt.bytes).unwrap().0.name(), proto);
+        // ... and of the algorithms NCCL would run here, ours of it simulated fastest.
+        let time = |l: &str| pt.times.iter().find(|(a, _)| a == l).map(|(_, t)| *t);
+        for other in weighed.iter().filter(|o| nccl::best_protocol(&x, pt.collective, **o, pt.bytes).is_some()) {
+            if let (Some(a), Some(b)) = (time(mine.ours(pt.collective)), time(other.ours(pt.collective))) {
+                assert!(a <= b * (1.0 + 1e-9), "{pt:?}");
+            }
+        }
+    }
+}
+
+/// A selector's point costs its algorithms: their work summed, the memory of the
+/// largest; the progress counts the algorithms run only for selectors; a run the memory
+/// limit makes serial runs them one at a time, with the same report.
+#[test]
+fn selector_points_are_estimated_counted_and_kept_serial() {
+    let mut s = parse_str(SCENARIO, "sel.yaml").unwrap();
+    s.ranks = vec![8];
+    s.sizes = vec![4096, 1 << 20];
+    s.data.mode = allreduce_sim::scenario::DataMode::Full;
+    let pts = runner::points(&s);
+    for pt in pts.iter().filter(|pt| s.algorithms[pt.algo].name == "auto") {
+        let est = allreduce_sim::estimate::estimate(&s, pt, false);
+        let mut events = 0;
+        let mut largest = 0;
+        for id in allreduce_sim::select::candidates(allreduce_sim::collective::Collective::Allreduce) {
+            let mut one = s.clone();
+            one.algorithms =
+                parse_str(&SCENARIO.replace("[ring, auto, ompi_fixed, nccl_model]", &format!("[{id}]")), "x")
+                    .unwrap()
+                    .algorithms;
+            let e = allreduce_sim::estimate::estimate(&one, &runner::Point { algo: 0, ..pt.clone() }, false);
+            events += e.events;
+            largest = largest.max(e.data_bytes + e.engine_bytes);
+        }
+        assert_eq!(est.events, events);
+        assert_eq!(est.memory_bytes(), largest);
+        assert!(largest > 0);
+    }
+    // ring is listed: auto simulates the others; ompi_fixed and nccl_model pick listed
+    // ones or auto's.
+    let n = allreduce_sim::select::candidates(allreduce_sim::collective::Collective::Allreduce).len();
+    assert_eq!(allreduce_sim::select::planned_runs(&s, &pts), 2 * (n - 1));
+
+    let parallel = runner::run(&s);
+    let serial = runner::run_with(&s, &runner::RunOptions { memory_limit: Some(1), ..Default::default() });
+    for (a, b) in parallel.results.iter().zip(&serial.results) {
+        assert_eq!((&a.algorithm, a.time_s, &a.selection), (&b.algorithm, b.time_s, &b.selection));
+    }
+}
+
+/// `--trace` and `--gantt` on a selector's single point record the algorithm it picks,
+/// and say so.
+#[test]
+fn trace_of_a_selector_records_its_pick() {
+    let path = tmp("trace.yaml");
+    std::fs::write(&path, SCENARIO).unwrap();
+    let trace = tmp("trace.json");
+    let gantt = tmp("gantt.svg");
+    for (sel, picks) in [("nccl_model", "double_binary_tree"), ("auto", "butterfly")] {
+        let out = Command::new(bin())
+            .args(["run", path.to_str().unwrap(), "--algorithms", sel, "--ranks", "16", "--sizes", "4KiB", "--quiet"])
+            .args(["--format", "json", "--trace", trace.to_str().unwrap(), "--gantt", gantt.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(err.contains(&format!("{sel} picks {picks} at P = 16, S = 4 KiB: recording {picks}")), "{err}");
+        let report: allreduce_sim::report::Report = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report.results[0].algorithm, picks);
+        let meta = std::fs::read_to_string(&trace).unwrap();
+        assert!(
+            meta.contains(&format!("\"algorithm\":\"{picks}\""))
+                || meta.contains(&format!("\"algorithm\": \"{picks}\""))
+        );
+        assert!(std::fs::read_to_string(&gantt).unwrap().contains(picks));
+    }
 }

@@ -29,6 +29,7 @@ use crate::collective::Collective;
 use crate::report::PointResult;
 use crate::runner::{self, Point};
 use crate::scenario::{AlgoSpec, ParamValue, Scenario};
+use crate::sim::data::ReduceOp;
 use crate::sim::engine::NoObserver;
 use crate::topology;
 
@@ -69,10 +70,11 @@ pub const SELECTORS: [SelectorInfo; 3] = [
     },
     SelectorInfo {
         id: "nccl_model",
-        summary: "the (algorithm, protocol) of least time in NCCL's tuning model, ring -> ring, tree -> \
-                  double_binary_tree; NCCL's predicted time beside our simulation",
-        source: "NCCL 2.30.7, src/graph/tuning.cc",
-        covers: "allreduce",
+        summary: "the (algorithm, protocol) of least time in NCCL's tuning model; allreduce ring -> ring, tree -> \
+                  double_binary_tree; reduce_scatter and allgather ring -> ring, pat -> halving_doubling; broadcast \
+                  and reduce ring -> chain in NCCL's chunks; NCCL's predicted time beside our simulation",
+        source: "NCCL 2.30.7, src/graph/tuning.cc and src/enqueue.cc",
+        covers: "allreduce, reduce_scatter, allgather, broadcast, reduce (NCCL has no barrier)",
         params: &[
             "channels=2: NCCL channels; the bus bandwidth is the link's, shared by them (sets the per-channel caps)",
             "arch=hopper: GPU generation whose constants apply: volta, ampere, hopper, blackwell",
@@ -89,6 +91,7 @@ pub fn is_selector(id: &str) -> bool {
 pub fn covers(id: &str, c: Collective) -> bool {
     match id {
         "auto" => true,
+        "nccl_model" => !nccl::algorithms(c).is_empty(),
         _ => c == Collective::Allreduce,
     }
 }
@@ -100,9 +103,10 @@ pub fn check(c: Collective, id: &str, params: &[(String, ParamValue)]) -> Result
     if is_selector(id) {
         if !covers(id, c) {
             let covered: Vec<&str> = Collective::ALL.iter().filter(|&&o| covers(id, o)).map(|o| o.name()).collect();
+            let why = if id == "nccl_model" { " (NCCL has no barrier collective)" } else { "" };
             return Err(ParamError::new(
                 None,
-                format!("selector '{id}' chooses for {} only, not for {c}", covered.join(", ")),
+                format!("selector '{id}' chooses for {} only, not for {c}{why}", covered.join(", ")),
             ));
         }
         selector_params(id, params).map(|_| ())
@@ -313,17 +317,24 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
         "nccl_model" => {
             let np = selector_params(&spec.name, &spec.params).map_err(|e| e.message)?;
             let topo = topology::build(&s.topology, ranks)?;
-            let x = nccl::Inputs::of(topo.as_ref(), np.channels, np.arch);
-            let Some((algo, proto, t)) = nccl::allreduce_choice(&x, bytes) else {
+            let c = spec.collective;
+            let x = nccl::Inputs {
+                avg: s.data.op == ReduceOp::Avg,
+                ..nccl::Inputs::of(topo.as_ref(), np.channels, np.arch)
+            };
+            let Some((algo, proto, t)) = nccl::choice(&x, c, bytes) else {
                 return Err(format!("NCCL's model has no algorithm for {ranks} rank(s)"));
             };
+            // NCCL's ring broadcast and reduce pipeline in its chunks: our chain in as many segments.
+            let params = match c {
+                Collective::Broadcast | Collective::Reduce => {
+                    let k = nccl::chain_segments(&x, proto, bytes, bytes / e.max(1));
+                    if k > 1 { vec![("segments".to_string(), ParamValue::Int(k))] } else { Vec::new() }
+                }
+                _ => Vec::new(),
+            };
             Ok(Some(Wanted {
-                spec: AlgoSpec {
-                    name: algo.ours().to_string(),
-                    collective: spec.collective,
-                    params: Vec::new(),
-                    location: String::new(),
-                },
+                spec: AlgoSpec { name: algo.ours(c).to_string(), collective: c, params, location: String::new() },
                 library: Some(format!("NCCL {}", nccl::VERSION)),
                 choice: Some(format!("{}/{}", algo.name(), proto.name())),
                 predicted_s: Some(t),
@@ -334,40 +345,48 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
     }
 }
 
-/// The selector rows of a run: run what they need and fill them in, then rank every
-/// point ([`rank`]). `results[i]` is point `pts[i]`'s result, `None` where the run
-/// stopped before it; a selector's slot holds a placeholder until now.
-pub fn fill(s: &Scenario, pts: &[Point], results: &mut [Option<PointResult>]) {
-    // Points (ranks, bytes) with a selector, in sweep order.
-    let mut groups: BTreeMap<(Collective, usize, u64), Vec<usize>> = BTreeMap::new();
+/// A point's (collective, ranks, bytes).
+type PointKey = (Collective, usize, u64);
+
+/// An algorithm a selector needs simulated at a point that has no row of its own.
+struct Job {
+    group: usize,
+    spec: AlgoSpec,
+    label: String,
+}
+
+/// What [`fill`] runs: the points (collective, ranks, bytes) with a selector and the
+/// indices of their rows, each selector's wish, and the jobs.
+struct Plan {
+    groups: Vec<(PointKey, Vec<usize>)>,
+    wishes: Vec<BTreeMap<usize, Result<Option<Wanted>, String>>>,
+    jobs: Vec<Job>,
+}
+
+/// Plan the selector runs of `pts`: `present(i)` whether point i ran (a stopped run
+/// leaves some out), `listed(i)` the label of the algorithm row i shows (`None` for a
+/// selector's row).
+fn plan(
+    s: &Scenario,
+    pts: &[Point],
+    present: impl Fn(usize) -> bool,
+    listed: impl Fn(usize) -> Option<String>,
+) -> Plan {
+    let mut groups: BTreeMap<PointKey, Vec<usize>> = BTreeMap::new();
     for (i, pt) in pts.iter().enumerate() {
         groups.entry((s.algorithms[pt.algo].collective, pt.ranks, pt.bytes)).or_default().push(i);
     }
-    let selector_groups: Vec<((Collective, usize, u64), Vec<usize>)> = groups
+    let groups: Vec<(PointKey, Vec<usize>)> = groups
         .into_iter()
-        .filter(|(_, idx)| idx.iter().any(|&i| is_selector(&s.algorithms[pts[i].algo].name) && results[i].is_some()))
+        .filter(|(_, idx)| idx.iter().any(|&i| is_selector(&s.algorithms[pts[i].algo].name) && present(i)))
         .collect();
-    if selector_groups.is_empty() {
-        rank_some(results);
-        return;
-    }
 
     // Per point: the selectors' wishes, then every algorithm to simulate that is not a
     // listed row already (by label).
-    struct Job {
-        group: usize,
-        spec: AlgoSpec,
-        label: String,
-    }
     let mut wishes: Vec<BTreeMap<usize, Result<Option<Wanted>, String>>> = Vec::new();
     let mut jobs: Vec<Job> = Vec::new();
-    for (g, ((c, ranks, bytes), idx)) in selector_groups.iter().enumerate() {
-        let listed: Vec<String> = idx
-            .iter()
-            .filter_map(|&i| results[i].as_ref())
-            .filter(|r| !is_selector(&r.algorithm))
-            .map(|r| r.algorithm.clone())
-            .collect();
+    for (g, ((c, ranks, bytes), idx)) in groups.iter().enumerate() {
+        let listed: Vec<String> = idx.iter().filter(|&&i| present(i)).filter_map(|&i| listed(i)).collect();
         let mut want: BTreeMap<usize, Result<Option<Wanted>, String>> = BTreeMap::new();
         let mut specs: Vec<AlgoSpec> = candidates(*c)
             .into_iter()
@@ -393,13 +412,73 @@ pub fn fill(s: &Scenario, pts: &[Point], results: &mut [Option<PointResult>]) {
         }
         wishes.push(want);
     }
-    let ran: Vec<PointResult> = jobs
-        .par_iter()
-        .map(|j| {
-            let (_, ranks, bytes) = selector_groups[j.group].0;
-            run_spec(s, &j.spec, ranks, bytes)
-        })
-        .collect();
+    Plan { groups, wishes, jobs }
+}
+
+/// How many algorithms [`fill`] will simulate for the selectors of `pts` (all of them
+/// run), beyond the points themselves: what the progress counts.
+pub fn planned_runs(s: &Scenario, pts: &[Point]) -> usize {
+    let listed = |i: usize| {
+        let spec = &s.algorithms[pts[i].algo];
+        (!is_selector(&spec.name)).then(|| label_of(spec.collective, &spec.name, &spec.params))
+    };
+    plan(s, pts, |_| true, listed).jobs.len()
+}
+
+/// The algorithms each selector point of `s` may simulate (each with default
+/// parameters unless the selector picks some), for the estimates: `auto`'s every
+/// algorithm of the collective, the other selectors' pick.
+pub fn candidate_specs(s: &Scenario, pt: &Point) -> Vec<AlgoSpec> {
+    let spec = &s.algorithms[pt.algo];
+    match wanted(s, spec, pt.ranks, pt.bytes) {
+        Ok(Some(w)) if w.missing.is_none() => vec![w.spec],
+        Ok(Some(_)) | Err(_) => Vec::new(),
+        Ok(None) => candidates(spec.collective)
+            .into_iter()
+            .map(|id| AlgoSpec {
+                name: id.to_string(),
+                collective: spec.collective,
+                params: Vec::new(),
+                location: String::new(),
+            })
+            .collect(),
+    }
+}
+
+/// How [`fill_with`] runs the selectors' algorithms.
+#[derive(Default)]
+pub struct FillOptions<'a> {
+    /// One at a time (the memory limit forced the run serial).
+    pub serial: bool,
+    /// Called once per algorithm simulated (the progress).
+    pub tick: Option<&'a (dyn Fn() + Sync)>,
+}
+
+/// The selector rows of a run: run what they need and fill them in, then rank every
+/// point ([`rank`]). `results[i]` is point `pts[i]`'s result, `None` where the run
+/// stopped before it; a selector's slot holds a placeholder until now.
+pub fn fill(s: &Scenario, pts: &[Point], results: &mut [Option<PointResult>]) {
+    fill_with(s, pts, results, &FillOptions::default());
+}
+
+/// [`fill`], running the selectors' algorithms as `opts` says.
+pub fn fill_with(s: &Scenario, pts: &[Point], results: &mut [Option<PointResult>], opts: &FillOptions<'_>) {
+    let listed = |i: usize| results[i].as_ref().filter(|r| !is_selector(&r.algorithm)).map(|r| r.algorithm.clone());
+    let Plan { groups: selector_groups, wishes, jobs } = plan(s, pts, |i| results[i].is_some(), listed);
+    if selector_groups.is_empty() {
+        rank_some(results);
+        return;
+    }
+    let run = |j: &Job| {
+        let (_, ranks, bytes) = selector_groups[j.group].0;
+        let r = run_spec(s, &j.spec, ranks, bytes);
+        if let Some(tick) = opts.tick {
+            tick();
+        }
+        r
+    };
+    let ran: Vec<PointResult> =
+        if opts.serial { jobs.iter().map(run).collect() } else { jobs.par_iter().map(run).collect() };
 
     for (g, ((c, _, _), idx)) in selector_groups.iter().enumerate() {
         // Everything simulated at this point: the listed rows, then the selectors' runs.
@@ -496,4 +575,50 @@ fn rank_some(results: &mut [Option<PointResult>]) {
     for (i, r) in at.into_iter().zip(present) {
         results[i] = Some(r);
     }
+}
+
+/// For `run --trace` and `--gantt`, which record one algorithm: when the single point
+/// of `s` is a selector's, the algorithm it picks there (`auto` simulates every
+/// algorithm of the collective, timing only, to find it) as the scenario to record, with
+/// a line for standard error that says so; `None` when the point is an algorithm's.
+pub fn pick_single(s: &Scenario) -> Result<Option<(Scenario, String)>, String> {
+    let pts = runner::points(s);
+    let [pt] = &pts[..] else { return Ok(None) };
+    let spec = &s.algorithms[pt.algo];
+    if !is_selector(&spec.name) {
+        return Ok(None);
+    }
+    let chosen = match wanted(s, spec, pt.ranks, pt.bytes)? {
+        Some(w) => match w.missing {
+            Some(why) => return Err(why),
+            None => w.spec,
+        },
+        None => {
+            let mut timing = s.clone();
+            timing.data.mode = crate::scenario::DataMode::Off;
+            let specs = candidate_specs(s, pt);
+            let runs: Vec<PointResult> = specs.par_iter().map(|c| run_spec(&timing, c, pt.ranks, pt.bytes)).collect();
+            let ok: Vec<Timed<'_>> = runs
+                .iter()
+                .filter(|r| r.not_applicable.is_none() && r.failures.is_empty())
+                .map(|r| (r.algorithm.as_str(), r.time_s))
+                .collect();
+            let (best, _) = top_two(spec.collective, ok);
+            let Some((label, _)) = best else {
+                return Err(format!("'{}' finds no algorithm that runs here", spec.name));
+            };
+            let at = runs.iter().position(|r| r.algorithm == label).unwrap_or(0);
+            specs[at].clone()
+        }
+    };
+    let label = label_of(spec.collective, &chosen.name, &chosen.params);
+    let mut one = s.clone();
+    one.algorithms = vec![AlgoSpec { location: spec.location.clone(), ..chosen }];
+    let note = format!(
+        "{} picks {label} at P = {}, S = {}: recording {label} (name it in --algorithms to record it directly)",
+        spec.name,
+        pt.ranks,
+        crate::scenario::units::fmt_bytes(pt.bytes)
+    );
+    Ok(Some((one, note)))
 }

@@ -1,5 +1,6 @@
-//! NCCL's tuning model for its ring and tree algorithms, as NCCL 2.30.7 evaluates it
-//! (`src/graph/tuning.cc`: `ncclTopoTuneModel` and `ncclTopoGetAlgoTime`).
+//! NCCL's tuning model for the collectives it has, as NCCL 2.30.7 evaluates it
+//! (`src/graph/tuning.cc`: `ncclTopoTuneModel` and `ncclTopoGetAlgoTime`; the
+//! collective's size and the op that rules PAT out from `src/enqueue.cc`).
 //!
 //! NCCL predicts each (algorithm, protocol) pair's time as `latency + bytes / bandwidth`
 //! and runs the pair with the smallest. The latency is a base per pair plus a hardware
@@ -7,29 +8,41 @@
 //! channels NCCL found, cut by per-protocol efficiencies and caps, and turned into an
 //! algorithm bandwidth. The constants below are NCCL's defaults (its
 //! `ncclTunerConstantsDefaults` and `treeCorrectionFactor`), facts; the code is ours and
-//! keeps only ring and tree (NVLS, CollNet and PAT need hardware we do not model).
+//! keeps ring, tree and PAT (NVLS and CollNet need hardware we do not model).
+//!
+//! Per collective ([`algorithms`]): allreduce by tree or ring, `2(P-1)` ring steps;
+//! reduce-scatter and allgather by ring (`P-1` steps) or PAT; broadcast and reduce by
+//! ring only (`P` steps: NCCL's ring there is a pipeline from the root along the ring).
+//! `bytes` is NCCL's `nBytes`: the whole buffer of P blocks for reduce-scatter and
+//! allgather, which is our `bytes` too.
 //!
 //! What we feed it from a scenario ([`Inputs::of`]): the ranks; the nodes (the innermost
 //! groups of a hierarchical machine, else one rank per node, as on a cluster of
 //! one-GPU hosts); the bus bandwidth, from the links (the innermost level's on two nodes
 //! or fewer, else the outermost's; on other machines the fastest link); the GPU
-//! generation and channel count from the selector's parameters. Fixed as on a common
-//! system: an x86 Intel host (1 us network overhead per step), NVLink inside a node,
-//! a balanced tree, LL128 enabled, the network plugin reporting no extra latency, one
-//! operation per launch.
+//! generation and channel count from the selector's parameters; whether the op is `avg`.
+//! Fixed as on a common system: an x86 Intel host (1 us network overhead per step),
+//! NVLink inside a node, a balanced tree, the same ring on every channel
+//! (`sameChannels`), LL128 enabled, a host-driven network (PAT allowed) reporting no
+//! extra latency, one operation per launch.
 
+use crate::collective::Collective;
 use crate::topology::Topology;
 
 /// The NCCL release whose model and constants these are.
 pub const VERSION: &str = "2.30.7";
 
-/// NCCL's algorithms we model, in NCCL's order (`NCCL_ALGO_TREE` 0, `NCCL_ALGO_RING` 1).
+/// NCCL's algorithms we model, in NCCL's order (`NCCL_ALGO_TREE` 0, `NCCL_ALGO_RING` 1,
+/// `NCCL_ALGO_PAT` 6), which breaks ties.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Algo {
-    /// Tree (a double binary tree across nodes, a chain inside one).
+    /// Tree (a double binary tree across nodes, a chain inside one); allreduce only.
     Tree,
     /// Ring.
     Ring,
+    /// PAT (parallel aggregated trees): reduce-scatter and allgather in rounds whose
+    /// partners are a power of two apart, one rank per node only.
+    Pat,
 }
 
 /// NCCL's protocols, in its order.
@@ -49,17 +62,30 @@ impl Algo {
         match self {
             Algo::Tree => "tree",
             Algo::Ring => "ring",
+            Algo::Pat => "pat",
         }
     }
-    /// Our algorithm that runs it.
-    pub fn ours(self) -> &'static str {
-        match self {
-            Algo::Tree => "double_binary_tree",
-            Algo::Ring => "ring",
+    /// Our algorithm of collective `c` that runs it (its id; broadcast's and reduce's
+    /// ring also takes [`chain_segments`]):
+    /// - allreduce: ring as `ring`, tree as `double_binary_tree`;
+    /// - reduce-scatter and allgather: ring as `ring`, PAT as `halving_doubling` (the
+    ///   same rounds of partners a power of two apart and the same bytes per rank, at P
+    ///   a power of two, where ours runs);
+    /// - broadcast and reduce: ring as `chain` (the pipeline from the root along the ring).
+    pub fn ours(self, c: Collective) -> &'static str {
+        match (self, c) {
+            (Algo::Ring, Collective::Broadcast | Collective::Reduce) => "chain",
+            (Algo::Ring, _) => "ring",
+            (Algo::Tree, _) => "double_binary_tree",
+            (Algo::Pat, _) => "halving_doubling",
         }
     }
+    /// Row of the tables indexed [tree, ring] (PAT has its own constants).
     fn index(self) -> usize {
-        self as usize
+        match self {
+            Algo::Tree | Algo::Pat => 0,
+            Algo::Ring => 1,
+        }
     }
 }
 
@@ -76,6 +102,20 @@ impl Proto {
     }
     fn index(self) -> usize {
         self as usize
+    }
+    /// Bytes of data one ring step of a channel carries with this protocol, as NCCL's
+    /// `calcCollChunking` sizes a broadcast's or reduce's chunk (one step per chunk,
+    /// `BROADCAST_CHUNKSTEPS` = `REDUCE_CHUNKSTEPS` = 1): the protocol's default buffer
+    /// over `NCCL_STEPS` = 8; LL keeps half of it for flags, LL128 15 of every 16 words.
+    pub fn chunk_bytes(self) -> u64 {
+        match self {
+            // 8 lines x 512 threads x 8 steps x 16 B / 8 steps / 2.
+            Proto::Ll => 32_768,
+            // 120 words x 640 threads x 8 steps x 8 B / 8 steps, 15/16 of it data.
+            Proto::Ll128 => 614_400 / 16 * 15,
+            // 4 MiB / 8 steps.
+            Proto::Simple => 524_288,
+        }
     }
 }
 
@@ -108,6 +148,10 @@ impl Arch {
 const BASE_LAT: [[f64; 3]; 2] = [[6.8, 14.0, 8.4], [6.6, 14.0, 8.4]];
 const HW_LAT_NVLINK: [[f64; 3]; 2] = [[0.6, 1.25, 4.0], [0.6, 1.9, 3.4]];
 const HW_LAT_NET: [[f64; 3]; 2] = [[5.0, 8.5, 14.0], [2.7, 4.0, 14.0]];
+// PAT's (Simple only): base, NVLink and network latency, microseconds.
+const PAT_BASE_LAT: f64 = 8.0;
+const PAT_HW_LAT_NVLINK: f64 = 4.0;
+const PAT_HW_LAT_NET: f64 = 14.0;
 // GB/s, [architecture or CPU row][one node, two nodes, more].
 const LL_MAX_BWS: [[f64; 3]; 4] =
     [[39.0, 39.0, 20.4], [87.7, 22.5, 19.0], [141.0, 45.0, 35.0], [2.0 * 141.0, 2.0 * 45.0, 2.0 * 35.0]];
@@ -150,10 +194,13 @@ pub struct Inputs {
     pub channels: u32,
     /// GPU generation.
     pub arch: Arch,
+    /// The op is `avg` (NCCL's PreMulSum for floats, SumPostDiv for integers), which
+    /// NCCL's PAT reduce-scatter does not take (`updateCollCostTable`).
+    pub avg: bool,
 }
 
 impl Inputs {
-    /// The inputs for `topo` (see the module's description).
+    /// The inputs for `topo` (see the module's description), op not `avg`.
     pub fn of(topo: &dyn Topology, channels: u32, arch: Arch) -> Inputs {
         let ranks = topo.ranks();
         let gbps = |b: f64| b / 1e9;
@@ -167,20 +214,65 @@ impl Inputs {
                     bw_inter: gbps(levels[levels.len() - 1].1.bandwidth),
                     channels,
                     arch,
+                    avg: false,
                 }
             }
             None => {
                 let (best, _) = topo.best_link();
                 let bw = gbps(best.bandwidth);
-                Inputs { ranks, nodes: ranks.max(1), bw_intra: bw, bw_inter: bw, channels, arch }
+                Inputs { ranks, nodes: ranks.max(1), bw_intra: bw, bw_inter: bw, channels, arch, avg: false }
             }
         }
     }
+
+    /// Whether NCCL enables PAT here (`ncclPatEnable`): one rank per node (and a GPU of
+    /// compute capability 6.0 or more and a host-driven network, which ours all are).
+    pub fn pat_enabled(&self) -> bool {
+        self.nodes == self.ranks
+    }
 }
 
-/// NCCL's latency (us) and algorithm bandwidth (GB/s) for an allreduce by `algo` with
+/// NCCL's name of collective `c` (its tuner plugin's CSV); `None` for the barrier, which
+/// NCCL does not have.
+pub fn collective_name(c: Collective) -> Option<&'static str> {
+    match c {
+        Collective::Allreduce => Some("allreduce"),
+        Collective::ReduceScatter => Some("reducescatter"),
+        Collective::Allgather => Some("allgather"),
+        Collective::Broadcast => Some("broadcast"),
+        Collective::Reduce => Some("reduce"),
+        Collective::Barrier => None,
+    }
+}
+
+/// The algorithms NCCL's model weighs for `c` (of those we model), in NCCL's order:
+/// allreduce tree and ring; reduce-scatter and allgather ring and PAT; broadcast and
+/// reduce ring; none for the barrier.
+pub fn algorithms(c: Collective) -> &'static [Algo] {
+    match c {
+        Collective::Allreduce => &[Algo::Tree, Algo::Ring],
+        Collective::ReduceScatter | Collective::Allgather => &[Algo::Ring, Algo::Pat],
+        Collective::Broadcast | Collective::Reduce => &[Algo::Ring],
+        Collective::Barrier => &[],
+    }
+}
+
+/// NCCL's `nsteps` for `c` on `ranks` ranks: the ring steps, which also turn the bus
+/// bandwidth into the ring's algorithm bandwidth.
+fn nsteps(c: Collective, ranks: f64) -> f64 {
+    match c {
+        Collective::Allreduce => 2.0 * (ranks - 1.0),
+        Collective::ReduceScatter | Collective::Allgather => ranks - 1.0,
+        _ => ranks,
+    }
+}
+
+/// NCCL's latency (us) and algorithm bandwidth (GB/s) for collective `c` by `algo` with
 /// `proto` (`ncclTopoTuneModel`); bandwidth 0 where NCCL would not use the pair.
-pub fn allreduce_lat_bw(x: &Inputs, algo: Algo, proto: Proto) -> (f64, f64) {
+pub fn lat_bw(x: &Inputs, c: Collective, algo: Algo, proto: Proto) -> (f64, f64) {
+    if !algorithms(c).contains(&algo) || (algo == Algo::Pat && (proto != Proto::Simple || !x.pat_enabled())) {
+        return (0.0, 0.0);
+    }
     let (a, p) = (algo.index(), proto.index());
     let (n_ranks, n_nodes) = (x.ranks as f64, x.nodes as f64);
     let cc = x.arch.index();
@@ -196,7 +288,7 @@ pub fn allreduce_lat_bw(x: &Inputs, algo: Algo, proto: Proto) -> (f64, f64) {
     if algo == Algo::Ring && proto == Proto::Ll128 {
         bus = (bus * 0.92).min(nch * PER_CH_MAX_RING_LL128_BWS[cc][index2]);
     }
-    if algo == Algo::Tree {
+    if algo == Algo::Tree && c == Collective::Allreduce {
         bus = (bus * 0.92).min(nch * PER_CH_MAX_TREE_BWS[cc][index2]);
     }
     if algo == Algo::Tree && proto == Proto::Ll {
@@ -206,52 +298,76 @@ pub fn allreduce_lat_bw(x: &Inputs, algo: Algo, proto: Proto) -> (f64, f64) {
         let eff = if x.nodes == 1 { 7.0 / 9.0 } else { 120.0 / 128.0 };
         bus = (bus * eff).min(nch * PER_CH_MAX_TREE_LL128_BWS[cc][index2]);
     }
-    // Bus bandwidth to algorithm bandwidth.
-    let nsteps = 2.0 * (n_ranks - 1.0);
+    if algo == Algo::Pat {
+        bus *= 0.75;
+    }
+    // Bus bandwidth to algorithm bandwidth: the ring's P / nsteps, the tree's 1/2; PAT's
+    // bus bandwidth is its algorithm bandwidth.
+    let nsteps = nsteps(c, n_ranks);
     let bw = match algo {
         Algo::Ring => bus * n_ranks / nsteps,
         Algo::Tree => bus * 0.5,
+        Algo::Pat => bus,
     };
     let ppn = n_ranks / n_nodes;
-    let hw = |table: &[[f64; 3]; 2], a: usize| table[a][p];
-    let mut intra_lat = hw(&HW_LAT_NVLINK, a);
-    // With one rank per node NCCL charges the tree's network latency to both.
-    let inter_lat = if ppn == 1.0 { hw(&HW_LAT_NET, 0) } else { hw(&HW_LAT_NET, a) };
-    let mut lat = BASE_LAT[a][p];
-    match algo {
-        Algo::Ring => {
+    let (base, nvlink, net) = match algo {
+        Algo::Pat => (PAT_BASE_LAT, PAT_HW_LAT_NVLINK, PAT_HW_LAT_NET),
+        _ => (BASE_LAT[a][p], HW_LAT_NVLINK[a][p], HW_LAT_NET[a][p]),
+    };
+    let mut intra_lat = nvlink;
+    // With one rank per node NCCL charges the tree's network latency to every algorithm.
+    let inter_lat = if ppn == 1.0 { HW_LAT_NET[0][p] } else { net };
+    let mut lat = base;
+    match (algo, c) {
+        (Algo::Ring, Collective::Broadcast | Collective::Reduce) => {
+            // The same ring on every channel: one hop's latency, the network's across nodes.
+            lat += if x.nodes == 1 { nvlink } else { net };
+        }
+        (Algo::Ring, _) => {
             if x.nodes > 1 {
                 let overhead = if proto == Proto::Simple { 3.0 * NET_OVERHEAD_US } else { NET_OVERHEAD_US };
                 intra_lat = intra_lat.max(overhead);
             }
-            let inter_steps = if x.nodes == 1 { 0.0 } else { 2.0 * (n_nodes - 1.0) };
+            let inter_steps = match (x.nodes, c) {
+                (1, _) => 0.0,
+                (_, Collective::Allreduce) => 2.0 * (n_nodes - 1.0),
+                _ => n_nodes - 1.0,
+            };
             lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
         }
-        Algo::Tree => {
-            lat += 2.0 * ((ppn - 1.0) * intra_lat + f64::from(log2i(x.nodes as u64)) * inter_lat);
+        (Algo::Tree, _) => {
+            // NCCL divides the ranks by the nodes in integers here.
+            let per_node = (x.ranks / x.nodes) as f64;
+            lat += 2.0 * ((per_node - 1.0) * intra_lat + f64::from(log2i(x.nodes as u64)) * inter_lat);
+        }
+        (Algo::Pat, _) => {
+            // A logarithmic part, and "still a linear part" (NCCL's comment).
+            lat += f64::from(log2i(x.nodes as u64)) * (inter_lat / 3.5) + n_ranks * 2.8;
         }
     }
     (lat, bw)
 }
 
-/// NCCL's predicted time in seconds for an allreduce of `bytes` by `algo` with `proto`
-/// (`ncclTopoGetAlgoTime`, one operation); `None` where NCCL would not use the pair.
-pub fn allreduce_time(x: &Inputs, algo: Algo, proto: Proto, bytes: u64) -> Option<f64> {
-    if x.ranks <= 1 {
+/// NCCL's predicted time in seconds for collective `c` of `bytes` (NCCL's `nBytes`) by
+/// `algo` with `proto` (`ncclTopoGetAlgoTime`, one operation); `None` where NCCL would
+/// not use the pair.
+pub fn time(x: &Inputs, c: Collective, algo: Algo, proto: Proto, bytes: u64) -> Option<f64> {
+    if x.ranks <= 1 || (algo == Algo::Pat && c == Collective::ReduceScatter && x.avg) {
         return None;
     }
-    let (mut lat, mut bw) = allreduce_lat_bw(x, algo, proto);
+    let (mut lat, mut bw) = lat_bw(x, c, algo, proto);
     if bw <= 0.0 || !bw.is_finite() {
         return None;
     }
     let log_size = log2i(bytes >> 6);
-    if algo == Algo::Tree && (0..23).contains(&log_size) {
+    if algo == Algo::Tree && c == Collective::Allreduce && (0..23).contains(&log_size) {
         bw *= TREE_CORRECTION[proto.index()][log_size as usize];
     }
     // The ring's plateau across nodes: its latency grows once each rank's share of
     // every channel reaches 64 bytes.
     if algo == Algo::Ring
         && proto == Proto::Simple
+        && c == Collective::Allreduce
         && x.nodes > 1
         && bytes / (u64::from(x.channels) * x.ranks as u64) >= 64
     {
@@ -265,14 +381,14 @@ fn log2i(n: u64) -> i32 {
     if n == 0 { -1 } else { 63 - n.leading_zeros() as i32 }
 }
 
-/// NCCL's choice for an allreduce of `bytes`: the (algorithm, protocol) of smallest
-/// predicted time, ties to the first in NCCL's order (tree before ring, LL before
-/// LL128 before Simple), with that time.
-pub fn allreduce_choice(x: &Inputs, bytes: u64) -> Option<(Algo, Proto, f64)> {
+/// NCCL's choice for collective `c` of `bytes`: the (algorithm, protocol) of smallest
+/// predicted time, ties to the first in NCCL's order (tree, ring, PAT; LL, LL128,
+/// Simple), with that time.
+pub fn choice(x: &Inputs, c: Collective, bytes: u64) -> Option<(Algo, Proto, f64)> {
     let mut best: Option<(Algo, Proto, f64)> = None;
-    for algo in [Algo::Tree, Algo::Ring] {
+    for &algo in algorithms(c) {
         for proto in Proto::ALL {
-            if let Some(t) = allreduce_time(x, algo, proto, bytes)
+            if let Some(t) = time(x, c, algo, proto, bytes)
                 && best.is_none_or(|(_, _, b)| t < b)
             {
                 best = Some((algo, proto, t));
@@ -282,11 +398,11 @@ pub fn allreduce_choice(x: &Inputs, bytes: u64) -> Option<(Algo, Proto, f64)> {
     best
 }
 
-/// The protocol NCCL's model ranks first for `algo` at `bytes`, with its time.
-pub fn best_protocol(x: &Inputs, algo: Algo, bytes: u64) -> Option<(Proto, f64)> {
+/// The protocol NCCL's model ranks first for `algo` on `c` at `bytes`, with its time.
+pub fn best_protocol(x: &Inputs, c: Collective, algo: Algo, bytes: u64) -> Option<(Proto, f64)> {
     let mut best: Option<(Proto, f64)> = None;
     for proto in Proto::ALL {
-        if let Some(t) = allreduce_time(x, algo, proto, bytes)
+        if let Some(t) = time(x, c, algo, proto, bytes)
             && best.is_none_or(|(_, b)| t < b)
         {
             best = Some((proto, t));
@@ -295,12 +411,25 @@ pub fn best_protocol(x: &Inputs, algo: Algo, bytes: u64) -> Option<(Proto, f64)>
     best
 }
 
+/// The segments our `chain` runs NCCL's ring broadcast or reduce of `bytes` with `proto`
+/// in: NCCL splits the buffer evenly over its channels and pipelines each part in chunks
+/// of [`Proto::chunk_bytes`]; the channels share our one link and move their i-th chunks
+/// together, so a segment is one chunk of every channel:
+/// `ceil(bytes / (channels chunk))`, at least 1 and at most `elems` (our chain sends no
+/// empty piece).
+pub fn chain_segments(x: &Inputs, proto: Proto, bytes: u64, elems: u64) -> u64 {
+    let per_segment = u64::from(x.channels.max(1)) * proto.chunk_bytes();
+    bytes.div_ceil(per_segment).clamp(1, elems.max(1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const AR: Collective = Collective::Allreduce;
+
     fn flat(ranks: usize) -> Inputs {
-        Inputs { ranks, nodes: ranks, bw_intra: 12.5, bw_inter: 12.5, channels: 2, arch: Arch::Hopper }
+        Inputs { ranks, nodes: ranks, bw_intra: 12.5, bw_inter: 12.5, channels: 2, arch: Arch::Hopper, avg: false }
     }
 
     /// The ring's latency and bandwidth worked by hand from tuning.cc for 4 one-GPU
@@ -311,15 +440,15 @@ mod tests {
         // Simple: base 8.4; 6 steps, all between nodes (2 (4-1) = 6 inter steps), each
         // the tree's network latency 14 (one rank per node): 8.4 + 6 * 14 = 92.4.
         // Bandwidth 12.5 * 4 / 6.
-        let (lat, bw) = allreduce_lat_bw(&x, Algo::Ring, Proto::Simple);
+        let (lat, bw) = lat_bw(&x, AR, Algo::Ring, Proto::Simple);
         assert!((lat - 92.4).abs() < 1e-9, "{lat}");
         assert!((bw - 12.5 * 4.0 / 6.0).abs() < 1e-9);
         // LL: base 6.6 + 6 * 5.0; bus min(35.0, 12.5 * 0.5).
-        let (lat, bw) = allreduce_lat_bw(&x, Algo::Ring, Proto::Ll);
+        let (lat, bw) = lat_bw(&x, AR, Algo::Ring, Proto::Ll);
         assert!((lat - (6.6 + 30.0)).abs() < 1e-9, "{lat}");
         assert!((bw - 6.25 * 4.0 / 6.0).abs() < 1e-9);
         // Time at 1 MiB, Simple, plateau x1.4: (92.4 * 1.4 + 1048576 / (1000 * 8.333)) us.
-        let t = allreduce_time(&x, Algo::Ring, Proto::Simple, 1 << 20).unwrap();
+        let t = time(&x, AR, Algo::Ring, Proto::Simple, 1 << 20).unwrap();
         let want = (92.4 * 1.4 + 1_048_576.0 / (1000.0 * 12.5 * 4.0 / 6.0)) * 1e-6;
         assert!((t / want - 1.0).abs() < 1e-12, "{t} {want}");
     }
@@ -328,7 +457,7 @@ mod tests {
     #[test]
     fn tree_by_hand() {
         let x = flat(8);
-        let (lat, bw) = allreduce_lat_bw(&x, Algo::Tree, Proto::Simple);
+        let (lat, bw) = lat_bw(&x, AR, Algo::Tree, Proto::Simple);
         assert!((lat - (8.4 + 2.0 * 3.0 * 14.0)).abs() < 1e-9, "{lat}");
         assert!((bw - 12.5 * 0.92 * 0.5).abs() < 1e-9);
     }
@@ -336,11 +465,66 @@ mod tests {
     #[test]
     fn small_messages_pick_low_latency_large_pick_bandwidth() {
         let x = flat(16);
-        let (_, p, _) = allreduce_choice(&x, 4096).unwrap();
+        let (_, p, _) = choice(&x, AR, 4096).unwrap();
         assert_eq!(p, Proto::Ll);
         // LL128 keeps 0.92 of the bus, Simple all of it: Simple once bandwidth rules.
-        let (a, p, _) = allreduce_choice(&x, 256 << 20).unwrap();
+        let (a, p, _) = choice(&x, AR, 256 << 20).unwrap();
         assert_eq!((a, p), (Algo::Ring, Proto::Simple));
-        assert!(allreduce_choice(&flat(1), 4096).is_none());
+        assert!(choice(&flat(1), AR, 4096).is_none());
+    }
+
+    /// Reduce-scatter and allgather by ring: P-1 steps, bandwidth P/(P-1) of the bus;
+    /// PAT: base 8 + log2(nodes) 14/3.5 + 2.8 P, 0.75 of the bus, Simple only.
+    #[test]
+    fn ring_and_pat_by_hand() {
+        let x = flat(8);
+        for c in [Collective::ReduceScatter, Collective::Allgather] {
+            // Ring Simple: 8.4 + 7 steps, all between nodes, of 14.
+            let (lat, bw) = lat_bw(&x, c, Algo::Ring, Proto::Simple);
+            assert!((lat - (8.4 + 7.0 * 14.0)).abs() < 1e-9, "{lat}");
+            assert!((bw - 12.5 * 8.0 / 7.0).abs() < 1e-9);
+            let (lat, bw) = lat_bw(&x, c, Algo::Pat, Proto::Simple);
+            assert!((lat - (8.0 + 3.0 * 4.0 + 8.0 * 2.8)).abs() < 1e-9, "{lat}");
+            assert!((bw - 12.5 * 0.75).abs() < 1e-9);
+            assert_eq!(lat_bw(&x, c, Algo::Pat, Proto::Ll).1, 0.0);
+            assert_eq!(lat_bw(&x, c, Algo::Tree, Proto::Simple).1, 0.0);
+            // No plateau factor outside allreduce.
+            let t = time(&x, c, Algo::Ring, Proto::Simple, 1 << 20).unwrap();
+            assert!((t - (8.4 + 98.0 + 1_048_576.0 / (1000.0 * 12.5 * 8.0 / 7.0)) * 1e-6).abs() < 1e-15);
+        }
+        // PAT needs one rank per node; its reduce-scatter does not take avg.
+        let two_per_node = Inputs { nodes: 4, ..x };
+        assert!(time(&two_per_node, Collective::Allgather, Algo::Pat, Proto::Simple, 4096).is_none());
+        let avg = Inputs { avg: true, ..x };
+        assert!(time(&avg, Collective::ReduceScatter, Algo::Pat, Proto::Simple, 4096).is_none());
+        assert!(time(&avg, Collective::Allgather, Algo::Pat, Proto::Simple, 4096).is_some());
+        // PAT's latency grows by 2.8 us a rank, the ring LL's by 5: at 8 ranks the ring's
+        // LL still wins 4 KiB (41.6 us + 0.57 against 42.4 + 0.44), at 16 PAT does; the
+        // ring (all of the bus) wins large sizes.
+        assert_eq!(choice(&x, Collective::Allgather, 4096).map(|c| (c.0, c.1)), Some((Algo::Ring, Proto::Ll)));
+        let x = flat(16);
+        assert_eq!(choice(&x, Collective::Allgather, 4096).map(|c| c.0), Some(Algo::Pat));
+        assert_eq!(choice(&x, Collective::Allgather, 256 << 20).map(|c| (c.0, c.1)), Some((Algo::Ring, Proto::Simple)));
+    }
+
+    /// Broadcast and reduce: ring only, P steps (bandwidth the bus's), one hop's latency.
+    #[test]
+    fn broadcast_by_hand() {
+        let x = flat(8);
+        for c in [Collective::Broadcast, Collective::Reduce] {
+            let (lat, bw) = lat_bw(&x, c, Algo::Ring, Proto::Simple);
+            assert!((lat - (8.4 + 14.0)).abs() < 1e-9, "{lat}");
+            assert!((bw - 12.5).abs() < 1e-9);
+            let (lat, bw) = lat_bw(&x, c, Algo::Ring, Proto::Ll);
+            assert!((lat - (6.6 + 2.7)).abs() < 1e-9, "{lat}");
+            assert!((bw - 6.25).abs() < 1e-9);
+            assert_eq!(algorithms(c), &[Algo::Ring]);
+        }
+        assert!(choice(&x, Collective::Barrier, 4096).is_none());
+        // 64 MiB over 2 channels of 512 KiB chunks: 64 segments; small sizes one.
+        assert_eq!(chain_segments(&x, Proto::Simple, 64 << 20, 16 << 20), 64);
+        assert_eq!(chain_segments(&x, Proto::Simple, (1 << 20) + 1, 1 << 20), 2);
+        assert_eq!(chain_segments(&x, Proto::Ll, 4096, 1024), 1);
+        assert_eq!(chain_segments(&x, Proto::Ll, 1 << 20, 3), 3);
     }
 }

@@ -29,34 +29,41 @@ pub enum Emit {
     Json,
 }
 
-/// The scenario `tune` runs: the scenario's algorithms, every algorithm of the
-/// collective not listed (default parameters), then `auto`, `ompi_fixed` and
-/// `nccl_model`.
+/// The scenario `tune` runs: per collective the scenario lists (in `list` order), its
+/// algorithms there, every algorithm of the collective not listed (default parameters),
+/// then the selectors that choose for it (`auto`, `ompi_fixed`, `nccl_model`).
 pub fn tune_scenario(s: &Scenario) -> Scenario {
     let mut t = s.clone();
-    let mut algorithms: Vec<AlgoSpec> = s.algorithms.iter().filter(|a| !is_selector(&a.name)).cloned().collect();
-    // tune writes allreduce rules: the allreduce algorithms.
-    let c = Collective::Allreduce;
-    algorithms.retain(|a| a.collective == c);
-    for id in super::candidates(c) {
-        if !algorithms.iter().any(|a| a.name == id && a.params.is_empty()) {
-            algorithms.push(AlgoSpec {
-                name: id.to_string(),
+    let mut algorithms: Vec<AlgoSpec> = Vec::new();
+    for c in Collective::ALL.into_iter().filter(|&c| s.algorithms.iter().any(|a| a.collective == c)) {
+        let mut mine: Vec<AlgoSpec> =
+            s.algorithms.iter().filter(|a| a.collective == c && !is_selector(&a.name)).cloned().collect();
+        for id in super::candidates(c) {
+            if !mine.iter().any(|a| a.name == id && a.params.is_empty()) {
+                mine.push(AlgoSpec {
+                    name: id.to_string(),
+                    collective: c,
+                    params: Vec::new(),
+                    location: String::new(),
+                });
+            }
+        }
+        for sel in SELECTORS.iter().filter(|sel| super::covers(sel.id, c)) {
+            // Keep the scenario's parameters of a selector it lists (nccl_model's channels).
+            let listed = s.algorithms.iter().filter(|a| a.name == sel.id);
+            let spec = listed.clone().find(|a| a.collective == c).or(listed.clone().next());
+            mine.push(AlgoSpec {
                 collective: c,
-                params: Vec::new(),
                 location: String::new(),
+                ..spec.cloned().unwrap_or(AlgoSpec {
+                    name: sel.id.to_string(),
+                    collective: c,
+                    params: Vec::new(),
+                    location: String::new(),
+                })
             });
         }
-    }
-    for sel in &SELECTORS {
-        // Keep the scenario's parameters of a selector it lists (nccl_model's channels).
-        let spec = s.algorithms.iter().find(|a| a.name == sel.id).cloned();
-        algorithms.push(spec.unwrap_or(AlgoSpec {
-            name: sel.id.to_string(),
-            collective: c,
-            params: Vec::new(),
-            location: String::new(),
-        }));
+        algorithms.extend(mine);
     }
     t.algorithms = algorithms;
     t
@@ -65,6 +72,9 @@ pub fn tune_scenario(s: &Scenario) -> Scenario {
 /// One point of a tuning sweep.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TunedPoint {
+    /// The collective.
+    #[serde(default)]
+    pub collective: Collective,
     /// P.
     pub ranks: usize,
     /// S, bytes per rank.
@@ -87,8 +97,10 @@ pub struct TunedPoint {
     /// The rule written for Open MPI: (algorithm number, segment size), the fastest of
     /// the algorithms Open MPI has.
     pub ompi_rule: Option<(u8, u64)>,
-    /// The rule written for NCCL: (algorithm, protocol), the faster of ring and tree,
-    /// with the protocol NCCL's model ranks first for it.
+    /// The rule written for NCCL: (algorithm, protocol), the fastest simulated of the
+    /// algorithms NCCL's model weighs for the collective here ([`nccl::algorithms`]:
+    /// allreduce ring or tree, reduce-scatter and allgather ring or PAT, broadcast and
+    /// reduce ring), with the protocol NCCL's model ranks first for it.
     pub nccl_rule: Option<(String, String)>,
 }
 
@@ -118,7 +130,7 @@ pub struct Tuned {
     pub nccl: String,
     /// NCCL's node count per rank count, as the model and the tuner file see it.
     pub nccl_nodes: BTreeMap<usize, usize>,
-    /// Every point, ranks outermost then sizes.
+    /// Every point, collectives outermost (in `list` order), then ranks, then sizes.
     pub points: Vec<TunedPoint>,
 }
 
@@ -135,14 +147,14 @@ fn id_and_segment(label: &str) -> (&str, Option<u64>) {
 /// Summarise a report of [`tune_scenario`] point by point.
 pub fn summarise(report: &Report) -> Tuned {
     let s = &report.scenario;
-    let mut groups: BTreeMap<(usize, u64), Vec<&PointResult>> = BTreeMap::new();
+    let mut groups: BTreeMap<(Collective, usize, u64), Vec<&PointResult>> = BTreeMap::new();
     for r in &report.results {
-        groups.entry((r.ranks, r.bytes)).or_default().push(r);
+        groups.entry((r.collective, r.ranks, r.bytes)).or_default().push(r);
     }
-    let nccl_params = s.algorithms.iter().find(|a| a.name == "nccl_model").cloned();
     let mut nccl_nodes = BTreeMap::new();
     let mut points = Vec::new();
-    for ((ranks, bytes), rows) in groups {
+    for ((collective, ranks, bytes), rows) in groups {
+        let nccl_params = s.algorithms.iter().find(|a| a.name == "nccl_model" && a.collective == collective).cloned();
         let algos: Vec<&PointResult> =
             rows.iter().copied().filter(|r| !is_selector(&r.algorithm) && r.not_applicable.is_none()).collect();
         let times: Vec<(String, f64)> = algos.iter().map(|r| (r.algorithm.clone(), r.time_s)).collect();
@@ -169,22 +181,16 @@ pub fn summarise(report: &Report) -> Tuned {
             let (id, seg) = id_and_segment(l);
             ompi::ompi_of(id, seg)
         });
-        let nccl_ok: Vec<(&str, f64)> = algos
-            .iter()
-            .filter(|r| r.algorithm == nccl::Algo::Ring.ours() || r.algorithm == nccl::Algo::Tree.ours())
-            .map(|r| (r.algorithm.as_str(), r.time_s))
-            .collect();
+        // Open MPI's rules are allreduce rules.
+        let ompi_rule = ompi_rule.filter(|_| collective == Collective::Allreduce);
         let inputs = nccl_inputs(s, nccl_params.as_ref(), ranks);
         if let Some(x) = &inputs {
             nccl_nodes.insert(ranks, x.nodes);
         }
-        let nccl_rule = super::top_two(Collective::Allreduce, nccl_ok).0.and_then(|(l, _)| {
-            let algo = if l == nccl::Algo::Ring.ours() { nccl::Algo::Ring } else { nccl::Algo::Tree };
-            let (proto, _) = nccl::best_protocol(inputs.as_ref()?, algo, bytes)?;
-            Some((algo.name().to_string(), proto.name().to_string()))
-        });
+        let nccl_rule = inputs.as_ref().and_then(|x| nccl_rule(x, collective, bytes, &algos));
         let first = rows.first().copied();
         points.push(TunedPoint {
+            collective,
             ranks,
             bytes,
             best_algorithm: first.and_then(|r| r.best_algorithm.clone()),
@@ -211,7 +217,30 @@ fn nccl_inputs(s: &Scenario, spec: Option<&AlgoSpec>, ranks: usize) -> Option<nc
     let params = spec.map(|a| a.params.clone()).unwrap_or_default();
     let np = super::selector_params("nccl_model", &params).ok()?;
     let topo = topology::build(&s.topology, ranks).ok()?;
-    Some(nccl::Inputs::of(topo.as_ref(), np.channels, np.arch))
+    let avg = s.data.op == crate::sim::data::ReduceOp::Avg;
+    Some(nccl::Inputs { avg, ..nccl::Inputs::of(topo.as_ref(), np.channels, np.arch) })
+}
+
+/// The NCCL rule at a point of collective `c`: of the algorithms NCCL's model weighs
+/// there (and would run: PAT only where it is enabled), the one whose algorithm of ours
+/// simulated fastest among `algos` (the point's rows), with the protocol NCCL's model
+/// ranks first for it. Broadcast and reduce have the ring only: the rule is NCCL's
+/// own ring protocol.
+fn nccl_rule(x: &nccl::Inputs, c: Collective, bytes: u64, algos: &[&PointResult]) -> Option<(String, String)> {
+    let usable: Vec<(nccl::Algo, nccl::Proto)> =
+        nccl::algorithms(c).iter().filter_map(|&a| nccl::best_protocol(x, c, a, bytes).map(|(p, _)| (a, p))).collect();
+    let pick = if let [only] = usable[..] {
+        Some(only)
+    } else {
+        let timed: Vec<(&str, f64)> = algos
+            .iter()
+            .filter(|r| usable.iter().any(|(a, _)| r.algorithm == a.ours(c)))
+            .map(|r| (r.algorithm.as_str(), r.time_s))
+            .collect();
+        let (best, _) = super::top_two(c, timed);
+        best.and_then(|(l, _)| usable.iter().copied().find(|(a, _)| a.ours(c) == l))
+    };
+    pick.map(|(a, p)| (a.name().to_string(), p.name().to_string()))
 }
 
 /// A size and the winner there.
@@ -326,11 +355,11 @@ pub const NCCL_MAX_BYTES: u64 = 4_294_967_295;
 
 /// The CSV of NCCL's example tuner plugin (`plugins/tuner/example` of NCCL 2.30.7):
 /// `collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks`, one
-/// line per rank count and size range, channels -1 (NCCL's own). A size's winner
-/// (ring or tree, whichever simulated faster; the protocol NCCL's model ranks first
-/// for it) holds from that size to just below the next (from 0 for the smallest, to
-/// the largest for the last); neighbouring ranges with the same winner are merged.
-/// Only allreduce with ring or tree can be expressed.
+/// line per collective, rank count and size range, channels -1 (NCCL's own). A size's
+/// winner ([`TunedPoint::nccl_rule`]) holds from that size to just below the next (from
+/// 0 for the smallest, to the largest for the last); neighbouring ranges with the same
+/// winner are merged. Sizes are NCCL's `nBytes`, our `bytes` (for reduce-scatter and
+/// allgather the buffer of all P blocks). The barrier, which NCCL lacks, has no line.
 pub fn nccl_csv(t: &Tuned) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# NCCL example tuner plugin configuration (NCCL {}), written by allreduce-sim tune", t.nccl);
@@ -353,16 +382,19 @@ pub fn nccl_csv(t: &Tuned) -> String {
     out
 }
 
+/// A size and NCCL's (algorithm, protocol) from it.
+type NcclSizeRule = SizeRule<(String, String)>;
+
 /// One line of the NCCL tuner CSV.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NcclRow {
-    /// `allreduce`.
+    /// `allreduce`, `reducescatter`, `allgather`, `broadcast` or `reduce`.
     pub collective: String,
     /// Smallest size it applies to, bytes.
     pub min_bytes: u64,
     /// Largest size it applies to, bytes (inclusive).
     pub max_bytes: u64,
-    /// `ring` or `tree`.
+    /// `ring`, `tree` or `pat`.
     pub algorithm: String,
     /// `ll`, `ll128` or `simple`.
     pub protocol: String,
@@ -376,14 +408,15 @@ pub struct NcclRow {
 
 /// The rows [`nccl_csv`] writes.
 pub fn nccl_rows(t: &Tuned) -> Vec<NcclRow> {
-    let mut by_p: BTreeMap<usize, Vec<SizeRule<(String, String)>>> = BTreeMap::new();
+    let mut by_p: BTreeMap<(Collective, usize), Vec<NcclSizeRule>> = BTreeMap::new();
     for pt in &t.points {
         if let Some(rule) = &pt.nccl_rule {
-            by_p.entry(pt.ranks).or_default().push((pt.bytes, rule.clone()));
+            by_p.entry((pt.collective, pt.ranks)).or_default().push((pt.bytes, rule.clone()));
         }
     }
     let mut rows = Vec::new();
-    for (p, mut sizes) in by_p {
+    for ((c, p), mut sizes) in by_p {
+        let Some(collective) = nccl::collective_name(c) else { continue };
         sizes.sort_by_key(|(b, _)| *b);
         let nodes = t.nccl_nodes.get(&p).map_or(-1, |&n| n as i64);
         let last = sizes.len() - 1;
@@ -394,7 +427,7 @@ pub fn nccl_rows(t: &Tuned) -> Vec<NcclRow> {
             match mine.last_mut() {
                 Some(r) if r.algorithm == *algo && r.protocol == *proto => r.max_bytes = max,
                 _ => mine.push(NcclRow {
-                    collective: "allreduce".to_string(),
+                    collective: collective.to_string(),
                     min_bytes: min,
                     max_bytes: max,
                     algorithm: algo.clone(),
@@ -447,11 +480,18 @@ pub fn read_nccl_csv(text: &str) -> Result<Vec<NcclRow>, String> {
     Ok(rows)
 }
 
-/// The first row matching an allreduce of `bytes` on `nodes` nodes and `ranks` ranks,
-/// as the plugin searches (`pluginGetCollInfo`).
-pub fn nccl_lookup(rows: &[NcclRow], nodes: usize, ranks: usize, bytes: u64) -> Option<&NcclRow> {
+/// The first row matching `collective` (NCCL's name: `allreduce`, `reducescatter`, ...)
+/// of `bytes` on `nodes` nodes and `ranks` ranks, as the plugin searches
+/// (`pluginGetCollInfo`).
+pub fn nccl_lookup<'a>(
+    rows: &'a [NcclRow],
+    collective: &str,
+    nodes: usize,
+    ranks: usize,
+    bytes: u64,
+) -> Option<&'a NcclRow> {
     rows.iter().find(|r| {
-        r.collective == "allreduce"
+        r.collective == collective
             && bytes >= r.min_bytes
             && bytes <= r.max_bytes
             && (r.nodes == -1 || r.nodes == nodes as i64)
@@ -464,7 +504,19 @@ pub fn nccl_lookup(rows: &[NcclRow], nodes: usize, ranks: usize, bytes: u64) -> 
 pub fn table(t: &Tuned) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}: the fastest algorithm per point", t.scenario);
-    let head = ["P", "S", "best", "time", "runner-up", "margin", "ompi_fixed", "vs best", "nccl_model", "vs best"];
+    let head = [
+        "collective",
+        "P",
+        "S",
+        "best",
+        "time",
+        "runner-up",
+        "margin",
+        "ompi_fixed",
+        "vs best",
+        "nccl_model",
+        "vs best",
+    ];
     let mut lines: Vec<Vec<String>> = vec![head.iter().map(|h| h.to_string()).collect()];
     let pct = |x: f64| format!("{:+.1}%", 100.0 * x);
     for pt in &t.points {
@@ -475,6 +527,7 @@ pub fn table(t: &Tuned) -> String {
         let (om, ov) = pick(&pt.ompi_fixed);
         let (nm, nv) = pick(&pt.nccl_model);
         lines.push(vec![
+            pt.collective.name().to_string(),
             pt.ranks.to_string(),
             fmt_bytes(pt.bytes),
             pt.best_algorithm.clone().unwrap_or_else(|| "-".into()),
@@ -498,7 +551,7 @@ pub fn table(t: &Tuned) -> String {
         for (i, c) in l.iter().enumerate() {
             let pad = widths[i] - c.chars().count();
             // Numbers right, names left.
-            if matches!(i, 0 | 1 | 3 | 5 | 7 | 9) {
+            if matches!(i, 1 | 2 | 4 | 6 | 8 | 10) {
                 text.push_str(&" ".repeat(pad));
                 text.push_str(c);
             } else {
@@ -533,6 +586,7 @@ mod tests {
 
     fn point(ranks: usize, bytes: u64, ompi: (u8, u64), nccl: (&str, &str)) -> TunedPoint {
         TunedPoint {
+            collective: Collective::Allreduce,
             ranks,
             bytes,
             best_algorithm: None,
@@ -582,7 +636,7 @@ mod tests {
         let rows = read_nccl_csv(&nccl_csv(&t)).unwrap();
         assert_eq!(rows, nccl_rows(&t));
         for pt in &t.points {
-            let r = nccl_lookup(&rows, pt.ranks, pt.ranks, pt.bytes).unwrap();
+            let r = nccl_lookup(&rows, "allreduce", pt.ranks, pt.ranks, pt.bytes).unwrap();
             assert_eq!(Some((r.algorithm.clone(), r.protocol.clone())), pt.nccl_rule);
         }
         // P = 16's 64 KiB and 1 KiB share tree/ll: one row from 0 to 1 MiB - 1.
