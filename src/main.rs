@@ -257,6 +257,21 @@ fn main() -> ExitCode {
     }
 }
 
+/// Writes to standard output. A reader that went away (`allreduce-sim list | head`) ends
+/// the program quietly with status 0, as `print!` would instead panic on the broken pipe;
+/// any other write error is reported and ends it with status 2.
+fn write_stdout(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write to standard output: {e}");
+        std::process::exit(2);
+    }
+}
+
 fn load(path: &std::path::Path, overrides: &Overrides) -> Result<Scenario, BadInput> {
     let mut s = scenario::load_file(path).map_err(|e| BadInput(e.to_string()))?;
     overrides.apply(&mut s).map_err(|e| BadInput(e.to_string()))?;
@@ -266,24 +281,24 @@ fn load(path: &std::path::Path, overrides: &Overrides) -> Result<Scenario, BadIn
 fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
     match cli.command {
         Command::List => {
-            print!("{}", list_text());
+            write_stdout(&list_text());
             Ok(ExitCode::SUCCESS)
         }
         Command::Validate { scenario } => {
             let s = load(&scenario, &Overrides::default())?;
             let pts = runner::points(&s);
             let points = pts.len();
-            println!(
-                "{}: ok: '{}', {} algorithm(s) x {} rank count(s) x {} size(s) = {points} point(s)",
+            write_stdout(&format!(
+                "{}: ok: '{}', {} algorithm(s) x {} rank count(s) x {} size(s) = {points} point(s)\n",
                 scenario.display(),
                 s.name,
                 s.algorithms.len(),
                 s.ranks.len(),
                 s.sizes.len()
-            );
+            ));
             for pt in &pts {
                 let est = estimate::estimate(&s, pt, points == 1);
-                println!("  {}: {}", estimate::label(&s, pt), estimate::describe(&est));
+                write_stdout(&format!("  {}: {}\n", estimate::label(&s, pt), estimate::describe(&est)));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -294,7 +309,7 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
                 eprintln!("{}: nothing to plot (no point ran)", report.display());
             }
             for f in &files {
-                println!("{}", f.display());
+                write_stdout(&format!("{}\n", f.display()));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -316,7 +331,7 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
                 Some(path) => {
                     std::fs::write(path, text).map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?
                 }
-                None => print!("{text}"),
+                None => write_stdout(&text),
             }
             let failed = report.results.iter().filter(|r| !r.passed()).count();
             if failed > 0 {
@@ -367,7 +382,7 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
                 req.topology = Some(s.topology);
                 req.cost_per_byte = s.cost_per_byte;
             }
-            print!("{}", explain::explain(&req).map_err(BadInput)?);
+            write_stdout(&explain::explain(&req).map_err(BadInput)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Run {
@@ -487,7 +502,7 @@ fn emit(report: &Report, format: Format, output: Option<&std::path::Path>) -> Re
     match output {
         Some(path) => std::fs::write(path, text).map_err(|e| BadInput(format!("cannot write {}: {e}", path.display()))),
         None => {
-            print!("{text}");
+            write_stdout(&text);
             Ok(())
         }
     }

@@ -180,3 +180,28 @@ fn a_sampled_run_checks_every_point() {
     }
     cmd().arg("run").arg(&f.0).assert().success().stdout(predicate::str::contains("a sample of elements checked"));
 }
+
+/// A reader that stops early (`allreduce-sim validate big.yaml | head`) ends the program
+/// quietly: no panic, no backtrace, status 0. The output here is larger than a pipe's
+/// buffer, so the program is still writing when the read end closes.
+#[test]
+fn a_closed_pipe_is_not_a_panic() {
+    let ranks: Vec<String> = (2..1200).map(|p| p.to_string()).collect();
+    let file = scenario(&format!(
+        "name: many\nranks: [{}]\ntopology:\n  link: {{ alpha: 1us, bandwidth: 100Gbps }}\n\
+         algorithms: [ring]\nsizes: [4KiB]\n",
+        ranks.join(", ")
+    ));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("allreduce-sim"))
+        .args(["validate", file.0.to_str().unwrap()])
+        .env("RUST_BACKTRACE", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
