@@ -1045,3 +1045,25 @@ pub fn binomial_tree_pipelined(p: &Problem, h: &Hockney, segments: usize) -> Opt
     }
     Some(end)
 }
+
+/// Recursive-doubling barrier (Open MPI's): `log2 P` rounds of one empty message each
+/// way, `log2(P) alpha`, for P a power of two.
+///
+/// Otherwise none: the P - P' ranks beyond the largest power of two P' first tell their
+/// partner `r - P'`, and a round-0 message from a rank that waits for nobody reaches such
+/// a partner's port at the same instant as that message; which goes first is the
+/// engine's port arbitration (lower sender first), and the lag then spreads unevenly
+/// through the rounds. `(log2(P') + 2) alpha` is the time when no two messages ever
+/// want one port.
+pub fn recursive_doubling_barrier(p: &Problem, h: &Hockney) -> Option<f64> {
+    if p.ranks <= 1 {
+        return Some(0.0);
+    }
+    p.ranks.is_power_of_two().then(|| f64::from(p.ranks.trailing_zeros()) * h.t(0.0))
+}
+
+/// Dissemination (Bruck) barrier: `ceil(log2 P)` rounds, in each of which every rank
+/// sends one empty message and receives one, on different peers: `ceil(log2 P) alpha`.
+pub fn bruck_barrier(p: &Problem, h: &Hockney) -> f64 {
+    f64::from(clog2(p.ranks)) * h.t(0.0)
+}

@@ -108,7 +108,21 @@ fn reduce_matrix() {
 
 #[test]
 fn barrier_matrix() {
-    matrix(Collective::Barrier, "[all_to_all, all_to_one]");
+    matrix(Collective::Barrier, "[all_to_all, all_to_one, bruck]");
+}
+
+/// Open MPI's recursive-doubling barrier: every point passes its checks (the runner
+/// fails a point whose time leaves a closed form it has), and P a power of two has one.
+#[test]
+fn recursive_doubling_barrier() {
+    for &m in MACHINES {
+        let text = scenario(Collective::Barrier, "[recursive_doubling]", "[1, 2, 3, 4, 5, 6, 7, 8, 12]", m);
+        for r in &runner::run(&parse_str(&text, "t.yaml").unwrap()).results {
+            let what = format!("recursive_doubling P={} on {m:?}", r.ranks);
+            assert!(r.not_applicable.is_none() && r.passed(), "{what}: {:?}", r.failures);
+            assert_eq!(r.closed_form_s.is_some(), r.ranks.is_power_of_two(), "{what}");
+        }
+    }
 }
 
 #[test]

@@ -158,7 +158,12 @@ pub fn registry_of(c: Collective) -> &'static [AlgoInfo] {
     static ALLGATHER: &[AlgoInfo] = &[ring::AG_INFO, scatter_gather::AG_DOUBLING_INFO, scatter_gather::AG_DIRECT_INFO];
     static BROADCAST: &[AlgoInfo] = &[star::ONE_TO_ALL_INFO, tree::BCAST_INFO, chain::BCAST_INFO];
     static REDUCE: &[AlgoInfo] = &[tree::REDUCE_INFO, chain::REDUCE_INFO];
-    static BARRIER: &[AlgoInfo] = &[barrier::ALL_TO_ALL_INFO, barrier::ALL_TO_ONE_INFO];
+    static BARRIER: &[AlgoInfo] = &[
+        barrier::ALL_TO_ALL_INFO,
+        barrier::ALL_TO_ONE_INFO,
+        barrier::RECURSIVE_DOUBLING_INFO,
+        barrier::BRUCK_INFO,
+    ];
     match c {
         Collective::Allreduce => registry(),
         Collective::ReduceScatter => REDUCE_SCATTER,
