@@ -215,6 +215,14 @@ pub fn star(p: &Problem, h: &Hockney) -> f64 {
     gather_reduce(p.ranks - 1, h.nics, t, h.r(p.bytes())) + rounds as f64 * t
 }
 
+/// All-to-one reduce (Open MPI's basic linear reduce): star's first half,
+/// `max(T + (P-1) R, m T + (P-1-(m-1)k) R)` with `T = T(S)`, `R = R(S)`,
+/// `m = ceil((P-1)/k)`: the root's k incoming NICs take the P-1 vectors in m rounds and
+/// its one compute unit adds them in arrival order.
+pub fn linear_reduce(p: &Problem, h: &Hockney) -> f64 {
+    gather_reduce(p.ranks.saturating_sub(1), h.nics, h.t(p.bytes()), h.r(p.bytes()))
+}
+
 /// When a rank that receives `others` messages of time `t` through its `k` incoming NICs
 /// (`m = ceil(others/k)` rounds, all sent at time 0, none waiting on a busy sender) has
 /// added them all on its one compute unit (`r` each), in arrival order:
@@ -1066,4 +1074,27 @@ pub fn recursive_doubling_barrier(p: &Problem, h: &Hockney) -> Option<f64> {
 /// sends one empty message and receives one, on different peers: `ceil(log2 P) alpha`.
 pub fn bruck_barrier(p: &Problem, h: &Hockney) -> f64 {
     f64::from(clog2(p.ranks)) * h.t(0.0)
+}
+
+/// Neighbour exchange allgather, P even dividing n, `c = S/P`: step 0 swaps one block
+/// with the pair partner, each of the P/2 - 1 others two blocks with a neighbour, every
+/// rank sending one message and receiving one from the same peer per step (no port is
+/// wanted twice): `T(c) + (P/2 - 1) T(2c) = (P/2) alpha + (P-1) c/B`.
+pub fn neighbor_exchange(p: &Problem, h: &Hockney) -> f64 {
+    if p.ranks <= 1 {
+        return 0.0;
+    }
+    let c = p.b(p.elems / p.ranks);
+    h.t(c) + (p.ranks / 2 - 1) as f64 * h.t(2.0 * c)
+}
+
+/// Open MPI's butterfly reduce-scatter, P a power of two dividing n, `c = S/P`: the
+/// halving steps of [`halving_phase`] (step k moves and adds `S/2^(k+1)`, every rank
+/// alike), then for P > 2 the mirror step, in which a rank sends one block and receives
+/// one from the same peer (ranks whose bit reversal is themselves sit it out):
+/// `log2(P) alpha + (P-1) c/B + (P-1) c C + [P > 2] (alpha + c/B)`.
+pub fn butterfly_reduce_scatter(p: &Problem, h: &Hockney) -> Option<f64> {
+    let halving = halving_phase(p, h, true)?;
+    let mirror = if p.ranks > 2 { h.t(p.b(p.elems / p.ranks)) } else { 0.0 };
+    Some(halving + mirror)
 }

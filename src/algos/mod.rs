@@ -14,6 +14,7 @@ mod double_binary_tree;
 mod halving_doubling;
 mod hierarchical_ring;
 mod naive;
+mod neighbor_exchange;
 mod params;
 mod ring;
 mod ring_chunked;
@@ -153,11 +154,20 @@ pub fn registry() -> &'static [AlgoInfo] {
 /// algorithm per collective: `ring` is a ring allreduce, a ring reduce-scatter and a
 /// ring allgather, three entries.
 pub fn registry_of(c: Collective) -> &'static [AlgoInfo] {
-    static REDUCE_SCATTER: &[AlgoInfo] =
-        &[ring::RS_INFO, scatter_gather::RS_HALVING_INFO, scatter_gather::RS_DIRECT_INFO];
-    static ALLGATHER: &[AlgoInfo] = &[ring::AG_INFO, scatter_gather::AG_DOUBLING_INFO, scatter_gather::AG_DIRECT_INFO];
+    static REDUCE_SCATTER: &[AlgoInfo] = &[
+        ring::RS_INFO,
+        scatter_gather::RS_HALVING_INFO,
+        scatter_gather::RS_DIRECT_INFO,
+        scatter_gather::RS_BUTTERFLY_INFO,
+    ];
+    static ALLGATHER: &[AlgoInfo] = &[
+        ring::AG_INFO,
+        scatter_gather::AG_DOUBLING_INFO,
+        scatter_gather::AG_DIRECT_INFO,
+        neighbor_exchange::INFO,
+    ];
     static BROADCAST: &[AlgoInfo] = &[star::ONE_TO_ALL_INFO, tree::BCAST_INFO, chain::BCAST_INFO];
-    static REDUCE: &[AlgoInfo] = &[tree::REDUCE_INFO, chain::REDUCE_INFO];
+    static REDUCE: &[AlgoInfo] = &[tree::REDUCE_INFO, chain::REDUCE_INFO, star::ALL_TO_ONE_INFO];
     static BARRIER: &[AlgoInfo] = &[
         barrier::ALL_TO_ALL_INFO,
         barrier::ALL_TO_ONE_INFO,

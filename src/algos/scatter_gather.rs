@@ -6,11 +6,17 @@
 //! not care which); a reduce-scatter must leave rank r with block r, so member j is rank
 //! `bitrev(j)`: its partner at step k is then `r ^ 2^(L-1-k)`, the first step across
 //! half the ranks, as MPICH's recursive halving goes.
+//!
+//! Open MPI's butterfly reduce-scatter (`ompi_coll_base_reduce_scatter_intra_butterfly`,
+//! Traff 2005) goes the other way: rank r is member r, so its partner at step k is
+//! `r ^ 2^k` (distance doubling) and it ends with block `bitrev(r)`; one more step, the
+//! mirror permutation, swaps the blocks of ranks r and `bitrev(r)` where they differ.
 
-use super::halving_doubling::{Half, phase};
-use super::{AlgoInfo, Algorithm, DirectPlan, EXACT, Machine, Problem, Topology, stepped};
+use super::halving_doubling::{Half, halves, phase};
+use super::stepped::{Recv, Send, StepPlan, Stepped};
+use super::{AlgoInfo, Algorithm, DirectPlan, EXACT, Machine, Problem, Topology, block, stepped};
 use crate::cost_model;
-use crate::sim::op::{Program, Rank};
+use crate::sim::op::{Action, Program, Rank};
 
 /// Registry entry: reduce-scatter by recursive halving.
 pub const RS_HALVING_INFO: AlgoInfo = AlgoInfo {
@@ -32,6 +38,19 @@ pub const AG_DOUBLING_INFO: AlgoInfo = AlgoInfo {
     closed_form: "P dividing n: log2(P) alpha + (P-1)/P S/B; otherwise none",
     params: &[],
     build: |_| Ok(Box::new(Halving { reduce: false })),
+};
+
+/// Registry entry: Open MPI's butterfly reduce-scatter.
+pub const RS_BUTTERFLY_INFO: AlgoInfo = AlgoInfo {
+    id: "butterfly",
+    summary: "vector halving, distance doubling: log2 P steps with r ^ 2^k, then each rank swaps the block it \
+              ended with for its own (mirror permutation)",
+    source: "Open MPI ompi_coll_base_reduce_scatter_intra_butterfly (reduce_scatter algorithm 4); Traff 2005",
+    requires: "P a power of two (Open MPI folds the others first; not here); any n",
+    closed_form: "P dividing n, c = S/P: log2(P) alpha + (P-1) c/B + (P-1) c C, + alpha + c/B for P > 2 (the \
+                  mirror step); otherwise the step recurrence",
+    params: &[],
+    build: |_| Ok(Box::new(Butterfly)),
 };
 
 /// Registry entry: reduce-scatter by direct exchange.
@@ -99,6 +118,73 @@ impl Algorithm for Halving {
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         if self.reduce { p.ranks.trailing_zeros() as usize } else { 0 }
+    }
+}
+
+/// Open MPI's butterfly reduce-scatter; see the module docs.
+#[derive(Debug)]
+pub struct Butterfly;
+
+/// The butterfly's schedule for one problem: log2 P halving steps, then the mirror step.
+#[derive(Clone, Copy, Debug)]
+struct ButterflyPlan {
+    np: usize,
+    n: usize,
+}
+
+impl Stepped for ButterflyPlan {
+    fn steps(&self) -> usize {
+        if self.np <= 1 { 0 } else { self.np.trailing_zeros() as usize + 1 }
+    }
+
+    fn plan(&self, r: usize, s: usize, out: &mut StepPlan) {
+        let (np, n) = (self.np, self.n);
+        let bits = np.trailing_zeros() as usize;
+        if s < bits {
+            let (partner, keep, give) = halves(r, s as u32, np, np, n);
+            out.sends.push(Send { to: partner, kind: 0, src: give, reduce: true });
+            out.recvs.push(Recv { from: partner, kind: 0, dst: keep, action: Action::Reduce });
+            return;
+        }
+        let mirror = bitrev(r, np);
+        if mirror != r {
+            out.sends.push(Send { to: mirror, kind: 1, src: block(n, np, mirror), reduce: false });
+            out.recvs.push(Recv { from: mirror, kind: 1, dst: block(n, np, r), action: Action::Copy });
+        }
+    }
+}
+
+impl Algorithm for Butterfly {
+    fn id(&self) -> &'static str {
+        RS_BUTTERFLY_INFO.id
+    }
+
+    fn applicable(&self, p: &Problem, _m: &Machine) -> Result<(), String> {
+        if !p.ranks.is_power_of_two() {
+            return Err(format!(
+                "{} ranks: the butterfly needs a power of two (Open MPI folds the others into one first, which is \
+                 not modelled)",
+                p.ranks
+            ));
+        }
+        Ok(())
+    }
+
+    fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
+        vec![stepped::program(ButterflyPlan { np: p.ranks, n: p.elems }, rank as usize, topo.nics(rank as usize))]
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let plan = ButterflyPlan { np: p.ranks, n: p.elems };
+        let t = match cost_model::Hockney::of(m) {
+            Some(h) if p.ranks > 0 && p.elems.is_multiple_of(p.ranks) => cost_model::butterfly_reduce_scatter(p, &h)?,
+            _ => stepped::time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)?,
+        };
+        Some((t, EXACT))
+    }
+
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
+        p.ranks.trailing_zeros() as usize
     }
 }
 
