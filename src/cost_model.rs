@@ -1098,3 +1098,47 @@ pub fn butterfly_reduce_scatter(p: &Problem, h: &Hockney) -> Option<f64> {
     let mirror = if p.ranks > 2 { h.t(p.b(p.elems / p.ranks)) } else { 0.0 };
     Some(halving + mirror)
 }
+
+/// A tree broadcast from rank 0, every child of higher rank than its parent
+/// (`children(r)` in the order r sends): child i of a parent has the vector
+/// `ceil((i+1)/k) T(S)` after it, the parent's k outgoing NICs sending in order. Each
+/// rank receives one message, so no incoming port is ever wanted twice.
+pub fn tree_bcast(p: &Problem, h: &Hockney, children: impl Fn(usize) -> Vec<usize>) -> f64 {
+    let t = h.t(p.bytes());
+    let k = h.nics.max(1) as usize;
+    let mut got = vec![0.0f64; p.ranks];
+    let mut end = 0.0f64;
+    for q in 0..p.ranks {
+        for (i, c) in children(q).into_iter().enumerate() {
+            got[c] = got[q] + (i / k + 1) as f64 * t;
+        }
+        end = end.max(got[q]);
+    }
+    end
+}
+
+/// A tree reduce to rank 0, every child of higher rank than its parent: rank q's
+/// children send their sums when they have them; q's k incoming NICs take them in order
+/// of (send time, rank), each for `T(S)`, and q adds them in `children(q)` order on its
+/// one compute unit (`R(S)` each), then sends its sum up. The time is when rank 0 has
+/// added its last child's sum.
+pub fn tree_reduce(p: &Problem, h: &Hockney, children: impl Fn(usize) -> Vec<usize>) -> f64 {
+    let (t, r) = (h.t(p.bytes()), h.r(p.bytes()));
+    let k = h.nics.max(1) as usize;
+    let mut ready = vec![0.0f64; p.ranks];
+    let mut arrived = vec![0.0f64; p.ranks];
+    for q in (0..p.ranks).rev() {
+        let kids = children(q);
+        let mut order: Vec<(f64, usize)> = kids.iter().map(|&c| (ready[c], c)).collect();
+        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut ports = vec![0.0f64; k];
+        for &(sent, c) in &order {
+            let port = (0..k).min_by(|&a, &b| ports[a].total_cmp(&ports[b])).unwrap_or(0);
+            let start = sent.max(ports[port]);
+            ports[port] = start + t;
+            arrived[c] = start + t;
+        }
+        ready[q] = kids.iter().fold(0.0f64, |done, &c| done.max(arrived[c]) + r);
+    }
+    ready.first().copied().unwrap_or(0.0)
+}

@@ -128,12 +128,16 @@ fn open_mpi_exchanges() {
 
 #[test]
 fn broadcast_matrix() {
-    matrix(Collective::Broadcast, "[one_to_all, binomial_tree, chain, { name: chain, segments: 1 }]");
+    matrix(
+        Collective::Broadcast,
+        "[one_to_all, binomial_tree, chain, { name: chain, segments: 1 }, binary_tree, knomial, { name: knomial, radix: 2 }, \
+         { name: knomial, radix: 3 }]",
+    );
 }
 
 #[test]
 fn reduce_matrix() {
-    matrix(Collective::Reduce, "[binomial_tree, chain, all_to_one]");
+    matrix(Collective::Reduce, "[binomial_tree, chain, all_to_one, binary_tree]");
 }
 
 #[test]

@@ -13,6 +13,7 @@ mod direct;
 mod double_binary_tree;
 mod halving_doubling;
 mod hierarchical_ring;
+mod kary_tree;
 mod naive;
 mod neighbor_exchange;
 mod params;
@@ -166,8 +167,15 @@ pub fn registry_of(c: Collective) -> &'static [AlgoInfo] {
         scatter_gather::AG_DIRECT_INFO,
         neighbor_exchange::INFO,
     ];
-    static BROADCAST: &[AlgoInfo] = &[star::ONE_TO_ALL_INFO, tree::BCAST_INFO, chain::BCAST_INFO];
-    static REDUCE: &[AlgoInfo] = &[tree::REDUCE_INFO, chain::REDUCE_INFO, star::ALL_TO_ONE_INFO];
+    static BROADCAST: &[AlgoInfo] = &[
+        star::ONE_TO_ALL_INFO,
+        tree::BCAST_INFO,
+        chain::BCAST_INFO,
+        kary_tree::BINARY_BCAST_INFO,
+        kary_tree::KNOMIAL_BCAST_INFO,
+    ];
+    static REDUCE: &[AlgoInfo] =
+        &[tree::REDUCE_INFO, chain::REDUCE_INFO, star::ALL_TO_ONE_INFO, kary_tree::BINARY_REDUCE_INFO];
     static BARRIER: &[AlgoInfo] = &[
         barrier::ALL_TO_ALL_INFO,
         barrier::ALL_TO_ONE_INFO,
