@@ -29,34 +29,47 @@ pub enum Emit {
     Json,
 }
 
-/// The scenario `tune` runs: the scenario's algorithms, every algorithm of the
-/// collective not listed (default parameters), then `auto`, `ompi_fixed` and
-/// `nccl_model`.
+/// The scenario `tune` runs: for each collective the scenario's entries run (allreduce
+/// if none names another), its algorithms in the scenario, every algorithm of that
+/// collective not listed (default parameters), then the selectors that cover it (`auto`,
+/// `ompi_fixed`, and `nccl_model` for allreduce).
 pub fn tune_scenario(s: &Scenario) -> Scenario {
     let mut t = s.clone();
-    let mut algorithms: Vec<AlgoSpec> = s.algorithms.iter().filter(|a| !is_selector(&a.name)).cloned().collect();
-    // tune writes allreduce rules: the allreduce algorithms.
-    let c = Collective::Allreduce;
-    algorithms.retain(|a| a.collective == c);
-    for id in super::candidates(c) {
-        if !algorithms.iter().any(|a| a.name == id && a.params.is_empty()) {
+    let mut collectives: Vec<Collective> =
+        Collective::ALL.into_iter().filter(|&c| s.algorithms.iter().any(|a| a.collective == c)).collect();
+    if collectives.is_empty() {
+        collectives.push(Collective::Allreduce);
+    }
+    let mut algorithms: Vec<AlgoSpec> = Vec::new();
+    for c in collectives {
+        let listed: Vec<AlgoSpec> =
+            s.algorithms.iter().filter(|a| !is_selector(&a.name) && a.collective == c).cloned().collect();
+        let start = algorithms.len();
+        algorithms.extend(listed);
+        for id in super::candidates(c) {
+            if !algorithms[start..].iter().any(|a| a.name == id && a.params.is_empty()) {
+                algorithms.push(AlgoSpec {
+                    name: id.to_string(),
+                    collective: c,
+                    params: Vec::new(),
+                    location: String::new(),
+                });
+            }
+        }
+        for sel in SELECTORS.iter().filter(|sel| super::covers(sel.id, c)) {
+            // Keep the scenario's parameters of a selector it lists (nccl_model's channels).
+            let spec = s.algorithms.iter().find(|a| a.name == sel.id && a.collective == c);
+            let spec = spec.or_else(|| s.algorithms.iter().find(|a| a.name == sel.id)).cloned();
             algorithms.push(AlgoSpec {
-                name: id.to_string(),
                 collective: c,
-                params: Vec::new(),
-                location: String::new(),
+                ..spec.unwrap_or(AlgoSpec {
+                    name: sel.id.to_string(),
+                    collective: c,
+                    params: Vec::new(),
+                    location: String::new(),
+                })
             });
         }
-    }
-    for sel in &SELECTORS {
-        // Keep the scenario's parameters of a selector it lists (nccl_model's channels).
-        let spec = s.algorithms.iter().find(|a| a.name == sel.id).cloned();
-        algorithms.push(spec.unwrap_or(AlgoSpec {
-            name: sel.id.to_string(),
-            collective: c,
-            params: Vec::new(),
-            location: String::new(),
-        }));
     }
     t.algorithms = algorithms;
     t
@@ -65,6 +78,9 @@ pub fn tune_scenario(s: &Scenario) -> Scenario {
 /// One point of a tuning sweep.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TunedPoint {
+    /// The collective (allreduce in files written before there were others).
+    #[serde(default)]
+    pub collective: Collective,
     /// P.
     pub ranks: usize,
     /// S, bytes per rank.
@@ -118,7 +134,7 @@ pub struct Tuned {
     pub nccl: String,
     /// NCCL's node count per rank count, as the model and the tuner file see it.
     pub nccl_nodes: BTreeMap<usize, usize>,
-    /// Every point, ranks outermost then sizes.
+    /// Every point, collectives outermost (in `list` order), then ranks, then sizes.
     pub points: Vec<TunedPoint>,
 }
 
@@ -135,14 +151,14 @@ fn id_and_segment(label: &str) -> (&str, Option<u64>) {
 /// Summarise a report of [`tune_scenario`] point by point.
 pub fn summarise(report: &Report) -> Tuned {
     let s = &report.scenario;
-    let mut groups: BTreeMap<(usize, u64), Vec<&PointResult>> = BTreeMap::new();
+    let mut groups: BTreeMap<(Collective, usize, u64), Vec<&PointResult>> = BTreeMap::new();
     for r in &report.results {
-        groups.entry((r.ranks, r.bytes)).or_default().push(r);
+        groups.entry((r.collective, r.ranks, r.bytes)).or_default().push(r);
     }
     let nccl_params = s.algorithms.iter().find(|a| a.name == "nccl_model").cloned();
     let mut nccl_nodes = BTreeMap::new();
     let mut points = Vec::new();
-    for ((ranks, bytes), rows) in groups {
+    for ((c, ranks, bytes), rows) in groups {
         let algos: Vec<&PointResult> =
             rows.iter().copied().filter(|r| !is_selector(&r.algorithm) && r.not_applicable.is_none()).collect();
         let times: Vec<(String, f64)> = algos.iter().map(|r| (r.algorithm.clone(), r.time_s)).collect();
@@ -161,16 +177,17 @@ pub fn summarise(report: &Report) -> Tuned {
             .iter()
             .filter(|r| {
                 let (id, seg) = id_and_segment(&r.algorithm);
-                ompi::ompi_of(id, seg).is_some()
+                ompi::ompi_of_in(c, id, seg).is_some()
             })
             .map(|r| (r.algorithm.as_str(), r.time_s))
             .collect();
-        let ompi_rule = super::top_two(Collective::Allreduce, ompi_ok).0.and_then(|(l, _)| {
+        let ompi_rule = super::top_two(c, ompi_ok).0.and_then(|(l, _)| {
             let (id, seg) = id_and_segment(l);
-            ompi::ompi_of(id, seg)
+            ompi::ompi_of_in(c, id, seg)
         });
         let nccl_ok: Vec<(&str, f64)> = algos
             .iter()
+            .filter(|_| c == Collective::Allreduce)
             .filter(|r| r.algorithm == nccl::Algo::Ring.ours() || r.algorithm == nccl::Algo::Tree.ours())
             .map(|r| (r.algorithm.as_str(), r.time_s))
             .collect();
@@ -185,6 +202,7 @@ pub fn summarise(report: &Report) -> Tuned {
         });
         let first = rows.first().copied();
         points.push(TunedPoint {
+            collective: c,
             ranks,
             bytes,
             best_algorithm: first.and_then(|r| r.best_algorithm.clone()),
@@ -217,60 +235,76 @@ fn nccl_inputs(s: &Scenario, spec: Option<&AlgoSpec>, ranks: usize) -> Option<nc
 /// A size and the winner there.
 type SizeRule<T> = (u64, T);
 
-/// Open MPI's collective id of allreduce in a rules file (`COLLTYPE_T` of coll_base_functions.h).
+/// Open MPI's collective id of allreduce in a rules file (`COLLTYPE_T` of coll_base_functions.h;
+/// [`ompi::collective_id`] for the others).
 pub const OMPI_ALLREDUCE_ID: u64 = 2;
 
 /// The rules for one communicator size: (message size from which it applies, algorithm,
 /// fan in/out, segment size), message sizes increasing from 0.
 pub type MsgRules = Vec<(u64, u8, u64, u64)>;
 
-/// Open MPI's classic dynamic rules file for the sweep's allreduce winners among the
-/// algorithms Open MPI has. A rank count's rules hold from it up to the next rank
-/// count's (Open MPI takes the last communicator size not above its own, else the
-/// first); a size's winner holds from that size up to the next size (from 0 for the
-/// smallest). Neighbouring sizes, and then rank counts, with the same rules are merged.
+/// Open MPI's classic dynamic rules file for the sweep's winners among the algorithms
+/// Open MPI has, one section per collective of the sweep (by Open MPI's collective id,
+/// increasing). A rank count's rules hold from it up to the next rank count's (Open MPI
+/// takes the last communicator size not above its own, else the first); a size's winner
+/// holds from that size up to the next size (from 0 for the smallest). The sizes are
+/// what Open MPI's dynamic decision compares ([`ompi::rules_bytes`]): S, and 0 for a
+/// barrier. Neighbouring sizes, and then rank counts, with the same rules are merged.
 pub fn ompi_rules(t: &Tuned) -> String {
-    let rules = ompi_rule_table(t);
+    let tables = ompi_rule_tables(t);
     let mut out = String::new();
     let _ = writeln!(out, "# Open MPI coll/tuned dynamic rules (classic format, read by Open MPI {})", t.open_mpi);
     let _ = writeln!(out, "# written by allreduce-sim tune from the scenario '{}'", t.scenario.replace('\n', " "));
     out.push_str("# use: --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename FILE\n");
-    out.push_str("1 # number of collectives\n");
-    let _ = writeln!(out, "{OMPI_ALLREDUCE_ID} # collective id: allreduce");
-    let _ = writeln!(out, "{} # number of communicator sizes", rules.len());
-    for (p, msgs) in &rules {
-        let _ = writeln!(out, "{p} # communicator size");
-        let _ = writeln!(out, "{} # number of message sizes", msgs.len());
-        for (size, alg, fan, seg) in msgs {
-            let _ = writeln!(out, "{size} {alg} {fan} {seg} # from {}: {}", fmt_bytes(*size), ompi::name(*alg));
+    let _ = writeln!(out, "{} # number of collectives", tables.len());
+    for (c, rules) in &tables {
+        let _ = writeln!(out, "{} # collective id: {c}", ompi::collective_id(*c));
+        let _ = writeln!(out, "{} # number of communicator sizes", rules.len());
+        for (p, msgs) in rules {
+            let _ = writeln!(out, "{p} # communicator size");
+            let _ = writeln!(out, "{} # number of message sizes", msgs.len());
+            for (size, alg, fan, seg) in msgs {
+                let name = ompi::name_in(*c, *alg);
+                let _ = writeln!(out, "{size} {alg} {fan} {seg} # from {}: {name}", fmt_bytes(*size));
+            }
         }
     }
     out
 }
 
-/// The rules [`ompi_rules`] writes, merged: (communicator size, message rules).
+/// The allreduce rules [`ompi_rules`] writes, merged: (communicator size, message rules).
 pub fn ompi_rule_table(t: &Tuned) -> Vec<(usize, MsgRules)> {
-    let mut by_p: BTreeMap<usize, Vec<SizeRule<(u8, u64)>>> = BTreeMap::new();
+    ompi_rule_tables(t).into_iter().find(|(c, _)| *c == Collective::Allreduce).map(|(_, r)| r).unwrap_or_default()
+}
+
+/// Every collective's rules [`ompi_rules`] writes, by Open MPI's collective id.
+pub fn ompi_rule_tables(t: &Tuned) -> Vec<(Collective, Vec<(usize, MsgRules)>)> {
+    let mut by_c: BTreeMap<u64, (Collective, BTreeMap<usize, Vec<SizeRule<(u8, u64)>>>)> = BTreeMap::new();
     for pt in &t.points {
         if let Some(rule) = pt.ompi_rule {
-            by_p.entry(pt.ranks).or_default().push((pt.bytes, rule));
+            let (_, by_p) = by_c.entry(ompi::collective_id(pt.collective)).or_insert((pt.collective, BTreeMap::new()));
+            by_p.entry(pt.ranks).or_default().push((ompi::rules_bytes(pt.collective, pt.bytes), rule));
         }
     }
-    let mut out: Vec<(usize, MsgRules)> = Vec::new();
-    for (p, mut sizes) in by_p {
-        sizes.sort_by_key(|(b, _)| *b);
-        let mut msgs: MsgRules = Vec::new();
-        for (i, (b, (alg, seg))) in sizes.into_iter().enumerate() {
-            let from = if i == 0 { 0 } else { b };
-            if msgs.last().is_none_or(|&(_, a, _, s)| (a, s) != (alg, seg)) {
-                msgs.push((from, alg, 0, seg));
+    let mut tables = Vec::new();
+    for (_, (c, by_p)) in by_c {
+        let mut out: Vec<(usize, MsgRules)> = Vec::new();
+        for (p, mut sizes) in by_p {
+            sizes.sort_by_key(|(b, _)| *b);
+            let mut msgs: MsgRules = Vec::new();
+            for (i, (b, (alg, seg))) in sizes.into_iter().enumerate() {
+                let from = if i == 0 { 0 } else { b };
+                if msgs.last().is_none_or(|&(_, a, _, s)| (a, s) != (alg, seg)) {
+                    msgs.push((from, alg, 0, seg));
+                }
+            }
+            if out.last().is_none_or(|(_, m)| *m != msgs) {
+                out.push((p, msgs));
             }
         }
-        if out.last().is_none_or(|(_, m)| *m != msgs) {
-            out.push((p, msgs));
-        }
+        tables.push((c, out));
     }
-    out
+    tables
 }
 
 /// A rules file as Open MPI 4.1.4 reads it (`ompi_coll_tuned_read_rules_config_file`):
@@ -464,7 +498,8 @@ pub fn nccl_lookup(rows: &[NcclRow], nodes: usize, ranks: usize, bytes: u64) -> 
 pub fn table(t: &Tuned) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}: the fastest algorithm per point", t.scenario);
-    let head = ["P", "S", "best", "time", "runner-up", "margin", "ompi_fixed", "vs best", "nccl_model", "vs best"];
+    let head =
+        ["collective", "P", "S", "best", "time", "runner-up", "margin", "ompi_fixed", "vs best", "nccl_model", "vs best"];
     let mut lines: Vec<Vec<String>> = vec![head.iter().map(|h| h.to_string()).collect()];
     let pct = |x: f64| format!("{:+.1}%", 100.0 * x);
     for pt in &t.points {
@@ -475,6 +510,7 @@ pub fn table(t: &Tuned) -> String {
         let (om, ov) = pick(&pt.ompi_fixed);
         let (nm, nv) = pick(&pt.nccl_model);
         lines.push(vec![
+            pt.collective.to_string(),
             pt.ranks.to_string(),
             fmt_bytes(pt.bytes),
             pt.best_algorithm.clone().unwrap_or_else(|| "-".into()),
@@ -498,7 +534,7 @@ pub fn table(t: &Tuned) -> String {
         for (i, c) in l.iter().enumerate() {
             let pad = widths[i] - c.chars().count();
             // Numbers right, names left.
-            if matches!(i, 0 | 1 | 3 | 5 | 7 | 9) {
+            if matches!(i, 1 | 2 | 4 | 6 | 8 | 10) {
                 text.push_str(&" ".repeat(pad));
                 text.push_str(c);
             } else {
@@ -533,6 +569,7 @@ mod tests {
 
     fn point(ranks: usize, bytes: u64, ompi: (u8, u64), nccl: (&str, &str)) -> TunedPoint {
         TunedPoint {
+            collective: Collective::Allreduce,
             ranks,
             bytes,
             best_algorithm: None,
