@@ -677,6 +677,26 @@ mod tests {
         }
     }
 
+    /// Where ompi_fixed is n/a on 4 to 64 ranks and 1 KiB to 64 MiB, as the docs say.
+    #[test]
+    fn lacking_where_documented() {
+        use Collective::*;
+        for c in Collective::ALL {
+            for p in 4..=64usize {
+                for s in (10..=26).map(|k| 1u64 << k) {
+                    let pow2 = p.is_power_of_two();
+                    let want = match c {
+                        Allgather => !pow2 && (p < 32 || s.div_ceil(p as u64) < 1024),
+                        ReduceScatter => !pow2 && (s <= 131_072 || (p > 32 && s <= 262_144)),
+                        Broadcast => (16..32).contains(&p) && s >= 1 << 20,
+                        _ => false,
+                    };
+                    assert_eq!(choose(c, p, s / 4, 4).lacking.is_some(), want, "{c} P={p} S={s}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn inverse_mapping() {
         for (alg, _) in ALGORITHMS {
