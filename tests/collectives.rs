@@ -108,7 +108,8 @@ fn open_mpi_exchanges() {
             for r in &runner::run(&parse_str(&text, "t.yaml").unwrap()).results {
                 let what = format!("{coll} {algo} P={} S={} on {m:?}", r.ranks, r.bytes);
                 assert!(r.passed(), "{what}: {:?}", r.failures);
-                let fits = if algo == "butterfly" { r.ranks.is_power_of_two() } else { r.ranks % 2 == 0 || r.ranks == 1 };
+                let fits =
+                    if algo == "butterfly" { r.ranks.is_power_of_two() } else { r.ranks % 2 == 0 || r.ranks == 1 };
                 if !fits {
                     let why = r.not_applicable.as_deref().unwrap_or_default();
                     assert!(why.contains("power of two") || why.contains("even"), "{what}: {why}");

@@ -81,7 +81,7 @@ pub(crate) fn binary_children(r: usize, np: usize) -> impl Iterator<Item = usize
 pub(crate) fn knomial_children(r: usize, np: usize, radix: usize) -> impl Iterator<Item = usize> + Clone + Send {
     // The largest power of the radix that divides r (all of them below np for r = 0).
     let mut mask = 1;
-    while mask < np && r % (radix * mask) == 0 {
+    while mask < np && r.is_multiple_of(radix * mask) {
         mask *= radix;
     }
     let top = mask / radix;
@@ -99,7 +99,7 @@ fn parent_of(r: usize, radix: usize) -> usize {
         if (r - half) + 1 >= (1 << l) { r - (1 << l) } else { r - half }
     } else {
         let mut mask = 1;
-        while r % (radix * mask) == 0 {
+        while r.is_multiple_of(radix * mask) {
             mask *= radix;
         }
         r / (radix * mask) * (radix * mask)
@@ -108,11 +108,7 @@ fn parent_of(r: usize, radix: usize) -> usize {
 
 impl KaryTree {
     fn children(&self, r: usize, np: usize) -> Box<dyn Iterator<Item = usize> + Send> {
-        if self.radix == 0 {
-            Box::new(binary_children(r, np))
-        } else {
-            Box::new(knomial_children(r, np, self.radix))
-        }
+        if self.radix == 0 { Box::new(binary_children(r, np)) } else { Box::new(knomial_children(r, np, self.radix)) }
     }
 }
 

@@ -161,12 +161,8 @@ pub fn registry_of(c: Collective) -> &'static [AlgoInfo] {
         scatter_gather::RS_DIRECT_INFO,
         scatter_gather::RS_BUTTERFLY_INFO,
     ];
-    static ALLGATHER: &[AlgoInfo] = &[
-        ring::AG_INFO,
-        scatter_gather::AG_DOUBLING_INFO,
-        scatter_gather::AG_DIRECT_INFO,
-        neighbor_exchange::INFO,
-    ];
+    static ALLGATHER: &[AlgoInfo] =
+        &[ring::AG_INFO, scatter_gather::AG_DOUBLING_INFO, scatter_gather::AG_DIRECT_INFO, neighbor_exchange::INFO];
     static BROADCAST: &[AlgoInfo] = &[
         star::ONE_TO_ALL_INFO,
         tree::BCAST_INFO,
@@ -176,12 +172,8 @@ pub fn registry_of(c: Collective) -> &'static [AlgoInfo] {
     ];
     static REDUCE: &[AlgoInfo] =
         &[tree::REDUCE_INFO, chain::REDUCE_INFO, star::ALL_TO_ONE_INFO, kary_tree::BINARY_REDUCE_INFO];
-    static BARRIER: &[AlgoInfo] = &[
-        barrier::ALL_TO_ALL_INFO,
-        barrier::ALL_TO_ONE_INFO,
-        barrier::RECURSIVE_DOUBLING_INFO,
-        barrier::BRUCK_INFO,
-    ];
+    static BARRIER: &[AlgoInfo] =
+        &[barrier::ALL_TO_ALL_INFO, barrier::ALL_TO_ONE_INFO, barrier::RECURSIVE_DOUBLING_INFO, barrier::BRUCK_INFO];
     match c {
         Collective::Allreduce => registry(),
         Collective::ReduceScatter => REDUCE_SCATTER,

@@ -44,9 +44,9 @@ impl Plan {
     /// way round for an odd one: step 0's partner first).
     fn neighbor(&self, r: usize, s: usize) -> usize {
         let np = self.np;
-        let first = if r % 2 == 0 { (r + 1) % np } else { (r + np - 1) % np };
-        let second = if r % 2 == 0 { (r + np - 1) % np } else { (r + 1) % np };
-        if s % 2 == 0 { first } else { second }
+        let first = if r.is_multiple_of(2) { (r + 1) % np } else { (r + np - 1) % np };
+        let second = if r.is_multiple_of(2) { (r + np - 1) % np } else { (r + 1) % np };
+        if s.is_multiple_of(2) { first } else { second }
     }
 
     /// The first of the two blocks rank r receives in step s >= 1, and of those it sends.
@@ -55,7 +55,7 @@ impl Plan {
         // two blocks per step in each direction; the one sent is the one received in the
         // step before (step 0's pair for step 1).
         let np = self.np;
-        let (pair, dir) = if r % 2 == 0 { (r, [2, np - 2]) } else { (r - 1, [np - 2, 2]) };
+        let (pair, dir) = if r.is_multiple_of(2) { (r, [2, np - 2]) } else { (r - 1, [np - 2, 2]) };
         let recv_from = |s: usize| -> usize {
             // After steps 1..=s, each parity's pointer moved once per step of its parity.
             let moves = [(s) / 2, s.div_ceil(2)];

@@ -296,7 +296,13 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
             let missing = match &m.lacking {
                 Some(why) => Some(format!("Open MPI {} runs {}: {why}", ompi::VERSION, m.steps)),
                 None => algos::find_in(spec.collective, m.id).is_none().then(|| {
-                    format!("Open MPI {} runs {}, which is our {}; this build has no {}", ompi::VERSION, m.steps, m.id, m.id)
+                    format!(
+                        "Open MPI {} runs {}, which is our {}; this build has no {}",
+                        ompi::VERSION,
+                        m.steps,
+                        m.id,
+                        m.id
+                    )
                 }),
             };
             Ok(Some(Wanted {

@@ -279,7 +279,8 @@ pub fn ompi_rule_table(t: &Tuned) -> Vec<(usize, MsgRules)> {
 
 /// Every collective's rules [`ompi_rules`] writes, by Open MPI's collective id.
 pub fn ompi_rule_tables(t: &Tuned) -> Vec<(Collective, Vec<(usize, MsgRules)>)> {
-    let mut by_c: BTreeMap<u64, (Collective, BTreeMap<usize, Vec<SizeRule<(u8, u64)>>>)> = BTreeMap::new();
+    type BySize = BTreeMap<usize, Vec<SizeRule<(u8, u64)>>>;
+    let mut by_c: BTreeMap<u64, (Collective, BySize)> = BTreeMap::new();
     for pt in &t.points {
         if let Some(rule) = pt.ompi_rule {
             let (_, by_p) = by_c.entry(ompi::collective_id(pt.collective)).or_insert((pt.collective, BTreeMap::new()));
@@ -498,8 +499,19 @@ pub fn nccl_lookup(rows: &[NcclRow], nodes: usize, ranks: usize, bytes: u64) -> 
 pub fn table(t: &Tuned) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}: the fastest algorithm per point", t.scenario);
-    let head =
-        ["collective", "P", "S", "best", "time", "runner-up", "margin", "ompi_fixed", "vs best", "nccl_model", "vs best"];
+    let head = [
+        "collective",
+        "P",
+        "S",
+        "best",
+        "time",
+        "runner-up",
+        "margin",
+        "ompi_fixed",
+        "vs best",
+        "nccl_model",
+        "vs best",
+    ];
     let mut lines: Vec<Vec<String>> = vec![head.iter().map(|h| h.to_string()).collect()];
     let pct = |x: f64| format!("{:+.1}%", 100.0 * x);
     for pt in &t.points {
