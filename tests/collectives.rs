@@ -96,20 +96,29 @@ fn halving_and_direct_phases() {
     }
 }
 
-/// Open MPI's neighbour exchange allgather (even P) and butterfly reduce-scatter (P a
-/// power of two): verified, on their closed forms wherever they have one (the runner
-/// fails a point otherwise), which they must where P divides n; `n/a` with the reason
-/// where P does not suit them.
+/// Open MPI's neighbour exchange allgather (even P), butterfly reduce-scatter (P a power
+/// of two) and recursive-halving reduce-scatter (any P): verified, on their closed forms
+/// wherever they have one (the runner fails a point otherwise), which they must where P
+/// divides n (and, for the halvings, P is a power of two); `n/a` with the reason where P
+/// does not suit them. The step recurrence gives most other points a closed form too.
 #[test]
 fn open_mpi_exchanges() {
-    for (coll, algo) in [(Collective::Allgather, "neighbor_exchange"), (Collective::ReduceScatter, "butterfly")] {
+    let (mut closed, mut points) = (0, 0);
+    for (coll, algo) in [
+        (Collective::Allgather, "neighbor_exchange"),
+        (Collective::ReduceScatter, "butterfly"),
+        (Collective::ReduceScatter, "recursive_halving"),
+    ] {
         for &m in MACHINES {
             let text = scenario(coll, &format!("[{algo}]"), "[1, 2, 3, 4, 5, 6, 8, 10, 16]", m);
             for r in &runner::run(&parse_str(&text, "t.yaml").unwrap()).results {
                 let what = format!("{coll} {algo} P={} S={} on {m:?}", r.ranks, r.bytes);
                 assert!(r.passed(), "{what}: {:?}", r.failures);
-                let fits =
-                    if algo == "butterfly" { r.ranks.is_power_of_two() } else { r.ranks % 2 == 0 || r.ranks == 1 };
+                let fits = match algo {
+                    "butterfly" => r.ranks.is_power_of_two(),
+                    "neighbor_exchange" => r.ranks % 2 == 0 || r.ranks == 1,
+                    _ => true,
+                };
                 if !fits {
                     let why = r.not_applicable.as_deref().unwrap_or_default();
                     assert!(why.contains("power of two") || why.contains("even"), "{what}: {why}");
@@ -119,12 +128,16 @@ fn open_mpi_exchanges() {
                 assert_eq!(r.verified, Some(true), "{what}");
                 // Where blocks differ, a rank that runs ahead may take a port out of
                 // step order and the recurrence gives up; where P divides n it may not.
-                if (r.bytes as usize / 4).is_multiple_of(r.ranks) {
+                let pow2_only = algo != "neighbor_exchange";
+                if (r.bytes as usize / 4).is_multiple_of(r.ranks) && (!pow2_only || r.ranks.is_power_of_two()) {
                     assert!(r.closed_form_s.is_some(), "{what}: no closed form");
                 }
+                closed += usize::from(r.closed_form_s.is_some());
+                points += 1;
             }
         }
     }
+    assert!(closed * 4 >= points * 3, "closed forms at {closed} of {points} points");
 }
 
 #[test]

@@ -160,6 +160,7 @@ pub fn registry_of(c: Collective) -> &'static [AlgoInfo] {
         scatter_gather::RS_HALVING_INFO,
         scatter_gather::RS_DIRECT_INFO,
         scatter_gather::RS_BUTTERFLY_INFO,
+        scatter_gather::RS_RECURSIVE_HALVING_INFO,
     ];
     static ALLGATHER: &[AlgoInfo] =
         &[ring::AG_INFO, scatter_gather::AG_DOUBLING_INFO, scatter_gather::AG_DIRECT_INFO, neighbor_exchange::INFO];

@@ -7,6 +7,14 @@
 //! `bitrev(j)`: its partner at step k is then `r ^ 2^(L-1-k)`, the first step across
 //! half the ranks, as MPICH's recursive halving goes.
 //!
+//! Open MPI's recursive halving (`ompi_coll_base_reduce_scatter_intra_basic_recursivehalving`)
+//! is MPICH's, for any P: with P' the largest power of two not above P and `rem = P - P'`,
+//! each even rank below `2 rem` first hands its whole vector to the odd rank above it and
+//! sits out; the P' ranks left run the halving over P' "blocks" (an odd rank below `2 rem`
+//! standing for its own block and its partner's, two adjacent real blocks), the first step
+//! across half of them; at the end each odd rank below `2 rem` sends its partner the
+//! partner's block. For P a power of two it is `halving_doubling`'s reduce-scatter.
+//!
 //! Open MPI's butterfly reduce-scatter (`ompi_coll_base_reduce_scatter_intra_butterfly`,
 //! Traff 2005) goes the other way: rank r is member r, so its partner at step k is
 //! `r ^ 2^k` (distance doubling) and it ends with block `bitrev(r)`; one more step, the
@@ -16,7 +24,7 @@ use super::halving_doubling::{Half, halves, phase};
 use super::stepped::{Recv, Send, StepPlan, Stepped};
 use super::{AlgoInfo, Algorithm, DirectPlan, EXACT, Machine, Problem, Topology, block, stepped};
 use crate::cost_model;
-use crate::sim::op::{Action, Program, Rank};
+use crate::sim::op::{Action, Program, Rank, Region};
 
 /// Registry entry: reduce-scatter by recursive halving.
 pub const RS_HALVING_INFO: AlgoInfo = AlgoInfo {
@@ -51,6 +59,21 @@ pub const RS_BUTTERFLY_INFO: AlgoInfo = AlgoInfo {
                   mirror step); otherwise the step recurrence",
     params: &[],
     build: |_| Ok(Box::new(Butterfly)),
+};
+
+/// Registry entry: Open MPI's recursive halving, any P.
+pub const RS_RECURSIVE_HALVING_INFO: AlgoInfo = AlgoInfo {
+    id: "recursive_halving",
+    summary: "recursive halving for any P: the ranks beyond a power of two first hand their vector to a partner, \
+              which hands their block back at the end",
+    source: "Open MPI ompi_coll_base_reduce_scatter_intra_basic_recursivehalving (reduce_scatter algorithm 2); \
+             MPICH; Thakur et al. 2005",
+    requires: "any P >= 1, any n",
+    closed_form: "P a power of two dividing n: log2(P) alpha + (P-1)/P S/B + (P-1)/P S C (halving_doubling's); \
+                  otherwise the step recurrence of the fold, the halving and the hand-back, none where a port \
+                  serves messages out of step order",
+    params: &[],
+    build: |_| Ok(Box::new(RecursiveHalving)),
 };
 
 /// Registry entry: reduce-scatter by direct exchange.
@@ -118,6 +141,113 @@ impl Algorithm for Halving {
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         if self.reduce { p.ranks.trailing_zeros() as usize } else { 0 }
+    }
+}
+
+/// Open MPI's recursive halving; see the module docs.
+#[derive(Debug)]
+pub struct RecursiveHalving;
+
+/// Recursive halving's schedule: the fold, log2 P' halving steps, the hand-back.
+#[derive(Clone, Copy, Debug)]
+struct HalvingPlan {
+    np: usize,
+    n: usize,
+}
+
+impl HalvingPlan {
+    /// (P', rem).
+    fn group(&self) -> (usize, usize) {
+        let p2 = super::pow2_floor(self.np.max(1));
+        (p2, self.np - p2)
+    }
+    /// Rank r's number in the power-of-two group, if it stays in.
+    fn member(&self, r: usize) -> Option<usize> {
+        let (_, rem) = self.group();
+        if r < 2 * rem { (r % 2 == 1).then_some(r / 2) } else { Some(r - rem) }
+    }
+    /// The rank of group member t.
+    fn rank_of(&self, t: usize) -> usize {
+        let (_, rem) = self.group();
+        if t < rem { 2 * t + 1 } else { t + rem }
+    }
+    /// The elements of the group's blocks [a, b): member i < rem stands for real blocks
+    /// 2i and 2i+1, the others for block i + rem.
+    fn span(&self, a: usize, b: usize) -> Region {
+        let (_, rem) = self.group();
+        let real = |i: usize| if i < rem { 2 * i } else { i + rem };
+        let (lo, hi) = (block(self.n, self.np, real(a)), block(self.n, self.np, real(b) - 1));
+        Region::vec(lo.offset, hi.end() - lo.offset)
+    }
+}
+
+impl Stepped for HalvingPlan {
+    fn steps(&self) -> usize {
+        let (p2, _) = self.group();
+        if self.np <= 1 { 0 } else { p2.trailing_zeros() as usize + 2 }
+    }
+
+    fn plan(&self, r: usize, s: usize, out: &mut StepPlan) {
+        let (p2, rem) = self.group();
+        let bits = p2.trailing_zeros() as usize;
+        let all = Region::vec(0, self.n);
+        if s == 0 {
+            // The fold: an even rank below 2 rem hands its vector up.
+            if r < 2 * rem {
+                if r % 2 == 0 {
+                    out.sends.push(Send { to: r + 1, kind: 0, src: all, reduce: true });
+                } else {
+                    out.recvs.push(Recv { from: r - 1, kind: 0, dst: all, action: Action::Reduce });
+                }
+            }
+            return;
+        }
+        if s == bits + 1 {
+            // The hand-back of the folded ranks' blocks.
+            if r < 2 * rem {
+                if r % 2 == 1 {
+                    out.sends.push(Send { to: r - 1, kind: 1, src: block(self.n, self.np, r - 1), reduce: false });
+                } else {
+                    out.recvs.push(Recv { from: r + 1, kind: 1, dst: block(self.n, self.np, r), action: Action::Copy });
+                }
+            }
+            return;
+        }
+        let Some(t) = self.member(r) else { return };
+        // Step s halves across mask m = P'/2^s: the window is t's 2m blocks.
+        let m = p2 >> s;
+        let lo = t & !(2 * m - 1);
+        let (keep, give) =
+            if t & m == 0 { ((lo, lo + m), (lo + m, lo + 2 * m)) } else { ((lo + m, lo + 2 * m), (lo, lo + m)) };
+        let peer = self.rank_of(t ^ m);
+        out.sends.push(Send { to: peer, kind: 0, src: self.span(give.0, give.1), reduce: true });
+        out.recvs.push(Recv { from: peer, kind: 0, dst: self.span(keep.0, keep.1), action: Action::Reduce });
+    }
+}
+
+impl Algorithm for RecursiveHalving {
+    fn id(&self) -> &'static str {
+        RS_RECURSIVE_HALVING_INFO.id
+    }
+
+    fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
+        vec![stepped::program(HalvingPlan { np: p.ranks, n: p.elems }, rank as usize, topo.nics(rank as usize))]
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let plan = HalvingPlan { np: p.ranks, n: p.elems };
+        let t = match cost_model::Hockney::of(m) {
+            Some(h) if p.ranks.is_power_of_two() && p.elems.is_multiple_of(p.ranks) => {
+                cost_model::halving_phase(p, &h, true)?
+            }
+            _ => stepped::time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)?,
+        };
+        Some((t, EXACT))
+    }
+
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
+        let (p2, rem) = HalvingPlan { np: p.ranks, n: p.elems }.group();
+        p2.trailing_zeros() as usize + usize::from(rem > 0)
     }
 }
 

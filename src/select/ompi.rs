@@ -437,8 +437,9 @@ pub fn choose(c: Collective, p: usize, n: u64, elem_bytes: u64) -> Mapped {
 /// The fallbacks and parameters are Open MPI's (`ompi/mca/coll/base/`, 4.1.4):
 /// - allgather: recursive doubling on P not a power of two runs Bruck's; neighbour
 ///   exchange on odd P runs the ring; two_proc (P = 2) is one exchange, our ring of two;
-/// - reduce-scatter: recursive halving and the butterfly fold P not a power of two into
-///   one first (not modelled: lacking there);
+/// - reduce-scatter: recursive halving is our `recursive_halving` for any P (for P a
+///   power of two the same messages as `halving_doubling`); the butterfly folds P not a
+///   power of two into one first (not modelled: lacking there);
 /// - broadcast and reduce: segment size 0 is one segment, and fan-out 0 a single chain
 ///   (`ompi_coll_base_topo_build_chain` forces 1), so chain and pipeline are both our
 ///   `chain`; the split binary tree with fewer than 2 elements runs the chain;
@@ -483,9 +484,11 @@ pub fn runs_in(c: Collective, alg: u8, count: u64, elem_bytes: u64, p: usize) ->
         (Allgather, 4 | 6) => Ok("ring"),
         (Allgather, 5) => Ok("neighbor_exchange"),
         (ReduceScatter, 1) => Err("non-overlapping is a reduce to rank 0 and a scatterv; we have no scatter"),
-        (ReduceScatter, 2) if pow2 => Ok("halving_doubling"),
+        (ReduceScatter, 2) => Ok("recursive_halving"),
         (ReduceScatter, 4) if pow2 => Ok("butterfly"),
-        (ReduceScatter, 2 | 4) => Err("Open MPI first folds P not a power of two into one; that fold is not modelled"),
+        (ReduceScatter, 4) => Err(
+            "Open MPI's butterfly first folds P not a power of two into one (Traff 2005); that fold is not modelled",
+        ),
         (ReduceScatter, 3) => Ok("ring"),
         (Broadcast, 1) => Ok("one_to_all"),
         (Broadcast, 2 | 3) => Ok("chain"),
@@ -526,7 +529,7 @@ pub fn ompi_of_in(c: Collective, id: &str, segment: Option<u64>) -> Option<(u8, 
         (Allgather, "halving_doubling") => (3, 0),
         (Allgather, "ring") => (4, 0),
         (Allgather, "neighbor_exchange") => (5, 0),
-        (ReduceScatter, "halving_doubling") => (2, 0),
+        (ReduceScatter, "halving_doubling" | "recursive_halving") => (2, 0),
         (ReduceScatter, "ring") => (3, 0),
         (ReduceScatter, "butterfly") => (4, 0),
         (Broadcast, "one_to_all") => (1, 0),
@@ -648,6 +651,7 @@ mod tests {
         assert_eq!(runs_in(Allgather, 6, 600, 4, 2).id, "ring");
         assert_eq!(runs_in(ReduceScatter, 4, 600, 4, 8).id, "butterfly");
         assert!(runs_in(ReduceScatter, 4, 600, 4, 12).lacking.is_some());
+        assert_eq!(runs_in(ReduceScatter, 2, 600, 4, 12).id, "recursive_halving");
         assert_eq!(runs_in(Broadcast, 8, 5, 4, 16).id, "one_to_all");
         assert!(runs_in(Broadcast, 8, 16, 4, 16).lacking.is_some());
         assert_eq!(runs_in(Broadcast, 4, 1, 4, 16).id, "chain");
@@ -678,7 +682,7 @@ mod tests {
                     let pow2 = p.is_power_of_two();
                     let want = match c {
                         Allgather => !pow2 && (p < 32 || s.div_ceil(p as u64) < 1024),
-                        ReduceScatter => !pow2 && (s <= 131_072 || (p > 32 && s <= 262_144)),
+                        ReduceScatter => !pow2 && p > 32 && (2048..=262_144).contains(&s),
                         Broadcast => (16..32).contains(&p) && s >= 1 << 20,
                         _ => false,
                     };
