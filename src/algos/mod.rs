@@ -20,6 +20,7 @@ mod params;
 mod ring;
 mod ring_chunked;
 mod ring_gloo;
+mod scatter_allgather;
 mod scatter_gather;
 mod star;
 mod stepped;
@@ -170,6 +171,7 @@ pub fn registry_of(c: Collective) -> &'static [AlgoInfo] {
         chain::BCAST_INFO,
         kary_tree::BINARY_BCAST_INFO,
         kary_tree::KNOMIAL_BCAST_INFO,
+        scatter_allgather::INFO,
     ];
     static REDUCE: &[AlgoInfo] =
         &[tree::REDUCE_INFO, chain::REDUCE_INFO, star::ALL_TO_ONE_INFO, kary_tree::BINARY_REDUCE_INFO];

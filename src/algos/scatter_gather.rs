@@ -194,7 +194,7 @@ impl Stepped for HalvingPlan {
         if s == 0 {
             // The fold: an even rank below 2 rem hands its vector up.
             if r < 2 * rem {
-                if r % 2 == 0 {
+                if r.is_multiple_of(2) {
                     out.sends.push(Send { to: r + 1, kind: 0, src: all, reduce: true });
                 } else {
                     out.recvs.push(Recv { from: r - 1, kind: 0, dst: all, action: Action::Reduce });
