@@ -23,8 +23,8 @@ pub const INFO: AlgoInfo = AlgoInfo {
     source: "Open MPI ompi_coll_base_bcast_intra_scatter_allgather (bcast algorithm 8); Barnett et al. 1994",
     requires: "P a power of two (Open MPI adds sends for other P; not here); n >= P (Open MPI runs the linear \
                broadcast below)",
-    closed_form: "the step recurrence of its 2 log2 P steps; P dividing n, one NIC: (P-1) c/B + log2(P) alpha for \
-                  the scatter's last block, c = S/P, then the allgather's log2(P) steps",
+    closed_form: "the step recurrence of its 2 log2 P steps (cost_model::lockstep): the root's port sends \
+                  (P-1)/P S in log2 P scatter messages, every rank's (P-1)/P S in log2 P allgather swaps",
     params: &[],
     build: |_| Ok(Box::new(ScatterAllgather)),
 };
