@@ -16,11 +16,12 @@
 //! partner's block. For P a power of two it is `halving_doubling`'s reduce-scatter.
 //!
 //! Open MPI's butterfly reduce-scatter (`ompi_coll_base_reduce_scatter_intra_butterfly`,
-//! Traff 2005) goes the other way: rank r is member r, so its partner at step k is
-//! `r ^ 2^k` (distance doubling) and it ends with block `bitrev(r)`; one more step, the
-//! mirror permutation, swaps the blocks of ranks r and `bitrev(r)` where they differ.
+//! Traff 2005) folds as recursive halving does, then goes the other way: member t's
+//! partner at step k is `t ^ 2^k` (distance doubling) and it ends with the group's block
+//! `bitrev(t)`; one more step, the mirror permutation, swaps the blocks of members t and
+//! `bitrev(t)` where they differ, and hands each folded rank its block.
 
-use super::halving_doubling::{Half, halves, phase};
+use super::halving_doubling::{Half, phase, region_at};
 use super::stepped::{Recv, Send, StepPlan, Stepped};
 use super::{AlgoInfo, Algorithm, DirectPlan, EXACT, Machine, Problem, Topology, block, stepped};
 use crate::cost_model;
@@ -54,9 +55,10 @@ pub const RS_BUTTERFLY_INFO: AlgoInfo = AlgoInfo {
     summary: "vector halving, distance doubling: log2 P steps with r ^ 2^k, then each rank swaps the block it \
               ended with for its own (mirror permutation)",
     source: "Open MPI ompi_coll_base_reduce_scatter_intra_butterfly (reduce_scatter algorithm 4); Traff 2005",
-    requires: "P a power of two (Open MPI folds the others first; not here); any n",
-    closed_form: "P dividing n, c = S/P: log2(P) alpha + (P-1) c/B + (P-1) c C, + alpha + c/B for P > 2 (the \
-                  mirror step); otherwise the step recurrence",
+    requires: "any P >= 1, any n (P not a power of two: recursive halving's fold first, as in Open MPI)",
+    closed_form: "P a power of two dividing n, c = S/P: log2(P) alpha + (P-1) c/B + (P-1) c C, + alpha + c/B for \
+                  P > 2 (the mirror step); otherwise the step recurrence, none where a port serves messages out \
+                  of step order",
     params: &[],
     build: |_| Ok(Box::new(Butterfly)),
 };
@@ -148,11 +150,15 @@ impl Algorithm for Halving {
 #[derive(Debug)]
 pub struct RecursiveHalving;
 
-/// Recursive halving's schedule: the fold, log2 P' halving steps, the hand-back.
+/// The schedule of Open MPI's recursive halving, or of its butterfly: the fold, log2 P'
+/// halving steps (the first across half the group, or, for the butterfly, with the
+/// neighbour `t ^ 1`), then the hand-back of the folded ranks' blocks, or the butterfly's
+/// mirror exchange.
 #[derive(Clone, Copy, Debug)]
 struct HalvingPlan {
     np: usize,
     n: usize,
+    butterfly: bool,
 }
 
 impl HalvingPlan {
@@ -203,6 +209,10 @@ impl Stepped for HalvingPlan {
             return;
         }
         if s == bits + 1 {
+            if self.butterfly {
+                self.mirror(r, out);
+                return;
+            }
             // The hand-back of the folded ranks' blocks.
             if r < 2 * rem {
                 if r % 2 == 1 {
@@ -214,14 +224,48 @@ impl Stepped for HalvingPlan {
             return;
         }
         let Some(t) = self.member(r) else { return };
-        // Step s halves across mask m = P'/2^s: the window is t's 2m blocks.
-        let m = p2 >> s;
-        let lo = t & !(2 * m - 1);
-        let (keep, give) =
-            if t & m == 0 { ((lo, lo + m), (lo + m, lo + 2 * m)) } else { ((lo + m, lo + 2 * m), (lo, lo + m)) };
-        let peer = self.rank_of(t ^ m);
+        let ((keep, give), partner) = if self.butterfly {
+            // Step s halves by bit k = s-1 of t, within the window the lower bits chose.
+            let k = s as u32 - 1;
+            let (lo, hi) = region_at(t, k, p2);
+            let mid = (lo + hi) / 2;
+            (if t >> k & 1 == 0 { ((lo, mid), (mid, hi)) } else { ((mid, hi), (lo, mid)) }, t ^ (1 << k))
+        } else {
+            // Step s halves across mask m = P'/2^s: the window is t's 2m blocks.
+            let m = p2 >> s;
+            let lo = t & !(2 * m - 1);
+            (
+                if t & m == 0 { ((lo, lo + m), (lo + m, lo + 2 * m)) } else { ((lo + m, lo + 2 * m), (lo, lo + m)) },
+                t ^ m,
+            )
+        };
+        let peer = self.rank_of(partner);
         out.sends.push(Send { to: peer, kind: 0, src: self.span(give.0, give.1), reduce: true });
         out.recvs.push(Recv { from: peer, kind: 0, dst: self.span(keep.0, keep.1), action: Action::Reduce });
+    }
+}
+
+impl HalvingPlan {
+    /// The butterfly's last step: member t holds the group's block `bitrev(t)`; it sends
+    /// the folded rank of that block its part (if it has one), swaps the rest with the
+    /// member `bitrev(t)` for its own, and a folded rank takes its block.
+    fn mirror(&self, r: usize, out: &mut StepPlan) {
+        let (p2, rem) = self.group();
+        let owner = |b: usize| self.rank_of(bitrev(b, p2));
+        let Some(t) = self.member(r) else {
+            // A folded (even) rank 2b gets its block from the member holding group block b.
+            out.recvs.push(Recv { from: owner(r / 2), kind: 1, dst: block(self.n, self.np, r), action: Action::Copy });
+            return;
+        };
+        let b = bitrev(t, p2);
+        if b < rem {
+            out.sends.push(Send { to: 2 * b, kind: 1, src: block(self.n, self.np, 2 * b), reduce: false });
+        }
+        if b != t {
+            let mine = self.rank_of(b);
+            out.sends.push(Send { to: mine, kind: 2, src: block(self.n, self.np, mine), reduce: false });
+            out.recvs.push(Recv { from: mine, kind: 2, dst: block(self.n, self.np, r), action: Action::Copy });
+        }
     }
 }
 
@@ -231,11 +275,15 @@ impl Algorithm for RecursiveHalving {
     }
 
     fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
-        vec![stepped::program(HalvingPlan { np: p.ranks, n: p.elems }, rank as usize, topo.nics(rank as usize))]
+        vec![stepped::program(
+            HalvingPlan { np: p.ranks, n: p.elems, butterfly: false },
+            rank as usize,
+            topo.nics(rank as usize),
+        )]
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        let plan = HalvingPlan { np: p.ranks, n: p.elems };
+        let plan = HalvingPlan { np: p.ranks, n: p.elems, butterfly: false };
         let t = match cost_model::Hockney::of(m) {
             Some(h) if p.ranks.is_power_of_two() && p.elems.is_multiple_of(p.ranks) => {
                 cost_model::halving_phase(p, &h, true)?
@@ -246,7 +294,7 @@ impl Algorithm for RecursiveHalving {
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
-        let (p2, rem) = HalvingPlan { np: p.ranks, n: p.elems }.group();
+        let (p2, rem) = HalvingPlan { np: p.ranks, n: p.elems, butterfly: false }.group();
         p2.trailing_zeros() as usize + usize::from(rem > 0)
     }
 }
@@ -255,57 +303,21 @@ impl Algorithm for RecursiveHalving {
 #[derive(Debug)]
 pub struct Butterfly;
 
-/// The butterfly's schedule for one problem: log2 P halving steps, then the mirror step.
-#[derive(Clone, Copy, Debug)]
-struct ButterflyPlan {
-    np: usize,
-    n: usize,
-}
-
-impl Stepped for ButterflyPlan {
-    fn steps(&self) -> usize {
-        if self.np <= 1 { 0 } else { self.np.trailing_zeros() as usize + 1 }
-    }
-
-    fn plan(&self, r: usize, s: usize, out: &mut StepPlan) {
-        let (np, n) = (self.np, self.n);
-        let bits = np.trailing_zeros() as usize;
-        if s < bits {
-            let (partner, keep, give) = halves(r, s as u32, np, np, n);
-            out.sends.push(Send { to: partner, kind: 0, src: give, reduce: true });
-            out.recvs.push(Recv { from: partner, kind: 0, dst: keep, action: Action::Reduce });
-            return;
-        }
-        let mirror = bitrev(r, np);
-        if mirror != r {
-            out.sends.push(Send { to: mirror, kind: 1, src: block(n, np, mirror), reduce: false });
-            out.recvs.push(Recv { from: mirror, kind: 1, dst: block(n, np, r), action: Action::Copy });
-        }
-    }
-}
-
 impl Algorithm for Butterfly {
     fn id(&self) -> &'static str {
         RS_BUTTERFLY_INFO.id
     }
 
-    fn applicable(&self, p: &Problem, _m: &Machine) -> Result<(), String> {
-        if !p.ranks.is_power_of_two() {
-            return Err(format!(
-                "{} ranks: the butterfly needs a power of two (Open MPI folds the others into one first, which is \
-                 not modelled)",
-                p.ranks
-            ));
-        }
-        Ok(())
-    }
-
     fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
-        vec![stepped::program(ButterflyPlan { np: p.ranks, n: p.elems }, rank as usize, topo.nics(rank as usize))]
+        vec![stepped::program(
+            HalvingPlan { np: p.ranks, n: p.elems, butterfly: true },
+            rank as usize,
+            topo.nics(rank as usize),
+        )]
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        let plan = ButterflyPlan { np: p.ranks, n: p.elems };
+        let plan = HalvingPlan { np: p.ranks, n: p.elems, butterfly: true };
         let t = match cost_model::Hockney::of(m) {
             Some(h) if p.ranks > 0 && p.elems.is_multiple_of(p.ranks) => cost_model::butterfly_reduce_scatter(p, &h)?,
             _ => stepped::time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)?,
@@ -314,7 +326,8 @@ impl Algorithm for Butterfly {
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
-        p.ranks.trailing_zeros() as usize
+        let (p2, rem) = HalvingPlan { np: p.ranks, n: p.elems, butterfly: true }.group();
+        p2.trailing_zeros() as usize + usize::from(rem > 0)
     }
 }
 

@@ -437,9 +437,9 @@ pub fn choose(c: Collective, p: usize, n: u64, elem_bytes: u64) -> Mapped {
 /// The fallbacks and parameters are Open MPI's (`ompi/mca/coll/base/`, 4.1.4):
 /// - allgather: recursive doubling on P not a power of two runs Bruck's; neighbour
 ///   exchange on odd P runs the ring; two_proc (P = 2) is one exchange, our ring of two;
-/// - reduce-scatter: recursive halving is our `recursive_halving` for any P (for P a
-///   power of two the same messages as `halving_doubling`); the butterfly folds P not a
-///   power of two into one first (not modelled: lacking there);
+/// - reduce-scatter: recursive halving and the butterfly are ours for any P (both fold P
+///   not a power of two first; recursive halving on a power of two sends the messages of
+///   `halving_doubling`);
 /// - broadcast and reduce: segment size 0 is one segment, and fan-out 0 a single chain
 ///   (`ompi_coll_base_topo_build_chain` forces 1), so chain and pipeline are both our
 ///   `chain`; the split binary tree with fewer than 2 elements runs the chain;
@@ -485,10 +485,7 @@ pub fn runs_in(c: Collective, alg: u8, count: u64, elem_bytes: u64, p: usize) ->
         (Allgather, 5) => Ok("neighbor_exchange"),
         (ReduceScatter, 1) => Err("non-overlapping is a reduce to rank 0 and a scatterv; we have no scatter"),
         (ReduceScatter, 2) => Ok("recursive_halving"),
-        (ReduceScatter, 4) if pow2 => Ok("butterfly"),
-        (ReduceScatter, 4) => Err(
-            "Open MPI's butterfly first folds P not a power of two into one (Traff 2005); that fold is not modelled",
-        ),
+        (ReduceScatter, 4) => Ok("butterfly"),
         (ReduceScatter, 3) => Ok("ring"),
         (Broadcast, 1) => Ok("one_to_all"),
         (Broadcast, 2 | 3) => Ok("chain"),
@@ -653,7 +650,7 @@ mod tests {
         assert_eq!(runs_in(Allgather, 5, 600, 4, 8).id, "neighbor_exchange");
         assert_eq!(runs_in(Allgather, 6, 600, 4, 2).id, "ring");
         assert_eq!(runs_in(ReduceScatter, 4, 600, 4, 8).id, "butterfly");
-        assert!(runs_in(ReduceScatter, 4, 600, 4, 12).lacking.is_some());
+        assert_eq!(runs_in(ReduceScatter, 4, 600, 4, 12).id, "butterfly");
         assert_eq!(runs_in(ReduceScatter, 2, 600, 4, 12).id, "recursive_halving");
         assert_eq!(runs_in(Broadcast, 8, 5, 4, 16).id, "one_to_all");
         assert_eq!(runs_in(Broadcast, 8, 16, 4, 16).id, "scatter_allgather");
@@ -687,7 +684,6 @@ mod tests {
                     let pow2 = p.is_power_of_two();
                     let want = match c {
                         Allgather => !pow2 && (p < 32 || s.div_ceil(p as u64) < 1024),
-                        ReduceScatter => !pow2 && p > 32 && (2048..=262_144).contains(&s),
                         Broadcast => (17..32).contains(&p) && s >= 1 << 20,
                         _ => false,
                     };
