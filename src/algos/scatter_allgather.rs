@@ -1,7 +1,6 @@
 //! Broadcast by a binomial scatter and a recursive-doubling allgather (Barnett et al.
 //! 1994; van de Geijn's long-message broadcast; Open MPI's
-//! `ompi_coll_base_bcast_intra_scatter_allgather`, bcast algorithm 8), for P a power of
-//! two.
+//! `ompi_coll_base_bcast_intra_scatter_allgather`, bcast algorithm 8).
 //!
 //! The vector is cut as Open MPI cuts it: block i is elements `[i c, (i+1) c)` of
 //! `c = ceil(n/P)`, the last ones short or empty. Scatter: in step s (mask m = P/2^(s+1))
@@ -9,8 +8,11 @@
 //! if they are empty), so each rank ends with its block and the root's port sends
 //! `S/2 + S/4 + ...` in turn. Allgather: in step s (mask m = 2^s) rank r swaps what its
 //! group of m ranks holds with the group of `r ^ m` (empty messages too, as Open MPI's
-//! sendrecv). About `2 S` on the root's port instead of the binomial tree's
-//! `log2 P S`, for `2 log2 P` latencies.
+//! sendrecv). For P not a power of two, a swap whose partner is beyond P does not happen,
+//! and the ranks of the half that did receive the other half's blocks pass them on to the
+//! ones that did not by recursive halving (Open MPI's, after MPICH's allgather), in up to
+//! i sub-steps at level i. About `2 S` on the root's port instead of the binomial tree's
+//! `log2 P S`, for about `2 log2 P` latencies.
 
 use super::stepped::{self, Recv, Send, StepPlan, Stepped};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
@@ -21,10 +23,10 @@ pub const INFO: AlgoInfo = AlgoInfo {
     id: "scatter_allgather",
     summary: "binomial-tree scatter of P blocks, then a recursive-doubling allgather",
     source: "Open MPI ompi_coll_base_bcast_intra_scatter_allgather (bcast algorithm 8); Barnett et al. 1994",
-    requires: "P a power of two (Open MPI adds sends for other P; not here); n >= P (Open MPI runs the linear \
-               broadcast below)",
-    closed_form: "the step recurrence of its 2 log2 P steps (cost_model::lockstep): the root's port sends \
-                  (P-1)/P S in log2 P scatter messages, every rank's (P-1)/P S in log2 P allgather swaps",
+    requires: "any P >= 1; n >= P (Open MPI runs the linear broadcast below)",
+    closed_form: "the step recurrence of its steps (cost_model::lockstep), none where a port serves messages out \
+                  of step order: for P a power of two the root's port sends (P-1)/P S in log2 P scatter messages, \
+                  every rank's (P-1)/P S in log2 P allgather swaps",
     params: &[],
     build: |_| Ok(Box::new(ScatterAllgather)),
 };
@@ -49,27 +51,73 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// L = ceil(log2 P): the scatter's steps and the allgather's levels.
+    fn levels(&self) -> usize {
+        super::clog2(self.np) as usize
+    }
+
+    /// Allgather step `s` (from 0) as (level i, sub-step j): level i (mask 2^i) has the swap
+    /// (j = 0) and i recursive-halving sub-steps for P not a power of two.
+    fn level_of(&self, mut s: usize) -> (usize, usize) {
+        for i in 0..self.levels() {
+            if s <= i {
+                return (i, s);
+            }
+            s -= i + 1;
+        }
+        (self.levels(), 0)
+    }
+}
+
 impl Stepped for Plan {
     fn steps(&self) -> usize {
-        2 * self.np.trailing_zeros() as usize
+        let l = self.levels();
+        l + l * (l + 1) / 2
     }
 
     fn plan(&self, r: usize, s: usize, out: &mut StepPlan) {
-        let bits = self.np.trailing_zeros() as usize;
-        if s < bits {
-            let m = self.np >> (s + 1);
+        let (np, levels) = (self.np, self.levels());
+        if s < levels {
+            let m = 1 << (levels - 1 - s);
             let region = |child: usize| self.blocks(child, child + m);
-            if r.is_multiple_of(2 * m) && region(r + m).len > 0 {
+            if r.is_multiple_of(2 * m) && r + m < np && region(r + m).len > 0 {
                 out.sends.push(Send { to: r + m, kind: 0, src: region(r + m), reduce: false });
             } else if r % (2 * m) == m && region(r).len > 0 {
                 out.recvs.push(Recv { from: r - m, kind: 0, dst: region(r), action: Action::Copy });
             }
             return;
         }
-        let m = 1 << (s - bits);
+        let (i, j) = self.level_of(s - levels);
+        let m = 1 << i;
         let (mine, theirs) = (r / m * m, (r ^ m) / m * m);
-        out.sends.push(Send { to: r ^ m, kind: 0, src: self.blocks(mine, mine + m), reduce: false });
-        out.recvs.push(Recv { from: r ^ m, kind: 0, dst: self.blocks(theirs, theirs + m), action: Action::Copy });
+        if j == 0 {
+            if r ^ m < np {
+                out.sends.push(Send { to: r ^ m, kind: 0, src: self.blocks(mine, mine + m), reduce: false });
+                out.recvs.push(Recv {
+                    from: r ^ m,
+                    kind: 0,
+                    dst: self.blocks(theirs, theirs + m),
+                    action: Action::Copy,
+                });
+            }
+            return;
+        }
+        // The other half's ranks beyond P: the ranks of this half that got its blocks
+        // pass them on by recursive halving (Open MPI's, after MPICH).
+        if theirs + m <= np {
+            return;
+        }
+        let have = np as isize - mine as isize - m as isize;
+        let upper = self.blocks(mine + m, mine + 2 * m);
+        let h = m >> j;
+        let (peer, root) = (r ^ h, (r / (2 * h) * (2 * h)) as isize);
+        let (ri, pi) = (r as isize, peer as isize);
+        if peer > r && ri < root + have && pi >= root + have {
+            out.sends.push(Send { to: peer, kind: 1, src: upper, reduce: false });
+        } else if peer < r && pi < root + have && ri >= root + have {
+            out.recvs.push(Recv { from: peer, kind: 1, dst: upper, action: Action::Copy });
+        }
     }
 }
 
@@ -79,13 +127,6 @@ impl Algorithm for ScatterAllgather {
     }
 
     fn applicable(&self, p: &Problem, _m: &Machine) -> Result<(), String> {
-        if !p.ranks.is_power_of_two() {
-            return Err(format!(
-                "{} ranks: the scatter-allgather broadcast here needs a power of two (Open MPI's extra sends for \
-                 other P are not modelled)",
-                p.ranks
-            ));
-        }
         if p.elems < p.ranks {
             return Err(format!(
                 "{} elements on {} ranks: fewer elements than ranks (Open MPI runs the linear broadcast)",

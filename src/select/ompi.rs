@@ -444,7 +444,7 @@ pub fn choose(c: Collective, p: usize, n: u64, elem_bytes: u64) -> Mapped {
 ///   (`ompi_coll_base_topo_build_chain` forces 1), so chain and pipeline are both our
 ///   `chain`; the split binary tree with fewer than 2 elements runs the chain;
 ///   scatter-allgather (either) with fewer elements than ranks runs the basic linear
-///   broadcast, and is ours for P a power of two (lacking elsewhere); the reduce's Rabenseifner (`redscat_gather`) with fewer elements than the
+///   broadcast; the reduce's Rabenseifner (`redscat_gather`) with fewer elements than the
 ///   power of two of its ranks runs the linear reduce.
 pub fn runs_in(c: Collective, alg: u8, count: u64, elem_bytes: u64, p: usize) -> Mapped {
     if c == Collective::Allreduce {
@@ -493,8 +493,7 @@ pub fn runs_in(c: Collective, alg: u8, count: u64, elem_bytes: u64, p: usize) ->
         (Broadcast, 4) => Err("we have no split binary tree"),
         (Broadcast, 5) => Ok("binary_tree"),
         (Broadcast, 7) => Ok("knomial"),
-        (Broadcast, 8) if pow2 => Ok("scatter_allgather"),
-        (Broadcast, 8) => Err("its extra sends for P not a power of two are not modelled"),
+        (Broadcast, 8) => Ok("scatter_allgather"),
         (Broadcast, _) => Err("we have no scatter followed by a ring allgather"),
         (Reduce, 1) => Ok("all_to_one"),
         (Reduce, 2 | 3) => Ok("chain"),
@@ -654,7 +653,7 @@ mod tests {
         assert_eq!(runs_in(ReduceScatter, 2, 600, 4, 12).id, "recursive_halving");
         assert_eq!(runs_in(Broadcast, 8, 5, 4, 16).id, "one_to_all");
         assert_eq!(runs_in(Broadcast, 8, 16, 4, 16).id, "scatter_allgather");
-        assert!(runs_in(Broadcast, 8, 20, 4, 20).lacking.is_some());
+        assert_eq!(runs_in(Broadcast, 8, 20, 4, 20).id, "scatter_allgather");
         assert!(runs_in(Broadcast, 9, 16, 4, 16).lacking.is_some());
         assert_eq!(runs_in(Broadcast, 4, 1, 4, 16).id, "chain");
         assert_eq!(runs_in(Broadcast, 3, 1 << 20, 4, 16).id, "chain");
@@ -684,7 +683,6 @@ mod tests {
                     let pow2 = p.is_power_of_two();
                     let want = match c {
                         Allgather => !pow2 && (p < 32 || s.div_ceil(p as u64) < 1024),
-                        Broadcast => (17..32).contains(&p) && s >= 1 << 20,
                         _ => false,
                     };
                     assert_eq!(choose(c, p, s / 4, 4).lacking.is_some(), want, "{c} P={p} S={s}");
