@@ -215,6 +215,14 @@ pub fn star(p: &Problem, h: &Hockney) -> f64 {
     gather_reduce(p.ranks - 1, h.nics, t, h.r(p.bytes())) + rounds as f64 * t
 }
 
+/// All-to-one reduce (Open MPI's basic linear reduce): star's first half,
+/// `max(T + (P-1) R, m T + (P-1-(m-1)k) R)` with `T = T(S)`, `R = R(S)`,
+/// `m = ceil((P-1)/k)`: the root's k incoming NICs take the P-1 vectors in m rounds and
+/// its one compute unit adds them in arrival order.
+pub fn linear_reduce(p: &Problem, h: &Hockney) -> f64 {
+    gather_reduce(p.ranks.saturating_sub(1), h.nics, h.t(p.bytes()), h.r(p.bytes()))
+}
+
 /// When a rank that receives `others` messages of time `t` through its `k` incoming NICs
 /// (`m = ceil(others/k)` rounds, all sent at time 0, none waiting on a busy sender) has
 /// added them all on its one compute unit (`r` each), in arrival order:
@@ -1044,4 +1052,93 @@ pub fn binomial_tree_pipelined(p: &Problem, h: &Hockney, segments: usize) -> Opt
         end = end.max(now).max(landed);
     }
     Some(end)
+}
+
+/// Recursive-doubling barrier (Open MPI's): `log2 P` rounds of one empty message each
+/// way, `log2(P) alpha`, for P a power of two.
+///
+/// Otherwise none: the P - P' ranks beyond the largest power of two P' first tell their
+/// partner `r - P'`, and a round-0 message from a rank that waits for nobody reaches such
+/// a partner's port at the same instant as that message; which goes first is the
+/// engine's port arbitration (lower sender first), and the lag then spreads unevenly
+/// through the rounds. `(log2(P') + 2) alpha` is the time when no two messages ever
+/// want one port.
+pub fn recursive_doubling_barrier(p: &Problem, h: &Hockney) -> Option<f64> {
+    if p.ranks <= 1 {
+        return Some(0.0);
+    }
+    p.ranks.is_power_of_two().then(|| f64::from(p.ranks.trailing_zeros()) * h.t(0.0))
+}
+
+/// Dissemination (Bruck) barrier: `ceil(log2 P)` rounds, in each of which every rank
+/// sends one empty message and receives one, on different peers: `ceil(log2 P) alpha`.
+pub fn bruck_barrier(p: &Problem, h: &Hockney) -> f64 {
+    f64::from(clog2(p.ranks)) * h.t(0.0)
+}
+
+/// Neighbour exchange allgather, P even dividing n, `c = S/P`: step 0 swaps one block
+/// with the pair partner, each of the P/2 - 1 others two blocks with a neighbour, every
+/// rank sending one message and receiving one from the same peer per step (no port is
+/// wanted twice): `T(c) + (P/2 - 1) T(2c) = (P/2) alpha + (P-1) c/B`.
+pub fn neighbor_exchange(p: &Problem, h: &Hockney) -> f64 {
+    if p.ranks <= 1 {
+        return 0.0;
+    }
+    let c = p.b(p.elems / p.ranks);
+    h.t(c) + (p.ranks / 2 - 1) as f64 * h.t(2.0 * c)
+}
+
+/// Open MPI's butterfly reduce-scatter, P a power of two dividing n, `c = S/P`: the
+/// halving steps of [`halving_phase`] (step k moves and adds `S/2^(k+1)`, every rank
+/// alike), then for P > 2 the mirror step, in which a rank sends one block and receives
+/// one from the same peer (ranks whose bit reversal is themselves sit it out):
+/// `log2(P) alpha + (P-1) c/B + (P-1) c C + [P > 2] (alpha + c/B)`.
+pub fn butterfly_reduce_scatter(p: &Problem, h: &Hockney) -> Option<f64> {
+    let halving = halving_phase(p, h, true)?;
+    let mirror = if p.ranks > 2 { h.t(p.b(p.elems / p.ranks)) } else { 0.0 };
+    Some(halving + mirror)
+}
+
+/// A tree broadcast from rank 0, every child of higher rank than its parent
+/// (`children(r)` in the order r sends): child i of a parent has the vector
+/// `ceil((i+1)/k) T(S)` after it, the parent's k outgoing NICs sending in order. Each
+/// rank receives one message, so no incoming port is ever wanted twice.
+pub fn tree_bcast(p: &Problem, h: &Hockney, children: impl Fn(usize) -> Vec<usize>) -> f64 {
+    let t = h.t(p.bytes());
+    let k = h.nics.max(1) as usize;
+    let mut got = vec![0.0f64; p.ranks];
+    let mut end = 0.0f64;
+    for q in 0..p.ranks {
+        for (i, c) in children(q).into_iter().enumerate() {
+            got[c] = got[q] + (i / k + 1) as f64 * t;
+        }
+        end = end.max(got[q]);
+    }
+    end
+}
+
+/// A tree reduce to rank 0, every child of higher rank than its parent: rank q's
+/// children send their sums when they have them; q's k incoming NICs take them in order
+/// of (send time, rank), each for `T(S)`, and q adds them in `children(q)` order on its
+/// one compute unit (`R(S)` each), then sends its sum up. The time is when rank 0 has
+/// added its last child's sum.
+pub fn tree_reduce(p: &Problem, h: &Hockney, children: impl Fn(usize) -> Vec<usize>) -> f64 {
+    let (t, r) = (h.t(p.bytes()), h.r(p.bytes()));
+    let k = h.nics.max(1) as usize;
+    let mut ready = vec![0.0f64; p.ranks];
+    let mut arrived = vec![0.0f64; p.ranks];
+    for q in (0..p.ranks).rev() {
+        let kids = children(q);
+        let mut order: Vec<(f64, usize)> = kids.iter().map(|&c| (ready[c], c)).collect();
+        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut ports = vec![0.0f64; k];
+        for &(sent, c) in &order {
+            let port = (0..k).min_by(|&a, &b| ports[a].total_cmp(&ports[b])).unwrap_or(0);
+            let start = sent.max(ports[port]);
+            ports[port] = start + t;
+            arrived[c] = start + t;
+        }
+        ready[q] = kids.iter().fold(0.0f64, |done, &c| done.max(arrived[c]) + r);
+    }
+    ready.first().copied().unwrap_or(0.0)
 }

@@ -224,7 +224,8 @@ fn ompi_signature(alg: u8, n: usize) -> Vec<usize> {
     }
 }
 
-/// A real Open MPI reads the rules file `tune` writes and runs what it says. Rank 0
+/// A real Open MPI reads the rules file `tune` writes and runs what it says, for
+/// allreduce and, from a file of two sections, reduce-scatter. Rank 0
 /// of a small MPI program records the lengths its user-defined (commutative) sum is
 /// called with, which tells Open MPI's allreduce algorithms apart on 4 ranks; the
 /// program is run once with our generated file and once with a file that forces the
@@ -242,13 +243,14 @@ fn open_mpi_runs_the_rules_file() {
     let exe = tmp("probe");
     let built = Command::new("mpicc").arg(&src).arg("-o").arg(&exe).status().unwrap();
     assert!(built.success(), "mpicc failed");
-    let run = |rules: &Path, n: usize| -> Vec<usize> {
+    let run_with = |rules: &Path, n: usize, rs: bool| -> Vec<usize> {
         let out = Command::new("mpirun")
             .args(["--allow-run-as-root", "--oversubscribe", "-np", "4"])
             .args(["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_dynamic_rules_filename"])
             .arg(rules)
             .arg(&exe)
             .arg(n.to_string())
+            .args(rs.then_some("rs"))
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
@@ -256,6 +258,8 @@ fn open_mpi_runs_the_rules_file() {
         let line = text.lines().find_map(|l| l.strip_prefix("calls:")).unwrap();
         line.split_whitespace().map(|w| w.parse().unwrap()).collect()
     };
+    let run = |rules: &Path, n: usize| run_with(rules, n, false);
+    let run_rs = |rules: &Path, n: usize| run_with(rules, n, true);
 
     // Our rules at 4 ranks, from a sweep whose winners differ in size.
     let path = tmp("mpi.yaml");
@@ -296,10 +300,25 @@ fn open_mpi_runs_the_rules_file() {
     let forced = tmp("ring.txt");
     std::fs::write(&forced, tune::ompi_rules(&t)).unwrap();
     assert_eq!(run(&forced, 1 << 18), ompi_signature(4, 1 << 18));
+
+    // A file of two collectives: the allreduce's ring and the reduce-scatter's ring
+    // (Open MPI's reduce_scatter 3), at 16 KiB, where the fixed rules run recursive
+    // halving (its calls: n/2, then n/4). Both sections are read.
+    let rs = allreduce_sim::collective::Collective::ReduceScatter;
+    assert_eq!(ompi::fixed(rs, 4, 16_384, true), 2);
+    let mut two = t.clone();
+    two.points.push(tune::TunedPoint { collective: rs, ompi_rule: Some((3, 0)), ..t.points[0].clone() });
+    let text = tune::ompi_rules(&two);
+    let rules = tune::read_ompi_rules(&text).unwrap();
+    assert_eq!(rules.keys().copied().collect::<Vec<_>>(), [tune::OMPI_ALLREDUCE_ID, ompi::collective_id(rs)]);
+    std::fs::write(&forced, &text).unwrap();
+    assert_eq!(run(&forced, 1 << 18), ompi_signature(4, 1 << 18));
+    assert_eq!(run_rs(&forced, 4096), vec![1024; 3], "Open MPI did not run the reduce-scatter ring");
 }
 
-/// The MPI program: an in-place allreduce of n floats with a user-defined commutative
-/// sum that records, on rank 0, the length of every call.
+/// The MPI program: an in-place allreduce of n floats (or, with a second argument, a
+/// reduce-scatter of n floats into P equal blocks) with a user-defined commutative sum
+/// that records, on rank 0, the length of every call.
 const PROBE: &str = r#"#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,9 +339,17 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n; i++) v[i] = rank + 1;
   MPI_Op op;
   MPI_Op_create(sum, 1, &op);
-  MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_FLOAT, op, MPI_COMM_WORLD);
-  int ok = 1;
-  for (int i = 0; i < n; i++) ok &= v[i] == size * (size + 1) / 2;
+  int ok = 1, rs = argc > 2;
+  if (rs) {
+    int *counts = malloc(sizeof(int) * size);
+    for (int i = 0; i < size; i++) counts[i] = n / size;
+    float *out = malloc(sizeof(float) * (n / size));
+    MPI_Reduce_scatter(v, out, counts, MPI_FLOAT, op, MPI_COMM_WORLD);
+    for (int i = 0; i < n / size; i++) ok &= out[i] == size * (size + 1) / 2;
+  } else {
+    MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_FLOAT, op, MPI_COMM_WORLD);
+    for (int i = 0; i < n; i++) ok &= v[i] == size * (size + 1) / 2;
+  }
   if (rank == 0) {
     printf("calls:");
     for (int i = 0; i < ncalls && i < 64; i++) printf(" %d", calls[i]);

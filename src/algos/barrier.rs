@@ -1,11 +1,19 @@
-//! Barriers (Gloo's `barrier_all_to_all` and `barrier_all_to_one`): empty messages
-//! only, so a barrier's time is its latency terms. No rank leaves before it has heard,
-//! directly or through rank 0, from every other rank.
+//! Barriers: empty messages only, so a barrier's time is its latency terms. No rank
+//! leaves before it has heard, directly or through others, from every other rank.
+//! - `all_to_all`, `all_to_one`: Gloo's `barrier_all_to_all` and `barrier_all_to_one`
+//!   (`all_to_one` is also Open MPI's basic linear barrier);
+//! - `recursive_doubling`: Open MPI's `ompi_coll_base_barrier_intra_recursivedoubling`:
+//!   log2 P' rounds of pairwise exchanges with `r ^ 2^i` among the first P' ranks (P' the
+//!   largest power of two not above P); each of the other P - P' ranks first tells rank
+//!   `r - P'` it has arrived and is told, after the rounds, that everyone has;
+//! - `bruck`: Open MPI's `ompi_coll_base_barrier_intra_bruck`, the dissemination barrier
+//!   (Hensgen, Finkel & Manber 1988): in round i every rank tells `r + 2^i` and hears from
+//!   `r - 2^i`, ceil(log2 P) rounds for any P.
 
 use super::star::{gather_phase, one_to_all_phase};
-use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
+use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, clog2, pow2_floor};
 use crate::cost_model;
-use crate::sim::op::{Action, Op, Program, Rank, Region};
+use crate::sim::op::{Action, Op, Program, Rank, Region, per_step};
 
 /// Registry entry: all-to-all.
 pub const ALL_TO_ALL_INFO: AlgoInfo = AlgoInfo {
@@ -29,10 +37,94 @@ pub const ALL_TO_ONE_INFO: AlgoInfo = AlgoInfo {
     build: |_| Ok(Box::new(Barrier { to_one: true })),
 };
 
+/// Registry entry: recursive doubling.
+pub const RECURSIVE_DOUBLING_INFO: AlgoInfo = AlgoInfo {
+    id: "recursive_doubling",
+    summary: "pairwise exchanges with r ^ 2^i among the first P' = 2^floor(log2 P) ranks; the others tell a \
+              partner before and hear from it after",
+    source: "Open MPI ompi_coll_base_barrier_intra_recursivedoubling (barrier algorithm 3)",
+    requires: "any P >= 1",
+    closed_form: "log2(P) alpha for P a power of two; otherwise none (a round-0 message and an extra rank's \
+                  arrival meet at one port, and the engine's arbitration decides)",
+    params: &[],
+    build: |_| Ok(Box::new(Rounds { dissemination: false })),
+};
+
+/// Registry entry: Bruck's dissemination barrier.
+pub const BRUCK_INFO: AlgoInfo = AlgoInfo {
+    id: "bruck",
+    summary: "dissemination: in round i every rank tells r + 2^i and hears from r - 2^i (mod P)",
+    source: "Open MPI ompi_coll_base_barrier_intra_bruck (barrier algorithm 4); Hensgen, Finkel & Manber 1988",
+    requires: "any P >= 1",
+    closed_form: "ceil(log2 P) alpha",
+    params: &[],
+    build: |_| Ok(Box::new(Rounds { dissemination: true })),
+};
+
 /// See the module docs.
 #[derive(Debug)]
 pub struct Barrier {
     to_one: bool,
+}
+
+/// Recursive doubling or dissemination; see the module docs.
+#[derive(Debug)]
+pub struct Rounds {
+    dissemination: bool,
+}
+
+/// Tags of the rounds; the extra ranks' messages before and after them.
+const BEFORE: u32 = 64;
+const AFTER: u32 = 65;
+
+impl Algorithm for Rounds {
+    fn id(&self) -> &'static str {
+        if self.dissemination { BRUCK_INFO.id } else { RECURSIVE_DOUBLING_INFO.id }
+    }
+
+    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
+        let (r, np) = (rank as usize, p.ranks);
+        let exchange = |to: usize, from: usize, tag: u32| {
+            [Op::send(to as Rank, tag, NOTHING), Op::recv_copy(from as Rank, tag, NOTHING), Op::WaitAll]
+        };
+        if self.dissemination {
+            let rounds = clog2(np);
+            return vec![Box::new(per_step(0..rounds, move |i| {
+                let d = 1 << i;
+                exchange((r + d) % np, (r + np - d) % np, i)
+            }))];
+        }
+        let p2 = pow2_floor(np.max(1));
+        let extra = np - p2;
+        if r >= p2 {
+            // Arrived: tell the partner, then wait to hear that everyone has.
+            let partner = (r - p2) as Rank;
+            return vec![Box::new(
+                [Op::send(partner, BEFORE, NOTHING), Op::recv_copy(partner, AFTER, NOTHING), Op::WaitAll].into_iter(),
+            )];
+        }
+        let before = (r < extra).then(|| [Op::recv_copy((r + p2) as Rank, BEFORE, NOTHING), Op::WaitAll]);
+        let rounds = per_step(0..p2.trailing_zeros(), move |i| {
+            let partner = r ^ (1 << i);
+            exchange(partner, partner, i)
+        });
+        let after = (r < extra).then(|| Op::send((r + p2) as Rank, AFTER, NOTHING));
+        vec![Box::new(before.into_iter().flatten().chain(rounds).chain(after))]
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let h = cost_model::Hockney::of(m)?;
+        let t = if self.dissemination {
+            cost_model::bruck_barrier(p, &h)
+        } else {
+            cost_model::recursive_doubling_barrier(p, &h)?
+        };
+        Some((t, EXACT))
+    }
+
+    fn reduction_depth(&self, _p: &Problem, _topo: &dyn Topology) -> usize {
+        0
+    }
 }
 
 /// An empty message.

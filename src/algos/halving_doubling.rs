@@ -136,7 +136,7 @@ const STEP: u32 = 2;
 /// What rank `j` of a power-of-two group of `size` ranks keeps and gives at halving step
 /// `k`, the vector of n elements cut into `parts` blocks (a multiple of `size`, so that
 /// the groups of binary blocks share one cut): `(partner index, keep, give)`.
-fn halves(j: usize, k: u32, size: usize, parts: usize, n: usize) -> (usize, Region, Region) {
+pub(crate) fn halves(j: usize, k: u32, size: usize, parts: usize, n: usize) -> (usize, Region, Region) {
     let w = parts / size;
     let (lo, hi) = region_at(j, k, size);
     let mid = (lo + hi) / 2;

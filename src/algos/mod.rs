@@ -13,11 +13,14 @@ mod direct;
 mod double_binary_tree;
 mod halving_doubling;
 mod hierarchical_ring;
+mod kary_tree;
 mod naive;
+mod neighbor_exchange;
 mod params;
 mod ring;
 mod ring_chunked;
 mod ring_gloo;
+mod scatter_allgather;
 mod scatter_gather;
 mod star;
 mod stepped;
@@ -153,12 +156,27 @@ pub fn registry() -> &'static [AlgoInfo] {
 /// algorithm per collective: `ring` is a ring allreduce, a ring reduce-scatter and a
 /// ring allgather, three entries.
 pub fn registry_of(c: Collective) -> &'static [AlgoInfo] {
-    static REDUCE_SCATTER: &[AlgoInfo] =
-        &[ring::RS_INFO, scatter_gather::RS_HALVING_INFO, scatter_gather::RS_DIRECT_INFO];
-    static ALLGATHER: &[AlgoInfo] = &[ring::AG_INFO, scatter_gather::AG_DOUBLING_INFO, scatter_gather::AG_DIRECT_INFO];
-    static BROADCAST: &[AlgoInfo] = &[star::ONE_TO_ALL_INFO, tree::BCAST_INFO, chain::BCAST_INFO];
-    static REDUCE: &[AlgoInfo] = &[tree::REDUCE_INFO, chain::REDUCE_INFO];
-    static BARRIER: &[AlgoInfo] = &[barrier::ALL_TO_ALL_INFO, barrier::ALL_TO_ONE_INFO];
+    static REDUCE_SCATTER: &[AlgoInfo] = &[
+        ring::RS_INFO,
+        scatter_gather::RS_HALVING_INFO,
+        scatter_gather::RS_DIRECT_INFO,
+        scatter_gather::RS_BUTTERFLY_INFO,
+        scatter_gather::RS_RECURSIVE_HALVING_INFO,
+    ];
+    static ALLGATHER: &[AlgoInfo] =
+        &[ring::AG_INFO, scatter_gather::AG_DOUBLING_INFO, scatter_gather::AG_DIRECT_INFO, neighbor_exchange::INFO];
+    static BROADCAST: &[AlgoInfo] = &[
+        star::ONE_TO_ALL_INFO,
+        tree::BCAST_INFO,
+        chain::BCAST_INFO,
+        kary_tree::BINARY_BCAST_INFO,
+        kary_tree::KNOMIAL_BCAST_INFO,
+        scatter_allgather::INFO,
+    ];
+    static REDUCE: &[AlgoInfo] =
+        &[tree::REDUCE_INFO, chain::REDUCE_INFO, star::ALL_TO_ONE_INFO, kary_tree::BINARY_REDUCE_INFO];
+    static BARRIER: &[AlgoInfo] =
+        &[barrier::ALL_TO_ALL_INFO, barrier::ALL_TO_ONE_INFO, barrier::RECURSIVE_DOUBLING_INFO, barrier::BRUCK_INFO];
     match c {
         Collective::Allreduce => registry(),
         Collective::ReduceScatter => REDUCE_SCATTER,

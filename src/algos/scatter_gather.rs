@@ -6,11 +6,26 @@
 //! not care which); a reduce-scatter must leave rank r with block r, so member j is rank
 //! `bitrev(j)`: its partner at step k is then `r ^ 2^(L-1-k)`, the first step across
 //! half the ranks, as MPICH's recursive halving goes.
+//!
+//! Open MPI's recursive halving (`ompi_coll_base_reduce_scatter_intra_basic_recursivehalving`)
+//! is MPICH's, for any P: with P' the largest power of two not above P and `rem = P - P'`,
+//! each even rank below `2 rem` first hands its whole vector to the odd rank above it and
+//! sits out; the P' ranks left run the halving over P' "blocks" (an odd rank below `2 rem`
+//! standing for its own block and its partner's, two adjacent real blocks), the first step
+//! across half of them; at the end each odd rank below `2 rem` sends its partner the
+//! partner's block. For P a power of two it is `halving_doubling`'s reduce-scatter.
+//!
+//! Open MPI's butterfly reduce-scatter (`ompi_coll_base_reduce_scatter_intra_butterfly`,
+//! Traff 2005) folds as recursive halving does, then goes the other way: member t's
+//! partner at step k is `t ^ 2^k` (distance doubling) and it ends with the group's block
+//! `bitrev(t)`; one more step, the mirror permutation, swaps the blocks of members t and
+//! `bitrev(t)` where they differ, and hands each folded rank its block.
 
-use super::halving_doubling::{Half, phase};
-use super::{AlgoInfo, Algorithm, DirectPlan, EXACT, Machine, Problem, Topology, stepped};
+use super::halving_doubling::{Half, phase, region_at};
+use super::stepped::{Recv, Send, StepPlan, Stepped};
+use super::{AlgoInfo, Algorithm, DirectPlan, EXACT, Machine, Problem, Topology, block, stepped};
 use crate::cost_model;
-use crate::sim::op::{Program, Rank};
+use crate::sim::op::{Action, Program, Rank, Region};
 
 /// Registry entry: reduce-scatter by recursive halving.
 pub const RS_HALVING_INFO: AlgoInfo = AlgoInfo {
@@ -32,6 +47,35 @@ pub const AG_DOUBLING_INFO: AlgoInfo = AlgoInfo {
     closed_form: "P dividing n: log2(P) alpha + (P-1)/P S/B; otherwise none",
     params: &[],
     build: |_| Ok(Box::new(Halving { reduce: false })),
+};
+
+/// Registry entry: Open MPI's butterfly reduce-scatter.
+pub const RS_BUTTERFLY_INFO: AlgoInfo = AlgoInfo {
+    id: "butterfly",
+    summary: "vector halving, distance doubling: log2 P steps with r ^ 2^k, then each rank swaps the block it \
+              ended with for its own (mirror permutation)",
+    source: "Open MPI ompi_coll_base_reduce_scatter_intra_butterfly (reduce_scatter algorithm 4); Traff 2005",
+    requires: "any P >= 1, any n (P not a power of two: recursive halving's fold first, as in Open MPI)",
+    closed_form: "P a power of two dividing n, c = S/P: log2(P) alpha + (P-1) c/B + (P-1) c C, + alpha + c/B for \
+                  P > 2 (the mirror step); otherwise the step recurrence, none where a port serves messages out \
+                  of step order",
+    params: &[],
+    build: |_| Ok(Box::new(Butterfly)),
+};
+
+/// Registry entry: Open MPI's recursive halving, any P.
+pub const RS_RECURSIVE_HALVING_INFO: AlgoInfo = AlgoInfo {
+    id: "recursive_halving",
+    summary: "recursive halving for any P: the ranks beyond a power of two first hand their vector to a partner, \
+              which hands their block back at the end",
+    source: "Open MPI ompi_coll_base_reduce_scatter_intra_basic_recursivehalving (reduce_scatter algorithm 2); \
+             MPICH; Thakur et al. 2005",
+    requires: "any P >= 1, any n",
+    closed_form: "P a power of two dividing n: log2(P) alpha + (P-1)/P S/B + (P-1)/P S C (halving_doubling's); \
+                  otherwise the step recurrence of the fold, the halving and the hand-back, none where a port \
+                  serves messages out of step order",
+    params: &[],
+    build: |_| Ok(Box::new(RecursiveHalving)),
 };
 
 /// Registry entry: reduce-scatter by direct exchange.
@@ -99,6 +143,191 @@ impl Algorithm for Halving {
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         if self.reduce { p.ranks.trailing_zeros() as usize } else { 0 }
+    }
+}
+
+/// Open MPI's recursive halving; see the module docs.
+#[derive(Debug)]
+pub struct RecursiveHalving;
+
+/// The schedule of Open MPI's recursive halving, or of its butterfly: the fold, log2 P'
+/// halving steps (the first across half the group, or, for the butterfly, with the
+/// neighbour `t ^ 1`), then the hand-back of the folded ranks' blocks, or the butterfly's
+/// mirror exchange.
+#[derive(Clone, Copy, Debug)]
+struct HalvingPlan {
+    np: usize,
+    n: usize,
+    butterfly: bool,
+}
+
+impl HalvingPlan {
+    /// (P', rem).
+    fn group(&self) -> (usize, usize) {
+        let p2 = super::pow2_floor(self.np.max(1));
+        (p2, self.np - p2)
+    }
+    /// Rank r's number in the power-of-two group, if it stays in.
+    fn member(&self, r: usize) -> Option<usize> {
+        let (_, rem) = self.group();
+        if r < 2 * rem { (r % 2 == 1).then_some(r / 2) } else { Some(r - rem) }
+    }
+    /// The rank of group member t.
+    fn rank_of(&self, t: usize) -> usize {
+        let (_, rem) = self.group();
+        if t < rem { 2 * t + 1 } else { t + rem }
+    }
+    /// The elements of the group's blocks [a, b): member i < rem stands for real blocks
+    /// 2i and 2i+1, the others for block i + rem.
+    fn span(&self, a: usize, b: usize) -> Region {
+        let (_, rem) = self.group();
+        let real = |i: usize| if i < rem { 2 * i } else { i + rem };
+        let (lo, hi) = (block(self.n, self.np, real(a)), block(self.n, self.np, real(b) - 1));
+        Region::vec(lo.offset, hi.end() - lo.offset)
+    }
+}
+
+impl Stepped for HalvingPlan {
+    fn steps(&self) -> usize {
+        let (p2, _) = self.group();
+        if self.np <= 1 { 0 } else { p2.trailing_zeros() as usize + 2 }
+    }
+
+    fn plan(&self, r: usize, s: usize, out: &mut StepPlan) {
+        let (p2, rem) = self.group();
+        let bits = p2.trailing_zeros() as usize;
+        let all = Region::vec(0, self.n);
+        if s == 0 {
+            // The fold: an even rank below 2 rem hands its vector up.
+            if r < 2 * rem {
+                if r.is_multiple_of(2) {
+                    out.sends.push(Send { to: r + 1, kind: 0, src: all, reduce: true });
+                } else {
+                    out.recvs.push(Recv { from: r - 1, kind: 0, dst: all, action: Action::Reduce });
+                }
+            }
+            return;
+        }
+        if s == bits + 1 {
+            if self.butterfly {
+                self.mirror(r, out);
+                return;
+            }
+            // The hand-back of the folded ranks' blocks.
+            if r < 2 * rem {
+                if r % 2 == 1 {
+                    out.sends.push(Send { to: r - 1, kind: 1, src: block(self.n, self.np, r - 1), reduce: false });
+                } else {
+                    out.recvs.push(Recv { from: r + 1, kind: 1, dst: block(self.n, self.np, r), action: Action::Copy });
+                }
+            }
+            return;
+        }
+        let Some(t) = self.member(r) else { return };
+        let ((keep, give), partner) = if self.butterfly {
+            // Step s halves by bit k = s-1 of t, within the window the lower bits chose.
+            let k = s as u32 - 1;
+            let (lo, hi) = region_at(t, k, p2);
+            let mid = (lo + hi) / 2;
+            (if t >> k & 1 == 0 { ((lo, mid), (mid, hi)) } else { ((mid, hi), (lo, mid)) }, t ^ (1 << k))
+        } else {
+            // Step s halves across mask m = P'/2^s: the window is t's 2m blocks.
+            let m = p2 >> s;
+            let lo = t & !(2 * m - 1);
+            (
+                if t & m == 0 { ((lo, lo + m), (lo + m, lo + 2 * m)) } else { ((lo + m, lo + 2 * m), (lo, lo + m)) },
+                t ^ m,
+            )
+        };
+        let peer = self.rank_of(partner);
+        out.sends.push(Send { to: peer, kind: 0, src: self.span(give.0, give.1), reduce: true });
+        out.recvs.push(Recv { from: peer, kind: 0, dst: self.span(keep.0, keep.1), action: Action::Reduce });
+    }
+}
+
+impl HalvingPlan {
+    /// The butterfly's last step: member t holds the group's block `bitrev(t)`; it sends
+    /// the folded rank of that block its part (if it has one), swaps the rest with the
+    /// member `bitrev(t)` for its own, and a folded rank takes its block.
+    fn mirror(&self, r: usize, out: &mut StepPlan) {
+        let (p2, rem) = self.group();
+        let owner = |b: usize| self.rank_of(bitrev(b, p2));
+        let Some(t) = self.member(r) else {
+            // A folded (even) rank 2b gets its block from the member holding group block b.
+            out.recvs.push(Recv { from: owner(r / 2), kind: 1, dst: block(self.n, self.np, r), action: Action::Copy });
+            return;
+        };
+        let b = bitrev(t, p2);
+        if b < rem {
+            out.sends.push(Send { to: 2 * b, kind: 1, src: block(self.n, self.np, 2 * b), reduce: false });
+        }
+        if b != t {
+            let mine = self.rank_of(b);
+            out.sends.push(Send { to: mine, kind: 2, src: block(self.n, self.np, mine), reduce: false });
+            out.recvs.push(Recv { from: mine, kind: 2, dst: block(self.n, self.np, r), action: Action::Copy });
+        }
+    }
+}
+
+impl Algorithm for RecursiveHalving {
+    fn id(&self) -> &'static str {
+        RS_RECURSIVE_HALVING_INFO.id
+    }
+
+    fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
+        vec![stepped::program(
+            HalvingPlan { np: p.ranks, n: p.elems, butterfly: false },
+            rank as usize,
+            topo.nics(rank as usize),
+        )]
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let plan = HalvingPlan { np: p.ranks, n: p.elems, butterfly: false };
+        let t = match cost_model::Hockney::of(m) {
+            Some(h) if p.ranks.is_power_of_two() && p.elems.is_multiple_of(p.ranks) => {
+                cost_model::halving_phase(p, &h, true)?
+            }
+            _ => stepped::time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)?,
+        };
+        Some((t, EXACT))
+    }
+
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
+        let (p2, rem) = HalvingPlan { np: p.ranks, n: p.elems, butterfly: false }.group();
+        p2.trailing_zeros() as usize + usize::from(rem > 0)
+    }
+}
+
+/// Open MPI's butterfly reduce-scatter; see the module docs.
+#[derive(Debug)]
+pub struct Butterfly;
+
+impl Algorithm for Butterfly {
+    fn id(&self) -> &'static str {
+        RS_BUTTERFLY_INFO.id
+    }
+
+    fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
+        vec![stepped::program(
+            HalvingPlan { np: p.ranks, n: p.elems, butterfly: true },
+            rank as usize,
+            topo.nics(rank as usize),
+        )]
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let plan = HalvingPlan { np: p.ranks, n: p.elems, butterfly: true };
+        let t = match cost_model::Hockney::of(m) {
+            Some(h) if p.ranks > 0 && p.elems.is_multiple_of(p.ranks) => cost_model::butterfly_reduce_scatter(p, &h)?,
+            _ => stepped::time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)?,
+        };
+        Some((t, EXACT))
+    }
+
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
+        let (p2, rem) = HalvingPlan { np: p.ranks, n: p.elems, butterfly: true }.group();
+        p2.trailing_zeros() as usize + usize::from(rem > 0)
     }
 }
 

@@ -4,7 +4,8 @@
 //! - [`one_to_all_phase`]: rank 0 sends its vector to every other rank (Gloo's
 //!   `broadcast_one_to_all`);
 //! - star allreduce (parameter server; the course report's Star, the survey's
-//!   reduce+broadcast): the first, then the second.
+//!   reduce+broadcast): the first, then the second;
+//! - all-to-one reduce (Open MPI's basic linear reduce): the first alone.
 
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
 use crate::collective::Collective;
@@ -34,7 +35,19 @@ pub const ONE_TO_ALL_INFO: AlgoInfo = AlgoInfo {
     build: |_| Ok(Box::new(Star { collective: Collective::Broadcast })),
 };
 
-/// Star allreduce or one-to-all broadcast; see the module docs.
+/// Registry entry: reduce.
+pub const ALL_TO_ONE_INFO: AlgoInfo = AlgoInfo {
+    id: "all_to_one",
+    summary: "every rank sends its vector to rank 0, which adds them as they come in, k at a time",
+    source: "Open MPI ompi_coll_base_reduce_intra_basic_linear (reduce algorithm 1); the first half of star",
+    requires: "any P >= 1, any n",
+    closed_form: "m = ceil((P-1)/k) message rounds on the root's k NICs, T = alpha + S/B, R = S C: \
+                  max(T + (P-1) R, m T + (P-1-(m-1)k) R)",
+    params: &[],
+    build: |_| Ok(Box::new(Star { collective: Collective::Reduce })),
+};
+
+/// Star allreduce, one-to-all broadcast or all-to-one reduce; see the module docs.
 #[derive(Debug)]
 pub struct Star {
     collective: Collective,
@@ -67,6 +80,7 @@ impl Algorithm for Star {
     fn id(&self) -> &'static str {
         match self.collective {
             Collective::Broadcast => ONE_TO_ALL_INFO.id,
+            Collective::Reduce => ALL_TO_ONE_INFO.id,
             _ => INFO.id,
         }
     }
@@ -76,6 +90,7 @@ impl Algorithm for Star {
         let bcast = one_to_all_phase(rank, p.ranks, all, DOWN);
         match self.collective {
             Collective::Broadcast => vec![bcast],
+            Collective::Reduce => vec![gather_phase(rank, p.ranks, all, Action::Reduce, UP)],
             _ => vec![Box::new(gather_phase(rank, p.ranks, all, Action::Reduce, UP).chain(bcast))],
         }
     }
@@ -84,6 +99,7 @@ impl Algorithm for Star {
         let h = cost_model::Hockney::of(m)?;
         let t = match self.collective {
             Collective::Broadcast => cost_model::one_to_all(p, &h),
+            Collective::Reduce => cost_model::linear_reduce(p, &h),
             _ => cost_model::star(p, &h),
         };
         Some((t, EXACT))

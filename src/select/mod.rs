@@ -64,8 +64,9 @@ pub const SELECTORS: [SelectorInfo; 3] = [
         id: "ompi_fixed",
         summary: "the algorithm Open MPI's fixed decision runs for this P and S (with its fallbacks), and how far it \
                   is from auto's",
-        source: "Open MPI 4.1.4, ompi/mca/coll/tuned/coll_tuned_decision_fixed.c and coll_base_allreduce.c",
-        covers: "allreduce",
+        source: "Open MPI 4.1.4, ompi/mca/coll/tuned/coll_tuned_decision_fixed.c and the algorithms of \
+                 ompi/mca/coll/base/",
+        covers: "every collective (n/a, with the reason, where Open MPI runs an algorithm we lack)",
         params: &[],
     },
     SelectorInfo {
@@ -90,7 +91,7 @@ pub fn is_selector(id: &str) -> bool {
 /// Whether selector `id` chooses for collective `c`.
 pub fn covers(id: &str, c: Collective) -> bool {
     match id {
-        "auto" => true,
+        "auto" | "ompi_fixed" => true,
         "nccl_model" => !nccl::algorithms(c).is_empty(),
         _ => c == Collective::Allreduce,
     }
@@ -293,19 +294,21 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
     match spec.name.as_str() {
         "ompi_fixed" => {
             // Every reduction op we have (sum, max, min, prod) is commutative.
-            let alg = ompi::allreduce_fixed(ranks, bytes, true);
-            let m = ompi::runs(alg, 0, bytes / e.max(1), e, ranks);
+            let m = ompi::choose(spec.collective, ranks, bytes / e.max(1), e);
             let params: Vec<(String, ParamValue)> =
                 m.params.iter().map(|(k, v)| (k.clone(), ParamValue::Int(*v))).collect();
-            let missing = algos::find_in(spec.collective, m.id).is_none().then(|| {
-                format!(
-                    "Open MPI {} runs {}, which is our {}; this build has no {}",
-                    ompi::VERSION,
-                    m.steps,
-                    m.id,
-                    m.id
-                )
-            });
+            let missing = match &m.lacking {
+                Some(why) => Some(format!("Open MPI {} runs {}: {why}", ompi::VERSION, m.steps)),
+                None => algos::find_in(spec.collective, m.id).is_none().then(|| {
+                    format!(
+                        "Open MPI {} runs {}, which is our {}; this build has no {}",
+                        ompi::VERSION,
+                        m.steps,
+                        m.id,
+                        m.id
+                    )
+                }),
+            };
             Ok(Some(Wanted {
                 spec: AlgoSpec { name: m.id.to_string(), collective: spec.collective, params, location: String::new() },
                 library: Some(format!("Open MPI {}", ompi::VERSION)),

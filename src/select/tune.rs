@@ -72,7 +72,7 @@ pub fn tune_scenario(s: &Scenario) -> Scenario {
 /// One point of a tuning sweep.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TunedPoint {
-    /// The collective.
+    /// The collective (allreduce in files written before there were others).
     #[serde(default)]
     pub collective: Collective,
     /// P.
@@ -154,6 +154,7 @@ pub fn summarise(report: &Report) -> Tuned {
     let mut nccl_nodes = BTreeMap::new();
     let mut points = Vec::new();
     for ((collective, ranks, bytes), rows) in groups {
+        let c = collective;
         let nccl_params = s.algorithms.iter().find(|a| a.name == "nccl_model" && a.collective == collective).cloned();
         let algos: Vec<&PointResult> =
             rows.iter().copied().filter(|r| !is_selector(&r.algorithm) && r.not_applicable.is_none()).collect();
@@ -173,16 +174,14 @@ pub fn summarise(report: &Report) -> Tuned {
             .iter()
             .filter(|r| {
                 let (id, seg) = id_and_segment(&r.algorithm);
-                ompi::ompi_of(id, seg).is_some()
+                ompi::ompi_of_in(c, id, seg).is_some()
             })
             .map(|r| (r.algorithm.as_str(), r.time_s))
             .collect();
-        let ompi_rule = super::top_two(Collective::Allreduce, ompi_ok).0.and_then(|(l, _)| {
+        let ompi_rule = super::top_two(c, ompi_ok).0.and_then(|(l, _)| {
             let (id, seg) = id_and_segment(l);
-            ompi::ompi_of(id, seg)
+            ompi::ompi_of_in(c, id, seg)
         });
-        // Open MPI's rules are allreduce rules.
-        let ompi_rule = ompi_rule.filter(|_| collective == Collective::Allreduce);
         let inputs = nccl_inputs(s, nccl_params.as_ref(), ranks);
         if let Some(x) = &inputs {
             nccl_nodes.insert(ranks, x.nodes);
@@ -246,60 +245,77 @@ fn nccl_rule(x: &nccl::Inputs, c: Collective, bytes: u64, algos: &[&PointResult]
 /// A size and the winner there.
 type SizeRule<T> = (u64, T);
 
-/// Open MPI's collective id of allreduce in a rules file (`COLLTYPE_T` of coll_base_functions.h).
+/// Open MPI's collective id of allreduce in a rules file (`COLLTYPE_T` of coll_base_functions.h;
+/// [`ompi::collective_id`] for the others).
 pub const OMPI_ALLREDUCE_ID: u64 = 2;
 
 /// The rules for one communicator size: (message size from which it applies, algorithm,
 /// fan in/out, segment size), message sizes increasing from 0.
 pub type MsgRules = Vec<(u64, u8, u64, u64)>;
 
-/// Open MPI's classic dynamic rules file for the sweep's allreduce winners among the
-/// algorithms Open MPI has. A rank count's rules hold from it up to the next rank
-/// count's (Open MPI takes the last communicator size not above its own, else the
-/// first); a size's winner holds from that size up to the next size (from 0 for the
-/// smallest). Neighbouring sizes, and then rank counts, with the same rules are merged.
+/// Open MPI's classic dynamic rules file for the sweep's winners among the algorithms
+/// Open MPI has, one section per collective of the sweep (by Open MPI's collective id,
+/// increasing). A rank count's rules hold from it up to the next rank count's (Open MPI
+/// takes the last communicator size not above its own, else the first); a size's winner
+/// holds from that size up to the next size (from 0 for the smallest). The sizes are
+/// what Open MPI's dynamic decision compares ([`ompi::rules_bytes`]): S, and 0 for a
+/// barrier. Neighbouring sizes, and then rank counts, with the same rules are merged.
 pub fn ompi_rules(t: &Tuned) -> String {
-    let rules = ompi_rule_table(t);
+    let tables = ompi_rule_tables(t);
     let mut out = String::new();
     let _ = writeln!(out, "# Open MPI coll/tuned dynamic rules (classic format, read by Open MPI {})", t.open_mpi);
     let _ = writeln!(out, "# written by allreduce-sim tune from the scenario '{}'", t.scenario.replace('\n', " "));
     out.push_str("# use: --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename FILE\n");
-    out.push_str("1 # number of collectives\n");
-    let _ = writeln!(out, "{OMPI_ALLREDUCE_ID} # collective id: allreduce");
-    let _ = writeln!(out, "{} # number of communicator sizes", rules.len());
-    for (p, msgs) in &rules {
-        let _ = writeln!(out, "{p} # communicator size");
-        let _ = writeln!(out, "{} # number of message sizes", msgs.len());
-        for (size, alg, fan, seg) in msgs {
-            let _ = writeln!(out, "{size} {alg} {fan} {seg} # from {}: {}", fmt_bytes(*size), ompi::name(*alg));
+    let _ = writeln!(out, "{} # number of collectives", tables.len());
+    for (c, rules) in &tables {
+        let _ = writeln!(out, "{} # collective id: {c}", ompi::collective_id(*c));
+        let _ = writeln!(out, "{} # number of communicator sizes", rules.len());
+        for (p, msgs) in rules {
+            let _ = writeln!(out, "{p} # communicator size");
+            let _ = writeln!(out, "{} # number of message sizes", msgs.len());
+            for (size, alg, fan, seg) in msgs {
+                let name = ompi::name_in(*c, *alg);
+                let _ = writeln!(out, "{size} {alg} {fan} {seg} # from {}: {name}", fmt_bytes(*size));
+            }
         }
     }
     out
 }
 
-/// The rules [`ompi_rules`] writes, merged: (communicator size, message rules).
+/// The allreduce rules [`ompi_rules`] writes, merged: (communicator size, message rules).
 pub fn ompi_rule_table(t: &Tuned) -> Vec<(usize, MsgRules)> {
-    let mut by_p: BTreeMap<usize, Vec<SizeRule<(u8, u64)>>> = BTreeMap::new();
+    ompi_rule_tables(t).into_iter().find(|(c, _)| *c == Collective::Allreduce).map(|(_, r)| r).unwrap_or_default()
+}
+
+/// Every collective's rules [`ompi_rules`] writes, by Open MPI's collective id.
+pub fn ompi_rule_tables(t: &Tuned) -> Vec<(Collective, Vec<(usize, MsgRules)>)> {
+    type BySize = BTreeMap<usize, Vec<SizeRule<(u8, u64)>>>;
+    let mut by_c: BTreeMap<u64, (Collective, BySize)> = BTreeMap::new();
     for pt in &t.points {
         if let Some(rule) = pt.ompi_rule {
-            by_p.entry(pt.ranks).or_default().push((pt.bytes, rule));
+            let (_, by_p) = by_c.entry(ompi::collective_id(pt.collective)).or_insert((pt.collective, BTreeMap::new()));
+            by_p.entry(pt.ranks).or_default().push((ompi::rules_bytes(pt.collective, pt.bytes), rule));
         }
     }
-    let mut out: Vec<(usize, MsgRules)> = Vec::new();
-    for (p, mut sizes) in by_p {
-        sizes.sort_by_key(|(b, _)| *b);
-        let mut msgs: MsgRules = Vec::new();
-        for (i, (b, (alg, seg))) in sizes.into_iter().enumerate() {
-            let from = if i == 0 { 0 } else { b };
-            if msgs.last().is_none_or(|&(_, a, _, s)| (a, s) != (alg, seg)) {
-                msgs.push((from, alg, 0, seg));
+    let mut tables = Vec::new();
+    for (_, (c, by_p)) in by_c {
+        let mut out: Vec<(usize, MsgRules)> = Vec::new();
+        for (p, mut sizes) in by_p {
+            sizes.sort_by_key(|(b, _)| *b);
+            let mut msgs: MsgRules = Vec::new();
+            for (i, (b, (alg, seg))) in sizes.into_iter().enumerate() {
+                let from = if i == 0 { 0 } else { b };
+                if msgs.last().is_none_or(|&(_, a, _, s)| (a, s) != (alg, seg)) {
+                    msgs.push((from, alg, 0, seg));
+                }
+            }
+            if out.last().is_none_or(|(_, m)| *m != msgs) {
+                out.push((p, msgs));
             }
         }
-        if out.last().is_none_or(|(_, m)| *m != msgs) {
-            out.push((p, msgs));
-        }
+        tables.push((c, out));
     }
-    out
+    tables
 }
 
 /// A rules file as Open MPI 4.1.4 reads it (`ompi_coll_tuned_read_rules_config_file`):

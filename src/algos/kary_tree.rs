@@ -1,0 +1,205 @@
+//! Open MPI's other trees, unsegmented (its fixed decisions pass segment size 0):
+//! - the binary tree of `ompi_coll_base_topo_build_tree(2, ...)`: ranks fill the tree
+//!   level by level, level l holding `2^l` ranks, and rank r of level l has children
+//!   `r + 2^l` and `r + 2^(l+1)` (rank 0: 1 and 2; rank 1: 3 and 5; rank 2: 4 and 6).
+//!   Broadcast (`ompi_coll_base_bcast_intra_bintree`): take the vector from the parent,
+//!   send it to the children in that order. Reduce (`ompi_coll_base_reduce_intra_binary`):
+//!   add the children's partial sums in that order, then hand the sum up.
+//! - the k-nomial tree of `ompi_coll_base_topo_build_kmtree` (broadcast,
+//!   `ompi_coll_base_bcast_intra_knomial`, radix 4 by default): rank r's parent is r
+//!   with its lowest non-zero base-`radix` digit cleared; its children are `r + j m` for
+//!   every power m of the radix below that digit's, largest first, and `j = 1 .. radix-1`
+//!   (rank 0 of 10, radix 4: 4, 8, 1, 2, 3). Radix 2 is the binomial tree, children
+//!   farthest first.
+//!
+//! Every child has a higher rank than its parent, which the closed forms use.
+
+use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
+use crate::collective::Collective;
+use crate::cost_model;
+use crate::sim::op::{Op, Program, Rank, Region};
+
+/// Registry entry: binary-tree broadcast.
+pub const BINARY_BCAST_INFO: AlgoInfo = AlgoInfo {
+    id: "binary_tree",
+    summary: "binary tree filled level by level: each rank takes the vector from its parent and sends it to its \
+              two children",
+    source: "Open MPI ompi_coll_base_bcast_intra_bintree (bcast algorithm 5) and coll_base_topo.c build_tree",
+    requires: "any P >= 1, any n",
+    closed_form: "the tree recurrence: child i of a parent (0, 1) has the vector ceil((i+1)/k) (alpha + S/B) after \
+                  it; P = 2^h - 1: (h-1) 2 T with one NIC, (h-1) T with two",
+    params: &[],
+    build: |_| Ok(Box::new(KaryTree { radix: 0, collective: Collective::Broadcast })),
+};
+
+/// Registry entry: binary-tree reduce.
+pub const BINARY_REDUCE_INFO: AlgoInfo = AlgoInfo {
+    id: "binary_tree",
+    summary: "binary tree filled level by level: each rank adds its two children's sums, in order, and hands the \
+              sum to its parent",
+    source: "Open MPI ompi_coll_base_reduce_intra_binary (reduce algorithm 4) and coll_base_topo.c build_tree",
+    requires: "any P >= 1, any n",
+    closed_form: "the tree recurrence, T = alpha + S/B, R = S C: a rank's children's sums arrive through its k \
+                  incoming NICs in order of (send time, rank) and are added in child order",
+    params: &[],
+    build: |_| Ok(Box::new(KaryTree { radix: 0, collective: Collective::Reduce })),
+};
+
+/// Registry entry: k-nomial broadcast.
+pub const KNOMIAL_BCAST_INFO: AlgoInfo = AlgoInfo {
+    id: "knomial",
+    summary: "k-nomial tree: a parent sends to up to radix-1 children per power of the radix, farthest first",
+    source: "Open MPI ompi_coll_base_bcast_intra_knomial (bcast algorithm 7) and coll_base_topo.c build_kmtree",
+    requires: "any P >= 1, any n; radix at least 2",
+    closed_form: "the tree recurrence: child i of a parent has the vector ceil((i+1)/k) (alpha + S/B) after it; \
+                  P a power of the radix r, one NIC: (r-1) log_r(P) T",
+    params: &["radix=4: children per power of the radix (Open MPI's coll_tuned_bcast_algorithm_knomial_radix)"],
+    build: |params| {
+        let radix = params.count("radix", 4)?;
+        if radix < 2 {
+            return Err(super::ParamError::new(Some("radix"), format!("radix {radix}: must be at least 2")));
+        }
+        Ok(Box::new(KaryTree { radix, collective: Collective::Broadcast }))
+    },
+};
+
+/// The binary tree (`radix` 0) or a k-nomial tree; see the module docs.
+#[derive(Debug)]
+pub struct KaryTree {
+    radix: usize,
+    collective: Collective,
+}
+
+/// The children of rank r of `np` in Open MPI's binary tree, in its order.
+pub(crate) fn binary_children(r: usize, np: usize) -> impl Iterator<Item = usize> + Clone + Send {
+    // Level l holds ranks 2^l - 1 .. 2^(l+1) - 2; delta = 2^l.
+    let delta = 1usize << (r + 1).ilog2();
+    (1..=2).map(move |i| r + delta * i).take_while(move |&c| c < np)
+}
+
+/// The children of rank r of `np` in Open MPI's k-nomial tree of `radix`, in its order.
+pub(crate) fn knomial_children(r: usize, np: usize, radix: usize) -> impl Iterator<Item = usize> + Clone + Send {
+    // The largest power of the radix that divides r (all of them below np for r = 0).
+    let mut mask = 1;
+    while mask < np && r.is_multiple_of(radix * mask) {
+        mask *= radix;
+    }
+    let top = mask / radix;
+    std::iter::successors((top > 0).then_some(top), move |&m| (m / radix > 0).then_some(m / radix))
+        .flat_map(move |m| (1..radix).map(move |j| r + m * j))
+        .filter(move |&c| c < np)
+}
+
+/// The parent of rank r (> 0): the rank whose children include it.
+fn parent_of(r: usize, radix: usize) -> usize {
+    if radix == 0 {
+        // Level l's ranks hang off level l-1's: r - 2^(l-1) or r - 2^l.
+        let l = (r + 1).ilog2();
+        let half = 1usize << (l - 1);
+        if (r - half) + 1 >= (1 << l) { r - (1 << l) } else { r - half }
+    } else {
+        let mut mask = 1;
+        while r.is_multiple_of(radix * mask) {
+            mask *= radix;
+        }
+        r / (radix * mask) * (radix * mask)
+    }
+}
+
+impl KaryTree {
+    fn children(&self, r: usize, np: usize) -> Box<dyn Iterator<Item = usize> + Send> {
+        if self.radix == 0 { Box::new(binary_children(r, np)) } else { Box::new(knomial_children(r, np, self.radix)) }
+    }
+}
+
+/// The one tag of these trees' messages.
+const TAG: u32 = 0;
+
+impl Algorithm for KaryTree {
+    fn id(&self) -> &'static str {
+        if self.radix == 0 { BINARY_BCAST_INFO.id } else { KNOMIAL_BCAST_INFO.id }
+    }
+
+    fn label(&self) -> String {
+        match self.radix {
+            0 | 4 => self.id().to_string(),
+            r => format!("{}(radix={r})", self.id()),
+        }
+    }
+
+    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
+        let (r, np) = (rank as usize, p.ranks);
+        let all = Region::vec(0, p.elems);
+        let parent = (r > 0).then(|| parent_of(r, self.radix) as Rank);
+        let children = self.children(r, np);
+        if self.collective == Collective::Reduce {
+            let take = children.flat_map(move |c| [Op::recv_reduce(c as Rank, TAG, all), Op::WaitAll]);
+            return vec![Box::new(take.chain(parent.map(|q| Op::send(q, TAG, all))))];
+        }
+        let take = parent.map(|q| [Op::recv_copy(q, TAG, all), Op::WaitAll]);
+        let pass = children.map(move |c| Op::send(c as Rank, TAG, all));
+        vec![Box::new(take.into_iter().flatten().chain(pass))]
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let h = cost_model::Hockney::of(m)?;
+        let children = |r: usize| -> Vec<usize> { self.children(r, p.ranks).collect() };
+        let t = if self.collective == Collective::Reduce {
+            cost_model::tree_reduce(p, &h, children)
+        } else {
+            cost_model::tree_bcast(p, &h, children)
+        };
+        Some((t, EXACT))
+    }
+
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
+        if self.collective != Collective::Reduce {
+            return 0;
+        }
+        // A rank adds its children's sums one after the other into its own.
+        fn depth(t: &KaryTree, r: usize, np: usize) -> usize {
+            t.children(r, np).fold(0, |d, c| d.max(depth(t, c, np)) + 1)
+        }
+        depth(self, 0, p.ranks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Open MPI's examples: the k-nomial tree of 10 ranks, radix 4 (bcast.c's comment),
+    /// and the binary tree of build_tree.
+    #[test]
+    fn shapes() {
+        let kids = |r| knomial_children(r, 10, 4).collect::<Vec<_>>();
+        assert_eq!(kids(0), [4, 8, 1, 2, 3]);
+        assert_eq!(kids(4), [5, 6, 7]);
+        assert_eq!(kids(8), [9]);
+        assert!(kids(5).is_empty());
+        assert_eq!(knomial_children(0, 10, 2).collect::<Vec<_>>(), [8, 4, 2, 1]);
+        let bin = |r| binary_children(r, 10).collect::<Vec<_>>();
+        assert_eq!(bin(0), [1, 2]);
+        assert_eq!(bin(1), [3, 5]);
+        assert_eq!(bin(2), [4, 6]);
+        assert_eq!(bin(3), [7]);
+        assert_eq!(bin(4), [8]);
+        assert_eq!(bin(5), [9]);
+        assert!(bin(6).is_empty());
+        // Every rank but 0 is exactly one rank's child, and parent_of finds it.
+        for np in 1..40 {
+            for (radix, name) in [(0, "binary"), (2, "2"), (3, "3"), (4, "4")] {
+                let t = KaryTree { radix, collective: Collective::Broadcast };
+                let mut parent = vec![None; np];
+                for r in 0..np {
+                    for c in t.children(r, np) {
+                        assert!(c > r && parent[c].replace(r).is_none(), "{name} P={np}: {c}");
+                    }
+                }
+                for (r, q) in parent.iter().enumerate().skip(1) {
+                    assert_eq!(*q, Some(parent_of(r, radix)), "{name} P={np} r={r}");
+                }
+            }
+        }
+    }
+}
