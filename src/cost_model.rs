@@ -1142,3 +1142,30 @@ pub fn tree_reduce(p: &Problem, h: &Hockney, children: impl Fn(usize) -> Vec<usi
     }
     ready.first().copied().unwrap_or(0.0)
 }
+
+/// Open MPI's in-order binary-tree reduce: the tree reduce of [`tree_reduce`] to rank
+/// P-1 (every child of lower rank than its parent, `children(r)` left then right), then
+/// one message of S from rank P-1 to rank 0: `ready(P-1) + T(S)` for P > 1.
+pub fn in_order_reduce(p: &Problem, h: &Hockney, children: impl Fn(usize) -> [Option<usize>; 2]) -> f64 {
+    if p.ranks <= 1 {
+        return 0.0;
+    }
+    let (t, r) = (h.t(p.bytes()), h.r(p.bytes()));
+    let k = h.nics.max(1) as usize;
+    let mut ready = vec![0.0f64; p.ranks];
+    let mut arrived = vec![0.0f64; p.ranks];
+    for q in 0..p.ranks {
+        let kids: Vec<usize> = children(q).into_iter().flatten().collect();
+        let mut order: Vec<(f64, usize)> = kids.iter().map(|&c| (ready[c], c)).collect();
+        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut ports = vec![0.0f64; k];
+        for &(sent, c) in &order {
+            let port = (0..k).min_by(|&a, &b| ports[a].total_cmp(&ports[b])).unwrap_or(0);
+            let start = sent.max(ports[port]);
+            ports[port] = start + t;
+            arrived[c] = start + t;
+        }
+        ready[q] = kids.iter().fold(0.0f64, |done, &c| done.max(arrived[c]) + r);
+    }
+    ready[p.ranks - 1] + t
+}

@@ -155,7 +155,7 @@ fn broadcast_matrix() {
 
 #[test]
 fn reduce_matrix() {
-    matrix(Collective::Reduce, "[binomial_tree, chain, all_to_one, binary_tree]");
+    matrix(Collective::Reduce, "[binomial_tree, chain, all_to_one, binary_tree, in_order_binary_tree]");
 }
 
 #[test]

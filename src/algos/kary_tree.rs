@@ -11,8 +11,14 @@
 //!   every power m of the radix below that digit's, largest first, and `j = 1 .. radix-1`
 //!   (rank 0 of 10, radix 4: 4, 8, 1, 2, 3). Radix 2 is the binomial tree, children
 //!   farthest first.
+//! - the in-order binary tree of `ompi_coll_base_topo_build_in_order_bintree` (reduce,
+//!   `ompi_coll_base_reduce_intra_in_order_binary`, which keeps the operands in rank
+//!   order for non-commutative operations): rooted at rank P-1, whose left child is P-2
+//!   and right child `P/2 - 1` (the left subtree holding ranks `P/2 .. P-2`, the right one
+//!   `0 .. P/2 - 1`), recursively; rank P-1 then sends the sum to the root, rank 0.
 //!
-//! Every child has a higher rank than its parent, which the closed forms use.
+//! In the first two every child has a higher rank than its parent, in the in-order tree a
+//! lower one.
 
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
 use crate::collective::Collective;
@@ -63,6 +69,21 @@ pub const KNOMIAL_BCAST_INFO: AlgoInfo = AlgoInfo {
     },
 };
 
+/// Registry entry: in-order binary-tree reduce.
+pub const IN_ORDER_REDUCE_INFO: AlgoInfo = AlgoInfo {
+    id: "in_order_binary_tree",
+    summary: "binary tree rooted at rank P-1 whose subtrees hold contiguous ranks (operands stay in rank order), \
+              then rank P-1 sends the sum to rank 0",
+    source: "Open MPI ompi_coll_base_reduce_intra_in_order_binary (reduce algorithm 6) and coll_base_topo.c \
+             build_in_order_bintree",
+    requires: "any P >= 1, any n",
+    closed_form: "the tree recurrence to rank P-1 (T = alpha + S/B, R = S C; each rank's children's sums through its \
+                  k incoming NICs in order of (send time, rank), added left then right), plus T for the sum to \
+                  rank 0 when P > 1",
+    params: &[],
+    build: |_| Ok(Box::new(InOrderBinary)),
+};
+
 /// The binary tree (`radix` 0) or a k-nomial tree; see the module docs.
 #[derive(Debug)]
 pub struct KaryTree {
@@ -103,6 +124,81 @@ fn parent_of(r: usize, radix: usize) -> usize {
             mask *= radix;
         }
         r / (radix * mask) * (radix * mask)
+    }
+}
+
+/// Rank r's parent and children (left, then right) in Open MPI's in-order binary tree of
+/// `np` ranks, rooted at `np - 1`.
+pub(crate) fn in_order_links(r: usize, np: usize) -> (Option<usize>, [Option<usize>; 2]) {
+    // Open MPI's loop, in its signed arithmetic (-1: none): walk down from the root,
+    // into the left subtree (ranks above the right child) or the right one.
+    let (mut size, mut me, mut delta) = (np as isize, r as isize, 0isize);
+    let mut parent = size - 1;
+    let mut up = -1;
+    let real = |c: isize, delta: isize| (c >= 0).then(|| (c + delta) as usize);
+    loop {
+        let right = size >> 1;
+        let (mut lchild, mut rchild) = (-1, -1);
+        if size - 1 > 0 {
+            lchild = parent - 1;
+            if lchild > 0 {
+                rchild = right - 1;
+            }
+        }
+        if me == parent {
+            return (real(up, 0), [real(lchild, delta), real(rchild, delta)]);
+        }
+        if me > rchild {
+            if me == lchild {
+                up = parent + delta;
+            }
+            size = size - right - 1;
+            delta += right;
+            me -= right;
+            parent = size - 1;
+        } else {
+            if me == rchild {
+                up = parent + delta;
+            }
+            size = right;
+            parent = rchild;
+        }
+    }
+}
+
+/// Open MPI's in-order binary-tree reduce; see the module docs.
+#[derive(Debug)]
+pub struct InOrderBinary;
+
+impl Algorithm for InOrderBinary {
+    fn id(&self) -> &'static str {
+        IN_ORDER_REDUCE_INFO.id
+    }
+
+    fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
+        let (r, np) = (rank as usize, p.ranks);
+        let all = Region::vec(0, p.elems);
+        let (parent, children) = in_order_links(r, np);
+        let take =
+            children.into_iter().flatten().flat_map(move |c| [Op::recv_reduce(c as Rank, TAG, all), Op::WaitAll]);
+        let up = parent.map(|q| Op::send(q as Rank, TAG, all));
+        // The tree's root hands the sum to the collective's root, rank 0.
+        let last = np - 1;
+        let hand = (np > 1 && r == last).then(|| Op::send(0, TAG + 1, all));
+        let get = (np > 1 && r == 0).then(|| [Op::recv_copy(last as Rank, TAG + 1, all), Op::WaitAll]);
+        vec![Box::new(take.chain(up).chain(hand).chain(get.into_iter().flatten()))]
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let h = cost_model::Hockney::of(m)?;
+        Some((cost_model::in_order_reduce(p, &h, |r| in_order_links(r, p.ranks).1), EXACT))
+    }
+
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
+        fn depth(r: usize, np: usize) -> usize {
+            in_order_links(r, np).1.into_iter().flatten().fold(0, |d, c| d.max(depth(c, np)) + 1)
+        }
+        if p.ranks == 0 { 0 } else { depth(p.ranks - 1, p.ranks) }
     }
 }
 
@@ -186,6 +282,22 @@ mod tests {
         assert_eq!(bin(4), [8]);
         assert_eq!(bin(5), [9]);
         assert!(bin(6).is_empty());
+        // The in-order tree of 10 (Open MPI's build_in_order_bintree): root 9, children 8
+        // and 4; every rank but 9 is one rank's child and knows that parent.
+        assert_eq!(in_order_links(9, 10), (None, [Some(8), Some(4)]));
+        assert_eq!(in_order_links(8, 10), (Some(9), [Some(7), Some(6)]));
+        assert_eq!(in_order_links(4, 10), (Some(9), [Some(3), Some(1)]));
+        for np in 1..40 {
+            let mut parent = vec![None; np];
+            for r in 0..np {
+                for c in in_order_links(r, np).1.into_iter().flatten() {
+                    assert!(c < r && parent[c].replace(r).is_none(), "in-order P={np}: {c}");
+                }
+            }
+            for (r, q) in parent.iter().enumerate() {
+                assert_eq!(*q, in_order_links(r, np).0, "in-order P={np} r={r}");
+            }
+        }
         // Every rank but 0 is exactly one rank's child, and parent_of finds it.
         for np in 1..40 {
             for (radix, name) in [(0, "binary"), (2, "2"), (3, "3"), (4, "4")] {

@@ -173,8 +173,13 @@ pub fn registry_of(c: Collective) -> &'static [AlgoInfo] {
         kary_tree::KNOMIAL_BCAST_INFO,
         scatter_allgather::INFO,
     ];
-    static REDUCE: &[AlgoInfo] =
-        &[tree::REDUCE_INFO, chain::REDUCE_INFO, star::ALL_TO_ONE_INFO, kary_tree::BINARY_REDUCE_INFO];
+    static REDUCE: &[AlgoInfo] = &[
+        tree::REDUCE_INFO,
+        chain::REDUCE_INFO,
+        star::ALL_TO_ONE_INFO,
+        kary_tree::BINARY_REDUCE_INFO,
+        kary_tree::IN_ORDER_REDUCE_INFO,
+    ];
     static BARRIER: &[AlgoInfo] =
         &[barrier::ALL_TO_ALL_INFO, barrier::ALL_TO_ONE_INFO, barrier::RECURSIVE_DOUBLING_INFO, barrier::BRUCK_INFO];
     match c {
