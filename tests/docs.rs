@@ -178,3 +178,46 @@ fn every_result_field_is_in_the_report_doc() {
     keys.push("critical_path".to_string());
     assert_documented(&text, "docs/report.md", "result fields", &keys);
 }
+
+/// Every relative link and image of the README and the docs names a file of the
+/// repository, and every plot they show is one `.gitignore` lets through (the folder
+/// `plots/` is ignored but for the plots the docs show, so a plot drawn locally but not
+/// committed would show here and be missing from a fresh checkout).
+#[test]
+fn every_linked_file_and_plot_is_in_the_repository() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let ignore = std::fs::read_to_string(root.join(".gitignore")).unwrap();
+    let mut pages = vec![root.join("README.md")];
+    for e in std::fs::read_dir(root.join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            pages.push(p);
+        }
+    }
+    pages.sort();
+    let mut missing = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        let dir = page.parent().unwrap();
+        for (i, _) in text.match_indices("](") {
+            let rest = &text[i + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let target = rest[..end].split('#').next().unwrap();
+            if target.is_empty() || target.contains("://") || target.contains(' ') {
+                continue;
+            }
+            let path = dir.join(target);
+            let rel = path.canonicalize().ok().and_then(|p| p.strip_prefix(root).ok().map(|p| p.to_path_buf()));
+            match rel {
+                None => missing.push(format!("{}: {target} does not exist", page.display())),
+                Some(rel) if rel.starts_with("plots") && rel.is_file() => {
+                    if !ignore.lines().any(|l| l == format!("!/{}", rel.display())) {
+                        missing.push(format!("{}: {target} is ignored by .gitignore", page.display()));
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}

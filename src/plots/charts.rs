@@ -8,6 +8,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::axis::{Axis, Quantity, TickRange};
 use super::style::{self, Chart, Key, de, text};
 use super::{PlotData, PlotPoint};
+use crate::collective::Collective;
 use crate::scenario::units::fmt_bytes;
 
 /// Canvas size of every report chart.
@@ -113,10 +114,15 @@ fn algorithms(d: &PlotData) -> Vec<String> {
     out
 }
 
-/// The (ranks, size) plane of `ompi_fixed`'s rows: each cell in the colour of the
-/// algorithm Open MPI's fixed rules run there, with its time over the fastest's.
-fn ompi_loss_map(d: &PlotData, ranks: &[usize], sizes: &[u64]) -> Option<MapChart> {
-    let rows: Vec<&PlotPoint> = d.points.iter().filter(|q| q.algorithm == "ompi_fixed" && q.time().is_some()).collect();
+/// The (ranks, size) plane of `ompi_fixed`'s rows of collective `c`: each cell in the
+/// colour of the algorithm Open MPI's fixed rules run there, with its time over the
+/// fastest's.
+fn ompi_loss_map(d: &PlotData, c: Collective, ranks: &[usize], sizes: &[u64]) -> Option<MapChart> {
+    let rows: Vec<&PlotPoint> =
+        d.points.iter().filter(|q| q.collective == c && q.selection.is_some() && q.time().is_some()).collect();
+    // Rows of other collectives carry the collective in their name (`PlotData::by_collective`).
+    let rows: Vec<&PlotPoint> =
+        rows.into_iter().filter(|q| q.algorithm.rsplit(' ').next() == Some("ompi_fixed")).collect();
     if rows.len() < 2 {
         return None;
     }
@@ -137,7 +143,12 @@ fn ompi_loss_map(d: &PlotData, ranks: &[usize], sizes: &[u64]) -> Option<MapChar
         cells[ri][si] = Some((i, Some(1.0 + sel.vs_best), None));
     }
     Some(MapChart {
-        title: format!("Open MPI {}'s fixed choice against the fastest", crate::select::ompi::VERSION),
+        title: match c {
+            Collective::Allreduce => {
+                format!("Open MPI {}'s fixed choice against the fastest", crate::select::ompi::VERSION)
+            }
+            _ => format!("Open MPI {}'s fixed {c} choice against the fastest", crate::select::ompi::VERSION),
+        },
         subtitle: format!(
             "{}  ·  number in a cell: its time / the fastest time (1.00x: it picks the fastest); worst {:.2}x",
             d.name,
@@ -386,8 +397,14 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
     }
 
     // Where Open MPI's fixed rules lose to the fastest: its pick and its time over the best.
-    if let Some(c) = ompi_loss_map(d, &ranks, &sizes) {
-        out.push(("ompi_fixed_vs_best".to_string(), ReportChart::Map(c)));
+    for c in Collective::ALL {
+        if let Some(map) = ompi_loss_map(d, c, &ranks, &sizes) {
+            let file = match c {
+                Collective::Allreduce => "ompi_fixed_vs_best".to_string(),
+                _ => format!("{c}_ompi_fixed_vs_best"),
+            };
+            out.push((file, ReportChart::Map(map)));
+        }
     }
 
     // Numerical error against ranks, at the largest size that has errors.
