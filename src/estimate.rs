@@ -145,6 +145,18 @@ pub fn data_bytes(s: &Scenario, pt: &Point, mode: DataMode) -> u64 {
         .saturating_add(if mode == DataMode::Sample { tracked * 8 } else { 0 })
 }
 
+/// Whether a full data run of point `pt` logs its data operations and replays them tile
+/// by tile ([`crate::sim::data::verify_log`]) rather than moving whole vectors as it
+/// runs: while the log (two entries per message) takes at most half the data plane's
+/// bytes. A run of many small messages (ring with thousands of ranks) moves its data as
+/// it goes instead, which holds no log.
+pub fn log_pays(s: &Scenario, pt: &Point) -> bool {
+    let n = pt.bytes / (s.data.dtype.bytes() as u64).max(1);
+    let (messages, _) = messages(s, pt, n);
+    let log = messages.saturating_mul(2).saturating_mul(crate::sim::data::ENTRY_BYTES as u64);
+    log <= data_bytes(s, pt, DataMode::Full) / 2
+}
+
 /// The data plane point `pt` of `s` runs with: the scenario's, or for `auto`, `full`
 /// while it fits `data.memory_budget` and `sample` beyond.
 pub fn data_mode(s: &Scenario, pt: &Point) -> DataMode {
