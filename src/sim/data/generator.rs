@@ -69,6 +69,38 @@ fn normal(h: u64) -> f64 {
     ((s + 4.0) * pow2(-16) - 4.0) * 1.5f64.sqrt()
 }
 
+/// `Init::Random`'s elements `from..` of the stream with key `key`, into `out`, the
+/// counter stepped by one addition.
+#[inline(always)]
+fn fill_random_portable<T: Elem>(key: u64, from: usize, out: &mut [T]) {
+    let p = T::FLOAT.map_or(53, |(p, _)| p);
+    let mut z = key.wrapping_add((from as u64).wrapping_add(1).wrapping_mul(G));
+    for x in out {
+        *x = T::from_real(signed_unit(mix(z), p));
+        z = z.wrapping_add(G);
+    }
+}
+
+/// [`fill_random_portable`] compiled for AVX2, whose four 64-bit lanes take the
+/// multiplications four elements at a time (the same integer and IEEE operations, so the
+/// same bits).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn fill_random_avx2<T: Elem>(key: u64, from: usize, out: &mut [T]) {
+    fill_random_portable(key, from, out);
+}
+
+/// [`fill_random_portable`], with AVX2 where the processor has it.
+#[inline]
+fn fill_random<T: Elem>(key: u64, from: usize, out: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2, the only feature the function is compiled for.
+        return unsafe { fill_random_avx2(key, from, out) };
+    }
+    fill_random_portable(key, from, out);
+}
+
 /// One rank's generator: `at(i)` is element `i` of its vector.
 #[derive(Clone, Copy, Debug)]
 pub struct RankGen {
@@ -136,14 +168,7 @@ impl RankGen {
     #[inline]
     pub fn fill<T: Elem>(&self, from: usize, out: &mut [T]) {
         match self.init {
-            Init::Random => {
-                let p = T::FLOAT.map_or(53, |(p, _)| p);
-                let mut z = self.key.wrapping_add((from as u64).wrapping_add(1).wrapping_mul(G));
-                for x in out {
-                    *x = T::from_real(signed_unit(mix(z), p));
-                    z = z.wrapping_add(G);
-                }
-            }
+            Init::Random => fill_random(self.key, from, out),
             Init::Ones | Init::Rank => out.fill(self.at(0)),
             _ => out.iter_mut().enumerate().for_each(|(j, x)| *x = self.at(from + j)),
         }
