@@ -11,7 +11,10 @@
 //!   same for the about 3,000 tracked elements of each vector (16 bytes each in a
 //!   sampled buffer, its index beside its value); `off` nothing. `auto` is `full` while
 //!   that fits `data.memory_budget`, else `sample` ([`data_mode`]); a point whose data
-//!   would not fit the budget is refused ([`check_budget`]);
+//!   would not fit the budget is refused ([`check_budget`]). A full point whose log of
+//!   data operations pays ([`log_pays`]) actually holds far less (a tile per thread and
+//!   the log), but the budget and the memory check count whole vectors, so that they
+//!   choose and refuse as they always did;
 //! - **engine**: [`ENGINE_BYTES_PER_RANK`] per rank (programs, queues, counters);
 //! - **timeline**: a point that records its timeline (at most
 //!   [`DETAIL_MAX_RANKS`] ranks, or the only point of

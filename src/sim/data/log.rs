@@ -1,6 +1,6 @@
 //! A data plane that writes down what the engine does to the data instead of doing it,
 //! so that the data can be generated, moved, reduced and checked afterwards, a few
-//! thousand elements at a time ([`super::tiled`]).
+//! thousand elements at a time ([`super::verify_log`]).
 //!
 //! The engine calls the same four operations as on a [`super::Plane`]: a send takes its
 //! region's values (`load`), a receive copies or reduces them in (`store`,

@@ -49,7 +49,7 @@ pub enum DataPlane {
     I64(Plane<i64>),
     U8(Plane<u8>),
     /// No data, only the log of what was done to it, replayed after the run
-    /// ([`super::tiled`]).
+    /// ([`super::verify_log`]).
     Log(OpLog),
 }
 
