@@ -8,7 +8,7 @@ use allreduce_sim::collective::Collective;
 use allreduce_sim::sim::data::{DataConfig, DataPlane, Dtype, Init, ReduceOp, generate, verify_log_with};
 use allreduce_sim::sim::engine::NoObserver;
 use allreduce_sim::sim::{Network, simulate_logged, simulate_with};
-use allreduce_sim::topology::{FullyConnected, Link};
+use allreduce_sim::topology::{FullyConnected, Grid, Link, Topology};
 
 const OPS: [ReduceOp; 5] = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg];
 
@@ -18,32 +18,40 @@ fn logged_runs_are_the_direct_runs() {
     let mut tiled = 0;
     // The algorithms whose log is not index preserving (replayed on whole vectors).
     let mut whole = std::collections::BTreeSet::new();
-    for np in [1usize, 2, 3, 5, 8] {
-        let topo = FullyConnected { ranks: np, link: Link { alpha: 1e-6, bandwidth: 1e10 }, nics: 1 };
+    let link = Link { alpha: 1e-6, bandwidth: 1e10 };
+    // Every algorithm on a fully connected machine, and the grid algorithms on tori too.
+    let mut machines: Vec<Box<dyn Topology>> = [1usize, 2, 3, 5, 8]
+        .into_iter()
+        .map(|np| Box::new(FullyConnected { ranks: np, link, nics: 1 }) as Box<dyn Topology>)
+        .collect();
+    machines.push(Box::new(Grid::torus(2, 2, link, 1)));
+    machines.push(Box::new(Grid::torus(2, 4, link, 2)));
+    for topo in &machines {
+        let (topo, np) = (topo.as_ref(), topo.ranks());
         for c in Collective::ALL.into_iter().filter(|c| c.has_data()) {
             for info in algos::registry_of(c) {
                 let Ok(algo) = algos::build_for(c, info.id, Params::default()) else { continue };
                 for (dtype, n) in [(Dtype::F32, 203), (Dtype::F16, np + 1), (Dtype::I32, 67), (Dtype::U8, 0)] {
                     let p = Problem { ranks: np, elems: n, elem_bytes: dtype.bytes() };
-                    if algo.applicable(&p, &Machine { topo: &topo, cost_per_byte: 1e-10 }).is_err() {
+                    if algo.applicable(&p, &Machine { topo, cost_per_byte: 1e-10 }).is_err() {
                         continue;
                     }
                     for op in OPS {
                         let init = if op == ReduceOp::Prod { Init::Gradients } else { Init::Random };
                         let cfg = DataConfig { dtype, op, init, seed: 3 };
-                        let what = format!("{c:?} {} P={np} n={n} {dtype:?} {op:?}", algo.label());
-                        let depth = algo.reduction_depth(&p, &topo);
+                        let what = format!("{c:?} {} on {} n={n} {dtype:?} {op:?}", algo.label(), topo.describe());
+                        let depth = algo.reduction_depth(&p, topo);
                         let expect = c.expectations(np, n);
                         // Whole vectors, moved as the engine runs.
                         let (values, reference) = generate(cfg, np, n, None);
                         let plane = move |s: &[usize]| DataPlane::new(values, s, op);
                         let (direct_stats, finals) =
-                            simulate_with(algo.as_ref(), &topo, p, 1e-10, Some(plane), &mut NoObserver).unwrap();
+                            simulate_with(algo.as_ref(), topo, p, 1e-10, Some(plane), &mut NoObserver).unwrap();
                         let finals = finals.unwrap();
                         let direct = reference.check(&finals, depth, &expect);
                         // The log: the same run, and replayed on whole vectors the same bits.
                         let (stats, log) =
-                            simulate_logged(algo.as_ref(), &topo, p, 1e-10, Network::IDEAL, &mut NoObserver).unwrap();
+                            simulate_logged(algo.as_ref(), topo, p, 1e-10, Network::IDEAL, &mut NoObserver).unwrap();
                         assert_eq!(stats, direct_stats, "{what}: the engine ran differently");
                         let (values, _) = generate(cfg, np, n, None);
                         let mut plane = DataPlane::new(values, &log.lens()[1..], op);
