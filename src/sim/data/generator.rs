@@ -28,6 +28,13 @@ pub fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// [`mix`] without its last xor-shift, which changes no bit above bit 32.
+#[inline]
+fn mix_but_last(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB)
+}
+
 /// The key of stream `stream` under `seed`.
 #[inline]
 fn key(seed: u64, stream: u64) -> u64 {
@@ -75,9 +82,22 @@ fn normal(h: u64) -> f64 {
 fn fill_random_portable<T: Elem>(key: u64, from: usize, out: &mut [T]) {
     let p = T::FLOAT.map_or(53, |(p, _)| p);
     let mut z = key.wrapping_add((from as u64).wrapping_add(1).wrapping_mul(G));
-    for x in out {
-        *x = T::from_real(signed_unit(mix(z), p));
-        z = z.wrapping_add(G);
+    if p <= 24 {
+        // f32, f16, bf16. The top p bits of mix(z) are those of its second product: the
+        // last xor-shift changes only bits below 33. They fit an f32 exactly, and so do
+        // the scaled value and the value minus 1 (a multiple of 2^(1-p) in [-1, 1)), so
+        // f32 arithmetic gives signed_unit's f64 value exactly, in lanes twice as many.
+        let scale = pow2(1 - p) as f32;
+        for x in out {
+            let top = (mix_but_last(z) >> (64 - p)) as u32;
+            *x = T::from_real(f64::from(top as f32 * scale - 1.0));
+            z = z.wrapping_add(G);
+        }
+    } else {
+        for x in out {
+            *x = T::from_real(signed_unit(mix(z), p));
+            z = z.wrapping_add(G);
+        }
     }
 }
 
