@@ -103,8 +103,11 @@ enum Check {
     Input(usize),
 }
 
+/// Every rank's checks (rank by rank, each a range of the vector and how it is checked).
+type Plan = Vec<Vec<(Range<usize>, Check)>>;
+
 /// Every rank's checks, in rank order, and the number of flags.
-fn plan(ranks: usize, expect: &Expectations) -> (Vec<Vec<(Range<usize>, Check)>>, usize) {
+fn plan(ranks: usize, expect: &Expectations) -> (Plan, usize) {
     let mut reps: Vec<(Range<usize>, usize)> = Vec::new();
     let mut flags = 0;
     let whole = [super::Expectation { range: 0..usize::MAX, expect: Expect::Reduced }];
@@ -199,7 +202,7 @@ struct Ctx<'a> {
     starts: Vec<usize>,
     index: Vec<u32>,
     width: usize,
-    plan: Vec<Vec<(Range<usize>, Check)>>,
+    plan: Plan,
     flags: usize,
     depth: usize,
 }
