@@ -11,7 +11,10 @@
 //!   same for the about 3,000 tracked elements of each vector (16 bytes each in a
 //!   sampled buffer, its index beside its value); `off` nothing. `auto` is `full` while
 //!   that fits `data.memory_budget`, else `sample` ([`data_mode`]); a point whose data
-//!   would not fit the budget is refused ([`check_budget`]);
+//!   would not fit the budget is refused ([`check_budget`]). A full point whose log of
+//!   data operations pays ([`log_pays`]) actually holds far less (a tile per thread and
+//!   the log), but the budget and the memory check count whole vectors, so that they
+//!   choose and refuse as they always did;
 //! - **engine**: [`ENGINE_BYTES_PER_RANK`] per rank (programs, queues, counters);
 //! - **timeline**: a point that records its timeline (at most
 //!   [`DETAIL_MAX_RANKS`] ranks, or the only point of
@@ -150,6 +153,18 @@ pub fn data_bytes(s: &Scenario, pt: &Point, mode: DataMode) -> u64 {
         .saturating_mul(per_elem)
         .saturating_add(tracked.saturating_mul(reference))
         .saturating_add(if mode == DataMode::Sample { tracked * 8 } else { 0 })
+}
+
+/// Whether a full data run of point `pt` logs its data operations and replays them tile
+/// by tile ([`crate::sim::data::verify_log`]) rather than moving whole vectors as it
+/// runs: while the log (two entries per message) takes at most half the data plane's
+/// bytes. A run of many small messages (ring with thousands of ranks) moves its data as
+/// it goes instead, which holds no log.
+pub fn log_pays(s: &Scenario, pt: &Point) -> bool {
+    let n = pt.bytes / (s.data.dtype.bytes() as u64).max(1);
+    let (messages, _) = messages(s, pt, n);
+    let log = messages.saturating_mul(2).saturating_mul(crate::sim::data::ENTRY_BYTES as u64);
+    log <= data_bytes(s, pt, DataMode::Full) / 2
 }
 
 /// The data plane point `pt` of `s` runs with: the scenario's, or for `auto`, `full`

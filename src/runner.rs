@@ -25,9 +25,9 @@ use crate::cost_model;
 use crate::report::{LinkReport, LinkUse, MAX_LISTED_LINKS, PointResult, Report};
 use crate::scenario::{DataMode, Scenario};
 use crate::shard::Shard;
-use crate::sim::data::{DataConfig, DataPlane, generate, sample_positions};
+use crate::sim::data::{DataConfig, DataPlane, OpLog, Verification, generate, sample_positions, verify_log};
 use crate::sim::engine::{NoObserver, Observer};
-use crate::sim::{Network, simulate_on};
+use crate::sim::{Network, simulate_logged, simulate_on};
 use crate::timeline::{self, DETAIL_MAX_RANKS, Recorder, Timeline};
 use crate::topology::{self, Topology};
 
@@ -424,11 +424,15 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
         return res;
     }
     let positions = (mode == DataMode::Sample).then(|| sample_positions(p.elems));
+    let cfg = DataConfig { dtype: s.data.dtype, op: s.data.op, init: s.data.init, seed: s.seed };
+    // Every element: the run logs what it does to the data, which is then generated, moved,
+    // reduced and checked tile by tile in cache (crate::sim::data::verify_log), unless the
+    // log would be large beside the data (many small messages).
+    let logged = mode == DataMode::Full && collective.has_data() && crate::estimate::log_pays(s, pt);
     let (plane, reference) = match mode {
         DataMode::Off => (None, None),
-        _ if !collective.has_data() => (None, None),
+        _ if !collective.has_data() || logged => (None, None),
         _ => {
-            let cfg = DataConfig { dtype: s.data.dtype, op: s.data.op, init: s.data.init, seed: s.seed };
             let (values, reference) = generate(cfg, p.ranks, p.elems, positions.clone());
             let (op, n) = (s.data.op, p.elems);
             let plane = move |scratch: &[usize]| match positions {
@@ -441,7 +445,13 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     res.data_mode =
         (mode != DataMode::Off).then(|| if mode == DataMode::Sample { "sample" } else { "full" }.to_string());
     let net = s.network.engine();
-    let (stats, vectors) = match simulate_on(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, net, plane, obs) {
+    let run = if logged {
+        simulate_logged(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, net, obs)
+            .map(|(st, log)| (st, None, Some(log)))
+    } else {
+        simulate_on(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, net, plane, obs).map(|(st, v)| (st, v, None))
+    };
+    let (stats, vectors, log) = match run {
         Ok(out) => out,
         Err(err) => {
             res.failures.push(format!("simulation failed: {err}"));
@@ -511,9 +521,14 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
         }
     }
 
-    if let (Some(finals), Some(reference)) = (vectors, reference) {
-        let depth = algo.reduction_depth(&p, topo.as_ref());
-        let v = reference.check(&finals, depth, &collective.expectations(p.ranks, p.elems));
+    let depth = algo.reduction_depth(&p, topo.as_ref());
+    let expect = collective.expectations(p.ranks, p.elems);
+    let verification = match (vectors, reference, log) {
+        (_, _, Some(log)) => verify_logged(cfg, &log, depth, &expect),
+        (Some(finals), Some(reference), None) => Some(reference.check(&finals, depth, &expect)),
+        _ => None,
+    };
+    if let Some(v) = verification {
         res.max_abs_error = Some(v.max_abs_error);
         res.max_rel_error = Some(v.max_rel_error);
         res.max_ulp_error = Some(v.max_ulp_error);
@@ -543,4 +558,21 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     }
     res.wall_time_s = started.elapsed().as_secs_f64();
     res
+}
+
+/// The check of a full run from its log: tile by tile where the log allows it, else on
+/// whole vectors (the log replayed as the engine would have run it).
+fn verify_logged(
+    cfg: DataConfig,
+    log: &OpLog,
+    depth: usize,
+    expect: &crate::sim::data::Expectations,
+) -> Option<Verification> {
+    if let Some((v, _)) = verify_log(cfg, log, depth, expect) {
+        return Some(v);
+    }
+    let (values, reference) = generate(cfg, log.ranks(), log.lens()[0], None);
+    let mut plane = DataPlane::new(values, &log.lens()[1..], cfg.op);
+    log.replay(&mut plane);
+    plane.into_finals().map(|finals| reference.check(&finals, depth, expect))
 }

@@ -9,16 +9,20 @@
 
 mod elem;
 mod generator;
+mod log;
 mod plane;
 mod reference;
+mod tiled;
 
 use half::{bf16, f16};
 use serde::{Deserialize, Serialize};
 
 pub use elem::Elem;
 pub use generator::RankGen;
+pub use log::{ENTRY_BYTES, Entry, OpLog, Source};
 pub use plane::{DataPlane, Finals, Plane};
 pub use reference::{Expect, Expectation, Expectations, Reference, Verification, Violation};
+pub use tiled::{Phases, TILE_BYTES, verify_log, verify_log_with};
 
 /// Element type (`data.dtype`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -209,6 +213,47 @@ macro_rules! dispatch {
             }
         }
     };
+    // The same for an enum with other variants besides: `$other` matches those.
+    ($e:expr, $enum:ident, $x:ident, $t:ident => $body:expr; $other:pat => $obody:expr) => {
+        match $e {
+            $enum::F32($x) => {
+                #[allow(dead_code)]
+                type $t = f32;
+                $body
+            }
+            $enum::F64($x) => {
+                #[allow(dead_code)]
+                type $t = f64;
+                $body
+            }
+            $enum::F16($x) => {
+                #[allow(dead_code)]
+                type $t = half::f16;
+                $body
+            }
+            $enum::Bf16($x) => {
+                #[allow(dead_code)]
+                type $t = half::bf16;
+                $body
+            }
+            $enum::I32($x) => {
+                #[allow(dead_code)]
+                type $t = i32;
+                $body
+            }
+            $enum::I64($x) => {
+                #[allow(dead_code)]
+                type $t = i64;
+                $body
+            }
+            $enum::U8($x) => {
+                #[allow(dead_code)]
+                type $t = u8;
+                $body
+            }
+            $other => $obody,
+        }
+    };
 }
 pub(crate) use dispatch;
 
@@ -247,6 +292,7 @@ macro_rules! with_dtype {
         }
     };
 }
+pub(crate) use with_dtype;
 
 impl Vectors {
     /// The element type.
@@ -301,6 +347,8 @@ pub struct Payload {
     at: Vec<usize>,
     /// Sampled planes only: the values that met an untracked element.
     lost: Vec<bool>,
+    /// A logging plane ([`OpLog`]): the slot of the message's entry in the log.
+    slot: u32,
 }
 
 /// The values rank `rank` starts with.

@@ -12,7 +12,7 @@ pub mod queue;
 
 use crate::algos::{Algorithm, Problem};
 use crate::topology::Topology;
-use data::{DataPlane, Finals, ReduceOp, Vectors};
+use data::{DataPlane, Finals, OpLog, ReduceOp, Vectors};
 use engine::{Engine, EngineConfig, Observer, SimError, SimStats};
 use flow::Sharing;
 pub use op::{Action, Op, Program, Rank, Region};
@@ -75,6 +75,36 @@ pub fn simulate_on<O: Observer>(
     plane: Option<impl FnOnce(&[usize]) -> DataPlane>,
     obs: &mut O,
 ) -> Result<Outcome, SimError> {
+    let (stats, plane) = run_engine(algo, topo, p, cost_per_byte, net, plane, obs)?;
+    Ok((stats, plane.and_then(DataPlane::into_finals)))
+}
+
+/// [`simulate_on`] keeping a log of what the run did to the data instead of doing it
+/// ([`OpLog`]): the data is generated, moved, reduced and checked afterwards, from the
+/// log ([`data::verify_log`], [`OpLog::replay`]).
+pub fn simulate_logged<O: Observer>(
+    algo: &dyn Algorithm,
+    topo: &dyn Topology,
+    p: Problem,
+    cost_per_byte: f64,
+    net: Network,
+    obs: &mut O,
+) -> Result<(SimStats, OpLog), SimError> {
+    let plane = Some(|scratch: &[usize]| DataPlane::Log(OpLog::new(p.ranks, p.elems, scratch)));
+    let (stats, plane) = run_engine(algo, topo, p, cost_per_byte, net, plane, obs)?;
+    Ok((stats, plane.and_then(DataPlane::into_log).expect("the plane was built as a log")))
+}
+
+/// Run the engine; hand back its statistics and the data plane as the run left it.
+fn run_engine<O: Observer>(
+    algo: &dyn Algorithm,
+    topo: &dyn Topology,
+    p: Problem,
+    cost_per_byte: f64,
+    net: Network,
+    plane: Option<impl FnOnce(&[usize]) -> DataPlane>,
+    obs: &mut O,
+) -> Result<(SimStats, Option<DataPlane>), SimError> {
     let scratch = algo.scratch(&p);
     let scratch_bytes = (scratch.iter().sum::<usize>() * p.elem_bytes) as u64;
     let cfg =
@@ -82,5 +112,5 @@ pub fn simulate_on<O: Observer>(
     let programs = (0..p.ranks).map(|r| algo.program(r as Rank, p, topo)).collect();
     let mut plane = plane.map(|build| build(&scratch));
     let stats = Engine::new(topo, cfg, programs, plane.as_mut(), obs)?.run()?;
-    Ok((stats, plane.map(DataPlane::into_finals)))
+    Ok((stats, plane))
 }

@@ -167,6 +167,13 @@ macro_rules! native_float {
             fn min(a: Self, b: Self) -> Self {
                 a.min(b)
             }
+            // In the type's own width: no widening of every element to 64 bits.
+            fn bitwise_eq(a: &[Self], b: &[Self]) -> bool {
+                a.len() == b.len()
+                    && a.chunks(1024).zip(b.chunks(1024)).all(|(x, y)| {
+                        x.iter().zip(y).fold(0 as $bits, |acc, (p, q)| acc | (p.to_bits() ^ q.to_bits())) == 0
+                    })
+            }
             containers!($t, $v);
         }
     };

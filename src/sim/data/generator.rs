@@ -28,6 +28,13 @@ pub fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// [`mix`] without its last xor-shift, which changes no bit above bit 32.
+#[inline]
+fn mix_but_last(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB)
+}
+
 /// The key of stream `stream` under `seed`.
 #[inline]
 fn key(seed: u64, stream: u64) -> u64 {
@@ -67,6 +74,51 @@ fn normal(h: u64) -> f64 {
     let quarters = |x: u64| (x & 0xFFFF) + (x >> 16 & 0xFFFF) + (x >> 32 & 0xFFFF) + (x >> 48);
     let s = (quarters(h) + quarters(h2)) as f64;
     ((s + 4.0) * pow2(-16) - 4.0) * 1.5f64.sqrt()
+}
+
+/// `Init::Random`'s elements `from..` of the stream with key `key`, into `out`, the
+/// counter stepped by one addition.
+#[inline(always)]
+fn fill_random_portable<T: Elem>(key: u64, from: usize, out: &mut [T]) {
+    let p = T::FLOAT.map_or(53, |(p, _)| p);
+    let mut z = key.wrapping_add((from as u64).wrapping_add(1).wrapping_mul(G));
+    if p <= 24 {
+        // f32, f16, bf16. The top p bits of mix(z) are those of its second product: the
+        // last xor-shift changes only bits below 33. They fit an f32 exactly, and so do
+        // the scaled value and the value minus 1 (a multiple of 2^(1-p) in [-1, 1)), so
+        // f32 arithmetic gives signed_unit's f64 value exactly, in lanes twice as many.
+        let scale = pow2(1 - p) as f32;
+        for x in out {
+            let top = (mix_but_last(z) >> (64 - p)) as u32;
+            *x = T::from_real(f64::from(top as f32 * scale - 1.0));
+            z = z.wrapping_add(G);
+        }
+    } else {
+        for x in out {
+            *x = T::from_real(signed_unit(mix(z), p));
+            z = z.wrapping_add(G);
+        }
+    }
+}
+
+/// [`fill_random_portable`] compiled for AVX2, whose four 64-bit lanes take the
+/// multiplications four elements at a time (the same integer and IEEE operations, so the
+/// same bits).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn fill_random_avx2<T: Elem>(key: u64, from: usize, out: &mut [T]) {
+    fill_random_portable(key, from, out);
+}
+
+/// [`fill_random_portable`], with AVX2 where the processor has it.
+#[inline]
+fn fill_random<T: Elem>(key: u64, from: usize, out: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2, the only feature the function is compiled for.
+        return unsafe { fill_random_avx2(key, from, out) };
+    }
+    fill_random_portable(key, from, out);
 }
 
 /// One rank's generator: `at(i)` is element `i` of its vector.
@@ -130,9 +182,50 @@ impl RankGen {
         }
     }
 
-    /// Elements `from..from + out.len()` into `out`.
+    /// Elements `from..from + out.len()` into `out`: what [`RankGen::at`] gives, with the
+    /// recipe chosen once rather than per element, and the stream's counter stepped by
+    /// one addition (a loop the compiler keeps tight).
     #[inline]
     pub fn fill<T: Elem>(&self, from: usize, out: &mut [T]) {
-        out.iter_mut().enumerate().for_each(|(j, x)| *x = self.at(from + j));
+        match self.init {
+            Init::Random => fill_random(self.key, from, out),
+            Init::Ones | Init::Rank => out.fill(self.at(0)),
+            _ => out.iter_mut().enumerate().for_each(|(j, x)| *x = self.at(from + j)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fill_is_at<T: Elem>() {
+        for init in [Init::Random, Init::Normal, Init::Ones, Init::Rank, Init::IllConditioned, Init::Gradients] {
+            for rank in [0, 3] {
+                let g = RankGen::new(init, 11, rank);
+                for from in [0, 1, 1000, usize::MAX - 40] {
+                    let mut out = vec![T::default(); 33];
+                    g.fill(from, &mut out);
+                    for (j, x) in out.iter().enumerate() {
+                        assert_eq!(
+                            x.bits(),
+                            g.at::<T>(from.wrapping_add(j)).bits(),
+                            "{init:?} rank {rank} at {from} + {j}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fill_gives_what_at_gives() {
+        fill_is_at::<f32>();
+        fill_is_at::<f64>();
+        fill_is_at::<half::f16>();
+        fill_is_at::<half::bf16>();
+        fill_is_at::<i32>();
+        fill_is_at::<i64>();
+        fill_is_at::<u8>();
     }
 }

@@ -1,6 +1,6 @@
 //! Every rank's buffers during a run, and what the engine does to them.
 
-use super::{Elem, Payload, ReduceOp, Vectors, dispatch};
+use super::{Elem, OpLog, Payload, ReduceOp, Vectors, dispatch};
 use crate::sim::op::{BufId, Region, VEC};
 
 /// One tracked element of a sampled buffer.
@@ -48,6 +48,9 @@ pub enum DataPlane {
     I32(Plane<i32>),
     I64(Plane<i64>),
     U8(Plane<u8>),
+    /// No data, only the log of what was done to it, replayed after the run
+    /// ([`super::verify_log`]).
+    Log(OpLog),
 }
 
 /// What a run leaves: every rank's final vector (in a sampled run the tracked elements,
@@ -110,36 +113,47 @@ impl DataPlane {
 
     /// Elements in buffer `buf` of `rank` (0 if it does not exist).
     pub fn buf_len(&self, rank: usize, buf: BufId) -> usize {
-        dispatch!(self, DataPlane, p, T => p.buf_len(rank, buf))
+        dispatch!(self, DataPlane, p, T => p.buf_len(rank, buf); DataPlane::Log(l) => l.buf_len(buf))
     }
 
     /// Put the data of `reg` of `rank` in `out`.
     #[inline]
     pub fn load(&self, rank: usize, reg: Region, out: &mut Payload) {
-        dispatch!(self, DataPlane, p, T => p.load(rank, reg, out))
+        dispatch!(self, DataPlane, p, T => p.load(rank, reg, out); DataPlane::Log(l) => l.load(rank, reg, out))
     }
 
     /// `reg = data`: a copy (what `reg` held is overwritten).
     #[inline]
     pub fn store(&mut self, rank: usize, reg: Region, data: &Payload) {
-        dispatch!(self, DataPlane, p, T => p.store(rank, reg, data))
+        dispatch!(self, DataPlane, p, T => p.store(rank, reg, data); DataPlane::Log(l) => l.store(rank, reg, data))
     }
 
     /// `reg = reg (op) data`.
     #[inline]
     pub fn reduce_into(&mut self, rank: usize, reg: Region, data: &Payload) {
-        dispatch!(self, DataPlane, p, T => p.reduce_into(rank, reg, data))
+        dispatch!(self, DataPlane, p, T => p.reduce_into(rank, reg, data);
+            DataPlane::Log(l) => l.reduce_into(rank, reg, data))
     }
 
     /// `dst = dst (op) src`, both regions of `rank`.
     #[inline]
     pub fn reduce_local(&mut self, rank: usize, src: Region, dst: Region) {
-        dispatch!(self, DataPlane, p, T => p.reduce_local(rank, src, dst))
+        dispatch!(self, DataPlane, p, T => p.reduce_local(rank, src, dst);
+            DataPlane::Log(l) => l.reduce_local(rank, src, dst))
     }
 
-    /// The ranks' vectors after the run. An integer `avg` divides every result by P here.
-    pub fn into_finals(self) -> Finals {
-        dispatch!(self, DataPlane, p, T => p.into_finals())
+    /// The ranks' vectors after the run (`None` for a log, which holds no data). An
+    /// integer `avg` divides every result by P here.
+    pub fn into_finals(self) -> Option<Finals> {
+        dispatch!(self, DataPlane, p, T => Some(p.into_finals()); DataPlane::Log(_) => None)
+    }
+
+    /// The log, if this plane is one.
+    pub fn into_log(self) -> Option<OpLog> {
+        match self {
+            DataPlane::Log(l) => Some(l),
+            _ => None,
+        }
     }
 }
 

@@ -242,7 +242,7 @@ pub(super) fn generate<T: Elem>(
 }
 
 #[inline]
-fn accumulate_float<T: Elem>(op: ReduceOp, xs: &[T], hi: &mut [f64], lo: &mut [f64], aux: &mut [f64]) {
+pub(super) fn accumulate_float<T: Elem>(op: ReduceOp, xs: &[T], hi: &mut [f64], lo: &mut [f64], aux: &mut [f64]) {
     let it = xs.iter().zip(hi.iter_mut()).zip(lo.iter_mut()).zip(aux.iter_mut());
     match op {
         ReduceOp::Sum | ReduceOp::Avg => it.for_each(|(((x, h), l), a)| {
@@ -266,7 +266,7 @@ fn accumulate_float<T: Elem>(op: ReduceOp, xs: &[T], hi: &mut [f64], lo: &mut [f
     }
 }
 
-fn finish_float(op: ReduceOp, ranks: usize, hi: &mut [f64], lo: &mut [f64], aux: &mut [f64]) {
+pub(super) fn finish_float(op: ReduceOp, ranks: usize, hi: &mut [f64], lo: &mut [f64], aux: &mut [f64]) {
     match op {
         ReduceOp::Sum | ReduceOp::Prod => hi.iter_mut().zip(lo.iter_mut()).for_each(|(h, l)| {
             let s = *h + *l;
@@ -291,7 +291,7 @@ fn finish_float(op: ReduceOp, ranks: usize, hi: &mut [f64], lo: &mut [f64], aux:
 }
 
 #[inline]
-fn accumulate_int<T: Elem>(op: ReduceOp, xs: &[T], ex: &mut [i64]) {
+pub(super) fn accumulate_int<T: Elem>(op: ReduceOp, xs: &[T], ex: &mut [i64]) {
     let it = xs.iter().zip(ex.iter_mut());
     match op {
         ReduceOp::Sum | ReduceOp::Avg => it.for_each(|(x, e)| *e = e.wrapping_add(x.to_i64())),
@@ -301,7 +301,7 @@ fn accumulate_int<T: Elem>(op: ReduceOp, xs: &[T], ex: &mut [i64]) {
     }
 }
 
-fn finish_int<T: Elem>(op: ReduceOp, ranks: usize, ex: &mut [i64]) {
+pub(super) fn finish_int<T: Elem>(op: ReduceOp, ranks: usize, ex: &mut [i64]) {
     ex.iter_mut().for_each(|e| {
         let wrapped = T::from_i64(*e).to_i64();
         *e = if op == ReduceOp::Avg { wrapped / ranks as i64 } else { wrapped };
@@ -311,7 +311,7 @@ fn finish_int<T: Elem>(op: ReduceOp, ranks: usize, ex: &mut [i64]) {
 /// What the check of some elements found (combined with [`Stats::merge`], which is
 /// associative and commutative, so the threads' order does not matter).
 #[derive(Clone, Debug, Default)]
-struct Stats {
+pub(super) struct Stats {
     max_abs: f64,
     max_ulp: f64,
     max_exact: f64,
@@ -320,7 +320,7 @@ struct Stats {
 }
 
 impl Stats {
-    fn merge(mut self, o: Stats) -> Stats {
+    pub(super) fn merge(mut self, o: Stats) -> Stats {
         self.max_abs = self.max_abs.max(o.max_abs);
         self.max_ulp = self.max_ulp.max(o.max_ulp);
         self.max_exact = self.max_exact.max(o.max_exact);
@@ -515,122 +515,164 @@ impl Reference {
                 stats.first = Some(v);
             }
         }
-        verified &= stats.first.is_none();
-        let max_rel_error = if stats.max_abs == 0.0 { 0.0 } else { stats.max_abs / stats.max_exact };
-        Verification {
-            max_abs_error: stats.max_abs,
-            max_rel_error,
-            max_ulp_error: stats.max_ulp,
-            error_bound: stats.max_bound,
-            verified,
-            ranks_bitwise_equal: bitwise,
-            first_violation: stats.first,
-            ranks_checked: checked,
-        }
+        verification(stats, verified, bitwise, checked)
     }
 
     /// Rank `rank`'s tracked elements `ks` (its values `got`) against the reduction.
     fn check_reduced<T: Elem>(&self, rank: usize, got: &[T], ks: Range<usize>, depth: usize) -> Stats {
-        let op = self.op;
-        let chunks = |f: &(dyn Fn(Range<usize>) -> Stats + Sync)| {
-            let starts: Vec<usize> = (ks.start..ks.end).step_by(BLOCK * 4).collect();
-            starts.into_par_iter().map(|s| f(s..(s + BLOCK * 4).min(ks.end))).reduce(Stats::default, Stats::merge)
-        };
-        match &self.vals {
-            Vals::Int(exact) => chunks(&|c: Range<usize>| {
-                let mut st = Stats::default();
-                for k in c {
-                    let (g, e) = (got[k].to_i64(), exact[k]);
-                    let err = (g as i128 - e as i128).unsigned_abs() as f64;
-                    st.add(err, err, e as f64, 0.0, || Violation {
-                        rank,
-                        index: self.index(k),
-                        got: g as f64,
-                        exact: e as f64,
-                        bound: 0.0,
-                        lost: false,
-                    });
-                }
-                st
-            }),
-            Vals::Float { hi, lo, aux } => {
-                let (p, emin) = T::FLOAT.expect("a float reference is of a float type");
-                let u = pow2(-p);
-                let eta = pow2(emin - p);
-                let np = self.ranks as f64;
-                let (g_sum, g_avg) = (gamma(depth, u), gamma(depth + 2, u));
-                // Every one of a product tree's P - 1 roundings scales the whole result.
-                let (g_prod, mults) = (gamma(self.ranks.saturating_sub(1), u), self.ranks.saturating_sub(1) as f64);
-                let bound = move |h: f64, a: f64| match op {
-                    ReduceOp::Sum => g_sum * a,
-                    ReduceOp::Avg => g_avg * a + 2.0 * np * eta,
-                    ReduceOp::Prod => g_prod * h.abs() + 2.0 * mults * eta * a,
-                    ReduceOp::Max | ReduceOp::Min => 0.0,
-                };
-                let ulp = move |h: f64| {
-                    let e = if h == 0.0 || !h.is_finite() {
-                        emin
-                    } else {
-                        ((h.abs().to_bits() >> 52) as i32 - 1023).max(emin)
-                    };
-                    pow2(e - (p - 1))
-                };
-                chunks(&|c: Range<usize>| {
-                    let mut st = Stats::default();
-                    for k in c {
-                        let (g, h, l) = (got[k].to_f64(), hi[k], lo[k]);
-                        let err = if g.is_nan() {
-                            f64::INFINITY
-                        } else if g.is_infinite() || !h.is_finite() {
-                            if T::from_real(h).to_f64() == g { 0.0 } else { f64::INFINITY }
-                        } else {
-                            ((g - h) - l).abs()
-                        };
-                        let b = bound(h, aux[k]);
-                        st.add(err, err / ulp(h), h, b, || Violation {
-                            rank,
-                            index: self.index(k),
-                            got: g,
-                            exact: h + l,
-                            bound: b,
-                            lost: false,
-                        });
+        let starts: Vec<usize> = (ks.start..ks.end).step_by(BLOCK * 4).collect();
+        let at = self.positions.as_deref();
+        starts
+            .into_par_iter()
+            .map(|s| {
+                let c = s..(s + BLOCK * 4).min(ks.end);
+                let vals = match &self.vals {
+                    Vals::Int(exact) => ValsRef::Int(&exact[c.clone()]),
+                    Vals::Float { hi, lo, aux } => {
+                        ValsRef::Float { hi: &hi[c.clone()], lo: &lo[c.clone()], aux: &aux[c.clone()] }
                     }
-                    st
-                })
-            }
-        }
+                };
+                let index = |j: usize| at.map_or(c.start + j, |a| a[c.start + j]);
+                check_reduced_block(self.op, self.ranks, depth, vals, &got[c.clone()], rank, index)
+            })
+            .reduce(Stats::default, Stats::merge)
     }
 
     /// Rank `rank`'s tracked elements `ks` (its values `got`) against rank `s`'s input.
     fn check_input<T: Elem>(&self, rank: usize, got: &[T], ks: Range<usize>, s: usize) -> Stats {
-        let mut st = Stats::default();
-        let gen_ = match self.source {
-            Source::Generated { init, seed } => Some(RankGen::new(init, seed, s)),
-            Source::Kept(_) => None,
-        };
-        let kept = match &self.source {
-            Source::Kept(v) => T::unwrap(v),
-            Source::Generated { .. } => None,
-        };
-        for k in ks {
-            let want: T = match (&gen_, kept) {
-                (Some(g), _) => g.at(self.index(k)),
-                (None, Some(v)) => v[s][k],
-                (None, None) => T::default(),
-            };
-            let (g, w) = (got[k], want);
-            let err = if g.bits() == w.bits() { 0.0 } else { (g.to_f64() - w.to_f64()).abs().max(f64::MIN_POSITIVE) };
-            st.add(err, err, w.to_f64(), 0.0, || Violation {
-                rank,
-                index: self.index(k),
-                got: g.to_f64(),
-                exact: w.to_f64(),
-                bound: 0.0,
-                lost: false,
-            });
+        let index = |j: usize| self.index(ks.start + j);
+        let got = &got[ks.clone()];
+        match &self.source {
+            Source::Generated { init, seed } => {
+                let g = RankGen::new(*init, *seed, s);
+                check_input_block(got, rank, index, |j| g.at(index(j)))
+            }
+            Source::Kept(v) => {
+                let kept = T::unwrap(v);
+                check_input_block(got, rank, index, |j| kept.map_or(T::default(), |v| v[s][ks.start + j]))
+            }
         }
-        st
+    }
+}
+
+/// The exact values of a run of tracked elements.
+#[derive(Clone, Copy)]
+pub(super) enum ValsRef<'a> {
+    /// Floats: `hi + lo` and the bound's `aux` (see [`Reference`]).
+    Float { hi: &'a [f64], lo: &'a [f64], aux: &'a [f64] },
+    /// Integers: the exact result.
+    Int(&'a [i64]),
+}
+
+/// Rank `rank`'s values `got` against the reduction's exact values `vals` (the same
+/// elements), for a reduction of `ranks` inputs whose every element went through at most
+/// `depth` rounded operations; `index(j)` is element `j`'s index in the vector.
+pub(super) fn check_reduced_block<T: Elem>(
+    op: ReduceOp,
+    ranks: usize,
+    depth: usize,
+    vals: ValsRef<'_>,
+    got: &[T],
+    rank: usize,
+    index: impl Fn(usize) -> usize,
+) -> Stats {
+    let mut st = Stats::default();
+    match vals {
+        ValsRef::Int(exact) => {
+            for (j, (g, &e)) in got.iter().zip(exact).enumerate() {
+                let g = g.to_i64();
+                let err = (g as i128 - e as i128).unsigned_abs() as f64;
+                st.add(err, err, e as f64, 0.0, || Violation {
+                    rank,
+                    index: index(j),
+                    got: g as f64,
+                    exact: e as f64,
+                    bound: 0.0,
+                    lost: false,
+                });
+            }
+        }
+        ValsRef::Float { hi, lo, aux } => {
+            let (p, emin) = T::FLOAT.expect("a float reference is of a float type");
+            let u = pow2(-p);
+            let eta = pow2(emin - p);
+            let np = ranks as f64;
+            let (g_sum, g_avg) = (gamma(depth, u), gamma(depth + 2, u));
+            // Every one of a product tree's P - 1 roundings scales the whole result.
+            let (g_prod, mults) = (gamma(ranks.saturating_sub(1), u), ranks.saturating_sub(1) as f64);
+            let bound = move |h: f64, a: f64| match op {
+                ReduceOp::Sum => g_sum * a,
+                ReduceOp::Avg => g_avg * a + 2.0 * np * eta,
+                ReduceOp::Prod => g_prod * h.abs() + 2.0 * mults * eta * a,
+                ReduceOp::Max | ReduceOp::Min => 0.0,
+            };
+            let ulp = move |h: f64| {
+                let e =
+                    if h == 0.0 || !h.is_finite() { emin } else { ((h.abs().to_bits() >> 52) as i32 - 1023).max(emin) };
+                pow2(e - (p - 1))
+            };
+            for j in 0..got.len() {
+                let (g, h, l) = (got[j].to_f64(), hi[j], lo[j]);
+                let err = if g.is_nan() {
+                    f64::INFINITY
+                } else if g.is_infinite() || !h.is_finite() {
+                    if T::from_real(h).to_f64() == g { 0.0 } else { f64::INFINITY }
+                } else {
+                    ((g - h) - l).abs()
+                };
+                let b = bound(h, aux[j]);
+                st.add(err, err / ulp(h), h, b, || Violation {
+                    rank,
+                    index: index(j),
+                    got: g,
+                    exact: h + l,
+                    bound: b,
+                    lost: false,
+                });
+            }
+        }
+    }
+    st
+}
+
+/// Rank `rank`'s values `got` against the inputs `want(j)` they must equal bit for bit;
+/// `index(j)` is element `j`'s index in the vector.
+pub(super) fn check_input_block<T: Elem>(
+    got: &[T],
+    rank: usize,
+    index: impl Fn(usize) -> usize,
+    want: impl Fn(usize) -> T,
+) -> Stats {
+    let mut st = Stats::default();
+    for (j, &g) in got.iter().enumerate() {
+        let w = want(j);
+        let err = if g.bits() == w.bits() { 0.0 } else { (g.to_f64() - w.to_f64()).abs().max(f64::MIN_POSITIVE) };
+        st.add(err, err, w.to_f64(), 0.0, || Violation {
+            rank,
+            index: index(j),
+            got: g.to_f64(),
+            exact: w.to_f64(),
+            bound: 0.0,
+            lost: false,
+        });
+    }
+    st
+}
+
+/// The verification of a check that found `stats`, with `verified` false if something
+/// else failed already (a lost element).
+pub(super) fn verification(stats: Stats, verified: bool, bitwise: bool, checked: usize) -> Verification {
+    let verified = verified && stats.first.is_none();
+    let max_rel_error = if stats.max_abs == 0.0 { 0.0 } else { stats.max_abs / stats.max_exact };
+    Verification {
+        max_abs_error: stats.max_abs,
+        max_rel_error,
+        max_ulp_error: stats.max_ulp,
+        error_bound: stats.max_bound,
+        verified,
+        ranks_bitwise_equal: bitwise,
+        first_violation: stats.first,
+        ranks_checked: checked,
     }
 }
 

@@ -1,0 +1,106 @@
+//! A full run from the log of its data operations gives what a run that moves whole
+//! vectors gives: the log replayed on whole vectors leaves every final vector bit for bit
+//! the same, and the tiled run's verification is the same, field for field, at any tile
+//! width. Every algorithm of every collective, every dtype and op.
+
+use allreduce_sim::algos::{self, Machine, Params, Problem};
+use allreduce_sim::collective::Collective;
+use allreduce_sim::sim::data::{DataConfig, DataPlane, Dtype, Init, ReduceOp, generate, verify_log_with};
+use allreduce_sim::sim::engine::NoObserver;
+use allreduce_sim::sim::{Network, simulate_logged, simulate_with};
+use allreduce_sim::topology::{FullyConnected, Grid, Link, Topology};
+
+const OPS: [ReduceOp; 5] = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg];
+
+#[test]
+fn logged_runs_are_the_direct_runs() {
+    let mut runs = 0;
+    let mut tiled = 0;
+    // The algorithms whose log is not index preserving (replayed on whole vectors).
+    let mut whole = std::collections::BTreeSet::new();
+    let link = Link { alpha: 1e-6, bandwidth: 1e10 };
+    // Every algorithm on a fully connected machine, and the grid algorithms on tori too.
+    let mut machines: Vec<Box<dyn Topology>> = [1usize, 2, 3, 5, 8]
+        .into_iter()
+        .map(|np| Box::new(FullyConnected { ranks: np, link, nics: 1 }) as Box<dyn Topology>)
+        .collect();
+    machines.push(Box::new(Grid::torus(2, 2, link, 1)));
+    machines.push(Box::new(Grid::torus(2, 4, link, 2)));
+    for topo in &machines {
+        let (topo, np) = (topo.as_ref(), topo.ranks());
+        for c in Collective::ALL.into_iter().filter(|c| c.has_data()) {
+            for info in algos::registry_of(c) {
+                let Ok(algo) = algos::build_for(c, info.id, Params::default()) else { continue };
+                for (dtype, n) in [(Dtype::F32, 203), (Dtype::F16, np + 1), (Dtype::I32, 67), (Dtype::U8, 0)] {
+                    let p = Problem { ranks: np, elems: n, elem_bytes: dtype.bytes() };
+                    if algo.applicable(&p, &Machine { topo, cost_per_byte: 1e-10 }).is_err() {
+                        continue;
+                    }
+                    for op in OPS {
+                        let init = if op == ReduceOp::Prod { Init::Gradients } else { Init::Random };
+                        let cfg = DataConfig { dtype, op, init, seed: 3 };
+                        let what = format!("{c:?} {} on {} n={n} {dtype:?} {op:?}", algo.label(), topo.describe());
+                        let depth = algo.reduction_depth(&p, topo);
+                        let expect = c.expectations(np, n);
+                        // Whole vectors, moved as the engine runs.
+                        let (values, reference) = generate(cfg, np, n, None);
+                        let plane = move |s: &[usize]| DataPlane::new(values, s, op);
+                        let (direct_stats, finals) =
+                            simulate_with(algo.as_ref(), topo, p, 1e-10, Some(plane), &mut NoObserver).unwrap();
+                        let finals = finals.unwrap();
+                        let direct = reference.check(&finals, depth, &expect);
+                        // The log: the same run, and replayed on whole vectors the same bits.
+                        let (stats, log) =
+                            simulate_logged(algo.as_ref(), topo, p, 1e-10, Network::IDEAL, &mut NoObserver).unwrap();
+                        assert_eq!(stats, direct_stats, "{what}: the engine ran differently");
+                        let (values, _) = generate(cfg, np, n, None);
+                        let mut plane = DataPlane::new(values, &log.lens()[1..], op);
+                        log.replay(&mut plane);
+                        assert_eq!(plane.into_finals().unwrap(), finals, "{what}: replay");
+                        // Tile by tile, at widths that cut every chunk.
+                        for width in [1, 7, 64, 4096] {
+                            match verify_log_with(cfg, &log, depth, &expect, Some(width)) {
+                                Some((v, _)) => {
+                                    assert_eq!(v, direct, "{what}: tiles of {width}");
+                                    tiled += 1;
+                                }
+                                None => {
+                                    assert!(!log.index_preserving(), "{what}");
+                                    whole.insert(format!("{c:?} {}", info.id));
+                                }
+                            }
+                        }
+                        runs += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(runs > 1000 && tiled > 3000, "{runs} runs, {tiled} tiled");
+    eprintln!("replayed on whole vectors: {whole:?}");
+}
+
+/// A failed check fails tile by tile as on whole vectors, at the same first element and
+/// with the same figures.
+#[test]
+fn tiles_find_what_whole_vectors_find() {
+    use allreduce_sim::sim::data::Expectations;
+    let np = 4;
+    let topo = FullyConnected { ranks: np, link: Link { alpha: 1e-6, bandwidth: 1e10 }, nics: 1 };
+    let ring = algos::build("ring", Params::default()).unwrap();
+    let n = 1000;
+    let p = Problem { ranks: np, elems: n, elem_bytes: 4 };
+    let cfg = DataConfig { dtype: Dtype::F32, op: ReduceOp::Sum, init: Init::Random, seed: 1 };
+    // A depth of 0 allows no rounding at all: ring's sums of random inputs round, so the
+    // check must fail, at the same first element and with the same figures both ways.
+    let (values, reference) = generate(cfg, np, n, None);
+    let plane = move |s: &[usize]| DataPlane::new(values, s, cfg.op);
+    let (_, finals) = simulate_with(ring.as_ref(), &topo, p, 0.0, Some(plane), &mut NoObserver).unwrap();
+    let direct = reference.check(&finals.unwrap(), 0, &Expectations::Allreduce);
+    assert!(!direct.verified);
+    let (_, log) = simulate_logged(ring.as_ref(), &topo, p, 0.0, Network::IDEAL, &mut NoObserver).unwrap();
+    for width in [1, 13, 256] {
+        let (v, _) = verify_log_with(cfg, &log, 0, &Expectations::Allreduce, Some(width)).unwrap();
+        assert_eq!(v, direct, "tiles of {width}");
+    }
+}
