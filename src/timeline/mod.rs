@@ -25,7 +25,7 @@ use crate::report::PointResult;
 use crate::sim::engine::{MessageInfo, Observer};
 use crate::sim::op::Rank;
 
-pub use critical::{CriticalPath, PathStep, StepKind, WaitedFor};
+pub use critical::{CriticalPath, PathStep, PathTracker, StepKind, WaitedFor};
 
 /// Runs of at most this many ranks get the per-rank byte counters, link counters and
 /// the critical path in every point of a sweep (a single-point run always records).
