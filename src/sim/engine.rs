@@ -374,7 +374,7 @@ pub struct Engine<'a, 'p, O: Observer> {
     now: f64,
     dirty: Vec<Rank>,
     /// Messages that may start now: (priority key, message id).
-    candidates: Vec<(u128, u32)>,
+    candidates: Vec<(u64, u64, u32)>,
     data: Option<&'a mut DataPlane>,
     stats: SimStats,
     obs: &'a mut O,
@@ -926,7 +926,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                     let m = &self.msgs[id as usize];
                     let free_in = self.ranks[m.dst as usize].free_in;
                     if free_in > 0 && quota.take(m.dst, free_in.min(st.free_out)) {
-                        cands.push((priority(m), id));
+                        cands.push((priority(m).0, priority(m).1, id));
                     }
                 }
             }
@@ -937,7 +937,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                     // A dirty sender's own scan above already offers this message.
                     let sender = &self.ranks[m.src as usize];
                     if sender.free_out > 0 && !sender.dirty && quota.take(m.src, sender.free_out.min(st.free_in)) {
-                        cands.push((priority(m), id));
+                        cands.push((priority(m).0, priority(m).1, id));
                     }
                 }
             }
@@ -949,7 +949,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         // Each waiting message is offered once (by its sender, or by its receiver when
         // the sender is not dirty), so sorting alone gives the greedy order.
         sort_nearly_sorted(&mut cands);
-        for &(_, id) in &cands {
+        for &(_, _, id) in &cands {
             let (src, dst) = (self.msgs[id as usize].src, self.msgs[id as usize].dst);
             if self.ranks[src as usize].free_out == 0 || self.ranks[dst as usize].free_in == 0 {
                 continue;
@@ -1075,9 +1075,10 @@ impl PairQuota {
 }
 
 /// A waiting message's place in line: (issue time, sender rank, sender's sequence),
-/// packed so that integer order is that order (times are never negative).
-fn priority(m: &Msg) -> u128 {
-    u128::from((m.issued + 0.0).to_bits()) << 64 | u128::from(m.src) << 32 | u128::from(m.seq)
+/// packed into two integers whose order is that order (times are never negative); with
+/// the message's id, a candidate is 24 bytes.
+fn priority(m: &Msg) -> (u64, u64) {
+    ((m.issued + 0.0).to_bits(), u64::from(m.src) << 32 | u64::from(m.seq))
 }
 
 const UNBOUND: Posted = Posted {

@@ -415,6 +415,9 @@ pub struct PathTracker {
     pending: Vec<u32>,
     instant: f64,
     seq: u64,
+    /// Whether some interval's end was not known when it was scheduled (the flow model):
+    /// from then on intervals are linked once their instant is over.
+    lazy: bool,
     /// Under the flow model, per engine message handle: its interval.
     open: Vec<u32>,
     /// The interval that ends last so far (ties: the one scheduled last).
@@ -435,6 +438,7 @@ impl PathTracker {
             pending: Vec::new(),
             instant: 0.0,
             seq: 0,
+            lazy: false,
             open: Vec::new(),
             last: NONE,
             intervals: 0,
@@ -523,7 +527,15 @@ impl PathTracker {
                 (self.nodes.len() - 1) as u32
             }
         };
-        self.pending.push(id);
+        // While every interval's end was known when it was scheduled (the ideal model),
+        // what this one waited for is known now; afterwards, once the instant is over.
+        self.lazy |= end.is_infinite();
+        if self.lazy {
+            self.pending.push(id);
+        } else {
+            self.nodes[id as usize].refs = 0;
+            self.resolve(id);
+        }
         self.touch(rank, id);
         if msg {
             self.touch(peer, id);
@@ -631,24 +643,29 @@ impl PathTracker {
     fn close_instant(&mut self) {
         let pending = std::mem::take(&mut self.pending);
         for &x in &pending {
-            if let Some((p, why)) = self.waited_for(x) {
-                let q = &self.nodes[p as usize];
-                let (messages, reductions, transfer, compute) = q.through();
-                let first_start = q.first_start;
-                let keep = self.steps && messages + reductions < MAX_STEPS as u64;
-                let n = &mut self.nodes[x as usize];
-                n.why = why;
-                (n.messages, n.reductions, n.transfer, n.compute) = (messages, reductions, transfer, compute);
-                n.first_start = first_start;
-                if keep {
-                    n.parent = p;
-                    self.nodes[p as usize].refs += 1;
-                }
-            }
+            self.resolve(x);
             unref(&mut self.nodes, &mut self.free, x);
         }
         self.pending = pending;
         self.pending.clear();
+    }
+
+    /// Link interval `x` to what it waited for, with the totals of the chain before it.
+    fn resolve(&mut self, x: u32) {
+        if let Some((p, why)) = self.waited_for(x) {
+            let q = &self.nodes[p as usize];
+            let (messages, reductions, transfer, compute) = q.through();
+            let first_start = q.first_start;
+            let keep = self.steps && messages + reductions < MAX_STEPS as u64;
+            let n = &mut self.nodes[x as usize];
+            n.why = why;
+            (n.messages, n.reductions, n.transfer, n.compute) = (messages, reductions, transfer, compute);
+            n.first_start = first_start;
+            if keep {
+                n.parent = p;
+                self.nodes[p as usize].refs += 1;
+            }
+        }
     }
 }
 
