@@ -464,7 +464,8 @@ impl PathTracker {
         }
         let last = &self.nodes[self.last as usize];
         let (messages, reductions, transfer_s, compute_s) = last.through();
-        let mut cp = CriticalPath { messages, reductions, transfer_s, compute_s, idle_s: last.first_start, steps: None };
+        let mut cp =
+            CriticalPath { messages, reductions, transfer_s, compute_s, idle_s: last.first_start, steps: None };
         let len = messages + reductions;
         if self.steps && len <= MAX_STEPS as u64 {
             let mut steps = Vec::with_capacity(len as usize);
@@ -492,7 +493,17 @@ impl PathTracker {
 
     /// Note an interval scheduled at `start` (the current instant or later).
     #[allow(clippy::too_many_arguments)]
-    fn add(&mut self, msg: bool, queued: bool, rank: Rank, peer: Rank, tag: u32, bytes: u64, start: f64, end: f64) -> u32 {
+    fn add(
+        &mut self,
+        msg: bool,
+        queued: bool,
+        rank: Rank,
+        peer: Rank,
+        tag: u32,
+        bytes: u64,
+        start: f64,
+        end: f64,
+    ) -> u32 {
         if start > self.instant {
             self.close_instant();
             self.instant = start;
@@ -809,7 +820,9 @@ mod tests {
                 for elems in [0, 3, 1000] {
                     for (cost, nics, flow) in [(5e-11, 1, false), (0.0, 2, false), (5e-11, 1, true), (0.0, 1, true)] {
                         let topo: Box<dyn Topology> = if flow {
-                            Box::new(FatTree::new(16, 10, 2, link, link).unwrap().placed(RankOrder::Strided, ranks).unwrap())
+                            Box::new(
+                                FatTree::new(16, 10, 2, link, link).unwrap().placed(RankOrder::Strided, ranks).unwrap(),
+                            )
                         } else {
                             Box::new(FullyConnected { ranks, link, nics })
                         };
