@@ -7,9 +7,10 @@
 //!
 //! [`run_with`] can run one shard of the sweep ([`crate::shard`]) and show a progress
 //! bar. Points of at most [`DETAIL_MAX_RANKS`] ranks, and a run of a single point, also
-//! record their timeline for the per-link counters and the critical path
-//! ([`crate::timeline`]), except where it is certain to outgrow what a recording keeps
-//! ([`crate::estimate::timeline_overflows`]): such a recording would be dropped unused.
+//! get the per-link counters and the critical path, found as the point runs
+//! ([`crate::timeline::PathTracker`]; no timeline is recorded), except where a recorded
+//! timeline is certain to outgrow what a recording keeps
+//! ([`crate::estimate::timeline_overflows`]), as before the tracker existed.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -28,7 +29,7 @@ use crate::shard::Shard;
 use crate::sim::data::{DataConfig, DataPlane, OpLog, Verification, generate, sample_positions, verify_log};
 use crate::sim::engine::{NoObserver, Observer};
 use crate::sim::{Network, simulate_logged, simulate_on};
-use crate::timeline::{self, DETAIL_MAX_RANKS, Recorder, Timeline};
+use crate::timeline::{self, DETAIL_MAX_RANKS, PathTracker, Recorder, Timeline};
 use crate::topology::{self, Topology};
 
 /// One point of a sweep.
@@ -121,7 +122,7 @@ pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
                 ..PointResult::default()
             }
         } else if single && !crate::estimate::timeline_overflows(s, pt) {
-            run_point_timeline(s, pt, true).0
+            run_point_tracked(s, pt, true)
         } else {
             run_point(s, pt)
         };
@@ -332,16 +333,28 @@ fn rel_err(time: f64, closed: f64) -> f64 {
     if closed == 0.0 { if time == 0.0 { 0.0 } else { f64::INFINITY } } else { (time / closed - 1.0).abs() }
 }
 
-/// Run one point. With at most [`DETAIL_MAX_RANKS`] ranks it records the timeline for
-/// the link counters and the critical path (without its steps), unless the timeline is
-/// certain to outgrow [`timeline::MAX_INTERVALS`]
-/// ([`crate::estimate::timeline_overflows`]): then the report would not have them.
+/// Run one point. With at most [`DETAIL_MAX_RANKS`] ranks it also finds the link
+/// counters and the critical path (without its steps), unless a timeline would be certain
+/// to outgrow [`timeline::MAX_INTERVALS`] ([`crate::estimate::timeline_overflows`]): then
+/// the report does not have them.
 pub fn run_point(s: &Scenario, pt: &Point) -> PointResult {
     if pt.ranks <= DETAIL_MAX_RANKS && !crate::estimate::timeline_overflows(s, pt) {
-        run_point_timeline(s, pt, false).0
+        run_point_tracked(s, pt, false)
     } else {
         run_point_observed(s, pt, &mut NoObserver)
     }
+}
+
+/// Run one point with the link counters and the critical path (its steps too with
+/// `steps`) found as it runs ([`PathTracker`]): what a recorded timeline would give them,
+/// without recording it.
+pub fn run_point_tracked(s: &Scenario, pt: &Point, steps: bool) -> PointResult {
+    let mut tracker = PathTracker::new(pt.ranks, steps);
+    let mut res = run_point_observed(s, pt, &mut tracker);
+    if res.not_applicable.is_none() && res.events > 0 {
+        tracker.annotate(&mut res);
+    }
+    res
 }
 
 /// Run one point recording its [`Timeline`] (`run --trace`), with the link counters and

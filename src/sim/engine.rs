@@ -165,7 +165,10 @@ struct Msg {
     tag: u32,
     len: usize,
     issued: f64,
-    seq: u64,
+    seq: u32,
+    /// The next message of its sender's `out_wait`, its receiver's `in_wait` and its
+    /// receiver's `unbound` list ([`Link`]), `NONE` at the end.
+    next: [u32; 3],
     /// The receive it is bound to (`handle == NONE` while unbound).
     recv: Posted,
     delivered: bool,
@@ -173,6 +176,88 @@ struct Msg {
     held: bool,
     /// The sender's stream, told when the message is delivered.
     stream: u16,
+}
+
+/// A rank's lists of messages, linked through the message slab (a rank with nothing
+/// waiting then costs 8 bytes a list, not an inline vector's 24).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Link {
+    /// Messages from the rank waiting for ports, in issue order.
+    Out = 0,
+    /// Messages to the rank waiting for ports, in priority order.
+    In = 1,
+    /// Messages to the rank not yet bound to a receive, in issue order.
+    Unbound = 2,
+}
+
+/// The first and last message of one of a rank's lists (`NONE` when empty).
+#[derive(Clone, Copy, Debug)]
+struct List {
+    head: u32,
+    tail: u32,
+}
+
+impl List {
+    const EMPTY: List = List { head: NONE, tail: NONE };
+
+    fn first(&self) -> Option<u32> {
+        (self.head != NONE).then_some(self.head)
+    }
+
+    /// The messages in order.
+    fn iter<'m>(&self, msgs: &'m [Msg], l: Link) -> impl Iterator<Item = u32> + 'm {
+        let mut at = self.head;
+        std::iter::from_fn(move || {
+            let id = at;
+            if id == NONE {
+                return None;
+            }
+            at = msgs[id as usize].next[l as usize];
+            Some(id)
+        })
+    }
+
+    /// Put `id` after `prev` (`NONE`: first).
+    fn insert_after(&mut self, msgs: &mut [Msg], l: Link, prev: u32, id: u32) {
+        let k = l as usize;
+        let next = if prev == NONE { self.head } else { msgs[prev as usize].next[k] };
+        msgs[id as usize].next[k] = next;
+        if prev == NONE {
+            self.head = id;
+        } else {
+            msgs[prev as usize].next[k] = id;
+        }
+        if next == NONE {
+            self.tail = id;
+        }
+    }
+
+    fn push_back(&mut self, msgs: &mut [Msg], l: Link, id: u32) {
+        let tail = self.tail;
+        self.insert_after(msgs, l, tail, id);
+    }
+
+    /// Take out the first message passing `f`, if any.
+    fn remove_first(&mut self, msgs: &mut [Msg], l: Link, f: impl Fn(u32, &Msg) -> bool) -> Option<u32> {
+        let k = l as usize;
+        let (mut prev, mut at) = (NONE, self.head);
+        while at != NONE {
+            let next = msgs[at as usize].next[k];
+            if f(at, &msgs[at as usize]) {
+                if prev == NONE {
+                    self.head = next;
+                } else {
+                    msgs[prev as usize].next[k] = next;
+                }
+                if next == NONE {
+                    self.tail = prev;
+                }
+                return Some(at);
+            }
+            (prev, at) = (at, next);
+        }
+        None
+    }
 }
 
 /// A compute job in the job slab, and the next job of its rank's queue.
@@ -221,12 +306,9 @@ struct RankState<'p> {
     live_streams: u32,
     free_out: u32,
     free_in: u32,
-    /// Messages from this rank waiting for ports, in issue order.
-    out_wait: Ids,
-    /// Messages to this rank waiting for ports, in priority order.
-    in_wait: Ids,
-    /// Messages to this rank not yet bound to a receive, in issue order.
-    unbound: Ids,
+    /// Messages waiting for ports from and to this rank, and messages to it not yet
+    /// bound to a receive, indexed by [`Link`].
+    lists: [List; 3],
     /// Receives posted and not yet bound to a message, in post order.
     posted: SmallVec<[Posted; 1]>,
     /// The compute unit's FIFO of jobs: first and last slot in the job slab (`NONE`
@@ -234,7 +316,7 @@ struct RankState<'p> {
     jobs_head: u32,
     jobs_tail: u32,
     compute_busy: bool,
-    send_seq: u64,
+    send_seq: u32,
     held_bytes: u64,
     dirty: bool,
 }
@@ -292,7 +374,7 @@ pub struct Engine<'a, 'p, O: Observer> {
     now: f64,
     dirty: Vec<Rank>,
     /// Messages that may start now: (priority key, message id).
-    candidates: Vec<(u128, u32)>,
+    candidates: Vec<(u64, u64, u32)>,
     data: Option<&'a mut DataPlane>,
     stats: SimStats,
     obs: &'a mut O,
@@ -340,9 +422,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                     .collect(),
                 free_out: topo.nics(r),
                 free_in: topo.nics(r),
-                out_wait: Ids::new(),
-                in_wait: Ids::new(),
-                unbound: Ids::new(),
+                lists: [List::EMPTY; 3],
                 posted: SmallVec::new(),
                 jobs_head: NONE,
                 jobs_tail: NONE,
@@ -561,6 +641,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                     len: 0,
                     issued: 0.0,
                     seq: 0,
+                    next: [NONE; 3],
                     recv: UNBOUND,
                     delivered: false,
                     held: false,
@@ -576,7 +657,8 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             d.load(r as usize, src, &mut self.payloads[id as usize]);
         }
         let seq = self.ranks[r as usize].send_seq;
-        self.ranks[r as usize].send_seq += 1;
+        debug_assert!(seq < u32::MAX, "a rank sent more than 2^32 messages");
+        self.ranks[r as usize].send_seq = seq.wrapping_add(1);
         self.msgs[id as usize] = Msg {
             src: r,
             dst: to,
@@ -584,6 +666,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             len: src.len,
             issued: self.now,
             seq,
+            next: [NONE; 3],
             recv: UNBOUND,
             delivered: false,
             held: false,
@@ -601,21 +684,23 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 let p = dst.posted.remove(i);
                 self.bind(id, p)?;
             }
-            None => dst.unbound.push(id),
+            None => dst.lists[Link::Unbound as usize].push_back(&mut self.msgs, Link::Unbound, id),
         }
 
-        self.ranks[r as usize].out_wait.push(id);
+        self.ranks[r as usize].lists[Link::Out as usize].push_back(&mut self.msgs, Link::Out, id);
         let key = (self.now, r, seq);
-        let in_wait = &self.ranks[to as usize].in_wait;
+        let before = |m: u32, msgs: &[Msg]| {
+            let o = &msgs[m as usize];
+            (o.issued, o.src, o.seq) <= key
+        };
         // Keep the receiver's queue in priority order; a new message is almost always last.
-        let pos = in_wait
-            .iter()
-            .rposition(|&m| {
-                let o = &self.msgs[m as usize];
-                (o.issued, o.src, o.seq) <= key
-            })
-            .map_or(0, |i| i + 1);
-        self.ranks[to as usize].in_wait.insert(pos, id);
+        let in_wait = self.ranks[to as usize].lists[Link::In as usize];
+        let prev = if in_wait.tail == NONE || before(in_wait.tail, &self.msgs) {
+            in_wait.tail
+        } else {
+            in_wait.iter(&self.msgs, Link::In).take_while(|&m| before(m, &self.msgs)).last().unwrap_or(NONE)
+        };
+        self.ranks[to as usize].lists[Link::In as usize].insert_after(&mut self.msgs, Link::In, prev, id);
         self.mark_dirty(r);
         self.mark_dirty(to);
         Ok(())
@@ -639,15 +724,10 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         let handle = self.new_handle(r, s);
         let p = Posted { stream: s, handle, from, tag, dst, action };
         let st = &mut self.ranks[r as usize];
-        let found = st.unbound.iter().position(|&m| {
-            let msg = &self.msgs[m as usize];
-            msg.src == from && msg.tag == tag
-        });
+        let found = st.lists[Link::Unbound as usize]
+            .remove_first(&mut self.msgs, Link::Unbound, |_, msg| msg.src == from && msg.tag == tag);
         match found {
-            Some(i) => {
-                let id = st.unbound.remove(i);
-                self.bind(id, p)
-            }
+            Some(id) => self.bind(id, p),
             None => {
                 st.posted.push(p);
                 Ok(())
@@ -842,22 +922,22 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             let st = &self.ranks[r as usize];
             if st.free_out > 0 {
                 let mut quota = PairQuota::default();
-                for &id in &st.out_wait {
+                for id in st.lists[Link::Out as usize].iter(&self.msgs, Link::Out) {
                     let m = &self.msgs[id as usize];
                     let free_in = self.ranks[m.dst as usize].free_in;
                     if free_in > 0 && quota.take(m.dst, free_in.min(st.free_out)) {
-                        cands.push((priority(m), id));
+                        cands.push((priority(m).0, priority(m).1, id));
                     }
                 }
             }
             if st.free_in > 0 {
                 let mut quota = PairQuota::default();
-                for &id in &st.in_wait {
+                for id in st.lists[Link::In as usize].iter(&self.msgs, Link::In) {
                     let m = &self.msgs[id as usize];
                     // A dirty sender's own scan above already offers this message.
                     let sender = &self.ranks[m.src as usize];
                     if sender.free_out > 0 && !sender.dirty && quota.take(m.src, sender.free_out.min(st.free_in)) {
-                        cands.push((priority(m), id));
+                        cands.push((priority(m).0, priority(m).1, id));
                     }
                 }
             }
@@ -869,7 +949,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         // Each waiting message is offered once (by its sender, or by its receiver when
         // the sender is not dirty), so sorting alone gives the greedy order.
         sort_nearly_sorted(&mut cands);
-        for &(_, id) in &cands {
+        for &(_, _, id) in &cands {
             let (src, dst) = (self.msgs[id as usize].src, self.msgs[id as usize].dst);
             if self.ranks[src as usize].free_out == 0 || self.ranks[dst as usize].free_in == 0 {
                 continue;
@@ -892,14 +972,8 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         let info = self.info(id);
         self.ranks[src].free_out -= 1;
         self.ranks[dst].free_in -= 1;
-        let out = &mut self.ranks[src].out_wait;
-        if let Some(i) = out.iter().position(|&x| x == id) {
-            out.remove(i);
-        }
-        let inw = &mut self.ranks[dst].in_wait;
-        if let Some(i) = inw.iter().position(|&x| x == id) {
-            inw.remove(i);
-        }
+        self.ranks[src].lists[Link::Out as usize].remove_first(&mut self.msgs, Link::Out, |x, _| x == id);
+        self.ranks[dst].lists[Link::In as usize].remove_first(&mut self.msgs, Link::In, |x, _| x == id);
         // On the wire a message carries its envelope too.
         let wire = info.bytes + self.cfg.envelope;
         let link = self.topo.link(src, dst);
@@ -926,7 +1000,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
     fn check_finished(&self) -> Result<(), SimError> {
         let mut waiting = Vec::new();
         for (r, st) in self.ranks.iter().enumerate() {
-            if let Some(&id) = st.unbound.first() {
+            if let Some(id) = st.lists[Link::Unbound as usize].first() {
                 let m = &self.msgs[id as usize];
                 waiting.push(format!("rank {r} never received a message from rank {} (tag {})", m.src, m.tag));
                 continue;
@@ -1001,10 +1075,10 @@ impl PairQuota {
 }
 
 /// A waiting message's place in line: (issue time, sender rank, sender's sequence),
-/// packed so that integer order is that order (times are never negative).
-fn priority(m: &Msg) -> u128 {
-    debug_assert!(m.seq < 1 << 32, "a rank sent more than 2^32 messages");
-    u128::from((m.issued + 0.0).to_bits()) << 64 | u128::from(m.src) << 32 | u128::from(m.seq as u32)
+/// packed into two integers whose order is that order (times are never negative); with
+/// the message's id, a candidate is 24 bytes.
+fn priority(m: &Msg) -> (u64, u64) {
+    ((m.issued + 0.0).to_bits(), u64::from(m.src) << 32 | u64::from(m.seq))
 }
 
 const UNBOUND: Posted = Posted {

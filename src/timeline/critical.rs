@@ -26,10 +26,37 @@
 //! (`start`). The chain is listed first to last; every link starts when the previous
 //! one ends, so `transfer_s + compute_s + idle_s` is the run's time, `idle_s` being the
 //! time before the chain's first link starts.
+//!
+//! # Finding it while the run goes
+//!
+//! [`critical_path`] applies the rule to a recorded [`Timeline`]. A run that needs only
+//! the path (and the link counters) uses [`PathTracker`], an observer that applies the
+//! same rule as the run goes, without recording the timeline:
+//!
+//! - what an interval starting at `t` waited for is an interval ending at `t` on its
+//!   rank or its peer, so each rank keeps the few intervals touching it that have not
+//!   ended before the current instant (its messages in flight, its running reduction,
+//!   and those that ended at this instant);
+//! - the rule is applied to the intervals that started at `t` once the run has moved
+//!   past `t`: only then are all the intervals ending at `t` known (under the flow model a
+//!   message's end is known only when it is delivered);
+//! - each interval carries the totals of the chain before it (messages, reductions,
+//!   transfer and compute time, when the chain's first link started), added up first to
+//!   last as the walk would, so the path's figures are the same floats; it keeps a link
+//!   to what it waited for only while its chain could still be listed (with steps asked
+//!   for, and at most [`MAX_STEPS`] long), and an interval nothing can reach any more is
+//!   dropped.
+//!
+//! Memory is per rank a few entries, plus the intervals on chains that may still be
+//! listed; tests check that both give the same path on every algorithm.
+
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::Timeline;
+use super::{MAX_INTERVALS, Timeline};
+use crate::report::PointResult;
+use crate::sim::engine::{MessageInfo, Observer};
 use crate::sim::op::Rank;
 
 /// Chains longer than this are summarised without their steps.
@@ -313,6 +340,403 @@ pub fn critical_path(t: &Timeline, with_steps: bool) -> Option<CriticalPath> {
     Some(cp)
 }
 
+const NONE: u32 = u32::MAX;
+
+/// An interval as [`PathTracker`] keeps it: what the path's step needs, and the totals of
+/// the chain before it.
+#[derive(Clone, Copy, Debug)]
+struct Interval {
+    msg: bool,
+    /// A message issued before it started (it waited for a port).
+    queued: bool,
+    why: WaitedFor,
+    rank: Rank,
+    peer: Rank,
+    tag: u32,
+    bytes: u64,
+    start: f64,
+    end: f64,
+    seq: u64,
+    /// What it waited for, while its chain may still be listed (`NONE` otherwise).
+    parent: u32,
+    /// Holders: the per-rank lists, the pending list, the last interval, children.
+    refs: u32,
+    /// The chain before it: its messages and reductions, their time, and its first start.
+    messages: u64,
+    reductions: u64,
+    transfer: f64,
+    compute: f64,
+    first_start: f64,
+}
+
+impl Interval {
+    /// The chain's totals up to and including this interval.
+    fn through(&self) -> (u64, u64, f64, f64) {
+        if self.msg {
+            (self.messages + 1, self.reductions, self.transfer + (self.end - self.start), self.compute)
+        } else {
+            (self.messages, self.reductions + 1, self.transfer, self.compute + (self.end - self.start))
+        }
+    }
+}
+
+/// A hasher for the `(src, dst)` pairs of the link counters (one multiply; the counters
+/// do not depend on the map's order).
+#[derive(Clone, Copy, Default)]
+struct PairHasher(u64);
+
+impl std::hash::Hasher for PairHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type Pairs = HashMap<u64, u64, std::hash::BuildHasherDefault<PairHasher>>;
+
+/// An [`Observer`] that finds the critical path and the link counters of a run as it
+/// goes, without recording its timeline (see the module docs, "Finding it while the run
+/// goes"). Like a [`super::Recorder`], it gives nothing for a run of more than
+/// [`MAX_INTERVALS`] intervals.
+pub struct PathTracker {
+    steps: bool,
+    nodes: Vec<Interval>,
+    free: Vec<u32>,
+    /// Per rank: the intervals touching it that had not ended before the current instant.
+    touching: Vec<Vec<u32>>,
+    /// The intervals that started at `instant`, in the order scheduled.
+    pending: Vec<u32>,
+    instant: f64,
+    seq: u64,
+    /// Whether some interval's end was not known when it was scheduled (the flow model):
+    /// from then on intervals are linked once their instant is over.
+    lazy: bool,
+    /// Under the flow model, per engine message handle: its interval.
+    open: Vec<u32>,
+    /// The interval that ends last so far (ties: the one scheduled last).
+    last: u32,
+    intervals: usize,
+    /// Bytes per `(src, dst)` pair.
+    pairs: Pairs,
+}
+
+impl PathTracker {
+    /// A tracker for `ranks` ranks; with `steps`, the path keeps its steps.
+    pub fn new(ranks: usize, steps: bool) -> Self {
+        PathTracker {
+            steps,
+            nodes: Vec::new(),
+            free: Vec::new(),
+            touching: vec![Vec::new(); ranks],
+            pending: Vec::new(),
+            instant: 0.0,
+            seq: 0,
+            lazy: false,
+            open: Vec::new(),
+            last: NONE,
+            intervals: 0,
+            pairs: Pairs::default(),
+        }
+    }
+
+    /// Fill `r`'s link counters and critical path, as [`super::annotate`] does from a
+    /// timeline; nothing past [`MAX_INTERVALS`] intervals.
+    pub fn annotate(mut self, r: &mut PointResult) {
+        if self.intervals > MAX_INTERVALS {
+            return;
+        }
+        r.link_bytes_max = Some(self.pairs.values().copied().max().unwrap_or(0));
+        r.links_used = Some(self.pairs.len() as u64);
+        self.close_instant();
+        r.critical_path = self.path();
+    }
+
+    fn path(&self) -> Option<CriticalPath> {
+        if self.last == NONE {
+            return None;
+        }
+        let last = &self.nodes[self.last as usize];
+        let (messages, reductions, transfer_s, compute_s) = last.through();
+        let mut cp =
+            CriticalPath { messages, reductions, transfer_s, compute_s, idle_s: last.first_start, steps: None };
+        let len = messages + reductions;
+        if self.steps && len <= MAX_STEPS as u64 {
+            let mut steps = Vec::with_capacity(len as usize);
+            let mut at = self.last;
+            while at != NONE {
+                let n = &self.nodes[at as usize];
+                steps.push(PathStep {
+                    kind: if n.msg { StepKind::Message } else { StepKind::Reduce },
+                    rank: n.rank,
+                    peer: n.msg.then_some(n.peer),
+                    tag: n.msg.then_some(n.tag),
+                    bytes: n.bytes,
+                    start_s: n.start,
+                    end_s: n.end,
+                    waited_for: n.why,
+                });
+                at = n.parent;
+            }
+            steps.reverse();
+            debug_assert_eq!(steps.len() as u64, len);
+            cp.steps = Some(steps);
+        }
+        Some(cp)
+    }
+
+    /// Note an interval scheduled at `start` (the current instant or later).
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        msg: bool,
+        queued: bool,
+        rank: Rank,
+        peer: Rank,
+        tag: u32,
+        bytes: u64,
+        start: f64,
+        end: f64,
+    ) -> u32 {
+        if start > self.instant {
+            self.close_instant();
+            self.instant = start;
+        }
+        let node = Interval {
+            msg,
+            queued,
+            why: WaitedFor::Start,
+            rank,
+            peer,
+            tag,
+            bytes,
+            start,
+            end,
+            seq: self.seq,
+            parent: NONE,
+            refs: 1,
+            messages: 0,
+            reductions: 0,
+            transfer: 0.0,
+            compute: 0.0,
+            first_start: start,
+        };
+        self.seq += 1;
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.nodes[id as usize] = node;
+                id
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        // While every interval's end was known when it was scheduled (the ideal model),
+        // what this one waited for is known now; afterwards, once the instant is over.
+        self.lazy |= end.is_infinite();
+        if self.lazy {
+            self.pending.push(id);
+        } else {
+            self.nodes[id as usize].refs = 0;
+            self.resolve(id);
+        }
+        self.touch(rank, id);
+        if msg {
+            self.touch(peer, id);
+        }
+        if end.is_finite() {
+            self.ended(id);
+        }
+        id
+    }
+
+    /// Add `id` to rank `r`'s list, first dropping the intervals that ended before now
+    /// when the list is full (the order of the list does not matter).
+    fn touch(&mut self, r: Rank, id: u32) {
+        let list = &mut self.touching[r as usize];
+        if list.len() >= 4 {
+            let now = self.instant;
+            let mut i = 0;
+            while i < list.len() {
+                let x = list[i];
+                if self.nodes[x as usize].end < now {
+                    list.swap_remove(i);
+                    unref(&mut self.nodes, &mut self.free, x);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        list.push(id);
+        self.nodes[id as usize].refs += 1;
+    }
+
+    /// Interval `id`'s end is known: is it the last so far?
+    fn ended(&mut self, id: u32) {
+        let n = &self.nodes[id as usize];
+        let later = self.last == NONE || {
+            let l = &self.nodes[self.last as usize];
+            n.end > l.end || (n.end == l.end && n.seq > l.seq)
+        };
+        if later {
+            self.nodes[id as usize].refs += 1;
+            if self.last != NONE {
+                unref(&mut self.nodes, &mut self.free, self.last);
+            }
+            self.last = id;
+        }
+    }
+
+    /// Of the intervals touching `r` that end at `t` and were scheduled before `seq`, the
+    /// one scheduled last of each kind: `[messages into r of `bytes` bytes, reductions
+    /// on r, messages into r, messages out of r]` (`NONE` where there is none).
+    fn latest(&self, r: Rank, t: f64, seq: u64, bytes: u64) -> [u32; 4] {
+        let mut best = [NONE; 4];
+        let mut best_seq = [0u64; 4];
+        for &x in &self.touching[r as usize] {
+            let n = &self.nodes[x as usize];
+            if n.end != t || n.seq >= seq {
+                continue;
+            }
+            let mut offer = |k: usize| {
+                if best[k] == NONE || n.seq > best_seq[k] {
+                    best[k] = x;
+                    best_seq[k] = n.seq;
+                }
+            };
+            if !n.msg {
+                offer(1);
+            } else if n.peer == r {
+                offer(2);
+                if n.bytes == bytes {
+                    offer(0);
+                }
+            } else {
+                offer(3);
+            }
+        }
+        best
+    }
+
+    /// What interval `x` (started at the instant being closed) waited for, by the rule.
+    fn waited_for(&self, x: u32) -> Option<(u32, WaitedFor)> {
+        let n = &self.nodes[x as usize];
+        let t = n.start;
+        if t <= 0.0 {
+            return None;
+        }
+        let found = |j: u32, why: WaitedFor| (j != NONE).then_some((j, why));
+        let [same, comp, into, out] = self.latest(n.rank, t, n.seq, n.bytes);
+        if !n.msg {
+            return found(same, WaitedFor::Data)
+                .or_else(|| found(comp, WaitedFor::ComputeUnit))
+                .or_else(|| found(into, WaitedFor::Data));
+        }
+        let port = if n.queued {
+            found(out, WaitedFor::OutPort).or_else(|| found(self.latest(n.peer, t, n.seq, 0)[2], WaitedFor::InPort))
+        } else {
+            None
+        };
+        port.or_else(|| found(comp, WaitedFor::Data))
+            .or_else(|| found(into, WaitedFor::Data))
+            .or_else(|| found(out, WaitedFor::FlowControl))
+    }
+
+    /// The run has moved past the current instant: link each interval that started at
+    /// it to what it waited for, in the order they were scheduled.
+    fn close_instant(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        for &x in &pending {
+            self.resolve(x);
+            unref(&mut self.nodes, &mut self.free, x);
+        }
+        self.pending = pending;
+        self.pending.clear();
+    }
+
+    /// Link interval `x` to what it waited for, with the totals of the chain before it.
+    fn resolve(&mut self, x: u32) {
+        if let Some((p, why)) = self.waited_for(x) {
+            let q = &self.nodes[p as usize];
+            let (messages, reductions, transfer, compute) = q.through();
+            let first_start = q.first_start;
+            let keep = self.steps && messages + reductions < MAX_STEPS as u64;
+            let n = &mut self.nodes[x as usize];
+            n.why = why;
+            (n.messages, n.reductions, n.transfer, n.compute) = (messages, reductions, transfer, compute);
+            n.first_start = first_start;
+            if keep {
+                n.parent = p;
+                self.nodes[p as usize].refs += 1;
+            }
+        }
+    }
+}
+
+/// Drop one hold on interval `x`; free it, and its chain as far as nothing else holds
+/// it, when that was the last.
+fn unref(nodes: &mut [Interval], free: &mut Vec<u32>, mut x: u32) {
+    while x != NONE {
+        let n = &mut nodes[x as usize];
+        n.refs -= 1;
+        if n.refs > 0 {
+            return;
+        }
+        free.push(x);
+        x = n.parent;
+    }
+}
+
+impl Observer for PathTracker {
+    fn message(&mut self, m: &MessageInfo, start: f64, end: f64) {
+        self.intervals += 1;
+        if self.intervals > MAX_INTERVALS {
+            return;
+        }
+        *self.pairs.entry(u64::from(m.src) << 32 | u64::from(m.dst)).or_insert(0) += m.bytes;
+        let id = self.add(true, m.issued < start, m.src, m.dst, m.tag, m.bytes, start, end);
+        if end.is_infinite() {
+            let slot = m.id as usize;
+            if self.open.len() <= slot {
+                self.open.resize(slot + 1, NONE);
+            }
+            self.open[slot] = id;
+        }
+    }
+
+    fn message_end(&mut self, m: &MessageInfo, end: f64) {
+        if self.intervals > MAX_INTERVALS {
+            return;
+        }
+        let Some(&id) = self.open.get(m.id as usize) else { return };
+        if id == NONE {
+            return;
+        }
+        self.open[m.id as usize] = NONE;
+        if end > self.instant {
+            self.close_instant();
+            self.instant = end;
+        }
+        self.nodes[id as usize].end = end;
+        self.ended(id);
+    }
+
+    fn compute(&mut self, rank: Rank, bytes: u64, start: f64, end: f64) {
+        self.intervals += 1;
+        if self.intervals > MAX_INTERVALS {
+            return;
+        }
+        self.add(false, false, rank, rank, 0, bytes, start, end);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,6 +781,78 @@ mod tests {
         let why: Vec<WaitedFor> = cp.steps.as_ref().unwrap().iter().map(|s| s.waited_for).collect();
         assert_eq!(why, [WaitedFor::Start, WaitedFor::FlowControl]);
         assert_eq!(cp.transfer_s, 2.0);
+    }
+
+    /// Sends every hook to a recorder and a tracker.
+    struct Both<'a>(&'a mut crate::timeline::Recorder, &'a mut PathTracker);
+
+    impl Observer for Both<'_> {
+        fn message(&mut self, m: &MessageInfo, start: f64, end: f64) {
+            self.0.message(m, start, end);
+            self.1.message(m, start, end);
+        }
+        fn message_end(&mut self, m: &MessageInfo, end: f64) {
+            self.0.message_end(m, end);
+            self.1.message_end(m, end);
+        }
+        fn compute(&mut self, rank: Rank, bytes: u64, start: f64, end: f64) {
+            self.0.compute(rank, bytes, start, end);
+            self.1.compute(rank, bytes, start, end);
+        }
+    }
+
+    /// The tracker finds the path (steps and totals, bit for bit) and the link counters
+    /// that the walk over the recorded timeline finds: every algorithm, rank counts with
+    /// and without powers of two, empty and zero-time messages and reductions, one and two
+    /// ports, both network models.
+    #[test]
+    fn the_tracker_finds_what_the_timeline_walk_finds() {
+        use crate::algos::{self, Machine, Params, Problem};
+        use crate::sim::flow::Sharing;
+        use crate::sim::{Network, simulate_on};
+        use crate::topology::{FatTree, FullyConnected, Link, RankOrder, Topology};
+        let link = Link { alpha: 1e-6, bandwidth: 12.5e9 };
+        let mut checked = 0;
+        for info in algos::registry() {
+            // Long chains too (more than MAX_STEPS links), for a few.
+            let long: &[usize] = if matches!(info.id, "ring" | "chain" | "halving_doubling") { &[150] } else { &[] };
+            for &ranks in [1, 2, 3, 5, 8, 13, 16].iter().chain(long) {
+                for elems in [0, 3, 1000] {
+                    for (cost, nics, flow) in [(5e-11, 1, false), (0.0, 2, false), (5e-11, 1, true), (0.0, 1, true)] {
+                        let topo: Box<dyn Topology> = if flow {
+                            Box::new(
+                                FatTree::new(16, 10, 2, link, link).unwrap().placed(RankOrder::Strided, ranks).unwrap(),
+                            )
+                        } else {
+                            Box::new(FullyConnected { ranks, link, nics })
+                        };
+                        let algo = algos::build(info.id, Params::default()).unwrap();
+                        let p = Problem { ranks, elems, elem_bytes: 4 };
+                        let machine = Machine { topo: topo.as_ref(), cost_per_byte: cost };
+                        if algo.applicable(&p, &machine).is_err() {
+                            continue;
+                        }
+                        let net = Network { flow: flow.then_some(Sharing::Weighted), envelope: 0 };
+                        for steps in [true, false] {
+                            let mut rec = crate::timeline::Recorder::new(ranks);
+                            let mut tracker = PathTracker::new(ranks, steps);
+                            let none = None::<fn(&[usize]) -> crate::sim::data::DataPlane>;
+                            let mut both = Both(&mut rec, &mut tracker);
+                            simulate_on(algo.as_ref(), topo.as_ref(), p, cost, net, none, &mut both).unwrap();
+                            let (mut want, mut got) = (PointResult::default(), PointResult::default());
+                            crate::timeline::annotate(&mut want, &rec.finish().unwrap(), steps);
+                            tracker.annotate(&mut got);
+                            let what = format!("{} P={ranks} n={elems} C={cost} nics={nics} flow={flow}", info.id);
+                            assert_eq!(got.critical_path, want.critical_path, "{what}");
+                            assert_eq!(got.link_bytes_max, want.link_bytes_max, "{what}");
+                            assert_eq!(got.links_used, want.links_used, "{what}");
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 500, "{checked}");
     }
 
     #[test]

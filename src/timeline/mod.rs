@@ -9,12 +9,14 @@
 //! never uses more tracks than it has ports, and the assignment depends only on the
 //! (deterministic) schedule.
 //!
-//! When a run records: every point of at most [`DETAIL_MAX_RANKS`] ranks, any point of a
-//! run that has only one point, and `run --trace`; never beyond [`MAX_INTERVALS`]
-//! intervals, and not at all where the algorithm's exact message count is already above
-//! it ([`crate::estimate::timeline_overflows`]). Recording costs a few tens of percent of a timing-only run (the engine
-//! itself is unchanged: without a recorder the observer hooks compile to nothing), and
-//! little beside the data plane's real reductions.
+//! When a run records: `run --trace`, the Gantt charts and `explain`, never beyond
+//! [`MAX_INTERVALS`] intervals. The link counters and the critical path that every point of
+//! at most [`DETAIL_MAX_RANKS`] ranks and a run of a single point report need no
+//! recording: [`PathTracker`] finds them as the run goes, in memory that grows with the
+//! ranks, not with the messages. They are left out where a recording would have outgrown
+//! [`MAX_INTERVALS`] (the algorithm's exact message count is above it,
+//! [`crate::estimate::timeline_overflows`], or the run turns out longer), as before the
+//! tracker existed. Without an observer the hooks compile to nothing.
 
 pub mod critical;
 pub mod trace;
@@ -25,10 +27,11 @@ use crate::report::PointResult;
 use crate::sim::engine::{MessageInfo, Observer};
 use crate::sim::op::Rank;
 
-pub use critical::{CriticalPath, PathStep, StepKind, WaitedFor};
+pub use critical::{CriticalPath, PathStep, PathTracker, StepKind, WaitedFor};
 
 /// Runs of at most this many ranks get the per-rank byte counters, link counters and
-/// the critical path in every point of a sweep (a single-point run always records).
+/// the critical path in every point of a sweep (a single-point run always gets the last
+/// two).
 pub const DETAIL_MAX_RANKS: usize = 64;
 
 /// A recording stops (and its derived fields are left out) past this many intervals,
