@@ -1123,16 +1123,28 @@ pub fn tree_bcast(p: &Problem, h: &Hockney, children: impl Fn(usize) -> Vec<usiz
 /// one compute unit (`R(S)` each), then sends its sum up. The time is when rank 0 has
 /// added its last child's sum.
 pub fn tree_reduce(p: &Problem, h: &Hockney, children: impl Fn(usize) -> Vec<usize>) -> f64 {
+    let ready = tree_reduce_ready(p, h, (0..p.ranks).rev(), children);
+    ready.first().copied().unwrap_or(0.0)
+}
+
+/// When each rank has its subtree's sum, for a tree reduce whose ranks are visited in
+/// `order` (every child before its parent): the arithmetic of [`tree_reduce`].
+fn tree_reduce_ready(
+    p: &Problem,
+    h: &Hockney,
+    order: impl Iterator<Item = usize>,
+    children: impl Fn(usize) -> Vec<usize>,
+) -> Vec<f64> {
     let (t, r) = (h.t(p.bytes()), h.r(p.bytes()));
     let k = h.nics.max(1) as usize;
     let mut ready = vec![0.0f64; p.ranks];
     let mut arrived = vec![0.0f64; p.ranks];
-    for q in (0..p.ranks).rev() {
+    for q in order {
         let kids = children(q);
-        let mut order: Vec<(f64, usize)> = kids.iter().map(|&c| (ready[c], c)).collect();
-        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut queue: Vec<(f64, usize)> = kids.iter().map(|&c| (ready[c], c)).collect();
+        queue.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let mut ports = vec![0.0f64; k];
-        for &(sent, c) in &order {
+        for &(sent, c) in &queue {
             let port = (0..k).min_by(|&a, &b| ports[a].total_cmp(&ports[b])).unwrap_or(0);
             let start = sent.max(ports[port]);
             ports[port] = start + t;
@@ -1140,7 +1152,7 @@ pub fn tree_reduce(p: &Problem, h: &Hockney, children: impl Fn(usize) -> Vec<usi
         }
         ready[q] = kids.iter().fold(0.0f64, |done, &c| done.max(arrived[c]) + r);
     }
-    ready.first().copied().unwrap_or(0.0)
+    ready
 }
 
 /// Open MPI's in-order binary-tree reduce: the tree reduce of [`tree_reduce`] to rank
@@ -1150,22 +1162,6 @@ pub fn in_order_reduce(p: &Problem, h: &Hockney, children: impl Fn(usize) -> [Op
     if p.ranks <= 1 {
         return 0.0;
     }
-    let (t, r) = (h.t(p.bytes()), h.r(p.bytes()));
-    let k = h.nics.max(1) as usize;
-    let mut ready = vec![0.0f64; p.ranks];
-    let mut arrived = vec![0.0f64; p.ranks];
-    for q in 0..p.ranks {
-        let kids: Vec<usize> = children(q).into_iter().flatten().collect();
-        let mut order: Vec<(f64, usize)> = kids.iter().map(|&c| (ready[c], c)).collect();
-        order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let mut ports = vec![0.0f64; k];
-        for &(sent, c) in &order {
-            let port = (0..k).min_by(|&a, &b| ports[a].total_cmp(&ports[b])).unwrap_or(0);
-            let start = sent.max(ports[port]);
-            ports[port] = start + t;
-            arrived[c] = start + t;
-        }
-        ready[q] = kids.iter().fold(0.0f64, |done, &c| done.max(arrived[c]) + r);
-    }
-    ready[p.ranks - 1] + t
+    let ready = tree_reduce_ready(p, h, 0..p.ranks, |q| children(q).into_iter().flatten().collect());
+    ready[p.ranks - 1] + h.t(p.bytes())
 }
