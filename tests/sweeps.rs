@@ -354,3 +354,38 @@ fn the_table_has_a_critical_path_line_per_point() {
         assert!(text.contains(line), "{line} in\n{text}");
     }
 }
+
+/// Where the estimate says its message count is exact, the run sends exactly that many:
+/// the runner trusts an exact count to skip a timeline that would overflow. Every
+/// collective, with and without segments where they take them, at rank counts that are and are not powers of two.
+#[test]
+fn exact_message_estimates_are_exact() {
+    let s = parse_str(
+        "name: estimates\nranks: [2, 5, 8]\ntopology:\n  link: { alpha: 1us, bandwidth: 100Gbps }\n\
+         data: { mode: off }\nalgorithms:\n\
+         \x20 - ring\n  - { name: ring, segments: 4 }\n  - { name: chain, segments: 3 }\n  - star\n\
+         \x20 - binomial_tree\n  - butterfly\n  - halving_doubling\n\
+         \x20 - { name: ring, collective: reduce_scatter }\n\
+         \x20 - { name: ring, collective: allgather }\n  - { name: chain, collective: broadcast, segments: 5 }\n\
+         \x20 - { name: chain, collective: reduce, segments: 2 }\n  - { name: one_to_all, collective: broadcast }\n\
+         \x20 - { name: binomial_tree, collective: reduce }\n  - { name: all_to_all, collective: barrier }\n\
+         \x20 - { name: all_to_one, collective: barrier }\n\
+         sizes: [4KiB]\n",
+        "estimates.yaml",
+    )
+    .unwrap();
+    let mut exact = 0;
+    for pt in runner::points(&s) {
+        let est = allreduce_sim::estimate::estimate(&s, &pt, false);
+        if !est.messages_exact {
+            continue;
+        }
+        let r = runner::run_point(&s, &pt);
+        if r.not_applicable.is_some() {
+            continue;
+        }
+        exact += 1;
+        assert_eq!(r.messages, est.messages, "{} at P = {}", r.algorithm, r.ranks);
+    }
+    assert!(exact >= 30, "only {exact} points had an exact estimate");
+}
