@@ -397,3 +397,64 @@ fn bidirectional_ring_is_verified_and_exact_where_halves_divide() {
         }
     }
 }
+
+/// Whether every rank has heard, directly or through others, from every rank by the end:
+/// what a barrier promises (no rank leaves before all have arrived). A message carries
+/// what its sender knew when it issued it; a delivery at the very instant a send is
+/// issued counts as known to that send (ties go to delivery first, so the check may
+/// accept a schedule that is right only by a tie, never reject a right one).
+fn everyone_heard_from_everyone(tl: &allreduce_sim::timeline::Timeline) -> bool {
+    let p = tl.ranks;
+    let mut knows: Vec<Vec<bool>> = (0..p).map(|r| (0..p).map(|q| q == r).collect()).collect();
+    // (time, 0 = delivery / 1 = issue / 2 = delivery of a message issued that instant, index)
+    let mut events: Vec<(f64, u8, usize)> = Vec::new();
+    for (i, m) in tl.messages.iter().enumerate() {
+        events.push((m.issued, 1, i));
+        // A message of no duration (alpha = 0, no bytes) arrives after it is issued.
+        events.push((m.end, if m.end > m.issued { 0 } else { 2 }, i));
+    }
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let mut carried: Vec<Vec<bool>> = vec![Vec::new(); tl.messages.len()];
+    for (_, kind, i) in events {
+        let m = &tl.messages[i];
+        if kind == 1 {
+            carried[i] = knows[m.src as usize].clone();
+        } else {
+            for q in 0..p {
+                knows[m.dst as usize][q] |= carried[i][q];
+            }
+        }
+    }
+    knows.iter().all(|k| k.iter().all(|&b| b))
+}
+
+/// Every barrier algorithm makes every rank hear from every other before it leaves, on
+/// every machine where a message takes time (with alpha = 0 a barrier's empty messages
+/// all happen at time 0, and time no longer orders cause and effect), at rank counts that
+/// are and are not powers of two; and the check itself rejects a chain, where rank 0
+/// never hears from anyone.
+#[test]
+fn barriers_make_everyone_hear_from_everyone() {
+    for &m in MACHINES.iter().filter(|m| m.0 != "0") {
+        let text = scenario_of(
+            Collective::Barrier,
+            "[all_to_all, all_to_one, bruck, recursive_doubling]",
+            "[2, 3, 4, 5, 7, 8, 12]",
+            &[0],
+            m,
+        );
+        let s = parse_str(&text, "t.yaml").unwrap();
+        for pt in runner::points(&s) {
+            let (r, tl) = runner::run_point_timeline(&s, &pt, false);
+            if r.not_applicable.is_some() {
+                continue;
+            }
+            let tl = tl.expect("a small barrier's timeline is recorded");
+            assert!(everyone_heard_from_everyone(&tl), "{} P={} on {m:?}", r.algorithm, r.ranks);
+        }
+    }
+    let text = scenario_of(Collective::Broadcast, "[chain]", "4", &[4], MACHINES[0]);
+    let s = parse_str(&text, "t.yaml").unwrap();
+    let (_, tl) = runner::run_point_timeline(&s, &runner::points(&s)[0], false);
+    assert!(!everyone_heard_from_everyone(&tl.unwrap()), "a chain broadcast is no barrier");
+}
