@@ -172,9 +172,10 @@ impl Default for Buf {
 }
 
 /// Runs `$body` with `$x` bound to the typed contents of `$e` (an enum with one variant
-/// per dtype) and the type alias `$t` set to its element type.
+/// per dtype) and the type alias `$t` set to its element type. For an enum with other
+/// variants besides, `; $other => $obody` matches those.
 macro_rules! dispatch {
-    ($e:expr, $enum:ident, $x:ident, $t:ident => $body:expr) => {
+    ($e:expr, $enum:ident, $x:ident, $t:ident => $body:expr $(; $other:pat => $obody:expr)?) => {
         match $e {
             $enum::F32($x) => {
                 #[allow(dead_code)]
@@ -211,47 +212,7 @@ macro_rules! dispatch {
                 type $t = u8;
                 $body
             }
-        }
-    };
-    // The same for an enum with other variants besides: `$other` matches those.
-    ($e:expr, $enum:ident, $x:ident, $t:ident => $body:expr; $other:pat => $obody:expr) => {
-        match $e {
-            $enum::F32($x) => {
-                #[allow(dead_code)]
-                type $t = f32;
-                $body
-            }
-            $enum::F64($x) => {
-                #[allow(dead_code)]
-                type $t = f64;
-                $body
-            }
-            $enum::F16($x) => {
-                #[allow(dead_code)]
-                type $t = half::f16;
-                $body
-            }
-            $enum::Bf16($x) => {
-                #[allow(dead_code)]
-                type $t = half::bf16;
-                $body
-            }
-            $enum::I32($x) => {
-                #[allow(dead_code)]
-                type $t = i32;
-                $body
-            }
-            $enum::I64($x) => {
-                #[allow(dead_code)]
-                type $t = i64;
-                $body
-            }
-            $enum::U8($x) => {
-                #[allow(dead_code)]
-                type $t = u8;
-                $body
-            }
-            $other => $obody,
+            $($other => $obody,)?
         }
     };
 }
