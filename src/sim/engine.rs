@@ -39,13 +39,14 @@ use crate::topology::Topology;
 pub struct SimStats {
     /// Completion time of the last rank, seconds.
     pub time: f64,
-    /// Completion time of every rank, seconds.
+    /// Completion time of every rank, seconds; empty above [`PER_RANK_MAX`] ranks,
+    /// where only the last one ([`SimStats::time`]) is kept.
     pub rank_finish: Vec<f64>,
     /// Messages sent in total.
     pub messages: u64,
     /// Bytes sent by each rank.
     pub bytes_sent: Vec<u64>,
-    /// Bytes received by each rank.
+    /// Bytes received by each rank; empty above [`PER_RANK_MAX`] ranks.
     pub bytes_received: Vec<u64>,
     /// Most extra buffer bytes any rank held at once (scratch + received, unconsumed data).
     pub peak_buffer_bytes: u64,
@@ -56,6 +57,11 @@ pub struct SimStats {
     /// Under the flow model: whether links were shared, and every link's traffic.
     pub flow: Option<FlowStats>,
 }
+
+/// Above this many ranks, [`SimStats`] keeps no per-rank finish times or received
+/// bytes: at a million ranks they would be a tenth of the run's memory, and the report
+/// lists per-rank figures only for small machines.
+pub const PER_RANK_MAX: usize = 1 << 16;
 
 /// A program did something the model cannot run, or the run could not finish.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -148,34 +154,81 @@ enum Block {
     Done,
 }
 
+/// A posted receive, as it is bound to a message.
 #[derive(Clone, Copy, Debug)]
 struct Posted {
     stream: u16,
     handle: u32,
-    from: Rank,
-    tag: u32,
     dst: Region,
     action: Action,
 }
 
-#[derive(Debug)]
+/// A slot of the message slab: a message, a receive posted before its message was sent,
+/// or the two matched.
+///
+/// A receive posted first takes a slot of its own, which the matching send then fills
+/// in: a rank's unmatched receives cost no inline list in its state, and a slot never
+/// holds a receive and a message that are not each other's. 64 bytes: the receive's
+/// source, tag and length are the message's.
+#[derive(Clone, Copy, Debug)]
 struct Msg {
+    /// The sender (a posted receive's source while no message matched it).
     src: Rank,
     dst: Rank,
     tag: u32,
+    seq: u32,
+    /// Elements (a posted receive's length while no message matched it).
     len: usize,
     issued: f64,
-    seq: u32,
-    /// The next message of its sender's `out_wait`, its receiver's `in_wait` and its
-    /// receiver's `unbound` list ([`Link`]), `NONE` at the end.
+    /// The next slot of its sender's `Out`, its receiver's `In`, and its receiver's
+    /// `Unbound` or `Posted` list ([`Link`]), `NONE` at the end.
     next: [u32; 3],
-    /// The receive it is bound to (`handle == NONE` while unbound).
-    recv: Posted,
+    /// The bound receive's handle (`NONE` while the message is unbound), where its data
+    /// goes (`recv_buf`, from `recv_offset`, `len` elements), and its stream.
+    recv_handle: u32,
+    recv_offset: usize,
+    recv_buf: u8,
+    action: Action,
     delivered: bool,
     /// Whether its bytes count against the receiver's buffer memory until consumed.
     held: bool,
+    recv_stream: u16,
     /// The sender's stream, told when the message is delivered.
     stream: u16,
+}
+
+impl Msg {
+    const EMPTY: Msg = Msg {
+        src: 0,
+        dst: 0,
+        tag: 0,
+        seq: 0,
+        len: 0,
+        issued: 0.0,
+        next: [NONE; 3],
+        recv_handle: NONE,
+        recv_offset: 0,
+        recv_buf: VEC,
+        action: Action::Copy,
+        delivered: false,
+        held: false,
+        recv_stream: 0,
+        stream: 0,
+    };
+
+    /// Where the bound receive puts the data.
+    fn recv_region(&self) -> Region {
+        Region { buf: self.recv_buf, offset: self.recv_offset, len: self.len }
+    }
+
+    /// Bind receive `p`.
+    fn set_recv(&mut self, p: Posted) {
+        self.recv_handle = p.handle;
+        self.recv_offset = p.dst.offset;
+        self.recv_buf = p.dst.buf;
+        self.action = p.action;
+        self.recv_stream = p.stream;
+    }
 }
 
 /// A rank's lists of messages, linked through the message slab (a rank with nothing
@@ -186,8 +239,18 @@ enum Link {
     Out = 0,
     /// Messages to the rank waiting for ports, in priority order.
     In = 1,
-    /// Messages to the rank not yet bound to a receive, in issue order.
-    Unbound = 2,
+    /// What waits to be matched at the rank: messages to it not yet bound to a
+    /// receive, in issue order, and its receives posted before their messages, in post
+    /// order (`recv_handle` set), in one list. A receive and a message that match are
+    /// never both in it, so a search for one kind meets the other only with another
+    /// source or tag.
+    Unmatched = 2,
+}
+
+impl Link {
+    const fn at(self) -> usize {
+        self as usize
+    }
 }
 
 /// The first and last message of one of a rank's lists (`NONE` when empty).
@@ -200,26 +263,22 @@ struct List {
 impl List {
     const EMPTY: List = List { head: NONE, tail: NONE };
 
-    fn first(&self) -> Option<u32> {
-        (self.head != NONE).then_some(self.head)
-    }
-
     /// The messages in order.
-    fn iter<'m>(&self, msgs: &'m [Msg], l: Link) -> impl Iterator<Item = u32> + 'm {
+    fn iter<'m>(&self, msgs: &'m [Msg], l: Link) -> impl Iterator<Item = u32> + Clone + 'm {
         let mut at = self.head;
         std::iter::from_fn(move || {
             let id = at;
             if id == NONE {
                 return None;
             }
-            at = msgs[id as usize].next[l as usize];
+            at = msgs[id as usize].next[l.at()];
             Some(id)
         })
     }
 
     /// Put `id` after `prev` (`NONE`: first).
     fn insert_after(&mut self, msgs: &mut [Msg], l: Link, prev: u32, id: u32) {
-        let k = l as usize;
+        let k = l.at();
         let next = if prev == NONE { self.head } else { msgs[prev as usize].next[k] };
         msgs[id as usize].next[k] = next;
         if prev == NONE {
@@ -239,7 +298,7 @@ impl List {
 
     /// Take out the first message passing `f`, if any.
     fn remove_first(&mut self, msgs: &mut [Msg], l: Link, f: impl Fn(u32, &Msg) -> bool) -> Option<u32> {
-        let k = l as usize;
+        let k = l.at();
         let (mut prev, mut at) = (NONE, self.head);
         while at != NONE {
             let next = msgs[at as usize].next[k];
@@ -289,35 +348,129 @@ struct Local {
 struct Stream<'p> {
     prog: Program<'p>,
     block: Block,
-    next_handle: u32,
-    /// Handles issued and not complete, in issue order.
-    outstanding: Ids,
+    /// The handles issued and not complete.
+    outstanding: Outstanding,
     /// Sends issued and not yet delivered.
     sends_in_flight: u32,
 }
 
-/// A rank's short lists (a few entries at most for every algorithm but the star's
-/// root) live inline, so that touching a rank touches one place in memory.
-type Ids = SmallVec<[u32; 4]>;
+/// A stream's handles that are issued and not complete, as a window of bits.
+///
+/// Handles are issued in order and most complete within a few of their issue, so the
+/// set is a window of [`Outstanding::WINDOW`] bits from the oldest outstanding handle,
+/// 12 bytes where a list would be 24. A handle issued further than that past the oldest
+/// (a star's root posts a receive per rank before it waits) goes into the engine's
+/// [`Overflow`], and moves into the window as the window moves up to it.
+#[derive(Clone, Copy, Debug)]
+struct Outstanding {
+    /// The next handle to issue.
+    next: u32,
+    /// Every handle below `low` is complete; handle `low + i` is outstanding when bit
+    /// `i` of `bits` is set (`i < WINDOW`), or when the overflow has it.
+    low: u32,
+    /// Zero exactly when no handle is outstanding (then the overflow has none either).
+    bits: u32,
+}
+
+/// Handles issued beyond a stream's window: (rank, stream, handle), ordered, so that
+/// what moves into a window is a range.
+type Overflow = std::collections::BTreeSet<(Rank, u16, u32)>;
+
+impl Outstanding {
+    const WINDOW: u32 = 32;
+    const NEW: Outstanding = Outstanding { next: 0, low: 0, bits: 0 };
+
+    fn is_empty(&self) -> bool {
+        self.bits == 0
+    }
+
+    /// The oldest outstanding handle.
+    fn first(&self) -> Option<u32> {
+        (self.bits != 0).then_some(self.low)
+    }
+
+    fn contains(&self, h: u32, key: (Rank, u16), overflow: &Overflow) -> bool {
+        if h < self.low || self.bits == 0 {
+            false
+        } else if h - self.low < Self::WINDOW {
+            self.bits & (1 << (h - self.low)) != 0
+        } else {
+            overflow.contains(&(key.0, key.1, h))
+        }
+    }
+
+    /// Issue the next handle.
+    fn issue(&mut self, key: (Rank, u16), overflow: &mut Overflow) -> u32 {
+        let h = self.next;
+        self.next += 1;
+        if self.bits == 0 {
+            (self.low, self.bits) = (h, 1);
+        } else if h - self.low < Self::WINDOW {
+            self.bits |= 1 << (h - self.low);
+        } else {
+            overflow.insert((key.0, key.1, h));
+        }
+        h
+    }
+
+    /// Handle `h` (outstanding) completed.
+    fn complete(&mut self, h: u32, key: (Rank, u16), overflow: &mut Overflow) {
+        if h < self.low {
+            return;
+        }
+        if h - self.low >= Self::WINDOW {
+            overflow.remove(&(key.0, key.1, h));
+            return;
+        }
+        self.bits &= !(1 << (h - self.low));
+        if self.bits & 1 != 0 {
+            return;
+        }
+        let top = self.low + Self::WINDOW;
+        if self.bits != 0 {
+            let k = self.bits.trailing_zeros();
+            self.bits >>= k;
+            self.low += k;
+        } else {
+            self.low = top;
+        }
+        if overflow.is_empty() {
+            return;
+        }
+        // Bring in what the overflow holds of the window's new reach; if the window is
+        // empty it starts at the overflow's oldest handle of this stream.
+        let from = (key.0, key.1, top);
+        if self.bits == 0 {
+            match overflow.range(from..=(key.0, key.1, u32::MAX)).next() {
+                Some(&(_, _, first)) => self.low = first,
+                None => return,
+            }
+        }
+        let end = self.low + Self::WINDOW;
+        let moved: SmallVec<[u32; 32]> = overflow.range(from..(key.0, key.1, end)).map(|e| e.2).collect();
+        for h in moved {
+            overflow.remove(&(key.0, key.1, h));
+            self.bits |= 1 << (h - self.low);
+        }
+    }
+}
 
 struct RankState<'p> {
     streams: SmallVec<[Stream<'p>; 1]>,
+    /// Messages waiting for ports from and to this rank, and what waits to be matched
+    /// at it, indexed by [`Link`].
+    lists: [List; 3],
+    held_bytes: u64,
     /// Streams not yet at their end.
     live_streams: u32,
     free_out: u32,
     free_in: u32,
-    /// Messages waiting for ports from and to this rank, and messages to it not yet
-    /// bound to a receive, indexed by [`Link`].
-    lists: [List; 3],
-    /// Receives posted and not yet bound to a message, in post order.
-    posted: SmallVec<[Posted; 1]>,
     /// The compute unit's FIFO of jobs: first and last slot in the job slab (`NONE`
     /// when empty); the first is running while `compute_busy`.
     jobs_head: u32,
     jobs_tail: u32,
-    compute_busy: bool,
     send_seq: u32,
-    held_bytes: u64,
+    compute_busy: bool,
     dirty: bool,
 }
 
@@ -356,6 +509,21 @@ fn sort_nearly_sorted<T: Ord + Copy>(v: &mut [T]) {
     }
 }
 
+/// Push `x` onto slab `v`, growing it by an eighth when it is full, and hand back its
+/// index.
+///
+/// A slab holds what is in flight at the busiest instant, which at a million ranks is
+/// most of the run's memory; doubling would leave up to half of it unused. Growing by a
+/// fixed share keeps pushes amortised constant, and a large block is moved by remapping
+/// its pages, not by copying.
+fn slab_push<T>(v: &mut Vec<T>, x: T) -> u32 {
+    if v.len() == v.capacity() {
+        v.reserve_exact(v.len() / 8 + 64);
+    }
+    v.push(x);
+    (v.len() - 1) as u32
+}
+
 /// One simulation: build it with [`Engine::new`], run it with [`Engine::run`].
 pub struct Engine<'a, 'p, O: Observer> {
     topo: &'a dyn Topology,
@@ -377,17 +545,23 @@ pub struct Engine<'a, 'p, O: Observer> {
     candidates: Vec<(u64, u64, u32)>,
     data: Option<&'a mut DataPlane>,
     stats: SimStats,
+    /// Whether `stats` keeps per-rank finish times and received bytes ([`PER_RANK_MAX`]).
+    per_rank: bool,
+    /// Handles issued beyond their stream's window ([`Outstanding`]).
+    overflow: Overflow,
     obs: &'a mut O,
     flow: Option<FlowNet<'a>>,
 }
 
 impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
-    /// An engine for `programs` (one per rank) on `topo`. With `data`, messages carry
-    /// real values and reductions really reduce; without, only time is simulated.
+    /// An engine for `programs` (one list of streams per rank, taken rank by rank, so
+    /// that no list of every rank's programs is held at once) on `topo`. With `data`,
+    /// messages carry real values and reductions really reduce; without, only time is
+    /// simulated.
     pub fn new(
         topo: &'a dyn Topology,
         cfg: EngineConfig,
-        programs: Vec<Vec<Program<'p>>>,
+        programs: impl ExactSizeIterator<Item = Vec<Program<'p>>>,
         data: Option<&'a mut DataPlane>,
         obs: &'a mut O,
     ) -> Result<Self, SimError> {
@@ -406,7 +580,6 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             }
         };
         let ranks = programs
-            .into_iter()
             .enumerate()
             .map(|(r, progs)| RankState {
                 live_streams: progs.len() as u32,
@@ -415,15 +588,13 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                     .map(|prog| Stream {
                         prog,
                         block: Block::Running,
-                        next_handle: 0,
-                        outstanding: Ids::new(),
+                        outstanding: Outstanding::NEW,
                         sends_in_flight: 0,
                     })
                     .collect(),
                 free_out: topo.nics(r),
                 free_in: topo.nics(r),
                 lists: [List::EMPTY; 3],
-                posted: SmallVec::new(),
                 jobs_head: NONE,
                 jobs_tail: NONE,
                 compute_busy: false,
@@ -432,10 +603,12 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 dirty: false,
             })
             .collect();
+        let per_rank = p <= PER_RANK_MAX;
+        let detail = if per_rank { p } else { 0 };
         let stats = SimStats {
-            rank_finish: vec![0.0; p],
+            rank_finish: vec![0.0; detail],
             bytes_sent: vec![0; p],
-            bytes_received: vec![0; p],
+            bytes_received: vec![0; detail],
             peak_buffer_bytes: if p > 0 { cfg.scratch_bytes } else { 0 },
             ..SimStats::default()
         };
@@ -456,6 +629,8 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             candidates: Vec::new(),
             data,
             stats,
+            per_rank,
+            overflow: Overflow::new(),
             obs,
             flow,
         })
@@ -492,7 +667,6 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             }
         }
         self.check_finished()?;
-        self.stats.time = self.stats.rank_finish.iter().copied().fold(0.0, f64::max);
         if let Some(mut net) = self.flow.take() {
             let loads = net.take_loads();
             let stats = net.into_stats();
@@ -526,9 +700,14 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
     }
 
     fn finish(&mut self, r: Rank) {
-        let f = &mut self.stats.rank_finish[r as usize];
-        if self.now > *f {
-            *f = self.now;
+        if self.now > self.stats.time {
+            self.stats.time = self.now;
+        }
+        if self.per_rank {
+            let f = &mut self.stats.rank_finish[r as usize];
+            if self.now > *f {
+                *f = self.now;
+            }
         }
     }
 
@@ -562,7 +741,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             let st = &mut self.ranks[ri].streams[si];
             match st.block {
                 Block::Done => return Ok(()),
-                Block::Wait(h) if st.outstanding.contains(&h) => return Ok(()),
+                Block::Wait(h) if st.outstanding.contains(h, (r, s), &self.overflow) => return Ok(()),
                 Block::WaitAll if !st.outstanding.is_empty() => return Ok(()),
                 Block::WaitSends(n) if st.sends_in_flight > n => return Ok(()),
                 _ => {}
@@ -590,15 +769,12 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                             self.locals[slot as usize] = local;
                             slot
                         }
-                        None => {
-                            self.locals.push(local);
-                            (self.locals.len() - 1) as u32
-                        }
+                        None => slab_push(&mut self.locals, local),
                     };
                     self.enqueue_compute(r, Job::Local(slot));
                 }
                 Op::Wait(h) => {
-                    if h >= self.ranks[ri].streams[si].next_handle {
+                    if h >= self.ranks[ri].streams[si].outstanding.next {
                         return Err(self.bad(r, format!("waits for handle {h}, which was never issued")));
                     }
                     self.ranks[ri].streams[si].block = Block::Wait(h);
@@ -610,18 +786,11 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
     }
 
     fn new_handle(&mut self, r: Rank, s: u16) -> u32 {
-        let st = &mut self.ranks[r as usize].streams[s as usize];
-        let h = st.next_handle;
-        st.next_handle += 1;
-        st.outstanding.push(h);
-        h
+        self.ranks[r as usize].streams[s as usize].outstanding.issue((r, s), &mut self.overflow)
     }
 
     fn complete_handle(&mut self, r: Rank, s: u16, h: u32) -> Result<(), SimError> {
-        let st = &mut self.ranks[r as usize].streams[s as usize];
-        if let Some(i) = st.outstanding.iter().position(|&x| x == h) {
-            st.outstanding.remove(i);
-        }
+        self.ranks[r as usize].streams[s as usize].outstanding.complete(h, (r, s), &mut self.overflow);
         self.finish(r);
         self.advance(r, s)
     }
@@ -631,23 +800,26 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             return Err(self.bad(r, format!("sends to rank {to}, which is not another rank of {}", self.ranks.len())));
         }
         self.check_region(r, src)?;
-        let id = match self.free_msgs.pop() {
-            Some(id) => id,
+        // The first receive `to` posted for it takes it; else it waits unbound in a slot
+        // of its own.
+        let posted = self.ranks[to as usize].lists[Link::Unmatched as usize].remove_first(
+            &mut self.msgs,
+            Link::Unmatched,
+            |_, m| m.recv_handle != NONE && m.src == r && m.tag == tag,
+        );
+        let id = match posted {
+            Some(id) => {
+                let want = self.msgs[id as usize].len;
+                if want != src.len {
+                    return Err(self.mismatch(to, r, tag, want, src.len));
+                }
+                id
+            }
             None => {
-                self.msgs.push(Msg {
-                    src: 0,
-                    dst: 0,
-                    tag: 0,
-                    len: 0,
-                    issued: 0.0,
-                    seq: 0,
-                    next: [NONE; 3],
-                    recv: UNBOUND,
-                    delivered: false,
-                    held: false,
-                    stream: 0,
-                });
-                (self.msgs.len() - 1) as u32
+                let id = self.new_slot();
+                self.msgs[id as usize] = Msg::EMPTY;
+                self.ranks[to as usize].lists[Link::Unmatched as usize].push_back(&mut self.msgs, Link::Unmatched, id);
+                id
             }
         };
         if let Some(d) = self.data.as_deref() {
@@ -659,32 +831,14 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         let seq = self.ranks[r as usize].send_seq;
         debug_assert!(seq < u32::MAX, "a rank sent more than 2^32 messages");
         self.ranks[r as usize].send_seq = seq.wrapping_add(1);
-        self.msgs[id as usize] = Msg {
-            src: r,
-            dst: to,
-            tag,
-            len: src.len,
-            issued: self.now,
-            seq,
-            next: [NONE; 3],
-            recv: UNBOUND,
-            delivered: false,
-            held: false,
-            stream: s,
-        };
+        let m = &mut self.msgs[id as usize];
+        (m.src, m.dst, m.tag, m.len, m.issued, m.seq, m.stream) = (r, to, tag, src.len, self.now, seq, s);
         self.ranks[r as usize].streams[s as usize].sends_in_flight += 1;
         self.stats.messages += 1;
-        self.stats.bytes_sent[r as usize] += (src.len * self.cfg.elem_bytes) as u64;
-        self.stats.bytes_received[to as usize] += (src.len * self.cfg.elem_bytes) as u64;
-
-        // Bind to the first matching receive already posted, else wait unbound.
-        let dst = &mut self.ranks[to as usize];
-        match dst.posted.iter().position(|p| p.from == r && p.tag == tag) {
-            Some(i) => {
-                let p = dst.posted.remove(i);
-                self.bind(id, p)?;
-            }
-            None => dst.lists[Link::Unbound as usize].push_back(&mut self.msgs, Link::Unbound, id),
+        let bytes = (src.len * self.cfg.elem_bytes) as u64;
+        self.stats.bytes_sent[r as usize] += bytes;
+        if self.per_rank {
+            self.stats.bytes_received[to as usize] += bytes;
         }
 
         self.ranks[r as usize].lists[Link::Out as usize].push_back(&mut self.msgs, Link::Out, id);
@@ -722,44 +876,56 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         }
         self.check_region(r, dst)?;
         let handle = self.new_handle(r, s);
-        let p = Posted { stream: s, handle, from, tag, dst, action };
-        let st = &mut self.ranks[r as usize];
-        let found = st.lists[Link::Unbound as usize]
-            .remove_first(&mut self.msgs, Link::Unbound, |_, msg| msg.src == from && msg.tag == tag);
+        let p = Posted { stream: s, handle, dst, action };
+        let found = self.ranks[r as usize].lists[Link::Unmatched as usize].remove_first(
+            &mut self.msgs,
+            Link::Unmatched,
+            |_, msg| msg.recv_handle == NONE && msg.src == from && msg.tag == tag,
+        );
         match found {
-            Some(id) => self.bind(id, p),
+            Some(id) => {
+                let m = &mut self.msgs[id as usize];
+                if m.len != dst.len {
+                    let len = m.len;
+                    return Err(self.mismatch(r, from, tag, dst.len, len));
+                }
+                m.set_recv(p);
+                if m.delivered { self.consume(id) } else { Ok(()) }
+            }
             None => {
-                st.posted.push(p);
+                // The receive waits in a slot the matching send fills in.
+                let id = self.new_slot();
+                let m = &mut self.msgs[id as usize];
+                *m = Msg::EMPTY;
+                (m.src, m.dst, m.tag, m.len) = (from, r, tag, dst.len);
+                m.set_recv(p);
+                self.ranks[r as usize].lists[Link::Unmatched as usize].push_back(&mut self.msgs, Link::Unmatched, id);
                 Ok(())
             }
         }
     }
 
-    /// Pair message `id` with receive `p`; consume it at once if it has already arrived.
-    fn bind(&mut self, id: u32, p: Posted) -> Result<(), SimError> {
-        let m = &mut self.msgs[id as usize];
-        if m.len != p.dst.len {
-            let (src, dst, len) = (m.src, m.dst, m.len);
-            return Err(self.bad(
-                dst,
-                format!("receive of {} elements from rank {src} (tag {}) matched a message of {len}", p.dst.len, p.tag),
-            ));
-        }
-        m.recv = p;
-        if m.delivered { self.consume(id) } else { Ok(()) }
+    /// A free slot of the message slab.
+    fn new_slot(&mut self) -> u32 {
+        self.free_msgs.pop().unwrap_or_else(|| slab_push(&mut self.msgs, Msg::EMPTY))
+    }
+
+    /// Rank `r`'s receive of `want` elements from `from` met a message of `got`.
+    fn mismatch(&self, r: Rank, from: Rank, tag: u32, want: usize, got: usize) -> SimError {
+        self.bad(r, format!("receive of {want} elements from rank {from} (tag {tag}) matched a message of {got}"))
     }
 
     /// A delivered, bound message: copy it in, or queue its reduction.
     fn consume(&mut self, id: u32) -> Result<(), SimError> {
         let m = &self.msgs[id as usize];
-        let (dst, p) = (m.dst, m.recv);
-        match p.action {
+        let (dst, stream, handle) = (m.dst, m.recv_stream, m.recv_handle);
+        match m.action {
             Action::Copy => {
                 if let Some(d) = self.data.as_deref_mut() {
-                    d.store(dst as usize, p.dst, &self.payloads[id as usize]);
+                    d.store(dst as usize, m.recv_region(), &self.payloads[id as usize]);
                 }
                 self.release(id);
-                self.complete_handle(dst, p.stream, p.handle)
+                self.complete_handle(dst, stream, handle)
             }
             Action::Reduce => {
                 self.enqueue_compute(dst, Job::Msg(id));
@@ -792,10 +958,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 self.jobs[id as usize] = slot;
                 id
             }
-            None => {
-                self.jobs.push(slot);
-                (self.jobs.len() - 1) as u32
-            }
+            None => slab_push(&mut self.jobs, slot),
         };
         let st = &mut self.ranks[r as usize];
         match st.jobs_tail {
@@ -855,7 +1018,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 }
                 let m = &mut self.msgs[id as usize];
                 m.delivered = true;
-                let (src, dst, bound, stream) = (m.src, m.dst, m.recv.handle != NONE, m.stream);
+                let (src, dst, bound, stream) = (m.src, m.dst, m.recv_handle != NONE, m.stream);
                 let bytes = (m.len * self.cfg.elem_bytes) as u64;
                 self.ranks[src as usize].free_out += 1;
                 self.ranks[dst as usize].free_in += 1;
@@ -865,7 +1028,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 self.finish(dst);
                 // A received message holds memory until it is consumed, unless it lands
                 // straight in the place a posted copy-receive names.
-                let in_place = bound && self.msgs[id as usize].recv.action == Action::Copy;
+                let in_place = bound && self.msgs[id as usize].action == Action::Copy;
                 if !in_place {
                     self.msgs[id as usize].held = true;
                     self.hold(dst, bytes);
@@ -885,12 +1048,13 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 let job = self.pop_job(r);
                 let (stream, handle) = match job {
                     Job::Msg(id) => {
-                        let p = self.msgs[id as usize].recv;
+                        let m = &self.msgs[id as usize];
+                        let (region, stream, handle) = (m.recv_region(), m.recv_stream, m.recv_handle);
                         if let Some(d) = self.data.as_deref_mut() {
-                            d.reduce_into(r as usize, p.dst, &self.payloads[id as usize]);
+                            d.reduce_into(r as usize, region, &self.payloads[id as usize]);
                         }
                         self.release(id);
-                        (p.stream, p.handle)
+                        (stream, handle)
                     }
                     Job::Local(slot) => {
                         let Local { stream, handle, src, dst } = self.locals[slot as usize];
@@ -1000,8 +1164,9 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
     fn check_finished(&self) -> Result<(), SimError> {
         let mut waiting = Vec::new();
         for (r, st) in self.ranks.iter().enumerate() {
-            if let Some(id) = st.lists[Link::Unbound as usize].first() {
-                let m = &self.msgs[id as usize];
+            let unmatched =
+                st.lists[Link::Unmatched as usize].iter(&self.msgs, Link::Unmatched).map(|id| &self.msgs[id as usize]);
+            if let Some(m) = unmatched.clone().find(|m| m.recv_handle == NONE) {
                 waiting.push(format!("rank {r} never received a message from rank {} (tag {})", m.src, m.tag));
                 continue;
             }
@@ -1015,10 +1180,10 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                         continue;
                     }
                     Block::Wait(h) => h,
-                    _ => s.outstanding.first().copied().unwrap_or(NONE),
+                    _ => s.outstanding.first().unwrap_or(NONE),
                 };
-                let what = match st.posted.iter().find(|p| p.handle == h && p.stream as usize == si) {
-                    Some(p) => format!("a message from rank {} with tag {} that was never sent", p.from, p.tag),
+                let what = match unmatched.clone().find(|m| m.recv_handle == h && m.recv_stream as usize == si) {
+                    Some(m) => format!("a message from rank {} with tag {} that was never sent", m.src, m.tag),
                     None => format!("operation {h}"),
                 };
                 waiting.push(format!("rank {r} (stream {si}) waits for {what}"));
@@ -1081,19 +1246,49 @@ fn priority(m: &Msg) -> (u64, u64) {
     ((m.issued + 0.0).to_bits(), u64::from(m.src) << 32 | u64::from(m.seq))
 }
 
-const UNBOUND: Posted = Posted {
-    stream: 0,
-    handle: NONE,
-    from: 0,
-    tag: 0,
-    dst: Region { buf: VEC, offset: 0, len: 0 },
-    action: Action::Copy,
-};
-
 #[cfg(test)]
 mod tests {
     use rand_chacha::ChaCha8Rng;
     use rand_chacha::rand_core::{Rng, SeedableRng};
+
+    /// The window of outstanding handles against a plain set, with handles completed in
+    /// random order and more than a window outstanding at once (so that handles go to the
+    /// overflow and come back), on two streams sharing the overflow.
+    #[test]
+    fn outstanding_window_is_a_set() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for round in 0..300 {
+            let mut overflow = super::Overflow::new();
+            let mut streams = [super::Outstanding::NEW; 2];
+            let mut want: [std::collections::BTreeSet<u32>; 2] = Default::default();
+            let spread = 1 + round % 90;
+            for _ in 0..3000 {
+                let r = rng.next_u32();
+                let s = (r & 1) as usize;
+                let key = (7, s as u16);
+                if r % 5 < 2 || want[s].is_empty() {
+                    if want[s].len() < spread as usize {
+                        want[s].insert(streams[s].issue(key, &mut overflow));
+                    }
+                } else {
+                    // Mostly the oldest, sometimes any.
+                    let all: Vec<u32> = want[s].iter().copied().collect();
+                    let h = if r % 3 == 0 { all[(r >> 8) as usize % all.len()] } else { all[0] };
+                    want[s].remove(&h);
+                    streams[s].complete(h, key, &mut overflow);
+                }
+                for s in 0..2 {
+                    let key = (7, s as u16);
+                    assert_eq!(streams[s].is_empty(), want[s].is_empty(), "round {round}");
+                    assert_eq!(streams[s].first(), want[s].first().copied(), "round {round}");
+                    let next = streams[s].next;
+                    for h in next.saturating_sub(spread + 40)..next {
+                        assert_eq!(streams[s].contains(h, key, &overflow), want[s].contains(&h), "round {round} h {h}");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn nearly_sorted_sorts_everything() {

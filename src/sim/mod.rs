@@ -109,7 +109,7 @@ fn run_engine<O: Observer>(
     let scratch_bytes = (scratch.iter().sum::<usize>() * p.elem_bytes) as u64;
     let cfg =
         EngineConfig { elem_bytes: p.elem_bytes, cost_per_byte, scratch_bytes, envelope: net.envelope, flow: net.flow };
-    let programs = (0..p.ranks).map(|r| algo.program(r as Rank, p, topo)).collect();
+    let programs = (0..p.ranks).map(|r| algo.program(r as Rank, p, topo));
     let mut plane = plane.map(|build| build(&scratch));
     let stats = Engine::new(topo, cfg, programs, plane.as_mut(), obs)?.run()?;
     Ok((stats, plane))

@@ -90,7 +90,13 @@ impl<T> EventQueue<T> {
         self.seq += 1;
         self.len += 1;
         if let Some(i) = self.open_time[..self.open_len].iter().position(|&o| o == t) {
-            self.buckets[self.open_id[i] as usize].events.push_back(event);
+            let events = &mut self.buckets[self.open_id[i] as usize].events;
+            // A wave's bucket holds an event per rank; grown by an eighth, not doubled
+            // (see the engine's slabs).
+            if events.len() == events.capacity() {
+                events.reserve_exact(events.len() / 8 + 16);
+            }
+            events.push_back(event);
             return;
         }
         let b = match self.free.pop() {
