@@ -15,9 +15,10 @@
 //! capacity.
 //!
 //! Memory per rank is kept small, so that a million ranks fit (README, "Scaling"): a
-//! rank's state is its program, a few counters and inline short lists; its compute
-//! queue is a linked list through the shared job slab, and payloads are kept apart from
-//! the messages, only when data moves.
+//! rank's state is its program, a few counters, a window of outstanding handles, and
+//! the heads of lists linked through the shared slabs (its messages waiting for ports,
+//! what waits to be matched at it, its compute queue); payloads are kept apart from the
+//! messages, only when data moves.
 
 /// Events processed by every engine of the process so far, counted in whole blocks of
 /// [`EVENT_BLOCK`]: what the progress report of a long run reads (one relaxed atomic add
@@ -180,8 +181,8 @@ struct Msg {
     /// Elements (a posted receive's length while no message matched it).
     len: usize,
     issued: f64,
-    /// The next slot of its sender's `Out`, its receiver's `In`, and its receiver's
-    /// `Unbound` or `Posted` list ([`Link`]), `NONE` at the end.
+    /// The next slot of its sender's `Out`, its receiver's `In` and its receiver's
+    /// `Unmatched` list ([`Link`]), `NONE` at the end.
     next: [u32; 3],
     /// The bound receive's handle (`NONE` while the message is unbound), where its data
     /// goes (`recv_buf`, from `recv_offset`, `len` elements), and its stream.
@@ -247,12 +248,6 @@ enum Link {
     Unmatched = 2,
 }
 
-impl Link {
-    const fn at(self) -> usize {
-        self as usize
-    }
-}
-
 /// The first and last message of one of a rank's lists (`NONE` when empty).
 #[derive(Clone, Copy, Debug)]
 struct List {
@@ -271,14 +266,14 @@ impl List {
             if id == NONE {
                 return None;
             }
-            at = msgs[id as usize].next[l.at()];
+            at = msgs[id as usize].next[l as usize];
             Some(id)
         })
     }
 
     /// Put `id` after `prev` (`NONE`: first).
     fn insert_after(&mut self, msgs: &mut [Msg], l: Link, prev: u32, id: u32) {
-        let k = l.at();
+        let k = l as usize;
         let next = if prev == NONE { self.head } else { msgs[prev as usize].next[k] };
         msgs[id as usize].next[k] = next;
         if prev == NONE {
@@ -298,7 +293,7 @@ impl List {
 
     /// Take out the first message passing `f`, if any.
     fn remove_first(&mut self, msgs: &mut [Msg], l: Link, f: impl Fn(u32, &Msg) -> bool) -> Option<u32> {
-        let k = l.at();
+        let k = l as usize;
         let (mut prev, mut at) = (NONE, self.head);
         while at != NONE {
             let next = msgs[at as usize].next[k];
@@ -817,7 +812,6 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             }
             None => {
                 let id = self.new_slot();
-                self.msgs[id as usize] = Msg::EMPTY;
                 self.ranks[to as usize].lists[Link::Unmatched as usize].push_back(&mut self.msgs, Link::Unmatched, id);
                 id
             }
@@ -896,7 +890,6 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 // The receive waits in a slot the matching send fills in.
                 let id = self.new_slot();
                 let m = &mut self.msgs[id as usize];
-                *m = Msg::EMPTY;
                 (m.src, m.dst, m.tag, m.len) = (from, r, tag, dst.len);
                 m.set_recv(p);
                 self.ranks[r as usize].lists[Link::Unmatched as usize].push_back(&mut self.msgs, Link::Unmatched, id);
@@ -905,9 +898,15 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         }
     }
 
-    /// A free slot of the message slab.
+    /// A free slot of the message slab, emptied.
     fn new_slot(&mut self) -> u32 {
-        self.free_msgs.pop().unwrap_or_else(|| slab_push(&mut self.msgs, Msg::EMPTY))
+        match self.free_msgs.pop() {
+            Some(id) => {
+                self.msgs[id as usize] = Msg::EMPTY;
+                id
+            }
+            None => slab_push(&mut self.msgs, Msg::EMPTY),
+        }
     }
 
     /// Rank `r`'s receive of `want` elements from `from` met a message of `got`.
