@@ -127,10 +127,14 @@ pub type Program<'a> = Box<dyn Iterator<Item = Op> + Send + 'a>;
 /// `k`'s ops are `step(k)`.
 ///
 /// A `flat_map` keeps a copy of the current step's ops (an `[Op; 3]` is 120 bytes, and it
-/// keeps two); this keeps only the step number and the position within the step, and
-/// calls `step` again for each op it hands out, so `step` must depend on `k` alone. A
-/// rank's program is then a few words, which is what lets a million ranks run in little
-/// memory, and handing out an op costs a few instructions instead of a copy of the step.
+/// keeps two); this keeps only the step number, the position within the step and a
+/// ticket, so a rank's program is a few words, which is what lets a million ranks run in
+/// little memory. The ops a step made are kept instead in a per-thread cache of the
+/// last [`CACHED_STEPS`] steps any program made ([`StepCache`]), so a step is
+/// made once even when its rank blocks in the middle of it and many other ranks run
+/// before it resumes (a ring's step starts with a wait). A step the cache has dropped,
+/// or one of more than [`CACHED_OPS`] ops, is made again for each op it hands out, so
+/// `step` must depend on `k` alone.
 pub fn per_step<K, I, F>(steps: K, step: F) -> PerStep<K, F>
 where
     K: Iterator,
@@ -138,7 +142,69 @@ where
     F: Fn(K::Item) -> I,
     I: IntoIterator<Item = Op>,
 {
-    PerStep { steps, current: None, at: 0, step }
+    PerStep { steps, current: None, at: 0, len: UNKNOWN, ticket: 0, step }
+}
+
+/// Ops of a step the cache keeps at most.
+pub const CACHED_OPS: usize = 4;
+/// Steps the cache keeps: the last this many steps made on the thread, enough for each
+/// rank of a ring of a couple of thousand to find its step again when it resumes.
+pub const CACHED_STEPS: usize = 2048;
+/// `PerStep::len` before the current step was made.
+const UNKNOWN: u16 = u16::MAX;
+
+/// The per-thread cache of [`per_step`]: a ring of the last [`CACHED_STEPS`] steps made,
+/// each under a ticket (nonzero, unique across threads: the thread's number in the high
+/// bits). A program holds the ticket of its current step's entry; the entry is its step
+/// still exactly when it holds the same ticket.
+struct StepCache {
+    next_ticket: u64,
+    entries: Vec<CachedStep>,
+}
+
+#[derive(Clone, Copy)]
+struct CachedStep {
+    ticket: u64,
+    len: u16,
+    ops: [Op; CACHED_OPS],
+}
+
+thread_local! {
+    static STEPS: std::cell::RefCell<StepCache> =
+        const { std::cell::RefCell::new(StepCache { next_ticket: 0, entries: Vec::new() }) };
+}
+
+/// Threads that have made a step: each takes the next number for its tickets.
+static THREADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+impl StepCache {
+    /// Op `at` of the step under `ticket`, if the cache still has it.
+    #[inline]
+    fn get(ticket: u64, at: u16) -> Option<Op> {
+        if ticket == 0 {
+            return None;
+        }
+        STEPS.with_borrow(|c| {
+            let e = c.entries.get((ticket % CACHED_STEPS as u64) as usize)?;
+            (e.ticket == ticket && at < e.len).then(|| e.ops[at as usize])
+        })
+    }
+
+    /// Keep a step's `len` ops; its ticket.
+    fn put(ops: &[Op; CACHED_OPS], len: u16) -> u64 {
+        STEPS.with_borrow_mut(|c| {
+            if c.next_ticket == 0 {
+                let thread = THREADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                c.next_ticket = (thread + 1) << 40;
+                let empty = CachedStep { ticket: 0, len: 0, ops: [Op::WaitAll; CACHED_OPS] };
+                c.entries = vec![empty; CACHED_STEPS];
+            }
+            let ticket = c.next_ticket;
+            c.next_ticket += 1;
+            c.entries[(ticket % CACHED_STEPS as u64) as usize] = CachedStep { ticket, len, ops: *ops };
+            ticket
+        })
+    }
 }
 
 /// The iterator of [`per_step`].
@@ -146,8 +212,12 @@ where
 pub struct PerStep<K: Iterator, F> {
     steps: K,
     current: Option<K::Item>,
-    /// How many ops of the current step were handed out.
-    at: u32,
+    /// How many ops of the current step were handed out, and how many it has
+    /// (`UNKNOWN` until it is made).
+    at: u16,
+    len: u16,
+    /// The cache entry of the current step (0: none).
+    ticket: u64,
     step: F,
 }
 
@@ -167,14 +237,49 @@ where
                 Some(k) => k,
                 None => {
                     let k = self.steps.next()?;
-                    self.current = Some(k);
-                    self.at = 0;
+                    (self.current, self.at, self.len, self.ticket) = (Some(k), 0, UNKNOWN, 0);
                     k
                 }
             };
-            if let Some(op) = (self.step)(k).into_iter().nth(self.at as usize) {
+            if self.at == self.len {
+                self.current = None;
+                continue;
+            }
+            let at = self.at;
+            if let Some(op) = StepCache::get(self.ticket, at) {
+                debug_assert_eq!(
+                    Some(op),
+                    (self.step)(k).into_iter().nth(at as usize),
+                    "a step must depend on k alone"
+                );
                 self.at += 1;
                 return Some(op);
+            }
+            // Make the step: keep its first ops, count the rest.
+            let mut ops = [Op::WaitAll; CACHED_OPS];
+            let mut it = (self.step)(k).into_iter();
+            let mut len = 0usize;
+            let mut wanted = None;
+            for op in it.by_ref().take(CACHED_OPS) {
+                ops[len] = op;
+                len += 1;
+            }
+            let more = if len == CACHED_OPS { it.next() } else { None };
+            if let Some(more) = more {
+                // Too long to keep: hand out op `at` of this making, and count the rest.
+                for op in std::iter::once(more).chain(it) {
+                    if len == at as usize {
+                        wanted = Some(op);
+                    }
+                    len += 1;
+                }
+            } else {
+                self.ticket = StepCache::put(&ops, len as u16);
+            }
+            self.len = u16::try_from(len).expect("a step of fewer than 65535 ops");
+            if (at as usize) < len {
+                self.at += 1;
+                return Some(wanted.unwrap_or_else(|| ops[at as usize]));
             }
             self.current = None;
         }
@@ -192,5 +297,25 @@ mod tests {
         let want: Vec<Op> = (0..9).rev().flat_map(step).collect();
         assert_eq!(per_step((0..9).rev(), step).collect::<Vec<_>>(), want);
         assert_eq!(want.len(), 12);
+    }
+
+    /// Steps longer than the cache keeps, and more programs interleaved than it has
+    /// entries (so that a program finds its step dropped and makes it again): each hands
+    /// out what `flat_map` gives.
+    #[test]
+    fn per_step_through_the_cache() {
+        let step = |k: u32| (0..k % 7).map(move |i| Op::Wait(10 * k + i));
+        let want: Vec<Op> = (0..40).flat_map(step).collect();
+        for programs in [1, 3, CACHED_STEPS - 1, CACHED_STEPS + 5] {
+            let mut iters: Vec<_> = (0..programs).map(|_| per_step(0..40, step)).collect();
+            let mut got = vec![Vec::new(); programs];
+            // Program i takes i % 4 + 1 ops at a turn, so they stop at every place in a step.
+            for _ in 0..want.len() {
+                for (i, it) in iters.iter_mut().enumerate() {
+                    got[i].extend(it.by_ref().take(i % 4 + 1));
+                }
+            }
+            assert!(got.iter().all(|g| *g == want), "{programs} programs");
+        }
     }
 }
