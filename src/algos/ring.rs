@@ -97,18 +97,25 @@ pub(crate) fn program<'a>(
         Region { buf: c.buf, offset: c.offset + s.offset, len: s.len }
     };
     let stages = phases.len() * steps;
-    // Piece j of stage t, in stage order.
-    per_step(0..stages * segments, move |s| {
+    let items = stages * segments;
+    // Piece j of stage t is item s = t segments + j, in stage order: send it, post its
+    // receive, then wait for what the next item sends (piece j + 1 of this stage is
+    // piece j + 1 of the stage before, added in); the last ends with a wait for every
+    // receive. Waiting at the end of an item rather than the start of the next is the
+    // same sequence of ops, and a rank blocks only between items.
+    per_step(0..items, move |s| {
         let (t, j) = (s / segments, s % segments);
         let (send, recv, action) = phases[t / steps].step(q, np, t % steps);
-        let tag = tag0 + (t * segments + j) as u32;
-        // Each stage posts `segments` receives: piece j of stage t-1 is handle
-        // (t-1) segments + j of this program.
-        let wait = (t > 0).then(|| Op::Wait(handle0 + ((t - 1) * segments + j) as u32));
+        let tag = tag0 + s as u32;
         let dst = piece(recv, j);
-        wait.into_iter().chain([Op::send(right, tag, piece(send, j)), Op::Recv { from: left, tag, dst, action }])
+        // Each stage posts `segments` receives: item s is handle `handle0 + s`.
+        let wait = if s + 1 == items {
+            Some(Op::WaitAll)
+        } else {
+            (s + 1 >= segments).then(|| Op::Wait(handle0 + (s + 1 - segments) as u32))
+        };
+        [Op::send(right, tag, piece(send, j)), Op::Recv { from: left, tag, dst, action }].into_iter().chain(wait)
     })
-    .chain((stages > 0).then_some(Op::WaitAll))
 }
 
 /// The chunks of the textbook ring: the vector cut into P blocks.

@@ -126,15 +126,16 @@ pub type Program<'a> = Box<dyn Iterator<Item = Op> + Send + 'a>;
 /// `steps.flat_map(step)` for programs made of numbered steps of a few ops each: step
 /// `k`'s ops are `step(k)`.
 ///
-/// A `flat_map` keeps a copy of the current step's ops (an `[Op; 3]` is 120 bytes, and it
+/// A `flat_map` keeps a copy of the current step's ops (an `[Op; 3]` is 168 bytes, and it
 /// keeps two); this keeps only the step number, the position within the step and a
 /// ticket, so a rank's program is a few words, which is what lets a million ranks run in
 /// little memory. The ops a step made are kept instead in a per-thread cache of the
-/// last [`CACHED_STEPS`] steps any program made ([`StepCache`]), so a step is
-/// made once even when its rank blocks in the middle of it and many other ranks run
-/// before it resumes (a ring's step starts with a wait). A step the cache has dropped,
-/// or one of more than [`CACHED_OPS`] ops, is made again for each op it hands out, so
-/// `step` must depend on `k` alone.
+/// last [`CACHED_STEPS`] steps any program made ([`StepCache`]), where the engine, which
+/// pulls a rank's ops until the rank blocks, finds the rest of the step at once. A step
+/// the cache has dropped (its rank blocked in the middle of it and many other steps were
+/// made before it resumed), or one of more than [`CACHED_OPS`] ops, is made again for
+/// each op it hands out, so `step` must depend on `k` alone; a step that blocks only at
+/// its end (a wait as its last op, not its first) is made once.
 pub fn per_step<K, I, F>(steps: K, step: F) -> PerStep<K, F>
 where
     K: Iterator,
@@ -147,9 +148,11 @@ where
 
 /// Ops of a step the cache keeps at most.
 pub const CACHED_OPS: usize = 4;
-/// Steps the cache keeps: the last this many steps made on the thread, enough for each
-/// rank of a ring of a couple of thousand to find its step again when it resumes.
-pub const CACHED_STEPS: usize = 2048;
+/// Steps the cache keeps: the last this many steps made on the thread. A step is read
+/// back from it within one pull of its rank's ops when the step blocks only at its end,
+/// so a few would do; this many keep a step that blocks in its middle for as many other
+/// ranks' steps, and stay in the first-level data cache (15 KB).
+pub const CACHED_STEPS: usize = 64;
 /// `PerStep::len` before the current step was made.
 const UNKNOWN: u16 = u16::MAX;
 
@@ -157,9 +160,12 @@ const UNKNOWN: u16 = u16::MAX;
 /// each under a ticket (nonzero, unique across threads: the thread's number in the high
 /// bits). A program holds the ticket of its current step's entry; the entry is its step
 /// still exactly when it holds the same ticket.
+///
+/// A fixed array, not a `Vec`: a thread-local with nothing to drop is a plain
+/// thread-relative address, with no check of whether it was set up.
 struct StepCache {
     next_ticket: u64,
-    entries: Vec<CachedStep>,
+    entries: [CachedStep; CACHED_STEPS],
 }
 
 #[derive(Clone, Copy)]
@@ -169,9 +175,14 @@ struct CachedStep {
     ops: [Op; CACHED_OPS],
 }
 
+impl CachedStep {
+    const EMPTY: CachedStep = CachedStep { ticket: 0, len: 0, ops: [Op::WaitAll; CACHED_OPS] };
+}
+
 thread_local! {
-    static STEPS: std::cell::RefCell<StepCache> =
-        const { std::cell::RefCell::new(StepCache { next_ticket: 0, entries: Vec::new() }) };
+    static STEPS: std::cell::RefCell<StepCache> = const {
+        std::cell::RefCell::new(StepCache { next_ticket: 0, entries: [CachedStep::EMPTY; CACHED_STEPS] })
+    };
 }
 
 /// Threads that have made a step: each takes the next number for its tickets.
@@ -185,23 +196,23 @@ impl StepCache {
             return None;
         }
         STEPS.with_borrow(|c| {
-            let e = c.entries.get((ticket % CACHED_STEPS as u64) as usize)?;
+            let e = &c.entries[(ticket % CACHED_STEPS as u64) as usize];
             (e.ticket == ticket && at < e.len).then(|| e.ops[at as usize])
         })
     }
 
     /// Keep a step's `len` ops; its ticket.
-    fn put(ops: &[Op; CACHED_OPS], len: u16) -> u64 {
+    fn put(ops: &[Op], len: u16) -> u64 {
         STEPS.with_borrow_mut(|c| {
             if c.next_ticket == 0 {
                 let thread = THREADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 c.next_ticket = (thread + 1) << 40;
-                let empty = CachedStep { ticket: 0, len: 0, ops: [Op::WaitAll; CACHED_OPS] };
-                c.entries = vec![empty; CACHED_STEPS];
             }
             let ticket = c.next_ticket;
             c.next_ticket += 1;
-            c.entries[(ticket % CACHED_STEPS as u64) as usize] = CachedStep { ticket, len, ops: *ops };
+            let e = &mut c.entries[(ticket % CACHED_STEPS as u64) as usize];
+            (e.ticket, e.len) = (ticket, len);
+            e.ops[..ops.len()].copy_from_slice(ops);
             ticket
         })
     }
@@ -232,6 +243,33 @@ where
 
     #[inline]
     fn next(&mut self) -> Option<Op> {
+        // The common case, kept small enough to inline into the adaptors around it: the
+        // next op of the current step, from the cache.
+        if let Some(op) = StepCache::get(self.ticket, self.at) {
+            debug_assert!(self.at < self.len);
+            debug_assert_eq!(
+                Some(op),
+                (self.step)(self.current.expect("a cached step is current")).into_iter().nth(self.at as usize),
+                "a step must depend on k alone"
+            );
+            self.at += 1;
+            return Some(op);
+        }
+        self.next_made()
+    }
+}
+
+impl<K, I, F> PerStep<K, F>
+where
+    K: Iterator,
+    K::Item: Copy,
+    F: Fn(K::Item) -> I,
+    I: IntoIterator<Item = Op>,
+{
+    /// The next op when the cache does not have it: the next step's first, or the op of
+    /// a step the cache dropped or could not keep, made again.
+    #[inline(never)]
+    fn next_made(&mut self) -> Option<Op> {
         loop {
             let k = match self.current {
                 Some(k) => k,
@@ -246,15 +284,6 @@ where
                 continue;
             }
             let at = self.at;
-            if let Some(op) = StepCache::get(self.ticket, at) {
-                debug_assert_eq!(
-                    Some(op),
-                    (self.step)(k).into_iter().nth(at as usize),
-                    "a step must depend on k alone"
-                );
-                self.at += 1;
-                return Some(op);
-            }
             // Make the step: keep its first ops, count the rest.
             let mut ops = [Op::WaitAll; CACHED_OPS];
             let mut it = (self.step)(k).into_iter();
@@ -274,7 +303,7 @@ where
                     len += 1;
                 }
             } else {
-                self.ticket = StepCache::put(&ops, len as u16);
+                self.ticket = StepCache::put(&ops[..len], len as u16);
             }
             self.len = u16::try_from(len).expect("a step of fewer than 65535 ops");
             if (at as usize) < len {
