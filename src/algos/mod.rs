@@ -230,10 +230,28 @@ pub fn build_for(c: Collective, id: &str, mut params: Params) -> Result<Box<dyn 
 /// Block `i` of `n` elements cut into `parts` blocks as evenly as possible:
 /// the first `n % parts` blocks get one element more (as MPICH does).
 pub fn block(n: usize, parts: usize, i: usize) -> Region {
-    let (q, r) = (n / parts, n % parts);
-    let offset = i * q + i.min(r);
-    let len = q + usize::from(i < r);
-    Region::vec(offset, len)
+    Blocks::new(n, parts).get(i)
+}
+
+/// The blocks of [`block`] for one `(n, parts)`, divided once: a program that looks up
+/// a block at every step keeps this instead of dividing each time.
+#[derive(Clone, Copy, Debug)]
+pub struct Blocks {
+    q: usize,
+    r: usize,
+}
+
+impl Blocks {
+    /// `n` elements cut into `parts` blocks.
+    pub fn new(n: usize, parts: usize) -> Self {
+        Blocks { q: n / parts, r: n % parts }
+    }
+
+    /// Block `i`, as [`block`] gives it.
+    pub fn get(&self, i: usize) -> Region {
+        let (q, r) = (self.q, self.r);
+        Region::vec(i * q + i.min(r), q + usize::from(i < r))
+    }
 }
 
 /// `ceil(log2 p)`, with `clog2(1) == 0`.

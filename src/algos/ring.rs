@@ -14,7 +14,7 @@
 //! - `bidirectional_ring`: two rings in opposite directions, each over half the vector,
 //!   as two concurrent streams.
 
-use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block};
+use super::{AlgoInfo, Algorithm, Blocks, EXACT, Machine, Problem, Topology, block};
 use crate::cost_model;
 use crate::sim::op::{Action, Op, Program, Rank, Region, per_step};
 
@@ -34,14 +34,12 @@ impl Phase {
     /// (chunk sent, chunk received, what is done with it) at step k for position q.
     fn step(self, q: usize, np: usize, k: usize) -> (usize, usize, Action) {
         // `+ 2P` keeps the arithmetic unsigned (shift < P, k < P).
-        match self {
-            Phase::ReduceScatter { shift } => {
-                ((q + shift + 2 * np - 1 - k) % np, (q + shift + 2 * np - 2 - k) % np, Action::Reduce)
-            }
-            Phase::Allgather { shift } => {
-                ((q + shift + 2 * np - k) % np, (q + shift + 2 * np - 1 - k) % np, Action::Copy)
-            }
-        }
+        let (send, action) = match self {
+            Phase::ReduceScatter { shift } => ((q + shift + 2 * np - 1 - k) % np, Action::Reduce),
+            Phase::Allgather { shift } => ((q + shift + 2 * np - k) % np, Action::Copy),
+        };
+        // What arrives is the chunk before the one passed on.
+        (send, send.checked_sub(1).unwrap_or(np - 1), action)
     }
 }
 
@@ -93,6 +91,9 @@ pub(crate) fn program<'a>(
     let (right, left) = (dir.rank(q + 1, np), dir.rank(q + np - 1, np));
     let piece = move |i: usize, j: usize| {
         let c = chunk(i);
+        if segments == 1 {
+            return c;
+        }
         let s = block(c.len, segments, j);
         Region { buf: c.buf, offset: c.offset + s.offset, len: s.len }
     };
@@ -120,7 +121,8 @@ pub(crate) fn program<'a>(
 
 /// The chunks of the textbook ring: the vector cut into P blocks.
 fn blocks(n: usize, np: usize) -> impl Fn(usize) -> Region + Clone + Send {
-    move |i| block(n, np, i)
+    let blocks = Blocks::new(n, np);
+    move |i| blocks.get(i)
 }
 
 const RS_ONLY: &[Phase] = &[Phase::ReduceScatter { shift: 0 }];
