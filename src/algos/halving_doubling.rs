@@ -157,8 +157,8 @@ pub(crate) enum Half {
 
 /// One half of halving-doubling for rank `j` of a power-of-two group of `size` ranks
 /// (`peer(i)` is the real rank of member i), the vector of n elements cut into `parts`
-/// blocks. Used by `halving_doubling` (fold and binary blocks) and by the
-/// `reduce_scatter` and `allgather` collectives.
+/// blocks. Used by `halving_doubling` with binary blocks and by the `reduce_scatter` and
+/// `allgather` collectives.
 pub(crate) fn phase<F>(
     half: Half,
     j: usize,
@@ -170,21 +170,48 @@ pub(crate) fn phase<F>(
 where
     F: Fn(usize) -> Rank + Clone + Send + 'static,
 {
+    per_step(0..size.trailing_zeros(), move |i| half_step(half, i, j, size, parts, n, &peer))
+}
+
+/// Both halves, the allgather after the reduce-scatter, as one program of 2 log2(size)
+/// steps (one `per_step`, not two chained: a program a million ranks each hold).
+fn both_halves<F>(j: usize, size: usize, parts: usize, n: usize, peer: F) -> impl Iterator<Item = Op> + Send + 'static
+where
+    F: Fn(usize) -> Rank + Send + 'static,
+{
     let bits = size.trailing_zeros();
-    per_step(0..bits, move |i| {
-        let k = if half == Half::Allgather { bits - 1 - i } else { i };
-        let (partner, keep, give) = halves(j, k, size, parts, n);
-        let partner = peer(partner);
-        match half {
-            Half::ReduceScatter => {
-                [Op::send(partner, STEP + k, give), Op::recv_reduce(partner, STEP + k, keep), Op::WaitAll]
-            }
-            Half::Allgather => {
-                let tag = STEP + AG + k;
-                [Op::send(partner, tag, keep), Op::recv_copy(partner, tag, give), Op::WaitAll]
-            }
+    per_step(0..2 * bits, move |i| {
+        if i < bits {
+            half_step(Half::ReduceScatter, i, j, size, parts, n, &peer)
+        } else {
+            half_step(Half::Allgather, i - bits, j, size, parts, n, &peer)
         }
     })
+}
+
+/// Step `i` of one half (see [`phase`]): exchange with the partner, then wait.
+fn half_step(
+    half: Half,
+    i: u32,
+    j: usize,
+    size: usize,
+    parts: usize,
+    n: usize,
+    peer: impl Fn(usize) -> Rank,
+) -> [Op; 3] {
+    let bits = size.trailing_zeros();
+    let k = if half == Half::Allgather { bits - 1 - i } else { i };
+    let (partner, keep, give) = halves(j, k, size, parts, n);
+    let partner = peer(partner);
+    match half {
+        Half::ReduceScatter => {
+            [Op::send(partner, STEP + k, give), Op::recv_reduce(partner, STEP + k, keep), Op::WaitAll]
+        }
+        Half::Allgather => {
+            let tag = STEP + AG + k;
+            [Op::send(partner, tag, keep), Op::recv_copy(partner, tag, give), Op::WaitAll]
+        }
+    }
 }
 
 /// The blocks `[lo, hi)` of `parts` that rank `j` of a group of `size` owns after
@@ -230,9 +257,7 @@ impl Algorithm for HalvingDoubling {
             Fold::Out => (0, 1),
         };
         let peer = move |i: usize| unfold_rank(i, rem);
-        let reduce_scatter = phase(Half::ReduceScatter, new, size, size, n, peer);
-        let allgather = phase(Half::Allgather, new, size, size, n, peer);
-        vec![with_fold(r, np, Region::vec(0, n), reduce_scatter.chain(allgather))]
+        vec![with_fold(r, np, Region::vec(0, n), both_halves(new, size, size, n, peer))]
     }
 
     fn label(&self) -> String {
