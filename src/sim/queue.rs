@@ -21,7 +21,12 @@
 //! before it looks at the heap again: nothing scheduled meanwhile can come before the
 //! bucket's rest (it is at this instant or later, and newer).
 //!
-//! Buckets are recycled with their capacity, so once warm the queue allocates nothing.
+//! Buckets are recycled with their capacity, so once warm the queue allocates nothing;
+//! but the free buckets together keep at most as many slots as the queue has ever held
+//! events at once ([`EventQueue::push`]'s high-water mark), and a bucket drained beyond
+//! that budget gives its memory back. Waves of P events split over several instants
+//! would otherwise leave each of the eight or so buckets with room for half a wave, four
+//! and a half events a rank where one is ever needed.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -55,6 +60,10 @@ pub struct EventQueue<T> {
     current: Option<u32>,
     seq: u64,
     len: usize,
+    /// The most events ever held at once, and the capacity the free buckets keep (at
+    /// most that).
+    high_water: usize,
+    spare: usize,
 }
 
 impl<T> Default for EventQueue<T> {
@@ -70,6 +79,8 @@ impl<T> Default for EventQueue<T> {
             current: None,
             seq: 0,
             len: 0,
+            high_water: 0,
+            spare: 0,
         }
     }
 }
@@ -89,6 +100,7 @@ impl<T> EventQueue<T> {
         let seq = self.seq;
         self.seq += 1;
         self.len += 1;
+        self.high_water = self.high_water.max(self.len);
         if let Some(i) = self.open_time[..self.open_len].iter().position(|&o| o == t) {
             let events = &mut self.buckets[self.open_id[i] as usize].events;
             // A wave's bucket holds an event per rank; grown by an eighth, not doubled
@@ -102,6 +114,7 @@ impl<T> EventQueue<T> {
         let b = match self.free.pop() {
             Some(b) => {
                 self.buckets[b as usize].time = t;
+                self.spare -= self.buckets[b as usize].events.capacity();
                 b
             }
             None => {
@@ -136,6 +149,12 @@ impl<T> EventQueue<T> {
                 }
                 // Drained: recycle it; it must not grow any more.
                 self.current = None;
+                let cap = bucket.events.capacity();
+                if self.spare + cap > self.high_water {
+                    bucket.events = VecDeque::new();
+                } else {
+                    self.spare += cap;
+                }
                 self.free.push(b);
                 self.close(b);
             }
