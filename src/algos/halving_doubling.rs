@@ -179,8 +179,9 @@ fn both_halves<F>(j: usize, size: usize, parts: usize, n: usize, peer: F) -> imp
 where
     F: Fn(usize) -> Rank + Send + 'static,
 {
-    let bits = size.trailing_zeros();
-    per_step(0..2 * bits, move |i| {
+    // `bits` is worked out again in the step rather than kept: a word less a rank.
+    per_step(0..2 * size.trailing_zeros(), move |i| {
+        let bits = size.trailing_zeros();
         if i < bits {
             half_step(Half::ReduceScatter, i, j, size, parts, n, &peer)
         } else {

@@ -479,7 +479,7 @@ enum EvKind {
     ComputeDone(Rank),
 }
 
-/// Sort `v` (distinct keys), fast when it is sorted but for a few entries at its end.
+/// Sort `v` by `key` (distinct keys), fast when it is sorted but for a few entries at its end.
 ///
 /// That is the usual shape of an instant's port candidates: ranks become ready in the
 /// order their events were scheduled, which follows the priority order of the messages
@@ -487,19 +487,19 @@ enum EvKind {
 /// sort finds the one long run and still sorts everything (the sort was an eighth of a
 /// ring's instructions); this moves the few stragglers into place, in place, in linear
 /// time, and allocates nothing.
-fn sort_nearly_sorted<T: Ord + Copy>(v: &mut [T]) {
+fn sort_nearly_sorted_by_key<T: Copy, K: Ord>(v: &mut [T], key: impl Fn(T) -> K) {
     const STRAGGLERS: usize = 8;
-    let run = v.windows(2).position(|w| w[0] > w[1]).map_or(v.len(), |i| i + 1);
+    let run = v.windows(2).position(|w| key(w[0]) > key(w[1])).map_or(v.len(), |i| i + 1);
     if run == v.len() {
         return;
     }
     if v.len() - run > STRAGGLERS {
-        v.sort_unstable();
+        v.sort_unstable_by_key(|&x| key(x));
         return;
     }
     for i in run..v.len() {
-        let x = v[i];
-        let at = v[..i].partition_point(|y| *y < x);
+        let x = key(v[i]);
+        let at = v[..i].partition_point(|&y| key(y) < x);
         v[at..=i].rotate_right(1);
     }
 }
@@ -536,8 +536,9 @@ pub struct Engine<'a, 'p, O: Observer> {
     events: EventQueue<EvKind>,
     now: f64,
     dirty: Vec<Rank>,
-    /// Messages that may start now: (priority key, message id).
-    candidates: Vec<(u64, u64, u32)>,
+    /// Messages that may start now, by id: 4 bytes each (a wave offers one a rank),
+    /// their place in line looked up in the slab when sorted ([`priority`]).
+    candidates: Vec<u32>,
     data: Option<&'a mut DataPlane>,
     stats: SimStats,
     /// Whether `stats` keeps per-rank finish times and received bytes ([`PER_RANK_MAX`]).
@@ -1089,7 +1090,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                     let m = &self.msgs[id as usize];
                     let free_in = self.ranks[m.dst as usize].free_in;
                     if free_in > 0 && quota.take(m.dst, free_in.min(st.free_out)) {
-                        cands.push((priority(m).0, priority(m).1, id));
+                        cands.push(id);
                     }
                 }
             }
@@ -1100,7 +1101,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                     // A dirty sender's own scan above already offers this message.
                     let sender = &self.ranks[m.src as usize];
                     if sender.free_out > 0 && !sender.dirty && quota.take(m.src, sender.free_out.min(st.free_in)) {
-                        cands.push((priority(m).0, priority(m).1, id));
+                        cands.push(id);
                     }
                 }
             }
@@ -1111,8 +1112,9 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         self.dirty.clear();
         // Each waiting message is offered once (by its sender, or by its receiver when
         // the sender is not dirty), so sorting alone gives the greedy order.
-        sort_nearly_sorted(&mut cands);
-        for &(_, _, id) in &cands {
+        let msgs = &self.msgs;
+        sort_nearly_sorted_by_key(&mut cands, |id| priority(&msgs[id as usize]));
+        for &id in &cands {
             let (src, dst) = (self.msgs[id as usize].src, self.msgs[id as usize].dst);
             if self.ranks[src as usize].free_out == 0 || self.ranks[dst as usize].free_in == 0 {
                 continue;
@@ -1239,8 +1241,8 @@ impl PairQuota {
 }
 
 /// A waiting message's place in line: (issue time, sender rank, sender's sequence),
-/// packed into two integers whose order is that order (times are never negative); with
-/// the message's id, a candidate is 24 bytes.
+/// packed into two integers whose order is that order (times are never negative). No two
+/// messages share one: a sender numbers its messages.
 fn priority(m: &Msg) -> (u64, u64) {
     ((m.issued + 0.0).to_bits(), u64::from(m.src) << 32 | u64::from(m.seq))
 }
@@ -1299,7 +1301,7 @@ mod tests {
                 v.extend((0..tail).map(|i| u64::from(rng.next_u32()) % (10 * len + 10) * 100 + 2 * i + 1));
                 let mut want = v.clone();
                 want.sort_unstable();
-                super::sort_nearly_sorted(&mut v);
+                super::sort_nearly_sorted_by_key(&mut v, |x| x);
                 assert_eq!(v, want, "len {len} tail {tail}");
             }
         }
