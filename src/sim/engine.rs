@@ -456,16 +456,13 @@ struct RankState<'p> {
     /// at it, indexed by [`Link`].
     lists: [List; 3],
     held_bytes: u64,
-    /// Streams not yet at their end.
-    live_streams: u32,
     free_out: u32,
     free_in: u32,
     /// The compute unit's FIFO of jobs: first and last slot in the job slab (`NONE`
-    /// when empty); the first is running while `compute_busy`.
+    /// when empty); the first is running whenever there is one.
     jobs_head: u32,
     jobs_tail: u32,
     send_seq: u32,
-    compute_busy: bool,
     dirty: bool,
 }
 
@@ -578,7 +575,6 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         let ranks = programs
             .enumerate()
             .map(|(r, progs)| RankState {
-                live_streams: progs.len() as u32,
                 streams: progs
                     .into_iter()
                     .map(|prog| Stream {
@@ -593,7 +589,6 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 lists: [List::EMPTY; 3],
                 jobs_head: NONE,
                 jobs_tail: NONE,
-                compute_busy: false,
                 send_seq: 0,
                 held_bytes: cfg.scratch_bytes,
                 dirty: false,
@@ -745,7 +740,6 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             st.block = Block::Running;
             let Some(op) = st.prog.next() else {
                 st.block = Block::Done;
-                self.ranks[ri].live_streams -= 1;
                 self.finish(r);
                 return Ok(());
             };
@@ -961,13 +955,13 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             None => slab_push(&mut self.jobs, slot),
         };
         let st = &mut self.ranks[r as usize];
-        match st.jobs_tail {
-            NONE => st.jobs_head = id,
+        match std::mem::replace(&mut st.jobs_tail, id) {
+            // The compute unit was idle: this job starts now.
+            NONE => {
+                st.jobs_head = id;
+                self.start_compute(r);
+            }
             tail => self.jobs[tail as usize].next = id,
-        }
-        st.jobs_tail = id;
-        if !st.compute_busy {
-            self.start_compute(r);
         }
     }
 
@@ -987,7 +981,6 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
     fn start_compute(&mut self, r: Rank) {
         let head = self.ranks[r as usize].jobs_head;
         if head == NONE {
-            self.ranks[r as usize].compute_busy = false;
             return;
         }
         let job = self.jobs[head as usize].job;
@@ -998,7 +991,6 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         let bytes = (len * self.cfg.elem_bytes) as u64;
         let end = self.now + bytes as f64 * self.cfg.cost_per_byte;
         self.obs.compute(r, bytes, self.now, end);
-        self.ranks[r as usize].compute_busy = true;
         self.schedule(end, EvKind::ComputeDone(r));
     }
 
