@@ -241,4 +241,24 @@ mod tests {
             assert!(q.pop().is_none() && q.is_empty());
         }
     }
+
+    /// Waves split over more instants than there are open buckets: the free buckets keep
+    /// no more room between them than the queue ever held events at once, and `spare`
+    /// counts exactly what they keep.
+    #[test]
+    fn free_buckets_keep_at_most_the_high_water_mark() {
+        let mut q = EventQueue::default();
+        for wave in 0..50u64 {
+            // 1,000 events over 1 to 12 instants, interleaved, then all popped: without
+            // the budget each bucket would keep room for a whole wave.
+            for i in 0..1000u64 {
+                q.push((wave * 100 + i % (wave % 12 + 1)) as f64, i);
+            }
+            while q.pop().is_some() {}
+            let kept: usize = q.free.iter().map(|&b| q.buckets[b as usize].events.capacity()).sum();
+            assert_eq!(kept, q.spare, "wave {wave}");
+            assert!(kept <= q.high_water, "wave {wave}: {kept} slots kept, at most {} events held", q.high_water);
+        }
+        assert_eq!(q.high_water, 1000);
+    }
 }
