@@ -46,5 +46,5 @@ YAML
         --format json --output "$tmp/out.json" 2>&1 | grep -o 'Collected : [0-9]*' | grep -o '[0-9]*$')
     msgs=$(grep -o '"messages": *[0-9]*' "$tmp/out.json" | grep -o '[0-9]*$' | awk '{ s += $1 } END { print s }')
     awk -v a="$algo" -v p="$p" -v s="$size" -v i="$ir" -v m="$msgs" 'BEGIN {
-        printf "| %s | %d | %s | %d | %d | %.0f |\n", a, p, s, i, m, i / m }'
+        printf "| %s | %d | %s | %.0f | %d | %.0f |\n", a, p, s, i, m, i / m }'
 done

@@ -212,7 +212,11 @@ impl StepCache {
             c.next_ticket += 1;
             let e = &mut c.entries[(ticket % CACHED_STEPS as u64) as usize];
             (e.ticket, e.len) = (ticket, len);
-            e.ops[..ops.len()].copy_from_slice(ops);
+            // One op at a time, not `copy_from_slice`, whose call to `memcpy` for a length
+            // known only at run time was 5% of ring's time in a profile.
+            for (i, op) in ops.iter().enumerate().take(CACHED_OPS) {
+                e.ops[i] = *op;
+            }
             ticket
         })
     }
