@@ -130,7 +130,7 @@ pub type Program<'a> = Box<dyn Iterator<Item = Op> + Send + 'a>;
 /// keeps two); this keeps only the step number, the position within the step and a
 /// ticket, so a rank's program is a few words, which is what lets a million ranks run in
 /// little memory. The ops a step made are kept instead in a per-thread cache of the
-/// last [`CACHED_STEPS`] steps any program made ([`StepCache`]), where the engine, which
+/// last [`CACHED_STEPS`] steps any program made (`StepCache`), where the engine, which
 /// pulls a rank's ops until the rank blocks, finds the rest of the step at once. A step
 /// the cache has dropped (its rank blocked in the middle of it and many other steps were
 /// made before it resumed), or one of more than [`CACHED_OPS`] ops, is made again for
