@@ -155,7 +155,9 @@ pub fn explain(req: &Request) -> Result<String, String> {
                     Op::Recv { from, tag, dst, action } => {
                         recvs.entry((from, r, tag)).or_default().push_back((dst, action))
                     }
-                    Op::Reduce { src, dst } => local.push((r, src, dst)),
+                    Op::Reduce { src_buf, src_offset, dst } => {
+                        local.push((r, Region { buf: src_buf, offset: src_offset, len: dst.len }, dst))
+                    }
                     Op::Wait(_) | Op::WaitAll | Op::WaitSends(_) => {}
                 }
             }

@@ -141,7 +141,7 @@ impl<S: Stepped> StepProgram<S> {
         if !sp.recvs.is_empty() {
             ops.push(Op::WaitAll);
         }
-        ops.extend(sp.local.iter().map(|&(src, dst)| Op::Reduce { src, dst }));
+        ops.extend(sp.local.iter().map(|&(src, dst)| Op::reduce(src, dst)));
         if !sp.local.is_empty() {
             ops.push(Op::WaitAll);
         }

@@ -746,10 +746,8 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             match op {
                 Op::Send { to, tag, src } => self.issue_send(r, s, to, tag, src)?,
                 Op::Recv { from, tag, dst, action } => self.post_recv(r, s, from, tag, dst, action)?,
-                Op::Reduce { src, dst } => {
-                    if src.len != dst.len {
-                        return Err(self.bad(r, format!("local reduce of {} into {} elements", src.len, dst.len)));
-                    }
+                Op::Reduce { src_buf, src_offset, dst } => {
+                    let src = Region { buf: src_buf, offset: src_offset, len: dst.len };
                     self.check_region(r, src)?;
                     self.check_region(r, dst)?;
                     let handle = self.new_handle(r, s);
