@@ -166,7 +166,7 @@ pub const CACHED_OPS: usize = 4;
 /// Steps the cache keeps: the last this many steps made on the thread. A step is read
 /// back from it within one pull of its rank's ops when the step blocks only at its end,
 /// so a few would do; this many keep a step that blocks in its middle for as many other
-/// ranks' steps, and stay in the first-level data cache (15 KB).
+/// ranks' steps, and stay in the first-level data cache (11 KB).
 pub const CACHED_STEPS: usize = 64;
 /// `PerStep::len` before the current step was made.
 const UNKNOWN: u16 = u16::MAX;
