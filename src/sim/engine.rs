@@ -60,9 +60,12 @@ pub struct SimStats {
 }
 
 /// Above this many ranks, [`SimStats`] keeps no per-rank finish times or received
-/// bytes: at a million ranks they would be a tenth of the run's memory, and the report
-/// lists per-rank figures only for small machines.
-pub const PER_RANK_MAX: usize = 1 << 16;
+/// bytes: the report lists per-rank figures only up to the same size
+/// ([`crate::timeline::DETAIL_MAX_RANKS`]), and keeping them costs a store or two per
+/// event (6% of ring's time at 256 ranks) and, at a million ranks, a tenth of the run's
+/// memory. What a caller of a larger run still gets is the last finish time
+/// ([`SimStats::time`]) and every rank's bytes sent.
+pub const PER_RANK_MAX: usize = 64;
 
 /// A program did something the model cannot run, or the run could not finish.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
