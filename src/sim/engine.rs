@@ -660,6 +660,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 self.settle();
             }
         }
+        self.stats.time = self.now;
         self.check_finished()?;
         if let Some(mut net) = self.flow.take() {
             let loads = net.take_loads();
@@ -693,10 +694,11 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         }
     }
 
+    /// Rank `r` did something at `now`: its finish time so far. (The run's finish time
+    /// is the last event's, set once at the end: every event but a flow's start of data,
+    /// which is never last, finishes something of some rank.)
+    #[inline]
     fn finish(&mut self, r: Rank) {
-        if self.now > self.stats.time {
-            self.stats.time = self.now;
-        }
         if self.per_rank {
             let f = &mut self.stats.rank_finish[r as usize];
             if self.now > *f {
