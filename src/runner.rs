@@ -30,10 +30,10 @@ use crate::sim::data::{DataConfig, DataPlane, OpLog, Verification, generate, sam
 use crate::sim::engine::{NoObserver, Observer};
 use crate::sim::{Network, simulate_logged, simulate_on};
 use crate::timeline::{self, DETAIL_MAX_RANKS, PathTracker, Recorder, Timeline};
+use crate::topology::{self, Topology};
 
 // The engine keeps per-rank received bytes exactly where the report lists them.
 const _: () = assert!(crate::sim::engine::PER_RANK_MAX == DETAIL_MAX_RANKS);
-use crate::topology::{self, Topology};
 
 /// One point of a sweep.
 #[derive(Clone, Debug, PartialEq, Eq)]
