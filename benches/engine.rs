@@ -1,7 +1,8 @@
 //! Engine throughput: ring at P = 256 and 1024 (timing only and with data), butterfly
 //! and halving_doubling at P = 16384 and 65536 (timing only), in simulated messages per
-//! second; beside it a yardstick, a bare binary-heap event loop (pop one event, push
-//! one) holding as many live events, in events per second. Then the flow model against the ideal model on one machine, a
+//! second; ring's programs alone (ops handed out, nothing run), in ops per second; beside
+//! it a yardstick, a bare binary-heap event loop (pop one event, push one) holding as many
+//! live events, in events per second. Then the flow model against the ideal model on one machine, a
 //! 1024-host fat tree (32 leaves of 32 hosts, 4 spines, 8:1 oversubscribed): ring in host
 //! order (little sharing) and strided (every hop through a spine), and halving_doubling,
 //! 1 MiB per rank, timing only. Run: `cargo bench --bench engine`.
@@ -14,7 +15,8 @@ use allreduce_sim::sim::data::DataPlane;
 use allreduce_sim::sim::data::{Init, ReduceOp, initial_values};
 use allreduce_sim::sim::engine::NoObserver;
 use allreduce_sim::sim::flow::Sharing;
-use allreduce_sim::sim::{Network, simulate, simulate_on};
+
+use allreduce_sim::sim::{Network, Op, simulate, simulate_on};
 use allreduce_sim::topology::{FatTree, FullyConnected, Link, RankOrder};
 use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
@@ -61,6 +63,35 @@ fn butterfly_off(b: Bencher, ranks: usize) {
 #[divan::bench(args = [16384, 65536], sample_count = 5)]
 fn halving_doubling_off(b: Bencher, ranks: usize) {
     bench_algo(b, "halving_doubling", ranks, 1024, false);
+}
+
+/// Ring's programs alone, no engine: 256 ranks, 1 MiB, each pulled in turn up to and
+/// including its next wait, as the engine pulls a rank until it blocks; in ops per second
+/// (a ring message is three ops). What handing out ops costs, apart from running them.
+#[divan::bench(sample_count = 10)]
+fn ring_program_pull(b: Bencher) {
+    let ranks = 256;
+    let algo = algos::build("ring", Params::default()).unwrap();
+    let t = topo(ranks);
+    let p = Problem { ranks, elems: 262_144, elem_bytes: 4 };
+    let ops = 3 * 2 * (ranks as u64 - 1) * ranks as u64;
+    b.counter(ItemsCount::new(ops))
+        .with_inputs(|| (0..ranks).flat_map(|r| algo.program(r as u32, p, &t)).collect::<Vec<_>>())
+        .bench_local_values(|mut programs| {
+            let mut live = programs.len();
+            while live > 0 {
+                live = 0;
+                for prog in programs.iter_mut() {
+                    for op in prog.by_ref() {
+                        live += 1;
+                        if matches!(black_box(op), Op::Wait(_) | Op::WaitAll) {
+                            break;
+                        }
+                    }
+                }
+            }
+            programs
+        });
 }
 
 /// The yardstick: a bare event loop over `live` events of (time, seq), one pop and
