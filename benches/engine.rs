@@ -15,7 +15,6 @@ use allreduce_sim::sim::data::DataPlane;
 use allreduce_sim::sim::data::{Init, ReduceOp, initial_values};
 use allreduce_sim::sim::engine::NoObserver;
 use allreduce_sim::sim::flow::Sharing;
-
 use allreduce_sim::sim::{Network, Op, simulate, simulate_on};
 use allreduce_sim::topology::{FatTree, FullyConnected, Link, RankOrder};
 use divan::counter::ItemsCount;
