@@ -27,6 +27,7 @@
 //! extra latency, one operation per launch.
 
 use crate::collective::Collective;
+pub use crate::topology::Proto;
 use crate::topology::Topology;
 
 /// The NCCL release whose model and constants these are.
@@ -43,17 +44,6 @@ pub enum Algo {
     /// PAT (parallel aggregated trees): reduce-scatter and allgather in rounds whose
     /// partners are a power of two apart, one rank per node only.
     Pat,
-}
-
-/// NCCL's protocols, in its order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Proto {
-    /// Low latency: 8-byte stores with a flag, half the bandwidth.
-    Ll,
-    /// Low latency over 128-byte lines.
-    Ll128,
-    /// Plain copies with a flag per chunk.
-    Simple,
 }
 
 impl Algo {
@@ -85,36 +75,6 @@ impl Algo {
         match self {
             Algo::Tree | Algo::Pat => 0,
             Algo::Ring => 1,
-        }
-    }
-}
-
-impl Proto {
-    /// Every protocol, in NCCL's order.
-    pub const ALL: [Proto; 3] = [Proto::Ll, Proto::Ll128, Proto::Simple];
-    /// NCCL's name (as in its tuner plugin's CSV).
-    pub fn name(self) -> &'static str {
-        match self {
-            Proto::Ll => "ll",
-            Proto::Ll128 => "ll128",
-            Proto::Simple => "simple",
-        }
-    }
-    fn index(self) -> usize {
-        self as usize
-    }
-    /// Bytes of data one ring step of a channel carries with this protocol, as NCCL's
-    /// `calcCollChunking` sizes a broadcast's or reduce's chunk (one step per chunk,
-    /// `BROADCAST_CHUNKSTEPS` = `REDUCE_CHUNKSTEPS` = 1): the protocol's default buffer
-    /// over `NCCL_STEPS` = 8; LL keeps half of it for flags, LL128 15 of every 16 words.
-    pub fn chunk_bytes(self) -> u64 {
-        match self {
-            // 8 lines x 512 threads x 8 steps x 16 B / 8 steps / 2.
-            Proto::Ll => 32_768,
-            // 120 words x 640 threads x 8 steps x 8 B / 8 steps, 15/16 of it data.
-            Proto::Ll128 => 614_400 / 16 * 15,
-            // 4 MiB / 8 steps.
-            Proto::Simple => 524_288,
         }
     }
 }

@@ -18,6 +18,7 @@ mod fully_connected;
 mod graph;
 mod grid;
 mod hierarchical;
+mod protocol;
 
 pub use fabric::{Fabric, LinkId, route_cost};
 pub use fat_tree::{FatTree, oversubscription, oversubscription_text};
@@ -25,6 +26,7 @@ pub use fully_connected::FullyConnected;
 pub use graph::{Graph, MAX_CACHED_ROUTES, Node, Placement, RankOrder, unreachable, unreachable_host};
 pub use grid::{Grid, squarest};
 pub use hierarchical::{Hierarchical, Level};
+pub use protocol::Proto;
 
 /// The cost of one message between two ranks: `alpha + bytes / bandwidth`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -74,6 +76,29 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     /// between messages ([`fabric`]); `None` for a machine known only by its pair costs.
     fn fabric(&self) -> Option<&dyn Fabric> {
         None
+    }
+    /// `(nodes, gpus_per_node)` on a machine of GPU nodes (`cluster`), where rank `r` is
+    /// GPU `r % gpus_per_node` of node `r / gpus_per_node`; `None` on other kinds. NCCL's
+    /// algorithms order their rings and trees by it.
+    fn node_shape(&self) -> Option<(usize, usize)> {
+        None
+    }
+    /// How many interfaces (groups of ports) the machine has. A message holds one
+    /// outgoing port of its sender's interface and one incoming port of its receiver's
+    /// for the route it takes ([`Topology::route_interfaces`]). By default every rank
+    /// is one interface of [`Topology::nics`] ports, numbered as the rank.
+    fn interfaces(&self) -> usize {
+        self.ranks()
+    }
+    /// Full-duplex ports of interface `i`: how many messages may leave it, and enter it,
+    /// at once.
+    fn interface_ports(&self, i: usize) -> u32 {
+        self.nics(i)
+    }
+    /// The sender's outgoing and the receiver's incoming interface of a message from
+    /// `a` to `b` (`a != b`).
+    fn route_interfaces(&self, a: usize, b: usize) -> (usize, usize) {
+        (a, b)
     }
     /// A short human name (`fully_connected`, `torus2d 8x8`, ...).
     fn describe(&self) -> String;
