@@ -89,6 +89,30 @@ pub fn merge(inputs: &[(String, String)]) -> Result<Report, MergeError> {
         Some(s) => s.count,
         None => return Err(not_a_shard(first_name)),
     };
+    // The `shard` fields come from files: check them before they size or index anything.
+    for (name, _, report) in &parsed {
+        let Some(shard) = report.shard else { return Err(not_a_shard(name)) };
+        if shard.count == 0 || shard.index >= shard.count {
+            return Err(MergeError(format!(
+                "{name}: its \"shard\" says index {} of count {}, which no run writes \
+                 (the count is at least 1 and the index below it); was it edited?",
+                shard.index, shard.count
+            )));
+        }
+    }
+    // More shards than inputs: some are missing. Say which without a table of `count`
+    // slots (a count of 10^15 must not allocate).
+    if count > inputs.len() {
+        let given: std::collections::BTreeSet<usize> =
+            parsed.iter().filter_map(|(_, _, r)| r.shard).filter(|s| s.count == count).map(|s| s.index).collect();
+        let absent = count - given.len();
+        let mut listed: Vec<String> =
+            (0..count).filter(|i| !given.contains(i)).take(8).map(|i| format!("{i}/{count}")).collect();
+        if absent > listed.len() {
+            listed.push(format!("and {} more", absent - listed.len()));
+        }
+        return Err(MergeError(format!("shard(s) {} missing; give all {count} shards", listed.join(", "))));
+    }
     let mut slots: Vec<Option<usize>> = vec![None; count];
     for (k, (name, scenario, report)) in parsed.iter().enumerate() {
         let Some(shard) = report.shard else { return Err(not_a_shard(name)) };
@@ -128,11 +152,16 @@ pub fn merge(inputs: &[(String, String)]) -> Result<Report, MergeError> {
                 report.results.len()
             )));
         };
-        if r.ranks != pt.ranks || r.bytes != pt.bytes {
+        // A barrier's point carries the sweep's first size but its result reports the
+        // bytes it moved: none (crate::runner::run_point_observed).
+        let spec = scenario.algorithms.get(pt.algo);
+        let collective = spec.map_or(r.collective, |a| a.collective);
+        let bytes = if collective.has_data() { pt.bytes } else { 0 };
+        if r.ranks != pt.ranks || r.bytes != bytes || r.collective != collective {
             return Err(MergeError(format!(
-                "{name}: result {} is P = {}, S = {} B where the sweep has P = {}, S = {} B; \
+                "{name}: result {} is {} at P = {}, S = {} B where the sweep has {collective} at P = {}, S = {bytes} B; \
                  was it edited or run with other flags?",
-                next[s], r.ranks, r.bytes, pt.ranks, pt.bytes
+                next[s], r.collective, r.ranks, r.bytes, pt.ranks
             )));
         }
         results.push(r.clone());

@@ -100,6 +100,53 @@ fn shards_partition_the_sweep_and_merge_back() {
     assert_eq!(without_wall_times(merged.results), without_wall_times(full.results));
 }
 
+/// A barrier runs once per rank count and reports 0 bytes: its shards merge like any
+/// other (they were refused: "result 4 is P = 16, S = 0 B where the sweep has ... 4096 B").
+#[test]
+fn shards_of_a_sweep_with_a_barrier_merge_back() {
+    let text = "ranks: [3, 4]\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+                algorithms: [ring, { name: all_to_all, collective: barrier }, { name: ring, collective: allgather }]\n\
+                sizes: [4KiB, 64KiB]\n";
+    let s = parse_str(text, "barrier.yaml").unwrap();
+    let full = runner::run(&s);
+    assert!(full.results.iter().any(|r| r.bytes == 0), "no barrier row");
+    for count in [1, 2, 3, 5] {
+        let inputs: Vec<(String, String)> = (0..count)
+            .map(|index| {
+                let opts = RunOptions { shard: Some(Shard { index, count }), progress: false, memory_limit: None };
+                (format!("s{index}.json"), serde_json::to_string(&runner::run_with(&s, &opts)).unwrap())
+            })
+            .collect();
+        let merged = shard::merge(&inputs).unwrap_or_else(|e| panic!("{count} shards: {e}"));
+        assert_eq!(without_wall_times(merged.results), without_wall_times(full.results.clone()));
+    }
+}
+
+/// A `shard` field no run writes (edited, or from another tool) is refused with a message
+/// before it sizes or indexes anything: no panic, no allocation of `count` slots.
+#[test]
+fn impossible_shard_fields_are_refused() {
+    let s = parse_str(SWEEP, "sweep.yaml").unwrap();
+    let part = runner::run_with(&s, &RunOptions { shard: Some(Shard { index: 0, count: 2 }), ..RunOptions::default() });
+    let with_shard = |index: u64, count: u64| {
+        let mut v = serde_json::to_value(&part).unwrap();
+        v["shard"] = serde_json::json!({ "index": index, "count": count });
+        ("edited.json".to_string(), v.to_string())
+    };
+    for (index, count, says) in [
+        (5, 2, "says index 5 of count 2"),
+        (0, 0, "says index 0 of count 0"),
+        (0, 1_000_000_000_000_000, "shard(s) 1/1000000000000000, 2/1000000000000000"),
+        (0, u64::MAX, "and 18446744073709551606 more missing"),
+    ] {
+        let e = shard::merge(&[with_shard(index, count)]).unwrap_err().to_string();
+        assert!(e.contains(says), "{index}/{count}: {e}");
+        // Second of two inputs too.
+        let e = shard::merge(&[with_shard(0, 2), with_shard(index, count)]).unwrap_err().to_string();
+        assert!(e.starts_with("edited.json"), "{index}/{count}: {e}");
+    }
+}
+
 #[test]
 fn shard_and_merge_round_trip_on_the_command_line() {
     let d = dir("round_trip");
