@@ -11,6 +11,7 @@ pub mod collective;
 pub mod cost_model;
 pub mod estimate;
 pub mod explain;
+pub mod files;
 pub mod plots;
 pub mod report;
 pub mod runner;

@@ -12,6 +12,7 @@ use allreduce_sim::algos;
 use allreduce_sim::collective::Collective;
 use allreduce_sim::estimate;
 use allreduce_sim::explain;
+use allreduce_sim::files::{self, Output};
 use allreduce_sim::plots;
 use allreduce_sim::report::{Csv, Exporter, Json, Report, Table};
 use allreduce_sim::runner;
@@ -303,7 +304,11 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Plot { report, out } => {
-            let data = plots::PlotData::load(&report).map_err(BadInput)?;
+            let text = files::read_input(&report).map_err(BadInput)?;
+            let data = plots::PlotData::from_json(&text, &report.display().to_string()).map_err(BadInput)?;
+            let prefix = format!("{}_", plots::slug(&data.name));
+            files::plan(&files::Plan { inputs: vec![&report], files: vec![], dirs: vec![("--out", &out, prefix)] })
+                .map_err(BadInput)?;
             let files = plots::plot_data(&data, &out).map_err(BadInput)?;
             if files.is_empty() {
                 eprintln!("{}: nothing to plot (no point ran)", report.display());
@@ -317,6 +322,7 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
         Command::Tune { scenario, emit, output, ranks, sizes, quiet } => {
             let overrides = Overrides { algorithms: None, ranks, sizes, seed: None, collective: None };
             let s = select::tune::tune_scenario(&load(&scenario, &overrides)?);
+            let out = plan_file(&scenario, &[], "--output", output.as_deref())?;
             let memory_limit = check_memory(&s, None, None)?;
             let report = runner::run_with(&s, &runner::RunOptions { shard: None, progress: !quiet, memory_limit });
             let tuned = select::tune::summarise(&report);
@@ -327,12 +333,7 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
                 Emit::Json => select::tune::Emit::Json,
             };
             let text = select::tune::render(&tuned, emit);
-            match &output {
-                Some(path) => {
-                    std::fs::write(path, text).map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?
-                }
-                None => write_stdout(&text),
-            }
+            write_or_print(&text, out.as_ref(), "the output")?;
             let failed = report.results.iter().filter(|r| !r.passed()).count();
             if failed > 0 {
                 eprintln!(
@@ -406,6 +407,22 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
             if let Some(g) = &gantt {
                 plots::check_gantt(&s, g).map_err(BadInput)?;
             }
+            // Every file this run writes, checked before it runs (see allreduce_sim::files).
+            let mut named: Vec<(&str, &std::path::Path)> = Vec::new();
+            for (flag, path) in [("--output", &output), ("--trace", &trace), ("--gantt", &gantt)] {
+                if let Some(p) = path {
+                    named.push((flag, p.as_path()));
+                }
+            }
+            let dirs = plot.iter().map(|d| ("--plot", d.as_path(), format!("{}_", plots::slug(&s.name)))).collect();
+            let mut outs = files::plan(&files::Plan { inputs: vec![&scenario], files: named, dirs })
+                .map_err(BadInput)?
+                .into_iter();
+            let (output, trace, gantt) = (
+                output.map(|_| outs.next().expect("planned")),
+                trace.map(|_| outs.next().expect("planned")),
+                gantt.map(|_| outs.next().expect("planned")),
+            );
             let memory_limit = check_memory(&s, shard, max_memory.as_deref())?;
             // --trace and --gantt record one algorithm: on a selector's point, its pick.
             let picked = if trace.is_some() || gantt.is_some() {
@@ -417,6 +434,9 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
                 None
             };
             let recorded = picked.as_ref().unwrap_or(&s);
+            if trace.is_some() || gantt.is_some() {
+                refuse_long_recording(recorded, if trace.is_some() { "--trace" } else { "--gantt" })?;
+            }
             // Ctrl-C: stop between points and write what finished. A second Ctrl-C
             // while a long point runs ends the process at once.
             let _ = ctrlc::set_handler(|| {
@@ -426,10 +446,10 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
                 eprintln!("interrupted: finishing the points under way (Ctrl-C again to quit at once)");
             });
             let report = match &trace {
-                Some(path) => run_traced(recorded, path)?,
+                Some(out) => run_traced(recorded, out)?,
                 None => runner::run_with(&s, &runner::RunOptions { shard, progress: !quiet, memory_limit }),
             };
-            emit(&report, format, output.as_deref())?;
+            emit(&report, format, output.as_ref())?;
             if runner::STOP.load(std::sync::atomic::Ordering::Relaxed) {
                 let all = runner::points(&s)
                     .iter()
@@ -444,8 +464,8 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
                 eprintln!("wrote {} plot file(s) to {}", files.len(), dir.display());
             }
             if let Some(g) = &gantt {
-                plots::write_gantt(recorded, g).map_err(BadInput)?;
-                eprintln!("wrote {}", g.display());
+                g.write(|tmp| plots::write_gantt(recorded, tmp)).map_err(BadInput)?;
+                eprintln!("wrote {}", g.path.display());
             }
             let failed = report.results.iter().filter(|r| !r.passed()).count();
             if failed > 0 {
@@ -492,20 +512,64 @@ fn check_memory(s: &Scenario, shard: Option<Shard>, max_memory: Option<&str>) ->
 }
 
 /// Render `report` in `format` to `output`, or to standard output.
-fn emit(report: &Report, format: Format, output: Option<&std::path::Path>) -> Result<(), BadInput> {
+fn emit(report: &Report, format: Format, output: Option<&Output>) -> Result<(), BadInput> {
     let exporter: &dyn Exporter = match format {
         Format::Table => &Table,
         Format::Json => &Json,
         Format::Csv => &Csv,
     };
-    let text = exporter.render(report);
+    write_or_print(&exporter.render(report), output, "the report")
+}
+
+/// Write `text` to `output`, or print it. A write that fails after the work was done
+/// prints `text` on standard output instead, so the work is not lost, and says so.
+fn write_or_print(text: &str, output: Option<&Output>, what: &str) -> Result<(), BadInput> {
     match output {
-        Some(path) => std::fs::write(path, text).map_err(|e| BadInput(format!("cannot write {}: {e}", path.display()))),
+        Some(out) => out.write_text(text).map_err(|e| {
+            write_stdout(text);
+            BadInput(format!("{e}; {what} was printed on standard output instead"))
+        }),
         None => {
-            write_stdout(&text);
+            write_stdout(text);
             Ok(())
         }
     }
+}
+
+/// Check the one output file of a command that reads `input` (and `more` inputs), before
+/// it runs.
+fn plan_file(
+    input: &std::path::Path,
+    more: &[PathBuf],
+    flag: &'static str,
+    output: Option<&std::path::Path>,
+) -> Result<Option<Output>, BadInput> {
+    let mut inputs = vec![input];
+    inputs.extend(more.iter().map(PathBuf::as_path));
+    let planned =
+        files::plan(&files::Plan { inputs, files: output.map(|o| (flag, o)).into_iter().collect(), dirs: vec![] })
+            .map_err(BadInput)?;
+    Ok(planned.into_iter().next())
+}
+
+/// `--trace` and `--gantt` record every interval of their point, up to
+/// [`allreduce_sim::timeline::MAX_INTERVALS`]: refuse, before simulating, a point whose
+/// exact message count is already above that (a point of an algorithm with only an upper
+/// bound on its messages is run, and refused after if it overflowed).
+fn refuse_long_recording(s: &Scenario, flag: &str) -> Result<(), BadInput> {
+    let points = runner::points(s);
+    let [pt] = points.as_slice() else { return Ok(()) };
+    if !estimate::timeline_overflows(s, pt) {
+        return Ok(());
+    }
+    let est = estimate::estimate(s, pt, true);
+    Err(BadInput(format!(
+        "{flag}: {} sends {} messages, more than the {} intervals a recording holds; \
+         choose fewer ranks (--ranks) or a smaller size (--sizes), or run it without {flag}",
+        estimate::label(s, pt),
+        est.messages,
+        allreduce_sim::timeline::MAX_INTERVALS
+    )))
 }
 
 fn list_text() -> String {
@@ -543,7 +607,8 @@ fn list_collective(out: &mut String, c: Collective) {
 
 /// `run --trace FILE`: run the scenario's single point recording its timeline, write
 /// the Chrome trace, return the report.
-fn run_traced(s: &Scenario, path: &std::path::Path) -> Result<Report, BadInput> {
+fn run_traced(s: &Scenario, out: &Output) -> Result<Report, BadInput> {
+    let path = &out.path;
     let points = runner::points(s);
     if points.len() != 1 {
         return Err(BadInput(format!(
@@ -571,24 +636,27 @@ fn run_traced(s: &Scenario, path: &std::path::Path) -> Result<Report, BadInput> 
         "bytes": result.bytes,
         "time_s": result.time_s,
     });
-    let write = || -> std::io::Result<()> {
-        let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-        trace::write_trace(&timeline, meta, &mut out)?;
-        std::io::Write::flush(&mut out)
-    };
-    write().map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?;
+    out.write(|tmp| {
+        let write = || -> std::io::Result<()> {
+            let mut w = std::io::BufWriter::new(std::fs::File::create(tmp)?);
+            trace::write_trace(&timeline, meta, &mut w)?;
+            std::io::Write::flush(&mut w)
+        };
+        write().map_err(|e| format!("cannot write {}: {e}", path.display()))
+    })
+    .map_err(BadInput)?;
     Ok(Report { scenario: s.clone(), results: vec![result], shard: None, interrupted: false })
 }
 
 /// `merge`: read the shards, join them, export.
 fn merge(paths: &[PathBuf], format: Format, output: Option<&std::path::Path>) -> Result<ExitCode, BadInput> {
+    let out = plan_file(&paths[0], &paths[1..], "--output", output)?;
     let mut inputs = Vec::with_capacity(paths.len());
     for p in paths {
-        let text = std::fs::read_to_string(p).map_err(|e| BadInput(format!("cannot read {}: {e}", p.display())))?;
-        inputs.push((p.display().to_string(), text));
+        inputs.push((p.display().to_string(), files::read_input(p).map_err(BadInput)?));
     }
     let report = shard::merge(&inputs).map_err(|e| BadInput(e.to_string()))?;
-    emit(&report, format, output)?;
+    emit(&report, format, out.as_ref())?;
     let failed = report.results.iter().filter(|r| !r.passed()).count();
     if failed > 0 {
         eprintln!("{failed} of {} point(s) failed a check", report.results.len());

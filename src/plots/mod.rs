@@ -149,7 +149,7 @@ impl PlotData {
 
     /// Read a JSON report file.
     pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let text = crate::files::read_input(path)?;
         Self::from_json(&text, &path.display().to_string())
     }
 }

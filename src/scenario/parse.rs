@@ -480,8 +480,9 @@ pub const SNIPPET_WIDTH: usize = 120;
 
 /// Read and parse the scenario file at `path` (see [`parse_str`]); the path names it in
 /// messages. A file that cannot be read is an error naming the path and the reason, and
-/// so is one larger than [`MAX_SCENARIO_BYTES`]: refused by its length where it has one,
-/// else (`/dev/zero`, a pipe) after reading one byte more than the limit, never whole.
+/// so is one larger than [`MAX_SCENARIO_BYTES`] (refused by its length, or after reading
+/// one byte more than the limit if it grows meanwhile, never whole) and anything but a
+/// regular file (a FIFO, `/dev/zero`), refused before it is opened.
 pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
     use std::io::Read;
     let file = path.display().to_string();
@@ -495,11 +496,21 @@ pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
             ),
         )
     };
-    let f = std::fs::File::open(path).map_err(cannot)?;
-    let meta = f.metadata().map_err(cannot)?;
+    // Look before opening: opening a FIFO blocks until something writes to it.
+    let meta = std::fs::metadata(path).map_err(cannot)?;
     if meta.is_dir() {
         return Err(ScenarioError::in_file(&file, "cannot read the scenario file: it is a directory".to_string()));
     }
+    if !meta.is_file() {
+        return Err(ScenarioError::in_file(
+            &file,
+            format!(
+                "cannot read the scenario file: it is {}, not a regular file; save the scenario in a file",
+                crate::files::kind(&meta)
+            ),
+        ));
+    }
+    let f = std::fs::File::open(path).map_err(cannot)?;
     if meta.len() > MAX_SCENARIO_BYTES {
         return Err(too_big(format!("{} bytes", meta.len())));
     }

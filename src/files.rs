@@ -1,0 +1,281 @@
+//! The files a command reads and writes, checked before any work is done.
+//!
+//! A run can take minutes; finding only at its end that the report cannot be written, or
+//! that it was written over the scenario it came from, loses that work. So every command
+//! first [`plan`]s its outputs: each must be writable, none may be one of the inputs or
+//! another output (whatever path names it: `./x` and `x`, a symbolic or a hard link),
+//! and a directory for plots must be creatable. Outputs are then written to a temporary
+//! file beside the target and renamed over it ([`Output::write`]), so an interrupted or
+//! failed write leaves the old file whole. Inputs must be regular files ([`read_input`]):
+//! a FIFO or a device would block or never end.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Refuse `path` as an input unless it is a regular file. Looks at the metadata only
+/// (following symbolic links), so a FIFO is refused without opening it.
+pub fn check_input(path: &Path) -> Result<(), String> {
+    let meta = fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if meta.is_dir() {
+        return Err(format!("cannot read {}: it is a directory", path.display()));
+    }
+    if !meta.is_file() {
+        return Err(format!(
+            "cannot read {}: it is not a regular file ({}); give a file (copy a pipe's or device's contents into one first)",
+            path.display(),
+            kind(&meta)
+        ));
+    }
+    Ok(())
+}
+
+/// The text of the input file `path`, refused unless it is a regular file.
+pub fn read_input(path: &Path) -> Result<String, String> {
+    check_input(path)?;
+    fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+/// What kind of non-regular file `meta` describes, for messages.
+pub(crate) fn kind(meta: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    }
+}
+
+/// One file a command will write, checked by [`plan`].
+#[derive(Clone, Debug)]
+pub struct Output {
+    /// The path as given, for messages.
+    pub path: PathBuf,
+    /// Where the bytes go: `path` with symbolic links resolved when it exists, so
+    /// replacing it keeps the link and updates the file it points to.
+    target: PathBuf,
+    /// Write straight into `target` (a device or a FIFO: `/dev/null`, `/dev/stdout`),
+    /// which a rename would replace rather than write to.
+    direct: bool,
+}
+
+impl Output {
+    /// Write the file: `fill` writes the whole content into the path it is given (a
+    /// temporary file beside the target, with the same extension), which then replaces
+    /// the target in one rename. On failure the target is untouched and the temporary
+    /// file removed.
+    pub fn write(&self, fill: impl FnOnce(&Path) -> Result<(), String>) -> Result<(), String> {
+        if self.direct {
+            return fill(&self.target);
+        }
+        let tmp = temp_beside(&self.target);
+        let done = fill(&tmp).and_then(|()| {
+            fs::rename(&tmp, &self.target).map_err(|e| format!("cannot write {}: {e}", self.path.display()))
+        });
+        if done.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        done
+    }
+
+    /// [`Output::write`] of `text`.
+    pub fn write_text(&self, text: &str) -> Result<(), String> {
+        self.write(|p| fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", self.path.display())))
+    }
+}
+
+/// `.NAME.tmpPID.EXT` in the directory of `target`: hidden, unique to this process, and
+/// with the target's extension (the chart writers choose PNG or SVG by it).
+fn temp_beside(target: &Path) -> PathBuf {
+    let name = target.file_name().map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+    let ext = target.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+    target.with_file_name(format!(".{name}.tmp{}{ext}", std::process::id()))
+}
+
+/// What a command will write: files by flag, and directories of plots.
+#[derive(Clone, Debug, Default)]
+pub struct Plan<'a> {
+    /// The files it reads.
+    pub inputs: Vec<&'a Path>,
+    /// The files it writes, each with its flag (`--output`) for messages.
+    pub files: Vec<(&'a str, &'a Path)>,
+    /// The directories it writes plots into, with the flag and the prefix of every
+    /// file name it writes there (`<slug>_`).
+    pub dirs: Vec<(&'a str, &'a Path, String)>,
+}
+
+/// Who a path is, to find two names of one file: the device and inode of an existing
+/// file, else its resolved directory and name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Key {
+    Inode(u64, u64),
+    Path(PathBuf),
+}
+
+/// The key of `path`: `Ok(None)` when its directory does not exist either.
+fn key(path: &Path) -> Option<Key> {
+    if let Ok(m) = fs::metadata(path) {
+        return Some(Key::Inode(m.dev(), m.ino()));
+    }
+    let name = path.file_name()?;
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    fs::canonicalize(parent).ok().map(|dir| Key::Path(dir.join(name)))
+}
+
+/// Check every output of `plan` before anything runs, and return the files' [`Output`]s
+/// in the order given. Refused: an output that is a directory, whose directory does not
+/// exist or cannot be written, that is a symbolic link to nothing, that is a read-only
+/// file, that names an input or the same file as another output, or a plot directory
+/// that cannot be created.
+pub fn plan(plan: &Plan<'_>) -> Result<Vec<Output>, String> {
+    // Every file seen so far: its key, and `None` for an input or the flag that writes it.
+    let mut seen: Vec<(Key, Option<&str>, &Path)> = Vec::new();
+    for &p in &plan.inputs {
+        if let Some(k) = key(p) {
+            seen.push((k, None, p));
+        }
+    }
+    let clash = |flag: &str, path: &Path, other: Option<&str>, with: &Path| match other {
+        None => format!(
+            "{flag} {} is the input {}: writing it would destroy the input; give {flag} a file of its own",
+            path.display(),
+            with.display()
+        ),
+        Some(o) => format!(
+            "{flag} {} and {o} {} name the same file, and one would overwrite the other; give each its own",
+            path.display(),
+            with.display()
+        ),
+    };
+    let mut outputs = Vec::new();
+    for &(flag, path) in &plan.files {
+        let out = check_file(flag, path)?;
+        let k = key(path).ok_or_else(|| format!("{flag} {}: cannot resolve its directory", path.display()))?;
+        if let Some((_, other, with)) = seen.iter().find(|(s, _, _)| *s == k) {
+            return Err(clash(flag, path, *other, with));
+        }
+        seen.push((k, Some(flag), path));
+        outputs.push(out);
+    }
+    for (flag, dir, prefix) in &plan.dirs {
+        check_dir(flag, dir)?;
+        if let Some(k) = key(dir)
+            && let Some((_, other, with)) = seen.iter().find(|(s, _, _)| *s == k)
+        {
+            return Err(clash(flag, dir, *other, with));
+        }
+        // A file already named there like the plots would be drawn over.
+        for &(_, _, p) in &seen {
+            let in_dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let drawn = name.starts_with(prefix.as_str()) && (name.ends_with(".svg") || name.ends_with(".png"));
+            if drawn && fs::canonicalize(in_dir).ok().is_some_and(|d| fs::canonicalize(dir).ok() == Some(d)) {
+                return Err(format!(
+                    "{flag} {} may draw over {} (the plots there are named {prefix}*.svg and .png); \
+                     choose another directory",
+                    dir.display(),
+                    p.display()
+                ));
+            }
+        }
+    }
+    Ok(outputs)
+}
+
+/// One output file: it or its directory must be writable.
+fn check_file(flag: &str, path: &Path) -> Result<Output, String> {
+    let at = |why: String| format!("{flag} {}: {why}", path.display());
+    if path.as_os_str().is_empty() {
+        return Err(format!("{flag}: the file name is empty"));
+    }
+    match fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(at("it is a directory; give a file name".to_string())),
+        Ok(m) if m.is_file() => {
+            fs::OpenOptions::new().append(true).open(path).map_err(|e| at(format!("cannot write it: {e}")))?;
+            let target = fs::canonicalize(path).map_err(|e| at(e.to_string()))?;
+            probe_dir(flag, path, &target)?;
+            Ok(Output { path: path.to_path_buf(), target, direct: false })
+        }
+        Ok(_) => Ok(Output { path: path.to_path_buf(), target: path.to_path_buf(), direct: true }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if fs::symlink_metadata(path).is_ok() {
+                return Err(at("it is a symbolic link to a file that does not exist".to_string()));
+            }
+            if path.file_name().is_none() {
+                return Err(at("it names a directory; give a file name".to_string()));
+            }
+            let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            match fs::metadata(dir) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => return Err(at(format!("{} is not a directory", dir.display()))),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Err(at(format!("the directory {} does not exist; create it first", dir.display())));
+                }
+                Err(e) => return Err(at(format!("cannot use the directory {}: {e}", dir.display()))),
+            }
+            probe_dir(flag, path, path)?;
+            Ok(Output { path: path.to_path_buf(), target: path.to_path_buf(), direct: false })
+        }
+        Err(e) => Err(at(e.to_string())),
+    }
+}
+
+/// Create and remove the temporary file [`Output::write`] will use beside `target`: the
+/// directory must let us.
+fn probe_dir(flag: &str, path: &Path, target: &Path) -> Result<(), String> {
+    let tmp = temp_beside(target);
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| format!("{flag} {}: cannot write in its directory: {e}", path.display()))?;
+    let _ = fs::remove_file(&tmp);
+    Ok(())
+}
+
+/// A directory of plots: it, or the nearest of its ancestors that exists, must be a
+/// directory (it is created when the plots are drawn).
+fn check_dir(flag: &str, dir: &Path) -> Result<(), String> {
+    if dir.as_os_str().is_empty() {
+        return Err(format!("{flag}: the directory name is empty"));
+    }
+    let mut at = dir;
+    loop {
+        match fs::metadata(at) {
+            Ok(m) if m.is_dir() => return Ok(()),
+            Ok(_) => {
+                return Err(format!(
+                    "{flag} {}: {} exists and is not a directory",
+                    dir.display(),
+                    if at == dir { "it".to_string() } else { at.display().to_string() }
+                ));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match at.parent().filter(|p| !p.as_os_str().is_empty()) {
+                Some(p) => at = p,
+                None => return Ok(()),
+            },
+            Err(e) => return Err(format!("{flag} {}: cannot use {}: {e}", dir.display(), at.display())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_temporary_file_keeps_the_extension() {
+        let t = temp_beside(Path::new("out/g.png"));
+        assert_eq!(t.extension().unwrap(), "png");
+        assert_eq!(t.parent().unwrap(), Path::new("out"));
+        assert!(t.file_name().unwrap().to_string_lossy().starts_with(".g.png.tmp"));
+    }
+}
