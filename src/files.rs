@@ -205,7 +205,7 @@ fn check_file(flag: &str, path: &Path) -> Result<Output, String> {
             Ok(Output { path: path.to_path_buf(), target, direct: false })
         }
         Ok(_) => Ok(Output { path: path.to_path_buf(), target: path.to_path_buf(), direct: true }),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
             if fs::symlink_metadata(path).is_ok() {
                 return Err(at("it is a symbolic link to a file that does not exist".to_string()));
             }
@@ -258,10 +258,12 @@ fn check_dir(flag: &str, dir: &Path) -> Result<(), String> {
                     if at == dir { "it".to_string() } else { at.display().to_string() }
                 ));
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => match at.parent().filter(|p| !p.as_os_str().is_empty()) {
-                Some(p) => at = p,
-                None => return Ok(()),
-            },
+            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
+                match at.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    Some(p) => at = p,
+                    None => return Ok(()),
+                }
+            }
             Err(e) => return Err(format!("{flag} {}: cannot use {}: {e}", dir.display(), at.display())),
         }
     }

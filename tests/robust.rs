@@ -111,6 +111,16 @@ fn zero_device_and_huge_files_are_refused_without_reading_them_whole() {
         .timeout(Duration::from_secs(20))
         .assert()
         .code(2)
+        .stderr(predicate::str::contains("it is a character device, not a regular file"));
+    // A sparse file of 17 MiB: refused by its length, not read.
+    let f = TempFile::new(b"");
+    std::fs::OpenOptions::new().write(true).open(&f.0).unwrap().set_len(17 << 20).unwrap();
+    cmd()
+        .arg("run")
+        .arg(&f.0)
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
         .stderr(predicate::str::contains("more than the 16 MiB allowed"));
 }
 
