@@ -10,7 +10,7 @@
 //!   with its lowest non-zero base-`radix` digit cleared; its children are `r + j m` for
 //!   every power m of the radix below that digit's, largest first, and `j = 1 .. radix-1`
 //!   (rank 0 of 10, radix 4: 4, 8, 1, 2, 3). Radix 2 is the binomial tree, children
-//!   farthest first.
+//!   farthest first; a radix of P or more is the star, rank 0 sending to 1, 2, ... P-1.
 //! - the in-order binary tree of `ompi_coll_base_topo_build_in_order_bintree` (reduce,
 //!   `ompi_coll_base_reduce_intra_in_order_binary`, which keeps the operands in rank
 //!   order for non-commutative operations): rooted at rank P-1, whose left child is P-2
@@ -100,6 +100,9 @@ pub(crate) fn binary_children(r: usize, np: usize) -> impl Iterator<Item = usize
 
 /// The children of rank r of `np` in Open MPI's k-nomial tree of `radix`, in its order.
 pub(crate) fn knomial_children(r: usize, np: usize, radix: usize) -> impl Iterator<Item = usize> + Clone + Send {
+    // A radix of P or more gives every rank but 0 to rank 0 (a star), as radix P does:
+    // clamped so the loop below runs over at most P children, whatever the radix.
+    let radix = radix.min(np.max(2));
     // The largest power of the radix that divides r (all of them below np for r = 0).
     let mut mask = 1;
     while mask < np && r.is_multiple_of(radix * mask) {
@@ -274,6 +277,11 @@ mod tests {
         assert_eq!(kids(8), [9]);
         assert!(kids(5).is_empty());
         assert_eq!(knomial_children(0, 10, 2).collect::<Vec<_>>(), [8, 4, 2, 1]);
+        // A radix of P or more: a star, found without counting to the radix.
+        for radix in [10, 11, 1 << 40, usize::MAX] {
+            assert_eq!(knomial_children(0, 10, radix).collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+            assert!((1..10).all(|r| knomial_children(r, 10, radix).next().is_none() && parent_of(r, radix) == 0));
+        }
         let bin = |r| binary_children(r, 10).collect::<Vec<_>>();
         assert_eq!(bin(0), [1, 2]);
         assert_eq!(bin(1), [3, 5]);
