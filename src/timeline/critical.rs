@@ -199,13 +199,13 @@ fn last_ending_at(
     before: u64,
     ok: impl Fn(usize) -> bool,
 ) -> Option<usize> {
+    // Those ending at `t` are sorted by seq: search, then walk back from the last one
+    // before `before` to the first that passes (no scan of them all, which made a path
+    // through many intervals ending at one instant quadratic).
     let lo = list.partition_point(|&i| end(i) < t);
-    list[lo..]
-        .iter()
-        .copied()
-        .take_while(|&i| end(i) == t)
-        .filter(|&i| seq(i) < before && ok(i))
-        .max_by_key(|&i| seq(i))
+    let at_t = &list[lo..];
+    let at_t = &at_t[..at_t.partition_point(|&i| end(i) == t)];
+    at_t[..at_t.partition_point(|&i| seq(i) < before)].iter().rev().copied().find(|&i| ok(i))
 }
 
 /// The critical path of `t` (see the module docs); `with_steps` keeps the chain itself.
@@ -342,6 +342,88 @@ pub fn critical_path(t: &Timeline, with_steps: bool) -> Option<CriticalPath> {
 
 const NONE: u32 = u32::MAX;
 
+/// A rank's list of intervals is pruned once it is this long (and then at twice what the
+/// last pruning kept).
+const PRUNE_FROM: usize = 4;
+
+/// Ranks with more intervals than this in their list answer [`PathTracker::latest`] from
+/// an [`AtInstant`] instead of a scan. Below it a scan is cheaper.
+const INDEX_FROM: usize = 32;
+
+/// One rank's intervals that end at one instant, by kind, each list sorted by seq: what
+/// [`PathTracker::latest`] asks, answered by a binary search. Built from the rank's list
+/// when first asked at an instant, and extended as intervals join the list.
+#[derive(Clone, Debug, Default)]
+struct AtInstant {
+    /// The instant's bits.
+    instant: u64,
+    /// False once an interval's end changed (the flow model learns ends late).
+    valid: bool,
+    /// `(seq, id)` of the reductions on the rank, the messages into it and out of it.
+    comp: Vec<(u64, u32)>,
+    into: Vec<(u64, u32)>,
+    out: Vec<(u64, u32)>,
+    /// The messages into it by size.
+    into_by_bytes: HashMap<u64, Vec<(u64, u32)>>,
+}
+
+impl AtInstant {
+    /// The intervals of `list` (rank `r`'s) that end at `t`.
+    fn rebuild(&mut self, r: Rank, t: f64, list: &[u32], nodes: &[Interval]) {
+        self.instant = t.to_bits();
+        self.valid = true;
+        self.comp.clear();
+        self.into.clear();
+        self.out.clear();
+        self.into_by_bytes.clear();
+        let mut sorted: Vec<u32> = list.iter().copied().filter(|&x| nodes[x as usize].end == t).collect();
+        sorted.sort_unstable_by_key(|&x| nodes[x as usize].seq);
+        for x in sorted {
+            self.push(r, x, &nodes[x as usize]);
+        }
+    }
+
+    /// Interval `id` (`n`) joined rank `r`'s list at `instant`: keep it if it ends then.
+    fn add(&mut self, r: Rank, id: u32, n: &Interval, instant: f64) {
+        if !self.valid || self.instant != instant.to_bits() || n.end != instant {
+            return;
+        }
+        // Intervals join in the order scheduled, so it goes last; if not, sort again.
+        let last = match (n.msg, n.peer == r) {
+            (false, _) => self.comp.last(),
+            (true, true) => self.into.last(),
+            (true, false) => self.out.last(),
+        };
+        if last.is_some_and(|&(seq, _)| seq > n.seq) {
+            self.valid = false;
+            return;
+        }
+        self.push(r, id, n);
+    }
+
+    fn push(&mut self, r: Rank, id: u32, n: &Interval) {
+        let e = (n.seq, id);
+        if !n.msg {
+            self.comp.push(e);
+        } else if n.peer == r {
+            self.into.push(e);
+            self.into_by_bytes.entry(n.bytes).or_default().push(e);
+        } else {
+            self.out.push(e);
+        }
+    }
+
+    /// [`PathTracker::latest`] from the sorted lists.
+    fn latest(&self, seq: u64, bytes: u64) -> [u32; 4] {
+        let before = |v: &[(u64, u32)]| {
+            let i = v.partition_point(|&(s, _)| s < seq);
+            if i == 0 { NONE } else { v[i - 1].1 }
+        };
+        let same = self.into_by_bytes.get(&bytes).map_or(NONE, |v| before(v));
+        [same, before(&self.comp), before(&self.into), before(&self.out)]
+    }
+}
+
 /// An interval as [`PathTracker`] keeps it: what the path's step needs, and the totals of
 /// the chain before it.
 #[derive(Clone, Copy, Debug)]
@@ -409,8 +491,14 @@ pub struct PathTracker {
     steps: bool,
     nodes: Vec<Interval>,
     free: Vec<u32>,
-    /// Per rank: the intervals touching it that had not ended before the current instant.
+    /// Per rank: the intervals touching it that had not ended before the current instant
+    /// (and, between prunings, some that had).
     touching: Vec<Vec<u32>>,
+    /// Per rank: the length of `touching` at which it is next pruned.
+    prune_at: Vec<usize>,
+    /// Per rank with a long `touching` list: its intervals ending at the current instant,
+    /// sorted for [`PathTracker::latest`].
+    at_instant: Vec<Option<Box<AtInstant>>>,
     /// The intervals that started at `instant`, in the order scheduled.
     pending: Vec<u32>,
     instant: f64,
@@ -425,6 +513,8 @@ pub struct PathTracker {
     intervals: usize,
     /// Bytes per `(src, dst)` pair.
     pairs: Pairs,
+    /// List entries looked at so far: the tests hold it to a multiple of the intervals.
+    scanned: u64,
 }
 
 impl PathTracker {
@@ -435,6 +525,8 @@ impl PathTracker {
             nodes: Vec::new(),
             free: Vec::new(),
             touching: vec![Vec::new(); ranks],
+            prune_at: vec![PRUNE_FROM; ranks],
+            at_instant: vec![None; ranks],
             pending: Vec::new(),
             instant: 0.0,
             seq: 0,
@@ -443,6 +535,7 @@ impl PathTracker {
             last: NONE,
             intervals: 0,
             pairs: Pairs::default(),
+            scanned: 0,
         }
     }
 
@@ -558,10 +651,13 @@ impl PathTracker {
     }
 
     /// Add `id` to rank `r`'s list, first dropping the intervals that ended before now
-    /// when the list is full (the order of the list does not matter).
+    /// when the list is full (the order of the list does not matter). "Full" is twice
+    /// what the last pruning kept, so that a list of many intervals that cannot be
+    /// dropped yet (all ending at one instant) is not scanned at every addition.
     fn touch(&mut self, r: Rank, id: u32) {
         let list = &mut self.touching[r as usize];
-        if list.len() >= 4 {
+        if list.len() >= self.prune_at[r as usize] {
+            self.scanned += list.len() as u64;
             let now = self.instant;
             let mut i = 0;
             while i < list.len() {
@@ -573,9 +669,14 @@ impl PathTracker {
                     i += 1;
                 }
             }
+            self.prune_at[r as usize] = (2 * list.len()).max(PRUNE_FROM);
         }
         list.push(id);
         self.nodes[id as usize].refs += 1;
+        let n = &self.nodes[id as usize];
+        if let Some(at) = &mut self.at_instant[r as usize] {
+            at.add(r, id, n, self.instant);
+        }
     }
 
     /// Interval `id`'s end is known: is it the last so far?
@@ -596,8 +697,24 @@ impl PathTracker {
 
     /// Of the intervals touching `r` that end at `t` and were scheduled before `seq`, the
     /// one scheduled last of each kind: `[messages into r of `bytes` bytes, reductions
-    /// on r, messages into r, messages out of r]` (`NONE` where there is none).
-    fn latest(&self, r: Rank, t: f64, seq: u64, bytes: u64) -> [u32; 4] {
+    /// on r, messages into r, messages out of r]` (`NONE` where there is none). `t` is
+    /// always the current instant (the engine reports intervals in time order).
+    fn latest(&mut self, r: Rank, t: f64, seq: u64, bytes: u64) -> [u32; 4] {
+        let list = &self.touching[r as usize];
+        if list.len() > INDEX_FROM && !t.is_nan() {
+            // A long list: many intervals end at this instant, and scanning it for each
+            // interval that starts at it would be quadratic. Sort them once.
+            let fresh = self.at_instant[r as usize].as_ref().is_some_and(|a| a.valid && a.instant == t.to_bits());
+            if !fresh {
+                self.scanned += list.len() as u64;
+                let at = self.at_instant[r as usize].get_or_insert_with(Box::default);
+                at.rebuild(r, t, list, &self.nodes);
+            }
+            if let Some(at) = &self.at_instant[r as usize] {
+                return at.latest(seq, bytes);
+            }
+        }
+        self.scanned += list.len() as u64;
         let mut best = [NONE; 4];
         let mut best_seq = [0u64; 4];
         for &x in &self.touching[r as usize] {
@@ -626,8 +743,8 @@ impl PathTracker {
     }
 
     /// What interval `x` (started at the instant being closed) waited for, by the rule.
-    fn waited_for(&self, x: u32) -> Option<(u32, WaitedFor)> {
-        let n = &self.nodes[x as usize];
+    fn waited_for(&mut self, x: u32) -> Option<(u32, WaitedFor)> {
+        let n = self.nodes[x as usize];
         let t = n.start;
         if t <= 0.0 {
             return None;
@@ -725,6 +842,12 @@ impl Observer for PathTracker {
             self.instant = end;
         }
         self.nodes[id as usize].end = end;
+        // Its ranks' sorted intervals no longer hold: sort them again when next asked.
+        for r in [m.src, m.dst] {
+            if let Some(at) = &mut self.at_instant[r as usize] {
+                at.valid = false;
+            }
+        }
         self.ended(id);
     }
 
@@ -853,6 +976,107 @@ mod tests {
             }
         }
         assert!(checked > 500, "{checked}");
+    }
+
+    /// Many intervals ending at one instant (here every time overflows to infinity on a
+    /// link of 1e-308 B/s, a crafted but valid machine): the tracker still finds what the
+    /// walk finds, looking at a bounded number of list entries per interval (it was
+    /// quadratic: 12 s for 2 ranks, `double_binary_tree`, 1 GiB).
+    #[test]
+    fn many_intervals_ending_at_one_instant_cost_linear_work() {
+        use crate::algos::{self, Machine, Params, Problem};
+        use crate::scenario::ParamValue;
+        use crate::sim::flow::Sharing;
+        use crate::sim::{Network, simulate_on};
+        use crate::topology::{FullyConnected, Link};
+        for (id, param) in [
+            ("double_binary_tree", Some(("chunk", 64))),
+            ("ring", Some(("segments", 500))),
+            ("chain", Some(("segments", 2000))),
+        ] {
+            for bandwidth in [1e-308, 12.5e9] {
+                for (ranks, flow) in [(2, false), (3, false), (2, true)] {
+                    let link = Link { alpha: 1e-6, bandwidth };
+                    let topo = FullyConnected { ranks, link, nics: 1 };
+                    let mut params = Params::default();
+                    if let Some((k, v)) = param {
+                        params = Params::new(vec![(k.to_string(), ParamValue::Int(v))]);
+                    }
+                    let algo = algos::build(id, params).unwrap();
+                    let p = Problem { ranks, elems: 1 << 16, elem_bytes: 4 };
+                    if algo.applicable(&p, &Machine { topo: &topo, cost_per_byte: 0.0 }).is_err() {
+                        continue;
+                    }
+                    let net = Network { flow: flow.then_some(Sharing::Weighted), envelope: 0 };
+                    let mut rec = crate::timeline::Recorder::new(ranks);
+                    let mut tracker = PathTracker::new(ranks, true);
+                    let none = None::<fn(&[usize]) -> crate::sim::data::DataPlane>;
+                    simulate_on(algo.as_ref(), &topo, p, 0.0, net, none, &mut Both(&mut rec, &mut tracker)).unwrap();
+                    let intervals = tracker.intervals as u64;
+                    let scanned = tracker.scanned;
+                    let what = format!("{id} P={ranks} B={bandwidth} flow={flow}: {intervals} intervals");
+                    assert!(intervals > 1000, "{what}");
+                    assert!(scanned <= 100 * intervals, "{what}, {scanned} entries looked at");
+                    let (mut want, mut got) = (PointResult::default(), PointResult::default());
+                    crate::timeline::annotate(&mut want, &rec.finish().unwrap(), true);
+                    tracker.annotate(&mut got);
+                    // Where every end is infinite the tracker finds no last interval
+                    // and reports no path, as it always did.
+                    if bandwidth > 1.0 {
+                        assert_eq!(got.critical_path, want.critical_path, "{what}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The sorted lists a rank with many intervals ending at one instant answers from
+    /// give the same path as the walk: `k` messages 0 -> 1 of mixed sizes all landing at
+    /// t = 1, then at t = 1 `k` reductions on 1 (each waits for the last message of its
+    /// size) and `k` queued messages 1 -> 0 (each waits for a port), under both models
+    /// (the flow model learns the messages' ends when they land).
+    #[test]
+    fn intervals_ending_together_are_linked_as_the_walk_links_them() {
+        for flow in [false, true] {
+            let k = 3000u32;
+            let mut rec = crate::timeline::Recorder::new(2);
+            let mut tracker = PathTracker::new(2, true);
+            let mut both = Both(&mut rec, &mut tracker);
+            let info = |id: u32, src: Rank, bytes: u64, issued: f64| MessageInfo {
+                id,
+                src,
+                dst: 1 - src,
+                tag: 0,
+                bytes,
+                issued,
+            };
+            for i in 0..k {
+                let m = info(i, 0, u64::from(i % 7), 0.5);
+                both.message(&m, 0.5, if flow { f64::INFINITY } else { 1.0 });
+            }
+            if flow {
+                for i in (0..k).rev() {
+                    both.message_end(&info(i, 0, u64::from(i % 7), 0.5), 1.0);
+                }
+            }
+            for i in 0..k {
+                both.compute(1, u64::from(i % 5), 1.0, 1.0 + f64::from(i) * 1e-3);
+                let m = info(k + i, 1, 4, 0.9);
+                both.message(&m, 1.0, if flow { f64::INFINITY } else { 2.0 + f64::from(i) * 1e-3 });
+            }
+            if flow {
+                for i in 0..k {
+                    both.message_end(&info(k + i, 1, 4, 0.9), 2.0 + f64::from(i) * 1e-3);
+                }
+            }
+            let (mut want, mut got) = (PointResult::default(), PointResult::default());
+            crate::timeline::annotate(&mut want, &rec.finish().unwrap(), true);
+            let scanned = tracker.scanned;
+            tracker.annotate(&mut got);
+            assert!(want.critical_path.as_ref().is_some_and(|c| c.messages == 2), "{:?}", want.critical_path);
+            assert_eq!(got.critical_path, want.critical_path, "flow={flow}");
+            assert!(scanned <= 100 * 3 * u64::from(k), "flow={flow}: {scanned} entries looked at");
+        }
     }
 
     #[test]
