@@ -392,7 +392,15 @@ fn scaled(v: f64, units: &[(&str, f64)]) -> String {
         }
     }
     let (name, f) = units[chosen];
-    format!("{sign}{} {name}", sig3(a / f))
+    let x = a / f;
+    // Beyond the units (a time of 1e300 s, a bandwidth of 1e-300 B/s), three significant
+    // digits in scientific notation instead of hundreds of digits.
+    if x >= 1e6 || x < 1e-3 {
+        let s = format!("{x:.2e}");
+        let (mantissa, exponent) = s.split_once('e').unwrap_or((&s, "0"));
+        return format!("{sign}{}e{exponent} {name}", trim_zeros(mantissa.to_string()));
+    }
+    format!("{sign}{} {name}", sig3(x))
 }
 
 /// A time for people, three significant digits: `1.23 ms`, `4.56 us`, `789 ns`, `0 s`.
