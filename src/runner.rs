@@ -22,6 +22,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
 use crate::algos::{self, Algorithm, Machine, Params, Problem};
+use crate::causality::Causality;
 use crate::cost_model;
 use crate::report::{LinkReport, LinkUse, MAX_LISTED_LINKS, PointResult, Report};
 use crate::scenario::{DataMode, Scenario};
@@ -471,11 +472,14 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     res.data_mode =
         (mode != DataMode::Off).then(|| if mode == DataMode::Sample { "sample" } else { "full" }.to_string());
     let net = s.network.engine();
+    // A barrier has no data to check; its messages show whether it kept causality.
+    let barrier = !collective.has_data() && p.ranks <= crate::causality::MAX_RANKS;
+    let mut obs = crate::causality::Both { first: obs, causality: barrier.then(|| Causality::new(p.ranks)) };
     let run = if logged {
-        simulate_logged(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, net, obs)
+        simulate_logged(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, net, &mut obs)
             .map(|(st, log)| (st, None, Some(log)))
     } else {
-        simulate_on(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, net, plane, obs).map(|(st, v)| (st, v, None))
+        simulate_on(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, net, plane, &mut obs).map(|(st, v)| (st, v, None))
     };
     let (stats, vectors, log) = match run {
         Ok(out) => out,
@@ -580,6 +584,16 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
                 "ranks ended with vectors that are not bit-identical (check.bitwise: true asks that they are)"
                     .to_string(),
             );
+        }
+    }
+    if let Some(c) = &obs.causality {
+        let held = c.check();
+        res.verified = Some(held.is_ok());
+        if let Err(e) = held {
+            res.failures.push(format!(
+                "barrier broken: rank {} left at {:e} s before hearing, directly or not, from rank {}",
+                e.rank, e.left, e.unheard
+            ));
         }
     }
     res.wall_time_s = started.elapsed().as_secs_f64();
