@@ -206,6 +206,9 @@ mod tests {
         for r in &rows {
             assert_eq!(r.len(), COLUMNS.len(), "{r:?}");
         }
+        // The n/a row (mesh_2d) has no time.
+        let na = rows.iter().find(|r| r[1] == "mesh_2d").unwrap();
+        assert_eq!((na[4].as_str(), na[7].as_str()), ("", ""));
         let ring = &rows[1];
         assert_eq!(ring[0], "allreduce");
         assert_eq!(ring[1], "ring");

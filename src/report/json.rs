@@ -74,6 +74,9 @@ mod tests {
         assert!(na["closed_form_s"].is_null());
         assert!(na["verified"].is_null());
         assert_eq!(na["not_applicable"], "needs 2 NICs per rank, the topology has 1");
+        // No time: a consumer sorting by time must not take it for the fastest.
+        assert!(na["time_s"].is_null() && na["lower_bound_s"].is_null(), "{na}");
+        assert!(v["results"][0]["time_s"].as_f64().is_some());
     }
 
     #[test]
