@@ -9,12 +9,14 @@
 //!   algorithm declares, at most one vector per rank of messages in flight, and the
 //!   exact reference (24 bytes per element for floats, 8 for integers); `sample` the
 //!   same for the about 3,000 tracked elements of each vector (16 bytes each in a
-//!   sampled buffer, its index beside its value); `off` nothing. `auto` is `full` while
-//!   that fits `data.memory_budget`, else `sample` ([`data_mode`]); a point whose data
-//!   would not fit the budget is refused ([`check_budget`]). A full point whose log of
-//!   data operations pays ([`log_pays`]) actually holds far less (a tile per thread and
-//!   the log), but the budget and the memory check count whole vectors, so that they
-//!   choose and refuse as they always did;
+//!   sampled buffer, its index beside its value); `off` nothing. A full point whose log
+//!   of data operations pays ([`log_pays`]), of an algorithm without scratch buffers
+//!   (whose every operation keeps an element at its index), holds no vector: it holds the log, the index
+//!   of the log's entries by tile, and on each thread one tile of every rank's buffers
+//!   and its reference ([`crate::sim::data::verify_log`]); that is what it is counted
+//!   at. `auto` is `full` while whole vectors would fit `data.memory_budget`, else
+//!   `sample` ([`data_mode`]: the choice is the one it always was); a point whose data
+//!   would not fit the budget is refused ([`check_budget`]);
 //! - **engine**: [`ENGINE_BYTES_PER_RANK`] per rank (programs, queues, counters);
 //! - **timeline**: a point that records its timeline (at most
 //!   [`DETAIL_MAX_RANKS`] ranks, or the only point of
@@ -124,8 +126,61 @@ pub fn timeline_overflows(s: &Scenario, pt: &Point) -> bool {
     exact && messages > MAX_INTERVALS as u64
 }
 
-/// The data plane's bytes for point `pt` of `s` in `mode` (not `auto`).
+/// The data plane's bytes for point `pt` of `s` in `mode` (not `auto`): for `full`, the
+/// tiled replay's where the log pays ([`log_pays`]), else whole vectors.
 pub fn data_bytes(s: &Scenario, pt: &Point, mode: DataMode) -> u64 {
+    let has_data = s.algorithms[pt.algo].collective.has_data();
+    // An algorithm that stages data in scratch buffers may move it to other offsets: its
+    // log is then replayed over whole vectors, which is what it is counted at.
+    if mode == DataMode::Full
+        && has_data
+        && log_pays(s, pt)
+        && scratch_sizes(s, pt, pt.bytes / (s.data.dtype.bytes() as u64).max(1)).is_empty()
+    {
+        tiled_bytes(s, pt)
+    } else {
+        vector_bytes(s, pt, mode)
+    }
+}
+
+/// A tiled full-data run's bytes ([`crate::sim::data::verify_log`]): the log (two
+/// entries per message), its index by tile (an entry per message end, and one for each
+/// further tile an entry spans, counting `4 P n` elements moved: two ends of about two
+/// vectors per rank), and on each thread a tile of every rank's buffers with the tile's
+/// reference.
+fn tiled_bytes(s: &Scenario, pt: &Point) -> u64 {
+    use crate::sim::data::{ENTRY_BYTES, MIN_TILE, TILE_BYTES};
+    let e = s.data.dtype.bytes() as u64;
+    let p = pt.ranks as u64;
+    let n = pt.bytes / e.max(1);
+    let (messages, _) = messages(s, pt, n);
+    let buffers = 1 + scratch_sizes(s, pt, n).len() as u64;
+    let per_index = p.saturating_mul(e).saturating_mul(buffers).max(1);
+    let width = (TILE_BYTES as u64 / per_index).max(MIN_TILE as u64);
+    let reference = if s.data.dtype.unit_roundoff().is_some() { 24 } else { 8 };
+    let log = messages.saturating_mul(2).saturating_mul(ENTRY_BYTES as u64);
+    let index =
+        messages.saturating_mul(2).saturating_add(p.saturating_mul(n).saturating_mul(4) / width).saturating_mul(4);
+    let tile = width.saturating_mul(per_index.saturating_add(reference));
+    let threads = rayon::current_num_threads() as u64;
+    log.saturating_add(index).saturating_add(tile.saturating_mul(threads))
+}
+
+/// The scratch buffers (elements each) the algorithm of `pt` declares for `n` elements;
+/// one of `n` if it cannot be built.
+fn scratch_sizes(s: &Scenario, pt: &Point, n: u64) -> Vec<u64> {
+    let spec = &s.algorithms[pt.algo];
+    crate::algos::build_for(spec.collective, &spec.name, Params::new(spec.params.clone()))
+        .map(|a| {
+            let prob = Problem { ranks: pt.ranks, elems: n as usize, elem_bytes: s.data.dtype.bytes() };
+            a.scratch(&prob).iter().map(|&x| x as u64).collect()
+        })
+        .unwrap_or_else(|_| vec![n])
+}
+
+/// The data plane's bytes for point `pt` of `s` in `mode` moving whole vectors (or a
+/// sample of each).
+fn vector_bytes(s: &Scenario, pt: &Point, mode: DataMode) -> u64 {
     let e = s.data.dtype.bytes() as u64;
     let p = pt.ranks as u64;
     let n = pt.bytes / e.max(1);
@@ -135,16 +190,7 @@ pub fn data_bytes(s: &Scenario, pt: &Point, mode: DataMode) -> u64 {
         DataMode::Sample => (n.min(3 * SAMPLE_GRID as u64 + 1), 16),
     };
     // The scratch the algorithm declares, in the same proportion as the vector.
-    let scratch: u64 = crate::algos::build_for(
-        s.algorithms[pt.algo].collective,
-        &s.algorithms[pt.algo].name,
-        Params::new(s.algorithms[pt.algo].params.clone()),
-    )
-    .map(|a| {
-        let prob = Problem { ranks: pt.ranks, elems: n as usize, elem_bytes: e as usize };
-        a.scratch(&prob).iter().map(|&x| x as u64).sum::<u64>()
-    })
-    .unwrap_or(n);
+    let scratch: u64 = scratch_sizes(s, pt, n).iter().sum();
     let scratch_tracked = if n == 0 { 0 } else { (scratch as u128 * tracked as u128 / n as u128) as u64 };
     let reference = if s.data.dtype.unit_roundoff().is_some() { 24 } else { 8 };
     // Each rank's vector, its scratch and up to a vector of messages in flight; the
@@ -164,14 +210,14 @@ pub fn log_pays(s: &Scenario, pt: &Point) -> bool {
     let n = pt.bytes / (s.data.dtype.bytes() as u64).max(1);
     let (messages, _) = messages(s, pt, n);
     let log = messages.saturating_mul(2).saturating_mul(crate::sim::data::ENTRY_BYTES as u64);
-    log <= data_bytes(s, pt, DataMode::Full) / 2
+    log <= vector_bytes(s, pt, DataMode::Full) / 2
 }
 
 /// The data plane point `pt` of `s` runs with: the scenario's, or for `auto`, `full`
 /// while it fits `data.memory_budget` and `sample` beyond.
 pub fn data_mode(s: &Scenario, pt: &Point) -> DataMode {
     match s.data.mode {
-        DataMode::Auto if data_bytes(s, pt, DataMode::Full) <= s.data.memory_budget => DataMode::Full,
+        DataMode::Auto if vector_bytes(s, pt, DataMode::Full) <= s.data.memory_budget => DataMode::Full,
         DataMode::Auto => DataMode::Sample,
         m => m,
     }

@@ -388,15 +388,21 @@ fn fill_in(formula: &str, s: &Symbols) -> String {
         })
     };
     let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '\'';
+    // A symbol that a condition is about stays a symbol: "for P a power of two" is the
+    // case's name, and "for 6 a power of two" would be false (the `where` line has P).
+    const CONDITIONS: [&str; 5] = [" a ", " dividing ", " divides ", " is ", " not "];
     let mut out = String::with_capacity(formula.len() + 32);
     let mut word = String::new();
-    for c in formula.chars().chain(std::iter::once('\0')) {
+    let ends = formula.char_indices().map(|(i, _)| i).chain(std::iter::once(formula.len()));
+    for (c, at) in formula.chars().chain(std::iter::once('\0')).zip(ends) {
         if is_word(c) {
             word.push(c);
             continue;
         }
         if !word.is_empty() {
-            out.push_str(&value(&word).unwrap_or_else(|| word.clone()));
+            let condition = CONDITIONS.iter().any(|w| formula[at..].starts_with(w));
+            let filled = if condition { None } else { value(&word) };
+            out.push_str(&filled.unwrap_or_else(|| word.clone()));
             word.clear();
         }
         if c != '\0' {
@@ -417,6 +423,11 @@ mod tests {
         assert_eq!(
             fill_in("2(P-1)(alpha + c/B) + (P-1) c C,  c = ceil(n/P) e; log2(P') Pa", &s),
             "2(4-1)(1e-6 + c/1.25e10) + (4-1) c 5e-11,  c = ceil(256/4) 4; log2(P') Pa"
+        );
+        // The symbol a condition is about is left as it is.
+        assert_eq!(
+            fill_in("log2(P) T for P a power of two, 2P dividing n; P m divides n", &s),
+            "log2(4) T for P a power of two, 2P dividing 256; 4 m divides 256"
         );
     }
 

@@ -61,13 +61,13 @@ enum Command {
         #[arg(long, value_delimiter = ',', value_name = "A,B")]
         algorithms: Option<Vec<String>>,
         /// Rank counts instead of the file's, comma-separated.
-        #[arg(long, value_delimiter = ',', value_name = "N,...")]
+        #[arg(long, value_delimiter = ',', value_name = "N,...", allow_negative_numbers = true, value_parser = rank_arg)]
         ranks: Option<Vec<usize>>,
         /// Sizes per rank instead of the file's, comma-separated (`4KiB,1MiB,1000`).
-        #[arg(long, value_delimiter = ',', value_name = "S,...")]
+        #[arg(long, value_delimiter = ',', value_name = "S,...", allow_negative_numbers = true)]
         sizes: Option<Vec<String>>,
         /// Seed for the data instead of the file's.
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true, value_parser = seed_arg)]
         seed: Option<u64>,
         /// Also draw the report's plots (SVG and PNG) into DIR, `plots/` without a DIR.
         /// Give the directory with `=` (`--plot=out/`), so the flag never takes the scenario.
@@ -114,10 +114,10 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         output: Option<PathBuf>,
         /// Rank counts instead of the file's, comma-separated.
-        #[arg(long, value_delimiter = ',', value_name = "N,...")]
+        #[arg(long, value_delimiter = ',', value_name = "N,...", allow_negative_numbers = true, value_parser = rank_arg)]
         ranks: Option<Vec<usize>>,
         /// Sizes per rank instead of the file's, comma-separated (`4KiB,1MiB,1000`).
-        #[arg(long, value_delimiter = ',', value_name = "S,...")]
+        #[arg(long, value_delimiter = ',', value_name = "S,...", allow_negative_numbers = true)]
         sizes: Option<Vec<String>>,
         /// No progress on stderr.
         #[arg(long, short)]
@@ -127,9 +127,24 @@ enum Command {
     /// then the selectors.
     List,
     /// Check a scenario file and print what it resolves to; run nothing.
+    ///
+    /// The flags narrow or change the sweep as they do for `run`, so that the sweep a
+    /// `run` would make can be checked first.
     Validate {
         /// The scenario file (YAML).
         scenario: PathBuf,
+        /// The collective every algorithm entry runs instead of the file's.
+        #[arg(long, value_name = "NAME")]
+        collective: Option<String>,
+        /// Algorithms instead of the file's, comma-separated (see `list`).
+        #[arg(long, value_delimiter = ',', value_name = "A,B")]
+        algorithms: Option<Vec<String>>,
+        /// Rank counts instead of the file's, comma-separated.
+        #[arg(long, value_delimiter = ',', value_name = "N,...", allow_negative_numbers = true, value_parser = rank_arg)]
+        ranks: Option<Vec<usize>>,
+        /// Sizes per rank instead of the file's, comma-separated (`4KiB,1MiB,1000`).
+        #[arg(long, value_delimiter = ',', value_name = "S,...", allow_negative_numbers = true)]
+        sizes: Option<Vec<String>>,
     },
     /// Draw the plots of a JSON report (from `run --format json --output FILE`).
     ///
@@ -205,11 +220,13 @@ enum Command {
 
 /// The exit statuses, for `--help` (docs/scenario.md has the same table).
 const EXIT_STATUS: &str = "Exit status: 0 every check held; 1 a check failed at some point; 2 bad input (a \
-scenario, flag or file that cannot be used, or a point too large for the memory); 3 no point could run \
-(every one not applicable); 130 stopped by Ctrl-C (the points finished so far are written).";
+scenario, flag or file that cannot be used, a point too large for the memory, or a sweep none of whose points \
+can run: every one not applicable, the report written with each reason); 130 stopped by Ctrl-C (the points \
+finished so far are written).";
 
-/// No point of the run could run: every one was not applicable.
-const EXIT_ALL_NOT_APPLICABLE: u8 = 3;
+/// No point of the run could run (every one was not applicable): the scenario asks for
+/// nothing this simulator can do, which is bad input.
+const EXIT_NOTHING_RAN: u8 = 2;
 /// Stopped by Ctrl-C.
 const EXIT_INTERRUPTED: u8 = 130;
 
@@ -252,7 +269,8 @@ fn main() -> ExitCode {
     match execute(cli) {
         Ok(code) => code,
         Err(BadInput(msg)) => {
-            eprintln!("error: {msg}");
+            // A message may quote the scenario (a snippet of the line, a name).
+            eprintln!("error: {}", allreduce_sim::scenario::units::escape_controls(&msg));
             ExitCode::from(2)
         }
     }
@@ -273,6 +291,17 @@ fn write_stdout(text: &str) {
     }
 }
 
+/// `--ranks` values: whole numbers (clap's own message for `-1` suggests `-- -1`, which
+/// would end the options instead).
+fn rank_arg(v: &str) -> Result<usize, String> {
+    v.trim().parse::<usize>().map_err(|_| format!("a rank count must be a whole number of at least 1, not '{v}'"))
+}
+
+/// `--seed`: a whole number from 0 to 2^64 - 1.
+fn seed_arg(v: &str) -> Result<u64, String> {
+    v.trim().parse::<u64>().map_err(|_| format!("the seed must be a whole number from 0 to {}, not '{v}'", u64::MAX))
+}
+
 fn load(path: &std::path::Path, overrides: &Overrides) -> Result<Scenario, BadInput> {
     let mut s = scenario::load_file(path).map_err(|e| BadInput(e.to_string()))?;
     overrides.apply(&mut s).map_err(|e| BadInput(e.to_string()))?;
@@ -285,14 +314,14 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
             write_stdout(&list_text());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Validate { scenario } => {
-            let s = load(&scenario, &Overrides::default())?;
+        Command::Validate { scenario, collective, algorithms, ranks, sizes } => {
+            let s = load(&scenario, &Overrides { collective, algorithms, ranks, sizes, seed: None })?;
             let pts = runner::points(&s);
             let points = pts.len();
             write_stdout(&format!(
                 "{}: ok: '{}', {} algorithm(s) x {} rank count(s) x {} size(s) = {points} point(s)\n",
-                scenario.display(),
-                s.name,
+                allreduce_sim::scenario::units::escape_controls(&scenario.display().to_string()),
+                allreduce_sim::scenario::units::escape_controls(&s.name),
                 s.algorithms.len(),
                 s.ranks.len(),
                 s.sizes.len()
@@ -473,11 +502,16 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
                 return Ok(ExitCode::from(1));
             }
             if !report.results.is_empty() && report.results.iter().all(|r| r.not_applicable.is_some()) {
+                // A shard may hold only n/a points while the other shards run theirs.
+                let whole = if shard.is_some() { "this shard's" } else { "the sweep's" };
                 eprintln!(
-                    "no point ran: all {} point(s) are not applicable (the report gives each reason)",
+                    "no point ran: all {} of {whole} point(s) are not applicable (the report gives each \
+                     reason); nothing was simulated",
                     report.results.len()
                 );
-                return Ok(ExitCode::from(EXIT_ALL_NOT_APPLICABLE));
+                if shard.is_none() {
+                    return Ok(ExitCode::from(EXIT_NOTHING_RAN));
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -13,7 +13,7 @@
 //! ([`crate::estimate::timeline_overflows`]), as before the tracker existed.
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
 use crate::algos::{self, Algorithm, Machine, Params, Problem};
+use crate::causality::Causality;
 use crate::cost_model;
 use crate::report::{LinkReport, LinkUse, MAX_LISTED_LINKS, PointResult, Report};
 use crate::scenario::{DataMode, Scenario};
@@ -129,7 +130,7 @@ pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
         } else {
             run_point(s, pt)
         };
-        progress.tick();
+        progress.tick(r.events);
         Some(r)
     };
     // Points run in parallel, one per thread, unless the largest that could run together
@@ -143,7 +144,7 @@ pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
     let mut results: Vec<Option<PointResult>> =
         if serial { pts.iter().map(one).collect() } else { pts.par_iter().map(one).collect() };
     // The selectors' algorithms run as the points did: one at a time when they had to.
-    let tick = || progress.tick();
+    let tick = || progress.tick(0);
     crate::select::fill_with(s, &pts, &mut results, &crate::select::FillOptions { serial, tick: Some(&tick) });
     progress.finish();
     // Stopped: the points that finished, in sweep order.
@@ -168,6 +169,10 @@ struct Progress {
     started: Instant,
     shown: AtomicBool,
     done: Arc<AtomicUsize>,
+    /// Events of finished points below the engine's whole blocks ([`crate::sim::engine::EVENTS_DONE`]
+    /// counts only those): a sweep of many small points (full data, a few thousand
+    /// events each) would otherwise read 0 events per second.
+    tails: Arc<AtomicU64>,
     lines: Option<(mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
 }
 
@@ -183,13 +188,14 @@ impl Progress {
             bar
         });
         let done = Arc::new(AtomicUsize::new(0));
+        let tails = Arc::new(AtomicU64::new(0));
         let lines = (allowed && !terminal).then(|| {
             let (tx, rx) = mpsc::channel::<()>();
-            let done = Arc::clone(&done);
-            let handle = std::thread::spawn(move || progress_lines(&rx, &done, len, work));
+            let (done, tails) = (Arc::clone(&done), Arc::clone(&tails));
+            let handle = std::thread::spawn(move || progress_lines(&rx, &done, &tails, len, work));
             (tx, handle)
         });
-        let p = Progress { bar, started: Instant::now(), shown: AtomicBool::new(false), done, lines };
+        let p = Progress { bar, started: Instant::now(), shown: AtomicBool::new(false), done, tails, lines };
         if len > PROGRESS_MIN_POINTS {
             p.show();
         }
@@ -205,7 +211,9 @@ impl Progress {
         }
     }
 
-    fn tick(&self) {
+    /// A point finished after `events` engine events.
+    fn tick(&self, events: u64) {
+        self.tails.fetch_add(events % crate::sim::engine::EVENT_BLOCK, Ordering::Relaxed);
         self.done.fetch_add(1, Ordering::Relaxed);
         if let Some(bar) = &self.bar {
             bar.inc(1);
@@ -229,13 +237,14 @@ impl Progress {
 /// The line-by-line progress of a run whose stderr is not a terminal, until `stop`'s
 /// sender is dropped. The time left is from the points done, or before the first one
 /// finishes from the estimated events `work` ([`crate::estimate`]) and the rate so far.
-fn progress_lines(stop: &mpsc::Receiver<()>, done: &AtomicUsize, len: usize, work: u64) {
+fn progress_lines(stop: &mpsc::Receiver<()>, done: &AtomicUsize, tails: &AtomicU64, len: usize, work: u64) {
     use crate::sim::engine::EVENTS_DONE;
     let started = Instant::now();
     let events0 = EVENTS_DONE.load(Ordering::Relaxed);
     while let Err(mpsc::RecvTimeoutError::Timeout) = stop.recv_timeout(PROGRESS_EVERY) {
         let elapsed = started.elapsed().as_secs_f64();
-        let events = EVENTS_DONE.load(Ordering::Relaxed).saturating_sub(events0);
+        let events =
+            EVENTS_DONE.load(Ordering::Relaxed).saturating_sub(events0).saturating_add(tails.load(Ordering::Relaxed));
         let d = done.load(Ordering::Relaxed);
         let rate = events as f64 / elapsed.max(1e-9);
         let left = if d > 0 && d < len {
@@ -247,7 +256,9 @@ fn progress_lines(stop: &mpsc::Receiver<()>, done: &AtomicUsize, len: usize, wor
         } else {
             "time left unknown until a point finishes".to_string()
         };
-        eprintln!("progress: {d}/{len} points, {:.0}s elapsed, {rate:.3e} events/s, {left}", elapsed);
+        // Before a point finishes or a block of events is counted the rate is unknown, not 0.
+        let speed = if events > 0 { format!("{rate:.3e} events/s") } else { "events/s not counted yet".to_string() };
+        eprintln!("progress: {d}/{len} points, {:.0}s elapsed, {speed}, {left}", elapsed);
     }
 }
 
@@ -461,11 +472,14 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     res.data_mode =
         (mode != DataMode::Off).then(|| if mode == DataMode::Sample { "sample" } else { "full" }.to_string());
     let net = s.network.engine();
+    // A barrier has no data to check; its messages show whether it kept causality.
+    let barrier = !collective.has_data() && p.ranks <= crate::causality::MAX_RANKS;
+    let mut obs = crate::causality::Both { first: obs, causality: barrier.then(|| Causality::new(p.ranks)) };
     let run = if logged {
-        simulate_logged(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, net, obs)
+        simulate_logged(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, net, &mut obs)
             .map(|(st, log)| (st, None, Some(log)))
     } else {
-        simulate_on(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, net, plane, obs).map(|(st, v)| (st, v, None))
+        simulate_on(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, net, plane, &mut obs).map(|(st, v)| (st, v, None))
     };
     let (stats, vectors, log) = match run {
         Ok(out) => out,
@@ -572,6 +586,16 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
             );
         }
     }
+    if let Some(c) = &obs.causality {
+        let held = c.check();
+        res.verified = Some(held.is_ok());
+        if let Err(e) = held {
+            res.failures.push(format!(
+                "barrier broken: rank {} left at {:e} s before hearing, directly or not, from rank {}",
+                e.rank, e.left, e.unheard
+            ));
+        }
+    }
     res.wall_time_s = started.elapsed().as_secs_f64();
     res
 }
@@ -591,4 +615,21 @@ fn verify_logged(
     let mut plane = DataPlane::new(values, &log.lens()[1..], cfg.op);
     log.replay(&mut plane);
     plane.into_finals().map(|finals| reference.check(&finals, depth, expect))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A point of fewer events than one of the engine's blocks still counts: a sweep of
+    /// small full-data points read `0.000e0 events/s` while only whole blocks counted.
+    #[test]
+    fn progress_counts_the_events_of_small_points() {
+        let p = Progress::new(2, 0, false);
+        p.tick(1_000);
+        p.tick(crate::sim::engine::EVENT_BLOCK + 7);
+        assert_eq!(p.tails.load(Ordering::Relaxed), 1_007);
+        assert_eq!(p.done.load(Ordering::Relaxed), 2);
+        p.finish();
+    }
 }

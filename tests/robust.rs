@@ -136,7 +136,7 @@ fn a_long_line_is_not_echoed_whole() {
 }
 
 #[test]
-fn chain_with_more_segments_than_elements_is_not_applicable_and_exits_3() {
+fn chain_with_more_segments_than_elements_is_not_applicable_and_exits_2() {
     let text = "ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
                 algorithms: [{ name: chain, segments: 100000 }]\nsizes: 4KiB\n";
     let f = TempFile::new(text.as_bytes());
@@ -145,7 +145,7 @@ fn chain_with_more_segments_than_elements_is_not_applicable_and_exits_3() {
         .arg(&f.0)
         .timeout(Duration::from_secs(5))
         .assert()
-        .code(3)
+        .code(2)
         .stdout(predicate::str::contains("allowed here: 1 to 1024"))
         .stderr(predicate::str::contains("no point ran"));
 }

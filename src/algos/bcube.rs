@@ -177,11 +177,10 @@ impl Algorithm for Bcube {
         if q != p.ranks {
             return Err(format!(
                 "P = {} is not a power of base {}: Gloo's groups come up short for other P and some \
-                 blocks never get some ranks' data; allowed here: P = 1, {}, {}, ...",
+                 blocks never get some ranks' data; allowed here: P = {}",
                 p.ranks,
                 self.base,
-                self.base,
-                self.base * self.base
+                powers(self.base)
             ));
         }
         Ok(())
@@ -199,4 +198,24 @@ impl Algorithm for Bcube {
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         BcubePlan::new(p, self.base).digits * (self.base - 1)
     }
+}
+
+/// The first powers of `base` a rank count can be (`1, 3, 9, ...`), stopping where the
+/// next would not fit a `usize`: a huge base lists only `1, base`.
+fn powers(base: usize) -> String {
+    let mut shown = vec!["1".to_string()];
+    let mut q = 1usize;
+    for _ in 0..2 {
+        match q.checked_mul(base) {
+            Some(next) => {
+                q = next;
+                shown.push(q.to_string());
+            }
+            None => return shown.join(", "),
+        }
+    }
+    if q.checked_mul(base).is_some() {
+        shown.push("...".to_string());
+    }
+    shown.join(", ")
 }

@@ -39,14 +39,26 @@ impl Params {
         Some(self.items.remove(i).1)
     }
 
-    /// A positive whole number (`segments: 4`).
+    /// A positive whole number (`segments: 4`), written as a YAML integer or, like
+    /// `ranks: "4"`, a string of digits.
     pub fn count(&mut self, key: &str, default: usize) -> Result<usize, ParamError> {
-        match self.take(key) {
-            None => Ok(default),
-            Some(ParamValue::Int(v)) if v >= 1 => Ok(v as usize),
-            Some(v) => {
-                Err(ParamError::new(Some(key), format!("'{key}' must be a whole number of at least 1, not '{v}'")))
+        let v = match self.take(key) {
+            None => return Ok(default),
+            Some(v) => v,
+        };
+        let n = match &v {
+            ParamValue::Int(n) => Some(*n),
+            ParamValue::Str(s) if !s.trim().is_empty() && s.trim().bytes().all(|b| b.is_ascii_digit()) => {
+                s.trim().parse::<u64>().ok()
             }
+            _ => None,
+        };
+        match n.map(usize::try_from) {
+            Some(Ok(n)) if n >= 1 => Ok(n),
+            _ => Err(ParamError::new(
+                Some(key),
+                format!("'{key}' must be a whole number from 1 to {}, not '{v}'", usize::MAX),
+            )),
         }
     }
 

@@ -251,7 +251,8 @@ pub const SEGMENTED_INFO: AlgoInfo = AlgoInfo {
     source: "survey (Segmented Ring); Open MPI ompi_coll_base_allreduce_intra_ring_segmented",
     requires: "any P >= 1, any n; as in Open MPI, a vector of fewer than P segments runs the plain ring",
     closed_form: "phases m (Open MPI's rule from segment), s_j = the j-th of m pieces of c = ceil(n/P) e: \
-                  sum_j (P-1)(alpha + s_j/B + s_j C) + (P-1)(alpha + c/B) when P m divides n; otherwise none",
+                  sum_j (P-1)(alpha + s_j/B + s_j C) + (P-1)(alpha + c/B) when P m divides n; one phase (the plain ring), \
+                  any n: the ring's 2(P-1)(alpha + c/B) + (P-1) c C; otherwise none",
     params: &["segment=1MiB: bytes per segment (Open MPI's segsize); sets the number of phases"],
     build: |params| {
         let segment = params.size("segment")?.unwrap_or(1 << 20);
@@ -321,6 +322,10 @@ impl Algorithm for RingSegmented {
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
         let phases = self.phases(p.ranks, p.elems, p.elem_bytes);
+        // One phase runs the plain ring's program, chunks of any size included.
+        if phases == 1 {
+            return Some((cost_model::ring(p, &h), EXACT));
+        }
         cost_model::ring_segmented(p, &h, phases).map(|t| (t, EXACT))
     }
 

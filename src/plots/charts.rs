@@ -352,6 +352,18 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
     // Best algorithm over the (ranks, size) plane.
     let ran_algos = algos.iter().filter(|a| ran.iter().any(|p| &p.algorithm == *a)).count();
     if ranks.len() * sizes.len() >= 2 && ran_algos >= 2 {
+        // A selector's row stands for the algorithm it picked, which may be one the
+        // scenario does not list (`auto` tries every algorithm): the map names it too, as
+        // the table's and the JSON's best algorithm do.
+        let mut map_algos = algos.clone();
+        for q in &d.points {
+            if let Some(sel) = &q.selection
+                && q.time().is_some()
+                && !map_algos.contains(&sel.selected)
+            {
+                map_algos.push(sel.selected.clone());
+            }
+        }
         let mut cells = vec![vec![None; sizes.len()]; ranks.len()];
         let mut any = false;
         for (ri, &p) in ranks.iter().enumerate() {
@@ -360,12 +372,24 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
                     .points
                     .iter()
                     .filter(|q| q.ranks == p && q.bytes == s && q.failures.is_empty())
-                    // A selector's row repeats an algorithm's time: not a contender.
-                    .filter(|q| !crate::select::is_selector(&q.algorithm))
-                    .filter_map(|q| Some((q.time()?, algos.iter().position(|a| a == &q.algorithm)?)))
+                    .filter_map(|q| {
+                        let name = match &q.selection {
+                            Some(sel) => &sel.selected,
+                            None if crate::select::is_selector(&q.algorithm) => return None,
+                            None => &q.algorithm,
+                        };
+                        Some((q.time()?, map_algos.iter().position(|a| a == name)?))
+                    })
                     .collect();
-                // Fastest first; ties go to the algorithm listed first.
+                // Fastest first; ties go to the algorithm listed first. A selector's pick
+                // that is also listed appears twice with one time: once is enough.
                 times.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                let mut seen = Vec::new();
+                times.retain(|&(_, i)| {
+                    let first = !seen.contains(&i);
+                    seen.push(i);
+                    first
+                });
                 if let Some(&(t, i)) = times.first() {
                     let lead = times.get(1).map(|&(t2, _)| t2 / t);
                     let tie = times.get(1).filter(|&&(t2, _)| t2 <= t * (1.0 + TIE)).map(|&(_, j)| j);
@@ -389,7 +413,7 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
                     sizes: sizes.clone(),
                     ranks: ranks.clone(),
                     cells,
-                    algorithms: algos.clone(),
+                    algorithms: map_algos,
                     legend: "fastest".to_string(),
                 }),
             ));
@@ -701,6 +725,31 @@ mod tests {
         );
         let Some((_, ReportChart::Line(c))) = all(&d).into_iter().next() else { panic!() };
         assert!(is_log(&c.x) && is_log(&c.y));
+    }
+
+    /// `auto` picked `direct`, which the scenario does not list: the map shows it where
+    /// it is fastest, as the table does, rather than the fastest listed algorithm.
+    #[test]
+    fn the_map_shows_a_selectors_pick() {
+        let mut points = Vec::new();
+        for s in [1024, 1 << 20] {
+            points.push(pt("halving_doubling", 16, s, 2e-6));
+            points.push(pt("ring", 16, s, 3e-6));
+            let mut auto = pt("auto", 16, s, if s == 1024 { 1e-6 } else { 2e-6 });
+            let selected = if s == 1024 { "direct" } else { "halving_doubling" };
+            auto.selection = Some(crate::select::Selection { selected: selected.into(), ..Default::default() });
+            points.push(auto);
+        }
+        let d = PlotData { name: "t".into(), points };
+        let map = all(&d).into_iter().find_map(|(n, c)| match c {
+            ReportChart::Map(m) if n == "best_algorithm" => Some(m),
+            _ => None,
+        });
+        let map = map.expect("a best-algorithm map");
+        let shown = |si: usize| map.cells[0][si].map(|(i, _, tie)| (map.algorithms[i].clone(), tie));
+        assert_eq!(shown(0), Some(("direct".to_string(), None)));
+        // The pick that is also listed is one contender, not a tie with itself.
+        assert_eq!(shown(1), Some(("halving_doubling".to_string(), None)));
     }
 
     #[test]

@@ -65,15 +65,18 @@ impl Exporter for Csv {
 
 /// The cells of one result, in [`COLUMNS`] order, already quoted where needed.
 fn row(r: &PointResult) -> [String; 38] {
+    // An n/a row has no time: empty, not 0 (which would sort as the fastest).
+    let na = r.not_applicable.is_some();
+    let time = |x: f64| if na { String::new() } else { float(x) };
     [
         r.collective.name().to_string(),
         text(&r.algorithm),
         r.ranks.to_string(),
         r.bytes.to_string(),
-        float(r.time_s),
+        time(r.time_s),
         opt_float(r.closed_form_s),
         opt_float(r.closed_form_rel_err),
-        float(r.lower_bound_s),
+        time(r.lower_bound_s),
         opt_float(r.efficiency),
         opt_float(r.algbw_bps),
         opt_float(r.busbw_bps),
@@ -124,9 +127,12 @@ fn opt_bool(b: Option<bool>) -> String {
     b.map(|b| b.to_string()).unwrap_or_default()
 }
 
-/// A text field, quoted if it holds a comma, a double quote or a line break.
+/// A text field, quoted if it holds a comma, a double quote or a line break; control
+/// characters other than line breaks are escaped (`\u{1b}`), so that a name cannot
+/// drive the terminal the CSV is printed on.
 fn text(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+    let s = crate::scenario::units::escape_controls(s);
+    if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.into_owned() }
 }
 
 #[cfg(test)]
@@ -200,6 +206,9 @@ mod tests {
         for r in &rows {
             assert_eq!(r.len(), COLUMNS.len(), "{r:?}");
         }
+        // The n/a row (mesh_2d) has no time.
+        let na = rows.iter().find(|r| r[1] == "mesh_2d").unwrap();
+        assert_eq!((na[4].as_str(), na[7].as_str()), ("", ""));
         let ring = &rows[1];
         assert_eq!(ring[0], "allreduce");
         assert_eq!(ring[1], "ring");

@@ -11,7 +11,19 @@ pub struct Json;
 
 impl Exporter for Json {
     fn render(&self, report: &Report) -> String {
-        match serde_json::to_string_pretty(report) {
+        // An n/a row has no time: null, not 0 (which a consumer sorting by time would
+        // take for the fastest). NaN is written as null.
+        let report = if report.results.iter().any(|r| r.not_applicable.is_some()) {
+            let mut r = report.clone();
+            for res in r.results.iter_mut().filter(|res| res.not_applicable.is_some()) {
+                res.time_s = f64::NAN;
+                res.lower_bound_s = f64::NAN;
+            }
+            std::borrow::Cow::Owned(r)
+        } else {
+            std::borrow::Cow::Borrowed(report)
+        };
+        match serde_json::to_string_pretty(&*report) {
             Ok(mut s) => {
                 s.push('\n');
                 s
@@ -62,6 +74,9 @@ mod tests {
         assert!(na["closed_form_s"].is_null());
         assert!(na["verified"].is_null());
         assert_eq!(na["not_applicable"], "needs 2 NICs per rank, the topology has 1");
+        // No time: a consumer sorting by time must not take it for the fastest.
+        assert!(na["time_s"].is_null() && na["lower_bound_s"].is_null(), "{na}");
+        assert!(v["results"][0]["time_s"].as_f64().is_some());
     }
 
     #[test]

@@ -67,12 +67,15 @@ impl Exporter for Table {
         }
         let n = report.results.len();
         let points = if n == 1 { "point" } else { "points" };
-        if failed.is_empty() {
+        if n > 0 && report.results.iter().all(|r| r.not_applicable.is_some()) {
+            let _ = writeln!(out, "{n} {points}, none could run (each is n/a, with its reason above)");
+        } else if failed.is_empty() {
             let _ = writeln!(out, "{n} {points}, all checks held");
         } else {
             let _ = writeln!(out, "{n} {points}, {} failed", failed.len());
         }
-        out
+        // Names and reasons come from the scenario: no escape sequence reaches the terminal.
+        crate::scenario::units::escape_controls(&out).into_owned()
     }
 }
 

@@ -4,6 +4,7 @@
 //! [`parse_str`] (or [`load_file`]) turns text into a [`Scenario`] (or a located [`ScenarioError`]);
 //! [`Overrides`] applies the `run` flags on top.
 
+pub mod limits;
 mod parse;
 mod topo_spec;
 pub mod units;

@@ -21,6 +21,7 @@ use super::{
 use crate::sim::data::{Init, ReduceOp};
 
 mod topo;
+use super::limits;
 use topo::RawTopology;
 
 // ---------------------------------------------------------------------------------------
@@ -755,6 +756,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
              topology: { link: { alpha: TIME, bandwidth: BANDWIDTH } }",
         ));
     };
+    let topology_at = topo.referenced;
     let topology = topo::topology(src, topo)?;
 
     // ranks: required unless the topology implies them or has hosts to fill; if both are
@@ -906,17 +908,26 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     }
 
     // sizes
-    let Some(sizes_raw) = r.sizes else {
-        return Err(src.err(
-            &root,
-            "missing key 'sizes'; give the bytes per rank, e.g. sizes: 1MiB or \
-             sizes: [4KiB, 1MiB, 64MiB]",
-        ));
+    // A barrier moves no data: a scenario of barriers alone needs no sizes.
+    let sizes_raw = match r.sizes {
+        Some(raw) => Some(raw),
+        None if algorithms.iter().all(|a| !a.collective.has_data()) => None,
+        None => {
+            return Err(src.err(
+                &root,
+                "missing key 'sizes'; give the bytes per rank, e.g. sizes: 1MiB or \
+                 sizes: [4KiB, 1MiB, 64MiB] (only a scenario of barriers alone may leave it out)",
+            ));
+        }
     };
-    let sizes_at = sizes_raw.referenced;
+    let sizes_at = sizes_raw.as_ref().map_or(root, |r| r.referenced);
     let mut sizes: Vec<u64> = Vec::new();
     let mut size_locs: Vec<Location> = Vec::new();
-    for (v, loc) in list_items(sizes_raw) {
+    let items = match sizes_raw {
+        Some(raw) => list_items(raw),
+        None => vec![(Scalar::UInt(0), root)],
+    };
+    for (v, loc) in items {
         let b = size_bytes(&v, data.dtype).map_err(|e| src.err(&loc, format!("sizes: {e}")))?;
         if let Some(i) = sizes.iter().position(|&m| m == b) {
             return Err(src.err(&loc, format!("sizes: {b} bytes is listed twice{}", first_at(&size_locs[i]))));
@@ -942,7 +953,8 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
         Some(c) => (flag(c.value.closed_form, "closed_form", true)?, flag(c.value.bitwise, "bitwise", false)?),
     };
 
-    Ok(Scenario {
+    let largest = size_locs.iter().zip(&sizes).max_by_key(|(_, b)| **b).map_or(sizes_at, |(l, _)| *l);
+    let s = Scenario {
         name,
         seed,
         ranks,
@@ -954,7 +966,10 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
         algorithms,
         sizes,
         check: CheckSpec { closed_form, bitwise },
-    })
+    };
+    limits::check_bytes(&s).map_err(|e| src.err(&largest, format!("sizes: {e}")))?;
+    limits::check_times(&s).map_err(|e| src.err(&topology_at, format!("topology: {e}")))?;
+    Ok(s)
 }
 
 /// `network:`. Under the flow model a hierarchy's outer levels cross its inner levels'
@@ -1164,6 +1179,11 @@ impl Overrides {
         }
         if let Some(seed) = self.seed {
             s.seed = seed;
+        }
+        if self.ranks.is_some() || self.sizes.is_some() {
+            let flag = if self.sizes.is_some() { "--sizes" } else { "--ranks" };
+            limits::check_bytes(s).map_err(|e| ScenarioError::flag(flag, e))?;
+            limits::check_times(s).map_err(|e| ScenarioError::flag(flag, e))?;
         }
         Ok(())
     }

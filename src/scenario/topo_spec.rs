@@ -93,6 +93,21 @@ impl TopologySpec {
         }
     }
 
+    /// Every link class the machine uses (with repeats): the levels', the custom and graph
+    /// links', a fat tree's host links and uplinks.
+    pub fn links(&self) -> Vec<Link> {
+        match self {
+            TopologySpec::FullyConnected { link, .. }
+            | TopologySpec::Torus2d { link, .. }
+            | TopologySpec::Mesh2d { link, .. }
+            | TopologySpec::Ring { link, .. } => vec![*link],
+            TopologySpec::Hierarchical { levels, .. } => levels.iter().map(|l| l.link).collect(),
+            TopologySpec::Custom { links, .. } => links.iter().map(|l| l.link).collect(),
+            TopologySpec::Graph { links, .. } => links.iter().map(|l| l.link).collect(),
+            TopologySpec::FatTree { link, uplink, .. } => vec![*link, *uplink],
+        }
+    }
+
     /// The most ranks the topology can run, where that is a limit rather than a fixed
     /// count: a graph's or fat tree's hosts, when the ranks take the first hosts of an
     /// order. Any count from 1 up to it is allowed.

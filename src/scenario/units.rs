@@ -392,7 +392,15 @@ fn scaled(v: f64, units: &[(&str, f64)]) -> String {
         }
     }
     let (name, f) = units[chosen];
-    format!("{sign}{} {name}", sig3(a / f))
+    let x = a / f;
+    // Beyond the units (a time of 1e300 s, a bandwidth of 1e-300 B/s), three significant
+    // digits in scientific notation instead of hundreds of digits.
+    if x >= 1e6 || x < 1e-3 {
+        let s = format!("{x:.2e}");
+        let (mantissa, exponent) = s.split_once('e').unwrap_or((&s, "0"));
+        return format!("{sign}{}e{exponent} {name}", trim_zeros(mantissa.to_string()));
+    }
+    format!("{sign}{} {name}", sig3(x))
 }
 
 /// A time for people, three significant digits: `1.23 ms`, `4.56 us`, `789 ns`, `0 s`.
@@ -451,6 +459,24 @@ pub fn fmt_size_short(bytes: u64) -> String {
         }
     }
     format!("{bytes}B")
+}
+
+/// `s` with every control character but the line feed and the tab written as a Rust
+/// escape (`\u{1b}`, `\r`): text from a scenario (its name, node names) printed to a
+/// terminal cannot move the cursor, set the title or clear the screen.
+pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if c.is_control() && c != '\n' && c != '\t' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -616,6 +642,23 @@ mod tests {
         assert_eq!(fmt_bandwidth(8e8), "800 MB/s");
         assert_eq!(fmt_bandwidth(0.0), "0 B/s");
         assert_eq!(fmt_bandwidth(1.2345e13), "12.3 TB/s");
+    }
+
+    #[test]
+    fn magnitudes_beyond_the_units_are_scientific() {
+        assert_eq!(fmt_time(6.144e303), "6.14e303 s");
+        assert_eq!(fmt_time(2213609288.8), "2.21e9 s");
+        assert_eq!(fmt_time(999_999.0), "999999 s");
+        assert_eq!(fmt_time(1e-20), "1e-8 ps");
+        assert_eq!(fmt_bandwidth(1e-300), "1e-300 B/s");
+        assert_eq!(fmt_bandwidth(5e-324), "4.94e-324 B/s");
+        assert_eq!(fmt_time(0.5e-12), "0.5 ps");
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(escape_controls("a\u{1b}]0;x\u{7}b\tc\nd\re"), "a\\u{1b}]0;x\\u{7}b\tc\nd\\re");
+        assert!(matches!(escape_controls("plain ✓"), std::borrow::Cow::Borrowed(_)));
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub use generator::RankGen;
 pub use log::{ENTRY_BYTES, Entry, OpLog, Source};
 pub use plane::{DataPlane, Finals, Plane};
 pub use reference::{Expect, Expectation, Expectations, Reference, Verification, Violation};
-pub use tiled::{Phases, TILE_BYTES, verify_log, verify_log_with};
+pub use tiled::{MIN_TILE, Phases, TILE_BYTES, verify_log, verify_log_with};
 
 /// Element type (`data.dtype`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -1212,8 +1212,8 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
 /// The messages one rank's scan in [`Engine::match_ports`] offers per peer.
 ///
 /// Of the waiting messages between one sender and one receiver, the greedy pass starts a
-/// prefix, in their priority order (which is the order of the sender's `out_wait` and of
-/// the receiver's `in_wait`): once one fails, its sender's or its receiver's ports are
+/// prefix, in their priority order (which is the order of the sender's [`Link::Out`] list
+/// and of the receiver's [`Link::In`] list): once one fails, its sender's or its receiver's ports are
 /// all taken, and every later message of the pair fails too. Each start takes a port at
 /// both ends, so the prefix is at most `min(free out-ports, free in-ports)` long. Offering
 /// only that many per pair changes nothing in what starts, and a chain's first rank,

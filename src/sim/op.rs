@@ -57,7 +57,8 @@ pub enum Action {
 ///
 /// Sends and receives are non-blocking (like `MPI_Isend` / `MPI_Irecv`); a program
 /// blocks only at [`Op::Wait`] / [`Op::WaitAll`]. Every `Recv` and `Reduce` gets a
-/// handle: the number of `Recv`/`Reduce` ops this rank issued before it, starting at 0.
+/// handle: the number of `Recv`/`Reduce` ops its stream (one of the rank's programs)
+/// issued before it, starting at 0; `Wait` and `WaitAll` see only their own stream's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
     /// Send `src` to rank `to`. The data is taken when the op is issued (eager,
@@ -98,7 +99,7 @@ pub enum Op {
     },
     /// Block until the `Recv`/`Reduce` with this handle has completed.
     Wait(u32),
-    /// Block until every `Recv`/`Reduce` issued so far has completed.
+    /// Block until every `Recv`/`Reduce` this stream issued so far has completed.
     WaitAll,
     /// Block until at most this many of the `Send`s this stream issued are not yet
     /// delivered (`WaitSends(0)`: all delivered, like `MPI_Waitall` on the send

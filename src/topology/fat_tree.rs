@@ -148,10 +148,14 @@ pub fn oversubscription(hosts_per_leaf: usize, spines: usize, link_bandwidth: f6
 
 /// `8:1 oversubscribed`, `1:1, not oversubscribed`, `0.5:1, not oversubscribed`.
 pub fn oversubscription_text(ratio: f64) -> String {
-    let r = if (ratio - ratio.round()).abs() < 1e-9 {
+    let r = if ratio >= 1.0 && (ratio - ratio.round()).abs() < 1e-9 {
         format!("{}", ratio.round())
     } else {
-        let s = format!("{ratio:.2}");
+        // Two decimals, or two significant digits for a ratio below 0.01 (a few hosts under
+        // fast uplinks), which two decimals would round to `0:1`.
+        let decimals =
+            if ratio > 0.0 && ratio < 0.01 { (1 - ratio.log10().floor() as i64).min(330) as usize } else { 2 };
+        let s = format!("{ratio:.decimals$}");
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     };
     if ratio > 1.0 { format!("{r}:1 oversubscribed") } else { format!("{r}:1, not oversubscribed") }
@@ -312,5 +316,7 @@ mod tests {
         assert_eq!(oversubscription_text(1.0), "1:1, not oversubscribed");
         assert_eq!(oversubscription_text(0.5), "0.5:1, not oversubscribed");
         assert_eq!(oversubscription_text(2.0 / 3.0 * 4.0), "2.67:1 oversubscribed");
+        assert_eq!(oversubscription_text(4e-6), "0.000004:1, not oversubscribed");
+        assert_eq!(oversubscription_text(1.0 / 3e10), "0.000000000033:1, not oversubscribed");
     }
 }

@@ -380,10 +380,24 @@ pub(super) fn topology(src: &Src, raw: Spanned<RawTopology>) -> Result<TopologyS
             };
             let hosts_per_leaf = count(&t.hosts_per_leaf, "hosts_per_leaf", "the hosts under each leaf switch")?;
             let leaves = count(&t.leaves, "leaves", "the number of leaf switches")?;
-            let spines = match t.spines {
+            let spines = match &t.spines {
                 None => 1,
-                some => count(&some, "spines", "the number of spine switches")?,
+                some => count(some, "spines", "the number of spine switches")?,
             };
+            // Routing takes spine (destination host mod spines): spines beyond the host
+            // count carry nothing, yet would count in the oversubscription ratio.
+            let hosts = hosts_per_leaf.saturating_mul(leaves);
+            if spines > hosts {
+                let loc = t.spines.as_ref().map_or(at, |v| v.referenced);
+                return Err(src.err(
+                    &loc,
+                    format!(
+                        "topology.spines: {spines} is more spines than the tree has hosts ({leaves} x \
+                         {hosts_per_leaf} = {hosts}); a message takes spine (destination host mod spines), \
+                         so the rest would carry nothing: write spines from 1 to {hosts}"
+                    ),
+                ));
+            }
             let link = need_link(link)?;
             let uplink = t.uplink.map(|l| link_of(src, l, "topology.uplink")).transpose()?.unwrap_or(link);
             let placement = t.placement.map(|p| tree_placement(src, p)).transpose()?.unwrap_or(RankOrder::HostOrder);
@@ -401,7 +415,7 @@ fn ports(src: &Src, n: &Spanned<Scalar>, key: &str) -> Result<u32, ScenarioError
     whole(&n.value, 1, u64::from(u32::MAX)).map(|k| k as u32).ok_or_else(|| {
         src.err(
             &n.referenced,
-            format!("{key}: must be a whole number of at least 1 (ports per rank), not {}", n.value.shown()),
+            format!("{key}: must be a whole number from 1 to {} (ports per rank), not {}", u32::MAX, n.value.shown()),
         )
     })
 }

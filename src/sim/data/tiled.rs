@@ -37,7 +37,7 @@ use crate::sim::op::Region;
 pub const TILE_BYTES: usize = 256 << 10;
 /// The fewest indices a tile has, so that the work per logged operation stays well above
 /// its fixed cost at large P.
-const MIN_TILE: usize = 256;
+pub const MIN_TILE: usize = 256;
 
 /// Time the threads spent in each phase of a tiled run, summed over the threads, and the
 /// tiles.

@@ -1,0 +1,278 @@
+//! Inputs that once gave silent nonsense, wrapped numbers, raw escape sequences or
+//! stale figures (docs/scenario.md "Limits of a sweep", docs/report.md): each is now
+//! refused with a message naming the place and what is allowed, or reported right.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use allreduce_sim::scenario::parse_str;
+use allreduce_sim::{estimate, runner};
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn cmd() -> Command {
+    let mut c = Command::cargo_bin("allreduce-sim").unwrap();
+    c.env("RUST_BACKTRACE", "0");
+    c
+}
+
+/// A scenario file in the target directory, removed on drop.
+struct File(PathBuf);
+static N: AtomicUsize = AtomicUsize::new(0);
+impl File {
+    fn new(text: &str) -> File {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        let path = dir.join(format!("hard-{}-{}.yaml", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+        std::fs::write(&path, text).unwrap();
+        File(path)
+    }
+}
+impl Drop for File {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn flat(bandwidth: &str, rest: &str) -> String {
+    format!("name: t\nranks: 4\ntopology: {{ link: {{ alpha: 2us, bandwidth: {bandwidth} }} }}\n{rest}")
+}
+
+fn stdout(c: &mut Command) -> String {
+    String::from_utf8(c.output().unwrap().stdout).unwrap()
+}
+
+#[test]
+fn a_machine_of_infinite_times_is_refused_where_it_is_written() {
+    let f = File::new(&flat("5e-324", "algorithms: [ring]\nsizes: 4KiB\n"));
+    cmd()
+        .arg("run")
+        .arg(&f.0)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(".yaml:3:11: topology:"))
+        .stderr(predicate::str::contains("would not be finite numbers"))
+        .stderr(predicate::str::contains("raise the bandwidth"));
+    // The same through the command line's sizes.
+    let f = File::new(&flat("1e-290", "algorithms: [ring]\nsizes: 4KiB\n"));
+    cmd().args(["run", "--sizes", "1GiB"]).arg(&f.0).assert().code(2).stderr(predicate::str::contains("--sizes"));
+}
+
+#[test]
+fn huge_finite_times_print_in_scientific_notation() {
+    let f = File::new(&flat("1e-300", "data: { mode: off }\nalgorithms: [ring]\nsizes: 4KiB\n"));
+    let out = stdout(cmd().arg("run").arg(&f.0));
+    assert!(out.contains("e303 s"), "{out}");
+    assert!(out.contains("B=1e-300 B/s"), "{out}");
+    assert!(out.lines().all(|l| l.chars().count() < 200), "{out}");
+}
+
+#[test]
+fn sizes_whose_byte_counts_would_wrap_are_refused_with_the_limit() {
+    let f =
+        File::new(&flat("100Gbps", "data: { mode: off }\nalgorithms: [ring]\nsizes: [4KiB, 18446744073709551612]\n"));
+    cmd()
+        .arg("run")
+        .arg(&f.0)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(".yaml:6:15: sizes:"))
+        .stderr(predicate::str::contains("at most 288230376151711743 bytes"));
+    let f = File::new(&flat("100Gbps", "data: { mode: off }\nalgorithms: [ring]\nsizes: 1GiB\n"));
+    cmd()
+        .args(["run", "--ranks", "100000"])
+        .arg(&f.0)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--ranks"))
+        .stderr(predicate::str::contains("2^64"));
+}
+
+#[test]
+fn bcube_lists_only_the_powers_that_exist() {
+    let f = File::new(
+        &flat("100Gbps", "ranks: 6\nalgorithms: [{ name: bcube, base: 18446744073709551614 }]\nsizes: 4KiB\n")
+            .replace("ranks: 4\n", ""),
+    );
+    let out = cmd().arg("run").arg(&f.0).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("allowed here: P = 1, 18446744073709551614\n"), "{text}");
+    // Every point is n/a: nothing ran, and the run says so rather than "all checks held".
+    assert!(text.contains("1 point, none could run"), "{text}");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no point ran"));
+}
+
+#[test]
+fn counts_may_be_strings_of_digits_everywhere() {
+    let text = flat("100Gbps", "algorithms: [{ name: ring, segments: \"4\" }]\nsizes: 4KiB\n")
+        .replace("ranks: 4", "ranks: \"4\"");
+    let f = File::new(&text);
+    cmd().arg("run").arg(&f.0).assert().code(0).stdout(predicate::str::contains("ring(segments=4)"));
+}
+
+#[test]
+fn limits_are_stated() {
+    let f =
+        File::new(&flat("100Gbps", "algorithms: [ring]\nsizes: 4KiB\n").replace("} }\n", "}, nics: 4294967296 }\n"));
+    cmd().arg("run").arg(&f.0).assert().code(2).stderr(predicate::str::contains("from 1 to 4294967295"));
+    let f = File::new(&flat("100Gbps", "algorithms: [ring]\nsizes: 4KiB\n"));
+    for (flag, want) in [("--sizes", "'-1'"), ("--ranks", "a rank count must be a whole number"), ("--seed", "seed")] {
+        cmd()
+            .args(["run", flag, "-1"])
+            .arg(&f.0)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(want))
+            .stderr(predicate::str::contains("-- -1").not());
+    }
+}
+
+#[test]
+fn a_fat_tree_with_more_spines_than_hosts_is_refused() {
+    let text = "name: t\ntopology: { kind: fat_tree, link: { alpha: 2us, bandwidth: 100Gbps }, leaves: 1, \
+                hosts_per_leaf: 4, spines: 1000000 }\nalgorithms: [ring]\nsizes: 4KiB\n";
+    let f = File::new(text);
+    cmd()
+        .arg("run")
+        .arg(&f.0)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("spines: 1000000 is more spines than the tree has hosts"))
+        .stderr(predicate::str::contains("write spines from 1 to 4"));
+}
+
+#[test]
+fn escape_sequences_in_a_name_never_reach_the_terminal() {
+    let f = File::new(
+        &flat("100Gbps", "algorithms: [ring]\nsizes: 4KiB\n").replace("name: t", "name: \"x \\e]0;PWNED\\a y\""),
+    );
+    let out = cmd().arg("run").arg(&f.0).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains('\u{1b}') && !text.contains('\u{7}'), "{text:?}");
+    assert!(text.starts_with("x \\u{1b}]0;PWNED\\u{7} y\n"), "{text}");
+    let out = cmd().arg("validate").arg(&f.0).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains('\u{1b}'));
+    // In an error's snippet of the line too.
+    let f = File::new("name: a\u{1b}[2Jb\nbogus: 1\n");
+    let out = cmd().arg("run").arg(&f.0).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains('\u{1b}'));
+}
+
+#[test]
+fn not_applicable_rows_have_no_time() {
+    let f2 = File::new(
+        &flat("100Gbps", "ranks: [3, 4]\nalgorithms: [ring, { name: bcube, base: 4 }]\nsizes: 4KiB\n")
+            .replace("ranks: 4\n", ""),
+    );
+    let json = stdout(cmd().args(["run", "--format", "json"]).arg(&f2.0));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let rows = v["results"].as_array().unwrap();
+    let na: Vec<_> = rows.iter().filter(|r| !r["not_applicable"].is_null()).collect();
+    assert!(!na.is_empty());
+    for r in &na {
+        assert!(r["time_s"].is_null() && r["lower_bound_s"].is_null(), "{r}");
+    }
+    assert!(rows.iter().filter(|r| r["not_applicable"].is_null()).all(|r| r["time_s"].as_f64().unwrap() > 0.0));
+    let csv = stdout(cmd().args(["run", "--format", "csv"]).arg(&f2.0));
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let time = head.iter().position(|c| *c == "time_s").unwrap();
+    for line in csv.lines().skip(1).filter(|l| l.contains("is not a power")) {
+        assert_eq!(line.split(',').nth(time), Some(""), "{line}");
+    }
+}
+
+#[test]
+fn full_data_is_counted_at_what_the_tiled_replay_holds() {
+    let text = flat("100Gbps", "ranks: 64\ndata: { mode: full }\nalgorithms: [ring]\nsizes: 16MiB\n")
+        .replace("ranks: 4\n", "");
+    let s = parse_str(&text, "t.yaml").unwrap();
+    let pts = runner::points(&s);
+    estimate::check_budget(&s, &pts).expect("fits the 2 GiB budget");
+    let est = estimate::estimate(&s, &pts[0], true);
+    assert!(est.data_bytes < 256 << 20, "{est:?}");
+    // Whole vectors are still what a plane that stages data in scratch is counted at.
+    let text = text.replace("[ring]", "[ring_chunked]");
+    let s = parse_str(&text, "t.yaml").unwrap();
+    assert!(estimate::check_budget(&s, &runner::points(&s)).is_err());
+}
+
+#[test]
+fn a_one_phase_ring_segmented_has_the_rings_closed_form() {
+    let f = File::new(
+        &flat("100Gbps", "ranks: 3\nalgorithms: [ring_segmented, ring]\nsizes: 4KiB\n").replace("ranks: 4\n", ""),
+    );
+    let json = stdout(cmd().args(["run", "--format", "json"]).arg(&f.0));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows[0]["closed_form_s"], rows[1]["closed_form_s"], "{json}");
+    assert!(rows[0]["closed_form_rel_err"].as_f64().unwrap() <= 1e-9);
+}
+
+#[test]
+fn a_barrier_needs_no_sizes_and_is_verified() {
+    let f = File::new(
+        &flat(
+            "100Gbps",
+            "ranks: [5, 8]\ncollective: barrier\nalgorithms: [all_to_all, all_to_one, recursive_doubling, bruck]\n",
+        )
+        .replace("ranks: 4\n", ""),
+    );
+    let out = cmd().args(["run", "--format", "json"]).arg(&f.0).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 8);
+    assert!(rows.iter().all(|r| r["verified"] == true), "{v}");
+    // Sizes stay required where something moves data.
+    let f = File::new(&flat("100Gbps", "algorithms: [ring]\n"));
+    cmd().arg("run").arg(&f.0).assert().code(2).stderr(predicate::str::contains("missing key 'sizes'"));
+}
+
+#[test]
+fn validate_takes_the_sweep_flags() {
+    let f = File::new(
+        &flat("100Gbps", "ranks: [4, 8]\nalgorithms: [ring, star]\nsizes: [4KiB, 1MiB]\n").replace("ranks: 4\n", ""),
+    );
+    cmd()
+        .args(["validate", "--ranks", "8", "--sizes", "1KiB", "--algorithms", "ring"])
+        .arg(&f.0)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("1 algorithm(s) x 1 rank count(s) x 1 size(s) = 1 point(s)"))
+        .stdout(predicate::str::contains("ring at P = 8, S = 1 KiB"));
+    cmd().args(["validate", "--sizes", "1e40"]).arg(&f.0).assert().code(2);
+}
+
+/// The README's excerpt of the quickstart's report is what a run prints (line for line,
+/// the `...` standing for lines left out).
+#[test]
+fn the_readmes_quickstart_excerpt_matches_a_run() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let prompt = "$ allreduce-sim run scenarios/quickstart.yaml\n";
+    let start = readme.find(prompt).expect("the README shows the quickstart's report") + prompt.len();
+    let excerpt = &readme[start..start + readme[start..].find("```").unwrap()];
+    let out = stdout(cmd().args(["run", "--quiet", &format!("{root}/scenarios/quickstart.yaml")]));
+    let lines: Vec<&str> = out.lines().collect();
+    let mut at = 0;
+    for want in excerpt.lines().filter(|l| l.trim() != "...") {
+        let found = lines[at..].iter().position(|l| *l == want);
+        assert!(found.is_some(), "README line not in the run's report (in order):\n{want}\n\nrun:\n{out}");
+        at += found.unwrap() + 1;
+    }
+}
+
+/// CI runs exactly the README's test command (with `--locked`), so the figures the
+/// README gives for it are the ones CI pays.
+#[test]
+fn ci_runs_the_readmes_test_command() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let ci = std::fs::read_to_string(format!("{root}/.ci/run")).unwrap();
+    let test = readme.lines().find(|l| l.starts_with("cargo test")).expect("the README's test command");
+    let command = test.split('#').next().unwrap().trim();
+    assert_eq!(command, "cargo test --release");
+    assert!(ci.lines().any(|l| l.trim() == "cargo test --release --locked"), "{ci}");
+    assert!(readme.contains("cargo run --release"));
+}
