@@ -148,6 +148,8 @@ struct FlowState {
     moving: bool,
     /// Generation of its scheduled delivery; older events are stale.
     generation: u32,
+    /// Started and not yet delivered: its route slots in `route_buf` must stay valid.
+    live: bool,
     epoch: u64,
     fixed: bool,
     next_rate: f64,
@@ -168,6 +170,9 @@ pub struct FlowNet<'a> {
     links: Vec<LinkState>,
     /// Per message id (the engine's slab index).
     flows: Vec<FlowState>,
+    /// How many pairs' routes are cached before the cache is dropped
+    /// ([`MAX_CACHED_ROUTES`]; smaller in tests).
+    max_routes: usize,
     dirty: Vec<u32>,
     epoch: u64,
     scratch: Vec<LinkId>,
@@ -220,6 +225,7 @@ impl<'a> FlowNet<'a> {
             ids: Vec::new(),
             links: Vec::new(),
             flows: Vec::new(),
+            max_routes: MAX_CACHED_ROUTES,
             dirty: Vec::new(),
             epoch: 0,
             scratch: Vec::new(),
@@ -228,6 +234,22 @@ impl<'a> FlowNet<'a> {
             loads: None,
             stats: FlowStats { machine_links: fabric.link_count(), ..FlowStats::default() },
         }
+    }
+
+    /// Forget every cached route. Flows in flight keep theirs: their slots are copied to
+    /// the front of a fresh `route_buf` and their `start` moved there (clearing the buffer
+    /// under them made a later flow's route overwrite theirs, so a flow could leave or
+    /// share links it never crossed, or index past the buffer's end). Runs once per
+    /// `max_routes` new pairs and costs the live flows' routes, so it is amortised free.
+    fn drop_routes(&mut self) {
+        self.routes.clear();
+        let mut kept = Vec::with_capacity(self.route_buf.len().min(self.max_routes));
+        for f in self.flows.iter_mut().filter(|f| f.live) {
+            let start = kept.len() as u32;
+            kept.extend_from_slice(&self.route_buf[f.start as usize..(f.start + f.len) as usize]);
+            f.start = start;
+        }
+        self.route_buf = kept;
     }
 
     /// Keep every change of a link's load, for the timeline's counter tracks.
@@ -240,9 +262,8 @@ impl<'a> FlowNet<'a> {
         if let Some(&r) = self.routes.get(&(a, b)) {
             return r;
         }
-        if self.routes.len() >= MAX_CACHED_ROUTES {
-            self.routes.clear();
-            self.route_buf.clear();
+        if self.routes.len() >= self.max_routes {
+            self.drop_routes();
         }
         self.scratch.clear();
         self.fabric.route(a as usize, b as usize, &mut self.scratch);
@@ -306,6 +327,7 @@ impl<'a> FlowNet<'a> {
             alone: now + link.time(bytes as f64),
             moving: false,
             generation,
+            live: true,
             epoch: 0,
             fixed: false,
             next_rate: 0.0,
@@ -356,6 +378,7 @@ impl<'a> FlowNet<'a> {
             self.stats.faster_than_alone += 1;
         }
         f.generation = f.generation.wrapping_add(1);
+        f.live = false;
         if !f.moving {
             return;
         }
@@ -522,5 +545,45 @@ impl<'a> FlowNet<'a> {
             })
             .collect();
         self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FlowNet, Sharing};
+    use crate::topology::{FullyConnected, Link};
+
+    /// Dropping the route cache while flows are in flight leaves them on their own links.
+    /// With a cache of one pair, every new pair drops it: flow 0 (0 -> 1) is in flight
+    /// when flows 1 (2 -> 3) and 2 (1 -> 0) start. Each is alone on its private link, so
+    /// none may slow another; before the fix flow 1's route overwrote flow 0's slots
+    /// (both then shared link 2->3) and flow 2's start indexed past the buffer.
+    #[test]
+    fn dropped_routes_keep_the_flows_in_flight() {
+        let link = Link { alpha: 1.0, bandwidth: 1.0 };
+        let topo = FullyConnected { ranks: 4, link, nics: 1 };
+        let mut net = FlowNet::new(&topo, Sharing::MaxMin);
+        net.max_routes = 1;
+        let mut moved = Vec::new();
+        for (id, (a, b)) in [(0, 1), (2, 3), (1, 0)].into_iter().enumerate() {
+            net.start(id as u32, a, b, 8, link, 0.0);
+        }
+        for id in 0..3 {
+            net.begin_data(id);
+        }
+        net.settle(1.0, |id, _, t| moved.push((id, t)));
+        assert_eq!(moved, [], "no flow shares a link");
+        let loads: Vec<usize> = net.links.iter().map(|l| l.flows.len()).collect();
+        assert_eq!(loads, [1, 1, 1]);
+        for id in 0..3 {
+            net.finish(id, 9.0);
+        }
+        // A fourth pair after every flow left: the buffer holds only its route.
+        net.start(3, 3, 2, 8, link, 9.0);
+        assert_eq!(net.route_buf.len(), 1);
+        let stats = net.into_stats();
+        let names: Vec<(&str, u64)> = stats.links.iter().map(|l| (l.name.as_str(), l.bytes)).collect();
+        assert_eq!(names, [("r0->r1", 8), ("r2->r3", 8), ("r1->r0", 8), ("r3->r2", 8)]);
+        assert_eq!(stats.reschedules, 0);
     }
 }
