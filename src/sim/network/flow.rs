@@ -1,7 +1,7 @@
 //! The flow model (`network.model: flow`): messages are flows on routed paths, and flows
 //! that cross one directed link share its bandwidth, as in SimGrid's fluid model.
 //!
-//! The engine ([`super::engine`]) still decides when a message starts (both its ports
+//! The engine ([`crate::sim::engine`]) still decides when a message starts (both its ports
 //! free, the ideal model's priority order: docs/model.md); this module
 //! decides when it ends. A message
 //! of `m` bytes from `a` to `b` that starts at `t` is a flow on the route
@@ -43,6 +43,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use smallvec::SmallVec;
 
+use super::{NetworkModel, Sched, Start};
+use crate::sim::engine::Observer;
 use crate::topology::{Fabric, Link, LinkId};
 
 /// How flows on a full link divide it (`network.sharing`).
@@ -155,9 +157,10 @@ struct FlowState {
     next_rate: f64,
 }
 
-/// The shared links of one run. The engine calls [`FlowNet::start`] when a message takes
-/// its ports, [`FlowNet::begin_data`] when its latency has passed, [`FlowNet::finish`]
-/// when it is delivered, and [`FlowNet::settle`] once per instant.
+/// The shared links of one run. As a [`NetworkModel`]: [`FlowNet::start_flow`] when a
+/// message takes its ports, [`FlowNet::begin_data`] when its latency has passed (an event
+/// of its own), [`FlowNet::finish`] when it is delivered, and [`FlowNet::settle_rates`]
+/// once per instant.
 pub struct FlowNet<'a> {
     fabric: &'a dyn Fabric,
     sharing: Sharing,
@@ -302,7 +305,7 @@ impl<'a> FlowNet<'a> {
     /// Message `id` of `bytes` bytes from `a` to `b`, whose pair cost is `link`, takes its
     /// ports at `now`. Returns the generation of the delivery the engine schedules now,
     /// at `now + link.time(bytes)`: right if the flow never shares a link.
-    pub fn start(&mut self, id: u32, a: u32, b: u32, bytes: u64, link: Link, now: f64) -> u32 {
+    pub fn start_flow(&mut self, id: u32, a: u32, b: u32, bytes: u64, link: Link, now: f64) -> u32 {
         let (start, len) = self.route(a, b);
         for i in start..start + len {
             self.links[self.route_buf[i as usize] as usize].bytes += bytes;
@@ -337,7 +340,7 @@ impl<'a> FlowNet<'a> {
 
     /// Whether a delivery of message `id` scheduled with `generation` is still its delivery.
     #[inline]
-    pub fn current(&self, id: u32, generation: u32) -> bool {
+    pub fn is_current(&self, id: u32, generation: u32) -> bool {
         self.flows[id as usize].generation == generation
     }
 
@@ -353,7 +356,7 @@ impl<'a> FlowNet<'a> {
     }
 
     /// Put message `id` on (or take it off) every link of its route, marking each for
-    /// the next [`FlowNet::settle`].
+    /// the next [`FlowNet::settle_rates`].
     fn join_or_leave(&mut self, id: u32, join: bool) {
         let f = &self.flows[id as usize];
         for i in f.start..f.start + f.len {
@@ -389,7 +392,7 @@ impl<'a> FlowNet<'a> {
     /// Recompute the rates of every flow that shares a link with a link that changed
     /// since the last call, at `now`; `reschedule(id, generation, time)` is called for
     /// each flow whose delivery moved.
-    pub fn settle(&mut self, now: f64, mut reschedule: impl FnMut(u32, u32, f64)) {
+    pub fn settle_rates(&mut self, now: f64, mut reschedule: impl FnMut(u32, u32, f64)) {
         while let Some(&seed) = self.dirty.last() {
             self.dirty.pop();
             if !self.links[seed as usize].dirty {
@@ -531,7 +534,7 @@ impl<'a> FlowNet<'a> {
     }
 
     /// The run's link statistics.
-    pub fn into_stats(mut self) -> FlowStats {
+    pub fn link_stats(mut self) -> FlowStats {
         self.stats.links = self
             .ids
             .iter()
@@ -545,6 +548,52 @@ impl<'a> FlowNet<'a> {
             })
             .collect();
         self.stats
+    }
+}
+
+/// A message's flow starts with its ports; its data after its route latency (an event of
+/// the model's own, or at once on a route of none); the delivery the engine schedules is
+/// the flow's alone, moved by [`FlowNet::settle_rates`] when sharing changes its rate.
+impl NetworkModel for FlowNet<'_> {
+    const END_AT_START: bool = false;
+
+    fn start(&mut self, s: &Start, q: &mut Sched<'_>) -> f64 {
+        let generation = self.start_flow(s.id, s.src, s.dst, s.wire, s.link, s.now);
+        if s.wire > 0 {
+            if s.link.alpha > 0.0 {
+                q.later(s.now + s.link.alpha, s.id, 0);
+            } else {
+                self.begin_data(s.id);
+            }
+        }
+        q.deliver(s.now + s.link.time(s.wire as f64), s.id, generation);
+        f64::INFINITY
+    }
+
+    #[inline]
+    fn current(&self, id: u32, generation: u32) -> bool {
+        self.is_current(id, generation)
+    }
+
+    fn event(&mut self, id: u32, _what: u32, _now: f64, _q: &mut Sched<'_>) {
+        self.begin_data(id);
+    }
+
+    fn delivered(&mut self, id: u32, now: f64) {
+        self.finish(id, now);
+    }
+
+    fn settle(&mut self, now: f64, q: &mut Sched<'_>) {
+        self.settle_rates(now, |id, generation, time| q.deliver(time, id, generation));
+    }
+
+    fn into_stats<O: Observer>(mut self, obs: &mut O) -> Option<FlowStats> {
+        let loads = self.take_loads();
+        let stats = self.link_stats();
+        if obs.wants_link_loads() {
+            obs.link_loads(&stats.links, loads);
+        }
+        Some(stats)
     }
 }
 
@@ -566,12 +615,12 @@ mod tests {
         net.max_routes = 1;
         let mut moved = Vec::new();
         for (id, (a, b)) in [(0, 1), (2, 3), (1, 0)].into_iter().enumerate() {
-            net.start(id as u32, a, b, 8, link, 0.0);
+            net.start_flow(id as u32, a, b, 8, link, 0.0);
         }
         for id in 0..3 {
             net.begin_data(id);
         }
-        net.settle(1.0, |id, _, t| moved.push((id, t)));
+        net.settle_rates(1.0, |id, _, t| moved.push((id, t)));
         assert_eq!(moved, [], "no flow shares a link");
         let loads: Vec<usize> = net.links.iter().map(|l| l.flows.len()).collect();
         assert_eq!(loads, [1, 1, 1]);
@@ -579,9 +628,9 @@ mod tests {
             net.finish(id, 9.0);
         }
         // A fourth pair after every flow left: the buffer holds only its route.
-        net.start(3, 3, 2, 8, link, 9.0);
+        net.start_flow(3, 3, 2, 8, link, 9.0);
         assert_eq!(net.route_buf.len(), 1);
-        let stats = net.into_stats();
+        let stats = net.link_stats();
         let names: Vec<(&str, u64)> = stats.links.iter().map(|l| (l.name.as_str(), l.bytes)).collect();
         assert_eq!(names, [("r0->r1", 8), ("r2->r3", 8), ("r1->r0", 8), ("r3->r2", 8)]);
         assert_eq!(stats.reschedules, 0);
