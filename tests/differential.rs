@@ -95,7 +95,7 @@ fn machine(rng: &mut ChaCha8Rng) -> Machine {
         .map(|_| Link { alpha: pick(rng, 3) as f64 * 0.5, bandwidth: [1.0, 2.0, 4.0][pick(rng, 3)] })
         .collect();
     // Either one interface per rank (the default machine), or a few shared at random.
-    let shared = rng.next_u32() % 2 == 0;
+    let shared = rng.next_u32().is_multiple_of(2);
     let count = if shared { 1 + pick(rng, ranks + 2) } else { ranks };
     let ports = (0..count).map(|_| 1 + pick(rng, 3) as u32).collect();
     let routes = (0..ranks * ranks)
@@ -117,7 +117,7 @@ fn programs(rng: &mut ChaCha8Rng, ranks: usize) -> Vec<Vec<Op>> {
         let b = (a + 1 + pick(rng, ranks - 1)) % ranks;
         let tag = pick(rng, 3) as u32;
         let len = [0, 1, 2, 3, 5, 8][pick(rng, 6)];
-        let action = if rng.next_u32() % 2 == 0 { Action::Copy } else { Action::Reduce };
+        let action = if rng.next_u32().is_multiple_of(2) { Action::Copy } else { Action::Reduce };
         ops[a].push(Op::send(b as Rank, tag, Region::vec(0, len)));
         ops[b].push(Op::Recv { from: a as Rank, tag, dst: Region::vec(0, len), action });
         handles[b] += 1;
