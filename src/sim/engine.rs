@@ -1,14 +1,18 @@
-//! The discrete-event engine: the ideal model of docs/model.md,
-//! exactly.
+//! The discrete-event engine: the machine model of docs/model.md, exactly, with the
+//! wire left to a [`NetworkModel`] ([`super::network`]: the ideal model, the flow model).
 //!
-//! State per rank: its program (a lazy [`Op`] stream), free outgoing and incoming
-//! ports, messages waiting for ports, posted receives, a FIFO compute unit.
-//! Time moves by popping events (a message delivered, a reduction finished) in the
-//! order `(time, insertion sequence)` ([`super::queue::EventQueue`]). All events of
-//! one instant are processed before ports are handed out, so a port freed at `t` serves a
-//! message issued at `t`; ports go to waiting messages greedily in the order
-//! `(issue time, sender rank, sender's issue sequence)`, which is the only order
-//! the model allows. Nothing depends on hash order, threads or the clock.
+//! State per rank: its program (a lazy [`Op`] stream), posted receives, a FIFO compute
+//! unit. State per interface (a group of ports, [`Topology::interfaces`]; by default one
+//! per rank): free outgoing and incoming ports and the messages waiting for them. A
+//! message takes one outgoing port of its sender's interface and one incoming port of its
+//! receiver's ([`Topology::route_interfaces`]) and holds them until it is delivered.
+//! Time moves by popping events (a message delivered, a reduction finished, an event of
+//! the network model) in the order `(time, insertion sequence)`
+//! ([`super::queue::EventQueue`]). All events of one instant are processed before ports
+//! are handed out, so a port freed at `t` serves a message issued at `t`; ports go to
+//! waiting messages greedily in the order `(issue time, sender rank, sender's issue
+//! sequence)`, which is the only order the model allows; then the network model settles
+//! the instant. Nothing depends on hash order, threads or the clock.
 //!
 //! The hot loop allocates nothing per event: messages and compute jobs live in slabs
 //! with free lists, payloads come from a pool, and every per-rank list keeps its
@@ -30,7 +34,8 @@ pub const EVENT_BLOCK: u64 = 1 << 16;
 use smallvec::SmallVec;
 
 use super::data::{DataPlane, Payload};
-use super::flow::{FlowNet, FlowStats, LinkStat, Sharing};
+use super::network::flow::{FlowStats, LinkStat};
+use super::network::{NetworkModel, Sched, Start};
 use super::op::{Action, Op, Program, Rank, Region, VEC};
 use super::queue::EventQueue;
 use crate::topology::Topology;
@@ -143,8 +148,6 @@ pub struct EngineConfig {
     pub scratch_bytes: u64,
     /// Bytes added to every message on the wire (`network.envelope`).
     pub envelope: u64,
-    /// `None`: the ideal model; `Some`: the flow model, sharing links this way.
-    pub flow: Option<Sharing>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -172,7 +175,7 @@ struct Posted {
 ///
 /// A receive posted first takes a slot of its own, which the matching send then fills
 /// in: a rank's unmatched receives cost no inline list in its state, and a slot never
-/// holds a receive and a message that are not each other's. 64 bytes: the receive's
+/// holds a receive and a message that are not each other's. 72 bytes: the receive's
 /// source, tag and length are the message's.
 #[derive(Clone, Copy, Debug)]
 struct Msg {
@@ -199,6 +202,10 @@ struct Msg {
     recv_stream: u16,
     /// The sender's stream, told when the message is delivered.
     stream: u16,
+    /// The interfaces whose ports it takes: its sender's outgoing, its receiver's
+    /// incoming ([`Topology::route_interfaces`]).
+    src_if: u32,
+    dst_if: u32,
 }
 
 impl Msg {
@@ -218,6 +225,8 @@ impl Msg {
         held: false,
         recv_stream: 0,
         stream: 0,
+        src_if: 0,
+        dst_if: 0,
     };
 
     /// Where the bound receive puts the data.
@@ -235,13 +244,13 @@ impl Msg {
     }
 }
 
-/// A rank's lists of messages, linked through the message slab (a rank with nothing
-/// waiting then costs 8 bytes a list, not an inline vector's 24).
+/// The lists of messages of a rank or an interface, linked through the message slab (one
+/// with nothing waiting then costs 8 bytes a list, not an inline vector's 24).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Link {
-    /// Messages from the rank waiting for ports, in issue order.
+    /// Messages out of the interface waiting for ports, in priority order.
     Out = 0,
-    /// Messages to the rank waiting for ports, in priority order.
+    /// Messages into the interface waiting for ports, in priority order.
     In = 1,
     /// What waits to be matched at the rank: messages to it not yet bound to a
     /// receive, in issue order, and its receives posted before their messages, in post
@@ -455,27 +464,37 @@ impl Outstanding {
 
 struct RankState<'p> {
     streams: SmallVec<[Stream<'p>; 1]>,
-    /// Messages waiting for ports from and to this rank, and what waits to be matched
-    /// at it, indexed by [`Link`].
-    lists: [List; 3],
+    /// What waits to be matched at it ([`Link::Unmatched`]).
+    unmatched: List,
     held_bytes: u64,
-    free_out: u32,
-    free_in: u32,
     /// The compute unit's FIFO of jobs: first and last slot in the job slab (`NONE`
     /// when empty); the first is running whenever there is one.
     jobs_head: u32,
     jobs_tail: u32,
     send_seq: u32,
+}
+
+/// An interface: a group of full-duplex ports ([`Topology::interfaces`]) and the
+/// messages waiting for them.
+#[derive(Clone, Copy, Debug)]
+struct Iface {
+    /// Messages waiting for a port out of it and into it, indexed by [`Link`].
+    lists: [List; 2],
+    free_out: u32,
+    free_in: u32,
+    /// Whether a port was freed or a message queued at it since the last
+    /// [`Engine::match_ports`].
     dirty: bool,
 }
 
+/// What an event does.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum EvKind {
-    /// Message `.0` is delivered, if `.1` is still its generation (the flow model
-    /// reschedules deliveries; the ideal model's generation is always 0).
+pub(crate) enum EvKind {
+    /// Message `.0` is delivered, if `.1` is still its generation
+    /// ([`NetworkModel::current`]).
     MsgDone(u32, u32),
-    /// Message `.0`'s route latency has passed (the flow model only).
-    DataStart(u32),
+    /// An event of the network model's own about message `.0` ([`NetworkModel::event`]).
+    Net(u32, u32),
     ComputeDone(Rank),
 }
 
@@ -520,10 +539,11 @@ fn slab_push<T>(v: &mut Vec<T>, x: T) -> u32 {
 }
 
 /// One simulation: build it with [`Engine::new`], run it with [`Engine::run`].
-pub struct Engine<'a, 'p, O: Observer> {
+pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     topo: &'a dyn Topology,
     cfg: EngineConfig,
     ranks: Vec<RankState<'p>>,
+    ifaces: Vec<Iface>,
     msgs: Vec<Msg>,
     free_msgs: Vec<u32>,
     /// With data: message `i`'s values are `payloads[i]` (kept with their capacity when
@@ -535,7 +555,8 @@ pub struct Engine<'a, 'p, O: Observer> {
     free_locals: Vec<u32>,
     events: EventQueue<EvKind>,
     now: f64,
-    dirty: Vec<Rank>,
+    /// Interfaces marked `dirty`.
+    dirty: Vec<u32>,
     /// Messages that may start now, by id: 4 bytes each (a wave offers one a rank),
     /// their place in line looked up in the slab when sorted ([`priority`]).
     candidates: Vec<u32>,
@@ -546,38 +567,26 @@ pub struct Engine<'a, 'p, O: Observer> {
     /// Handles issued beyond their stream's window ([`Outstanding`]).
     overflow: Overflow,
     obs: &'a mut O,
-    flow: Option<FlowNet<'a>>,
+    net: N,
 }
 
-impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
+impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     /// An engine for `programs` (one list of streams per rank, taken rank by rank, so
-    /// that no list of every rank's programs is held at once) on `topo`. With `data`,
-    /// messages carry real values and reductions really reduce; without, only time is
-    /// simulated.
+    /// that no list of every rank's programs is held at once) on `topo`, its messages
+    /// carried by the network model `net` ([`super::network::dispatch`] builds it). With
+    /// `data`, messages carry real values and reductions really reduce; without, only
+    /// time is simulated.
     pub fn new(
         topo: &'a dyn Topology,
         cfg: EngineConfig,
+        net: N,
         programs: impl ExactSizeIterator<Item = Vec<Program<'p>>>,
         data: Option<&'a mut DataPlane>,
         obs: &'a mut O,
     ) -> Result<Self, SimError> {
         let p = programs.len();
-        let flow = match cfg.flow {
-            None => None,
-            Some(sharing) => {
-                let fabric = topo.fabric().ok_or_else(|| {
-                    SimError::Unsupported(format!("{} has no physical links for the flow model", topo.describe()))
-                })?;
-                let mut net = FlowNet::new(fabric, sharing);
-                if obs.wants_link_loads() {
-                    net.record_loads();
-                }
-                Some(net)
-            }
-        };
         let ranks = programs
-            .enumerate()
-            .map(|(r, progs)| RankState {
+            .map(|progs| RankState {
                 streams: progs
                     .into_iter()
                     .map(|prog| Stream {
@@ -587,14 +596,17 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                         sends_in_flight: 0,
                     })
                     .collect(),
-                free_out: topo.nics(r),
-                free_in: topo.nics(r),
-                lists: [List::EMPTY; 3],
+                unmatched: List::EMPTY,
                 jobs_head: NONE,
                 jobs_tail: NONE,
                 send_seq: 0,
                 held_bytes: cfg.scratch_bytes,
-                dirty: false,
+            })
+            .collect();
+        let ifaces = (0..topo.interfaces())
+            .map(|i| {
+                let ports = topo.interface_ports(i);
+                Iface { lists: [List::EMPTY; 2], free_out: ports, free_in: ports, dirty: false }
             })
             .collect();
         let per_rank = p <= PER_RANK_MAX;
@@ -610,6 +622,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             topo,
             cfg,
             ranks,
+            ifaces,
             msgs: Vec::new(),
             free_msgs: Vec::new(),
             payloads: Vec::new(),
@@ -626,7 +639,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             per_rank,
             overflow: Overflow::new(),
             obs,
-            flow,
+            net,
         })
     }
 
@@ -640,10 +653,9 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         self.match_ports();
         self.settle();
         while let Some((time, ev)) = self.events.pop() {
-            // A delivery the flow model moved since is skipped, but may still be the
-            // last event of its instant.
-            let stale = matches!((ev, &self.flow), (EvKind::MsgDone(id, generation), Some(net))
-                if !net.current(id, generation));
+            // A delivery the model moved since is skipped, but may still be the last
+            // event of its instant.
+            let stale = matches!(ev, EvKind::MsgDone(id, generation) if !self.net.current(id, generation));
             if !stale {
                 self.now = time;
                 self.stats.events += 1;
@@ -662,35 +674,27 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         }
         self.stats.time = self.now;
         self.check_finished()?;
-        if let Some(mut net) = self.flow.take() {
-            let loads = net.take_loads();
-            let stats = net.into_stats();
-            if self.obs.wants_link_loads() {
-                self.obs.link_loads(&stats.links, loads);
-            }
-            self.stats.flow = Some(stats);
-        }
-        Ok(self.stats)
+        let Engine { net, obs, mut stats, .. } = self;
+        stats.flow = net.into_stats(obs);
+        Ok(stats)
     }
 
-    /// Under the flow model, give the flows that started or ended this instant their
-    /// rates, and move the deliveries whose rate changed.
+    /// The model's once-an-instant pass (the flow model gives the flows that started or
+    /// ended this instant their rates, and moves the deliveries whose rate changed).
+    #[inline]
     fn settle(&mut self) {
-        if let Some(net) = self.flow.as_mut() {
-            let events = &mut self.events;
-            net.settle(self.now, |id, generation, time| events.push(time, EvKind::MsgDone(id, generation)));
-        }
+        self.net.settle(self.now, &mut Sched { events: &mut self.events });
     }
 
     fn schedule(&mut self, time: f64, kind: EvKind) {
         self.events.push(time, kind);
     }
 
-    fn mark_dirty(&mut self, r: Rank) {
-        let st = &mut self.ranks[r as usize];
+    fn mark_dirty(&mut self, i: u32) {
+        let st = &mut self.ifaces[i as usize];
         if !st.dirty {
             st.dirty = true;
-            self.dirty.push(r);
+            self.dirty.push(i);
         }
     }
 
@@ -802,13 +806,20 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         if self.data.is_some() {
             self.check_region(r, src)?;
         }
+        let (src_if, dst_if) = self.topo.route_interfaces(r as usize, to as usize);
+        if src_if.max(dst_if) >= self.ifaces.len() {
+            return Err(SimError::Unsupported(format!(
+                "{} routes rank {r} to rank {to} through interfaces {src_if} and {dst_if}, of {}",
+                self.topo.describe(),
+                self.ifaces.len()
+            )));
+        }
+        let (src_if, dst_if) = (src_if as u32, dst_if as u32);
         // The first receive `to` posted for it takes it; else it waits unbound in a slot
         // of its own.
-        let posted = self.ranks[to as usize].lists[Link::Unmatched as usize].remove_first(
-            &mut self.msgs,
-            Link::Unmatched,
-            |_, m| m.recv_handle != NONE && m.src == r && m.tag == tag,
-        );
+        let posted = self.ranks[to as usize]
+            .unmatched
+            .remove_first(&mut self.msgs, Link::Unmatched, |_, m| m.recv_handle != NONE && m.src == r && m.tag == tag);
         let id = match posted {
             Some(id) => {
                 let want = self.msgs[id as usize].len;
@@ -819,7 +830,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             }
             None => {
                 let id = self.new_slot();
-                self.ranks[to as usize].lists[Link::Unmatched as usize].push_back(&mut self.msgs, Link::Unmatched, id);
+                self.ranks[to as usize].unmatched.push_back(&mut self.msgs, Link::Unmatched, id);
                 id
             }
         };
@@ -834,6 +845,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         self.ranks[r as usize].send_seq = seq.wrapping_add(1);
         let m = &mut self.msgs[id as usize];
         (m.src, m.dst, m.tag, m.len, m.issued, m.seq, m.stream) = (r, to, tag, src.len, self.now, seq, s);
+        (m.src_if, m.dst_if) = (src_if, dst_if);
         self.ranks[r as usize].streams[s as usize].sends_in_flight += 1;
         self.stats.messages += 1;
         let bytes = (src.len * self.cfg.elem_bytes) as u64;
@@ -842,22 +854,24 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
             self.stats.bytes_received[to as usize] += bytes;
         }
 
-        self.ranks[r as usize].lists[Link::Out as usize].push_back(&mut self.msgs, Link::Out, id);
         let key = (self.now, r, seq);
         let before = |m: u32, msgs: &[Msg]| {
             let o = &msgs[m as usize];
             (o.issued, o.src, o.seq) <= key
         };
-        // Keep the receiver's queue in priority order; a new message is almost always last.
-        let in_wait = self.ranks[to as usize].lists[Link::In as usize];
-        let prev = if in_wait.tail == NONE || before(in_wait.tail, &self.msgs) {
-            in_wait.tail
-        } else {
-            in_wait.iter(&self.msgs, Link::In).take_while(|&m| before(m, &self.msgs)).last().unwrap_or(NONE)
-        };
-        self.ranks[to as usize].lists[Link::In as usize].insert_after(&mut self.msgs, Link::In, prev, id);
-        self.mark_dirty(r);
-        self.mark_dirty(to);
+        // Keep both interfaces' queues in priority order; a new message is almost always
+        // last (always, at its sender's interface when that is the sender's alone).
+        for (i, l) in [(src_if, Link::Out), (dst_if, Link::In)] {
+            let wait = self.ifaces[i as usize].lists[l as usize];
+            let prev = if wait.tail == NONE || before(wait.tail, &self.msgs) {
+                wait.tail
+            } else {
+                wait.iter(&self.msgs, l).take_while(|&m| before(m, &self.msgs)).last().unwrap_or(NONE)
+            };
+            self.ifaces[i as usize].lists[l as usize].insert_after(&mut self.msgs, l, prev, id);
+        }
+        self.mark_dirty(src_if);
+        self.mark_dirty(dst_if);
         Ok(())
     }
 
@@ -880,11 +894,9 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         }
         let handle = self.new_handle(r, s);
         let p = Posted { stream: s, handle, dst, action };
-        let found = self.ranks[r as usize].lists[Link::Unmatched as usize].remove_first(
-            &mut self.msgs,
-            Link::Unmatched,
-            |_, msg| msg.recv_handle == NONE && msg.src == from && msg.tag == tag,
-        );
+        let found = self.ranks[r as usize].unmatched.remove_first(&mut self.msgs, Link::Unmatched, |_, msg| {
+            msg.recv_handle == NONE && msg.src == from && msg.tag == tag
+        });
         match found {
             Some(id) => {
                 let m = &mut self.msgs[id as usize];
@@ -901,7 +913,7 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 let m = &mut self.msgs[id as usize];
                 (m.src, m.dst, m.tag, m.len) = (from, r, tag, dst.len);
                 m.set_recv(p);
-                self.ranks[r as usize].lists[Link::Unmatched as usize].push_back(&mut self.msgs, Link::Unmatched, id);
+                self.ranks[r as usize].unmatched.push_back(&mut self.msgs, Link::Unmatched, id);
                 Ok(())
             }
         }
@@ -1010,26 +1022,25 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
 
     fn handle(&mut self, ev: EvKind) -> Result<(), SimError> {
         match ev {
-            EvKind::DataStart(id) => {
-                if let Some(net) = self.flow.as_mut() {
-                    net.begin_data(id);
-                }
+            EvKind::Net(id, what) => {
+                self.net.event(id, what, self.now, &mut Sched { events: &mut self.events });
                 Ok(())
             }
             EvKind::MsgDone(id, _) => {
-                if let Some(net) = self.flow.as_mut() {
-                    net.finish(id, self.now);
+                self.net.delivered(id, self.now);
+                if !N::END_AT_START {
                     let info = self.info(id);
                     self.obs.message_end(&info, self.now);
                 }
                 let m = &mut self.msgs[id as usize];
                 m.delivered = true;
                 let (src, dst, bound, stream) = (m.src, m.dst, m.recv_handle != NONE, m.stream);
+                let (src_if, dst_if) = (m.src_if, m.dst_if);
                 let bytes = (m.len * self.cfg.elem_bytes) as u64;
-                self.ranks[src as usize].free_out += 1;
-                self.ranks[dst as usize].free_in += 1;
-                self.mark_dirty(src);
-                self.mark_dirty(dst);
+                self.ifaces[src_if as usize].free_out += 1;
+                self.ifaces[dst_if as usize].free_in += 1;
+                self.mark_dirty(src_if);
+                self.mark_dirty(dst_if);
                 self.finish(src);
                 self.finish(dst);
                 // A received message holds memory until it is consumed, unless it lands
@@ -1088,14 +1099,14 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         }
         let mut cands = std::mem::take(&mut self.candidates);
         cands.clear();
-        for &r in &self.dirty {
-            let st = &self.ranks[r as usize];
+        for &i in &self.dirty {
+            let st = &self.ifaces[i as usize];
             if st.free_out > 0 {
                 let mut quota = PairQuota::default();
                 for id in st.lists[Link::Out as usize].iter(&self.msgs, Link::Out) {
                     let m = &self.msgs[id as usize];
-                    let free_in = self.ranks[m.dst as usize].free_in;
-                    if free_in > 0 && quota.take(m.dst, free_in.min(st.free_out)) {
+                    let free_in = self.ifaces[m.dst_if as usize].free_in;
+                    if free_in > 0 && quota.take(m.dst_if, free_in.min(st.free_out)) {
                         cands.push(id);
                     }
                 }
@@ -1105,15 +1116,15 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
                 for id in st.lists[Link::In as usize].iter(&self.msgs, Link::In) {
                     let m = &self.msgs[id as usize];
                     // A dirty sender's own scan above already offers this message.
-                    let sender = &self.ranks[m.src as usize];
-                    if sender.free_out > 0 && !sender.dirty && quota.take(m.src, sender.free_out.min(st.free_in)) {
+                    let sender = &self.ifaces[m.src_if as usize];
+                    if sender.free_out > 0 && !sender.dirty && quota.take(m.src_if, sender.free_out.min(st.free_in)) {
                         cands.push(id);
                     }
                 }
             }
         }
-        for &r in &self.dirty {
-            self.ranks[r as usize].dirty = false;
+        for &i in &self.dirty {
+            self.ifaces[i as usize].dirty = false;
         }
         self.dirty.clear();
         // Each waiting message is offered once (by its sender, or by its receiver when
@@ -1121,8 +1132,8 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
         let msgs = &self.msgs;
         sort_nearly_sorted_by_key(&mut cands, |id| priority(&msgs[id as usize]));
         for &id in &cands {
-            let (src, dst) = (self.msgs[id as usize].src, self.msgs[id as usize].dst);
-            if self.ranks[src as usize].free_out == 0 || self.ranks[dst as usize].free_in == 0 {
+            let (src, dst) = (self.msgs[id as usize].src_if, self.msgs[id as usize].dst_if);
+            if self.ifaces[src as usize].free_out == 0 || self.ifaces[dst as usize].free_in == 0 {
                 continue;
             }
             self.start_message(id);
@@ -1140,39 +1151,24 @@ impl<'a, 'p, O: Observer> Engine<'a, 'p, O> {
     fn start_message(&mut self, id: u32) {
         let m = &self.msgs[id as usize];
         let (src, dst) = (m.src as usize, m.dst as usize);
+        let (src_if, dst_if) = (m.src_if as usize, m.dst_if as usize);
         let info = self.info(id);
-        self.ranks[src].free_out -= 1;
-        self.ranks[dst].free_in -= 1;
-        self.ranks[src].lists[Link::Out as usize].remove_first(&mut self.msgs, Link::Out, |x, _| x == id);
-        self.ranks[dst].lists[Link::In as usize].remove_first(&mut self.msgs, Link::In, |x, _| x == id);
+        self.ifaces[src_if].free_out -= 1;
+        self.ifaces[dst_if].free_in -= 1;
+        self.ifaces[src_if].lists[Link::Out as usize].remove_first(&mut self.msgs, Link::Out, |x, _| x == id);
+        self.ifaces[dst_if].lists[Link::In as usize].remove_first(&mut self.msgs, Link::In, |x, _| x == id);
         // On the wire a message carries its envelope too.
         let wire = info.bytes + self.cfg.envelope;
         let link = self.topo.link(src, dst);
-        let end = self.now + link.time(wire as f64);
-        // Under the flow model the delivery is known only when it happens.
-        self.obs.message(&info, self.now, if self.flow.is_some() { f64::INFINITY } else { end });
-        let generation = match self.flow.as_mut() {
-            None => 0,
-            Some(net) => {
-                let generation = net.start(id, src as Rank, dst as Rank, wire, link, self.now);
-                if wire > 0 {
-                    if link.alpha > 0.0 {
-                        self.events.push(self.now + link.alpha, EvKind::DataStart(id));
-                    } else {
-                        net.begin_data(id);
-                    }
-                }
-                generation
-            }
-        };
-        self.schedule(end, EvKind::MsgDone(id, generation));
+        let start = Start { id, src: src as Rank, dst: dst as Rank, wire, link, now: self.now };
+        let end = self.net.start(&start, &mut Sched { events: &mut self.events });
+        self.obs.message(&info, self.now, end);
     }
 
     fn check_finished(&self) -> Result<(), SimError> {
         let mut waiting = Vec::new();
         for (r, st) in self.ranks.iter().enumerate() {
-            let unmatched =
-                st.lists[Link::Unmatched as usize].iter(&self.msgs, Link::Unmatched).map(|id| &self.msgs[id as usize]);
+            let unmatched = st.unmatched.iter(&self.msgs, Link::Unmatched).map(|id| &self.msgs[id as usize]);
             if let Some(m) = unmatched.clone().find(|m| m.recv_handle == NONE) {
                 waiting.push(format!("rank {r} never received a message from rank {} (tag {})", m.src, m.tag));
                 continue;

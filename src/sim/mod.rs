@@ -6,15 +6,19 @@
 
 pub mod data;
 pub mod engine;
-pub mod flow;
+pub mod network;
 pub mod op;
 pub mod queue;
+
+/// The flow model, where it has always been found.
+pub use network::flow;
+pub use network::{Model, Network};
 
 use crate::algos::{Algorithm, Problem};
 use crate::topology::Topology;
 use data::{DataPlane, Finals, OpLog, ReduceOp, Vectors};
 use engine::{Engine, EngineConfig, Observer, SimError, SimStats};
-use flow::Sharing;
+use network::{NetworkModel, WithModel};
 pub use op::{Action, Op, Program, Rank, Region};
 
 /// What [`simulate`] hands back: the engine's statistics and, with data, every rank's
@@ -48,21 +52,6 @@ pub fn simulate_with<O: Observer>(
     obs: &mut O,
 ) -> Result<Outcome, SimError> {
     simulate_on(algo, topo, p, cost_per_byte, Network::IDEAL, plane, obs)
-}
-
-/// The network model a run uses (`network:` in the scenario).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Network {
-    /// `None`: the ideal model (docs/model.md); `Some`: the flow model,
-    /// sharing links so.
-    pub flow: Option<Sharing>,
-    /// Bytes added to every message on the wire.
-    pub envelope: u64,
-}
-
-impl Network {
-    /// The ideal model, no envelope.
-    pub const IDEAL: Network = Network { flow: None, envelope: 0 };
 }
 
 /// [`simulate_with`] on the network model `net`.
@@ -107,10 +96,29 @@ fn run_engine<O: Observer>(
 ) -> Result<(SimStats, Option<DataPlane>), SimError> {
     let scratch = algo.scratch(&p);
     let scratch_bytes = (scratch.iter().sum::<usize>() * p.elem_bytes) as u64;
-    let cfg =
-        EngineConfig { elem_bytes: p.elem_bytes, cost_per_byte, scratch_bytes, envelope: net.envelope, flow: net.flow };
-    let programs = (0..p.ranks).map(|r| algo.program(r as Rank, p, topo));
+    let cfg = EngineConfig { elem_bytes: p.elem_bytes, cost_per_byte, scratch_bytes, envelope: net.envelope };
     let mut plane = plane.map(|build| build(&scratch));
-    let stats = Engine::new(topo, cfg, programs, plane.as_mut(), obs)?.run()?;
+    let wants_loads = obs.wants_link_loads();
+    let run = Run { algo, topo, p, cfg, plane: plane.as_mut(), obs };
+    let stats = network::dispatch(&net, topo, wants_loads, run)?;
     Ok((stats, plane))
+}
+
+/// One engine run waiting for its network model ([`network::dispatch`]).
+struct Run<'a, 'o, O: Observer> {
+    algo: &'a dyn Algorithm,
+    topo: &'a dyn Topology,
+    p: Problem,
+    cfg: EngineConfig,
+    plane: Option<&'a mut DataPlane>,
+    obs: &'o mut O,
+}
+
+impl<'a, O: Observer> WithModel<'a> for Run<'a, '_, O> {
+    type Out = SimStats;
+    fn run<N: NetworkModel + 'a>(self, model: N) -> Result<SimStats, SimError> {
+        let Run { algo, topo, p, cfg, plane, obs } = self;
+        let programs = (0..p.ranks).map(|r| algo.program(r as Rank, p, topo));
+        Engine::new(topo, cfg, model, programs, plane, obs)?.run()
+    }
 }

@@ -1,7 +1,7 @@
 //! The flow model (`network.model: flow`): messages are flows on routed paths, and flows
 //! that cross one directed link share its bandwidth, as in SimGrid's fluid model.
 //!
-//! The engine ([`super::engine`]) still decides when a message starts (both its ports
+//! The engine ([`crate::sim::engine`]) still decides when a message starts (both its ports
 //! free, the ideal model's priority order: docs/model.md); this module
 //! decides when it ends. A message
 //! of `m` bytes from `a` to `b` that starts at `t` is a flow on the route
@@ -43,6 +43,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 
 use smallvec::SmallVec;
 
+use super::{NetworkModel, Sched, Start};
+use crate::sim::engine::Observer;
 use crate::topology::{Fabric, Link, LinkId};
 
 /// How flows on a full link divide it (`network.sharing`).
@@ -148,14 +150,17 @@ struct FlowState {
     moving: bool,
     /// Generation of its scheduled delivery; older events are stale.
     generation: u32,
+    /// Started and not yet delivered: its route slots in `route_buf` must stay valid.
+    live: bool,
     epoch: u64,
     fixed: bool,
     next_rate: f64,
 }
 
-/// The shared links of one run. The engine calls [`FlowNet::start`] when a message takes
-/// its ports, [`FlowNet::begin_data`] when its latency has passed, [`FlowNet::finish`]
-/// when it is delivered, and [`FlowNet::settle`] once per instant.
+/// The shared links of one run. As a [`NetworkModel`]: [`FlowNet::start_flow`] when a
+/// message takes its ports, [`FlowNet::begin_data`] when its latency has passed (an event
+/// of its own), [`FlowNet::finish`] when it is delivered, and [`FlowNet::settle_rates`]
+/// once per instant.
 pub struct FlowNet<'a> {
     fabric: &'a dyn Fabric,
     sharing: Sharing,
@@ -168,6 +173,9 @@ pub struct FlowNet<'a> {
     links: Vec<LinkState>,
     /// Per message id (the engine's slab index).
     flows: Vec<FlowState>,
+    /// How many pairs' routes are cached before the cache is dropped
+    /// ([`MAX_CACHED_ROUTES`]; smaller in tests).
+    max_routes: usize,
     dirty: Vec<u32>,
     epoch: u64,
     scratch: Vec<LinkId>,
@@ -220,6 +228,7 @@ impl<'a> FlowNet<'a> {
             ids: Vec::new(),
             links: Vec::new(),
             flows: Vec::new(),
+            max_routes: MAX_CACHED_ROUTES,
             dirty: Vec::new(),
             epoch: 0,
             scratch: Vec::new(),
@@ -228,6 +237,22 @@ impl<'a> FlowNet<'a> {
             loads: None,
             stats: FlowStats { machine_links: fabric.link_count(), ..FlowStats::default() },
         }
+    }
+
+    /// Forget every cached route. Flows in flight keep theirs: their slots are copied to
+    /// the front of a fresh `route_buf` and their `start` moved there (clearing the buffer
+    /// under them made a later flow's route overwrite theirs, so a flow could leave or
+    /// share links it never crossed, or index past the buffer's end). Runs once per
+    /// `max_routes` new pairs and costs the live flows' routes, so it is amortised free.
+    fn drop_routes(&mut self) {
+        self.routes.clear();
+        let mut kept = Vec::with_capacity(self.route_buf.len().min(self.max_routes));
+        for f in self.flows.iter_mut().filter(|f| f.live) {
+            let start = kept.len() as u32;
+            kept.extend_from_slice(&self.route_buf[f.start as usize..(f.start + f.len) as usize]);
+            f.start = start;
+        }
+        self.route_buf = kept;
     }
 
     /// Keep every change of a link's load, for the timeline's counter tracks.
@@ -240,9 +265,8 @@ impl<'a> FlowNet<'a> {
         if let Some(&r) = self.routes.get(&(a, b)) {
             return r;
         }
-        if self.routes.len() >= MAX_CACHED_ROUTES {
-            self.routes.clear();
-            self.route_buf.clear();
+        if self.routes.len() >= self.max_routes {
+            self.drop_routes();
         }
         self.scratch.clear();
         self.fabric.route(a as usize, b as usize, &mut self.scratch);
@@ -281,7 +305,7 @@ impl<'a> FlowNet<'a> {
     /// Message `id` of `bytes` bytes from `a` to `b`, whose pair cost is `link`, takes its
     /// ports at `now`. Returns the generation of the delivery the engine schedules now,
     /// at `now + link.time(bytes)`: right if the flow never shares a link.
-    pub fn start(&mut self, id: u32, a: u32, b: u32, bytes: u64, link: Link, now: f64) -> u32 {
+    pub fn start_flow(&mut self, id: u32, a: u32, b: u32, bytes: u64, link: Link, now: f64) -> u32 {
         let (start, len) = self.route(a, b);
         for i in start..start + len {
             self.links[self.route_buf[i as usize] as usize].bytes += bytes;
@@ -306,6 +330,7 @@ impl<'a> FlowNet<'a> {
             alone: now + link.time(bytes as f64),
             moving: false,
             generation,
+            live: true,
             epoch: 0,
             fixed: false,
             next_rate: 0.0,
@@ -315,7 +340,7 @@ impl<'a> FlowNet<'a> {
 
     /// Whether a delivery of message `id` scheduled with `generation` is still its delivery.
     #[inline]
-    pub fn current(&self, id: u32, generation: u32) -> bool {
+    pub fn is_current(&self, id: u32, generation: u32) -> bool {
         self.flows[id as usize].generation == generation
     }
 
@@ -331,7 +356,7 @@ impl<'a> FlowNet<'a> {
     }
 
     /// Put message `id` on (or take it off) every link of its route, marking each for
-    /// the next [`FlowNet::settle`].
+    /// the next [`FlowNet::settle_rates`].
     fn join_or_leave(&mut self, id: u32, join: bool) {
         let f = &self.flows[id as usize];
         for i in f.start..f.start + f.len {
@@ -356,6 +381,7 @@ impl<'a> FlowNet<'a> {
             self.stats.faster_than_alone += 1;
         }
         f.generation = f.generation.wrapping_add(1);
+        f.live = false;
         if !f.moving {
             return;
         }
@@ -366,7 +392,7 @@ impl<'a> FlowNet<'a> {
     /// Recompute the rates of every flow that shares a link with a link that changed
     /// since the last call, at `now`; `reschedule(id, generation, time)` is called for
     /// each flow whose delivery moved.
-    pub fn settle(&mut self, now: f64, mut reschedule: impl FnMut(u32, u32, f64)) {
+    pub fn settle_rates(&mut self, now: f64, mut reschedule: impl FnMut(u32, u32, f64)) {
         while let Some(&seed) = self.dirty.last() {
             self.dirty.pop();
             if !self.links[seed as usize].dirty {
@@ -508,7 +534,7 @@ impl<'a> FlowNet<'a> {
     }
 
     /// The run's link statistics.
-    pub fn into_stats(mut self) -> FlowStats {
+    pub fn link_stats(mut self) -> FlowStats {
         self.stats.links = self
             .ids
             .iter()
@@ -522,5 +548,91 @@ impl<'a> FlowNet<'a> {
             })
             .collect();
         self.stats
+    }
+}
+
+/// A message's flow starts with its ports; its data after its route latency (an event of
+/// the model's own, or at once on a route of none); the delivery the engine schedules is
+/// the flow's alone, moved by [`FlowNet::settle_rates`] when sharing changes its rate.
+impl NetworkModel for FlowNet<'_> {
+    const END_AT_START: bool = false;
+
+    fn start(&mut self, s: &Start, q: &mut Sched<'_>) -> f64 {
+        let generation = self.start_flow(s.id, s.src, s.dst, s.wire, s.link, s.now);
+        if s.wire > 0 {
+            if s.link.alpha > 0.0 {
+                q.later(s.now + s.link.alpha, s.id, 0);
+            } else {
+                self.begin_data(s.id);
+            }
+        }
+        q.deliver(s.now + s.link.time(s.wire as f64), s.id, generation);
+        f64::INFINITY
+    }
+
+    #[inline]
+    fn current(&self, id: u32, generation: u32) -> bool {
+        self.is_current(id, generation)
+    }
+
+    fn event(&mut self, id: u32, _what: u32, _now: f64, _q: &mut Sched<'_>) {
+        self.begin_data(id);
+    }
+
+    fn delivered(&mut self, id: u32, now: f64) {
+        self.finish(id, now);
+    }
+
+    fn settle(&mut self, now: f64, q: &mut Sched<'_>) {
+        self.settle_rates(now, |id, generation, time| q.deliver(time, id, generation));
+    }
+
+    fn into_stats<O: Observer>(mut self, obs: &mut O) -> Option<FlowStats> {
+        let loads = self.take_loads();
+        let stats = self.link_stats();
+        if obs.wants_link_loads() {
+            obs.link_loads(&stats.links, loads);
+        }
+        Some(stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{FlowNet, Sharing};
+    use crate::topology::{FullyConnected, Link};
+
+    /// Dropping the route cache while flows are in flight leaves them on their own links.
+    /// With a cache of one pair, every new pair drops it: flow 0 (0 -> 1) is in flight
+    /// when flows 1 (2 -> 3) and 2 (1 -> 0) start. Each is alone on its private link, so
+    /// none may slow another; before the fix flow 1's route overwrote flow 0's slots
+    /// (both then shared link 2->3) and flow 2's start indexed past the buffer.
+    #[test]
+    fn dropped_routes_keep_the_flows_in_flight() {
+        let link = Link { alpha: 1.0, bandwidth: 1.0 };
+        let topo = FullyConnected { ranks: 4, link, nics: 1 };
+        let mut net = FlowNet::new(&topo, Sharing::MaxMin);
+        net.max_routes = 1;
+        let mut moved = Vec::new();
+        for (id, (a, b)) in [(0, 1), (2, 3), (1, 0)].into_iter().enumerate() {
+            net.start_flow(id as u32, a, b, 8, link, 0.0);
+        }
+        for id in 0..3 {
+            net.begin_data(id);
+        }
+        net.settle_rates(1.0, |id, _, t| moved.push((id, t)));
+        assert_eq!(moved, [], "no flow shares a link");
+        let loads: Vec<usize> = net.links.iter().map(|l| l.flows.len()).collect();
+        assert_eq!(loads, [1, 1, 1]);
+        for id in 0..3 {
+            net.finish(id, 9.0);
+        }
+        // A fourth pair after every flow left: the buffer holds only its route.
+        net.start_flow(3, 3, 2, 8, link, 9.0);
+        assert_eq!(net.route_buf.len(), 1);
+        let stats = net.link_stats();
+        let names: Vec<(&str, u64)> = stats.links.iter().map(|l| (l.name.as_str(), l.bytes)).collect();
+        assert_eq!(names, [("r0->r1", 8), ("r2->r3", 8), ("r1->r0", 8), ("r3->r2", 8)]);
+        assert_eq!(stats.reschedules, 0);
     }
 }
