@@ -563,6 +563,9 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
         res.network_links = Some(link_report(flow, ran, p.ranks <= DETAIL_MAX_RANKS));
         let (a, t) = (algo.as_ref(), topo.as_ref());
         check_against_ideal(&mut res, a, t, p, s.cost_per_byte, net, ran, flow, closed_form.is_some());
+        if let Some(ideal) = &mut res.ideal_time_s {
+            *ideal += launch;
+        }
     }
 
     // The closed forms count payload bytes on unshared links only.
