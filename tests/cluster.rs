@@ -4,7 +4,7 @@
 
 use allreduce_sim::runner::{Point, run_point};
 use allreduce_sim::scenario::{Scenario, parse_str};
-use allreduce_sim::topology::{self, Proto, Topology};
+use allreduce_sim::topology::{self, Proto};
 
 fn scenario(text: &str) -> Scenario {
     parse_str(text, "cluster.yaml").unwrap_or_else(|e| panic!("{e}"))

@@ -74,8 +74,11 @@ pub(super) struct RawIntra {
     #[serde(default, deserialize_with = "present")]
     bandwidth: Option<Spanned<Scalar>>,
     #[serde(default, deserialize_with = "present")]
-    links: Option<Spanned<Vec<Spanned<Vec<Spanned<Scalar>>>>>>,
+    links: Option<Spanned<RawLinks>>,
 }
+
+/// `intra.links`: `[[a, b, count], ...]`, each entry and number with where it stands.
+type RawLinks = Vec<Spanned<Vec<Spanned<Scalar>>>>;
 
 /// `inter:`.
 #[derive(Deserialize)]
