@@ -297,3 +297,26 @@ sizes: 8MB
     close(r.time_s, 2.0 * (2e-6 + 4e6 / 12.5e9));
     assert_eq!(r.launch_s, None);
 }
+
+#[test]
+fn gpus_on_a_pcie_switch_share_its_bandwidth_both_ways() {
+    // A ring of 4 GPUs in lockstep: every step has 4 messages of S/4 inside the node, all
+    // through the switch's one core link under flow: B/4 each, so a step takes
+    // alpha + (S/4) / (B/4); under ideal each message alone takes alpha + (S/4) / B.
+    let text = "
+topology:
+  kind: cluster
+  nodes: 1
+  gpus_per_node: 4
+  intra: { kind: pcie, alpha: 2us, bandwidth: 32GB/s }
+  launch: 5us
+algorithms: [ring]
+sizes: 4MiB
+";
+    let s = (4 << 20) as f64;
+    let ideal = run(&scenario(text));
+    close(ideal.time_s, 5e-6 + 6.0 * (2e-6 + s / 4.0 / 32e9));
+    let flow = run(&scenario(&format!("{text}network: {{ model: flow, sharing: maxmin }}\n")));
+    close(flow.time_s, 5e-6 + 6.0 * (2e-6 + s / 32e9));
+    assert_eq!(flow.links_shared, Some(true));
+}

@@ -301,17 +301,25 @@ pub(crate) fn describe_topology(t: &TopologySpec) -> String {
                 }
                 _ => String::new(),
             };
+            let inter = if c.nodes > 1 {
+                format!(
+                    "; {} per node, alpha={}, B={}{fabric}",
+                    nics(c.nics_per_node as u32),
+                    per(&c.inter.alpha_s),
+                    fmt_bandwidth(c.inter.bandwidth)
+                )
+            } else {
+                String::new()
+            };
             format!(
-                "cluster {} nodes x {} GPUs, {} alpha={}, B={}{}; {} per node, alpha={}, B={}{fabric}; launch {}",
+                "cluster {} node{} x {} GPUs, {} alpha={}, B={}{}{inter}; launch {}",
                 c.nodes,
+                if c.nodes == 1 { "" } else { "s" },
                 c.gpus_per_node,
                 c.intra.kind.name(),
                 per(&c.intra.alpha_s),
                 fmt_bandwidth(c.intra.bandwidth),
                 if c.intra.kind == crate::topology::IntraKind::Nvlink { " per link" } else { "" },
-                nics(c.nics_per_node as u32),
-                per(&c.inter.alpha_s),
-                fmt_bandwidth(c.inter.bandwidth),
                 per(&c.launch_s)
             )
         }
