@@ -28,10 +28,10 @@ use crate::report::{LinkReport, LinkUse, MAX_LISTED_LINKS, PointResult, Report};
 use crate::scenario::{DataMode, Scenario};
 use crate::shard::Shard;
 use crate::sim::data::{DataConfig, DataPlane, OpLog, Verification, generate, sample_positions, verify_log};
-use crate::sim::engine::{NoObserver, Observer};
+use crate::sim::engine::{MessageInfo, NoObserver, Observer};
 use crate::sim::{Network, simulate_logged, simulate_on};
 use crate::timeline::{self, DETAIL_MAX_RANKS, PathTracker, Recorder, Timeline};
-use crate::topology::{self, Topology};
+use crate::topology::{self, Proto, Topology};
 
 // The engine keeps per-rank received bytes exactly where the report lists them.
 const _: () = assert!(crate::sim::engine::PER_RANK_MAX == DETAIL_MAX_RANKS);
@@ -342,6 +342,43 @@ fn check_against_ideal(
     }
 }
 
+/// `label` with the entry's protocol, when it names one: `ring(protocol=ll)`,
+/// `ring_segmented(segment=262144, protocol=ll)`.
+fn with_protocol(label: String, protocol: Option<crate::scenario::ProtocolChoice>) -> String {
+    let Some(p) = protocol else { return label };
+    match label.strip_suffix(')') {
+        Some(open) if open.contains('(') => format!("{open}, protocol={})", p.name()),
+        _ => format!("{label}(protocol={})", p.name()),
+    }
+}
+
+/// An observer that sees every time `dt` later: the run as it happens after `launch`.
+struct Launched<'o, O: Observer> {
+    inner: &'o mut O,
+    dt: f64,
+}
+
+impl<O: Observer> Observer for Launched<'_, O> {
+    fn message(&mut self, m: &MessageInfo, start: f64, end: f64) {
+        let m = MessageInfo { issued: m.issued + self.dt, ..*m };
+        self.inner.message(&m, start + self.dt, end + self.dt);
+    }
+    fn message_end(&mut self, m: &MessageInfo, end: f64) {
+        let m = MessageInfo { issued: m.issued + self.dt, ..*m };
+        self.inner.message_end(&m, end + self.dt);
+    }
+    fn compute(&mut self, rank: crate::sim::Rank, bytes: u64, start: f64, end: f64) {
+        self.inner.compute(rank, bytes, start + self.dt, end + self.dt);
+    }
+    fn wants_link_loads(&self) -> bool {
+        self.inner.wants_link_loads()
+    }
+    fn link_loads(&mut self, links: &[crate::sim::flow::LinkStat], loads: Vec<(u32, f64, f64)>) {
+        let dt = self.dt;
+        self.inner.link_loads(links, loads.into_iter().map(|(i, t, share)| (i, t + dt, share)).collect());
+    }
+}
+
 /// Relative error of `time` against `closed`, as docs/report.md defines it.
 fn rel_err(time: f64, closed: f64) -> f64 {
     if closed == 0.0 { if time == 0.0 { 0.0 } else { f64::INFINITY } } else { (time / closed - 1.0).abs() }
@@ -424,14 +461,28 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
             return res;
         }
     };
-    res.algorithm = algo.label();
-    let topo: Box<dyn Topology> = match topology::build(&s.topology, pt.ranks) {
+    res.algorithm = with_protocol(algo.label(), spec.protocol);
+    let flow = s.network.model == crate::scenario::NetworkModel::Flow;
+    let proto = match spec.protocol {
+        None => Ok(Proto::Simple),
+        Some(choice) => topology::build(&s.topology, pt.ranks).and_then(|t| {
+            let avg = s.data.op == crate::sim::data::ReduceOp::Avg;
+            choice.resolve(collective, &spec.name, t.as_ref(), bytes, avg)
+        }),
+    };
+    let built = proto.and_then(|p| topology::build_for_run(&s.topology, pt.ranks, p, flow).map(|t| (p, t)));
+    let (proto, topo): (Proto, Box<dyn Topology>) = match built {
         Ok(t) => t,
         Err(why) => {
             res.not_applicable = Some(why);
             return res;
         }
     };
+    res.protocol = spec.protocol.map(|_| proto.name().to_string());
+    // Every rank starts the collective together after `launch`: the whole run shifts.
+    let launch = topology::launch(&s.topology, proto);
+    res.launch_s = (launch > 0.0).then_some(launch);
+    let obs = &mut Launched { inner: obs, dt: launch };
     let machine = Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte };
     if let Err(why) = algo.applicable(&p, &machine) {
         res.not_applicable = Some(why);
@@ -490,7 +541,8 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
         }
     };
 
-    res.time_s = stats.time;
+    let ran = stats.time;
+    res.time_s = stats.time + launch;
     res.messages = stats.messages;
     res.bytes_sent_max = stats.bytes_sent.iter().copied().max().unwrap_or(0);
     res.peak_buffer_bytes = stats.peak_buffer_bytes;
@@ -500,13 +552,13 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
         res.bytes_received_per_rank = Some(stats.bytes_received.clone());
     }
     res.lower_bound_s = cost_model::lower_bound_of(collective, &p, topo.as_ref(), s.cost_per_byte);
-    if stats.time > 0.0 {
+    if res.time_s > 0.0 {
         if let Some(factor) = collective.busbw_factor(p.ranks) {
-            let algbw = bytes as f64 / stats.time;
+            let algbw = bytes as f64 / res.time_s;
             res.algbw_bps = Some(algbw);
             res.busbw_bps = Some(algbw * factor);
         }
-        let eff = res.lower_bound_s / stats.time;
+        let eff = res.lower_bound_s / res.time_s;
         res.efficiency = Some(eff);
         if eff > 1.0 + 1e-9 {
             res.failures.push(format!(
@@ -518,12 +570,16 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
         res.failures.push(format!("time 0 is below the lower bound {:e} s", res.lower_bound_s));
     }
 
-    let closed_form = algo.closed_form(&p, &machine);
+    // The closed forms count the launch as the run does: once, before everything.
+    let closed_form = algo.closed_form(&p, &machine).map(|(cf, tol)| (cf + launch, tol));
     if let Some(flow) = &stats.flow {
         res.links_shared = Some(flow.shared());
-        res.network_links = Some(link_report(flow, stats.time, p.ranks <= DETAIL_MAX_RANKS));
+        res.network_links = Some(link_report(flow, ran, p.ranks <= DETAIL_MAX_RANKS));
         let (a, t) = (algo.as_ref(), topo.as_ref());
-        check_against_ideal(&mut res, a, t, p, s.cost_per_byte, net, stats.time, flow, closed_form.is_some());
+        check_against_ideal(&mut res, a, t, p, s.cost_per_byte, net, ran, flow, closed_form.is_some());
+        if let Some(ideal) = &mut res.ideal_time_s {
+            *ideal += launch;
+        }
     }
 
     // The closed forms count payload bytes on unshared links only.
@@ -539,14 +595,14 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
         why.is_none().then_some(cf)
     });
     if let Some((closed, tol)) = closed_form {
-        let err = rel_err(stats.time, closed);
+        let err = rel_err(res.time_s, closed);
         res.closed_form_s = Some(closed);
         res.closed_form_rel_err = Some(err);
         res.closed_form_tolerance = Some(tol);
         if s.check.closed_form && (err.is_nan() || err > tol) {
             res.failures.push(format!(
                 "simulated {:e} s but the closed form says {closed:e} s (relative error {err:.3e} > {tol:e})",
-                stats.time
+                res.time_s
             ));
         }
     }

@@ -59,6 +59,13 @@ pub struct PointResult {
     pub ranks: usize,
     /// S, bytes per rank.
     pub bytes: u64,
+    /// NCCL's protocol the messages moved with, where the entry names one (`auto`: the
+    /// one NCCL's model picked at this point).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// The topology's `launch` this point paid (included in `time_s`), where above 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_s: Option<f64>,
     /// Why the algorithm did not run here; every other field is empty/zero then.
     pub not_applicable: Option<String>,
     /// Simulated time, seconds.

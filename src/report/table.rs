@@ -289,6 +289,43 @@ pub(crate) fn describe_topology(t: &TopologySpec) -> String {
                 nics(*n)
             )
         }
+        TopologySpec::Cluster(c) => {
+            let per = |v: &crate::topology::PerProto| {
+                if v.ll == v.simple && v.ll128 == v.simple {
+                    fmt_time(v.simple)
+                } else {
+                    format!("{} (ll {}, ll128 {})", fmt_time(v.simple), fmt_time(v.ll), fmt_time(v.ll128))
+                }
+            };
+            let fabric = match crate::topology::Cluster::new(c, c.nodes * c.gpus_per_node) {
+                Ok(all) if c.nodes > 1 => {
+                    let d = crate::topology::Topology::describe(&all);
+                    d.split_once("per node, ").map_or(String::new(), |(_, f)| format!("; {f}"))
+                }
+                _ => String::new(),
+            };
+            let inter = if c.nodes > 1 {
+                format!(
+                    "; {} per node, alpha={}, B={}{fabric}",
+                    nics(c.nics_per_node as u32),
+                    per(&c.inter.alpha_s),
+                    fmt_bandwidth(c.inter.bandwidth)
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "cluster {} node{} x {} GPUs, {} alpha={}, B={}{}{inter}; launch {}",
+                c.nodes,
+                if c.nodes == 1 { "" } else { "s" },
+                c.gpus_per_node,
+                c.intra.kind.name(),
+                per(&c.intra.alpha_s),
+                fmt_bandwidth(c.intra.bandwidth),
+                if c.intra.kind == crate::topology::IntraKind::Nvlink { " per link" } else { "" },
+                per(&c.launch_s)
+            )
+        }
     }
 }
 

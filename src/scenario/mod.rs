@@ -137,6 +137,9 @@ pub enum TopologySpec {
         /// Ports per host.
         nics: u32,
     },
+    /// GPU nodes joined inside by NVSwitch, PCIe or NVLink and across by NICs on rails
+    /// ([`crate::topology::Cluster`], docs/gpu-clusters.md).
+    Cluster(crate::topology::ClusterSpec),
 }
 
 fn ser_link<S: serde::Serializer>(l: &Link, s: S) -> Result<S::Ok, S::Error> {
@@ -274,6 +277,100 @@ pub struct AlgoSpec {
     /// `file:line:column` of the entry, for messages (empty when from a flag).
     #[serde(skip)]
     pub location: String,
+    /// NCCL's protocol the entry's messages move with (`protocol:`, docs/gpu-clusters.md);
+    /// `None` is Simple, written as nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<ProtocolChoice>,
+}
+
+/// `protocol:` of an algorithm entry (written by name: `simple`, `ll`, `ll128`, `auto`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProtocolChoice {
+    /// One protocol for every point.
+    Fixed(crate::topology::Proto),
+    /// At each point, the protocol NCCL's model ranks first for the entry's algorithm.
+    Auto,
+}
+
+impl Serialize for ProtocolChoice {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for ProtocolChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        ProtocolChoice::from_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown protocol '{name}'")))
+    }
+}
+
+impl ProtocolChoice {
+    /// The choice named `name`, if any.
+    pub fn from_name(name: &str) -> Option<ProtocolChoice> {
+        if name == "auto" {
+            Some(ProtocolChoice::Auto)
+        } else {
+            crate::topology::Proto::from_name(name).map(ProtocolChoice::Fixed)
+        }
+    }
+    /// NCCL's algorithm that our algorithm `name` of collective `c` runs, for `auto`: an
+    /// algorithm NCCL's model weighs for `c` whose counterpart is `name`
+    /// ([`crate::select::nccl::Algo::ours`]), or NCCL's own by name (`nccl_ring`,
+    /// `nccl_tree`, `pat`).
+    pub fn nccl_algo(c: Collective, name: &str) -> Option<crate::select::nccl::Algo> {
+        use crate::select::nccl::{self, Algo};
+        let own = match name {
+            "nccl_ring" => Some(Algo::Ring),
+            "nccl_tree" => Some(Algo::Tree),
+            "pat" => Some(Algo::Pat),
+            _ => None,
+        };
+        own.filter(|a| nccl::algorithms(c).contains(a))
+            .or_else(|| nccl::algorithms(c).iter().copied().find(|a| a.ours(c) == name))
+    }
+
+    /// The protocol a point runs with: the fixed one, or for `auto` the one NCCL's model
+    /// ranks first for `name` at `ranks` ranks and `bytes` bytes on `topo` (NCCL's model
+    /// with the defaults of `nccl_model`'s parameters).
+    pub fn resolve(
+        self,
+        c: Collective,
+        name: &str,
+        topo: &dyn crate::topology::Topology,
+        bytes: u64,
+        avg: bool,
+    ) -> Result<crate::topology::Proto, String> {
+        use crate::select::nccl;
+        let ProtocolChoice::Fixed(p) = self else {
+            let algo = ProtocolChoice::nccl_algo(c, name)
+                .ok_or_else(|| format!("protocol: auto: NCCL has no counterpart of '{name}'"))?;
+            let np = crate::select::selector_params("nccl_model", &[]).map_err(|e| e.message)?;
+            let mut x = nccl::Inputs { avg, ..nccl::Inputs::of(topo, np.channels, np.arch) };
+            if let Some((nodes, gpus)) = topo.node_shape() {
+                let gbps = |b: f64| b / 1e9;
+                let ranks = topo.ranks();
+                let intra = if gpus > 1 { topo.link(0, 1) } else { topo.best_link().0 };
+                let inter = if nodes > 1 { topo.link(0, gpus) } else { intra };
+                x.nodes = nodes;
+                x.bw_intra = gbps(intra.bandwidth);
+                x.bw_inter = gbps(inter.bandwidth);
+                x.ranks = ranks;
+            }
+            return nccl::best_protocol(&x, c, algo, bytes)
+                .map(|(p, _)| p)
+                .ok_or_else(|| format!("protocol: auto: NCCL's model has no protocol for {name} here"));
+        };
+        Ok(p)
+    }
+
+    /// The name as written (`simple`, `ll`, `ll128`, `auto`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProtocolChoice::Fixed(p) => p.name(),
+            ProtocolChoice::Auto => "auto",
+        }
+    }
 }
 
 fn allreduce() -> Collective {

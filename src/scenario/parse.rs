@@ -16,10 +16,11 @@ use serde_saphyr::{Location, MessageFormatter, Spanned};
 
 use super::{
     AlgoSpec, CheckSpec, Collective, DEFAULT_MEMORY_BUDGET, DataMode, DataSpec, Dtype, NetworkModel, NetworkSpec,
-    ParamValue, Scenario, SharingSpec, TopologySpec, units,
+    ParamValue, ProtocolChoice, Scenario, SharingSpec, TopologySpec, units,
 };
 use crate::sim::data::{Init, ReduceOp};
 
+mod cluster;
 mod topo;
 use super::limits;
 use topo::RawTopology;
@@ -673,6 +674,7 @@ fn algo_entry(src: &Src, entry: Spanned<RawAlgo>, collective: Collective) -> Res
     let at = entry.referenced;
     let mut collective = collective;
     // (id, where the id is, parameters, and for each parameter where its key and value are)
+    let mut protocol = None;
     let (name, name_loc, params, keys) = match entry.value {
         RawAlgo::Id(id) => (id, at, Vec::new(), Vec::new()),
         RawAlgo::Map(items) => {
@@ -704,6 +706,21 @@ fn algo_entry(src: &Src, entry: Spanned<RawAlgo>, collective: Collective) -> Res
                     let raw = Spanned { value: text, referenced: v.referenced, defined: v.defined };
                     collective =
                         choice(src, Some(&raw), "algorithms: collective", &collectives(), PLANNED_COLLECTIVES)?;
+                } else if i != pos && k.value == "protocol" {
+                    let text = match &v.value {
+                        Scalar::Str(s) => s.clone(),
+                        other => other.text(),
+                    };
+                    let Some(p) = ProtocolChoice::from_name(&text) else {
+                        return Err(src.err(
+                            &v.referenced,
+                            format!(
+                                "algorithms: protocol: {} is not a protocol; allowed: simple, ll, ll128, auto",
+                                v.value.shown()
+                            ),
+                        ));
+                    };
+                    protocol = Some((p, v.referenced));
                 } else if i != pos {
                     params.push((k.value.clone(), param_value(src, &name, k, v)?));
                     keys.push((k.value.clone(), k.referenced, v.referenced));
@@ -712,6 +729,19 @@ fn algo_entry(src: &Src, entry: Spanned<RawAlgo>, collective: Collective) -> Res
             (name, name_v.referenced, params, keys)
         }
     };
+    if let Some((ProtocolChoice::Auto, at)) = protocol
+        && ProtocolChoice::nccl_algo(collective, &name).is_none()
+    {
+        return Err(src.err(
+            &at,
+            format!(
+                "algorithms: protocol: auto takes the protocol NCCL's model picks for the algorithm, and NCCL has \
+                 no counterpart of '{name}' for {}; name a protocol (simple, ll, ll128)",
+                collective.name()
+            ),
+        ));
+    }
+    let protocol = protocol.map(|(p, _)| p);
     if let Err(e) = crate::select::check(collective, &name, &params) {
         // An unknown parameter is shown at its key, a bad value at the value.
         let at_key = e.message.starts_with("unknown parameter");
@@ -727,7 +757,7 @@ fn algo_entry(src: &Src, entry: Spanned<RawAlgo>, collective: Collective) -> Res
         };
         return Err(src.err(&loc, msg));
     }
-    Ok(AlgoSpec { name, collective, params, location: src.place(&at) })
+    Ok(AlgoSpec { name, collective, params, location: src.place(&at), protocol })
 }
 
 fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioError> {
@@ -805,6 +835,9 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
                              one rank: write ranks from 1 to {max}, or leave ranks out for one on every host"
                         ),
                     ));
+                }
+                if let Some(why) = topology.refuses_ranks(n) {
+                    return Err(src.err(&loc, format!("ranks: {n} does not fit the topology: {why}")));
                 }
                 ranks.push(n);
                 rank_locs.push(loc);
@@ -890,10 +923,12 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
         let at = entry.referenced;
         let spec = algo_entry(src, entry, collective)?;
         let key = canonical(&spec.params);
-        if let Some(i) = algorithms
-            .iter()
-            .position(|a| a.name == spec.name && a.collective == spec.collective && canonical(&a.params) == key)
-        {
+        if let Some(i) = algorithms.iter().position(|a| {
+            a.name == spec.name
+                && a.collective == spec.collective
+                && canonical(&a.params) == key
+                && a.protocol == spec.protocol
+        }) {
             return Err(src.err(
                 &at,
                 format!(
@@ -1104,7 +1139,13 @@ impl Overrides {
                 if from_file.is_empty() {
                     crate::select::check(s.collective, id, &[]).map_err(|e| ScenarioError::flag(FLAG, e.message))?;
                     let (name, collective) = (id.to_string(), s.collective);
-                    out.push(AlgoSpec { name, collective, params: Vec::new(), location: String::new() });
+                    out.push(AlgoSpec {
+                        name,
+                        collective,
+                        params: Vec::new(),
+                        location: String::new(),
+                        protocol: None,
+                    });
                 } else {
                     out.extend(from_file);
                 }

@@ -117,6 +117,21 @@ impl TopologySpec {
                 Some(nodes.iter().filter(|n| n.kind == NodeKind::Host).count())
             }
             TopologySpec::FatTree { hosts_per_leaf, leaves, .. } => hosts_per_leaf.checked_mul(*leaves),
+            TopologySpec::Cluster(c) => c.nodes.checked_mul(c.gpus_per_node),
+            _ => None,
+        }
+    }
+
+    /// Why `ranks` ranks cannot run on this topology although they are within
+    /// [`TopologySpec::max_ranks`]: a cluster runs part of one node or whole nodes.
+    pub fn refuses_ranks(&self, ranks: usize) -> Option<String> {
+        match self {
+            TopologySpec::Cluster(c) if ranks > c.gpus_per_node && !ranks.is_multiple_of(c.gpus_per_node) => {
+                let g = c.gpus_per_node;
+                Some(format!(
+                    "a cluster of {g} GPUs per node runs 1 to {g} ranks on one node, or whole nodes (a multiple of {g})"
+                ))
+            }
             _ => None,
         }
     }
@@ -128,6 +143,9 @@ impl TopologySpec {
         Some(match self {
             TopologySpec::FatTree { hosts_per_leaf, leaves, .. } => {
                 format!("its {leaves} leaves x {hosts_per_leaf} hosts make {n} hosts")
+            }
+            TopologySpec::Cluster(c) => {
+                format!("its {} nodes x {} GPUs make {n} GPUs", c.nodes, c.gpus_per_node)
             }
             TopologySpec::Graph { nodes, .. } if nodes.len() == n => format!("it has {n} nodes, all hosts"),
             TopologySpec::Graph { nodes, .. } => format!("{n} of its {} nodes are hosts", nodes.len()),

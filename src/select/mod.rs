@@ -118,12 +118,12 @@ pub fn check(c: Collective, id: &str, params: &[(String, ParamValue)]) -> Result
 
 /// `nccl_model`'s parameters (defaults for the other selectors, which take none).
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct NcclParams {
-    channels: u32,
-    arch: nccl::Arch,
+pub(crate) struct NcclParams {
+    pub(crate) channels: u32,
+    pub(crate) arch: nccl::Arch,
 }
 
-fn selector_params(id: &str, params: &[(String, ParamValue)]) -> Result<NcclParams, ParamError> {
+pub(crate) fn selector_params(id: &str, params: &[(String, ParamValue)]) -> Result<NcclParams, ParamError> {
     let mut p = Params::new(params.to_vec());
     let mut out = NcclParams { channels: 2, arch: nccl::Arch::Hopper };
     if id == "nccl_model" {
@@ -310,7 +310,13 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                 }),
             };
             Ok(Some(Wanted {
-                spec: AlgoSpec { name: m.id.to_string(), collective: spec.collective, params, location: String::new() },
+                spec: AlgoSpec {
+                    name: m.id.to_string(),
+                    collective: spec.collective,
+                    params,
+                    location: String::new(),
+                    protocol: None,
+                },
                 library: Some(format!("Open MPI {}", ompi::VERSION)),
                 choice: Some(m.steps),
                 predicted_s: None,
@@ -337,7 +343,13 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                 _ => Vec::new(),
             };
             Ok(Some(Wanted {
-                spec: AlgoSpec { name: algo.ours(c).to_string(), collective: c, params, location: String::new() },
+                spec: AlgoSpec {
+                    name: algo.ours(c).to_string(),
+                    collective: c,
+                    params,
+                    location: String::new(),
+                    protocol: None,
+                },
                 library: Some(format!("NCCL {}", nccl::VERSION)),
                 choice: Some(format!("{}/{}", algo.name(), proto.name())),
                 predicted_s: Some(t),
@@ -393,7 +405,13 @@ fn plan(
         let mut want: BTreeMap<usize, Result<Option<Wanted>, String>> = BTreeMap::new();
         let mut specs: Vec<AlgoSpec> = candidates(*c)
             .into_iter()
-            .map(|id| AlgoSpec { name: id.to_string(), collective: *c, params: Vec::new(), location: String::new() })
+            .map(|id| AlgoSpec {
+                name: id.to_string(),
+                collective: *c,
+                params: Vec::new(),
+                location: String::new(),
+                protocol: None,
+            })
             .collect();
         for &i in idx {
             let spec = &s.algorithms[pts[i].algo];
@@ -443,6 +461,7 @@ pub fn candidate_specs(s: &Scenario, pt: &Point) -> Vec<AlgoSpec> {
                 collective: spec.collective,
                 params: Vec::new(),
                 location: String::new(),
+                protocol: None,
             })
             .collect(),
     }

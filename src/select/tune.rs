@@ -45,6 +45,7 @@ pub fn tune_scenario(s: &Scenario) -> Scenario {
                     collective: c,
                     params: Vec::new(),
                     location: String::new(),
+                    protocol: None,
                 });
             }
         }
@@ -60,6 +61,7 @@ pub fn tune_scenario(s: &Scenario) -> Scenario {
                     collective: c,
                     params: Vec::new(),
                     location: String::new(),
+                    protocol: None,
                 })
             });
         }

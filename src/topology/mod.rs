@@ -8,24 +8,29 @@
 //! [`Hierarchical`] (levels innermost first, pairs at their innermost common level),
 //! [`Grid`] (`torus2d`, `mesh2d` and `ring`, row-major, `hops * alpha + m / B`),
 //! [`Graph`] (`graph`: hosts and switches, fewest hops; `custom`: hosts only) and
-//! [`FatTree`] (two tiers of switches, D-mod-k routes). Only the first is
+//! [`FatTree`] (two tiers of switches, D-mod-k routes) and [`Cluster`] (GPU nodes on
+//! NIC rails, docs/gpu-clusters.md). Only the first is
 //! [`Topology::uniform`] in general, so the flat algorithms' closed forms exist only
 //! there; every algorithm still runs everywhere.
 
+mod cluster;
 pub mod fabric;
 mod fat_tree;
 mod fully_connected;
 mod graph;
 mod grid;
 mod hierarchical;
+mod proto_view;
 mod protocol;
 
+pub use cluster::{Cluster, ClusterSpec, FabricKind, FabricSpec, InterSpec, IntraKind, IntraSpec, PerProto};
 pub use fabric::{Fabric, LinkId, route_cost};
 pub use fat_tree::{FatTree, oversubscription, oversubscription_text};
 pub use fully_connected::FullyConnected;
 pub use graph::{Graph, MAX_CACHED_ROUTES, Node, Placement, RankOrder, unreachable, unreachable_host};
 pub use grid::{Grid, squarest};
 pub use hierarchical::{Hierarchical, Level};
+pub use proto_view::ProtoView;
 pub use protocol::Proto;
 
 /// The cost of one message between two ranks: `alpha + bytes / bandwidth`.
@@ -162,5 +167,32 @@ pub fn build(spec: &crate::scenario::TopologySpec, ranks: usize) -> Result<Box<d
                 .with_nics(*nics)
                 .placed(*placement, ranks)?,
         ),
+        TopologySpec::Cluster(c) => Box::new(Cluster::new(c, ranks)?),
     })
+}
+
+/// The topology a scenario describes as one run sees it: as protocol `proto` moves
+/// messages (docs/gpu-clusters.md), with a cluster's interfaces as the flow model has
+/// them when `flow`. With Simple on any kind but `cluster` this is [`build`].
+pub fn build_for_run(
+    spec: &crate::scenario::TopologySpec,
+    ranks: usize,
+    proto: Proto,
+    flow: bool,
+) -> Result<Box<dyn Topology>, String> {
+    if let crate::scenario::TopologySpec::Cluster(c) = spec {
+        build(spec, ranks)?;
+        return Ok(Box::new(Cluster::new(c, ranks)?.with_protocol(proto).for_flow(flow)));
+    }
+    let topo = build(spec, ranks)?;
+    Ok(if proto == Proto::Simple { topo } else { Box::new(ProtoView::new(topo, proto)) })
+}
+
+/// Seconds every rank spends once per collective before its first operation with
+/// `proto` (`launch`; 0 on every kind but `cluster`).
+pub fn launch(spec: &crate::scenario::TopologySpec, proto: Proto) -> f64 {
+    match spec {
+        crate::scenario::TopologySpec::Cluster(c) => c.launch_s.of(proto),
+        _ => 0.0,
+    }
 }

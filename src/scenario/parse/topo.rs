@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde::de::{self, MapAccess, Visitor};
 use serde_saphyr::{Location, Spanned};
 
+use super::cluster::{RawCluster, RawFabric, RawInter, RawIntra, RawPerProto};
 use super::{RawLink, Scalar, Src, bandwidth, first_at, present, time, whole};
 use crate::scenario::{
     EdgeSpec, GraphLinkSpec, GraphNodeSpec, LevelSpec, NodeKind, NodeSpec, ScenarioError, TopologySpec,
@@ -33,9 +34,9 @@ pub(super) struct RawTopology {
     /// hierarchical: the levels, innermost first.
     #[serde(default, deserialize_with = "present")]
     levels: Option<Spanned<Vec<Spanned<RawLevel>>>>,
-    /// custom, graph: the nodes of the graph.
+    /// custom, graph: the nodes of the graph; cluster: how many servers.
     #[serde(default, deserialize_with = "present")]
-    nodes: Option<Spanned<Vec<Spanned<RawNode>>>>,
+    nodes: Option<Spanned<RawNodes>>,
     /// custom, graph: the edges of the graph.
     #[serde(default, deserialize_with = "present")]
     links: Option<Spanned<Vec<Spanned<RawEdge>>>>,
@@ -54,6 +55,87 @@ pub(super) struct RawTopology {
     /// fat_tree: each leaf's link to each spine.
     #[serde(default, deserialize_with = "present")]
     uplink: Option<Spanned<RawLink>>,
+    /// cluster: GPUs per server.
+    #[serde(default, deserialize_with = "present")]
+    gpus_per_node: Option<Spanned<Scalar>>,
+    /// cluster: inside a server.
+    #[serde(default, deserialize_with = "present")]
+    intra: Option<Spanned<RawIntra>>,
+    /// cluster: NICs per server.
+    #[serde(default, deserialize_with = "present")]
+    nics_per_node: Option<Spanned<Scalar>>,
+    /// cluster: across servers.
+    #[serde(default, deserialize_with = "present")]
+    inter: Option<Spanned<RawInter>>,
+    /// cluster: the NICs' switches.
+    #[serde(default, deserialize_with = "present")]
+    fabric: Option<Spanned<RawFabric>>,
+    /// cluster: the start-up cost of a collective.
+    #[serde(default, deserialize_with = "present")]
+    launch: Option<Spanned<RawPerProto>>,
+}
+
+/// `nodes:`: a list (custom, graph) or a count (cluster).
+enum RawNodes {
+    Count(Scalar),
+    List(Vec<Spanned<RawNode>>),
+}
+
+struct RawNodesVisitor;
+
+impl<'de> Visitor<'de> for RawNodesVisitor {
+    type Value = RawNodes;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list of nodes, or (kind cluster) the number of servers")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<RawNodes, E> {
+        Ok(RawNodes::Count(Scalar::Bool(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawNodes, E> {
+        Ok(RawNodes::Count(u64::try_from(v).map_or(Scalar::Int(v), Scalar::UInt)))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawNodes, E> {
+        Ok(RawNodes::Count(Scalar::UInt(v)))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<RawNodes, E> {
+        Ok(RawNodes::Count(Scalar::Float(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<RawNodes, E> {
+        Ok(RawNodes::Count(Scalar::Str(v.to_string())))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<RawNodes, E> {
+        Ok(RawNodes::Count(Scalar::Null))
+    }
+    fn visit_none<E: de::Error>(self) -> Result<RawNodes, E> {
+        Ok(RawNodes::Count(Scalar::Null))
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawNodes, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Spanned<RawNode>>()? {
+            items.push(item);
+        }
+        Ok(RawNodes::List(items))
+    }
+}
+
+impl<'de> Deserialize<'de> for RawNodes {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(RawNodesVisitor)
+    }
+}
+
+/// `nodes:` of a custom graph or a graph: the list, or an error at a count.
+fn node_list(src: &Src, raw: Spanned<RawNodes>, name: &str) -> Result<Spanned<Vec<Spanned<RawNode>>>, ScenarioError> {
+    match raw.value {
+        RawNodes::List(items) => Ok(Spanned { value: items, referenced: raw.referenced, defined: raw.defined }),
+        RawNodes::Count(v) => Err(src.err(
+            &raw.referenced,
+            format!(
+                "topology.nodes: kind {name} takes a list of nodes, not {} (a count of servers is kind cluster's)",
+                v.shown()
+            ),
+        )),
+    }
 }
 
 /// One `levels:` entry.
@@ -193,9 +275,10 @@ enum Kind {
     Custom,
     Graph,
     FatTree,
+    Cluster,
 }
 
-const KINDS: [(&str, Kind); 8] = [
+const KINDS: [(&str, Kind); 9] = [
     ("fully_connected", Kind::FullyConnected),
     ("hierarchical", Kind::Hierarchical),
     ("torus2d", Kind::Torus2d),
@@ -204,6 +287,7 @@ const KINDS: [(&str, Kind); 8] = [
     ("custom", Kind::Custom),
     ("graph", Kind::Graph),
     ("fat_tree", Kind::FatTree),
+    ("cluster", Kind::Cluster),
 ];
 
 impl Kind {
@@ -216,6 +300,7 @@ impl Kind {
             Kind::Custom => "kind, nodes, links, link (the default for links), nics",
             Kind::Graph => "kind, nodes, links, link (the default for links), placement, nics",
             Kind::FatTree => "kind, hosts_per_leaf, leaves, spines, link, uplink, placement, nics",
+            Kind::Cluster => "kind, nodes, gpus_per_node, intra, nics_per_node, inter, fabric, launch",
         }
     }
 
@@ -243,6 +328,13 @@ pub(super) fn topology(src: &Src, raw: Spanned<RawTopology>) -> Result<TopologyS
         ("leaves", t.leaves.as_ref().map(|v| v.referenced)),
         ("spines", t.spines.as_ref().map(|v| v.referenced)),
         ("uplink", t.uplink.as_ref().map(|v| v.referenced)),
+        ("nics", t.nics.as_ref().map(|v| v.referenced)),
+        ("gpus_per_node", t.gpus_per_node.as_ref().map(|v| v.referenced)),
+        ("intra", t.intra.as_ref().map(|v| v.referenced)),
+        ("nics_per_node", t.nics_per_node.as_ref().map(|v| v.referenced)),
+        ("inter", t.inter.as_ref().map(|v| v.referenced)),
+        ("fabric", t.fabric.as_ref().map(|v| v.referenced)),
+        ("launch", t.launch.as_ref().map(|v| v.referenced)),
     ];
     for (key, loc) in present_keys {
         if let Some(loc) = loc
@@ -250,6 +342,8 @@ pub(super) fn topology(src: &Src, raw: Spanned<RawTopology>) -> Result<TopologyS
         {
             let hint = if kind == Kind::Hierarchical && key == "link" {
                 " (each level has its own alpha and bandwidth)"
+            } else if kind == Kind::Cluster && key == "nics" {
+                " (ports belong to a GPU's interfaces: its own inside the node, and its rail's NIC; see nics_per_node)"
             } else {
                 ""
             };
@@ -278,6 +372,30 @@ pub(super) fn topology(src: &Src, raw: Spanned<RawTopology>) -> Result<TopologyS
     };
 
     Ok(match kind {
+        Kind::Cluster => {
+            let nodes = match t.nodes {
+                None => None,
+                Some(n) => match n.value {
+                    RawNodes::Count(v) => Some(Spanned { value: v, referenced: n.referenced, defined: n.defined }),
+                    RawNodes::List(_) => {
+                        return Err(src.err(
+                            &n.referenced,
+                            "topology.nodes: kind cluster takes the number of servers (nodes: 16), not a list",
+                        ));
+                    }
+                },
+            };
+            let raw = RawCluster {
+                nodes,
+                gpus_per_node: t.gpus_per_node,
+                intra: t.intra,
+                nics_per_node: t.nics_per_node,
+                inter: t.inter,
+                fabric: t.fabric,
+                launch: t.launch,
+            };
+            TopologySpec::Cluster(super::cluster::cluster(src, at, raw)?)
+        }
         Kind::FullyConnected => TopologySpec::FullyConnected { link: need_link(link)?, nics },
         Kind::Ring => TopologySpec::Ring { link: need_link(link)?, nics },
         Kind::Torus2d | Kind::Mesh2d => {
@@ -308,7 +426,7 @@ pub(super) fn topology(src: &Src, raw: Spanned<RawTopology>) -> Result<TopologyS
                      order), e.g. nodes: [a, b, c], and links: [{ from: a, to: b }, ...]",
                 ));
             };
-            let graph = nodes(src, raw_nodes, false)?;
+            let graph = nodes(src, node_list(src, raw_nodes, "custom")?, false)?;
             let links = match t.links {
                 None if graph.nodes.len() == 1 => Vec::new(),
                 None => {
@@ -336,7 +454,7 @@ pub(super) fn topology(src: &Src, raw: Spanned<RawTopology>) -> Result<TopologyS
                 ));
             };
             let nodes_at = raw_nodes.referenced;
-            let graph = nodes(src, raw_nodes, true)?;
+            let graph = nodes(src, node_list(src, raw_nodes, "graph")?, true)?;
             let hosts = graph.nodes.iter().filter(|n| n.kind == NodeKind::Host).count();
             if hosts == 0 {
                 return Err(src.err(

@@ -1,0 +1,378 @@
+//! `topology: { kind: cluster, ... }` as written, and its validation into a
+//! [`ClusterSpec`] (docs/gpu-clusters.md).
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, MapAccess, Visitor};
+use serde_saphyr::{Location, Spanned};
+
+use super::{RawLink, Scalar, Src, bandwidth, present, time, whole};
+use crate::scenario::ScenarioError;
+use crate::topology::{
+    Cluster, ClusterSpec, FabricKind, FabricSpec, InterSpec, IntraKind, IntraSpec, Link, PerProto, Proto,
+};
+
+/// A value for every protocol: one (`1us`) or one per protocol (`{ simple: 3.4us, ll:
+/// 0.6us, ll128: 1.9us }`).
+pub(super) enum RawPerProto {
+    One(Scalar),
+    Map(Vec<(Spanned<String>, Spanned<Scalar>)>),
+}
+
+struct RawPerProtoVisitor;
+
+impl<'de> Visitor<'de> for RawPerProtoVisitor {
+    type Value = RawPerProto;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a time (1us) or one per protocol { simple: TIME, ll: TIME, ll128: TIME }")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<RawPerProto, E> {
+        Ok(RawPerProto::One(Scalar::Bool(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawPerProto, E> {
+        Ok(RawPerProto::One(u64::try_from(v).map_or(Scalar::Int(v), Scalar::UInt)))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawPerProto, E> {
+        Ok(RawPerProto::One(Scalar::UInt(v)))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<RawPerProto, E> {
+        Ok(RawPerProto::One(Scalar::Float(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<RawPerProto, E> {
+        Ok(RawPerProto::One(Scalar::Str(v.to_string())))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<RawPerProto, E> {
+        Ok(RawPerProto::One(Scalar::Null))
+    }
+    fn visit_none<E: de::Error>(self) -> Result<RawPerProto, E> {
+        Ok(RawPerProto::One(Scalar::Null))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawPerProto, A::Error> {
+        let mut items = Vec::new();
+        while let Some(key) = map.next_key::<Spanned<String>>()? {
+            items.push((key, map.next_value::<Spanned<Scalar>>()?));
+        }
+        Ok(RawPerProto::Map(items))
+    }
+}
+
+impl<'de> Deserialize<'de> for RawPerProto {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(RawPerProtoVisitor)
+    }
+}
+
+/// `intra:`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawIntra {
+    #[serde(default, deserialize_with = "present")]
+    kind: Option<Spanned<String>>,
+    #[serde(default, deserialize_with = "present")]
+    alpha: Option<Spanned<RawPerProto>>,
+    #[serde(default, deserialize_with = "present")]
+    bandwidth: Option<Spanned<Scalar>>,
+    #[serde(default, deserialize_with = "present")]
+    links: Option<Spanned<RawLinks>>,
+}
+
+/// `intra.links`: `[[a, b, count], ...]`, each entry and number with where it stands.
+type RawLinks = Vec<Spanned<Vec<Spanned<Scalar>>>>;
+
+/// `inter:`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawInter {
+    #[serde(default, deserialize_with = "present")]
+    alpha: Option<Spanned<RawPerProto>>,
+    #[serde(default, deserialize_with = "present")]
+    bandwidth: Option<Spanned<Scalar>>,
+}
+
+/// `fabric:`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFabric {
+    #[serde(default, deserialize_with = "present")]
+    kind: Option<Spanned<String>>,
+    #[serde(default, deserialize_with = "present")]
+    hosts_per_leaf: Option<Spanned<Scalar>>,
+    #[serde(default, deserialize_with = "present")]
+    spines: Option<Spanned<Scalar>>,
+    #[serde(default, deserialize_with = "present")]
+    uplink: Option<Spanned<RawLink>>,
+}
+
+/// The keys of `kind: cluster` as read.
+pub(super) struct RawCluster {
+    pub nodes: Option<Spanned<Scalar>>,
+    pub gpus_per_node: Option<Spanned<Scalar>>,
+    pub intra: Option<Spanned<RawIntra>>,
+    pub nics_per_node: Option<Spanned<Scalar>>,
+    pub inter: Option<Spanned<RawInter>>,
+    pub fabric: Option<Spanned<RawFabric>>,
+    pub launch: Option<Spanned<RawPerProto>>,
+}
+
+/// A value of every protocol (`key` names it in messages).
+fn per_proto(src: &Src, raw: &Spanned<RawPerProto>, key: &str) -> Result<PerProto, ScenarioError> {
+    let at = raw.referenced;
+    match &raw.value {
+        RawPerProto::One(v) => {
+            let v = Spanned { value: v.clone(), referenced: at, defined: raw.defined };
+            Ok(PerProto::all(time(src, &v, key)?))
+        }
+        RawPerProto::Map(items) => {
+            let mut got: [Option<f64>; 3] = [None; 3];
+            for (k, v) in items {
+                let Some(p) = Proto::from_name(&k.value) else {
+                    return Err(src.err(
+                        &k.referenced,
+                        format!("{key}: unknown protocol '{}'; allowed: simple, ll, ll128", k.value),
+                    ));
+                };
+                got[p.index()] = Some(time(src, v, &format!("{key}.{}", p.name()))?);
+            }
+            let missing: Vec<&str> = Proto::ALL.iter().filter(|p| got[p.index()].is_none()).map(|p| p.name()).collect();
+            if !missing.is_empty() {
+                return Err(src.err(
+                    &at,
+                    format!(
+                        "{key}: missing {}; give all of simple, ll and ll128, or one time for every protocol",
+                        missing.join(", ")
+                    ),
+                ));
+            }
+            let [ll, ll128, simple] = got.map(|v| v.unwrap_or(0.0));
+            Ok(PerProto { ll, ll128, simple })
+        }
+    }
+}
+
+/// A whole number of at least `min`.
+fn count(src: &Src, v: &Spanned<Scalar>, key: &str, what: &str, min: u64) -> Result<usize, ScenarioError> {
+    whole(&v.value, min, usize::MAX as u64).map(|n| n as usize).ok_or_else(|| {
+        src.err(
+            &v.referenced,
+            format!("{key}: must be a whole number of at least {min} ({what}), not {}", v.value.shown()),
+        )
+    })
+}
+
+/// Validate the keys of `kind: cluster` (the topology at `at`).
+pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterSpec, ScenarioError> {
+    let missing =
+        |key: &str, what: &str| src.err(&at, format!("topology: missing key '{key}'; kind cluster needs {what}"));
+    let nodes = match &t.nodes {
+        None => return Err(missing("nodes", "the number of servers, e.g. nodes: 16")),
+        Some(v) => count(src, v, "topology.nodes", "servers", 1)?,
+    };
+    let gpus = match &t.gpus_per_node {
+        None => return Err(missing("gpus_per_node", "the GPUs in each server, e.g. gpus_per_node: 8")),
+        Some(v) => count(src, v, "topology.gpus_per_node", "GPUs in each server", 1)?,
+    };
+    let Some(raw_intra) = t.intra else {
+        return Err(missing(
+            "intra",
+            "how GPUs of a node talk, e.g. intra: { kind: nvswitch, alpha: 1us, bandwidth: 450GB/s }",
+        ));
+    };
+    let intra_at = raw_intra.referenced;
+    let ri = raw_intra.value;
+    let kinds = [("nvswitch", IntraKind::Nvswitch), ("pcie", IntraKind::Pcie), ("nvlink", IntraKind::Nvlink)];
+    let Some(kind_raw) = &ri.kind else {
+        return Err(src.err(&intra_at, "topology.intra: missing key 'kind'; allowed: nvswitch, pcie, nvlink"));
+    };
+    let kind = super::choice(src, Some(kind_raw), "topology.intra.kind", &kinds, &[])?;
+    let Some(alpha) = &ri.alpha else {
+        return Err(src.err(
+            &intra_at,
+            "topology.intra: missing key 'alpha' (seconds per message inside a node, e.g. 1us, or one per \
+             protocol { simple: 3.4us, ll: 0.6us, ll128: 1.9us })",
+        ));
+    };
+    let intra_alpha = per_proto(src, alpha, "topology.intra.alpha")?;
+    let Some(bw) = &ri.bandwidth else {
+        return Err(src.err(
+            &intra_at,
+            "topology.intra: missing key 'bandwidth' (each way, per GPU; per NVLink for kind nvlink; e.g. 450GB/s)",
+        ));
+    };
+    let intra_bw = bandwidth(src, bw, "topology.intra.bandwidth")?;
+    let links_at = ri.links.as_ref().map(|l| l.referenced);
+    let links = match (kind, ri.links) {
+        (IntraKind::Nvlink, None) if gpus > 1 => {
+            return Err(src.err(
+                &intra_at,
+                "topology.intra: missing key 'links'; kind nvlink needs the NVLinks between the node's GPUs, \
+                 e.g. links: [[0, 1, 2], [0, 2, 1]] (GPU, GPU, how many NVLinks)",
+            ));
+        }
+        (IntraKind::Nvlink, None) => Vec::new(),
+        (_, Some(l)) if kind != IntraKind::Nvlink => {
+            return Err(src.err(
+                &l.referenced,
+                format!(
+                    "topology.intra.links: applies to kind nvlink only (an {} joins every pair alike); leave it out",
+                    kind.name()
+                ),
+            ));
+        }
+        (_, None) => Vec::new(),
+        (_, Some(l)) => nvlinks(src, l, gpus)?,
+    };
+    let nics = match &t.nics_per_node {
+        None => 1,
+        Some(v) => {
+            let k = count(src, v, "topology.nics_per_node", "NICs in each server", 1)?;
+            if k > gpus {
+                return Err(src.err(
+                    &v.referenced,
+                    format!(
+                        "topology.nics_per_node: {k} NICs for {gpus} GPUs per node; GPU g uses NIC \
+                         floor(g * nics_per_node / gpus_per_node), so give at most {gpus}"
+                    ),
+                ));
+            }
+            k
+        }
+    };
+    let inter = match t.inter {
+        None if nodes > 1 => {
+            return Err(missing(
+                "inter",
+                "how GPUs of different nodes talk through one NIC, e.g. inter: { alpha: 3us, bandwidth: 400Gbps }",
+            ));
+        }
+        None => InterSpec { alpha_s: intra_alpha, bandwidth: intra_bw },
+        Some(raw) => {
+            let ia = raw.referenced;
+            let Some(alpha) = &raw.value.alpha else {
+                return Err(
+                    src.err(&ia, "topology.inter: missing key 'alpha' (seconds per message across nodes, e.g. 3us)")
+                );
+            };
+            let Some(bw) = &raw.value.bandwidth else {
+                return Err(src.err(&ia, "topology.inter: missing key 'bandwidth' (per NIC, each way, e.g. 400Gbps)"));
+            };
+            InterSpec {
+                alpha_s: per_proto(src, alpha, "topology.inter.alpha")?,
+                bandwidth: bandwidth(src, bw, "topology.inter.bandwidth")?,
+            }
+        }
+    };
+    let fabric = match t.fabric {
+        None => FabricSpec { kind: FabricKind::RailOptimized, hosts_per_leaf: None, spines: 1, uplink: None },
+        Some(raw) => fabric(src, raw)?,
+    };
+    let launch =
+        t.launch.as_ref().map(|l| per_proto(src, l, "topology.launch")).transpose()?.unwrap_or(PerProto::all(0.0));
+    let spec = ClusterSpec {
+        nodes,
+        gpus_per_node: gpus,
+        intra: IntraSpec { kind, alpha_s: intra_alpha, bandwidth: intra_bw, links },
+        nics_per_node: nics,
+        inter,
+        fabric,
+        launch_s: launch,
+    };
+    let all = nodes.checked_mul(gpus).ok_or_else(|| src.err(&at, "topology: more GPUs than this machine can count"))?;
+    if let Err(why) = Cluster::new(&spec, all) {
+        let loc = if why.starts_with("intra.links") { links_at.unwrap_or(intra_at) } else { at };
+        return Err(src.err(&loc, format!("topology: {why}")));
+    }
+    Ok(spec)
+}
+
+/// `intra.links: [[a, b, count], ...]`, GPUs of one node.
+fn nvlinks(
+    src: &Src,
+    raw: Spanned<Vec<Spanned<Vec<Spanned<Scalar>>>>>,
+    gpus: usize,
+) -> Result<Vec<[usize; 3]>, ScenarioError> {
+    let mut out = Vec::new();
+    for (i, entry) in raw.value.iter().enumerate() {
+        let key = format!("topology.intra.links[{i}]");
+        if entry.value.len() != 3 {
+            return Err(src.err(
+                &entry.referenced,
+                format!(
+                    "{key}: expected [GPU, GPU, NVLinks], three whole numbers, not a list of {}",
+                    entry.value.len()
+                ),
+            ));
+        }
+        let mut v = [0usize; 3];
+        for (j, x) in entry.value.iter().enumerate() {
+            v[j] = if j < 2 {
+                whole(&x.value, 0, gpus as u64 - 1).map(|n| n as usize).ok_or_else(|| {
+                    src.err(
+                        &x.referenced,
+                        format!("{key}: {} is not a GPU of the node; GPUs are 0 to {}", x.value.shown(), gpus - 1),
+                    )
+                })?
+            } else {
+                whole(&x.value, 1, u64::from(u32::MAX)).map(|n| n as usize).ok_or_else(|| {
+                    src.err(
+                        &x.referenced,
+                        format!(
+                            "{key}: the count of NVLinks must be a whole number of at least 1, not {}",
+                            x.value.shown()
+                        ),
+                    )
+                })?
+            };
+        }
+        out.push(v);
+    }
+    Ok(out)
+}
+
+/// `fabric:`.
+fn fabric(src: &Src, raw: Spanned<RawFabric>) -> Result<FabricSpec, ScenarioError> {
+    let at = raw.referenced;
+    let f = raw.value;
+    let kinds = [("rail_optimized", FabricKind::RailOptimized), ("fat_tree", FabricKind::FatTree)];
+    let kind = super::choice(src, f.kind.as_ref(), "topology.fabric.kind", &kinds, &[])?;
+    let hosts_per_leaf = match (&f.hosts_per_leaf, kind) {
+        (Some(v), FabricKind::FatTree) => {
+            Some(count(src, v, "topology.fabric.hosts_per_leaf", "NICs under each leaf switch", 1)?)
+        }
+        (Some(v), FabricKind::RailOptimized) => {
+            return Err(src.err(
+                &v.referenced,
+                "topology.fabric.hosts_per_leaf: applies to kind fat_tree only (rail_optimized puts NIC i of every \
+                 node under leaf i)",
+            ));
+        }
+        (None, FabricKind::FatTree) => {
+            return Err(src.err(
+                &at,
+                "topology.fabric: missing key 'hosts_per_leaf'; kind fat_tree needs the NICs under each leaf switch",
+            ));
+        }
+        (None, _) => None,
+    };
+    let spines = match &f.spines {
+        None => 1,
+        Some(v) => count(src, v, "topology.fabric.spines", "spine switches", 1)?,
+    };
+    let uplink = match f.uplink {
+        None => None,
+        Some(u) => {
+            let Some(bw) = &u.value.bandwidth else {
+                return Err(src.err(
+                    &u.referenced,
+                    "topology.fabric.uplink: missing key 'bandwidth' (each leaf to each spine, e.g. 400Gbps)",
+                ));
+            };
+            let alpha = u.value.alpha.as_ref().map(|a| time(src, a, "topology.fabric.uplink.alpha")).transpose()?;
+            Some(Link {
+                alpha: alpha.unwrap_or(0.0),
+                bandwidth: bandwidth(src, bw, "topology.fabric.uplink.bandwidth")?,
+            })
+        }
+    };
+    Ok(FabricSpec { kind, hosts_per_leaf, spines, uplink })
+}

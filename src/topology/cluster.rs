@@ -1,0 +1,912 @@
+//! A cluster of GPU nodes (`kind: cluster`, docs/gpu-clusters.md): `nodes` servers of
+//! `gpus_per_node` GPUs, joined inside by an NVSwitch, a PCIe switch or explicit NVLinks,
+//! and across by `nics_per_node` NICs on rails.
+//!
+//! Rank `r` is GPU `r % G` of node `r / G` (`G` GPUs per node); GPU `g` uses its node's
+//! NIC `floor(g K / G)` (`K` NICs per node), so consecutive GPUs share a NIC when there
+//! are fewer NICs than GPUs. A run of fewer ranks than GPUs takes one node's first
+//! ranks; more take whole nodes.
+//!
+//! **Pair costs** are what one message alone measures: inside a node `intra.alpha +
+//! m / intra.bandwidth` (NVLink: the bandwidth of one link times the links between the
+//! pair), across nodes `inter.alpha + m / inter.bandwidth`. Two GPUs without an NVLink
+//! between them talk as NCCL routes them (its `NVB` paths): through the intermediate GPU
+//! with NVLinks to both whose thinner bundle is widest (ties to the lowest GPU), paying
+//! both hops' alphas and the thinner bundle's bandwidth. A pair with no such GPU is
+//! refused (NCCL would go through host memory, which this kind does not model).
+//!
+//! **Protocols.** [`Cluster::with_protocol`] gives the machine as protocol `p` sees it:
+//! every alpha is the machine's value for `p`, every bandwidth is scaled by
+//! [`Proto::efficiency`].
+//!
+//! **Interfaces** ([`Topology::interfaces`]): interface `r < P` is GPU `r`'s intra-node
+//! interface (one port each way; NVLink: one per GPU it has NVLinks to). Under the ideal
+//! model interface `P + n K + i` is NIC `i` of node `n`, one port each way, shared by the
+//! GPUs of its rail: a NIC serves one of their messages at a time. Under the flow model
+//! ([`Cluster::for_flow`]) interface `P + r` is GPU `r`'s own port toward its NIC, and
+//! the NIC's bandwidth is shared on its link instead.
+//!
+//! **Links** (the flow model's [`Fabric`]), each full duplex with every bandwidth
+//! scaled by the protocol's efficiency:
+//! - `nvswitch`: GPU to its node's switch, `intra.alpha / 2` and `intra.bandwidth`;
+//! - `pcie`: the same to the node's PCIe switch, whose one core link (`intra.bandwidth`,
+//!   no latency) every message inside the node crosses, whichever way it goes;
+//! - `nvlink`: one link per listed pair, `intra.alpha` and `count * intra.bandwidth`;
+//! - GPU to its NIC (no latency, `inter.bandwidth`), NIC to its leaf switch
+//!   (`inter.alpha / 2`, `inter.bandwidth`), leaf to every spine (`uplink`).
+//!
+//! `rail_optimized` puts NIC `i` of every node under leaf `i`; `fat_tree` puts NIC
+//! `n K + i` under leaf `(n K + i) / hosts_per_leaf`. Between leaves a message climbs to
+//! spine `(destination NIC) mod spines` (D-mod-k). Without an `uplink` each leaf's
+//! uplinks carry what its NICs can send (not oversubscribed) at no latency, so every
+//! pair across nodes costs the same; an `uplink` with an alpha adds twice it across
+//! leaves.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Fabric, Link, LinkId, Proto, Topology, oversubscription, oversubscription_text};
+
+/// A value per protocol, seconds, indexed by [`Proto::index`] (LL, LL128, Simple).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PerProto {
+    /// LL's.
+    pub ll: f64,
+    /// LL128's.
+    pub ll128: f64,
+    /// Simple's.
+    pub simple: f64,
+}
+
+impl PerProto {
+    /// The same value for every protocol.
+    pub fn all(v: f64) -> PerProto {
+        PerProto { ll: v, ll128: v, simple: v }
+    }
+    /// The value for `p`.
+    pub fn of(&self, p: Proto) -> f64 {
+        match p {
+            Proto::Ll => self.ll,
+            Proto::Ll128 => self.ll128,
+            Proto::Simple => self.simple,
+        }
+    }
+}
+
+/// What joins the GPUs of a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IntraKind {
+    /// An NVSwitch: every GPU has `intra.bandwidth` to it each way.
+    Nvswitch,
+    /// A PCIe switch whose `intra.bandwidth` all the node's GPUs share, both ways.
+    Pcie,
+    /// Explicit GPU-GPU NVLinks (`links`), `intra.bandwidth` each.
+    Nvlink,
+}
+
+impl IntraKind {
+    /// The name as written in a scenario.
+    pub fn name(self) -> &'static str {
+        match self {
+            IntraKind::Nvswitch => "nvswitch",
+            IntraKind::Pcie => "pcie",
+            IntraKind::Nvlink => "nvlink",
+        }
+    }
+}
+
+/// `intra:` of a cluster.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IntraSpec {
+    /// NVSwitch, PCIe or NVLink.
+    pub kind: IntraKind,
+    /// Seconds per message, per protocol.
+    pub alpha_s: PerProto,
+    /// Bytes per second each way: per GPU (NVSwitch, PCIe) or per NVLink.
+    #[serde(rename = "bandwidth_Bps")]
+    pub bandwidth: f64,
+    /// NVLink only: `[gpu a, gpu b, links]`, each pair once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<[usize; 3]>,
+}
+
+/// `inter:` of a cluster: one message between GPUs of different nodes, alone.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct InterSpec {
+    /// Seconds per message, per protocol.
+    pub alpha_s: PerProto,
+    /// Bytes per second each way, per NIC.
+    #[serde(rename = "bandwidth_Bps")]
+    pub bandwidth: f64,
+}
+
+/// How the NICs' leaf switches are arranged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FabricKind {
+    /// NIC `i` of every node under leaf `i`.
+    RailOptimized,
+    /// NICs in order under leaves of `hosts_per_leaf`.
+    FatTree,
+}
+
+/// `fabric:` of a cluster.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FabricSpec {
+    /// Rail-optimized or a fat tree.
+    pub kind: FabricKind,
+    /// Fat tree: NICs under each leaf.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts_per_leaf: Option<usize>,
+    /// Spine switches joining the leaves.
+    pub spines: usize,
+    /// Each leaf's link to each spine, if given (else not oversubscribed, no latency).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ser_uplink",
+        deserialize_with = "de_uplink"
+    )]
+    pub uplink: Option<Link>,
+}
+
+fn ser_uplink<S: serde::Serializer>(l: &Option<Link>, s: S) -> Result<S::Ok, S::Error> {
+    match l {
+        Some(l) => [("alpha_s", l.alpha), ("bandwidth_Bps", l.bandwidth)]
+            .into_iter()
+            .collect::<std::collections::BTreeMap<_, _>>()
+            .serialize(s),
+        None => s.serialize_none(),
+    }
+}
+
+fn de_uplink<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Link>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Repr {
+        alpha_s: f64,
+        #[serde(rename = "bandwidth_Bps")]
+        bandwidth_bps: f64,
+    }
+    Ok(Option::<Repr>::deserialize(d)?.map(|r| Link { alpha: r.alpha_s, bandwidth: r.bandwidth_bps }))
+}
+
+/// `topology: { kind: cluster, ... }` as validated.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClusterSpec {
+    /// Servers.
+    pub nodes: usize,
+    /// GPUs per server.
+    pub gpus_per_node: usize,
+    /// Inside a node.
+    pub intra: IntraSpec,
+    /// NICs per node.
+    pub nics_per_node: usize,
+    /// Across nodes.
+    pub inter: InterSpec,
+    /// The NICs' switches.
+    pub fabric: FabricSpec,
+    /// Seconds once per collective per rank before its first operation, per protocol.
+    pub launch_s: PerProto,
+}
+
+/// How a pair inside a node is joined under NVLink: directly by bundle `e`, or through
+/// GPU `via` by bundles `e` (from the source) and `e2`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NvRoute {
+    Direct(usize),
+    Via(usize, usize),
+}
+
+/// See the module docs.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    spec: ClusterSpec,
+    ranks: usize,
+    /// Nodes the ranks occupy.
+    nodes: usize,
+    proto: Proto,
+    flow: bool,
+    /// Leaves and NICs under each (fat tree: the last may hold fewer).
+    leaves: usize,
+    per_leaf: usize,
+    uplink: Link,
+    /// NVLink: bundles `(a, b, count)` with `a < b`, and the route of every ordered
+    /// pair of a node's GPUs, `G * G` (the diagonal unused).
+    bundles: Vec<(usize, usize, u32)>,
+    nv_routes: Vec<NvRoute>,
+    nv_ports: Vec<u32>,
+}
+
+impl Cluster {
+    /// The machine `spec` describes, running `ranks` ranks, as Simple sees it under the
+    /// ideal model. Errors on a count of 0, more NICs than GPUs per node, a value that
+    /// is negative or not finite, an NVLink list that leaves a pair without a route, or
+    /// a rank count that is neither part of one node nor whole nodes.
+    pub fn new(spec: &ClusterSpec, ranks: usize) -> Result<Cluster, String> {
+        check(spec)?;
+        let g = spec.gpus_per_node;
+        let max = spec.nodes * g;
+        if ranks == 0 || ranks > max || (ranks > g && !ranks.is_multiple_of(g)) {
+            return Err(format!(
+                "a cluster of {} nodes x {g} GPUs runs 1 to {g} ranks on one node or whole nodes (a multiple of \
+                 {g} up to {max}), not {ranks}",
+                spec.nodes
+            ));
+        }
+        let k = spec.nics_per_node;
+        let (leaves, per_leaf) = match spec.fabric.kind {
+            FabricKind::RailOptimized => (k, spec.nodes),
+            FabricKind::FatTree => {
+                let h = spec.fabric.hosts_per_leaf.unwrap_or(spec.nodes * k);
+                ((spec.nodes * k).div_ceil(h), h)
+            }
+        };
+        let spines = spec.fabric.spines;
+        let uplink = spec
+            .fabric
+            .uplink
+            .unwrap_or(Link { alpha: 0.0, bandwidth: per_leaf as f64 * spec.inter.bandwidth / spines as f64 });
+        let (bundles, nv_routes, nv_ports) = if spec.intra.kind == IntraKind::Nvlink {
+            nvlink_routes(g, &spec.intra.links)?
+        } else {
+            (Vec::new(), Vec::new(), Vec::new())
+        };
+        Ok(Cluster {
+            spec: spec.clone(),
+            ranks,
+            nodes: ranks.div_ceil(g),
+            proto: Proto::Simple,
+            flow: false,
+            leaves,
+            per_leaf,
+            uplink,
+            bundles,
+            nv_routes,
+            nv_ports,
+        })
+    }
+
+    /// The same machine as protocol `p` sees it (see the module docs).
+    pub fn with_protocol(mut self, p: Proto) -> Self {
+        self.proto = p;
+        self
+    }
+
+    /// The same machine with its interfaces as the flow model has them: every GPU its
+    /// own port toward its NIC (see the module docs).
+    pub fn for_flow(mut self, flow: bool) -> Self {
+        self.flow = flow;
+        self
+    }
+
+    /// The protocol this view is for.
+    pub fn protocol(&self) -> Proto {
+        self.proto
+    }
+
+    /// `launch` for this view's protocol.
+    pub fn launch(&self) -> f64 {
+        self.spec.launch_s.of(self.proto)
+    }
+
+    /// GPUs per node the ranks use (fewer than the machine's on a partial node).
+    fn gpus(&self) -> usize {
+        self.ranks.min(self.spec.gpus_per_node)
+    }
+
+    /// The node-local NIC GPU `g` uses: `floor(g K / G)`.
+    pub fn nic_of_gpu(&self, g: usize) -> usize {
+        g * self.spec.nics_per_node / self.spec.gpus_per_node
+    }
+
+    /// The global NIC (`n K + i`) rank `r` uses.
+    fn nic(&self, r: usize) -> usize {
+        let g = self.spec.gpus_per_node;
+        (r / g) * self.spec.nics_per_node + self.nic_of_gpu(r % g)
+    }
+
+    fn leaf_of_nic(&self, j: usize) -> usize {
+        match self.spec.fabric.kind {
+            FabricKind::RailOptimized => j % self.spec.nics_per_node,
+            FabricKind::FatTree => j / self.per_leaf,
+        }
+    }
+
+    fn eff(&self) -> f64 {
+        self.proto.efficiency()
+    }
+
+    /// Hop costs under this view.
+    fn intra_half(&self) -> Link {
+        Link { alpha: self.spec.intra.alpha_s.of(self.proto) / 2.0, bandwidth: self.spec.intra.bandwidth * self.eff() }
+    }
+    fn pcie_core(&self) -> Link {
+        Link { alpha: 0.0, bandwidth: self.spec.intra.bandwidth * self.eff() }
+    }
+    fn bundle(&self, e: usize) -> Link {
+        let count = f64::from(self.bundles[e].2);
+        Link {
+            alpha: self.spec.intra.alpha_s.of(self.proto),
+            bandwidth: self.spec.intra.bandwidth * count * self.eff(),
+        }
+    }
+    fn gpu_nic(&self) -> Link {
+        Link { alpha: 0.0, bandwidth: self.spec.inter.bandwidth * self.eff() }
+    }
+    fn nic_leaf(&self) -> Link {
+        Link { alpha: self.spec.inter.alpha_s.of(self.proto) / 2.0, bandwidth: self.spec.inter.bandwidth * self.eff() }
+    }
+    fn spine(&self) -> Link {
+        Link { alpha: self.uplink.alpha, bandwidth: self.uplink.bandwidth * self.eff() }
+    }
+
+    /// The cost of a pair across nodes, under one leaf (`false`) or across leaves.
+    fn far(&self, cross_leaf: bool) -> Link {
+        let (n, l, s) = (self.gpu_nic(), self.nic_leaf(), self.spine());
+        if cross_leaf { fold(&[n, l, s, s, l, n]) } else { fold(&[n, l, l, n]) }
+    }
+
+    /// The cost of a pair inside a node.
+    fn near(&self, ga: usize, gb: usize) -> Link {
+        match self.spec.intra.kind {
+            IntraKind::Nvswitch => fold(&[self.intra_half(), self.intra_half()]),
+            IntraKind::Pcie => fold(&[self.intra_half(), self.pcie_core(), self.intra_half()]),
+            IntraKind::Nvlink => match self.nv_routes[ga * self.spec.gpus_per_node + gb] {
+                NvRoute::Direct(e) => fold(&[self.bundle(e)]),
+                NvRoute::Via(e, e2) => fold(&[self.bundle(e), self.bundle(e2)]),
+            },
+        }
+    }
+
+    /// A pair inside a node where no two GPUs talk (one GPU per node, or one rank): the
+    /// intra-node alpha and bandwidth as given.
+    fn nominal(&self) -> Link {
+        Link { alpha: self.spec.intra.alpha_s.of(self.proto), bandwidth: self.spec.intra.bandwidth * self.eff() }
+    }
+
+    /// Whether some pair of the ranks' NICs sits under one leaf, and some pair under
+    /// different leaves.
+    fn leaf_pairs(&self) -> (bool, bool) {
+        if self.nodes < 2 {
+            return (false, false);
+        }
+        let nics: Vec<usize> = (0..self.gpus()).map(|g| self.nic_of_gpu(g)).collect();
+        let (mut same, mut cross) = (false, false);
+        for &i in &nics {
+            for &j in &nics {
+                // Node 0's NIC i against node 1's NIC j, and node 0 against the last node.
+                for n in [1, self.nodes - 1] {
+                    let (a, b) = (i, n * self.spec.nics_per_node + j);
+                    if self.leaf_of_nic(a) == self.leaf_of_nic(b) {
+                        same = true;
+                    } else {
+                        cross = true;
+                    }
+                }
+            }
+        }
+        if self.spec.fabric.kind == FabricKind::FatTree && self.leaves > 1 {
+            cross = true;
+        }
+        (same, cross)
+    }
+
+    /// The leaf's NICs' bandwidth over its uplinks' (`hosts_per_leaf B / (spines U)`).
+    pub fn oversubscription(&self) -> f64 {
+        oversubscription(self.per_leaf, self.spec.fabric.spines, self.spec.inter.bandwidth, self.uplink.bandwidth)
+    }
+
+    fn intra_ports(&self, g: usize) -> u32 {
+        if self.spec.intra.kind == IntraKind::Nvlink { self.nv_ports[g].max(1) } else { 1 }
+    }
+
+    // LinkId layout: [0, 2P) GPU r to its switch (2r up, 2r + 1 down); [2P, 4P) GPU r to
+    // its NIC; then NIC j to its leaf (2j up); then leaf l to spine s (2 (l S + s) up);
+    // then each node's PCIe core (one id per node); then NVLink bundle e of node n
+    // (2 (n E + e) from its lower GPU).
+    fn base_nic(&self) -> u64 {
+        2 * self.ranks as u64
+    }
+    fn base_leaf(&self) -> u64 {
+        4 * self.ranks as u64
+    }
+    fn base_spine(&self) -> u64 {
+        self.base_leaf() + 2 * (self.nodes * self.spec.nics_per_node) as u64
+    }
+    fn base_core(&self) -> u64 {
+        self.base_spine() + 2 * (self.leaves * self.spec.fabric.spines) as u64
+    }
+    fn base_nvlink(&self) -> u64 {
+        self.base_core() + if self.spec.intra.kind == IntraKind::Pcie { self.nodes as u64 } else { 0 }
+    }
+    fn bundle_id(&self, node: usize, from: usize, e: usize) -> LinkId {
+        let up = self.bundles[e].0 == from;
+        self.base_nvlink() + 2 * (node * self.bundles.len() + e) as u64 + u64::from(!up)
+    }
+}
+
+/// Alphas added in route order from 0 and the slowest bandwidth, as
+/// [`super::route_cost`] adds a route's hops.
+fn fold(hops: &[Link]) -> Link {
+    hops.iter().fold(Link { alpha: 0.0, bandwidth: f64::INFINITY }, |acc, l| Link {
+        alpha: acc.alpha + l.alpha,
+        bandwidth: acc.bandwidth.min(l.bandwidth),
+    })
+}
+
+fn check(spec: &ClusterSpec) -> Result<(), String> {
+    for (what, n) in [
+        ("nodes", spec.nodes),
+        ("gpus_per_node", spec.gpus_per_node),
+        ("nics_per_node", spec.nics_per_node),
+        ("fabric.spines", spec.fabric.spines),
+    ] {
+        if n == 0 {
+            return Err(format!("a cluster needs {what} of at least 1"));
+        }
+    }
+    if spec.nics_per_node > spec.gpus_per_node {
+        return Err(format!(
+            "nics_per_node is {} but a node has {} GPUs; GPU g uses NIC floor(g * nics_per_node / gpus_per_node), so \
+             some NICs would serve no GPU",
+            spec.nics_per_node, spec.gpus_per_node
+        ));
+    }
+    let total = spec
+        .nodes
+        .checked_mul(spec.gpus_per_node)
+        .filter(|&p| p <= u32::MAX as usize / 8 && spec.nodes.saturating_mul(spec.nics_per_node) <= 1 << 40)
+        .ok_or("a cluster that large has more GPUs than this simulator can count")?;
+    let _ = total;
+    if spec.fabric.hosts_per_leaf == Some(0) {
+        return Err("fabric.hosts_per_leaf must be at least 1".to_string());
+    }
+    let finite = |v: f64| v >= 0.0 && v.is_finite();
+    for (what, a) in
+        [("intra.alpha", spec.intra.alpha_s), ("inter.alpha", spec.inter.alpha_s), ("launch", spec.launch_s)]
+    {
+        if ![a.ll, a.ll128, a.simple].into_iter().all(finite) {
+            return Err(format!("{what} must be at least 0 and finite for every protocol"));
+        }
+    }
+    for (what, b) in [("intra.bandwidth", spec.intra.bandwidth), ("inter.bandwidth", spec.inter.bandwidth)] {
+        if !(b > 0.0 && b.is_finite()) {
+            return Err(format!("{what} must be above 0 and finite, not {b}"));
+        }
+    }
+    if let Some(u) = spec.fabric.uplink
+        && !(finite(u.alpha) && u.bandwidth > 0.0 && u.bandwidth.is_finite())
+    {
+        return Err("fabric.uplink needs an alpha of at least 0 and a bandwidth above 0, both finite".to_string());
+    }
+    Ok(())
+}
+
+/// NVLink bundles (`a < b`), every ordered pair's route and every GPU's NVLink peers,
+/// from `links` (`[a, b, count]`): NCCL's choice for a pair without a bundle is the
+/// intermediate GPU with bundles to both whose thinner bundle is widest, ties to the
+/// lowest GPU.
+type NvTables = (Vec<(usize, usize, u32)>, Vec<NvRoute>, Vec<u32>);
+
+fn nvlink_routes(g: usize, links: &[[usize; 3]]) -> Result<NvTables, String> {
+    if g > 1024 {
+        return Err(format!("an NVLink node of {g} GPUs is more than the 1024 this kind lists links for"));
+    }
+    let mut index = vec![usize::MAX; g * g];
+    let mut bundles = Vec::new();
+    let mut ports = vec![0u32; g];
+    for (i, &[a, b, c]) in links.iter().enumerate() {
+        if a >= g || b >= g {
+            return Err(format!("intra.links[{i}]: GPU {} is not one of the node's GPUs 0 to {}", a.max(b), g - 1));
+        }
+        if a == b {
+            return Err(format!("intra.links[{i}]: links GPU {a} to itself"));
+        }
+        if c == 0 || c > u32::MAX as usize {
+            return Err(format!("intra.links[{i}]: the count of NVLinks must be at least 1, not {c}"));
+        }
+        if index[a * g + b] != usize::MAX {
+            return Err(format!("intra.links[{i}]: GPUs {a} and {b} are already linked; give each pair once"));
+        }
+        let e = bundles.len();
+        bundles.push((a.min(b), a.max(b), c as u32));
+        index[a * g + b] = e;
+        index[b * g + a] = e;
+        ports[a] += 1;
+        ports[b] += 1;
+    }
+    let mut routes = vec![NvRoute::Direct(0); g * g];
+    for a in 0..g {
+        for b in 0..g {
+            if a == b {
+                continue;
+            }
+            if index[a * g + b] != usize::MAX {
+                routes[a * g + b] = NvRoute::Direct(index[a * g + b]);
+                continue;
+            }
+            let best = (0..g)
+                .filter(|&k| index[a * g + k] != usize::MAX && index[k * g + b] != usize::MAX)
+                .map(|k| (bundles[index[a * g + k]].2.min(bundles[index[k * g + b]].2), k))
+                .fold(None, |acc: Option<(u32, usize)>, x| if acc.is_none_or(|y| x.0 > y.0) { Some(x) } else { acc });
+            match best {
+                Some((_, k)) => routes[a * g + b] = NvRoute::Via(index[a * g + k], index[k * g + b]),
+                None => {
+                    return Err(format!(
+                        "intra.links: GPUs {a} and {b} have no NVLink between them and no GPU with NVLinks to both; \
+                         NCCL would go through host memory, which kind cluster does not model: add links"
+                    ));
+                }
+            }
+        }
+    }
+    Ok((bundles, routes, ports))
+}
+
+impl Topology for Cluster {
+    fn ranks(&self) -> usize {
+        self.ranks
+    }
+
+    #[inline]
+    fn link(&self, a: usize, b: usize) -> Link {
+        let g = self.spec.gpus_per_node;
+        if a / g == b / g {
+            self.near(a % g, b % g)
+        } else {
+            let (la, lb) = (self.leaf_of_nic(self.nic(a)), self.leaf_of_nic(self.nic(b)));
+            self.far(la != lb)
+        }
+    }
+
+    fn nics(&self, rank: usize) -> u32 {
+        self.intra_ports(rank % self.spec.gpus_per_node)
+    }
+
+    fn best_link(&self) -> (Link, u32) {
+        let mut classes = Vec::new();
+        let g = self.gpus();
+        if g > 1 {
+            for a in 0..g {
+                for b in 0..g {
+                    if a != b {
+                        classes.push(self.near(a, b));
+                    }
+                }
+            }
+        }
+        let (same, cross) = self.leaf_pairs();
+        if same {
+            classes.push(self.far(false));
+        }
+        if cross {
+            classes.push(self.far(true));
+        }
+        let alpha = classes.iter().map(|l| l.alpha).fold(f64::INFINITY, f64::min);
+        let bandwidth = classes.iter().map(|l| l.bandwidth).fold(0.0, f64::max);
+        let best = if classes.is_empty() { self.nominal() } else { Link { alpha, bandwidth } };
+        // A GPU may send inside its node and through its NIC at once: the bound counts
+        // both interfaces where both carry messages.
+        let ports = (0..g).map(|x| self.intra_ports(x)).min().unwrap_or(1);
+        let ports = if self.nodes > 1 && g > 1 {
+            ports + 1
+        } else if g > 1 {
+            ports
+        } else {
+            1
+        };
+        (best, ports)
+    }
+
+    fn uniform(&self) -> Option<(Link, u32)> {
+        let g = self.gpus();
+        if self.nodes == 1 && g < 2 {
+            return Some((self.nominal(), 1));
+        }
+        if self.nodes == 1 {
+            // One node: uniform when every pair costs the same and every GPU has one port.
+            if self.spec.intra.kind == IntraKind::Nvlink {
+                let first = self.near(0, 1);
+                let same = (0..g).all(|a| (0..g).all(|b| a == b || self.near(a, b) == first));
+                let one = (0..g).all(|a| self.intra_ports(a) == 1);
+                return (same && one).then_some((first, 1));
+            }
+            return Some((self.near(0, 1), 1));
+        }
+        if g > 1 {
+            // Messages inside and across nodes: two classes, and NICs possibly shared.
+            return None;
+        }
+        let (same, cross) = self.leaf_pairs();
+        let link = if same { self.far(false) } else { self.far(true) };
+        (!(same && cross) || self.far(false) == self.far(true)).then_some((link, 1))
+    }
+
+    fn levels(&self) -> Option<Vec<(usize, Link)>> {
+        if self.spec.intra.kind == IntraKind::Nvlink && self.gpus() > 1 {
+            return None;
+        }
+        let near = if self.gpus() > 1 { self.near(0, 1) } else { self.nominal() };
+        if self.nodes == 1 {
+            return Some(vec![(self.ranks, near)]);
+        }
+        let (same, cross) = self.leaf_pairs();
+        if same && cross && self.far(false) != self.far(true) {
+            return None;
+        }
+        let far = self.far(cross);
+        Some(vec![(self.gpus(), near), (self.nodes, far)])
+    }
+
+    fn fabric(&self) -> Option<&dyn Fabric> {
+        Some(self)
+    }
+
+    fn node_shape(&self) -> Option<(usize, usize)> {
+        Some((self.nodes, self.gpus()))
+    }
+
+    fn interfaces(&self) -> usize {
+        if self.flow { 2 * self.ranks } else { self.ranks + self.nodes * self.spec.nics_per_node }
+    }
+
+    fn interface_ports(&self, i: usize) -> u32 {
+        if i < self.ranks { self.nics(i) } else { 1 }
+    }
+
+    fn route_interfaces(&self, a: usize, b: usize) -> (usize, usize) {
+        let g = self.spec.gpus_per_node;
+        if a / g == b / g {
+            (a, b)
+        } else if self.flow {
+            (self.ranks + a, self.ranks + b)
+        } else {
+            (self.ranks + self.nic(a), self.ranks + self.nic(b))
+        }
+    }
+
+    fn describe(&self) -> String {
+        let s = &self.spec;
+        let plural = |k: usize, one: &str| format!("{k} {one}{}", if k == 1 { "" } else { "s" });
+        let mut d = format!(
+            "cluster {} x {} ({}), {} per node",
+            plural(self.nodes, "node"),
+            plural(self.gpus(), "GPU"),
+            s.intra.kind.name(),
+            plural(s.nics_per_node, "NIC")
+        );
+        if self.nodes > 1 {
+            let fabric = match s.fabric.kind {
+                FabricKind::RailOptimized => "rail-optimized".to_string(),
+                FabricKind::FatTree if self.leaves == 1 => "fat tree of 1 leaf".to_string(),
+                FabricKind::FatTree => format!("fat tree of {} leaves", self.leaves),
+            };
+            d += &format!(", {fabric}");
+            if self.leaves > 1 {
+                d += &format!(", {}", oversubscription_text(self.oversubscription()));
+            }
+        }
+        if self.proto != Proto::Simple {
+            d += &format!(", protocol {}", self.proto.name());
+        }
+        d
+    }
+}
+
+impl Fabric for Cluster {
+    fn route(&self, a: usize, b: usize, out: &mut Vec<LinkId>) {
+        let g = self.spec.gpus_per_node;
+        let (na, nb) = (a / g, b / g);
+        if na == nb {
+            match self.spec.intra.kind {
+                IntraKind::Nvswitch => out.extend([2 * a as u64, 2 * b as u64 + 1]),
+                IntraKind::Pcie => out.extend([2 * a as u64, self.base_core() + na as u64, 2 * b as u64 + 1]),
+                IntraKind::Nvlink => match self.nv_routes[(a % g) * g + b % g] {
+                    NvRoute::Direct(e) => out.push(self.bundle_id(na, a % g, e)),
+                    NvRoute::Via(e, e2) => {
+                        let via = if self.bundles[e].0 == a % g { self.bundles[e].1 } else { self.bundles[e].0 };
+                        out.extend([self.bundle_id(na, a % g, e), self.bundle_id(na, via, e2)]);
+                    }
+                },
+            }
+            return;
+        }
+        let (ja, jb) = (self.nic(a), self.nic(b));
+        let (la, lb) = (self.leaf_of_nic(ja), self.leaf_of_nic(jb));
+        out.push(self.base_nic() + 2 * a as u64);
+        out.push(self.base_leaf() + 2 * ja as u64);
+        if la != lb {
+            let spines = self.spec.fabric.spines;
+            let s = jb % spines;
+            out.push(self.base_spine() + 2 * (la * spines + s) as u64);
+            out.push(self.base_spine() + 2 * (lb * spines + s) as u64 + 1);
+        }
+        out.push(self.base_leaf() + 2 * jb as u64 + 1);
+        out.push(self.base_nic() + 2 * b as u64 + 1);
+    }
+
+    fn hop(&self, id: LinkId) -> Link {
+        if id < self.base_nic() {
+            self.intra_half()
+        } else if id < self.base_leaf() {
+            self.gpu_nic()
+        } else if id < self.base_spine() {
+            self.nic_leaf()
+        } else if id < self.base_core() {
+            self.spine()
+        } else if id < self.base_nvlink() {
+            self.pcie_core()
+        } else {
+            let e = ((id - self.base_nvlink()) / 2) as usize % self.bundles.len();
+            self.bundle(e)
+        }
+    }
+
+    fn link_name(&self, id: LinkId) -> String {
+        let g = self.spec.gpus_per_node;
+        let k = self.spec.nics_per_node;
+        let gpu = |r: usize| format!("n{}g{}", r / g, r % g);
+        let nic = |j: usize| format!("n{}nic{}", j / k, j % k);
+        let dir = |lower: String, upper: String, up: bool| {
+            if up { format!("{lower}->{upper}") } else { format!("{upper}->{lower}") }
+        };
+        let up = id.is_multiple_of(2);
+        if id < self.base_nic() {
+            let r = (id / 2) as usize;
+            let sw = if self.spec.intra.kind == IntraKind::Pcie { "pcie" } else { "nvswitch" };
+            dir(gpu(r), format!("n{}{sw}", r / g), up)
+        } else if id < self.base_leaf() {
+            let r = ((id - self.base_nic()) / 2) as usize;
+            dir(gpu(r), nic(self.nic(r)), up)
+        } else if id < self.base_spine() {
+            let j = ((id - self.base_leaf()) / 2) as usize;
+            dir(nic(j), format!("leaf{}", self.leaf_of_nic(j)), up)
+        } else if id < self.base_core() {
+            let i = ((id - self.base_spine()) / 2) as usize;
+            let s = self.spec.fabric.spines;
+            dir(format!("leaf{}", i / s), format!("spine{}", i % s), up)
+        } else if id < self.base_nvlink() {
+            let n = id - self.base_core();
+            format!("n{n}pcie.in->n{n}pcie.out")
+        } else {
+            let i = ((id - self.base_nvlink()) / 2) as usize;
+            let (n, e) = (i / self.bundles.len(), i % self.bundles.len());
+            let (a, b, _) = self.bundles[e];
+            dir(gpu(n * g + a), gpu(n * g + b), up)
+        }
+    }
+
+    fn link_count(&self) -> u64 {
+        self.base_nvlink() + 2 * (self.nodes * self.bundles.len()) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::route_cost;
+
+    fn spec(kind: IntraKind, nodes: usize, gpus: usize, nics: usize) -> ClusterSpec {
+        ClusterSpec {
+            nodes,
+            gpus_per_node: gpus,
+            intra: IntraSpec {
+                kind,
+                alpha_s: PerProto { ll: 0.5e-6, ll128: 1e-6, simple: 2e-6 },
+                bandwidth: 100e9,
+                links: Vec::new(),
+            },
+            nics_per_node: nics,
+            inter: InterSpec { alpha_s: PerProto { ll: 1e-6, ll128: 2e-6, simple: 3e-6 }, bandwidth: 25e9 },
+            fabric: FabricSpec { kind: FabricKind::RailOptimized, hosts_per_leaf: None, spines: 1, uplink: None },
+            launch_s: PerProto::all(4e-6),
+        }
+    }
+
+    /// Every pair's route costs exactly its pair cost, under every protocol.
+    fn routes_match(c: &Cluster) {
+        for p in Proto::ALL {
+            let c = c.clone().with_protocol(p);
+            for a in 0..c.ranks() {
+                for b in 0..c.ranks() {
+                    if a != b {
+                        let mut r = Vec::new();
+                        c.route(a, b, &mut r);
+                        assert_eq!(route_cost(&c, &r), c.link(a, b), "{a} -> {b} ({})", p.name());
+                        assert!(r.iter().all(|&id| id < c.link_count()));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn nvswitch_rails_and_pair_costs() {
+        let c = Cluster::new(&spec(IntraKind::Nvswitch, 2, 4, 2), 8).unwrap();
+        routes_match(&c);
+        assert_eq!(c.link(0, 3), Link { alpha: 2e-6, bandwidth: 100e9 });
+        assert_eq!(c.link(0, 4), Link { alpha: 3e-6, bandwidth: 25e9 });
+        let ll = c.clone().with_protocol(Proto::Ll);
+        assert_eq!(ll.link(1, 6), Link { alpha: 1e-6, bandwidth: 12.5e9 });
+        // GPUs 0, 1 on NIC 0 and 2, 3 on NIC 1; NIC 1 of node 1 is leaf 1.
+        let name = |a, b| {
+            let mut r = Vec::new();
+            c.route(a, b, &mut r);
+            r.iter().map(|&id| c.link_name(id)).collect::<Vec<_>>()
+        };
+        assert_eq!(name(0, 1), ["n0g0->n0nvswitch", "n0nvswitch->n0g1"]);
+        assert_eq!(name(1, 5), ["n0g1->n0nic0", "n0nic0->leaf0", "leaf0->n1nic0", "n1nic0->n1g1"]);
+        assert_eq!(
+            name(1, 6),
+            ["n0g1->n0nic0", "n0nic0->leaf0", "leaf0->spine0", "spine0->leaf1", "leaf1->n1nic1", "n1nic1->n1g2"]
+        );
+        assert_eq!(c.route_interfaces(0, 5), (8, 10));
+        assert_eq!(c.route_interfaces(1, 4), (8, 10));
+        assert_eq!(c.route_interfaces(2, 7), (9, 11));
+        assert_eq!(c.route_interfaces(2, 3), (2, 3));
+        assert_eq!(c.interfaces(), 12);
+        let flow = c.clone().for_flow(true);
+        assert_eq!(flow.route_interfaces(1, 4), (9, 12));
+        assert_eq!(flow.interfaces(), 16);
+        assert_eq!(c.node_shape(), Some((2, 4)));
+        assert_eq!(c.oversubscription(), 1.0);
+        assert!(c.uniform().is_none());
+        assert_eq!(c.levels().unwrap()[0].0, 4);
+        assert_eq!(
+            c.describe(),
+            "cluster 2 nodes x 4 GPUs (nvswitch), 2 NICs per node, rail-optimized, 1:1, not oversubscribed"
+        );
+    }
+
+    #[test]
+    fn pcie_fat_tree_and_partial_nodes() {
+        let mut s = spec(IntraKind::Pcie, 4, 2, 1);
+        s.fabric = FabricSpec {
+            kind: FabricKind::FatTree,
+            hosts_per_leaf: Some(2),
+            spines: 1,
+            uplink: Some(Link { alpha: 0.5e-6, bandwidth: 25e9 }),
+        };
+        let c = Cluster::new(&s, 8).unwrap();
+        routes_match(&c);
+        // Nodes 0, 1 under leaf 0: 3 us; node 2 across leaves: 3 + 2 x 0.5 us.
+        assert_eq!(c.link(0, 2).alpha, 3e-6);
+        assert!((c.link(0, 4).alpha - 4e-6).abs() < 1e-18);
+        assert_eq!(c.oversubscription(), 2.0);
+        assert!(c.levels().is_none());
+        assert!(Cluster::new(&s, 3).unwrap_err().contains("not 3"));
+        let one = Cluster::new(&s, 2).unwrap();
+        assert_eq!(one.uniform(), Some((Link { alpha: 2e-6, bandwidth: 100e9 }, 1)));
+        let mut r = Vec::new();
+        one.route(0, 1, &mut r);
+        assert_eq!(one.link_name(r[1]), "n0pcie.in->n0pcie.out");
+    }
+
+    #[test]
+    fn one_gpu_per_node_is_uniform() {
+        let c = Cluster::new(&spec(IntraKind::Nvswitch, 4, 1, 1), 4).unwrap();
+        assert_eq!(c.uniform(), Some((Link { alpha: 3e-6, bandwidth: 25e9 }, 1)));
+        assert_eq!(c.best_link(), (Link { alpha: 3e-6, bandwidth: 25e9 }, 1));
+    }
+
+    #[test]
+    fn nvlink_routes_through_the_widest_intermediate() {
+        let mut s = spec(IntraKind::Nvlink, 1, 4, 1);
+        // 0-1 x2, 1-2 x1, 0-3 x1, 3-2 x2: 0 -> 2 via 1 (min 1) or 3 (min 1): tie, GPU 1.
+        s.intra.links = vec![[0, 1, 2], [1, 2, 1], [0, 3, 1], [3, 2, 2]];
+        let c = Cluster::new(&s, 4).unwrap();
+        routes_match(&c);
+        assert_eq!(c.link(0, 1), Link { alpha: 2e-6, bandwidth: 200e9 });
+        assert_eq!(c.link(0, 2), Link { alpha: 4e-6, bandwidth: 100e9 });
+        let mut r = Vec::new();
+        c.route(0, 2, &mut r);
+        let names: Vec<String> = r.iter().map(|&id| c.link_name(id)).collect();
+        assert_eq!(names, ["n0g0->n0g1", "n0g1->n0g2"]);
+        assert_eq!(c.nics(1), 2);
+        s.intra.links = vec![[0, 1, 1], [2, 3, 1]];
+        assert!(Cluster::new(&s, 4).unwrap_err().contains("GPUs 0 and 2 have no NVLink"));
+        s.intra.links = vec![[0, 1, 1], [1, 0, 2]];
+        assert!(Cluster::new(&s, 4).unwrap_err().contains("already linked"));
+    }
+}

@@ -1,0 +1,322 @@
+//! GPU clusters (`topology.kind: cluster`, docs/gpu-clusters.md): the worked cases of the
+//! contract by hand, protocols, `launch`, the closed forms where one pair class carries
+//! every message, the flow model's shared NIC, and the parser's messages.
+
+use allreduce_sim::runner::{Point, run_point};
+use allreduce_sim::scenario::{Scenario, parse_str};
+use allreduce_sim::topology::{self, Proto};
+
+fn scenario(text: &str) -> Scenario {
+    parse_str(text, "cluster.yaml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The one point of `s` (its first algorithm, rank count and size).
+fn run(s: &Scenario) -> allreduce_sim::report::PointResult {
+    let r = run_point(s, &Point { algo: 0, ranks: s.ranks[0], bytes: s.sizes[0] });
+    assert!(r.failures.is_empty(), "{:?}", r.failures);
+    assert!(r.not_applicable.is_none(), "{:?}", r.not_applicable);
+    r
+}
+
+fn close(got: f64, want: f64) {
+    assert!((got / want - 1.0).abs() < 1e-12, "got {got:e}, want {want:e}");
+}
+
+const TWO_BY_ONE: &str = "
+topology:
+  kind: cluster
+  nodes: 2
+  gpus_per_node: 1
+  intra: { kind: nvswitch, alpha: 1us, bandwidth: 450GB/s }
+  inter: { alpha: 2us, bandwidth: 25GB/s }
+  launch: 4us
+algorithms: [ring]
+sizes: 8MB
+";
+
+#[test]
+fn ring_over_two_nodes_pays_launch_once() {
+    // 4 us + 2 (2 us + 4 MB / 25 GB/s) = 328 us.
+    let s = scenario(TWO_BY_ONE);
+    assert_eq!(s.ranks, [2]);
+    let r = run(&s);
+    close(r.time_s, 328e-6);
+    assert_eq!(r.launch_s, Some(4e-6));
+    assert_eq!(r.algorithm, "ring");
+    assert_eq!(r.protocol, None);
+    // One pair class, no shared interface: the flat form plus launch, exactly.
+    close(r.closed_form_s.unwrap(), 328e-6);
+    assert!(r.closed_form_rel_err.unwrap() < 1e-12);
+}
+
+#[test]
+fn ll_halves_the_bandwidth_and_takes_its_own_alpha() {
+    // 4 us + 2 (1 us + 4 MB / 12.5 GB/s) = 646 us.
+    let text = TWO_BY_ONE
+        .replace("inter: { alpha: 2us,", "inter: { alpha: { simple: 2us, ll: 1us, ll128: 1.5us },")
+        .replace("algorithms: [ring]", "algorithms: [{ name: ring, protocol: ll }]");
+    let s = scenario(&text);
+    let r = run(&s);
+    close(r.time_s, 646e-6);
+    assert_eq!(r.algorithm, "ring(protocol=ll)");
+    assert_eq!(r.protocol.as_deref(), Some("ll"));
+    close(r.closed_form_s.unwrap(), 646e-6);
+    // LL128: 4 + 2 (1.5 + 4 MB / (25 GB/s x 120/128)) us.
+    let s = scenario(&text.replace("protocol: ll }", "protocol: ll128 }"));
+    close(run(&s).time_s, 4e-6 + 2.0 * (1.5e-6 + 4e6 / (25e9 * 120.0 / 128.0)));
+}
+
+#[test]
+fn launch_per_protocol_and_auto() {
+    let text = TWO_BY_ONE.replace("launch: 4us", "launch: { simple: 4us, ll: 3us, ll128: 5us }");
+    let s = scenario(&text.replace("algorithms: [ring]", "algorithms: [{ name: ring, protocol: ll }]"));
+    close(run(&s).time_s, 3e-6 + 2.0 * (2e-6 + 4e6 / 12.5e9));
+    // auto: NCCL's model picks per point; the report says which, and the time is that
+    // protocol's run.
+    let auto = text.replace("algorithms: [ring]", "algorithms: [{ name: ring, protocol: auto }]");
+    for size in ["8B", "64MB"] {
+        let s = scenario(&auto.replace("sizes: 8MB", &format!("sizes: {size}")));
+        let r = run(&s);
+        let picked = Proto::from_name(r.protocol.as_deref().unwrap()).unwrap();
+        let fixed = scenario(
+            &text
+                .replace("algorithms: [ring]", &format!("algorithms: [{{ name: ring, protocol: {} }}]", picked.name()))
+                .replace("sizes: 8MB", &format!("sizes: {size}")),
+        );
+        assert_eq!(r.time_s, run(&fixed).time_s, "{size}");
+        assert_eq!(r.algorithm, "ring(protocol=auto)");
+    }
+    // At 8 bytes NCCL's model runs LL, at 64 MB Simple.
+    let small = run(&scenario(&auto.replace("sizes: 8MB", "sizes: 8B")));
+    assert_eq!(small.protocol.as_deref(), Some("ll"));
+    let large = run(&scenario(&auto.replace("sizes: 8MB", "sizes: 64MB")));
+    assert_eq!(large.protocol.as_deref(), Some("simple"));
+}
+
+/// 2 nodes x 2 GPUs, butterfly of a whole vector S = 1 MB: the intra-node step, then the
+/// cross-node step with `nics` NICs per node under `model`.
+fn butterfly(nics: usize, model: &str) -> f64 {
+    let text = format!(
+        "
+topology:
+  kind: cluster
+  nodes: 2
+  gpus_per_node: 2
+  nics_per_node: {nics}
+  intra: {{ kind: nvswitch, alpha: 1us, bandwidth: 100GB/s }}
+  inter: {{ alpha: 2us, bandwidth: 25GB/s }}
+network: {{ model: {model} }}
+algorithms: [butterfly]
+sizes: 1MB
+"
+    );
+    run(&scenario(&text)).time_s
+}
+
+const INTRA: f64 = 1e-6 + 1e6 / 100e9;
+const ALPHA: f64 = 2e-6;
+const S_OVER_B: f64 = 1e6 / 25e9;
+
+#[test]
+fn a_shared_nic_under_flow_shares_its_bandwidth() {
+    close(butterfly(1, "flow"), INTRA + ALPHA + 2.0 * S_OVER_B);
+}
+
+#[test]
+fn two_nics_serve_both_gpus_at_once() {
+    close(butterfly(2, "flow"), INTRA + ALPHA + S_OVER_B);
+    close(butterfly(2, "ideal"), INTRA + ALPHA + S_OVER_B);
+}
+
+#[test]
+#[ignore = "needs per-interface ports in the engine"]
+fn a_shared_nic_under_ideal_serves_one_message_at_a_time() {
+    // The NIC is one port each way, shared by both GPUs of the node: the engine must hold
+    // the ports of `Topology::route_interfaces`, not of the rank.
+    close(butterfly(1, "ideal"), INTRA + 2.0 * (ALPHA + S_OVER_B));
+}
+
+#[test]
+fn one_node_with_nvswitch_has_the_flat_closed_forms() {
+    let text = "
+topology:
+  kind: cluster
+  nodes: 1
+  gpus_per_node: 8
+  intra: { kind: nvswitch, alpha: { simple: 3us, ll: 1us, ll128: 2us }, bandwidth: 400GB/s }
+  launch: 5us
+algorithms: [ring, { name: ring, protocol: ll128 }, butterfly, halving_doubling]
+sizes: 64MiB
+";
+    let s = scenario(text);
+    assert_eq!(s.ranks, [8]);
+    for algo in 0..s.algorithms.len() {
+        let r = run_point(&s, &Point { algo, ranks: 8, bytes: s.sizes[0] });
+        assert!(r.failures.is_empty(), "{}: {:?}", r.algorithm, r.failures);
+        assert!(r.closed_form_s.is_some(), "{}", r.algorithm);
+    }
+    // Ring, LL128: 5 us + 14 (2 us + 8 MiB / (400 GB/s x 120/128)).
+    let r = run_point(&s, &Point { algo: 1, ranks: 8, bytes: s.sizes[0] });
+    close(r.time_s, 5e-6 + 14.0 * (2e-6 + (8 << 20) as f64 / (400e9 * 120.0 / 128.0)));
+}
+
+const DGX: &str = "
+topology:
+  kind: cluster
+  nodes: 2
+  gpus_per_node: 4
+  nics_per_node: 4
+  intra: { kind: nvswitch, alpha: 1us, bandwidth: 100GB/s }
+  inter: { alpha: 2us, bandwidth: 25GB/s }
+  launch: 3us
+algorithms: [ring, hierarchical_ring, double_binary_tree]
+sizes: 4MiB
+";
+
+#[test]
+fn flow_equals_ideal_where_no_link_is_shared() {
+    // Ring in rank order: each GPU sends to the next; the two node crossings leave by
+    // different NICs (GPU 3 on NIC 3, GPU 7 on NIC 3 of the other node, opposite ways).
+    let ideal = scenario(DGX);
+    let flow = scenario(&DGX.replace("launch: 3us", "launch: 3us\nnetwork: { model: flow }"));
+    let a = run(&ideal);
+    let b = run(&flow);
+    assert_eq!(b.links_shared, Some(false));
+    close(a.time_s, b.time_s);
+    close(b.ideal_time_s.unwrap(), a.time_s);
+    for algo in 1..3 {
+        let r = run_point(&ideal, &Point { algo, ranks: 8, bytes: ideal.sizes[0] });
+        assert!(
+            r.failures.is_empty() && r.not_applicable.is_none(),
+            "{}: {:?} {:?}",
+            r.algorithm,
+            r.failures,
+            r.not_applicable
+        );
+        assert_eq!(r.verified, Some(true));
+    }
+}
+
+#[test]
+fn topology_of_a_scenario() {
+    let s = scenario(DGX);
+    let t = topology::build(&s.topology, 8).unwrap();
+    assert_eq!(t.node_shape(), Some((2, 4)));
+    assert_eq!(t.link(0, 5).bandwidth, 25e9);
+    assert_eq!(t.interfaces(), 8 + 8);
+    let one = topology::build(&s.topology, 2).unwrap();
+    assert_eq!(one.node_shape(), Some((1, 2)));
+    assert!(topology::build(&s.topology, 6).unwrap_err().contains("not 6"));
+    let ll = topology::build_for_run(&s.topology, 8, Proto::Ll, false).unwrap();
+    assert_eq!(ll.link(0, 5).bandwidth, 12.5e9);
+    assert_eq!(topology::launch(&s.topology, Proto::Ll), 3e-6);
+}
+
+#[test]
+fn dgx1_cube_mesh_routes_through_nvlink() {
+    let s = parse_str(&std::fs::read_to_string("scenarios/dgx1_v100.yaml").unwrap(), "dgx1_v100.yaml").unwrap();
+    let t = topology::build(&s.topology, 8).unwrap();
+    // GPU 0 has two NVLinks to GPU 3 and to GPU 4, one to GPUs 1 and 2, none to 5, 6, 7.
+    assert_eq!(t.link(0, 3).bandwidth, 2.0 * t.link(0, 1).bandwidth);
+    assert_eq!(t.link(0, 5).alpha, 2.0 * t.link(0, 1).alpha);
+    let r = run_point(&s, &Point { algo: 0, ranks: 8, bytes: 1 << 20 });
+    assert!(r.failures.is_empty() && r.not_applicable.is_none(), "{:?} {:?}", r.failures, r.not_applicable);
+}
+
+/// The parser's message for `text`, which must fail.
+fn error(text: &str) -> String {
+    match parse_str(text, "bad.yaml") {
+        Ok(_) => panic!("parsed:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn bad_clusters_are_located_and_explained() {
+    let cases: [(&str, &str, &str); 10] = [
+        (
+            "kind: nvswitch,",
+            "kind: infiniband,",
+            "bad.yaml:6:18: topology.intra.kind: 'infiniband' is not known; allowed: nvswitch, pcie, nvlink",
+        ),
+        ("bandwidth: 450GB/s }", "bandwidth: 450GB/s, lanes: 16 }", "bad.yaml:6:"),
+        ("gpus_per_node: 1", "gpus_per_node: 1\n  nics: 2", "nics' does not apply to kind cluster"),
+        ("nodes: 2", "nodes: [a, b]", "kind cluster takes the number of servers"),
+        ("gpus_per_node: 1", "gpus_per_node: 0", "topology.gpus_per_node: must be a whole number of at least 1"),
+        ("gpus_per_node: 1", "gpus_per_node: 1\n  nics_per_node: 2", "2 NICs for 1 GPUs per node"),
+        ("inter: { alpha: 2us,", "inter: { alpha: { simple: 2us, ll: 1us },", "topology.inter.alpha: missing ll128"),
+        (
+            "inter: { alpha: 2us,",
+            "inter: { alpha: { simple: 2us, ll: 1us, ll64: 1us },",
+            "unknown protocol 'll64'; allowed: simple, ll, ll128",
+        ),
+        (
+            "algorithms: [ring]",
+            "algorithms: [{ name: ring, protocol: ll256 }]",
+            "protocol: 'll256' is not a protocol; allowed: simple, ll, ll128, auto",
+        ),
+        (
+            "algorithms: [ring]",
+            "algorithms: [{ name: butterfly, protocol: auto }]",
+            "NCCL has no counterpart of 'butterfly'",
+        ),
+    ];
+    for (from, to, want) in cases {
+        assert!(TWO_BY_ONE.contains(from), "{from}");
+        let msg = error(&TWO_BY_ONE.replace(from, to));
+        assert!(msg.contains(want), "{to}:\n{msg}\nwanted: {want}");
+    }
+    // A node whose NVLinks leave a pair without a route, at the list.
+    let nv = TWO_BY_ONE.replace("gpus_per_node: 1", "gpus_per_node: 4").replace(
+        "kind: nvswitch, alpha: 1us, bandwidth: 450GB/s",
+        "kind: nvlink, alpha: 1us, bandwidth: 25GB/s, links: [[0, 1, 1], [2, 3, 1]]",
+    );
+    let msg = error(&nv);
+    assert!(msg.contains("bad.yaml:6:") && msg.contains("GPUs 0 and 2 have no NVLink"), "{msg}");
+    let msg = error(&nv.replace("[2, 3, 1]]", "[2, 4, 1]]"));
+    assert!(msg.contains("4 is not a GPU of the node; GPUs are 0 to 3"), "{msg}");
+    // Ranks are part of a node or whole nodes.
+    let msg = error(&TWO_BY_ONE.replace("gpus_per_node: 1", "gpus_per_node: 4").replace("sizes:", "ranks: 6\nsizes:"));
+    assert!(msg.contains("ranks: 6 does not fit the topology"), "{msg}");
+    // Keys of a cluster on other kinds.
+    let msg = error(
+        "topology: { kind: fully_connected, link: { alpha: 1us, bandwidth: 1GB/s }, launch: 1us }\nranks: 2\nalgorithms: [ring]\nsizes: 1KiB\n",
+    );
+    assert!(msg.contains("'launch' does not apply to kind fully_connected"), "{msg}");
+}
+
+#[test]
+fn protocols_on_other_kinds_scale_bandwidth_only() {
+    let text = "
+topology: { kind: fully_connected, link: { alpha: 2us, bandwidth: 25GB/s } }
+ranks: 2
+algorithms: [{ name: ring, protocol: ll }]
+sizes: 8MB
+";
+    let r = run(&scenario(text));
+    close(r.time_s, 2.0 * (2e-6 + 4e6 / 12.5e9));
+    assert_eq!(r.launch_s, None);
+}
+
+#[test]
+fn gpus_on_a_pcie_switch_share_its_bandwidth_both_ways() {
+    // A ring of 4 GPUs in lockstep: every step has 4 messages of S/4 inside the node, all
+    // through the switch's one core link under flow: B/4 each, so a step takes
+    // alpha + (S/4) / (B/4); under ideal each message alone takes alpha + (S/4) / B.
+    let text = "
+topology:
+  kind: cluster
+  nodes: 1
+  gpus_per_node: 4
+  intra: { kind: pcie, alpha: 2us, bandwidth: 32GB/s }
+  launch: 5us
+algorithms: [ring]
+sizes: 4MiB
+";
+    let s = (4 << 20) as f64;
+    let ideal = run(&scenario(text));
+    close(ideal.time_s, 5e-6 + 6.0 * (2e-6 + s / 4.0 / 32e9));
+    let flow = run(&scenario(&format!("{text}network: {{ model: flow, sharing: maxmin }}\n")));
+    close(flow.time_s, 5e-6 + 6.0 * (2e-6 + s / 32e9));
+    assert_eq!(flow.links_shared, Some(true));
+}
