@@ -7,11 +7,14 @@
 #![warn(missing_docs)]
 
 pub mod algos;
+pub mod baseline;
 pub mod collective;
 pub mod cost_model;
 pub mod estimate;
 pub mod explain;
 pub mod plots;
+#[cfg(feature = "python")]
+mod python;
 pub mod report;
 pub mod runner;
 pub mod scenario;
