@@ -205,7 +205,7 @@ fn row_of(r: &Value) -> Result<Row, String> {
 pub struct Moved {
     /// The report's field name.
     pub field: &'static str,
-    /// Its value in the baseline, as the report writes it (`null` for none).
+    /// Its value in the baseline, to the last bit (`null` for none).
     pub baseline: String,
     /// Its value in this run.
     pub now: String,
@@ -351,9 +351,10 @@ fn differences(base: &Row, now: &Row, tolerance: f64) -> Vec<Moved> {
     out
 }
 
-/// A float as the report's JSON writes it (shortest text that reads back the same).
+/// A float in the shortest text that reads back the same, in scientific notation, so
+/// that times line up whatever their magnitude.
 fn fmt_f64(x: f64) -> String {
-    serde_json::to_string(&x).unwrap_or_else(|_| x.to_string())
+    format!("{x:e}")
 }
 
 impl Comparison {

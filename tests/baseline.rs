@@ -140,7 +140,7 @@ fn a_bad_baseline_is_bad_input() {
         .code(2)
         .stderr(predicate::str::contains("absent.json: cannot read it"));
     cmd()
-        .args(["run", "--quiet", "--tolerance", "-1", "--baseline"])
+        .args(["run", "--quiet", "--tolerance=-1", "--baseline"])
         .arg(d.join("base.json"))
         .arg(&s)
         .assert()
