@@ -6,10 +6,11 @@
 # into a pandas DataFrame, and plots bus bandwidth against message size with matplotlib.
 #
 #     pip install '.[examples]'
-#     python examples/sweep_to_dataframe.py      # writes examples/busbw_vs_size.png
+#     python examples/sweep_to_dataframe.py [OUT.png]   # default examples/busbw_vs_size.png
 
 # %%
 import pathlib
+import sys
 
 import allreduce_sim
 
@@ -54,6 +55,6 @@ ax.set_ylabel("bus bandwidth (GB/s)")
 ax.set_title(report.scenario["name"])
 ax.legend()
 ax.grid(True, which="both", alpha=0.3)
-out = HERE / "busbw_vs_size.png"
+out = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "busbw_vs_size.png"
 fig.savefig(out, dpi=120, bbox_inches="tight")
 print(f"wrote {out}")

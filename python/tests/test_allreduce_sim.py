@@ -7,6 +7,7 @@ import os
 import pathlib
 import signal
 import subprocess
+import sys
 import threading
 import xml.etree.ElementTree as ET
 
@@ -185,8 +186,9 @@ def test_cli_baseline_gate_writes_junit(tmp_path):
 def test_ctrl_c_raises_keyboard_interrupt_and_the_next_run_is_whole():
     # A sweep long enough that the signal arrives while it runs; wherever it lands, the
     # call must end in KeyboardInterrupt (never a crash, never a partial report returned).
-    long_sweep = SMALL.replace("ranks: [2, 5]", "ranks: [64, 128, 256, 512]").replace(
-        "sizes: [4KiB, 100]", "sizes: [1MiB, 4MiB, 8MiB]"
+    # (36 points, about 4 s in one go on 2 busy cores; the signal comes at 0.3 s.)
+    long_sweep = SMALL.replace("ranks: [2, 5]", "ranks: [16, 32, 64, 128]").replace(
+        "sizes: [4KiB, 100]", "sizes: [256KiB, 1MiB, 2MiB]"
     )
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
@@ -213,3 +215,23 @@ def test_distributed_sweep_on_a_local_cluster_equals_one_process():
             assert spread.scenario == whole.scenario and spread.shard is None
             with pytest.raises(allreduce_sim.ScenarioError):
                 run_distributed("ranks: nope\n", client=client)
+
+
+def test_the_example_runs_and_draws_its_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("pandas")
+    out = tmp_path / "busbw.png"
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "sweep_to_dataframe.py"), str(out)], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "halving_doubling" in run.stdout
+
+
+def test_a_dict_error_names_the_key_line():
+    bad = {"ranks": 4, "topology": {"link": {"alpha": "1us", "bandwidth": "100Gbps"}}, "algorithms": ["ring"], "sizes": ["4KiB"], "bogus": 1}
+    with pytest.raises(allreduce_sim.ScenarioError) as info:
+        allreduce_sim.run(bad)
+    e = info.value
+    assert e.file == "<dict>" and e.line is not None and "bogus" in e.message
