@@ -64,11 +64,17 @@ fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> PyResult<T
     runner::STOP.store(false, Ordering::Relaxed);
     let (tx, rx) = mpsc::channel::<()>();
     std::thread::scope(|scope| {
-        let worker = scope.spawn(move || {
-            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-            let _ = tx.send(());
-            out
-        });
+        // The stack of a main thread, as the command line runs on (a spawned thread's
+        // default is 2 MiB, and a serial run works on this thread).
+        let worker = std::thread::Builder::new()
+            .name("allreduce-sim".to_string())
+            .stack_size(8 << 20)
+            .spawn_scoped(scope, move || {
+                let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+                let _ = tx.send(());
+                out
+            })
+            .map_err(|e| PyRuntimeError::new_err(format!("allreduce-sim cannot start its thread: {e}")))?;
         let mut signal: Option<PyErr> = None;
         let mut rx = rx;
         loop {
