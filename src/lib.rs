@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod algos;
+pub mod baseline;
 pub mod causality;
 pub mod collective;
 pub mod cost_model;
@@ -14,6 +15,8 @@ pub mod estimate;
 pub mod explain;
 pub mod files;
 pub mod plots;
+#[cfg(feature = "python")]
+mod python;
 pub mod report;
 pub mod runner;
 pub mod scenario;

@@ -95,6 +95,17 @@ enum Command {
         /// (`512MiB`, `2GB`) [default: MemAvailable of /proc/meminfo].
         #[arg(long, value_name = "BYTES")]
         max_memory: Option<String>,
+        /// Compare every point with the same point of a saved JSON report (a regression
+        /// gate): a table of what moved on stderr, exit 1 when a point moved beyond
+        /// --tolerance or is on one side only.
+        #[arg(long, value_name = "REPORT.json", conflicts_with = "shard")]
+        baseline: Option<PathBuf>,
+        /// The relative tolerance of --baseline.
+        #[arg(long, value_name = "REL", default_value_t = allreduce_sim::baseline::DEFAULT_TOLERANCE, requires = "baseline")]
+        tolerance: f64,
+        /// Also write the --baseline comparison to FILE as JUnit XML, one test case per point.
+        #[arg(long, value_name = "FILE", requires = "baseline")]
+        junit: Option<PathBuf>,
     },
     /// Run a scenario's sweep with every algorithm and the selectors, and write what a
     /// library reads to follow the winners.
@@ -430,9 +441,20 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
             trace,
             quiet,
             max_memory,
+            baseline,
+            tolerance,
+            junit,
         } => {
             let overrides = Overrides { collective, algorithms, ranks, sizes, seed };
             let s = load(&scenario, &overrides)?;
+            // A bad baseline is refused before anything runs.
+            let baseline = match &baseline {
+                Some(path) => {
+                    allreduce_sim::baseline::check_tolerance(tolerance).map_err(BadInput)?;
+                    Some(allreduce_sim::baseline::load(path).map_err(BadInput)?)
+                }
+                None => None,
+            };
             if let Some(g) = &gantt {
                 plots::check_gantt(&s, g).map_err(BadInput)?;
             }
@@ -496,9 +518,16 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
                 g.write(|tmp| plots::write_gantt(recorded, tmp)).map_err(BadInput)?;
                 eprintln!("wrote {}", g.path.display());
             }
+            let gate_held = match &baseline {
+                Some(b) => gate(b, &report, tolerance, junit.as_deref())?,
+                None => true,
+            };
             let failed = report.results.iter().filter(|r| !r.passed()).count();
             if failed > 0 {
                 eprintln!("{failed} of {} point(s) failed a check", report.results.len());
+                return Ok(ExitCode::from(1));
+            }
+            if !gate_held {
                 return Ok(ExitCode::from(1));
             }
             if !report.results.is_empty() && report.results.iter().all(|r| r.not_applicable.is_some()) {
@@ -680,6 +709,22 @@ fn run_traced(s: &Scenario, out: &Output) -> Result<Report, BadInput> {
     })
     .map_err(BadInput)?;
     Ok(Report { scenario: s.clone(), results: vec![result], shard: None, interrupted: false })
+}
+
+/// `run --baseline`: compare, print the comparison on stderr (stdout may carry the
+/// report), write the JUnit file; whether the gate held.
+fn gate(
+    baseline: &allreduce_sim::baseline::Baseline,
+    report: &Report,
+    tolerance: f64,
+    junit: Option<&std::path::Path>,
+) -> Result<bool, BadInput> {
+    let cmp = allreduce_sim::baseline::compare(baseline, report, tolerance);
+    eprint!("{}", cmp.render());
+    if let Some(path) = junit {
+        std::fs::write(path, cmp.junit()).map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(cmp.passed())
 }
 
 /// `merge`: read the shards, join them, export.
