@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod algos;
+pub mod calibrate;
 pub mod collective;
 pub mod cost_model;
 pub mod estimate;
