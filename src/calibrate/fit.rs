@@ -58,10 +58,12 @@ struct Problem<'a, M: Model> {
 }
 
 impl<M: Model> Problem<'_, M> {
-    fn jac(&self) -> Option<DMatrix<f64>> {
+    /// The Jacobian at the current point: the free columns, or with `all` every one
+    /// (the frozen ones too, for the statistics and to find what nothing depends on).
+    fn jac(&self, all: bool) -> Option<DMatrix<f64>> {
         let r = self.r.as_ref()?;
         let n = self.theta.len();
-        let live: Vec<usize> = (0..n).filter(|&k| !self.frozen[k]).collect();
+        let live: Vec<usize> = (0..n).filter(|&k| all || !self.frozen[k]).collect();
         let thetas: Vec<Vec<f64>> = live
             .iter()
             .map(|&k| {
@@ -121,7 +123,7 @@ impl<M: Model> LeastSquaresProblem<f64, Dyn, Dyn> for Problem<'_, M> {
         self.r.clone()
     }
     fn jacobian(&self) -> Option<DMatrix<f64>> {
-        self.jac()
+        self.jac(false)
     }
 }
 
@@ -159,7 +161,7 @@ pub fn fit<M: Model>(model: &M, start: &[f64], frozen: &[bool], patience: usize)
         Some(r) => r.iter().copied().collect(),
         None => return Err(p.error.take().unwrap_or_else(|| "the model failed at the fitted values".into())),
     };
-    let Some(jacobian) = p.jac() else {
+    let Some(jacobian) = p.jac(true) else {
         return Err(p.error.take().unwrap_or_else(|| "the Jacobian failed".into()));
     };
     let (termination, converged) = match &report {

@@ -855,7 +855,21 @@ fn push_logs(
         let p = r.ranks.unwrap_or(1);
         let f = busbw_factor(r.collective, p);
         let algos: Vec<String> = match j.tree.get("algorithms") {
-            Some(Yaml::Seq(v)) => v.iter().map(|a| yaml_text(a).trim().to_string()).collect(),
+            Some(Yaml::Seq(v)) => v
+                .iter()
+                .map(|a| match a {
+                    Yaml::Map(m) => {
+                        let name = m.iter().find(|(k, _)| k == "name").map(|(_, v)| yaml_text(v)).unwrap_or_default();
+                        let ps: Vec<String> = m
+                            .iter()
+                            .filter(|(k, _)| k != "name")
+                            .map(|(k, v)| format!("{k}={}", yaml_text(v)))
+                            .collect();
+                        if ps.is_empty() { name } else { format!("{name}({})", ps.join(", ")) }
+                    }
+                    other => yaml_text(other),
+                })
+                .collect(),
             _ => Vec::new(),
         };
         let points: Vec<PointOut> = r
