@@ -782,16 +782,27 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
     if st.condition > 1e6 {
         let mut w: Vec<(usize, f64)> = st.weakest.iter().copied().enumerate().filter(|(_, v)| v.abs() > 0.2).collect();
         w.sort_by(|x, y| y.1.abs().total_cmp(&x.1.abs()));
-        let combo: Vec<String> = w.iter().map(|(k, v)| format!("{:+.2} ln {}", v, params[*k].path)).collect();
+        let what = match w.as_slice() {
+            [(k, _)] => format!(
+                "no simulated time depends on {} at its fitted value {}, so the logs do not determine it",
+                params[*k].path,
+                yaml_text(&params[*k].text(values[*k]))
+            ),
+            _ => {
+                let combo: Vec<String> = w.iter().map(|(k, v)| format!("{:+.2} ln {}", v, params[*k].path)).collect();
+                format!("the logs do not see the combination {} at all", combo.join(" "))
+            }
+        };
         warnings.push(format!(
-            "the fit is degenerate (condition number {:.1e}): the logs do not see {} at all; the values along it \
-             are where the optimiser stopped, not measurements",
-            st.condition,
-            combo.join(" ")
+            "the fit is degenerate (condition number {:.1e}): {what}; values along it are where the optimiser \
+             stopped, not measurements",
+            st.condition
         ));
     }
     for (k, p) in params.iter().enumerate() {
-        if active[k] && st.sigma[k] > 0.5 {
+        if active[k] && st.sigma[k].is_infinite() {
+            warnings.push(format!("{} is not determined by these logs (its uncertainty is unbounded)", p.path));
+        } else if active[k] && st.sigma[k] > 0.5 {
             warnings.push(format!(
                 "{} is poorly determined (about x{:.1} either way at one standard deviation)",
                 p.path,
