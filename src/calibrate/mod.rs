@@ -744,9 +744,20 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
     let measured: Vec<f64> = fit_runs.iter().flat_map(|r| r.samples.iter().map(|s| s.time_s)).collect();
     let model = SimModel { machine, jobs: &jobs, runs: fit_runs, params: &params, measured };
     let start: Vec<f64> = params.iter().map(|p| p.start.ln()).collect();
-    // Parameters nothing depends on are held: one Jacobian at the start finds them.
-    let probe = fit::fit(&model, &start, &vec![true; params.len()], 1)?;
-    let frozen: Vec<bool> = (0..params.len()).map(|k| probe.jacobian.column(k).iter().all(|v| *v == 0.0)).collect();
+    // Parameters nothing depends on are held. A derivative at the start is not enough
+    // to tell: a link that is not the bottleneck there moves nothing until the others
+    // have moved, so each value is tried ten times larger and smaller instead.
+    let mut trials = vec![start.clone()];
+    for k in 0..params.len() {
+        for f in [10f64.ln(), -(10f64.ln())] {
+            let mut t = start.clone();
+            t[k] += f;
+            trials.push(t);
+        }
+    }
+    let probe: Vec<Vec<f64>> = fit::Model::eval(&model, &trials).into_iter().collect::<Result<_, _>>()?;
+    let probe_evaluations = trials.len();
+    let frozen: Vec<bool> = (0..params.len()).map(|k| probe[1 + 2 * k] == probe[0] && probe[2 + 2 * k] == probe[0]).collect();
     for (p, f) in params.iter().zip(&frozen) {
         if *f {
             warnings.push(format!(
@@ -845,7 +856,7 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
         condition_number: st.condition,
         residual_rms,
         points_fitted: outcome.residuals.len(),
-        evaluations: outcome.evaluations + probe.evaluations,
+        evaluations: outcome.evaluations + probe_evaluations,
         termination: outcome.termination,
         logs,
         fitted_yaml,
