@@ -57,9 +57,12 @@ fn finds_the_machine_that_made_the_logs() {
     let truth = |g, n| machine(("3us", "40GB/s"), ("9us", "10GB/s"), g, n, "0");
     let runs: Vec<_> = [(4, 1), (4, 2)]
         .iter()
-        .flat_map(|&(g, n)| nccl_tests::parse(&log_from(&truth(g, n), "all_reduce_perf", "allreduce", g, n, &SIZES), "t.log").unwrap())
+        .flat_map(|&(g, n)| {
+            nccl_tests::parse(&log_from(&truth(g, n), "all_reduce_perf", "allreduce", g, n, &SIZES), "t.log").unwrap()
+        })
         .collect();
-    let held = nccl_tests::parse(&log_from(&truth(4, 4), "all_reduce_perf", "allreduce", 4, 4, &SIZES), "h.log").unwrap();
+    let held =
+        nccl_tests::parse(&log_from(&truth(4, 4), "all_reduce_perf", "allreduce", 4, 4, &SIZES), "h.log").unwrap();
     let path = tmp("start.yaml");
     std::fs::write(&path, machine(("1us", "10GB/s"), ("1us", "100Gbps"), 4, 2, "0")).unwrap();
     let m = Machine::load(&path).unwrap();
@@ -89,7 +92,11 @@ fn b_and_c_from_allreduce_alone_are_flagged_and_rs_ag_separate_them() {
     let path = tmp("bc.yaml");
     std::fs::write(&path, machine(("1us", "10GB/s"), ("5us", "10GB/s"), 8, 1, "0.01ns")).unwrap();
     let m = Machine::load(&path).unwrap();
-    let fit = Some(vec!["topology.levels.0.alpha".into(), "topology.levels.0.bandwidth".into(), "compute.cost_per_byte".into()]);
+    let fit = Some(vec![
+        "topology.levels.0.alpha".into(),
+        "topology.levels.0.bandwidth".into(),
+        "compute.cost_per_byte".into(),
+    ]);
     let opts = Options { fit, patience: 60, ..Options::default() };
     let ar = nccl_tests::parse(&log_from(&truth, "all_reduce_perf", "allreduce", 8, 1, &SIZES), "ar.log").unwrap();
     let c = calibrate::calibrate(&m, &ar, &[], &opts).unwrap();
@@ -168,10 +175,13 @@ fn the_command_on_real_logs() {
     let pts = j["logs"][0]["points"].as_array().unwrap();
     assert_eq!(pts.len(), 24);
     for p in pts {
-        let (m, s, e) = (p["measured_s"].as_f64().unwrap(), p["simulated_s"].as_f64().unwrap(), p["rel_err"].as_f64().unwrap());
+        let (m, s, e) =
+            (p["measured_s"].as_f64().unwrap(), p["simulated_s"].as_f64().unwrap(), p["rel_err"].as_f64().unwrap());
         assert!((s / m - 1.0 - e).abs() < 1e-12);
     }
-    assert!(j["parameters"].as_array().unwrap().iter().all(|p| p["rel_uncertainty"].is_number() || p["fitted"] == false));
+    assert!(
+        j["parameters"].as_array().unwrap().iter().all(|p| p["rel_uncertainty"].is_number() || p["fitted"] == false)
+    );
 }
 
 #[test]
@@ -179,12 +189,22 @@ fn bad_input_is_one_message_and_status_2() {
     let m = tmp("m.yaml");
     std::fs::write(&m, machine(("5us", "20GB/s"), ("10us", "100Gbps"), 4, 2, "0")).unwrap();
     let bad = tmp("bad.log");
-    std::fs::write(&bad, "#  size count type redop time algbw busbw error time algbw busbw error\n  64 16 float sum 1.0 0 0\n").unwrap();
+    std::fs::write(
+        &bad,
+        "#  size count type redop time algbw busbw error time algbw busbw error\n  64 16 float sum 1.0 0 0\n",
+    )
+    .unwrap();
     let a = bin().arg("calibrate").arg(&m).arg(&bad).assert().code(2);
     let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
     assert!(err.starts_with(&format!("error: {}:2: a data row of 7 fields", bad.display())), "{err}");
     assert!(!err.contains("panicked"));
-    let a = bin().arg("calibrate").arg(&m).arg(data("abci_v100_p8.txt")).args(["--fit", "topology.levels.7.alpha"]).assert().code(2);
+    let a = bin()
+        .arg("calibrate")
+        .arg(&m)
+        .arg(data("abci_v100_p8.txt"))
+        .args(["--fit", "topology.levels.7.alpha"])
+        .assert()
+        .code(2);
     let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
     assert!(err.contains("topology.levels.7.alpha"), "{err}");
     let a = bin().arg("calibrate").arg(&m).arg(data("aws_p5_2n_p16.txt")).assert().code(2);

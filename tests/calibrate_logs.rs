@@ -167,7 +167,7 @@ fn malformed_logs_name_the_line() {
         ),
         (
             "        1024           256     float     sum      -1    1.0\n".to_string(),
-            "bad.log:1: a data row of 7 fields and no column header",
+            "bad.log:1: a data row of 6 fields and no column header",
         ),
         ("hello\nworld\n".to_string(), "bad.log: no nccl-tests data rows"),
         (header.to_string(), "bad.log: a column header but no data rows"),

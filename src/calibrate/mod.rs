@@ -9,7 +9,7 @@
 //! simulated through the library exactly as `run` simulates it, with what NCCL ran at
 //! that point ([`what_ran`]), the points in parallel. The fit ([`fit`]) is relative
 //! least squares in log space; its Jacobian gives every value's uncertainty and the
-//! pairs the logs cannot tell apart, reported in words ([`warnings`]).
+//! pairs the logs cannot tell apart, reported in words.
 
 pub mod cli;
 pub mod fit;
@@ -70,7 +70,7 @@ pub fn read_log(path: &Path, opts: &Options) -> Result<Vec<Run>, LogError> {
         if r.gpus_per_node.is_none() {
             r.gpus_per_node = opts.gpus_per_node;
             if let (Some(p), Some(g)) = (r.ranks, r.gpus_per_node) {
-                if g == 0 || p % g != 0 {
+                if g == 0 || !p.is_multiple_of(g) {
                     return Err(LogError::at(&file, r.line, format!("{p} ranks are not whole nodes of {g} GPUs")));
                 }
                 r.nodes = Some(p / g);
@@ -757,7 +757,8 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
     }
     let probe: Vec<Vec<f64>> = fit::Model::eval(&model, &trials).into_iter().collect::<Result<_, _>>()?;
     let probe_evaluations = trials.len();
-    let frozen: Vec<bool> = (0..params.len()).map(|k| probe[1 + 2 * k] == probe[0] && probe[2 + 2 * k] == probe[0]).collect();
+    let frozen: Vec<bool> =
+        (0..params.len()).map(|k| probe[1 + 2 * k] == probe[0] && probe[2 + 2 * k] == probe[0]).collect();
     for (p, f) in params.iter().zip(&frozen) {
         if *f {
             warnings.push(format!(

@@ -368,7 +368,7 @@ fn read_row(body: &str, n: usize, file: &str, cur: &mut Partial) -> Result<Optio
     if bytes == 0 {
         return Ok(None);
     }
-    if bytes % esize != 0 {
+    if !bytes.is_multiple_of(esize) {
         return Err(LogError::at(file, n, format!("{bytes} bytes is not a whole number of {dtype} elements")));
     }
     let root: i64 = match cols.root {
@@ -410,7 +410,7 @@ fn finish(p: Partial, file: &str, env: &BTreeMap<String, String>, version: &Opti
     let ranks = (p.ranks > 0).then_some(p.ranks);
     let nodes = (!p.hosts.is_empty()).then_some(p.hosts.len());
     let gpus_per_node = match (ranks, nodes) {
-        (Some(r), Some(h)) if r % h == 0 => Some(r / h),
+        (Some(r), Some(h)) if r.is_multiple_of(h) => Some(r / h),
         (Some(r), Some(h)) => {
             return Err(LogError::at(
                 file,
