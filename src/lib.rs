@@ -8,6 +8,7 @@
 
 pub mod algos;
 pub mod baseline;
+pub mod calibrate;
 pub mod causality;
 pub mod collective;
 pub mod cost_model;

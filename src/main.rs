@@ -134,6 +134,49 @@ enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Fit a machine file to a cluster's own benchmark logs (nccl-tests `*_perf`, OSU
+    /// `osu_allreduce`), and say how well it predicts them (docs/calibrate.md).
+    ///
+    /// Every alpha, bandwidth and launch of the topology is fitted (and C where the logs
+    /// can tell it from bandwidth), or the dotted paths of --fit; each logged point is
+    /// simulated with what NCCL ran there. Prints each value with its uncertainty, the
+    /// mean and max error per log, and a warning for every pair the logs cannot tell apart.
+    Calibrate {
+        /// The machine file (a scenario, YAML).
+        machine: PathBuf,
+        /// Logs to fit.
+        #[arg(required = true, value_name = "LOG")]
+        logs: Vec<PathBuf>,
+        /// Dotted paths of the machine file to fit, comma-separated
+        /// (`topology.levels.1.bandwidth,topology.levels.1.alpha`).
+        #[arg(long, value_delimiter = ',', value_name = "PATH,...")]
+        fit: Option<Vec<String>>,
+        /// Logs predicted with the fitted machine, not fitted.
+        #[arg(long, num_args = 1.., value_name = "LOG")]
+        hold_out: Vec<PathBuf>,
+        /// Write the machine file with the fitted values to FILE.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Output format: table or json (every point, measured and simulated).
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// Draw measured against simulated time, bus bandwidth and residuals per log into
+        /// DIR (`plots/` without a DIR; give it with `=`).
+        #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "plots")]
+        plot: Option<PathBuf>,
+        /// P, for logs that do not say it (OSU output).
+        #[arg(long, value_name = "N")]
+        ranks: Option<usize>,
+        /// GPUs per node, for logs that do not list their devices' hosts.
+        #[arg(long, value_name = "G")]
+        gpus_per_node: Option<usize>,
+        /// An NCCL setting for logs that do not print it (`--env NCCL_ALGO=Ring`; repeat).
+        #[arg(long, value_name = "NCCL_NAME=VALUE")]
+        env: Vec<String>,
+        /// The optimiser's budget: model evaluations per fitted value.
+        #[arg(long, value_name = "N")]
+        patience: Option<usize>,
+    },
     /// List every algorithm with its source, requirements, parameters and closed form,
     /// then the selectors.
     List,
@@ -321,6 +364,39 @@ fn load(path: &std::path::Path, overrides: &Overrides) -> Result<Scenario, BadIn
 
 fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
     match cli.command {
+        Command::Calibrate {
+            machine,
+            logs,
+            fit,
+            hold_out,
+            output,
+            format,
+            plot,
+            ranks,
+            gpus_per_node,
+            env,
+            patience,
+        } => {
+            let args = allreduce_sim::calibrate::cli::Args {
+                machine,
+                logs,
+                hold_out,
+                fit,
+                output,
+                json: matches!(format, Format::Json),
+                plot,
+                ranks,
+                gpus_per_node,
+                env,
+                patience,
+            };
+            if matches!(format, Format::Csv) {
+                return Err(BadInput("--format: calibrate writes table or json".into()));
+            }
+            let (text, _) = allreduce_sim::calibrate::cli::execute(&args).map_err(BadInput)?;
+            write_stdout(&text);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::List => {
             write_stdout(&list_text());
             Ok(ExitCode::SUCCESS)

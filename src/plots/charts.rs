@@ -210,7 +210,7 @@ fn distinct_x(series: &[Series]) -> usize {
 }
 
 /// A line chart of `series`, or `None` when there is nothing to draw.
-fn line(
+pub(super) fn line(
     title: String,
     subtitle: String,
     (xq, xt): (Quantity, &str),
@@ -223,6 +223,12 @@ fn line(
     let x = Axis::fit(xq, xt, &xs(&series))?;
     let y = Axis::fit(yq, yt, &ys(&series))?;
     Some(LineChart { title, subtitle, x, y, series, lines: true, diagonal: None, hline: None })
+}
+
+/// `c` with a dashed horizontal line at `y` (data units), labelled `label`.
+pub(super) fn with_hline(mut c: LineChart, y: f64, label: &str) -> LineChart {
+    c.hline = Some((y, label.to_string()));
+    c
 }
 
 /// Every chart `d` has data for, with its file-name suffix, in a fixed order.

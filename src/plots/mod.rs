@@ -11,6 +11,7 @@
 //! without reading its scenario back.
 
 mod axis;
+pub mod calibration;
 mod charts;
 pub mod gantt;
 mod style;

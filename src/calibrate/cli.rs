@@ -1,0 +1,77 @@
+//! The `calibrate` command as the binary runs it: read the files, fit, write what was
+//! asked. Kept here so the binary only turns its flags into [`Args`].
+
+use std::path::PathBuf;
+
+use super::{Calibration, Machine, Options, Run, read_log};
+
+/// `calibrate`'s flags.
+#[derive(Clone, Debug, Default)]
+pub struct Args {
+    /// The machine file.
+    pub machine: PathBuf,
+    /// Logs to fit.
+    pub logs: Vec<PathBuf>,
+    /// Logs to predict only.
+    pub hold_out: Vec<PathBuf>,
+    /// `--fit` paths.
+    pub fit: Option<Vec<String>>,
+    /// Write the fitted machine here.
+    pub output: Option<PathBuf>,
+    /// JSON instead of the table.
+    pub json: bool,
+    /// Draw the plots into this directory.
+    pub plot: Option<PathBuf>,
+    /// P for logs that do not say it.
+    pub ranks: Option<usize>,
+    /// GPUs per node for logs that do not say it.
+    pub gpus_per_node: Option<usize>,
+    /// `KEY=VALUE` NCCL settings for logs that do not print them.
+    pub env: Vec<String>,
+    /// Optimiser budget.
+    pub patience: Option<usize>,
+}
+
+/// Run `calibrate`: the text for standard output, or the one message of a bad input.
+pub fn execute(a: &Args) -> Result<(String, Calibration), String> {
+    let machine = Machine::load(&a.machine).map_err(|e| e.to_string())?;
+    let mut env = Vec::new();
+    for kv in &a.env {
+        match kv.split_once('=') {
+            Some((k, v)) if k.starts_with("NCCL_") && !v.is_empty() => env.push((k.to_string(), v.to_string())),
+            _ => return Err(format!("--env: '{kv}' is not NCCL_NAME=VALUE")),
+        }
+    }
+    let opts = Options {
+        fit: a.fit.clone(),
+        ranks: a.ranks,
+        gpus_per_node: a.gpus_per_node,
+        env,
+        patience: a.patience.unwrap_or(super::DEFAULT_PATIENCE),
+    };
+    let read = |paths: &[PathBuf]| -> Result<Vec<Run>, String> {
+        let mut out = Vec::new();
+        for p in paths {
+            out.extend(read_log(p, &opts).map_err(|e| e.to_string())?);
+        }
+        Ok(out)
+    };
+    let fit_runs = read(&a.logs)?;
+    let hold = read(&a.hold_out)?;
+    let c = super::calibrate(&machine, &fit_runs, &hold, &opts)?;
+    if let Some(out) = &a.output {
+        std::fs::write(out, &c.fitted_yaml).map_err(|e| format!("{}: cannot write: {e}", out.display()))?;
+    }
+    let mut text = if a.json {
+        serde_json::to_string_pretty(&c).map_err(|e| format!("cannot write the JSON: {e}"))? + "\n"
+    } else {
+        super::table(&c)
+    };
+    if let Some(dir) = &a.plot {
+        let files = super::plot::plot(&c, dir)?;
+        if !a.json {
+            text.push_str(&format!("\nplots: {} files in {}\n", files.len(), dir.display()));
+        }
+    }
+    Ok((text, c))
+}

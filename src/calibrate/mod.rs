@@ -1,0 +1,1091 @@
+//! `calibrate`: from a cluster's own benchmark logs to a machine file that predicts it.
+//!
+//! The logs (nccl-tests [`nccl_tests`], OSU [`osu`]) give runs of a collective at one
+//! rank count over a list of sizes. The machine file is any scenario; the parameters
+//! are named numeric keys of it by dotted path (`topology.levels.1.bandwidth`,
+//! `topology.inter.alpha`, `compute.cost_per_byte`). For every trial of the values the
+//! file's YAML tree ([`yaml`]) is edited, shaped to each run (its ranks, nodes and GPUs
+//! per node) and read by the normal scenario parser; every logged point is then
+//! simulated through the library exactly as `run` simulates it, with what NCCL ran at
+//! that point ([`what_ran`]), the points in parallel. The fit ([`fit`]) is relative
+//! least squares in log space; its Jacobian gives every value's uncertainty and the
+//! pairs the logs cannot tell apart, reported in words.
+
+pub mod cli;
+pub mod fit;
+pub mod log;
+pub mod nccl_tests;
+pub mod osu;
+pub mod plot;
+
+pub mod yaml;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::collective::Collective;
+use crate::runner::{self, Point};
+use crate::scenario::{self, AlgoSpec, DataMode, ParamValue, Scenario, units};
+use crate::select::{nccl, ompi};
+use crate::sim::engine::NoObserver;
+use crate::topology;
+pub use log::{Bench, LogError, Run, Sample, busbw_factor};
+use yaml::Yaml;
+
+/// What `calibrate` was asked to do, beyond the files.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The dotted paths to fit; `None`: every alpha, bandwidth and launch of the
+    /// topology, and `compute.cost_per_byte` where the logs can tell it from bandwidth.
+    pub fit: Option<Vec<String>>,
+    /// P for logs that do not say it (OSU; nccl-tests output cut above its device list).
+    pub ranks: Option<usize>,
+    /// GPUs per node for logs that do not list their devices' hosts.
+    pub gpus_per_node: Option<usize>,
+    /// NCCL settings (`NCCL_ALGO=Ring`) for logs that do not print them.
+    pub env: Vec<(String, String)>,
+    /// The optimiser's budget: evaluations per parameter (plus one).
+    pub patience: usize,
+}
+
+/// The default budget of [`Options::patience`].
+pub const DEFAULT_PATIENCE: usize = 40;
+
+/// Read one log (nccl-tests or OSU, told apart by their title lines), with `opts`
+/// filling in what it does not say.
+pub fn read_log(path: &Path, opts: &Options) -> Result<Vec<Run>, LogError> {
+    let file = path.display().to_string();
+    let text = std::fs::read(path).map_err(|e| LogError::at(&file, 0, format!("cannot read: {e}")))?;
+    let text = String::from_utf8_lossy(&text);
+    let mut runs =
+        if osu::is_osu(&text) { vec![osu::parse(&text, &file, opts.ranks)?] } else { nccl_tests::parse(&text, &file)? };
+    for r in &mut runs {
+        if r.ranks.is_none() {
+            r.ranks = opts.ranks;
+        }
+        if r.gpus_per_node.is_none() {
+            r.gpus_per_node = opts.gpus_per_node;
+            if let (Some(p), Some(g)) = (r.ranks, r.gpus_per_node) {
+                if g == 0 || !p.is_multiple_of(g) {
+                    return Err(LogError::at(&file, r.line, format!("{p} ranks are not whole nodes of {g} GPUs")));
+                }
+                r.nodes = Some(p / g);
+            }
+        }
+        for (k, v) in &opts.env {
+            r.env.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        if r.ranks.is_none() {
+            return Err(LogError::at(
+                &file,
+                r.line,
+                "the log does not say how many ranks ran (no device list): give --ranks N",
+            ));
+        }
+    }
+    Ok(runs)
+}
+
+// ---------------------------------------------------------------------------------------
+// Parameters
+
+/// What a parameter measures, which decides how its value is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Seconds (alpha, launch, cost per byte).
+    Time,
+    /// Bytes per second; `bits` when the file wrote it in bits per second.
+    Bandwidth {
+        /// Written as `Gbps` rather than `GB/s`.
+        bits: bool,
+    },
+    /// A plain number.
+    Number,
+}
+
+/// One parameter of the fit: a key of the machine file.
+#[derive(Clone, Debug, Serialize)]
+pub struct Param {
+    /// Dotted path in the machine file.
+    pub path: String,
+    /// Its kind.
+    pub kind: Kind,
+    /// The value in the file (base units), or where the fit starts when the file has
+    /// none or zero.
+    pub start: f64,
+}
+
+const TIME_KEYS: [&str; 6] = ["alpha", "launch", "cost_per_byte", "latency", "overhead", "gap"];
+const PROTOCOLS: [&str; 3] = ["simple", "ll", "ll128"];
+
+/// The key a value is known by: the last segment, or the one above a protocol's name.
+fn key_name(path: &str) -> &str {
+    let segs: Vec<&str> = path.split('.').collect();
+    match segs.as_slice() {
+        [.., k, p] if PROTOCOLS.contains(p) => k,
+        [.., k] => k,
+        [] => "",
+    }
+}
+
+impl Param {
+    /// The parameter at `path` of `tree`; a missing key starts from a guess of its kind.
+    pub fn of(tree: &Yaml, path: &str) -> Result<Param, String> {
+        let key = key_name(path);
+        let node = tree.get(path);
+        let text = match node {
+            Some(Yaml::Str(s)) => Some(s.clone()),
+            Some(Yaml::UInt(u)) => Some(u.to_string()),
+            Some(Yaml::Float(f)) => Some(format!("{f:?}")),
+            Some(Yaml::Int(_)) => return Err(format!("{path} is negative; calibrate fits positive values")),
+            Some(Yaml::Null) | None => None,
+            Some(_) => {
+                return Err(format!(
+                    "{path} is not a single value (a mapping or list); name one of its numbers, e.g. {path}.simple"
+                ));
+            }
+        };
+        let bits_unit = |t: &str| t.trim_end().ends_with("bps");
+        let kind = if TIME_KEYS.contains(&key) {
+            Kind::Time
+        } else if key == "bandwidth"
+            || key == "bw"
+            || text.as_deref().is_some_and(|t| bits_unit(t) || t.ends_with("/s"))
+        {
+            Kind::Bandwidth { bits: text.as_deref().is_some_and(bits_unit) }
+        } else if text.as_deref().is_some_and(|t| t.parse::<f64>().is_err() && units::parse_time(t).is_ok()) {
+            Kind::Time
+        } else {
+            Kind::Number
+        };
+        let value = match (&text, kind) {
+            (None, _) => 0.0,
+            (Some(t), Kind::Time) => units::parse_time(t).map_err(|e| format!("{path}: {e}"))?,
+            (Some(t), Kind::Bandwidth { .. }) => units::parse_bandwidth(t).map_err(|e| format!("{path}: {e}"))?,
+            (Some(t), Kind::Number) => t.parse::<f64>().map_err(|_| format!("{path}: '{t}' is not a number"))?,
+        };
+        if node.is_none() && kind == Kind::Number {
+            return Err(format!(
+                "{path} is not in the machine file, and calibrate cannot tell its unit; write it in the file first"
+            ));
+        }
+        // Log space needs a positive start: a zero or missing value starts from a
+        // small one of its kind (the fit moves it by orders of magnitude if it must).
+        let start = if value > 0.0 {
+            value
+        } else {
+            match (kind, key) {
+                (Kind::Time, "cost_per_byte") => 1e-12,
+                (Kind::Time, _) => 1e-6,
+                (Kind::Bandwidth { .. }, _) => 10e9,
+                (Kind::Number, _) => 1.0,
+            }
+        };
+        Ok(Param { path: path.to_string(), kind, start })
+    }
+
+    /// `value` as the machine file writes it: a unit that keeps the number between 1
+    /// and 1000, six significant digits.
+    pub fn text(&self, value: f64) -> Yaml {
+        let sig = |v: f64| {
+            let s = format!("{v:.6}");
+            let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
+            // Six significant digits: fewer decimals for larger mantissas.
+            let digits = if v >= 100.0 {
+                3
+            } else if v >= 10.0 {
+                4
+            } else {
+                5
+            };
+            let t = format!("{v:.digits$}");
+            let t = if t.contains('.') { t.trim_end_matches('0').trim_end_matches('.').to_string() } else { t };
+            if t.len() < s.len() { t } else { s }
+        };
+        let scaled = |v: f64, units: &[(&str, f64)]| {
+            let (name, f) = units.iter().rev().find(|(_, f)| v >= *f).unwrap_or(&units[0]);
+            format!("{}{name}", sig(v / f))
+        };
+        match self.kind {
+            Kind::Time => {
+                Yaml::Str(scaled(value, &[("ps", 1e-12), ("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0)]))
+            }
+            Kind::Bandwidth { bits: true } => Yaml::Str(scaled(
+                value * 8.0,
+                &[("bps", 1.0), ("Kbps", 1e3), ("Mbps", 1e6), ("Gbps", 1e9), ("Tbps", 1e12)],
+            )),
+            Kind::Bandwidth { bits: false } => {
+                Yaml::Str(scaled(value, &[("B/s", 1.0), ("KB/s", 1e3), ("MB/s", 1e6), ("GB/s", 1e9), ("TB/s", 1e12)]))
+            }
+            Kind::Number => Yaml::Float(value),
+        }
+    }
+}
+
+/// The default parameters of a machine: every alpha, bandwidth and launch under
+/// `topology` (per protocol too), and C when `with_c`.
+pub fn default_paths(tree: &Yaml, with_c: bool) -> Vec<String> {
+    let mut out: Vec<String> = tree
+        .leaves()
+        .into_iter()
+        .filter(|p| p.starts_with("topology.") && matches!(key_name(p), "alpha" | "bandwidth" | "launch"))
+        .collect();
+    if with_c {
+        out.push("compute.cost_per_byte".to_string());
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// What NCCL ran
+
+/// What ran at a logged point: our algorithm entry that simulates it, and how that was
+/// decided, in words.
+#[derive(Clone, Debug)]
+pub struct Ran {
+    /// The algorithm (with parameters) to simulate.
+    pub spec: AlgoSpec,
+    /// `NCCL_ALGO=Ring (log): ring/simple`, `nccl_model: tree/ll`, ...
+    pub how: String,
+}
+
+/// NCCL's GPU generation for a device name of the log.
+fn arch_of(devices: &[String]) -> nccl::Arch {
+    let d = devices.join(" ");
+    if d.contains("V100") {
+        nccl::Arch::Volta
+    } else if d.contains("A100") || d.contains("A800") || d.contains("A10") || d.contains("L40") {
+        nccl::Arch::Ampere
+    } else if d.contains("B200") || d.contains("B100") || d.contains("GB200") {
+        nccl::Arch::Blackwell
+    } else {
+        nccl::Arch::Hopper
+    }
+}
+
+/// The names an `NCCL_ALGO` / `NCCL_PROTO` value allows among `all`: a list
+/// (`Ring,Tree`), or everything but a list (`^NVLS`); case does not matter.
+fn allowed<'a>(value: Option<&String>, all: &[&'a str]) -> Vec<&'a str> {
+    let Some(v) = value else { return all.to_vec() };
+    let v = v.to_ascii_lowercase();
+    let (negate, list) = match v.strip_prefix('^') {
+        Some(rest) => (true, rest.to_string()),
+        None => (false, v),
+    };
+    let named: Vec<&str> = list.split(',').map(str::trim).collect();
+    all.iter().copied().filter(|a| named.contains(a) != negate).collect()
+}
+
+/// What ran at `bytes` of `run` on `topo` (the run's machine): for nccl-tests, the
+/// algorithm and protocol the log forces (`NCCL_ALGO`, `NCCL_PROTO`), else the pair
+/// NCCL's tuning model picks among those allowed; for OSU, what Open MPI's fixed rules
+/// pick.
+///
+/// This is the one place that maps NCCL's choice to our algorithms: ring as `ring`,
+/// tree as `double_binary_tree`, PAT as `halving_doubling`, broadcast and reduce as a
+/// pipelined `chain`. The protocol is decided and shown but not yet simulated: these
+/// algorithms take none. Where NCCL's own ring and tree with protocols and channels
+/// exist (`nccl_ring`, `nccl_tree`), they replace the mapping here.
+pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<Ran, String> {
+    let c = run.collective;
+    let e = run.dtype.as_deref().map_or(4, dtype_bytes);
+    if run.bench == Bench::Osu {
+        let m = ompi::choose(c, topo.ranks(), bytes / e, e);
+        let (id, params, how) = match &m.lacking {
+            Some(why) => {
+                ("ring", Vec::new(), format!("Open MPI {}: {} ({why}); simulated as ring", ompi::VERSION, m.steps))
+            }
+            None => (
+                m.id,
+                m.params.iter().map(|(k, v)| (k.clone(), ParamValue::Int(*v))).collect(),
+                format!("Open MPI {}: {}", ompi::VERSION, m.steps),
+            ),
+        };
+        return Ok(Ran {
+            spec: AlgoSpec { name: id.to_string(), collective: c, params, location: String::new() },
+            how,
+        });
+    }
+    let x = nccl::Inputs::of(topo, 2, arch_of(&run.devices));
+    let algos: Vec<&str> = nccl::algorithms(c).iter().map(|a| a.name()).collect();
+    let algo_env = run.env.get("NCCL_ALGO");
+    let proto_env = run.env.get("NCCL_PROTO");
+    let ok_algos = allowed(algo_env, &algos);
+    let ok_protos = allowed(proto_env, &["ll", "ll128", "simple"]);
+    let mut best: Option<(nccl::Algo, nccl::Proto, f64)> = None;
+    for &a in nccl::algorithms(c) {
+        if !ok_algos.contains(&a.name()) {
+            continue;
+        }
+        for p in nccl::Proto::ALL {
+            if !ok_protos.contains(&p.name()) {
+                continue;
+            }
+            if let Some(t) = nccl::time(&x, c, a, p, bytes)
+                && best.is_none_or(|(_, _, b)| t < b)
+            {
+                best = Some((a, p, t));
+            }
+        }
+    }
+    let forced = match (algo_env, proto_env) {
+        (Some(a), Some(p)) => format!("NCCL_ALGO={a} NCCL_PROTO={p} (log), "),
+        (Some(a), None) => format!("NCCL_ALGO={a} (log), "),
+        (None, Some(p)) => format!("NCCL_PROTO={p} (log), "),
+        (None, None) => String::new(),
+    };
+    let Some((algo, proto, _)) = best else {
+        // NCCL ran something its model here has not (NVLS, CollNet): say so, run the ring.
+        return Ok(Ran {
+            spec: AlgoSpec { name: "ring".into(), collective: c, params: Vec::new(), location: String::new() },
+            how: format!("{forced}not among NCCL's modelled ring, tree and PAT; simulated as ring"),
+        });
+    };
+    let params = match c {
+        Collective::Broadcast | Collective::Reduce => {
+            let k = nccl::chain_segments(&x, proto, bytes, bytes / e.max(1));
+            if k > 1 { vec![("segments".to_string(), ParamValue::Int(k))] } else { Vec::new() }
+        }
+        _ => Vec::new(),
+    };
+    let picked = if forced.is_empty() { "nccl_model: " } else { "" };
+    Ok(Ran {
+        spec: AlgoSpec { name: algo.ours(c).to_string(), collective: c, params, location: String::new() },
+        how: format!("{forced}{picked}{}/{}", algo.name(), proto.name()),
+    })
+}
+
+/// Bytes of an nccl-tests element type (4 when unknown).
+fn dtype_bytes(t: &str) -> u64 {
+    match t {
+        "int8" | "uint8" | "char" => 1,
+        "half" | "bfloat16" | "float16" | "bf16" => 2,
+        "int64" | "uint64" | "double" | "float64" => 8,
+        _ => 4,
+    }
+}
+
+/// Our `data.dtype` for an nccl-tests element type.
+fn dtype_name(t: &str) -> &'static str {
+    match t {
+        "int8" | "uint8" | "char" => "u8",
+        "half" | "float16" => "f16",
+        "bfloat16" | "bf16" => "bf16",
+        "int64" | "uint64" => "i64",
+        "double" | "float64" => "f64",
+        "int32" | "uint32" | "int" => "i32",
+        _ => "f32",
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Runs as scenarios
+
+/// The machine file read both ways: as a scenario (checked) and as a tree (to edit).
+#[derive(Clone, Debug)]
+pub struct Machine {
+    /// The file name, for messages.
+    pub file: String,
+    /// Its tree.
+    pub tree: Yaml,
+    /// Its scenario.
+    pub scenario: Scenario,
+}
+
+impl Machine {
+    /// Read and check a machine file.
+    pub fn load(path: &Path) -> Result<Machine, scenario::ScenarioError> {
+        let scenario = scenario::load_file(path)?;
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let tree = Yaml::parse(&text).map_err(|e| scenario::parse_str("{", &format!("{file}: {e}")).unwrap_err())?;
+        Ok(Machine { file, tree, scenario })
+    }
+
+    /// The topology's `kind`.
+    pub fn kind(&self) -> &str {
+        match self.tree.get("topology.kind") {
+            Some(Yaml::Str(k)) => k,
+            _ => "fully_connected",
+        }
+    }
+}
+
+/// Shape `tree` for `run`: its ranks, and where the machine has nodes, its nodes and
+/// GPUs per node (`cluster`: `nodes`, `gpus_per_node`; a two-level `hierarchical`: the
+/// inner level's size is the GPUs per node, the outer's the nodes).
+pub fn shape(tree: &mut Yaml, kind: &str, run: &Run) -> Result<(), String> {
+    let p = run.ranks.unwrap_or(1);
+    let nodes_needed = || {
+        run.nodes.zip(run.gpus_per_node).ok_or_else(|| {
+            format!(
+                "{}: the log does not say how its {p} ranks sit on nodes (no device list with hosts); give --gpus-per-node",
+                run.file
+            )
+        })
+    };
+    match kind {
+        "cluster" => {
+            let (n, g) = nodes_needed()?;
+            tree.set("topology.nodes", Yaml::UInt(n as u64))?;
+            tree.set("topology.gpus_per_node", Yaml::UInt(g as u64))?;
+        }
+        "hierarchical" => {
+            let levels = match tree.get("topology.levels") {
+                Some(Yaml::Seq(v)) => v.len(),
+                _ => 0,
+            };
+            match levels {
+                1 => tree.set("topology.levels.0.size", Yaml::UInt(p as u64))?,
+                2 => {
+                    let (n, g) = nodes_needed()?;
+                    tree.set("topology.levels.0.size", Yaml::UInt(g as u64))?;
+                    tree.set("topology.levels.1.size", Yaml::UInt(n as u64))?;
+                }
+                _ => {
+                    return Err(format!(
+                        "calibrate shapes a hierarchical machine of one level (ranks) or two (GPUs in a node, nodes); \
+                         this one has {levels}"
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
+    tree.set("ranks", Yaml::UInt(p as u64))
+}
+
+/// A run ready to simulate: its tree (shaped, with its algorithms and sizes), and per
+/// logged point the index of its algorithm and what ran.
+#[derive(Clone, Debug)]
+struct Job {
+    tree: Yaml,
+    ranks: usize,
+    /// Per sample: (algorithm index, what ran).
+    points: Vec<(usize, String)>,
+}
+
+fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
+    let mut tree = m.tree.clone();
+    shape(&mut tree, m.kind(), run)?;
+    let ranks = run.ranks.unwrap_or(1);
+    tree.set("collective", Yaml::Str(run.collective.name().to_string()))?;
+    tree.set("data.mode", Yaml::Str("off".into()))?;
+    tree.set("data.dtype", Yaml::Str(dtype_name(run.dtype.as_deref().unwrap_or("float")).into()))?;
+    tree.set("check", Yaml::Map(vec![("closed_form".into(), Yaml::Bool(false))]))?;
+    for k in ["noise", "repeat"] {
+        if let Yaml::Map(v) = &mut tree {
+            v.retain(|(key, _)| key != k);
+        }
+    }
+    // The machine as the run sees it (its shape), for NCCL's model.
+    let first = parse_tree(&tree, &m.file, &[], &[])?;
+    let topo = topology::build(&first.topology, ranks).map_err(|e| format!("{}: {e}", run.file))?;
+    let mut specs: Vec<AlgoSpec> = Vec::new();
+    let mut points = Vec::new();
+    for s in &run.samples {
+        let ran = what_ran(run, topo.as_ref(), s.bytes)?;
+        let k = match specs.iter().position(|x| x.name == ran.spec.name && x.params == ran.spec.params) {
+            Some(k) => k,
+            None => {
+                specs.push(ran.spec.clone());
+                specs.len() - 1
+            }
+        };
+        points.push((k, ran.how));
+    }
+    let algos: Vec<Yaml> = specs
+        .iter()
+        .map(|s| {
+            let mut m = vec![("name".to_string(), Yaml::Str(s.name.clone()))];
+            for (k, v) in &s.params {
+                m.push((
+                    k.clone(),
+                    match v {
+                        ParamValue::Int(i) => Yaml::UInt(*i),
+                        ParamValue::Float(f) => Yaml::Float(*f),
+                        ParamValue::Str(t) => Yaml::Str(t.clone()),
+                    },
+                ));
+            }
+            Yaml::Map(m)
+        })
+        .collect();
+    tree.set("algorithms", Yaml::Seq(algos))?;
+    let mut sizes: Vec<u64> = run.samples.iter().map(|s| s.bytes).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    tree.set("sizes", Yaml::Seq(sizes.into_iter().map(Yaml::UInt).collect()))?;
+    Ok(Job { tree, ranks, points })
+}
+
+/// The scenario of `tree` with `params` set to `values`.
+fn parse_tree(tree: &Yaml, file: &str, params: &[Param], values: &[f64]) -> Result<Scenario, String> {
+    let mut t = tree.clone();
+    for (p, v) in params.iter().zip(values) {
+        t.set(&p.path, p.text(*v))?;
+    }
+    let mut s = scenario::parse_str(&t.to_text(&BTreeMap::new()), file).map_err(|e| e.to_string())?;
+    s.data.mode = DataMode::Off;
+    Ok(s)
+}
+
+/// Simulated times of every point of every job, in order, at one set of values.
+fn simulate(m: &Machine, jobs: &[Job], runs: &[Run], params: &[Param], values: &[f64]) -> Result<Vec<f64>, String> {
+    let scenarios: Vec<Scenario> =
+        jobs.iter().map(|j| parse_tree(&j.tree, &m.file, params, values)).collect::<Result<_, _>>()?;
+    let work: Vec<(usize, usize)> =
+        jobs.iter().enumerate().flat_map(|(j, job)| (0..job.points.len()).map(move |i| (j, i))).collect();
+    work.par_iter()
+        .map(|&(j, i)| {
+            let s = &scenarios[j];
+            let bytes = runs[j].samples[i].bytes;
+            let pt = Point { algo: jobs[j].points[i].0, ranks: jobs[j].ranks, bytes };
+            let r = runner::run_point_observed(s, &pt, &mut NoObserver);
+            match (&r.not_applicable, r.time_s) {
+                (None, t) if t.is_finite() && t > 0.0 => Ok(t),
+                (Some(why), _) => {
+                    Err(format!("{}:{}: {} cannot run here: {why}", runs[j].file, runs[j].samples[i].line, r.algorithm))
+                }
+                _ => Err(format!("{}:{}: {} did not run", runs[j].file, runs[j].samples[i].line, r.algorithm)),
+            }
+        })
+        .collect()
+}
+
+struct SimModel<'a> {
+    machine: &'a Machine,
+    jobs: &'a [Job],
+    runs: &'a [Run],
+    params: &'a [Param],
+    measured: Vec<f64>,
+}
+
+impl fit::Model for SimModel<'_> {
+    fn eval(&self, thetas: &[Vec<f64>]) -> Vec<Result<Vec<f64>, String>> {
+        // Each trial's points in parallel; trials one after another keep the pool busy
+        // and the results in order.
+        thetas
+            .par_iter()
+            .map(|t| {
+                let v: Vec<f64> = t.iter().map(|x| x.exp()).collect();
+                let sim = simulate(self.machine, self.jobs, self.runs, self.params, &v)?;
+                Ok(sim.iter().zip(&self.measured).map(|(s, m)| s / m - 1.0).collect())
+            })
+            .collect()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The result
+
+/// A fitted parameter.
+#[derive(Clone, Debug, Serialize)]
+pub struct Fitted {
+    /// Dotted path.
+    pub path: String,
+    /// Time, bandwidth or number.
+    pub kind: Kind,
+    /// Where it started (base units).
+    pub start: f64,
+    /// The fitted value (base units).
+    pub value: f64,
+    /// As written in the output file.
+    pub text: String,
+    /// One standard deviation, relative to the value (`null`: the logs do not determine it).
+    pub rel_uncertainty: Option<f64>,
+    /// Whether it moved freely (false: held, nothing in the logs depends on it).
+    pub fitted: bool,
+}
+
+/// One point of a log, measured and simulated.
+#[derive(Clone, Debug, Serialize)]
+pub struct PointOut {
+    /// S, bytes (nccl-tests' size).
+    pub bytes: u64,
+    /// Measured time, seconds.
+    pub measured_s: f64,
+    /// Simulated time with the fitted machine, seconds.
+    pub simulated_s: f64,
+    /// `simulated / measured - 1`.
+    pub rel_err: f64,
+    /// nccl-tests' bus bandwidth of the measured time, bytes per second.
+    #[serde(rename = "measured_busbw_Bps")]
+    pub measured_busbw: f64,
+    /// The same of the simulated time.
+    #[serde(rename = "simulated_busbw_Bps")]
+    pub simulated_busbw: f64,
+    /// Our algorithm that simulated it.
+    pub algorithm: String,
+    /// What NCCL (or MPI) ran there, and how that was decided.
+    pub ran: String,
+    /// The log line.
+    pub line: usize,
+}
+
+/// One log run's errors.
+#[derive(Clone, Debug, Serialize)]
+pub struct LogOut {
+    /// Short name (file stem, with the collective when the file has several runs).
+    pub label: String,
+    /// The file.
+    pub file: String,
+    /// `fit` or `hold-out`.
+    pub set: String,
+    /// The collective.
+    pub collective: Collective,
+    /// P.
+    pub ranks: usize,
+    /// Nodes, where known.
+    pub nodes: Option<usize>,
+    /// GPUs per node, where known.
+    pub gpus_per_node: Option<usize>,
+    /// The NCCL version the log printed.
+    pub nccl_version: Option<String>,
+    /// The NCCL settings the log showed.
+    pub env: BTreeMap<String, String>,
+    /// Mean of |relative error| over the points.
+    pub mean_rel_err: f64,
+    /// Largest |relative error|.
+    pub max_rel_err: f64,
+    /// Every point.
+    pub points: Vec<PointOut>,
+}
+
+/// A pair of parameters the logs cannot tell apart.
+#[derive(Clone, Debug, Serialize)]
+pub struct Pair {
+    /// One parameter.
+    pub a: String,
+    /// The other.
+    pub b: String,
+    /// Their correlation in the fit.
+    pub correlation: f64,
+}
+
+/// Everything `calibrate` found.
+#[derive(Clone, Debug, Serialize)]
+pub struct Calibration {
+    /// The machine file.
+    pub machine: String,
+    /// Every parameter.
+    pub parameters: Vec<Fitted>,
+    /// What the logs cannot tell, and what would tell it.
+    pub warnings: Vec<String>,
+    /// Pairs correlated beyond 0.95.
+    pub degenerate_pairs: Vec<Pair>,
+    /// Largest over smallest singular value of the Jacobian (log space, fitted columns).
+    pub condition_number: f64,
+    /// Residual standard deviation of the fit (relative).
+    pub residual_rms: f64,
+    /// Points fitted.
+    pub points_fitted: usize,
+    /// Model evaluations (each simulates every point).
+    pub evaluations: usize,
+    /// Why the optimiser stopped.
+    pub termination: String,
+    /// Every log run, fitted ones first.
+    pub logs: Vec<LogOut>,
+    /// The machine file with the fitted values (what `--output` writes).
+    #[serde(skip)]
+    pub fitted_yaml: String,
+    /// The simulator's own run time, seconds.
+    pub wall_time_s: f64,
+}
+
+/// Calibrate `machine` on `fit_runs`, and check it on `hold_out`.
+pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &Options) -> Result<Calibration, String> {
+    let started = Instant::now();
+    if fit_runs.is_empty() {
+        return Err("no log to fit".into());
+    }
+    let collectives: Vec<Collective> = fit_runs.iter().map(|r| r.collective).collect();
+    let reduces =
+        collectives.iter().any(|c| matches!(c, Collective::Allreduce | Collective::ReduceScatter | Collective::Reduce));
+    let copies = collectives.iter().any(|c| matches!(c, Collective::Allgather | Collective::Broadcast));
+    let c_told = reduces && copies;
+    let mut warnings = Vec::new();
+    let paths = match &opts.fit {
+        Some(p) => p.clone(),
+        None => {
+            if !c_told {
+                warnings.push(
+                    "compute.cost_per_byte (C) is kept at the file's value and not fitted: with only reducing \
+                     collectives in the logs, B and C cannot be told apart (only 1/B + C/2 is seen). Logs of \
+                     all_gather_perf (which reduces nothing) beside reduce_scatter_perf or all_reduce_perf on the \
+                     same machine would separate them."
+                        .to_string(),
+                );
+            }
+            default_paths(&machine.tree, c_told)
+        }
+    };
+    if paths.is_empty() {
+        return Err(format!(
+            "{}: nothing to fit: no alpha, bandwidth or launch under topology; name keys with --fit",
+            machine.file
+        ));
+    }
+    let params: Vec<Param> = paths
+        .iter()
+        .map(|p| Param::of(&machine.tree, p))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("--fit: {e}"))?;
+    // Every path must be one the scenario parser accepts.
+    parse_tree(&machine.tree, &machine.file, &params, &params.iter().map(|p| p.start).collect::<Vec<_>>())
+        .map_err(|e| format!("--fit: setting the parameters makes the machine unreadable: {e}"))?;
+
+    let jobs: Vec<Job> = fit_runs.iter().map(|r| job_for(machine, r)).collect::<Result<_, _>>()?;
+    let measured: Vec<f64> = fit_runs.iter().flat_map(|r| r.samples.iter().map(|s| s.time_s)).collect();
+    let model = SimModel { machine, jobs: &jobs, runs: fit_runs, params: &params, measured };
+    let start: Vec<f64> = params.iter().map(|p| p.start.ln()).collect();
+    // Parameters nothing depends on are held. A derivative at the start is not enough
+    // to tell: a link that is not the bottleneck there moves nothing until the others
+    // have moved, so each value is tried ten times larger and smaller instead.
+    let mut trials = vec![start.clone()];
+    for k in 0..params.len() {
+        for f in [10f64.ln(), -(10f64.ln())] {
+            let mut t = start.clone();
+            t[k] += f;
+            trials.push(t);
+        }
+    }
+    let probe: Vec<Vec<f64>> = fit::Model::eval(&model, &trials).into_iter().collect::<Result<_, _>>()?;
+    let probe_evaluations = trials.len();
+    let frozen: Vec<bool> =
+        (0..params.len()).map(|k| probe[1 + 2 * k] == probe[0] && probe[2 + 2 * k] == probe[0]).collect();
+    for (p, f) in params.iter().zip(&frozen) {
+        if *f {
+            warnings.push(format!(
+                "{} is kept at {}: no logged point depends on it. {}",
+                p.path,
+                yaml_text(&p.text(p.start)),
+                hint_unused(&p.path)
+            ));
+        }
+    }
+    let outcome = fit::fit(&model, &start, &frozen, opts.patience.max(1))?;
+    let active: Vec<bool> = frozen.iter().map(|f| !f).collect();
+    let st = fit::stats(&outcome, &active);
+    let values: Vec<f64> = outcome.theta.iter().map(|t| t.exp()).collect();
+    if !outcome.converged {
+        warnings.push(format!(
+            "the optimiser stopped before converging ({}); the values below are its last",
+            outcome.termination
+        ));
+    }
+
+    // Pairs the data cannot tell apart.
+    let mut pairs = Vec::new();
+    for a in 0..params.len() {
+        for b in a + 1..params.len() {
+            let r = st.correlation[(a, b)];
+            if active[a] && active[b] && r.is_finite() && r.abs() > 0.95 {
+                pairs.push(Pair { a: params[a].path.clone(), b: params[b].path.clone(), correlation: r });
+                warnings.push(pair_warning(&params[a].path, &params[b].path, r));
+            }
+        }
+    }
+    if st.condition > 1e6 {
+        let mut w: Vec<(usize, f64)> = st.weakest.iter().copied().enumerate().filter(|(_, v)| v.abs() > 0.2).collect();
+        w.sort_by(|x, y| y.1.abs().total_cmp(&x.1.abs()));
+        let what = match w.as_slice() {
+            [(k, _)] => format!(
+                "no simulated time depends on {} at its fitted value {}, so the logs do not determine it",
+                params[*k].path,
+                yaml_text(&params[*k].text(values[*k]))
+            ),
+            _ => {
+                let combo: Vec<String> = w.iter().map(|(k, v)| format!("{:+.2} ln {}", v, params[*k].path)).collect();
+                format!("the logs do not see the combination {} at all", combo.join(" "))
+            }
+        };
+        warnings.push(format!(
+            "the fit is degenerate (condition number {:.1e}): {what}; values along it are where the optimiser \
+             stopped, not measurements",
+            st.condition
+        ));
+    }
+    for (k, p) in params.iter().enumerate() {
+        if active[k] && st.sigma[k].is_infinite() {
+            warnings.push(format!("{} is not determined by these logs (its uncertainty is unbounded)", p.path));
+        } else if active[k] && st.sigma[k] > 0.5 {
+            warnings.push(format!(
+                "{} is poorly determined (about x{:.1} either way at one standard deviation)",
+                p.path,
+                st.sigma[k].exp()
+            ));
+        }
+    }
+
+    let fitted: Vec<Fitted> = params
+        .iter()
+        .enumerate()
+        .map(|(k, p)| Fitted {
+            path: p.path.clone(),
+            kind: p.kind,
+            start: p.start,
+            value: values[k],
+            text: yaml_text(&p.text(values[k])),
+            rel_uncertainty: (active[k] && st.sigma[k].is_finite()).then(|| st.sigma[k]),
+            fitted: active[k],
+        })
+        .collect();
+
+    // Errors per log, fitted and held out.
+    let mut logs = Vec::new();
+    let several = |runs: &[Run], r: &Run| runs.iter().filter(|x| x.file == r.file).count() > 1;
+    let sim_fit = simulate(machine, &jobs, fit_runs, &params, &values)?;
+    push_logs(&mut logs, fit_runs, &jobs, &sim_fit, "fit", &several);
+    if !hold_out.is_empty() {
+        let hjobs: Vec<Job> = hold_out.iter().map(|r| job_for(machine, r)).collect::<Result<_, _>>()?;
+        let sim = simulate(machine, &hjobs, hold_out, &params, &values)?;
+        push_logs(&mut logs, hold_out, &hjobs, &sim, "hold-out", &several);
+    }
+    let residual_rms = st.variance.sqrt();
+    let fitted_yaml = fitted_file(machine, &params, &values, &fitted, &logs);
+    Ok(Calibration {
+        machine: machine.file.clone(),
+        parameters: fitted,
+        warnings,
+        degenerate_pairs: pairs,
+        condition_number: st.condition,
+        residual_rms,
+        points_fitted: outcome.residuals.len(),
+        evaluations: outcome.evaluations + probe_evaluations,
+        termination: outcome.termination,
+        logs,
+        fitted_yaml,
+        wall_time_s: started.elapsed().as_secs_f64(),
+    })
+}
+
+fn push_logs(
+    out: &mut Vec<LogOut>,
+    runs: &[Run],
+    jobs: &[Job],
+    sim: &[f64],
+    set: &str,
+    several: &dyn Fn(&[Run], &Run) -> bool,
+) {
+    let mut i = 0;
+    for (r, j) in runs.iter().zip(jobs) {
+        let p = r.ranks.unwrap_or(1);
+        let f = busbw_factor(r.collective, p);
+        let algos: Vec<String> = match j.tree.get("algorithms") {
+            Some(Yaml::Seq(v)) => v
+                .iter()
+                .map(|a| match a {
+                    Yaml::Map(m) => {
+                        let name = m.iter().find(|(k, _)| k == "name").map(|(_, v)| yaml_text(v)).unwrap_or_default();
+                        let ps: Vec<String> = m
+                            .iter()
+                            .filter(|(k, _)| k != "name")
+                            .map(|(k, v)| format!("{k}={}", yaml_text(v)))
+                            .collect();
+                        if ps.is_empty() { name } else { format!("{name}({})", ps.join(", ")) }
+                    }
+                    other => yaml_text(other),
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let points: Vec<PointOut> = r
+            .samples
+            .iter()
+            .zip(&j.points)
+            .map(|(s, (k, how))| {
+                let t = sim[i];
+                i += 1;
+                PointOut {
+                    bytes: s.bytes,
+                    measured_s: s.time_s,
+                    simulated_s: t,
+                    rel_err: t / s.time_s - 1.0,
+                    measured_busbw: s.bytes as f64 / s.time_s * f,
+                    simulated_busbw: s.bytes as f64 / t * f,
+                    algorithm: algos.get(*k).cloned().unwrap_or_default(),
+                    ran: how.clone(),
+                    line: s.line,
+                }
+            })
+            .collect();
+        let n = points.len().max(1) as f64;
+        out.push(LogOut {
+            label: r.label(several(runs, r)),
+            file: r.file.clone(),
+            set: set.to_string(),
+            collective: r.collective,
+            ranks: p,
+            nodes: r.nodes,
+            gpus_per_node: r.gpus_per_node,
+            nccl_version: r.nccl_version.clone(),
+            env: r.env.clone(),
+            mean_rel_err: points.iter().map(|q| q.rel_err.abs()).sum::<f64>() / n,
+            max_rel_err: points.iter().map(|q| q.rel_err.abs()).fold(0.0, f64::max),
+            points,
+        });
+    }
+}
+
+/// A scalar node as text (`1us`, `{ name: ring }` for a map).
+fn yaml_text(y: &Yaml) -> String {
+    match y {
+        Yaml::Map(_) | Yaml::Seq(_) => y.to_text(&BTreeMap::new()).trim().to_string(),
+        other => Yaml::Map(vec![("v".into(), other.clone())])
+            .to_text(&BTreeMap::new())
+            .trim_start_matches("v: ")
+            .trim()
+            .to_string(),
+    }
+}
+
+/// What would make a parameter that nothing depends on count.
+fn hint_unused(path: &str) -> &'static str {
+    if path.contains("inter") || path.contains("levels.1") || path.contains("uplink") {
+        "A run across nodes (a multi-node log) exercises it."
+    } else if path.ends_with(".ll") || path.ends_with(".ll128") {
+        "Small sizes (nccl-tests -b 8), where NCCL picks that protocol, exercise it."
+    } else {
+        "Add a log whose runs use it."
+    }
+}
+
+/// A pair the logs cannot tell apart, in words, with the measurement that separates them.
+pub fn pair_warning(a: &str, b: &str, r: f64) -> String {
+    let (ka, kb) = (key_name(a), key_name(b));
+    let has = |k: &str| ka == k || kb == k;
+    let proto = |p: &str| p.ends_with(".ll") || p.ends_with(".ll128") || p.ends_with(".simple");
+    let advice = if has("bandwidth") && has("cost_per_byte") {
+        "B and C: a ring allreduce sees only 1/B + C/2. Logs of all_gather_perf (no reduction) beside \
+         reduce_scatter_perf on the same machine separate them."
+            .to_string()
+    } else if has("launch") && has("alpha") {
+        "start-up and per-step latency: at one rank count every run takes the same number of steps, so the two \
+         add up to one constant. A run at another rank count (another number of GPUs or nodes) separates them."
+            .to_string()
+    } else if proto(a) && proto(b) {
+        "per-protocol latencies: they show only at small sizes, where each protocol is picked. Logs from 8 B \
+         (nccl-tests -b 8 -e 8G -f 2), or runs forced with NCCL_PROTO=LL / LL128 / Simple, separate them."
+            .to_string()
+    } else if has("alpha") && has("bandwidth") {
+        "latency and bandwidth: the logs lack either small sizes (latency alone) or large ones (bandwidth alone). \
+         A log from 8 B to at least 1 GiB separates them."
+            .to_string()
+    } else {
+        "no logged run uses one without the other. A run that exercises only one of them (a single-node log for \
+         the intra-node values, one GPU per node for the inter-node ones) separates them."
+            .to_string()
+    };
+    format!("{a} and {b} cannot be told apart by these logs (correlation {r:+.3}): {advice}")
+}
+
+/// The machine file with the fitted values, its own shape kept, with comments.
+fn fitted_file(m: &Machine, params: &[Param], values: &[f64], fitted: &[Fitted], logs: &[LogOut]) -> String {
+    let mut tree = m.tree.clone();
+    let mut comments = BTreeMap::new();
+    for ((p, v), f) in params.iter().zip(values).zip(fitted) {
+        // The path was checked against the tree before the fit.
+        let _ = tree.set(&p.path, p.text(*v));
+        let u = match f.rel_uncertainty {
+            Some(s) if f.fitted => format!("fitted, +-{:.2}%", 100.0 * s),
+            _ if f.fitted => "fitted, undetermined".to_string(),
+            _ => "held: no log uses it".to_string(),
+        };
+        comments.insert(p.path.clone(), u);
+    }
+    let mut head = format!("# Fitted by allreduce-sim calibrate from {} on these logs:\n", m.file);
+    for l in logs {
+        head.push_str(&format!(
+            "#   {} ({}, P = {}): {} mean error {:.1}%, max {:.1}%\n",
+            l.label,
+            l.collective,
+            l.ranks,
+            l.set,
+            100.0 * l.mean_rel_err,
+            100.0 * l.max_rel_err
+        ));
+    }
+    head.push_str("# Change the shape (ranks, nodes, gpus_per_node, levels' sizes) and sizes to predict other runs.\n");
+    head + &tree.to_text(&comments)
+}
+
+/// The table `calibrate` prints.
+pub fn table(c: &Calibration) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "calibrate {}: {} points fitted, {} evaluations, residual rms {:.2}%, condition number {:.3e} ({})\n\n",
+        c.machine,
+        c.points_fitted,
+        c.evaluations,
+        100.0 * c.residual_rms,
+        c.condition_number,
+        c.termination
+    ));
+    let w = c.parameters.iter().map(|p| p.path.len()).max().unwrap_or(9).max(9);
+    out.push_str(&format!("{:<w$}  {:>14}  {:>14}  {:>12}\n", "parameter", "start", "fitted", "uncertainty"));
+    for p in &c.parameters {
+        let start = yaml_text(&Param { path: p.path.clone(), kind: p.kind, start: p.start }.text(p.start));
+        let u = match (p.fitted, p.rel_uncertainty) {
+            (false, _) => "held".to_string(),
+            (true, Some(s)) => format!("+-{:.2}%", 100.0 * s),
+            (true, None) => "undetermined".to_string(),
+        };
+        out.push_str(&format!("{:<w$}  {:>14}  {:>14}  {:>12}\n", p.path, start, p.text, u));
+    }
+    out.push('\n');
+    let lw = c.logs.iter().map(|l| l.label.len()).max().unwrap_or(3).max(3);
+    out.push_str(&format!(
+        "{:<lw$}  {:<8}  {:<14}  {:>4}  {:>6}  {:>6}  {:>9}  {:>8}  ran\n",
+        "log", "set", "collective", "P", "shape", "points", "mean err", "max err"
+    ));
+    for l in &c.logs {
+        let shape = match (l.nodes, l.gpus_per_node) {
+            (Some(n), Some(g)) => format!("{n}x{g}"),
+            _ => "-".to_string(),
+        };
+        let mut ran: Vec<String> = Vec::new();
+        for p in &l.points {
+            let r = format!("{} [{}]", p.ran, p.algorithm);
+            if !ran.contains(&r) {
+                ran.push(r);
+            }
+        }
+        out.push_str(&format!(
+            "{:<lw$}  {:<8}  {:<14}  {:>4}  {:>6}  {:>6}  {:>8.1}%  {:>7.1}%  {}\n",
+            l.label,
+            l.set,
+            l.collective.name(),
+            l.ranks,
+            shape,
+            l.points.len(),
+            100.0 * l.mean_rel_err,
+            100.0 * l.max_rel_err,
+            ran.join("; ")
+        ));
+    }
+    for set in ["fit", "hold-out"] {
+        let pts: Vec<f64> =
+            c.logs.iter().filter(|l| l.set == set).flat_map(|l| l.points.iter().map(|p| p.rel_err.abs())).collect();
+        if !pts.is_empty() {
+            out.push_str(&format!(
+                "{set}: mean error {:.1}%, max {:.1}% over {} points\n",
+                100.0 * pts.iter().sum::<f64>() / pts.len() as f64,
+                100.0 * pts.iter().copied().fold(0.0, f64::max),
+                pts.len()
+            ));
+        }
+    }
+    if !c.warnings.is_empty() {
+        out.push_str("\nwarnings:\n");
+        for w in &c.warnings {
+            out.push_str(&format!("- {w}\n"));
+        }
+    }
+    out
+}

@@ -1,0 +1,438 @@
+//! nccl-tests output (`all_reduce_perf`, `reduce_scatter_perf`, `all_gather_perf`,
+//! `broadcast_perf`, `reduce_perf`), as the benchmark prints it, noise included.
+//!
+//! One file may hold several runs (a job that ran several tests, one after the other):
+//! a run starts at `# Collective test starting`, `# nThread` or `# Using devices` once
+//! the previous one has data rows. What is read:
+//! - the device list (`#  Rank  3 Group  0 Pid ... on HOST device 3 [...] NAME`): P is
+//!   the number of ranks, the nodes the distinct hosts, hence GPUs per node;
+//! - the NCCL version (`nccl-library=22602` of newer nccl-tests, or NCCL's own
+//!   `NCCL version 2.8.4+cuda11.2` INFO line);
+//! - NCCL environment settings anywhere outside the data rows (`NCCL_ALGO=Ring` on a
+//!   command line or in an environment dump, NCCL's `NCCL_ALGO set by environment to
+//!   Ring` INFO line);
+//! - the column header (`size count type redop [root] time algbw busbw #wrong|error
+//!   time ...`): the first `time` is out-of-place, the second in-place;
+//! - the data rows. Rows of 0 bytes (what all_gather prints below P elements) measure
+//!   nothing and are dropped.
+//!
+//! Skipped: UCX and other warnings, NCCL INFO lines, markdown fences, a rank prefix
+//! such as srun's `0: `. A row that starts like data (two whole numbers) but does not
+//! fit the header is an error naming its line.
+
+use std::collections::BTreeMap;
+
+use super::log::{Bench, LogError, Run, Sample};
+use crate::collective::Collective;
+
+/// The collective an nccl-tests binary measures.
+pub fn collective_of_test(name: &str) -> Option<Collective> {
+    Some(match name {
+        "all_reduce_perf" => Collective::Allreduce,
+        "reduce_scatter_perf" => Collective::ReduceScatter,
+        "all_gather_perf" => Collective::Allgather,
+        "broadcast_perf" => Collective::Broadcast,
+        "reduce_perf" => Collective::Reduce,
+        _ => return None,
+    })
+}
+
+/// The nccl-tests binaries we read, for messages.
+pub const TESTS: &str = "all_reduce_perf, reduce_scatter_perf, all_gather_perf, broadcast_perf, reduce_perf";
+
+/// The columns of a data row, by position.
+#[derive(Clone, Debug, PartialEq)]
+struct Columns {
+    count: usize,
+    size: usize,
+    elems: usize,
+    dtype: usize,
+    redop: usize,
+    root: Option<usize>,
+    time: usize,
+    in_place: Option<usize>,
+    wrong: Option<usize>,
+    line: usize,
+}
+
+impl Columns {
+    /// The columns named by a header row's tokens (after its `#`).
+    fn from_header(tokens: &[&str], line: usize) -> Option<Columns> {
+        let find = |name: &str| tokens.iter().position(|t| *t == name);
+        let size = find("size")?;
+        let times: Vec<usize> = tokens.iter().enumerate().filter(|(_, t)| **t == "time").map(|(i, _)| i).collect();
+        let wrong: Vec<usize> =
+            tokens.iter().enumerate().filter(|(_, t)| **t == "#wrong" || **t == "error").map(|(i, _)| i).collect();
+        Some(Columns {
+            count: tokens.len(),
+            size,
+            elems: find("count")?,
+            dtype: find("type")?,
+            redop: find("redop")?,
+            root: find("root"),
+            time: *times.first()?,
+            in_place: times.get(1).copied(),
+            wrong: wrong.first().copied(),
+            line,
+        })
+    }
+
+    /// The layout of a data row of `n` fields when the log has no column header: the two
+    /// layouts nccl-tests has printed (before and after its `root` column).
+    fn guess(n: usize) -> Option<Columns> {
+        let root = match n {
+            12 => false,
+            13 => true,
+            _ => return None,
+        };
+        let t = if root { 5 } else { 4 };
+        Some(Columns {
+            count: n,
+            size: 0,
+            elems: 1,
+            dtype: 2,
+            redop: 3,
+            root: root.then_some(4),
+            time: t,
+            in_place: Some(t + 4),
+            wrong: Some(t + 3),
+            line: 0,
+        })
+    }
+}
+
+/// A run being read.
+#[derive(Default)]
+struct Partial {
+    line: usize,
+    test: Option<String>,
+    hosts: Vec<String>,
+    ranks: usize,
+    devices: Vec<String>,
+    columns: Option<Columns>,
+    samples: Vec<Sample>,
+    /// (redop, root, elems, bytes) of the first row: the collective when no test name says it.
+    first: Option<(String, i64, u64, u64)>,
+    dtype: Option<String>,
+    /// Whether anything of a run (header or rows) was seen.
+    started: bool,
+}
+
+/// The element size of an nccl-tests type name.
+fn type_bytes(t: &str) -> Option<u64> {
+    Some(match t {
+        "int8" | "uint8" | "char" | "f8e4m3" | "f8e5m2" | "fp8_e4m3" | "fp8_e5m2" => 1,
+        "half" | "bfloat16" | "float16" | "bf16" => 2,
+        "int32" | "uint32" | "int" | "float" | "float32" => 4,
+        "int64" | "uint64" | "double" | "float64" => 8,
+        _ => return None,
+    })
+}
+
+/// Strip a launcher's rank prefix (`0: `, `[1,0]<stdout>:`) and trailing blanks.
+fn strip_prefix(line: &str) -> &str {
+    let t = line.trim_end();
+    let s = t.trim_start();
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    if digits > 0 && s[digits..].starts_with(':') {
+        return &s[digits + 1..];
+    }
+    if s.starts_with('[')
+        && let Some(end) = s.find(">:")
+        && s[..end].contains("<std")
+    {
+        return &s[end + 2..];
+    }
+    t
+}
+
+/// NCCL's version from nccl-tests' `nccl-library=22602` (major*10000 + minor*100 +
+/// patch since 2.9; major*1000 + minor*100 + patch before).
+fn version_of_code(code: u64) -> String {
+    if code >= 10000 {
+        format!("{}.{}.{}", code / 10000, (code % 10000) / 100, code % 100)
+    } else {
+        format!("{}.{}.{}", code / 1000, (code % 1000) / 100, code % 100)
+    }
+}
+
+/// Every `NCCL_X=value` on a line, and NCCL's `NCCL_X set by environment to value`.
+fn env_settings(line: &str, env: &mut BTreeMap<String, String>) {
+    if let Some(i) = line.find(" set by environment to ") {
+        let before = &line[..i];
+        if let Some(name) = before.split_whitespace().last()
+            && name.starts_with("NCCL_")
+        {
+            let value = line[i + " set by environment to ".len()..].trim().trim_end_matches('.');
+            if !value.is_empty() {
+                env.insert(name.to_string(), value.to_string());
+            }
+        }
+    }
+    for tok in line.split(|c: char| c.is_whitespace() || c == '"' || c == '\'') {
+        let tok = tok.trim_start_matches("-x").trim_start_matches("--env=");
+        if let Some((name, value)) = tok.split_once('=')
+            && name.starts_with("NCCL_")
+            && name.len() > 5
+            && name.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+            && !value.is_empty()
+            && !value.starts_with('$')
+        {
+            env.insert(name.to_string(), value.to_string());
+        }
+    }
+}
+
+/// Read every run of an nccl-tests log. `file` names it in errors.
+pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
+    let mut runs = Vec::new();
+    let mut cur = Partial::default();
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
+    let mut version: Option<String> = None;
+    let mut pending_test: Option<String> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        let line = strip_prefix(raw);
+        let body = line.trim_start();
+        if body.is_empty() {
+            continue;
+        }
+        // NCCL's version and environment may be on any line but a data row.
+        let data_like = {
+            let mut t = body.split_whitespace();
+            matches!((t.next(), t.next()), (Some(a), Some(b)) if a.parse::<u64>().is_ok() && b.parse::<u64>().is_ok())
+        };
+        if data_like {
+            let row = read_row(body, n, file, &mut cur)?;
+            if let Some(s) = row {
+                cur.samples.push(s);
+            }
+            cur.started = true;
+            continue;
+        }
+        env_settings(body, &mut env);
+        if let Some(j) = body.find("NCCL version ") {
+            let v: String = body[j + 13..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect::<String>()
+                .trim_end_matches('.')
+                .to_string();
+            if !v.is_empty() {
+                version = Some(v);
+            }
+        }
+        if let Some(j) = body.find("nccl-library=") {
+            let code: String = body[j + 13..].chars().take_while(char::is_ascii_digit).collect();
+            if let Ok(c) = code.parse::<u64>() {
+                version = Some(version_of_code(c));
+            }
+        }
+        // The binary's name, wherever it shows (a command line, nccl-tests' own line).
+        let test = body
+            .split(|c: char| c.is_whitespace() || c == '/')
+            .find(|t| collective_of_test(t.trim_end_matches(':')).is_some())
+            .map(|t| t.trim_end_matches(':').to_string());
+        let Some(comment) = body.strip_prefix('#') else {
+            if let Some(t) = test {
+                pending_test = Some(t);
+            }
+            continue;
+        };
+        let comment = comment.trim();
+        let starts_run = comment.starts_with("Collective test starting")
+            || comment.starts_with("nThread")
+            || comment.starts_with("Using devices");
+        if starts_run && !cur.samples.is_empty() {
+            runs.push(finish(std::mem::take(&mut cur), file, &env, &version)?);
+        }
+        if comment.starts_with("Collective test concluded") {
+            continue;
+        }
+        if let Some(t) = test {
+            if cur.samples.is_empty() {
+                cur.test = Some(t);
+            } else {
+                pending_test = Some(t);
+            }
+        }
+        if starts_run || cur.line == 0 {
+            if cur.line == 0 {
+                cur.line = n;
+            }
+            if cur.test.is_none() {
+                cur.test = pending_test.take();
+            }
+        }
+        let tokens: Vec<&str> = comment.split_whitespace().collect();
+        if tokens.first() == Some(&"Rank") && tokens.len() >= 2 && tokens[1].parse::<usize>().is_ok() {
+            // `Rank  0 [Group 0] Pid 123 on HOST device 0 [bus] NAME`.
+            let host = tokens.iter().position(|t| *t == "on").and_then(|k| tokens.get(k + 1));
+            let Some(host) = host else {
+                return Err(LogError::at(file, n, "a device line without its host (`on HOST`)"));
+            };
+            cur.ranks += 1;
+            if !cur.hosts.iter().any(|h| h == host) {
+                cur.hosts.push((*host).to_string());
+            }
+            if let Some(k) = comment.find(']') {
+                let name = comment[k + 1..].trim().to_string();
+                if !name.is_empty() && !cur.devices.contains(&name) {
+                    cur.devices.push(name);
+                }
+            }
+            cur.started = true;
+            continue;
+        }
+        if tokens.first() == Some(&"size") {
+            if !cur.samples.is_empty() {
+                runs.push(finish(std::mem::take(&mut cur), file, &env, &version)?);
+                cur.line = n;
+                cur.test = pending_test.take();
+            }
+            cur.columns = Some(Columns::from_header(&tokens, n).ok_or_else(|| {
+                LogError::at(
+                    file,
+                    n,
+                    "a column header without size, count, type, redop and time columns; expected nccl-tests' \
+                     `size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong`",
+                )
+            })?);
+            cur.started = true;
+        }
+    }
+    if !cur.samples.is_empty() {
+        runs.push(finish(cur, file, &env, &version)?);
+    } else if cur.columns.is_some() && runs.is_empty() {
+        return Err(LogError::at(file, 0, "a column header but no data rows below it"));
+    }
+    if runs.is_empty() {
+        return Err(LogError::at(
+            file,
+            0,
+            format!(
+                "no nccl-tests data rows (lines of `size count type redop [root] time algbw busbw ...`); \
+                 expected the output of {TESTS}"
+            ),
+        ));
+    }
+    Ok(runs)
+}
+
+/// Read one data row into a sample (`None` for a row of 0 bytes).
+fn read_row(body: &str, n: usize, file: &str, cur: &mut Partial) -> Result<Option<Sample>, LogError> {
+    let f: Vec<&str> = body.split_whitespace().collect();
+    let cols = match &cur.columns {
+        Some(c) => c.clone(),
+        None => Columns::guess(f.len()).ok_or_else(|| {
+            LogError::at(
+                file,
+                n,
+                format!(
+                    "a data row of {} fields and no column header above it; nccl-tests prints 12 (size count type \
+                     redop time algbw busbw error time algbw busbw error) or 13 (with root)",
+                    f.len()
+                ),
+            )
+        })?,
+    };
+    if f.len() != cols.count {
+        let whence = if cols.line > 0 { format!("the header at line {}", cols.line) } else { "the row layout".into() };
+        return Err(LogError::at(file, n, format!("a data row of {} fields; {whence} has {}", f.len(), cols.count)));
+    }
+    let bytes: u64 =
+        f[cols.size].parse().map_err(|_| LogError::at(file, n, "the size is not a whole number of bytes"))?;
+    let elems: u64 =
+        f[cols.elems].parse().map_err(|_| LogError::at(file, n, "the count is not a whole number of elements"))?;
+    let dtype = f[cols.dtype];
+    let Some(esize) = type_bytes(dtype) else {
+        return Err(LogError::at(
+            file,
+            n,
+            format!("unknown element type '{dtype}'; expected float, half, bfloat16, double, int32, ..."),
+        ));
+    };
+    if cur.dtype.is_none() {
+        cur.dtype = Some(dtype.to_string());
+    }
+    let time = |k: usize, what: &str| -> Result<Option<f64>, LogError> {
+        let t = f[k];
+        if t == "N/A" {
+            return Ok(None);
+        }
+        match t.parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => Ok(Some(v * 1e-6)),
+            _ => Err(LogError::at(file, n, format!("the {what} time '{t}' is not a number of microseconds"))),
+        }
+    };
+    if bytes == 0 {
+        return Ok(None);
+    }
+    if !bytes.is_multiple_of(esize) {
+        return Err(LogError::at(file, n, format!("{bytes} bytes is not a whole number of {dtype} elements")));
+    }
+    let root: i64 = match cols.root {
+        Some(k) => f[k].parse().map_err(|_| LogError::at(file, n, "the root is not a whole number"))?,
+        None => -1,
+    };
+    if cur.first.is_none() {
+        cur.first = Some((f[cols.redop].to_string(), root, elems, bytes / esize));
+    }
+    let Some(time_s) = time(cols.time, "out-of-place")?.filter(|t| *t > 0.0) else {
+        return Err(LogError::at(file, n, "the out-of-place time must be a positive number of microseconds"));
+    };
+    let in_place_s = match cols.in_place {
+        Some(k) => time(k, "in-place")?,
+        None => None,
+    };
+    let wrong = cols.wrong.and_then(|k| f[k].parse::<f64>().ok());
+    Ok(Some(Sample { bytes, time_s, in_place_s, wrong, line: n }))
+}
+
+/// A run from what was read of it.
+fn finish(p: Partial, file: &str, env: &BTreeMap<String, String>, version: &Option<String>) -> Result<Run, LogError> {
+    let line = p.samples.first().map_or(p.line, |s| s.line);
+    let collective = match p.test.as_deref().and_then(collective_of_test) {
+        Some(c) => c,
+        // No name: what the first row's columns imply (a reduce-scatter's count is its
+        // buffer over P; a rooted test has a root >= 0).
+        None => match &p.first {
+            Some((redop, root, elems, whole)) => match (redop.as_str(), *root >= 0) {
+                ("none", true) => Collective::Broadcast,
+                ("none", false) => Collective::Allgather,
+                (_, true) => Collective::Reduce,
+                (_, false) if elems == whole => Collective::Allreduce,
+                _ => Collective::ReduceScatter,
+            },
+            None => return Err(LogError::at(file, line, "cannot tell which collective this run measured")),
+        },
+    };
+    let ranks = (p.ranks > 0).then_some(p.ranks);
+    let nodes = (!p.hosts.is_empty()).then_some(p.hosts.len());
+    let gpus_per_node = match (ranks, nodes) {
+        (Some(r), Some(h)) if r.is_multiple_of(h) => Some(r / h),
+        (Some(r), Some(h)) => {
+            return Err(LogError::at(
+                file,
+                p.line,
+                format!("{r} ranks on {h} hosts: not the same number of GPUs on every node, which calibrate needs"),
+            ));
+        }
+        _ => None,
+    };
+    Ok(Run {
+        file: file.to_string(),
+        line,
+        bench: Bench::NcclTests,
+        test: p.test,
+        collective,
+        ranks,
+        nodes,
+        gpus_per_node,
+        devices: p.devices,
+        nccl_version: version.clone(),
+        env: env.clone(),
+        dtype: p.dtype,
+        samples: p.samples,
+    })
+}

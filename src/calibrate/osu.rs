@@ -1,0 +1,108 @@
+//! OSU micro-benchmarks' `osu_allreduce` output:
+//!
+//! ```text
+//! # OSU MPI Allreduce Latency Test v7.3
+//! # Datatype: MPI_FLOAT.
+//! # Size       Avg Latency(us)
+//! 4                       1.85
+//! ```
+//!
+//! (with `-f`, also min, max latency and iterations). The log does not say how many
+//! ranks ran, so `--ranks` gives it. Sizes are the message size per rank in bytes; the
+//! average latency is the time.
+
+use std::collections::BTreeMap;
+
+use super::log::{Bench, LogError, Run, Sample};
+use crate::collective::Collective;
+
+/// Whether `text` looks like OSU output (its title line).
+pub fn is_osu(text: &str) -> bool {
+    text.lines().take(50).any(|l| l.trim_start().starts_with("# OSU MPI") || l.contains("OSU MPI-"))
+}
+
+/// Read an `osu_allreduce` log of `ranks` ranks (`None` when the user did not say).
+pub fn parse(text: &str, file: &str, ranks: Option<usize>) -> Result<Run, LogError> {
+    let mut samples = Vec::new();
+    let mut time_col: Option<usize> = None;
+    let mut header_line = 0;
+    let mut title: Option<(usize, String)> = None;
+    let mut dtype = None;
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(c) = line.strip_prefix('#') {
+            let c = c.trim();
+            if c.starts_with("OSU MPI") {
+                title = Some((n, c.to_string()));
+            } else if let Some(d) = c.strip_prefix("Datatype:") {
+                dtype = Some(d.trim().trim_end_matches('.').to_string());
+            } else if c.starts_with("Size") {
+                // `Size  Avg Latency(us) [Min Latency(us) Max Latency(us) Iterations]`.
+                let cols: Vec<&str> = c.split("  ").map(str::trim).filter(|s| !s.is_empty()).collect();
+                time_col = cols.iter().position(|s| s.starts_with("Avg Latency"));
+                if time_col.is_none() {
+                    return Err(LogError::at(file, n, "a Size header without an `Avg Latency(us)` column"));
+                }
+                header_line = n;
+            }
+            continue;
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let Ok(bytes) = f[0].parse::<u64>() else {
+            // Launcher and MPI noise.
+            continue;
+        };
+        let Some(tc) = time_col else {
+            return Err(LogError::at(file, n, "a data row before the `# Size  Avg Latency(us)` header"));
+        };
+        let Some(t) = f.get(tc).and_then(|t| t.parse::<f64>().ok()).filter(|t| t.is_finite() && *t > 0.0) else {
+            return Err(LogError::at(
+                file,
+                n,
+                format!(
+                    "expected a positive average latency in microseconds in field {} (the header at line {header_line})",
+                    tc + 1
+                ),
+            ));
+        };
+        if bytes > 0 {
+            samples.push(Sample { bytes, time_s: t * 1e-6, in_place_s: None, wrong: None, line: n });
+        }
+    }
+    let Some((tline, title)) = title else {
+        return Err(LogError::at(file, 0, "no `# OSU MPI ... Test` title line: not OSU micro-benchmark output"));
+    };
+    if !title.contains("Allreduce") {
+        return Err(LogError::at(file, tline, format!("'{title}': calibrate reads osu_allreduce only")));
+    }
+    if samples.is_empty() {
+        return Err(LogError::at(file, 0, "no data rows (lines of `SIZE  AVG_LATENCY_US`)"));
+    }
+    let Some(ranks) = ranks else {
+        return Err(LogError::at(file, 0, "an OSU log does not say how many ranks ran it: give --ranks N"));
+    };
+    Ok(Run {
+        file: file.to_string(),
+        line: tline,
+        bench: Bench::Osu,
+        test: Some("osu_allreduce".to_string()),
+        collective: Collective::Allreduce,
+        ranks: Some(ranks),
+        nodes: None,
+        gpus_per_node: None,
+        devices: Vec::new(),
+        nccl_version: None,
+        env: BTreeMap::new(),
+        dtype: dtype.map(|d| match d.as_str() {
+            "MPI_CHAR" => "int8".to_string(),
+            "MPI_INT" => "int32".to_string(),
+            "MPI_DOUBLE" => "double".to_string(),
+            _ => "float".to_string(),
+        }),
+        samples,
+    })
+}

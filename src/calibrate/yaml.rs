@@ -1,0 +1,342 @@
+//! A machine file as a YAML tree that keeps its key order: read it, change values at
+//! dotted paths (`topology.levels.1.bandwidth`), write it back as YAML, which the
+//! scenario parser then reads as it reads any file. Comments are not kept; the writer
+//! can attach its own to the keys it was given.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+
+/// One YAML node, maps in file order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Yaml {
+    /// `null`, `~` or nothing.
+    Null,
+    /// `true` / `false`.
+    Bool(bool),
+    /// A negative whole number.
+    Int(i64),
+    /// A whole number.
+    UInt(u64),
+    /// A number with a fraction or exponent.
+    Float(f64),
+    /// Any other scalar (`1us`, `ring`).
+    Str(String),
+    /// A list.
+    Seq(Vec<Yaml>),
+    /// A mapping, in file order.
+    Map(Vec<(String, Yaml)>),
+}
+
+struct YamlVisitor;
+
+impl<'de> Visitor<'de> for YamlVisitor {
+    type Value = Yaml;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any YAML value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Yaml, E> {
+        Ok(Yaml::Bool(v))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Yaml, E> {
+        Ok(if v >= 0 { Yaml::UInt(v as u64) } else { Yaml::Int(v) })
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Yaml, E> {
+        Ok(Yaml::UInt(v))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Yaml, E> {
+        Ok(Yaml::Float(v))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Yaml, E> {
+        Ok(Yaml::Str(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Yaml, E> {
+        Ok(Yaml::Str(v))
+    }
+    fn visit_unit<E>(self) -> Result<Yaml, E> {
+        Ok(Yaml::Null)
+    }
+    fn visit_none<E>(self) -> Result<Yaml, E> {
+        Ok(Yaml::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Yaml, D::Error> {
+        Yaml::deserialize(d)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Yaml, A::Error> {
+        let mut v = Vec::new();
+        while let Some(x) = a.next_element::<Yaml>()? {
+            v.push(x);
+        }
+        Ok(Yaml::Seq(v))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Yaml, A::Error> {
+        let mut v: Vec<(String, Yaml)> = Vec::new();
+        while let Some(k) = a.next_key::<Yaml>()? {
+            let key = match k {
+                Yaml::Str(s) => s,
+                Yaml::UInt(u) => u.to_string(),
+                Yaml::Int(i) => i.to_string(),
+                Yaml::Bool(b) => b.to_string(),
+                Yaml::Float(f) => format!("{f:?}"),
+                _ => return Err(de::Error::custom("a mapping key must be a scalar")),
+            };
+            let val = a.next_value::<Yaml>()?;
+            if v.iter().any(|(k, _)| *k == key) {
+                return Err(de::Error::custom(format!("duplicate key '{key}'")));
+            }
+            v.push((key, val));
+        }
+        Ok(Yaml::Map(v))
+    }
+}
+
+impl<'de> Deserialize<'de> for Yaml {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Yaml, D::Error> {
+        d.deserialize_any(YamlVisitor)
+    }
+}
+
+impl Yaml {
+    /// Parse YAML text.
+    pub fn parse(text: &str) -> Result<Yaml, String> {
+        serde_saphyr::from_str::<Yaml>(text).map_err(|e| e.to_string())
+    }
+
+    /// The node at a dotted path (`topology.levels.0.alpha`: map keys, list indices).
+    pub fn get(&self, path: &str) -> Option<&Yaml> {
+        let mut cur = self;
+        for seg in path.split('.') {
+            cur = match cur {
+                Yaml::Map(m) => &m.iter().find(|(k, _)| k == seg)?.1,
+                Yaml::Seq(v) => v.get(seg.parse::<usize>().ok()?)?,
+                _ => return None,
+            };
+        }
+        Some(cur)
+    }
+
+    /// Set the node at a dotted path, creating missing map keys on the way (not list
+    /// entries); an error says which part of the path does not fit the tree.
+    pub fn set(&mut self, path: &str, value: Yaml) -> Result<(), String> {
+        let segs: Vec<&str> = path.split('.').collect();
+        let mut cur = self;
+        for (i, seg) in segs.iter().enumerate() {
+            let last = i + 1 == segs.len();
+            if matches!(cur, Yaml::Null) {
+                *cur = Yaml::Map(Vec::new());
+            }
+            cur = match cur {
+                Yaml::Map(m) => {
+                    let k = match m.iter().position(|(k, _)| k == seg) {
+                        Some(k) => k,
+                        None => {
+                            m.push(((*seg).to_string(), if last { Yaml::Null } else { Yaml::Map(Vec::new()) }));
+                            m.len() - 1
+                        }
+                    };
+                    &mut m[k].1
+                }
+                Yaml::Seq(v) => {
+                    let len = v.len();
+                    let k = seg.parse::<usize>().ok().filter(|&k| k < len).ok_or_else(|| {
+                        format!(
+                            "{path}: '{}' has {len} entries; '{seg}' is not an index 0 to {}",
+                            segs[..i].join("."),
+                            len.saturating_sub(1)
+                        )
+                    })?;
+                    &mut v[k]
+                }
+                _ => return Err(format!("{path}: '{}' is a single value, not a mapping", segs[..i].join("."))),
+            };
+        }
+        *cur = value;
+        Ok(())
+    }
+
+    /// Every scalar leaf's dotted path, in file order.
+    pub fn leaves(&self) -> Vec<String> {
+        fn walk(y: &Yaml, prefix: &str, out: &mut Vec<String>) {
+            let join = |k: &str| if prefix.is_empty() { k.to_string() } else { format!("{prefix}.{k}") };
+            match y {
+                Yaml::Map(m) => m.iter().for_each(|(k, v)| walk(v, &join(k), out)),
+                Yaml::Seq(v) => v.iter().enumerate().for_each(|(i, x)| walk(x, &join(&i.to_string()), out)),
+                _ => out.push(prefix.to_string()),
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, "", &mut out);
+        out
+    }
+
+    fn is_scalar(&self) -> bool {
+        !matches!(self, Yaml::Seq(_) | Yaml::Map(_))
+    }
+
+    /// The YAML text of the tree, with `comments` (by dotted path) after their keys.
+    pub fn to_text(&self, comments: &BTreeMap<String, String>) -> String {
+        let mut out = String::new();
+        match self {
+            Yaml::Map(m) => write_map(m, "", 0, comments, &mut out),
+            other => {
+                out.push_str(&scalar(other));
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+/// A scalar as YAML: plain where that reads back as the same string, else quoted.
+fn scalar(y: &Yaml) -> String {
+    match y {
+        Yaml::Null => "null".to_string(),
+        Yaml::Bool(b) => b.to_string(),
+        Yaml::Int(i) => i.to_string(),
+        Yaml::UInt(u) => u.to_string(),
+        Yaml::Float(f) => format!("{f:?}"),
+        Yaml::Str(s) => {
+            let plain = !s.is_empty()
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || "_.-+/".contains(c))
+                && !s.starts_with(['-', '.', '+'])
+                && s.parse::<f64>().is_err()
+                && !matches!(
+                    s.to_ascii_lowercase().as_str(),
+                    "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "y" | "n"
+                );
+            if plain { s.clone() } else { serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}")) }
+        }
+        Yaml::Seq(_) | Yaml::Map(_) => String::new(),
+    }
+}
+
+/// A node on one line (`{ a: 1, b: 2 }`, `[1, 2]`, a scalar), when it is short and flat.
+fn flow(y: &Yaml) -> Option<String> {
+    let s = match y {
+        Yaml::Map(m) if m.iter().all(|(_, v)| v.is_scalar()) => {
+            if m.is_empty() {
+                "{}".to_string()
+            } else {
+                let parts: Vec<String> =
+                    m.iter().map(|(k, v)| format!("{}: {}", scalar(&Yaml::Str(k.clone())), scalar(v))).collect();
+                format!("{{ {} }}", parts.join(", "))
+            }
+        }
+        Yaml::Seq(v) if v.iter().all(Yaml::is_scalar) => {
+            format!("[{}]", v.iter().map(scalar).collect::<Vec<_>>().join(", "))
+        }
+        other if other.is_scalar() => scalar(other),
+        _ => return None,
+    };
+    (s.len() <= 100).then_some(s)
+}
+
+/// The comments of `path` and every path under it, for a node written on one line.
+fn comments_under(path: &str, comments: &BTreeMap<String, String>) -> Vec<String> {
+    comments
+        .iter()
+        .filter(|(k, _)| *k == path || k.starts_with(&format!("{path}.")))
+        .map(|(k, c)| if k == path { c.clone() } else { format!("{}: {c}", &k[path.len() + 1..]) })
+        .collect()
+}
+
+fn with_comment(line: String, path: &str, comments: &BTreeMap<String, String>) -> String {
+    let c = comments_under(path, comments);
+    if c.is_empty() { line } else { format!("{line}  # {}", c.join("; ")) }
+}
+
+fn write_map(m: &[(String, Yaml)], prefix: &str, indent: usize, comments: &BTreeMap<String, String>, out: &mut String) {
+    let pad = " ".repeat(indent);
+    for (k, v) in m {
+        let path = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+        let key = scalar(&Yaml::Str(k.clone()));
+        match flow(v) {
+            Some(f) => {
+                out.push_str(&with_comment(format!("{pad}{key}: {f}"), &path, comments));
+                out.push('\n');
+            }
+            None => {
+                out.push_str(&format!("{pad}{key}:\n"));
+                write_node(v, &path, indent + 2, comments, out);
+            }
+        }
+    }
+}
+
+fn write_node(y: &Yaml, path: &str, indent: usize, comments: &BTreeMap<String, String>, out: &mut String) {
+    let pad = " ".repeat(indent);
+    match y {
+        Yaml::Map(m) => write_map(m, path, indent, comments, out),
+        Yaml::Seq(v) => {
+            for (i, x) in v.iter().enumerate() {
+                let p = format!("{path}.{i}");
+                match flow(x) {
+                    Some(f) => {
+                        out.push_str(&with_comment(format!("{pad}- {f}"), &p, comments));
+                        out.push('\n');
+                    }
+                    None => {
+                        // A block under a dash: the first key on the dash's line.
+                        let mut inner = String::new();
+                        write_node(x, &p, indent + 2, comments, &mut inner);
+                        let inner = inner.strip_prefix(&" ".repeat(indent + 2)).unwrap_or(&inner).to_string();
+                        out.push_str(&format!("{pad}- {inner}"));
+                    }
+                }
+            }
+        }
+        other => {
+            out.push_str(&with_comment(format!("{pad}{}", scalar(other)), path, comments));
+            out.push('\n');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MACHINE: &str = "name: two nodes\ntopology:\n  kind: hierarchical\n  levels:\n    - { name: nvlink, size: 4, alpha: 1us, bandwidth: 100GB/s }\n    - { name: ib, size: 2, alpha: 5us, bandwidth: 100Gbps }\ncompute: { cost_per_byte: 0.01ns }\nalgorithms: [ring]\nsizes: [1MiB, 4MiB]\n";
+
+    #[test]
+    fn round_trip_keeps_order_and_values() {
+        let y = Yaml::parse(MACHINE).unwrap();
+        let text = y.to_text(&BTreeMap::new());
+        assert_eq!(Yaml::parse(&text).unwrap(), y);
+        assert!(
+            text.starts_with("name: \"two nodes\"\ntopology:\n  kind: hierarchical\n  levels:\n    - { name: nvlink"),
+            "{text}"
+        );
+        assert_eq!(y.get("topology.levels.1.alpha"), Some(&Yaml::Str("5us".into())));
+        assert_eq!(y.get("topology.levels.1.size"), Some(&Yaml::UInt(2)));
+        assert_eq!(y.get("topology.levels.2.size"), None);
+    }
+
+    #[test]
+    fn set_creates_keys_and_refuses_bad_paths() {
+        let mut y = Yaml::parse(MACHINE).unwrap();
+        y.set("topology.levels.0.alpha", Yaml::Str("2us".into())).unwrap();
+        y.set("compute.cost_per_byte", Yaml::Str("0.02ns".into())).unwrap();
+        y.set("network.model", Yaml::Str("ideal".into())).unwrap();
+        assert_eq!(y.get("network.model"), Some(&Yaml::Str("ideal".into())));
+        assert_eq!(y.get("topology.levels.0.alpha"), Some(&Yaml::Str("2us".into())));
+        let e = y.set("topology.levels.5.alpha", Yaml::Null).unwrap_err();
+        assert!(e.contains("has 2 entries"), "{e}");
+        let e = y.set("topology.kind.x", Yaml::Null).unwrap_err();
+        assert!(e.contains("single value"), "{e}");
+        let mut c = BTreeMap::new();
+        c.insert("topology.levels.0.alpha".to_string(), "fitted".to_string());
+        let text = y.to_text(&c);
+        assert!(text.contains("alpha: 2us, bandwidth: 100GB/s }  # alpha: fitted"), "{text}");
+        assert_eq!(Yaml::parse(&text).unwrap(), y);
+    }
+
+    #[test]
+    fn strings_that_read_as_other_things_are_quoted() {
+        for s in ["8", "true", "", "a b", "-x", "1e3", "no"] {
+            assert!(scalar(&Yaml::Str(s.into())).starts_with('"'), "{s}");
+        }
+        assert_eq!(scalar(&Yaml::Str("12.5GB/s".into())), "12.5GB/s");
+    }
+}

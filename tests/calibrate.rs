@@ -1,0 +1,214 @@
+//! `calibrate` end to end: it finds a machine's values again from logs that machine
+//! produced, says when the logs cannot tell two values apart, and its command writes a
+//! fitted machine that runs.
+
+use std::path::{Path, PathBuf};
+
+use allreduce_sim::calibrate::{self, Machine, Options, nccl_tests};
+use allreduce_sim::runner;
+use allreduce_sim::scenario;
+use assert_cmd::Command;
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("allreduce-sim-calibrate-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("validation/hardware/data").join(name)
+}
+
+/// The machine of these tests: GPUs of a node on one level, nodes on the next.
+fn machine(intra: (&str, &str), inter: (&str, &str), gpus: usize, nodes: usize, c: &str) -> String {
+    format!(
+        "name: test machine\ntopology:\n  kind: hierarchical\n  levels:\n    - {{ name: node, size: {gpus}, alpha: {}, bandwidth: {} }}\n    - {{ name: net, size: {nodes}, alpha: {}, bandwidth: {} }}\ncompute: {{ cost_per_byte: {c} }}\nalgorithms: [ring]\nsizes: [1MiB]\n",
+        intra.0, intra.1, inter.0, inter.1
+    )
+}
+
+/// An nccl-tests log of `collective` (its `_perf` name) as `truth` simulates it with
+/// the ring, NCCL_ALGO=Ring printed so that calibrate simulates the ring too.
+fn log_from(truth: &str, test: &str, coll: &str, gpus: usize, nodes: usize, sizes: &[u64]) -> String {
+    let text = truth.replace("algorithms: [ring]", &format!("collective: {coll}\nalgorithms: [ring]")).replace(
+        "sizes: [1MiB]",
+        &format!("sizes: [{}]", sizes.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")),
+    );
+    let s = scenario::parse_str(&text, "truth.yaml").unwrap();
+    let report = runner::run(&s);
+    let mut out = format!("# Collective test starting: {test}\n# NCCL_ALGO=Ring\n# Using devices\n");
+    for r in 0..gpus * nodes {
+        out.push_str(&format!("#  Rank {r:2} Group  0 Pid 1 on host{} device {} [0x1] Test GPU\n", r / gpus, r % gpus));
+    }
+    out.push_str("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");
+    for p in &report.results {
+        let t = format!("{:.6}", p.time_s * 1e6);
+        out.push_str(&format!("{:>12} {:>12} float sum -1 {t} 0 0 0 {t} 0 0 0\n", p.bytes, p.bytes / 4));
+    }
+    out
+}
+
+const SIZES: [u64; 8] = [1 << 10, 1 << 13, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 26];
+
+/// Logs of one node and of two nodes, produced by a known machine: calibrate, started
+/// far off, finds its four values to 0.1% and predicts four nodes it never saw.
+#[test]
+fn finds_the_machine_that_made_the_logs() {
+    let truth = |g, n| machine(("3us", "40GB/s"), ("9us", "10GB/s"), g, n, "0");
+    let runs: Vec<_> = [(4, 1), (4, 2)]
+        .iter()
+        .flat_map(|&(g, n)| {
+            nccl_tests::parse(&log_from(&truth(g, n), "all_reduce_perf", "allreduce", g, n, &SIZES), "t.log").unwrap()
+        })
+        .collect();
+    let held =
+        nccl_tests::parse(&log_from(&truth(4, 4), "all_reduce_perf", "allreduce", 4, 4, &SIZES), "h.log").unwrap();
+    let path = tmp("start.yaml");
+    std::fs::write(&path, machine(("1us", "10GB/s"), ("1us", "100Gbps"), 4, 2, "0")).unwrap();
+    let m = Machine::load(&path).unwrap();
+    let c = calibrate::calibrate(&m, &runs, &held, &Options { patience: 100, ..Options::default() }).unwrap();
+    let want = [3e-6, 40e9, 9e-6, 10e9];
+    for (p, w) in c.parameters.iter().zip(want) {
+        assert!((p.value / w - 1.0).abs() < 1e-3, "{} = {} (want {w})\n{}", p.path, p.value, calibrate::table(&c));
+        assert!(p.rel_uncertainty.is_some_and(|u| u < 1e-3), "{}: {:?}", p.path, p.rel_uncertainty);
+    }
+    // C was not fitted (allreduce alone cannot tell it) and says so.
+    assert_eq!(c.parameters.len(), 4);
+    assert!(c.warnings.iter().any(|w| w.contains("B and C cannot be told apart")), "{:?}", c.warnings);
+    for l in &c.logs {
+        assert!(l.max_rel_err < 1e-3, "{}: {}", l.label, l.max_rel_err);
+    }
+    assert_eq!(c.logs.last().unwrap().set, "hold-out");
+    // The inter-node bandwidth was written in the file's unit, bits.
+    assert!(c.fitted_yaml.contains("80Gbps"), "{}", c.fitted_yaml);
+}
+
+/// Fitting B and C on allreduce alone: a ring sees only 1/B + C/2, and calibrate says
+/// so in words, with the logs that would separate them. With allgather and
+/// reduce-scatter of the same machine it finds both.
+#[test]
+fn b_and_c_from_allreduce_alone_are_flagged_and_rs_ag_separate_them() {
+    let truth = machine(("2us", "20GB/s"), ("5us", "10GB/s"), 8, 1, "0.02ns");
+    let path = tmp("bc.yaml");
+    std::fs::write(&path, machine(("1us", "10GB/s"), ("5us", "10GB/s"), 8, 1, "0.01ns")).unwrap();
+    let m = Machine::load(&path).unwrap();
+    let fit = Some(vec![
+        "topology.levels.0.alpha".into(),
+        "topology.levels.0.bandwidth".into(),
+        "compute.cost_per_byte".into(),
+    ]);
+    let opts = Options { fit, patience: 60, ..Options::default() };
+    let ar = nccl_tests::parse(&log_from(&truth, "all_reduce_perf", "allreduce", 8, 1, &SIZES), "ar.log").unwrap();
+    let c = calibrate::calibrate(&m, &ar, &[], &opts).unwrap();
+    let w = c.warnings.join("\n");
+    assert!(w.contains("topology.levels.0.bandwidth and compute.cost_per_byte cannot be told apart"), "{w}");
+    assert!(w.contains("all_gather_perf"), "{w}");
+    assert_eq!(c.degenerate_pairs.len(), 1);
+
+    let mut runs = ar;
+    for (test, coll) in [("all_gather_perf", "allgather"), ("reduce_scatter_perf", "reduce_scatter")] {
+        runs.extend(nccl_tests::parse(&log_from(&truth, test, coll, 8, 1, &SIZES), "x.log").unwrap());
+    }
+    let c = calibrate::calibrate(&m, &runs, &[], &opts).unwrap();
+    assert!(c.degenerate_pairs.is_empty(), "{:?}", c.warnings);
+    let want = [2e-6, 20e9, 0.02e-9];
+    for (p, w) in c.parameters.iter().zip(want) {
+        assert!((p.value / w - 1.0).abs() < 1e-3, "{} = {} (want {w})", p.path, p.value);
+    }
+}
+
+#[test]
+fn pair_warnings_say_what_measurement_separates_them() {
+    let w = calibrate::pair_warning("topology.launch", "topology.inter.alpha", 0.99);
+    assert!(w.contains("another rank count"), "{w}");
+    let w = calibrate::pair_warning("topology.intra.alpha.ll", "topology.intra.alpha.simple", -0.98);
+    assert!(w.contains("small sizes") && w.contains("NCCL_PROTO"), "{w}");
+    let w = calibrate::pair_warning("topology.link.bandwidth", "compute.cost_per_byte", 1.0);
+    assert!(w.contains("1/B + C/2"), "{w}");
+}
+
+fn bin() -> Command {
+    let mut c = Command::cargo_bin("allreduce-sim").unwrap();
+    c.env("RUST_BACKTRACE", "0");
+    c
+}
+
+/// The command on real logs: the table, the JSON of every point, a fitted file that
+/// `run` takes as it is (with another node count), and the plots.
+#[test]
+fn the_command_on_real_logs() {
+    let m = tmp("abci.yaml");
+    std::fs::write(&m, machine(("5us", "20GB/s"), ("10us", "100Gbps"), 4, 2, "0")).unwrap();
+    let out = tmp("fitted.yaml");
+    let plots = tmp("plots");
+    let a = bin()
+        .arg("calibrate")
+        .arg(&m)
+        .arg(data("abci_v100_p4.txt"))
+        .arg(data("abci_v100_p8.txt"))
+        .arg("--hold-out")
+        .arg(data("abci_v100_p16.txt"))
+        .arg("--output")
+        .arg(&out)
+        .arg(format!("--plot={}", plots.display()))
+        .assert()
+        .success();
+    let text = String::from_utf8(a.get_output().stdout.clone()).unwrap();
+    assert!(text.contains("topology.levels.1.bandwidth"), "{text}");
+    assert!(text.contains("abci_v100_p16  hold-out"), "{text}");
+    assert!(text.contains("hold-out: mean error"), "{text}");
+    for f in ["abci-v100-p4_time.svg", "abci-v100-p8_busbw.png", "abci-v100-p16_residuals.svg"] {
+        assert!(plots.join(f).exists(), "{f}");
+    }
+    // The fitted file runs as it is, and at twice the nodes.
+    let fitted = std::fs::read_to_string(&out).unwrap();
+    assert!(fitted.contains("# Fitted by allreduce-sim calibrate"), "{fitted}");
+    bin().arg("run").arg(&out).assert().success();
+    let four = tmp("fitted4.yaml");
+    std::fs::write(&four, fitted.replace("size: 2,", "size: 4,")).unwrap();
+    let r = bin().arg("run").arg(&four).arg("--format").arg("json").assert().success();
+    let j: serde_json::Value = serde_json::from_slice(&r.get_output().stdout).unwrap();
+    assert_eq!(j["results"][0]["ranks"], 16);
+
+    let r = bin().arg("calibrate").arg(&m).arg(data("abci_v100_p8.txt")).args(["--format", "json"]).assert().success();
+    let j: serde_json::Value = serde_json::from_slice(&r.get_output().stdout).unwrap();
+    let pts = j["logs"][0]["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 24);
+    for p in pts {
+        let (m, s, e) =
+            (p["measured_s"].as_f64().unwrap(), p["simulated_s"].as_f64().unwrap(), p["rel_err"].as_f64().unwrap());
+        assert!((s / m - 1.0 - e).abs() < 1e-12);
+    }
+    assert!(
+        j["parameters"].as_array().unwrap().iter().all(|p| p["rel_uncertainty"].is_number() || p["fitted"] == false)
+    );
+}
+
+#[test]
+fn bad_input_is_one_message_and_status_2() {
+    let m = tmp("m.yaml");
+    std::fs::write(&m, machine(("5us", "20GB/s"), ("10us", "100Gbps"), 4, 2, "0")).unwrap();
+    let bad = tmp("bad.log");
+    std::fs::write(
+        &bad,
+        "#  size count type redop time algbw busbw error time algbw busbw error\n  64 16 float sum 1.0 0 0\n",
+    )
+    .unwrap();
+    let a = bin().arg("calibrate").arg(&m).arg(&bad).assert().code(2);
+    let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
+    assert!(err.starts_with(&format!("error: {}:2: a data row of 7 fields", bad.display())), "{err}");
+    assert!(!err.contains("panicked"));
+    let a = bin()
+        .arg("calibrate")
+        .arg(&m)
+        .arg(data("abci_v100_p8.txt"))
+        .args(["--fit", "topology.levels.7.alpha"])
+        .assert()
+        .code(2);
+    let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("topology.levels.7.alpha"), "{err}");
+    let a = bin().arg("calibrate").arg(&m).arg(data("aws_p5_2n_p16.txt")).assert().code(2);
+    let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("--ranks"), "{err}");
+    bin().arg("calibrate").arg(&m).arg(tmp("missing.log")).assert().code(2);
+}

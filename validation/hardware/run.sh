@@ -1,0 +1,34 @@
+#!/bin/sh
+# Regenerate validation/hardware/RESULTS.md: calibrate every dataset of data/ on some of
+# its runs and predict the others (hold-out). Usage: validation/hardware/run.sh [BINARY]
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${1:-$here/../../target/release/allreduce-sim}
+[ -x "$bin" ] || (cd "$here/../.." && cargo build --release --quiet)
+d=$here/data
+out=$here/results
+mkdir -p "$out"
+python3 "$here/convert_astrasim.py" "$d/astrasim_validation_digitized.csv" "$d"
+
+cal() { name=$1; shift; "$bin" calibrate "$@" --format json --output "$out/$name.yaml" > "$out/$name.json"; }
+
+# ABCI V100: one node (P = 4) and one two-node run (P = 8) fitted, 4 to 32 nodes predicted.
+cal abci_v100 "$here/machines/abci_v100.yaml" "$d/abci_v100_p4.txt" "$d/abci_v100_p8.txt" \
+    --hold-out "$d/abci_v100_p16.txt" "$d/abci_v100_p32.txt" "$d/abci_v100_p64.txt" "$d/abci_v100_p128.txt"
+# The same with every rank count fitted: how far the model itself is from the data.
+cal abci_v100_all "$here/machines/abci_v100.yaml" "$d"/abci_v100_p*.txt
+# One H100 node: the ring-forced run (allreduce, allgather, reduce-scatter) fitted, the
+# NVLS-enabled run of the same node predicted.
+cal tg_h100 "$here/machines/h100_node.yaml" "$d/tg_h100_1n_p8_ring.txt" --env NCCL_ALGO=Ring \
+    --hold-out "$d/tg_h100_1n_p8_nvls.txt"
+# Two-node H100 runs (GCP, AWS p5) and A100 (AWS p4de), each fitted on itself only.
+cal gcp_a3mega "$here/machines/h100_node.yaml" "$d/gcp_a3mega_2n_p16.txt"
+cal aws_p5 "$here/machines/h100_node.yaml" "$d/aws_p5_2n_p16.txt" --ranks 16 --gpus-per-node 8
+cal aws_p4de "$here/machines/h100_node.yaml" "$d/aws_p4de_2n_p16.txt" --ranks 16 --gpus-per-node 8
+# ASTRA-sim's validation points: fit P = 2, predict P = 4 and 8 (the ring, large sizes only).
+for sys in hgx_h100 hpe_v100; do
+    cal "astrasim_$sys" "$here/machines/single_node.yaml" "$d/astrasim_${sys}_p2.txt" \
+        --hold-out "$d/astrasim_${sys}_p4.txt" "$d/astrasim_${sys}_p8.txt"
+done
+python3 "$here/table.py" "$out" "$d/astrasim_validation_digitized.csv" > "$here/RESULTS.md"
+echo "wrote $here/RESULTS.md"
