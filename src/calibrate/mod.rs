@@ -307,7 +307,7 @@ pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<
             ),
         };
         return Ok(Ran {
-            spec: AlgoSpec { name: id.to_string(), collective: c, params, location: String::new() },
+            spec: AlgoSpec { name: id.to_string(), collective: c, params, location: String::new(), protocol: None },
             how,
         });
     }
@@ -342,7 +342,13 @@ pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<
     let Some((algo, proto, _)) = best else {
         // NCCL ran something its model here has not (NVLS, CollNet): say so, run the ring.
         return Ok(Ran {
-            spec: AlgoSpec { name: "ring".into(), collective: c, params: Vec::new(), location: String::new() },
+            spec: AlgoSpec {
+                name: "ring".into(),
+                collective: c,
+                params: Vec::new(),
+                location: String::new(),
+                protocol: None,
+            },
             how: format!("{forced}not among NCCL's modelled ring, tree and PAT; simulated as ring"),
         });
     };
@@ -355,7 +361,13 @@ pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<
     };
     let picked = if forced.is_empty() { "nccl_model: " } else { "" };
     Ok(Ran {
-        spec: AlgoSpec { name: algo.ours(c).to_string(), collective: c, params, location: String::new() },
+        spec: AlgoSpec {
+            name: algo.ours(c).to_string(),
+            collective: c,
+            params,
+            location: String::new(),
+            protocol: None,
+        },
         how: format!("{forced}{picked}{}/{}", algo.name(), proto.name()),
     })
 }

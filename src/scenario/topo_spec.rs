@@ -105,6 +105,16 @@ impl TopologySpec {
             TopologySpec::Custom { links, .. } => links.iter().map(|l| l.link).collect(),
             TopologySpec::Graph { links, .. } => links.iter().map(|l| l.link).collect(),
             TopologySpec::FatTree { link, uplink, .. } => vec![*link, *uplink],
+            // Every protocol's view of both pair classes: LL halves the bandwidth.
+            TopologySpec::Cluster(c) => crate::topology::Proto::ALL
+                .into_iter()
+                .flat_map(|p| {
+                    let intra = Link { alpha: c.intra.alpha_s.of(p), bandwidth: c.intra.bandwidth * p.efficiency() };
+                    let inter = Link { alpha: c.inter.alpha_s.of(p), bandwidth: c.inter.bandwidth * p.efficiency() };
+                    [intra, inter]
+                })
+                .chain(c.fabric.uplink)
+                .collect(),
         }
     }
 
