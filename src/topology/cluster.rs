@@ -365,31 +365,33 @@ impl Cluster {
         Link { alpha: self.spec.intra.alpha_s.of(self.proto), bandwidth: self.spec.intra.bandwidth * self.eff() }
     }
 
-    /// Whether some pair of the ranks' NICs sits under one leaf, and some pair under
-    /// different leaves.
+    /// Whether some two GPUs of different nodes talk through NICs under one leaf, and
+    /// whether some two talk through NICs under different leaves.
     fn leaf_pairs(&self) -> (bool, bool) {
         if self.nodes < 2 {
             return (false, false);
         }
-        let nics: Vec<usize> = (0..self.gpus()).map(|g| self.nic_of_gpu(g)).collect();
-        let (mut same, mut cross) = (false, false);
-        for &i in &nics {
-            for &j in &nics {
-                // Node 0's NIC i against node 1's NIC j, and node 0 against the last node.
-                for n in [1, self.nodes - 1] {
-                    let (a, b) = (i, n * self.spec.nics_per_node + j);
-                    if self.leaf_of_nic(a) == self.leaf_of_nic(b) {
-                        same = true;
-                    } else {
-                        cross = true;
-                    }
+        let k = self.spec.nics_per_node;
+        let mut used = vec![false; k];
+        for g in 0..self.gpus() {
+            used[self.nic_of_gpu(g)] = true;
+        }
+        // For each leaf, the first node with a used NIC under it: a second node there is
+        // a pair under one leaf; a second leaf is a pair across leaves.
+        let mut first_node = vec![usize::MAX; self.leaves];
+        let (mut same, mut leaves_used) = (false, 0);
+        for n in 0..self.nodes {
+            for i in (0..k).filter(|&i| used[i]) {
+                let l = self.leaf_of_nic(n * k + i);
+                if first_node[l] == usize::MAX {
+                    first_node[l] = n;
+                    leaves_used += 1;
+                } else if first_node[l] != n {
+                    same = true;
                 }
             }
         }
-        if self.spec.fabric.kind == FabricKind::FatTree && self.leaves > 1 {
-            cross = true;
-        }
-        (same, cross)
+        (same, leaves_used > 1)
     }
 
     /// The leaf's NICs' bandwidth over its uplinks' (`hosts_per_leaf B / (spines U)`).
