@@ -71,7 +71,7 @@ fn may_lack_closed_form(id: &str, np: usize, n: usize, nics: u32) -> bool {
         "binomial_tree" => (nics as usize) < np.next_power_of_two().trailing_zeros() as usize,
         // Chunks of different lengths (Gloo's 256-element minimum leaves some empty
         // below 512 P elements).
-        "ring_chunked" => n % (2 * np) != 0 || n < 512 * np,
+        "ring_chunked" => !n.is_multiple_of(2 * np) || n < 512 * np,
         _ => false,
     }
 }

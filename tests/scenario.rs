@@ -253,8 +253,8 @@ fn out_of_range_link() {
     err_at(&with("1us", "-1us"), 3, &["alpha", "negative", "at least 0"]);
     err_at(&with("1us", "-1e-6"), 3, &["alpha", "negative"]);
     err_at(&with("1us", "true"), 3, &["alpha", "expected a time"]);
-    err_at(&with("topology:", "topology:\n  nics: 0"), 3, &["topology.nics", "at least 1"]);
-    err_at(&with("topology:", "topology:\n  nics: 1.5"), 3, &["topology.nics", "at least 1", "1.5"]);
+    err_at(&with("topology:", "topology:\n  nics: 0"), 3, &["topology.nics", "from 1 to 4294967295"]);
+    err_at(&with("topology:", "topology:\n  nics: 1.5"), 3, &["topology.nics", "from 1 to", "1.5"]);
 }
 
 #[test]
@@ -293,7 +293,7 @@ fn bad_algorithms() {
         &["unknown parameter 'segmnts'", "allowed: segments"],
     );
     assert!(m.contains("bad.yaml:6:5:"), "{m}");
-    let m = err_at(&with("[ring]", "[{ name: chain, segments: 0 }]"), 4, &["'segments'", "at least 1"]);
+    let m = err_at(&with("[ring]", "[{ name: chain, segments: 0 }]"), 4, &["'segments'", "from 1 to"]);
     assert!(m.contains("bad.yaml:4:39:"), "{m}");
     err_at(&with("[ring]", "[{ name: ring, segment: 4KiB }]"), 4, &["unknown parameter 'segment'", "'ring'"]);
     // Same id with different parameters is two entries, not a duplicate.

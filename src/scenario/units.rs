@@ -395,7 +395,7 @@ fn scaled(v: f64, units: &[(&str, f64)]) -> String {
     let x = a / f;
     // Beyond the units (a time of 1e300 s, a bandwidth of 1e-300 B/s), three significant
     // digits in scientific notation instead of hundreds of digits.
-    if x >= 1e6 || x < 1e-3 {
+    if !(1e-3..1e6).contains(&x) {
         let s = format!("{x:.2e}");
         let (mantissa, exponent) = s.split_once('e').unwrap_or((&s, "0"));
         return format!("{sign}{}e{exponent} {name}", trim_zeros(mantissa.to_string()));
