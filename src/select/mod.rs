@@ -253,9 +253,12 @@ pub fn rank(results: &mut [PointResult]) {
     }
 }
 
-/// The algorithm ids `auto` tries for collective `c`: every one, in `list` order.
+/// The algorithm ids `auto` tries for collective `c`: every one, in `list` order, but
+/// NCCL's own ([`algos::NCCL_IDS`]): those are NCCL's implementations of the ring and
+/// the tree, with their protocol's chunks and channels, run by naming them or through
+/// `nccl_model`, and `auto` keeps weighing the textbook algorithms it always has.
 pub fn candidates(c: Collective) -> Vec<&'static str> {
-    algos::registry_of(c).iter().map(|a| a.id).collect()
+    algos::registry_of(c).iter().map(|a| a.id).filter(|id| !algos::NCCL_IDS.contains(id)).collect()
 }
 
 /// A label for an algorithm id and parameters, as its rows show it.
