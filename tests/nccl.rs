@@ -167,3 +167,52 @@ fn nccl_ring_refuses_partial_nodes() {
     let bad = algos::build("nccl_ring", Params::new(vec![("protocol".into(), s("fast"))])).unwrap_err();
     assert!(bad.message.contains("simple, ll, ll128"), "{}", bad.message);
 }
+
+/// `nccl_tree` verifies on flat machines (one GPU per node, or nodes of 2 and 4 by the
+/// parameter) over channels, chunks and sizes.
+#[test]
+fn nccl_tree_verifies_on_flat_machines() {
+    for np in [1, 2, 3, 4, 5, 8, 12] {
+        for nics in [1, 4] {
+            let topo = flat(np, nics);
+            for channels in [1u64, 2, 3, 4] {
+                for chunk in [8u64, 100] {
+                    for g in [1u64, 2, 4] {
+                        if np % g as usize != 0 {
+                            continue;
+                        }
+                        let algo = build(
+                            "nccl_tree",
+                            &[("channels", int(channels)), ("chunk", int(chunk)), ("gpus_per_node", int(g))],
+                        );
+                        for &n in SIZES {
+                            run(algo.as_ref(), &topo, n, 2e-10).unwrap_or_else(|e| {
+                                panic!("P={np} nics={nics} channels={channels} chunk={chunk} g={g} n={n}: {e}")
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Two nodes of four GPUs: every protocol's chunk and channel count verifies; the
+/// pipelined tree of many chunks beats one chunk (the whole part up, then down).
+#[test]
+fn nccl_tree_on_two_nodes_of_four() {
+    let topo = two_by_four(2);
+    for proto in ["simple", "ll", "ll128"] {
+        for channels in [1u64, 2, 4] {
+            let algo = build("nccl_tree", &[("protocol", s(proto)), ("channels", int(channels))]);
+            for n in [0, 7, 1000, 300_000] {
+                run(algo.as_ref(), &topo, n, 1e-10)
+                    .unwrap_or_else(|e| panic!("{proto} channels={channels} n={n}: {e}"));
+            }
+        }
+    }
+    let n = 1 << 20;
+    let whole = run(build("nccl_tree", &[("chunk", int(4 << 20))]).as_ref(), &topo, n, 0.0).unwrap().time;
+    let piped = run(build("nccl_tree", &[("chunk", int(64 << 10))]).as_ref(), &topo, n, 0.0).unwrap().time;
+    assert!(piped < whole, "{piped} {whole}");
+}

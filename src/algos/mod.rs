@@ -16,6 +16,7 @@ mod hierarchical_ring;
 mod kary_tree;
 mod naive;
 pub(crate) mod nccl_ring;
+mod nccl_tree;
 mod neighbor_exchange;
 mod params;
 mod ring;
@@ -154,6 +155,7 @@ pub fn registry() -> &'static [AlgoInfo] {
         bcube::INFO,
         direct::INFO,
         nccl_ring::INFO,
+        nccl_tree::INFO,
     ];
     REGISTRY
 }
