@@ -216,3 +216,40 @@ fn nccl_tree_on_two_nodes_of_four() {
     let piped = run(build("nccl_tree", &[("chunk", int(64 << 10))]).as_ref(), &topo, n, 0.0).unwrap().time;
     assert!(piped < whole, "{piped} {whole}");
 }
+
+/// `explain nccl_ring` on 2 nodes x 4 GPUs: each channel's ring, node by node, entering
+/// the nodes at its own GPU, and the schedule's cross-node messages leaving from there.
+#[test]
+fn explain_shows_the_rings_of_a_small_cluster() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("nccl");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("cluster.yaml");
+    std::fs::write(
+        &path,
+        "name: 2 nodes x 4 GPUs
+topology:
+  kind: hierarchical
+  levels:
+    - { name: nvlink, size: 4, alpha: 0.7us, bandwidth: 150GB/s }
+    - { name: network, size: 2, alpha: 5us, bandwidth: 100Gbps }
+  nics: 2
+algorithms: [nccl_ring]
+sizes: [1KiB]
+",
+    )
+    .unwrap();
+    let out = assert_cmd::Command::cargo_bin("allreduce-sim")
+        .unwrap()
+        .args(["explain", "nccl_ring", "--scenario", path.to_str().unwrap(), "--size", "256"])
+        .args(["--param", "channels=2", "--param", "chunk=64"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("4 GPU(s) per node; chunk 64 B"), "{text}");
+    assert!(text.contains("channel 0: ring 0 1 2 3 | 4 5 6 7 (back to 0)"), "{text}");
+    assert!(text.contains("channel 1: ring 1 2 3 0 | 5 6 7 4 (back to 1)"), "{text}");
+    // Channel 0 crosses from GPU 3 to GPU 4, channel 1 from GPU 0 to GPU 5.
+    assert!(text.contains("3  -> 4") && text.contains("0  -> 5"), "{text}");
+    assert!(text.contains("simulated:"), "{text}");
+}

@@ -91,14 +91,43 @@ pub const INFO: AlgoInfo = AlgoInfo {
         "gpus_per_node=machine's: GPUs per node for the ring order (default: the cluster's, a hierarchy's innermost \
          group, else 1)",
     ],
-    build: |params| {
-        let proto = protocol(params)?;
-        let channels = params.count("channels", 1)?;
-        let chunk = params.size("chunk")?;
-        let gpus_per_node = params.count("gpus_per_node", 0)?;
-        Ok(Box::new(NcclRing { proto, channels, chunk, gpus_per_node }))
-    },
+    build: |params| Ok(Box::new(NcclRing::from_params(params)?)),
 };
+
+/// What `explain nccl_ring` prints above the schedule: each channel's ring, `|` between
+/// nodes, and its loops and chunk.
+pub(crate) fn describe(params: &[(String, crate::scenario::ParamValue)], p: &Problem, topo: &dyn Topology) -> String {
+    let Ok(algo) = NcclRing::from_params(&mut Params::new(params.to_vec())) else { return String::new() };
+    let plan = algo.plan(p, topo);
+    if p.ranks == 0 || !p.ranks.is_multiple_of(plan.g) {
+        return String::new();
+    }
+    let mut out = format!(
+        "{} GPU(s) per node; chunk {} B{}\n",
+        plan.g,
+        plan.chunk_elems * plan.elem_bytes,
+        if plan.slices > 1 { format!(" in {} slices", plan.slices) } else { String::new() }
+    );
+    for k in 0..plan.channels {
+        let nodes: Vec<String> = (0..p.ranks / plan.g)
+            .map(|node| {
+                let gpus: Vec<String> = (0..plan.g).map(|j| plan.rank_at(k, node * plan.g + j).to_string()).collect();
+                gpus.join(" ")
+            })
+            .collect();
+        let part = plan.part(k);
+        out.push_str(&format!(
+            "channel {k}: ring {} (back to {}); elements [{}, {}) in {} loop(s) of {} chunks\n",
+            nodes.join(" | "),
+            plan.rank_at(k, 0),
+            part.offset,
+            part.end(),
+            plan.loops(k),
+            p.ranks
+        ));
+    }
+    out
+}
 
 /// See the module docs.
 #[derive(Debug)]
@@ -114,6 +143,15 @@ pub struct NcclRing {
 }
 
 impl NcclRing {
+    /// Built from its parameters (see [`INFO`]).
+    pub fn from_params(params: &mut Params) -> Result<NcclRing, ParamError> {
+        let proto = protocol(params)?;
+        let channels = params.count("channels", 1)?;
+        let chunk = params.size("chunk")?;
+        let gpus_per_node = params.count("gpus_per_node", 0)?;
+        Ok(NcclRing { proto, channels, chunk, gpus_per_node })
+    }
+
     /// Bytes per chunk: the parameter, or NCCL's for the protocol.
     pub fn chunk_bytes(&self) -> u64 {
         self.chunk.unwrap_or(match self.proto {
