@@ -42,10 +42,17 @@ const SIMPLE_CHUNK_STEPS: u64 = 4;
 /// The protocol names the `protocol` parameter takes, default first.
 pub(crate) const PROTOCOLS: [&str; 3] = ["simple", "ll", "ll128"];
 
-/// The protocol of a `protocol` parameter (default Simple).
-pub(crate) fn protocol(params: &mut Params) -> Result<Proto, ParamError> {
+/// The protocol of a `protocol` parameter, if given.
+pub(crate) fn protocol(params: &mut Params) -> Result<Option<Proto>, ParamError> {
+    let given = params.has("protocol");
     let name = params.choice("protocol", &PROTOCOLS)?;
-    Ok(Proto::from_name(name).unwrap_or(Proto::Simple))
+    Ok(given.then(|| Proto::from_name(name).unwrap_or(Proto::Simple)))
+}
+
+/// The protocol a run uses: the parameter's, else the machine's (the entry's
+/// `protocol:`, [`Topology::protocol`]), else Simple.
+pub(crate) fn run_protocol(param: Option<Proto>, topo: &dyn Topology) -> Proto {
+    param.or_else(|| topo.protocol()).unwrap_or(Proto::Simple)
 }
 
 /// GPUs per node for NCCL's algorithms: `param` if given (not 0), else the cluster's
@@ -132,8 +139,8 @@ pub(crate) fn describe(params: &[(String, crate::scenario::ParamValue)], p: &Pro
 /// See the module docs.
 #[derive(Debug)]
 pub struct NcclRing {
-    /// The protocol (sets the chunk).
-    pub proto: Proto,
+    /// The protocol (sets the chunk), if the parameter names one; else the machine's.
+    pub proto: Option<Proto>,
     /// Channels, each its own ring over its part of the vector.
     pub channels: usize,
     /// Bytes per chunk, if not the protocol's.
@@ -152,9 +159,9 @@ impl NcclRing {
         Ok(NcclRing { proto, channels, chunk, gpus_per_node })
     }
 
-    /// Bytes per chunk: the parameter, or NCCL's for the protocol.
-    pub fn chunk_bytes(&self) -> u64 {
-        self.chunk.unwrap_or(match self.proto {
+    /// Bytes per chunk with protocol `proto`: the parameter, or NCCL's for the protocol.
+    pub fn chunk_bytes(&self, proto: Proto) -> u64 {
+        self.chunk.unwrap_or(match proto {
             Proto::Simple => Proto::Simple.chunk_bytes() * SIMPLE_CHUNK_STEPS,
             p => p.chunk_bytes(),
         })
@@ -163,15 +170,16 @@ impl NcclRing {
     /// The schedule of `p` on `topo`.
     pub(crate) fn plan(&self, p: &Problem, topo: &dyn Topology) -> RingPlan {
         let e = p.elem_bytes.max(1);
+        let proto = run_protocol(self.proto, topo);
         RingPlan {
             np: p.ranks,
             g: gpus_per_node(self.gpus_per_node, topo),
             channels: self.channels,
             n: p.elems,
             elem_bytes: e,
-            chunk_elems: (self.chunk_bytes() as usize / e).max(1),
+            chunk_elems: (self.chunk_bytes(proto) as usize / e).max(1),
             align: (16 / e).max(1),
-            slices: if self.proto == Proto::Simple && self.chunk.is_none() { SIMPLE_SLICES } else { 1 },
+            slices: if proto == Proto::Simple && self.chunk.is_none() { SIMPLE_SLICES } else { 1 },
         }
     }
 }
@@ -325,8 +333,8 @@ impl Algorithm for NcclRing {
 
     fn label(&self) -> String {
         let mut parts = Vec::new();
-        if self.proto != Proto::Simple {
-            parts.push(format!("protocol={}", self.proto.name()));
+        if let Some(p) = self.proto.filter(|&p| p != Proto::Simple) {
+            parts.push(format!("protocol={}", p.name()));
         }
         if self.channels != 1 {
             parts.push(format!("channels={}", self.channels));

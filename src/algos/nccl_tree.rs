@@ -26,7 +26,7 @@
 use std::sync::Arc;
 
 use super::double_binary_tree::nccl_btree;
-use super::nccl_ring::{check_nodes, gpus_per_node, protocol};
+use super::nccl_ring::{check_nodes, gpus_per_node, protocol, run_protocol};
 use super::{AlgoInfo, Algorithm, Blocks, Machine, Problem, Topology};
 use crate::sim::op::{Action, Op, Program, Rank, Region, per_step};
 use crate::topology::Proto;
@@ -61,8 +61,8 @@ pub const INFO: AlgoInfo = AlgoInfo {
 /// See the module docs.
 #[derive(Debug)]
 pub struct NcclTree {
-    /// The protocol (sets the chunk).
-    pub proto: Proto,
+    /// The protocol (sets the chunk), if the parameter names one; else the machine's.
+    pub proto: Option<Proto>,
     /// Channels.
     pub channels: usize,
     /// Bytes per chunk, if not the protocol's.
@@ -210,14 +210,14 @@ impl TreePlan {
 }
 
 impl NcclTree {
-    /// Bytes per chunk: the parameter, or NCCL's step for the protocol.
-    pub fn chunk_bytes(&self) -> u64 {
-        self.chunk.unwrap_or(self.proto.chunk_bytes())
+    /// Bytes per chunk on `topo`: the parameter, or NCCL's step for the protocol.
+    pub fn chunk_bytes(&self, topo: &dyn Topology) -> u64 {
+        self.chunk.unwrap_or_else(|| run_protocol(self.proto, topo).chunk_bytes())
     }
 
     pub(crate) fn plan(&self, p: &Problem, topo: &dyn Topology) -> TreePlan {
         let g = gpus_per_node(self.gpus_per_node, topo);
-        let chunk_elems = (self.chunk_bytes() as usize / p.elem_bytes.max(1)).max(1);
+        let chunk_elems = (self.chunk_bytes(topo) as usize / p.elem_bytes.max(1)).max(1);
         TreePlan::new(p.ranks, g, self.channels, p.elems, chunk_elems)
     }
 }
@@ -229,8 +229,8 @@ impl Algorithm for NcclTree {
 
     fn label(&self) -> String {
         let mut parts = Vec::new();
-        if self.proto != Proto::Simple {
-            parts.push(format!("protocol={}", self.proto.name()));
+        if let Some(p) = self.proto.filter(|&p| p != Proto::Simple) {
+            parts.push(format!("protocol={}", p.name()));
         }
         if self.channels != 2 {
             parts.push(format!("channels={}", self.channels));
@@ -247,7 +247,7 @@ impl Algorithm for NcclTree {
     fn applicable(&self, p: &Problem, m: &Machine) -> Result<(), String> {
         let g = gpus_per_node(self.gpus_per_node, m.topo);
         check_nodes(p.ranks, g)?;
-        let chunk_elems = (self.chunk_bytes() as usize / p.elem_bytes.max(1)).max(1);
+        let chunk_elems = (self.chunk_bytes(m.topo) as usize / p.elem_bytes.max(1)).max(1);
         let chunks = p.elems.div_ceil(self.channels).div_ceil(chunk_elems);
         if chunks.saturating_mul(2 * self.channels) > u32::MAX as usize {
             return Err(format!(
