@@ -16,6 +16,7 @@ use crate::collective::Collective;
 use crate::topology::{Link, Topology};
 
 mod lockstep;
+pub mod nccl;
 pub use lockstep::{Step, Xfer, lockstep};
 
 /// The Hockney parameters of a machine whose every pair of ranks is joined alike.

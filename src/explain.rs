@@ -207,6 +207,9 @@ pub fn explain(req: &Request) -> Result<String, String> {
         p.elems,
         fmt_time(req.cost_per_byte),
     );
+    if c == Collective::Allreduce && req.algorithm == algos::nccl_ring::INFO.id {
+        out.push_str(&algos::nccl_ring::describe(&req.params, &p, topo));
+    }
     out.push('\n');
     schedule_table(&mut out, &rows);
 

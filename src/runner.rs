@@ -346,6 +346,10 @@ fn check_against_ideal(
 /// `ring_segmented(segment=262144, protocol=ll)`.
 fn with_protocol(label: String, protocol: Option<crate::scenario::ProtocolChoice>) -> String {
     let Some(p) = protocol else { return label };
+    // An algorithm that takes the protocol as a parameter (nccl_ring, nccl_tree) names it already.
+    if label.contains("protocol=") {
+        return label;
+    }
     match label.strip_suffix(')') {
         Some(open) if open.contains('(') => format!("{open}, protocol={})", p.name()),
         _ => format!("{label}(protocol={})", p.name()),

@@ -111,7 +111,7 @@ impl DoubleBinaryTree {
 
 /// NCCL's `ncclGetBtree`: the parent and children of `rank` in the in-order bit tree on
 /// positions `0..nranks` (position 0 is the root, with the one child `2^k`).
-fn nccl_btree(nranks: usize, rank: usize) -> (Option<usize>, [Option<usize>; 2]) {
+pub(crate) fn nccl_btree(nranks: usize, rank: usize) -> (Option<usize>, [Option<usize>; 2]) {
     let mut bit = 1;
     while bit < nranks && bit & rank == 0 {
         bit <<= 1;

@@ -15,6 +15,8 @@ mod halving_doubling;
 mod hierarchical_ring;
 mod kary_tree;
 mod naive;
+pub(crate) mod nccl_ring;
+mod nccl_tree;
 mod neighbor_exchange;
 mod params;
 mod ring;
@@ -106,6 +108,10 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize;
 }
 
+/// The ids of NCCL's algorithms as NCCL runs them (docs/nccl.md), which `auto` leaves
+/// out of its candidates.
+pub const NCCL_IDS: &[&str] = &["nccl_ring", "nccl_tree"];
+
 /// The tolerance of an exact closed form: only floating-point summation order differs.
 pub const EXACT: f64 = 1e-9;
 
@@ -148,6 +154,8 @@ pub fn registry() -> &'static [AlgoInfo] {
         ring_chunked::INFO,
         bcube::INFO,
         direct::INFO,
+        nccl_ring::INFO,
+        nccl_tree::INFO,
     ];
     REGISTRY
 }

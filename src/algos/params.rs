@@ -39,6 +39,11 @@ impl Params {
         Some(self.items.remove(i).1)
     }
 
+    /// Whether `key` was given (and not taken yet).
+    pub fn has(&self, key: &str) -> bool {
+        self.items.iter().any(|(k, _)| k == key)
+    }
+
     /// A positive whole number (`segments: 4`), written as a YAML integer or, like
     /// `ranks: "4"`, a string of digits.
     pub fn count(&mut self, key: &str, default: usize) -> Result<usize, ParamError> {

@@ -71,13 +71,14 @@ pub const SELECTORS: [SelectorInfo; 3] = [
     },
     SelectorInfo {
         id: "nccl_model",
-        summary: "the (algorithm, protocol) of least time in NCCL's tuning model; allreduce ring -> ring, tree -> \
-                  double_binary_tree; reduce_scatter and allgather ring -> ring, pat -> halving_doubling; broadcast \
+        summary: "the (algorithm, protocol) of least time in NCCL's tuning model; allreduce ring -> nccl_ring, tree \
+                  -> nccl_tree, with that protocol and the channels; reduce_scatter and allgather ring -> ring, pat -> halving_doubling; broadcast \
                   and reduce ring -> chain in NCCL's chunks; NCCL's predicted time beside our simulation",
         source: "NCCL 2.30.7, src/graph/tuning.cc and src/enqueue.cc",
         covers: "allreduce, reduce_scatter, allgather, broadcast, reduce (NCCL has no barrier)",
         params: &[
-            "channels=2: NCCL channels; the bus bandwidth is the link's, shared by them (sets the per-channel caps)",
+            "channels=2: NCCL channels; the bus bandwidth is the link's, shared by them (sets the per-channel caps); \
+             the allreduce runs with as many",
             "arch=hopper: GPU generation whose constants apply: volta, ampere, hopper, blackwell",
         ],
     },
@@ -253,9 +254,12 @@ pub fn rank(results: &mut [PointResult]) {
     }
 }
 
-/// The algorithm ids `auto` tries for collective `c`: every one, in `list` order.
+/// The algorithm ids `auto` tries for collective `c`: every one, in `list` order, but
+/// NCCL's own ([`algos::NCCL_IDS`]): those are NCCL's implementations of the ring and
+/// the tree, with their protocol's chunks and channels, run by naming them or through
+/// `nccl_model`, and `auto` keeps weighing the textbook algorithms it always has.
 pub fn candidates(c: Collective) -> Vec<&'static str> {
-    algos::registry_of(c).iter().map(|a| a.id).collect()
+    algos::registry_of(c).iter().map(|a| a.id).filter(|id| !algos::NCCL_IDS.contains(id)).collect()
 }
 
 /// A label for an algorithm id and parameters, as its rows show it.
@@ -340,6 +344,11 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                     let k = nccl::chain_segments(&x, proto, bytes, bytes / e.max(1));
                     if k > 1 { vec![("segments".to_string(), ParamValue::Int(k))] } else { Vec::new() }
                 }
+                // NCCL's ring and tree as NCCL runs them, with its protocol and channels.
+                Collective::Allreduce => vec![
+                    ("protocol".to_string(), ParamValue::Str(proto.name().to_string())),
+                    ("channels".to_string(), ParamValue::Int(u64::from(np.channels))),
+                ],
                 _ => Vec::new(),
             };
             Ok(Some(Wanted {
@@ -348,7 +357,8 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                     collective: c,
                     params,
                     location: String::new(),
-                    protocol: None,
+                    // The links cost what the picked protocol costs, as the chunk size follows it.
+                    protocol: (c == Collective::Allreduce).then_some(crate::scenario::ProtocolChoice::Fixed(proto)),
                 },
                 library: Some(format!("NCCL {}", nccl::VERSION)),
                 choice: Some(format!("{}/{}", algo.name(), proto.name())),
@@ -506,11 +516,17 @@ pub fn fill_with(s: &Scenario, pts: &[Point], results: &mut [Option<PointResult>
         // Everything simulated at this point: the listed rows, then the selectors' runs.
         let mut pool: Vec<&PointResult> =
             idx.iter().filter_map(|&i| results[i].as_ref()).filter(|r| !is_selector(&r.algorithm)).collect();
-        let hidden: Vec<&PointResult> = jobs.iter().zip(&ran).filter(|(j, _)| j.group == g).map(|(_, r)| r).collect();
-        pool.extend(hidden.iter().copied());
+        let mine: Vec<(&Job, &PointResult)> = jobs.iter().zip(&ran).filter(|(j, _)| j.group == g).collect();
+        let hidden: Vec<&PointResult> = mine.iter().map(|(_, r)| *r).collect();
+        // NCCL's own algorithms, run only for nccl_model, are its pick's simulation, not
+        // candidates: the best stays the best of the algorithms auto weighs (and of
+        // those the scenario lists), so nccl_model's `vs_best` may be below 0.
+        let mut every = pool.clone();
+        every.extend(hidden.iter().copied());
+        pool.extend(mine.iter().filter(|(j, _)| !algos::NCCL_IDS.contains(&j.spec.name.as_str())).map(|(_, r)| *r));
         let ran_ok: Vec<&PointResult> = pool.iter().copied().filter(|r| r.not_applicable.is_none()).collect();
         let (best, second) = top_two(*c, ran_ok.iter().map(|r| (r.algorithm.as_str(), r.time_s)).collect());
-        let find = |label: &str| pool.iter().copied().find(|r| r.algorithm == label);
+        let find = |label: &str| every.iter().copied().find(|r| r.algorithm == label);
         // Failed checks of rows nobody sees would go unreported: the selector rows carry them.
         let hidden_failures: Vec<String> = hidden
             .iter()

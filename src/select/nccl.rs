@@ -56,8 +56,9 @@ impl Algo {
         }
     }
     /// Our algorithm of collective `c` that runs it (its id; broadcast's and reduce's
-    /// ring also takes [`chain_segments`]):
-    /// - allreduce: ring as `ring`, tree as `double_binary_tree`;
+    /// ring also takes [`chain_segments`], allreduce's the protocol and channels):
+    /// - allreduce: ring as `nccl_ring`, tree as `nccl_tree` (NCCL's own, with the
+    ///   picked protocol's chunks and the model's channels);
     /// - reduce-scatter and allgather: ring as `ring`, PAT as `halving_doubling` (the
     ///   same rounds of partners a power of two apart and the same bytes per rank, at P
     ///   a power of two, where ours runs);
@@ -65,9 +66,20 @@ impl Algo {
     pub fn ours(self, c: Collective) -> &'static str {
         match (self, c) {
             (Algo::Ring, Collective::Broadcast | Collective::Reduce) => "chain",
+            (Algo::Ring, Collective::Allreduce) => "nccl_ring",
             (Algo::Ring, _) => "ring",
-            (Algo::Tree, _) => "double_binary_tree",
+            (Algo::Tree, _) => "nccl_tree",
             (Algo::Pat, _) => "halving_doubling",
+        }
+    }
+    /// The textbook algorithm of ours closest to it, which `tune` weighs NCCL's
+    /// algorithms by (it simulates every textbook algorithm, not NCCL's own): allreduce
+    /// ring as `ring`, tree as `double_binary_tree`; otherwise [`Algo::ours`].
+    pub fn textbook(self, c: Collective) -> &'static str {
+        match (self, c) {
+            (Algo::Ring, Collective::Allreduce) => "ring",
+            (Algo::Tree, _) => "double_binary_tree",
+            _ => self.ours(c),
         }
     }
     /// Row of the tables indexed [tree, ring] (PAT has its own constants).

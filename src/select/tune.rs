@@ -223,8 +223,8 @@ fn nccl_inputs(s: &Scenario, spec: Option<&AlgoSpec>, ranks: usize) -> Option<nc
 }
 
 /// The NCCL rule at a point of collective `c`: of the algorithms NCCL's model weighs
-/// there (and would run: PAT only where it is enabled), the one whose algorithm of ours
-/// simulated fastest among `algos` (the point's rows), with the protocol NCCL's model
+/// there (and would run: PAT only where it is enabled), the one whose textbook algorithm
+/// of ours ([`nccl::Algo::textbook`]) simulated fastest among `algos` (the point's rows), with the protocol NCCL's model
 /// ranks first for it. Broadcast and reduce have the ring only: the rule is NCCL's
 /// own ring protocol.
 fn nccl_rule(x: &nccl::Inputs, c: Collective, bytes: u64, algos: &[&PointResult]) -> Option<(String, String)> {
@@ -235,11 +235,11 @@ fn nccl_rule(x: &nccl::Inputs, c: Collective, bytes: u64, algos: &[&PointResult]
     } else {
         let timed: Vec<(&str, f64)> = algos
             .iter()
-            .filter(|r| usable.iter().any(|(a, _)| r.algorithm == a.ours(c)))
+            .filter(|r| usable.iter().any(|(a, _)| r.algorithm == a.textbook(c)))
             .map(|r| (r.algorithm.as_str(), r.time_s))
             .collect();
         let (best, _) = super::top_two(c, timed);
-        best.and_then(|(l, _)| usable.iter().copied().find(|(a, _)| a.ours(c) == l))
+        best.and_then(|(l, _)| usable.iter().copied().find(|(a, _)| a.textbook(c) == l))
     };
     pick.map(|(a, p)| (a.name().to_string(), p.name().to_string()))
 }

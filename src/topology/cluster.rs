@@ -547,6 +547,9 @@ fn nvlink_routes(g: usize, links: &[[usize; 3]]) -> Result<NvTables, String> {
 }
 
 impl Topology for Cluster {
+    fn protocol(&self) -> Option<Proto> {
+        Some(Cluster::protocol(self))
+    }
     fn ranks(&self) -> usize {
         self.ranks
     }

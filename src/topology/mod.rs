@@ -88,6 +88,13 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     fn node_shape(&self) -> Option<(usize, usize)> {
         None
     }
+    /// The NCCL protocol this machine's costs are for, where a run's entry named one
+    /// (its pair costs then are that protocol's); `None` otherwise. NCCL's algorithms
+    /// (`nccl_ring`, `nccl_tree`) take their chunk from it unless their `protocol`
+    /// parameter says otherwise.
+    fn protocol(&self) -> Option<Proto> {
+        None
+    }
     /// How many interfaces (groups of ports) the machine has. A message holds one
     /// outgoing port of its sender's interface and one incoming port of its receiver's
     /// for the route it takes ([`Topology::route_interfaces`]). By default every rank

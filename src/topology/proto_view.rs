@@ -52,6 +52,9 @@ impl Topology for ProtoView {
     fn node_shape(&self) -> Option<(usize, usize)> {
         self.inner.node_shape()
     }
+    fn protocol(&self) -> Option<Proto> {
+        Some(self.proto)
+    }
     fn interfaces(&self) -> usize {
         self.inner.interfaces()
     }

@@ -1,0 +1,436 @@
+//! NCCL's ring allreduce as NCCL runs it (docs/nccl.md): the ring order of a GPU
+//! cluster, channels, and the chunked loop of its ring kernel.
+//!
+//! **Order.** NCCL's rings visit the GPUs of a node one after the other and cross to the
+//! next node once: ring position `q = node g + j` (g GPUs per node) is GPU `(j + k) mod g`
+//! of that node on channel k. Channel k thus enters every node at GPU k and leaves it
+//! from GPU k - 1, so the c channels' cross-node messages leave and enter each node
+//! through c different GPUs and so through different NICs of a rail-optimised node, as
+//! NCCL's graph search makes each channel use its own NIC. One GPU per node (any machine
+//! that is not a cluster, unless `gpus_per_node` says otherwise) makes every channel the
+//! plain ring 0, 1, ..., P-1.
+//!
+//! **Channels.** The vector is cut into c near-equal parts; channel k moves part k around
+//! its own ring, as a stream of its own on every rank (they share the rank's ports and
+//! compute unit).
+//!
+//! **The loop.** A channel's part is worked through in loops of P chunks of `chunk`
+//! bytes (NCCL's `stepSize * chunkSteps`: 2 MiB with Simple, 32 KiB with LL, 576000 B
+//! with LL128): each loop is a whole ring allreduce of its P chunks, 2(P-1) steps, a
+//! reduce-scatter in which position q ends with chunk q reduced, then an allgather. The
+//! last loop's chunks are `ceil(rest / P)` elements rounded up to 16 bytes, as NCCL's
+//! kernel cuts them, so some may be short or empty (an empty message still costs alpha,
+//! as NCCL still posts the step). A rank runs its loops one after another (NCCL's loop
+//! is sequential in one thread block); the pipeline comes from the ranks being at
+//! different steps. With Simple a chunk moves as 2 slices (`chunkSteps / sliceSteps`),
+//! a slice passed on as soon as it has arrived.
+//!
+//! **Flow control.** Sends are eager: NCCL's 8-slot FIFO per peer never fills here, as
+//! each rank has at most one chunk of a channel in flight to its next GPU.
+
+use super::{AlgoInfo, Algorithm, Blocks, Machine, ParamError, Params, Problem, Topology};
+use crate::cost_model;
+use crate::sim::op::{Action, Op, Program, Rank, Region, per_step};
+use crate::topology::Proto;
+
+/// NCCL's `ALLREDUCE_CHUNKSTEPS / ALLREDUCE_SLICESTEPS` (4 / 2): the slices a Simple ring
+/// chunk moves in. LL and LL128 move a chunk of one step as one slice.
+const SIMPLE_SLICES: usize = 2;
+/// NCCL's `ALLREDUCE_CHUNKSTEPS`: the steps of the FIFO one Simple ring chunk spans.
+const SIMPLE_CHUNK_STEPS: u64 = 4;
+
+/// The protocol names the `protocol` parameter takes, default first.
+pub(crate) const PROTOCOLS: [&str; 3] = ["simple", "ll", "ll128"];
+
+/// The protocol of a `protocol` parameter, if given.
+pub(crate) fn protocol(params: &mut Params) -> Result<Option<Proto>, ParamError> {
+    let given = params.has("protocol");
+    let name = params.choice("protocol", &PROTOCOLS)?;
+    Ok(given.then(|| Proto::from_name(name).unwrap_or(Proto::Simple)))
+}
+
+/// The protocol a run uses: the parameter's, else the machine's (the entry's
+/// `protocol:`, [`Topology::protocol`]), else Simple.
+pub(crate) fn run_protocol(param: Option<Proto>, topo: &dyn Topology) -> Proto {
+    param.or_else(|| topo.protocol()).unwrap_or(Proto::Simple)
+}
+
+/// GPUs per node for NCCL's algorithms: `param` if given (not 0), else the cluster's
+/// `gpus_per_node`, else a hierarchical machine's innermost group, else 1 (one GPU per
+/// node, as on a cluster of one-GPU hosts).
+pub(crate) fn gpus_per_node(param: usize, topo: &dyn Topology) -> usize {
+    if param > 0 {
+        return param;
+    }
+    if let Some((_, g)) = topo.node_shape() {
+        return g.max(1);
+    }
+    match topo.levels() {
+        Some(levels) if levels.len() >= 2 => levels[0].0.max(1),
+        _ => 1,
+    }
+}
+
+/// Why NCCL's node-aware algorithms cannot run with `g` GPUs per node on P ranks.
+pub(crate) fn check_nodes(np: usize, g: usize) -> Result<(), String> {
+    if !np.is_multiple_of(g) {
+        return Err(format!("{np} ranks are not whole nodes of {g} GPUs; gpus_per_node must divide P"));
+    }
+    Ok(())
+}
+
+/// Registry entry.
+pub const INFO: AlgoInfo = AlgoInfo {
+    id: "nccl_ring",
+    summary: "NCCL's ring: GPUs of a node consecutive, one ring per channel entering each node at its own GPU, \
+              each channel's part in loops of P protocol-sized chunks (reduce-scatter then allgather per loop)",
+    source: "NCCL src/graph/search.cc, rings.cc, connect.cc (ring order, channels); src/device/all_reduce.h \
+             runRing, src/enqueue.cc calcCollChunking (the loop and chunk sizes); docs/nccl.md",
+    requires: "any P >= 1 that is whole nodes of gpus_per_node; any n",
+    closed_form: "the recurrence of every channel's 2(P-1) steps per loop, each slice sent when its input has \
+                  arrived (and been added), on each rank's port in order (cost_model::nccl::ring); exact with \
+                  one NIC and one channel, or with as many NICs as channels (C = 0 if channels > 1) where no \
+                  slice ever waits for a port; none otherwise",
+    params: &[
+        "protocol=simple: NCCL protocol (simple, ll, ll128): sets the chunk (2 MiB in 2 slices, 32 KiB, 576000 B)",
+        "channels=1: rings the vector is cut over, each entering every node at its own GPU",
+        "chunk=protocol's: bytes per chunk, overriding the protocol's",
+        "gpus_per_node=machine's: GPUs per node for the ring order (default: the cluster's, a hierarchy's innermost \
+         group, else 1)",
+    ],
+    build: |params| Ok(Box::new(NcclRing::from_params(params)?)),
+};
+
+/// What `explain nccl_ring` prints above the schedule: each channel's ring, `|` between
+/// nodes, and its loops and chunk.
+pub(crate) fn describe(params: &[(String, crate::scenario::ParamValue)], p: &Problem, topo: &dyn Topology) -> String {
+    let Ok(algo) = NcclRing::from_params(&mut Params::new(params.to_vec())) else { return String::new() };
+    let plan = algo.plan(p, topo);
+    if p.ranks == 0 || !p.ranks.is_multiple_of(plan.g) {
+        return String::new();
+    }
+    let mut out = format!(
+        "{} GPU(s) per node; chunk {} B{}\n",
+        plan.g,
+        plan.chunk_elems * plan.elem_bytes,
+        if plan.slices > 1 { format!(" in {} slices", plan.slices) } else { String::new() }
+    );
+    for k in 0..plan.channels {
+        let nodes: Vec<String> = (0..p.ranks / plan.g)
+            .map(|node| {
+                let gpus: Vec<String> = (0..plan.g).map(|j| plan.rank_at(k, node * plan.g + j).to_string()).collect();
+                gpus.join(" ")
+            })
+            .collect();
+        let part = plan.part(k);
+        out.push_str(&format!(
+            "channel {k}: ring {} (back to {}); elements [{}, {}) in {} loop(s) of {} chunks\n",
+            nodes.join(" | "),
+            plan.rank_at(k, 0),
+            part.offset,
+            part.end(),
+            plan.loops(k),
+            p.ranks
+        ));
+    }
+    out
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct NcclRing {
+    /// The protocol (sets the chunk), if the parameter names one; else the machine's.
+    pub proto: Option<Proto>,
+    /// Channels, each its own ring over its part of the vector.
+    pub channels: usize,
+    /// Bytes per chunk, if not the protocol's.
+    pub chunk: Option<u64>,
+    /// GPUs per node for the ring order (0: the machine's).
+    pub gpus_per_node: usize,
+}
+
+impl NcclRing {
+    /// Built from its parameters (see [`INFO`]).
+    pub fn from_params(params: &mut Params) -> Result<NcclRing, ParamError> {
+        let proto = protocol(params)?;
+        let channels = params.count("channels", 1)?;
+        let chunk = params.size("chunk")?;
+        let gpus_per_node = params.count("gpus_per_node", 0)?;
+        Ok(NcclRing { proto, channels, chunk, gpus_per_node })
+    }
+
+    /// Bytes per chunk with protocol `proto`: the parameter, or NCCL's for the protocol.
+    pub fn chunk_bytes(&self, proto: Proto) -> u64 {
+        self.chunk.unwrap_or(match proto {
+            Proto::Simple => Proto::Simple.chunk_bytes() * SIMPLE_CHUNK_STEPS,
+            p => p.chunk_bytes(),
+        })
+    }
+
+    /// The schedule of `p` on `topo`.
+    pub(crate) fn plan(&self, p: &Problem, topo: &dyn Topology) -> RingPlan {
+        let e = p.elem_bytes.max(1);
+        let proto = run_protocol(self.proto, topo);
+        RingPlan {
+            np: p.ranks,
+            g: gpus_per_node(self.gpus_per_node, topo),
+            channels: self.channels,
+            n: p.elems,
+            elem_bytes: e,
+            chunk_elems: (self.chunk_bytes(proto) as usize / e).max(1),
+            align: (16 / e).max(1),
+            slices: if proto == Proto::Simple && self.chunk.is_none() { SIMPLE_SLICES } else { 1 },
+        }
+    }
+}
+
+/// One run's schedule: what every rank's program, the closed form and `explain` read.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RingPlan {
+    /// P.
+    pub np: usize,
+    /// GPUs per node.
+    pub g: usize,
+    /// Channels.
+    pub channels: usize,
+    /// n.
+    pub n: usize,
+    /// e.
+    pub elem_bytes: usize,
+    /// Elements of a whole loop's chunk.
+    pub chunk_elems: usize,
+    /// The last loop's chunks are a multiple of this many elements (16 bytes).
+    pub align: usize,
+    /// Pieces a chunk moves in.
+    pub slices: usize,
+}
+
+/// What position q does in one item of its channel's program: send `send` to the next
+/// position, receive `recv` from the previous one (added or copied), then maybe wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Item {
+    pub send: Region,
+    pub recv: Region,
+    pub action: Action,
+    pub wait: Wait,
+}
+
+/// What a channel's program waits for at the end of an item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wait {
+    /// Nothing: the next item sends what this rank already has.
+    None,
+    /// The receive of item `i` (the input of the next item's send).
+    Item(usize),
+    /// Every receive so far: the end of a loop.
+    All,
+}
+
+impl RingPlan {
+    /// Channel k's part of the vector.
+    pub fn part(&self, k: usize) -> Region {
+        Blocks::new(self.n, self.channels).get(k)
+    }
+
+    /// Loops channel k runs.
+    pub fn loops(&self, k: usize) -> usize {
+        self.part(k).len.div_ceil(self.np * self.chunk_elems)
+    }
+
+    /// Items (slices sent) per loop: 2(P-1) steps of `slices` each.
+    pub fn per_loop(&self) -> usize {
+        2 * (self.np - 1) * self.slices
+    }
+
+    /// Items of channel k's program.
+    pub fn items(&self, k: usize) -> usize {
+        if self.np <= 1 { 0 } else { self.loops(k) * self.per_loop() }
+    }
+
+    /// The rank at ring position q of channel k.
+    pub fn rank_at(&self, k: usize, q: usize) -> usize {
+        let q = q % self.np;
+        let (node, j) = (q / self.g, q % self.g);
+        node * self.g + (j + k) % self.g
+    }
+
+    /// Rank r's ring position on channel k.
+    pub fn position(&self, k: usize, r: usize) -> usize {
+        let (node, local) = (r / self.g, r % self.g);
+        node * self.g + (local + self.g - k % self.g) % self.g
+    }
+
+    /// Chunk i of loop l of channel k.
+    pub fn chunk(&self, k: usize, l: usize, i: usize) -> Region {
+        let part = self.part(k);
+        let whole = self.np * self.chunk_elems;
+        let rest = part.len - l * whole;
+        let cc = if rest < whole { rest.div_ceil(self.np).div_ceil(self.align) * self.align } else { self.chunk_elems };
+        let start = (i * cc).min(rest);
+        let len = cc.min(rest - start);
+        Region::vec(part.offset + l * whole + start, len)
+    }
+
+    /// Item s of channel k's program at ring position q.
+    pub fn item(&self, k: usize, q: usize, s: usize) -> Item {
+        let np = self.np;
+        let per_loop = self.per_loop();
+        let (l, u) = (s / per_loop, s % per_loop);
+        let (t, j) = (u / self.slices, u % self.slices);
+        // Reduce-scatter steps send chunk q-1-t (position q ends with chunk q reduced);
+        // allgather steps send chunk q-t', starting with the one just finished. What
+        // arrives is the chunk before the one sent.
+        let (send, action) = if t < np - 1 {
+            ((q + 2 * np - 1 - t) % np, Action::Reduce)
+        } else {
+            ((q + 2 * np - (t - (np - 1))) % np, Action::Copy)
+        };
+        let recv = (send + np - 1) % np;
+        let piece = |i: usize| {
+            let c = self.chunk(k, l, i);
+            let b = Blocks::new(c.len, self.slices).get(j);
+            Region::vec(c.offset + b.offset, b.len)
+        };
+        let wait = if u + 1 == per_loop {
+            Wait::All
+        } else if u + 1 >= self.slices {
+            Wait::Item(s + 1 - self.slices)
+        } else {
+            Wait::None
+        };
+        Item { send: piece(send), recv: piece(recv), action, wait }
+    }
+
+    /// Message tag of item s of channel k: apart from every other channel's.
+    pub fn tag(&self, k: usize, s: usize) -> u32 {
+        (s * self.channels + k) as u32
+    }
+
+    /// Rank r's program on channel k.
+    fn program(self, k: usize, r: usize) -> impl Iterator<Item = Op> + Send {
+        let q = self.position(k, r);
+        let right = self.rank_at(k, q + 1) as Rank;
+        let left = self.rank_at(k, q + self.np - 1) as Rank;
+        per_step(0..self.items(k), move |s| {
+            let it = self.item(k, q, s);
+            let tag = self.tag(k, s);
+            let wait = match it.wait {
+                Wait::None => None,
+                Wait::Item(i) => Some(Op::Wait(i as u32)),
+                Wait::All => Some(Op::WaitAll),
+            };
+            [Op::send(right, tag, it.send), Op::Recv { from: left, tag, dst: it.recv, action: it.action }]
+                .into_iter()
+                .chain(wait)
+        })
+    }
+}
+
+impl Algorithm for NcclRing {
+    fn id(&self) -> &'static str {
+        INFO.id
+    }
+
+    fn label(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(p) = self.proto.filter(|&p| p != Proto::Simple) {
+            parts.push(format!("protocol={}", p.name()));
+        }
+        if self.channels != 1 {
+            parts.push(format!("channels={}", self.channels));
+        }
+        if let Some(c) = self.chunk {
+            parts.push(format!("chunk={c}"));
+        }
+        if self.gpus_per_node != 0 {
+            parts.push(format!("gpus_per_node={}", self.gpus_per_node));
+        }
+        if parts.is_empty() { INFO.id.into() } else { format!("{}({})", INFO.id, parts.join(",")) }
+    }
+
+    fn applicable(&self, p: &Problem, m: &Machine) -> Result<(), String> {
+        let plan = self.plan(p, m.topo);
+        check_nodes(p.ranks, plan.g)?;
+        let items = (0..self.channels).map(|k| plan.items(k)).max().unwrap_or(0);
+        if items.saturating_mul(self.channels) > u32::MAX as usize {
+            return Err(format!(
+                "{items} messages per channel over {} channels is more than the tags can tell apart; use a larger chunk",
+                self.channels
+            ));
+        }
+        Ok(())
+    }
+
+    fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
+        let plan = self.plan(&p, topo);
+        (0..self.channels)
+            .filter(|&k| plan.items(k) > 0)
+            .map(|k| Box::new(plan.program(k, rank as usize)) as Program<'_>)
+            .collect()
+    }
+
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let h = cost_model::Hockney::of(m)?;
+        let plan = self.plan(p, m.topo);
+        cost_model::nccl::ring(&plan, &h).map(|t| (t, super::EXACT))
+    }
+
+    fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
+        p.ranks.saturating_sub(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(np: usize, g: usize, channels: usize, n: usize, chunk_elems: usize, slices: usize) -> RingPlan {
+        RingPlan { np, g, channels, n, elem_bytes: 4, chunk_elems, align: 4, slices }
+    }
+
+    /// Every channel's ring visits every rank once, a node's GPUs consecutively, entering
+    /// node after node at GPU k mod g.
+    #[test]
+    fn ring_order_is_node_aware() {
+        let p = plan(12, 4, 4, 1000, 8, 1);
+        for k in 0..4 {
+            let ranks: Vec<usize> = (0..12).map(|q| p.rank_at(k, q)).collect();
+            let mut sorted = ranks.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..12).collect::<Vec<_>>());
+            for (q, &r) in ranks.iter().enumerate() {
+                assert_eq!(p.position(k, r), q);
+                assert_eq!(r / 4, q / 4, "node-consecutive");
+            }
+            // Entering each node at GPU k, leaving from GPU k - 1.
+            for node in 0..3 {
+                assert_eq!(ranks[node * 4] % 4, k % 4);
+                assert_eq!(ranks[node * 4 + 3] % 4, (k + 3) % 4);
+            }
+        }
+    }
+
+    /// A channel's loops cover its part exactly; the last loop's chunks are 16-byte
+    /// multiples but for the very last.
+    #[test]
+    fn chunks_cover_the_part() {
+        for (n, np, chunk) in [(1000, 4, 8), (37, 3, 5), (5, 8, 2), (64, 4, 16)] {
+            let p = plan(np, 1, 3, n, chunk, 2);
+            let mut covered = 0;
+            for k in 0..3 {
+                let part = p.part(k);
+                let mut at = part.offset;
+                for l in 0..p.loops(k) {
+                    for i in 0..np {
+                        let c = p.chunk(k, l, i);
+                        assert_eq!(c.offset, at, "n={n} P={np} k={k} l={l} i={i}");
+                        at += c.len;
+                    }
+                }
+                assert_eq!(at, part.end());
+                covered += part.len;
+            }
+            assert_eq!(covered, n);
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! NCCL's tree allreduce as NCCL runs it (docs/nccl.md): a chain through the GPUs of
+//! each node, a double binary tree across nodes, every channel's part pipelined in
+//! chunks, reduced up and broadcast down at once.
+//!
+//! **The trees.** Across nodes, NCCL's `ncclGetDtree`: tree 0 is the in-order bit tree
+//! on the nodes (`ncclGetBtree`, rooted at node 0 with one child), tree 1 its mirror
+//! (node i in tree 0's place N-1-i) for an even number of nodes, or tree 0 shifted by
+//! one node for an odd number. Inside a node the GPUs form a chain whose first GPU, the
+//! head, is the one that talks to the parent and child nodes (their heads): GPU i of
+//! the chain has GPU i-1 as parent and GPU i+1 as child, the head has the head of its
+//! parent node as parent. NCCL searches `channels / 2` chains and runs each twice, once
+//! on each tree; here channel k < ceil(c/2) takes tree 0 and chain k (starting at GPU
+//! k mod g, as `nccl_ring`'s channel k enters the node), the others tree 1 and the chains
+//! again. So each channel's cross-node messages leave and enter a node through its own
+//! GPU, and the two trees share the load of the ranks interior in one of them.
+//!
+//! **The pipeline** (NCCL's `runTreeSplit`): channel k's part is cut into chunks of
+//! `chunk` bytes (NCCL's step: 512 KiB with Simple, 32 KiB with LL, 576000 B with
+//! LL128). Every rank runs two streams per channel at once: up, for each chunk, adding
+//! what its children send into it and passing the sum to its parent; down, for each
+//! chunk, taking the result from its parent and passing it to its children. The root
+//! adds its children's and sends the result straight down. A stream keeps at most
+//! NCCL's 8 FIFO slots of chunks undelivered per peer, so a leaf does not flood its
+//! parent's port ahead of the parent's other children.
+
+use std::sync::Arc;
+
+use super::double_binary_tree::nccl_btree;
+use super::nccl_ring::{check_nodes, gpus_per_node, protocol, run_protocol};
+use super::{AlgoInfo, Algorithm, Blocks, Machine, Problem, Topology};
+use crate::sim::op::{Action, Op, Program, Rank, Region, per_step};
+use crate::topology::Proto;
+
+/// NCCL's `NCCL_STEPS`: FIFO slots per peer, a chunk each.
+const FIFO: u32 = 8;
+
+/// Registry entry.
+pub const INFO: AlgoInfo = AlgoInfo {
+    id: "nccl_tree",
+    summary: "NCCL's tree: a chain through each node's GPUs, a double binary tree across nodes (half the channels \
+              on each), chunks reduced up and broadcast down at once",
+    source: "NCCL src/graph/trees.cc ncclGetBtree/ncclGetDtree, connect.cc connectTrees (the trees, channels); \
+             src/device/all_reduce.h runTreeSplit (the pipeline); src/enqueue.cc (chunk sizes); docs/nccl.md",
+    requires: "any P >= 1 that is whole nodes of gpus_per_node; any n",
+    closed_form: "none: the heads' four peers share their ports in the engine's order",
+    params: &[
+        "protocol=simple: NCCL protocol (simple, ll, ll128): sets the chunk (512 KiB, 32 KiB, 576000 B)",
+        "channels=2: channels; the first half run on tree 0, the rest on tree 1",
+        "chunk=protocol's: bytes per chunk, overriding the protocol's",
+        "gpus_per_node=machine's: GPUs per node (default: the cluster's, a hierarchy's innermost group, else 1)",
+    ],
+    build: |params| {
+        let proto = protocol(params)?;
+        let channels = params.count("channels", 2)?;
+        let chunk = params.size("chunk")?;
+        let gpus_per_node = params.count("gpus_per_node", 0)?;
+        Ok(Box::new(NcclTree { proto, channels, chunk, gpus_per_node }))
+    },
+};
+
+/// See the module docs.
+#[derive(Debug)]
+pub struct NcclTree {
+    /// The protocol (sets the chunk), if the parameter names one; else the machine's.
+    pub proto: Option<Proto>,
+    /// Channels.
+    pub channels: usize,
+    /// Bytes per chunk, if not the protocol's.
+    pub chunk: Option<u64>,
+    /// GPUs per node (0: the machine's).
+    pub gpus_per_node: usize,
+}
+
+/// A rank's place in one channel's tree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Place {
+    pub parent: Option<usize>,
+    /// Children, the chain's first (NCCL's `down[0]`), then the child nodes' heads.
+    pub children: [Option<usize>; 3],
+}
+
+/// The schedule of one run.
+#[derive(Clone, Debug)]
+pub(crate) struct TreePlan {
+    pub channels: usize,
+    pub n: usize,
+    pub chunk_elems: usize,
+    /// Per channel, per rank.
+    places: Arc<Vec<Vec<Place>>>,
+}
+
+/// NCCL's `ncclGetDtree`: node `node`'s parent and children in tree `t` of `nodes`.
+fn dtree(nodes: usize, node: usize, t: usize) -> (Option<usize>, [Option<usize>; 2]) {
+    if t == 0 {
+        return nccl_btree(nodes, node);
+    }
+    if nodes % 2 == 1 {
+        let (u, d) = nccl_btree(nodes, (node + nodes - 1) % nodes);
+        (u.map(|u| (u + 1) % nodes), d.map(|d| d.map(|d| (d + 1) % nodes)))
+    } else {
+        let (u, d) = nccl_btree(nodes, nodes - 1 - node);
+        (u.map(|u| nodes - 1 - u), d.map(|d| d.map(|d| nodes - 1 - d)))
+    }
+}
+
+impl TreePlan {
+    fn new(np: usize, g: usize, channels: usize, n: usize, chunk_elems: usize) -> TreePlan {
+        let nodes = np / g.max(1);
+        let search = channels.div_ceil(2);
+        let places = (0..channels)
+            .map(|k| {
+                let (t, rot) = if k < search { (0, k % g) } else { (1, (k - search) % g) };
+                // GPU at chain position i of node `node`.
+                let at = |node: usize, i: usize| node * g + (i + rot) % g;
+                (0..np)
+                    .map(|r| {
+                        let (node, i) = (r / g, (r % g + g - rot) % g);
+                        let chain_child = (i + 1 < g).then(|| at(node, i + 1));
+                        if i > 0 {
+                            return Place { parent: Some(at(node, i - 1)), children: [chain_child, None, None] };
+                        }
+                        let (up, downs) = dtree(nodes, node, t);
+                        Place {
+                            parent: up.map(|u| at(u, 0)),
+                            children: [chain_child, downs[0].map(|d| at(d, 0)), downs[1].map(|d| at(d, 0))],
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        TreePlan { channels, n, chunk_elems, places: Arc::new(places) }
+    }
+
+    /// Rank r's place in channel k's tree.
+    pub fn place(&self, k: usize, r: usize) -> Place {
+        self.places[k][r]
+    }
+
+    /// Channel k's part of the vector.
+    pub fn part(&self, k: usize) -> Region {
+        Blocks::new(self.n, self.channels).get(k)
+    }
+
+    /// Chunks of channel k.
+    pub fn chunks(&self, k: usize) -> usize {
+        self.part(k).len.div_ceil(self.chunk_elems)
+    }
+
+    /// Chunk j of channel k.
+    pub fn chunk(&self, k: usize, j: usize) -> Region {
+        let part = self.part(k);
+        let start = j * self.chunk_elems;
+        Region::vec(part.offset + start, self.chunk_elems.min(part.len - start))
+    }
+
+    /// Tag of chunk j of channel k going up (`down` false) or down.
+    fn tag(&self, k: usize, j: usize, down: bool) -> u32 {
+        ((j * self.channels + k) * 2 + usize::from(down)) as u32
+    }
+
+    /// Rank r's streams on channel k. A step's ops are chained from the place's arrays,
+    /// so making one allocates nothing.
+    fn programs(&self, k: usize, r: usize) -> Vec<Program<'static>> {
+        let place = self.place(k, r);
+        let kids = place.children;
+        let n_kids = kids.iter().flatten().count();
+        let chunks = self.chunks(k);
+        if chunks == 0 || (place.parent.is_none() && n_kids == 0) {
+            return Vec::new();
+        }
+        let up_window = FIFO - 1;
+        let down_window = (FIFO - 1) * n_kids as u32;
+        let mut out: Vec<Program<'static>> = Vec::new();
+        // Up (at the root: up and straight back down).
+        let plan = self.clone();
+        out.push(Box::new(per_step(0..chunks, move |j| {
+            let (c, up, down) = (plan.chunk(k, j), plan.tag(k, j, false), plan.tag(k, j, true));
+            let recvs = kids.into_iter().flatten().map(move |q| Op::recv_reduce(q as Rank, up, c));
+            let wait = (n_kids > 0).then_some(Op::WaitAll);
+            let to_parent =
+                place.parent.into_iter().flat_map(move |p| [Op::WaitSends(up_window), Op::send(p as Rank, up, c)]);
+            let root = place.parent.is_none();
+            let to_kids = root
+                .then_some(Op::WaitSends(down_window))
+                .into_iter()
+                .chain(kids.into_iter().flatten().filter(move |_| root).map(move |q| Op::send(q as Rank, down, c)));
+            recvs.chain(wait).chain(to_parent).chain(to_kids)
+        })));
+        // Down, below the root.
+        if let Some(p) = place.parent {
+            let plan = self.clone();
+            out.push(Box::new(per_step(0..chunks, move |j| {
+                let (c, down) = (plan.chunk(k, j), plan.tag(k, j, true));
+                let sends = kids.into_iter().flatten().map(move |q| Op::send(q as Rank, down, c));
+                [Op::Recv { from: p as Rank, tag: down, dst: c, action: Action::Copy }, Op::WaitAll]
+                    .into_iter()
+                    .chain((n_kids > 0).then_some(Op::WaitSends(down_window)))
+                    .chain(sends)
+            })));
+        }
+        out
+    }
+
+    /// A bound on the additions in sequence behind rank r's sum on channel k: it adds
+    /// its children's sums one after another onto its own.
+    fn depth_of_sums(&self, k: usize, r: usize) -> usize {
+        let kids: Vec<usize> = self.places[k][r].children.iter().flatten().copied().collect();
+        kids.iter().map(|&c| self.depth_of_sums(k, c)).max().map_or(0, |d| d + kids.len())
+    }
+}
+
+impl NcclTree {
+    /// Bytes per chunk on `topo`: the parameter, or NCCL's step for the protocol.
+    pub fn chunk_bytes(&self, topo: &dyn Topology) -> u64 {
+        self.chunk.unwrap_or_else(|| run_protocol(self.proto, topo).chunk_bytes())
+    }
+
+    pub(crate) fn plan(&self, p: &Problem, topo: &dyn Topology) -> TreePlan {
+        let g = gpus_per_node(self.gpus_per_node, topo);
+        let chunk_elems = (self.chunk_bytes(topo) as usize / p.elem_bytes.max(1)).max(1);
+        TreePlan::new(p.ranks, g, self.channels, p.elems, chunk_elems)
+    }
+}
+
+impl Algorithm for NcclTree {
+    fn id(&self) -> &'static str {
+        INFO.id
+    }
+
+    fn label(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(p) = self.proto.filter(|&p| p != Proto::Simple) {
+            parts.push(format!("protocol={}", p.name()));
+        }
+        if self.channels != 2 {
+            parts.push(format!("channels={}", self.channels));
+        }
+        if let Some(c) = self.chunk {
+            parts.push(format!("chunk={c}"));
+        }
+        if self.gpus_per_node != 0 {
+            parts.push(format!("gpus_per_node={}", self.gpus_per_node));
+        }
+        if parts.is_empty() { INFO.id.into() } else { format!("{}({})", INFO.id, parts.join(",")) }
+    }
+
+    fn applicable(&self, p: &Problem, m: &Machine) -> Result<(), String> {
+        let g = gpus_per_node(self.gpus_per_node, m.topo);
+        check_nodes(p.ranks, g)?;
+        let chunk_elems = (self.chunk_bytes(m.topo) as usize / p.elem_bytes.max(1)).max(1);
+        let chunks = p.elems.div_ceil(self.channels).div_ceil(chunk_elems);
+        if chunks.saturating_mul(2 * self.channels) > u32::MAX as usize {
+            return Err(format!(
+                "{chunks} chunks per channel is more than the tags can tell apart; use a larger chunk"
+            ));
+        }
+        Ok(())
+    }
+
+    fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
+        let plan = self.plan(&p, topo);
+        (0..self.channels).flat_map(|k| plan.programs(k, rank as usize)).collect()
+    }
+
+    fn closed_form(&self, _p: &Problem, _m: &Machine) -> Option<(f64, f64)> {
+        None
+    }
+
+    fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize {
+        if p.ranks <= 1 {
+            return 0;
+        }
+        let plan = self.plan(p, topo);
+        (0..self.channels)
+            .map(|k| {
+                let root = (0..p.ranks).find(|&r| plan.place(k, r).parent.is_none()).unwrap_or(0);
+                plan.depth_of_sums(k, root)
+            })
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every channel's tree is a tree over all ranks: one root, parents and children
+    /// agree, every rank reachable; a node's GPUs hang off its head in a chain.
+    #[test]
+    fn trees_span_every_rank() {
+        for (np, g) in [(1, 1), (2, 1), (8, 1), (7, 1), (8, 4), (12, 4), (24, 8), (6, 3)] {
+            for channels in [1, 2, 3, 4] {
+                let plan = TreePlan::new(np, g, channels, 100, 10);
+                for k in 0..channels {
+                    let roots: Vec<usize> = (0..np).filter(|&r| plan.place(k, r).parent.is_none()).collect();
+                    assert_eq!(roots.len(), 1, "P={np} g={g} k={k}");
+                    for r in 0..np {
+                        for &c in plan.place(k, r).children.iter().flatten() {
+                            assert_eq!(plan.place(k, c).parent, Some(r), "P={np} g={g} k={k} r={r}");
+                        }
+                    }
+                    let mut seen = vec![false; np];
+                    let mut todo = roots.clone();
+                    while let Some(r) = todo.pop() {
+                        assert!(!seen[r]);
+                        seen[r] = true;
+                        todo.extend(plan.place(k, r).children.iter().flatten());
+                    }
+                    assert!(seen.iter().all(|&s| s), "P={np} g={g} k={k}");
+                }
+            }
+        }
+    }
+
+    /// NCCL's two trees on 4 nodes (mirror) and 5 (shift), by hand from trees.cc.
+    #[test]
+    fn dtree_by_hand() {
+        // Tree 0 on 4: 0 -> 2, 2 -> {1, 3}. Mirror: 3 -> 1, 1 -> {2, 0}.
+        assert_eq!(dtree(4, 0, 0), (None, [None, Some(2)]));
+        assert_eq!(dtree(4, 2, 0), (Some(0), [Some(1), Some(3)]));
+        assert_eq!(dtree(4, 3, 1), (None, [None, Some(1)]));
+        assert_eq!(dtree(4, 1, 1), (Some(3), [Some(2), Some(0)]));
+        // Shift on 5: node i takes tree 0's place of i - 1: root 1, whose child is 4 + 1 = 0.
+        assert_eq!(dtree(5, 1, 1), (None, [None, Some(0)]));
+    }
+}
