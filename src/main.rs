@@ -206,7 +206,12 @@ enum Command {
 /// The exit statuses, for `--help` (docs/scenario.md has the same table).
 const EXIT_STATUS: &str = "Exit status: 0 every check held; 1 a check failed at some point; 2 bad input (a \
 scenario, flag or file that cannot be used, or a point too large for the memory); 3 no point could run \
-(every one not applicable); 130 stopped by Ctrl-C (the points finished so far are written).";
+(every one not applicable); 130 stopped by Ctrl-C (the points finished so far are written).
+
+Files: inputs must be regular files. Every output (--output, --trace, --gantt, --plot) is checked \
+before anything runs: none may name an input or another output by any path, and its directory \
+must exist. Outputs are written to a temporary file beside the target and renamed over it; a report \
+that cannot be written is printed on standard output instead (exit status 2).";
 
 /// No point of the run could run: every one was not applicable.
 const EXIT_ALL_NOT_APPLICABLE: u8 = 3;
