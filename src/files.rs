@@ -209,7 +209,9 @@ fn check_file(flag: &str, path: &Path) -> Result<Output, String> {
             if fs::symlink_metadata(path).is_ok() {
                 return Err(at("it is a symbolic link to a file that does not exist".to_string()));
             }
-            if path.file_name().is_none() {
+            // `x/` names a directory even where `Path` drops the slash.
+            use std::os::unix::ffi::OsStrExt;
+            if path.file_name().is_none() || path.as_os_str().as_bytes().ends_with(b"/") {
                 return Err(at("it names a directory; give a file name".to_string()));
             }
             let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));

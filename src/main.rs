@@ -276,7 +276,12 @@ enum Command {
 const EXIT_STATUS: &str = "Exit status: 0 every check held; 1 a check failed at some point; 2 bad input (a \
 scenario, flag or file that cannot be used, a point too large for the memory, or a sweep none of whose points \
 can run: every one not applicable, the report written with each reason); 130 stopped by Ctrl-C (the points \
-finished so far are written).";
+finished so far are written).
+
+Files: inputs must be regular files. Every output (--output, --trace, --gantt, --plot) is checked \
+before anything runs: none may name an input or another output by any path, and its directory \
+must exist. Outputs are written to a temporary file beside the target and renamed over it; a report \
+that cannot be written is printed on standard output instead (exit status 2).";
 
 /// No point of the run could run (every one was not applicable): the scenario asks for
 /// nothing this simulator can do, which is bad input.

@@ -97,6 +97,7 @@ fn outputs_are_checked_before_the_run() {
     for (args, says) in [
         (&["--output", "nodir/r.json"][..], "--output nodir/r.json: the directory nodir does not exist"),
         (&["--output", "."], "--output .: it is a directory"),
+        (&["--output", "new/"], "--output new/: it names a directory"),
         (&["--trace", "nodir/t.json"], "--trace nodir/t.json: the directory nodir does not exist"),
         (&["--gantt", "q.yaml/g.svg"], "q.yaml is not a directory"),
         (&["--output", ""], "a value is required for '--output <FILE>'"),

@@ -2,7 +2,13 @@
 //! status (docs/scenario.md), never a panic, an allocator abort or a run without end.
 //! The fuzz-style properties feed random bytes and mutated scenarios with numbers at
 //! their edges to the parser, and those that parse to the command line with
-//! `--max-memory 64MiB` and a timeout.
+//! `--max-memory 64MiB` and a timeout; `merge` gets edited and broken shard reports, and
+//! `run` and `tune` every output flag with colliding, missing and odd paths.
+//!
+//! The fuzz is deterministic: a fixed seed ([`FUZZ_SEED`]), so a run in CI tries the cases
+//! a run at a desk tries. A case that ever fails is kept: proptest writes its seed to
+//! `tests/robust.proptest-regressions` (commit it), and the inputs found by hand or by
+//! earlier fuzzing are replayed by `past_failures_stay_fixed`.
 
 use std::time::Duration;
 
@@ -11,9 +17,22 @@ use allreduce_sim::{estimate, runner};
 
 /// Scenarios estimated at more engine events than this are validated, not run.
 const MAX_FUZZ_EVENTS: u64 = 3_000_000;
+/// The fuzz's seed: change it to explore other cases (and keep any failure found).
+const FUZZ_SEED: u64 = 0x5eed_0025;
 use assert_cmd::Command;
 use predicates::prelude::*;
 use proptest::prelude::*;
+use proptest::test_runner::{FileFailurePersistence, RngSeed};
+
+/// `cases` cases from [`FUZZ_SEED`], failures saved beside this file.
+fn fuzz_config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
+        rng_seed: RngSeed::Fixed(FUZZ_SEED),
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    }
+}
 
 fn cmd() -> Command {
     let mut c = Command::cargo_bin("allreduce-sim").unwrap();
@@ -290,7 +309,7 @@ fn mutated() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(fuzz_config(400))]
 
     /// The parser never panics, on random bytes or on mutated scenarios, and every
     /// refusal says where.
@@ -308,7 +327,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 120, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(fuzz_config(120))]
 
     /// The command line on scenarios that parse (and some that do not): a documented
     /// exit status, a message on every refusal, never a panic, never a hang.
@@ -343,6 +362,303 @@ proptest! {
         if code != Some(0) {
             prop_assert!(!stderr.trim().is_empty(), "exit {code:?} without a message on\n{text}");
         }
+    }
+}
+
+/// What every command must do whatever it is given: exit 0 to 3 with a message on
+/// every failure, never a panic or an abort.
+fn documented(out: &std::process::Output, what: &str) -> Result<(), TestCaseError> {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let code = out.status.code();
+    prop_assert!(matches!(code, Some(0..=3)), "exit {:?} on {what}\nstderr: {stderr}", out.status);
+    prop_assert!(!stderr.contains("panicked"), "panic on {what}\n{stderr}");
+    if code != Some(0) {
+        prop_assert!(!stderr.trim().is_empty(), "exit {code:?} without a message on {what}");
+    }
+    Ok(())
+}
+
+/// A fresh directory under the target directory for one fuzz case.
+fn case_dir(kind: &str) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "robust-{kind}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A quick sweep with a barrier, for the shard reports `merge` is fed.
+const SHARDED: &str = "name: sharded\nranks: [2, 3]\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+algorithms: [ring, { name: all_to_all, collective: barrier }]\nsizes: [4KiB, 100]\n";
+
+/// The JSON shard reports of [`SHARDED`] in `count` shards.
+fn shard_reports(count: usize) -> Vec<serde_json::Value> {
+    use allreduce_sim::runner::{RunOptions, run_with};
+    use allreduce_sim::shard::Shard;
+    let s = parse_str(SHARDED, "sharded.yaml").unwrap();
+    (0..count)
+        .map(|index| {
+            let opts = RunOptions { shard: Some(Shard { index, count }), ..RunOptions::default() };
+            serde_json::to_value(run_with(&s, &opts)).unwrap()
+        })
+        .collect()
+}
+
+/// Values a field of a shard report is replaced with.
+fn json_edge() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::json;
+    proptest::sample::select(vec![
+        json!(0),
+        json!(1),
+        json!(2),
+        json!(5),
+        json!(-1),
+        json!(1_000_000_000_000_000u64),
+        json!(u64::MAX),
+        json!(1e300),
+        json!("2"),
+        json!(null),
+        json!([]),
+        json!({}),
+        json!({ "index": 5, "count": 2 }),
+        json!({ "index": 0, "count": 0 }),
+        json!({ "index": 0, "count": 1_000_000_000_000_000u64 }),
+        json!({ "index": 1, "count": 3 }),
+    ])
+}
+
+/// One edit of a shard report: a field of the report, of its `shard` or of a result set
+/// to an edge value or removed, results dropped or duplicated, or the text cut.
+#[derive(Clone, Debug)]
+enum Edit {
+    Set(&'static str, serde_json::Value),
+    Remove(&'static str),
+    ShardField(&'static str, serde_json::Value),
+    ResultField(usize, &'static str, serde_json::Value),
+    DropResult(usize),
+    DuplicateResult(usize),
+    Cut(usize),
+    None,
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    let top = proptest::sample::select(vec!["shard", "scenario", "results", "interrupted"]);
+    let shard = proptest::sample::select(vec!["index", "count"]);
+    let field = proptest::sample::select(vec!["ranks", "bytes", "collective", "time_s", "algorithm", "failures"]);
+    prop_oneof![
+        (top.clone(), json_edge()).prop_map(|(k, v)| Edit::Set(k, v)),
+        top.prop_map(Edit::Remove),
+        (shard, json_edge()).prop_map(|(k, v)| Edit::ShardField(k, v)),
+        (0..8usize, field, json_edge()).prop_map(|(i, k, v)| Edit::ResultField(i, k, v)),
+        (0..8usize).prop_map(Edit::DropResult),
+        (0..8usize).prop_map(Edit::DuplicateResult),
+        (0..4000usize).prop_map(Edit::Cut),
+        Just(Edit::None),
+    ]
+}
+
+/// `report` with `edit` made, as text.
+fn edited(mut report: serde_json::Value, edit: &Edit) -> String {
+    let results = |r: &mut serde_json::Value| r["results"].as_array_mut().map(std::mem::take).unwrap_or_default();
+    match edit {
+        Edit::Set(k, v) => report[*k] = v.clone(),
+        Edit::Remove(k) => {
+            report.as_object_mut().unwrap().remove(*k);
+        }
+        Edit::ShardField(k, v) => report["shard"][*k] = v.clone(),
+        Edit::ResultField(i, k, v) => {
+            let mut rs = results(&mut report);
+            let n = rs.len().max(1);
+            if let Some(r) = rs.get_mut(i % n) {
+                r[*k] = v.clone();
+            }
+            report["results"] = rs.into();
+        }
+        Edit::DropResult(i) | Edit::DuplicateResult(i) => {
+            let mut rs = results(&mut report);
+            if !rs.is_empty() {
+                let at = i % rs.len();
+                if matches!(edit, Edit::DropResult(_)) {
+                    rs.remove(at);
+                } else {
+                    rs.insert(at, rs[at].clone());
+                }
+            }
+            report["results"] = rs.into();
+        }
+        Edit::Cut(at) => {
+            let text = report.to_string();
+            return text[..text.len().min(*at)].to_string();
+        }
+        Edit::None => {}
+    }
+    report.to_string()
+}
+
+/// Output paths for the output flags, relative to the case's directory (which holds
+/// `s.yaml`, `link.yaml` -> `s.yaml`, `dir/` and `old.json`).
+const OUT_PATHS: &[&str] = &[
+    "out.json",
+    "./out.json",
+    "dir/../out.json",
+    "s.yaml",
+    "./s.yaml",
+    "link.yaml",
+    "old.json",
+    "dir",
+    "dir/",
+    "nodir/x.json",
+    "s.yaml/x",
+    "g.svg",
+    "g.png",
+    "./g.svg",
+    "/dev/null",
+    "-",
+    "x.txt",
+];
+
+proptest! {
+    #![proptest_config(fuzz_config(60))]
+
+    /// `merge` of shard reports with edited, impossible or cut fields, in any number and
+    /// order: a documented status, a message on every refusal, never a panic, never an
+    /// allocation the size of a made-up shard count.
+    #[test]
+    fn merge_always_exits_with_a_documented_status(
+        count in 1..4usize,
+        edits in proptest::collection::vec((0..4usize, edit()), 0..3),
+        order in proptest::collection::vec(0..4usize, 1..5),
+        format in proptest::sample::select(vec!["json", "table", "csv"]),
+    ) {
+        let reports = shard_reports(count);
+        let mut texts: Vec<String> = reports.iter().map(|r| r.to_string()).collect();
+        for (which, e) in &edits {
+            let i = which % count;
+            texts[i] = edited(reports[i].clone(), e);
+        }
+        let d = case_dir("merge");
+        let mut c = cmd();
+        c.current_dir(&d).args(["merge", "--format", format]);
+        for &i in &order {
+            let name = format!("s{}.json", i % count);
+            std::fs::write(d.join(&name), &texts[i % count]).unwrap();
+            c.arg(name);
+        }
+        let out = c.timeout(Duration::from_secs(20)).output().unwrap();
+        documented(&out, &format!("merge {order:?} of {count} shards with {edits:?}"))?;
+        // Unedited, every shard once: it merges.
+        let complete = (0..count).all(|i| order.iter().filter(|&&o| o % count == i).count() == 1);
+        if edits.is_empty() && complete && order.len() == count {
+            prop_assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// `run` and `tune` with every output flag on paths that collide, do not exist,
+    /// are directories or devices: a documented status, and the scenario is never
+    /// overwritten, nor a file written twice.
+    #[test]
+    fn output_flags_never_lose_the_scenario(
+        flags in proptest::collection::vec(
+            (proptest::sample::select(vec!["--output", "--trace", "--gantt", "--plot="]), pick(OUT_PATHS)),
+            1..4,
+        ),
+        tune in proptest::sample::select(vec![None, Some("table"), Some("json"), Some("ompi-rules"), Some("nccl-tuner")]),
+        format in proptest::sample::select(vec!["json", "table", "csv"]),
+    ) {
+        let d = case_dir("outputs");
+        let scenario = "name: s\nranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+                        algorithms: [ring]\nsizes: [4KiB]\n";
+        std::fs::write(d.join("s.yaml"), scenario).unwrap();
+        std::fs::write(d.join("old.json"), "old").unwrap();
+        std::os::unix::fs::symlink("s.yaml", d.join("link.yaml")).unwrap();
+        std::fs::create_dir(d.join("dir")).unwrap();
+        let mut c = cmd();
+        c.current_dir(&d);
+        match tune {
+            Some(emit) => {
+                c.args(["tune", "s.yaml", "--quiet", "--emit", emit]);
+                for (_, path) in &flags {
+                    c.args(["--output", path]);
+                }
+            }
+            None => {
+                c.args(["run", "s.yaml", "--quiet", "--format", format]);
+                for (flag, path) in &flags {
+                    if flag.ends_with('=') {
+                        c.arg(format!("{flag}{path}"));
+                    } else {
+                        c.args([flag, path]);
+                    }
+                }
+            }
+        }
+        let out = c.timeout(Duration::from_secs(30)).output().unwrap();
+        documented(&out, &format!("tune {tune:?} / run with {flags:?}"))?;
+        prop_assert_eq!(std::fs::read_to_string(d.join("s.yaml")).unwrap(), scenario, "{:?}", flags);
+        prop_assert!(std::fs::symlink_metadata(d.join("link.yaml")).unwrap().file_type().is_symlink());
+        // No temporary file left behind.
+        let left: Vec<String> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".tmp"))
+            .collect();
+        prop_assert!(left.is_empty(), "{left:?}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
+
+/// Inputs that once made the program panic, abort, hang or lose a file (found by hand
+/// and by the fuzz above), replayed on every test run: each must end with a documented
+/// status and a message.
+#[test]
+fn past_failures_stay_fixed() {
+    let machine = "topology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n";
+    let scenarios: &[(&str, &[&str])] = &[
+        // The critical path was quadratic in the intervals ending at one instant.
+        (
+            "ranks: 2\ntopology: { link: { alpha: 1us, bandwidth: 1e-308 } }\nalgorithms: [double_binary_tree]\n\
+             sizes: [64MiB]\ndata: { mode: off }\n",
+            &[],
+        ),
+        // knomial counted to its radix.
+        (
+            "ranks: 4\ncollective: broadcast\nalgorithms: [{ name: knomial, radix: 1000000000000 }]\nsizes: [4KiB]\n",
+            &[],
+        ),
+        // --trace of a point too large to record simulated it first.
+        ("ranks: 4000\nalgorithms: [ring]\nsizes: [4KiB]\n", &["--trace", "t.json"]),
+    ];
+    for (text, args) in scenarios {
+        let d = case_dir("past");
+        let text = if text.contains("topology") { text.to_string() } else { format!("{machine}{text}") };
+        std::fs::write(d.join("s.yaml"), &text).unwrap();
+        let out = cmd()
+            .current_dir(&d)
+            .args(["run", "s.yaml", "--quiet", "--max-memory", "1GiB"])
+            .args(*args)
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(matches!(out.status.code(), Some(0..=3)), "{:?} on\n{text}\n{stderr}", out.status);
+        assert!(!stderr.contains("panicked"), "{text}\n{stderr}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+    // merge of shards whose `shard` says 5 of 2, 0 of 0, 0 of 10^15 (a panic, an abort).
+    for shard in [r#"{"index":5,"count":2}"#, r#"{"index":0,"count":0}"#, r#"{"index":0,"count":1000000000000000}"#] {
+        let d = case_dir("past-merge");
+        let mut v = shard_reports(1).remove(0);
+        v["shard"] = serde_json::from_str(shard).unwrap();
+        std::fs::write(d.join("s.json"), v.to_string()).unwrap();
+        let out = cmd().current_dir(&d).args(["merge", "s.json"]).timeout(Duration::from_secs(20)).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{shard}: {}", String::from_utf8_lossy(&out.stderr));
+        let _ = std::fs::remove_dir_all(&d);
     }
 }
 
