@@ -34,7 +34,7 @@ pub struct Args {
 
 /// Run `calibrate`: the text for standard output, or the one message of a bad input.
 pub fn execute(a: &Args) -> Result<(String, Calibration), String> {
-    let machine = Machine::load(&a.machine).map_err(|e| e.to_string())?;
+    let machine = Machine::load(&a.machine)?;
     let mut env = Vec::new();
     for kv in &a.env {
         match kv.split_once('=') {

@@ -410,12 +410,12 @@ pub struct Machine {
 }
 
 impl Machine {
-    /// Read and check a machine file.
-    pub fn load(path: &Path) -> Result<Machine, scenario::ScenarioError> {
-        let scenario = scenario::load_file(path)?;
+    /// Read and check a machine file; the error is the scenario parser's message.
+    pub fn load(path: &Path) -> Result<Machine, String> {
+        let scenario = scenario::load_file(path).map_err(|e| e.to_string())?;
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        let tree = Yaml::parse(&text).map_err(|e| scenario::parse_str("{", &format!("{file}: {e}")).unwrap_err())?;
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{file}: cannot read: {e}"))?;
+        let tree = Yaml::parse(&text).map_err(|e| format!("{file}: {e}"))?;
         Ok(Machine { file, tree, scenario })
     }
 
