@@ -22,8 +22,9 @@ pub const INFO: AlgoInfo = AlgoInfo {
     summary: "recursive doubling, whole vector exchanged; non-powers of two by the fold",
     source: "course report (Butterfly); survey (Butterfly); Thakur, Rabenseifner & Gropp 2005",
     requires: "any P >= 1, any n",
-    closed_form: "T = alpha + S/B, R = S C: log2(P) (T + R) for P a power of two; otherwise none \
-                  (early messages queue behind the fold); (log2 P' + 1)(T + R) + T bounds it",
+    closed_form: "T = alpha + S/B, R = S C: log2(P) (T + R) for P a power of two; otherwise bounds \
+                  (early messages queue behind the fold, in an order set by the port arbitration): above, \
+                  (log2 P' + 1)(T + R) + T; below, the fold's recurrence without port waits",
     params: &["nonpow2=fold: P not a power of two by the fold (MPICH) or seed000 (the course report's catch-up sends)"],
     build: |params| Ok(Box::new(Butterfly { seed000: params.choice("nonpow2", &["fold", "seed000"])? == "seed000" })),
 };
@@ -143,6 +144,12 @@ impl Algorithm for Butterfly {
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         Some((cost_model::butterfly(p, &cost_model::Hockney::of(m)?)?, EXACT))
+    }
+
+    /// The fold (P not a power of two): [`cost_model::fold_bounds`].
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let h = cost_model::Hockney::of(m)?;
+        (!self.seed000 && !p.ranks.is_power_of_two()).then(|| cost_model::fold_bounds(p, &h))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {

@@ -23,7 +23,9 @@ pub const INFO: AlgoInfo = AlgoInfo {
     source: "Gloo allreduce_halving_doubling; survey (recursive halving and doubling); Thakur et al. 2005",
     requires: "any P >= 1, any n",
     closed_form: "P a power of two dividing n: 2 log2(P) alpha + 2 (P-1)/P S/B + (P-1)/P S C; \
-                  none otherwise (ranks with smaller blocks run ahead and take ports the critical path needs)",
+                  P a power of two not dividing n: bounds, the formula at n rounded down and up to a multiple of P \
+                  (ranks with smaller blocks run ahead and take ports in an order set by the arbitration); \
+                  none for the fold (P not a power of two)",
     params: &["nonpow2=fold: P not a power of two by the fold (MPICH) or binary_blocks (Gloo)"],
     build: |params| {
         let blocks = params.choice("nonpow2", &["fold", "binary_blocks"])? == "binary_blocks";
@@ -267,6 +269,17 @@ impl Algorithm for HalvingDoubling {
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         Some((cost_model::halving_doubling(p, &cost_model::Hockney::of(m)?)?, EXACT))
+    }
+
+    /// P a power of two not dividing n: the exact forms at n rounded down and up to a
+    /// multiple of P. (The fold has no bounds yet: its lockstep count is not an upper
+    /// bound, a folded rank's late messages can queue behind the core's.)
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let h = cost_model::Hockney::of(m)?;
+        if !p.ranks.is_power_of_two() {
+            return None;
+        }
+        cost_model::rounding_bounds(p, p.ranks, |q| cost_model::halving_doubling(q, &h))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
