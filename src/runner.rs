@@ -531,10 +531,7 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
         res.closed_form_bounds_s = Some([lo, hi]);
         let slack = 1e-9;
         if s.check.closed_form && !(stats.time >= lo * (1.0 - slack) && stats.time <= hi * (1.0 + slack)) {
-            res.failures.push(format!(
-                "simulated {:e} s but the bounds say between {lo:e} and {hi:e} s",
-                stats.time
-            ));
+            res.failures.push(format!("simulated {:e} s but the bounds say between {lo:e} and {hi:e} s", stats.time));
         }
     }
     if let Some((closed, tol)) = closed_form {

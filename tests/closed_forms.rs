@@ -99,17 +99,25 @@ fn report(what: &str, count: &Count) {
 fn matrix_meets_its_forms_and_bounds() {
     // (alpha, B, C, NICs), and the exact, bound and runnable points measured.
     let cases = [
-        ((1e-6, 12.5e9, 5e-11, 1), (144, 18, 184)),
-        ((1e-6, 12.5e9, 5e-11, 2), (143, 19, 184)),
-        ((1e-6, 12.5e9, 0.0, 1), (146, 18, 184)),
+        ((1e-6, 12.5e9, 5e-11, 1), (158, 8, 184)),
+        ((1e-6, 12.5e9, 5e-11, 2), (161, 6, 184)),
+        ((1e-6, 12.5e9, 0.0, 1), (158, 6, 184)),
     ];
+    let mut bad = Vec::new();
     for ((alpha, bw, c, nics), (exact, bound, runnable)) in cases {
         let count = matrix(alpha, bw, c, nics);
         let what = format!("nics={nics} C={c}");
         report(&what, &count);
-        assert!(count.misses.is_empty(), "{what}: {} misses", count.misses.len());
-        assert_eq!((count.exact, count.bound, count.runnable), (exact, bound, runnable), "{what}");
+        if !count.misses.is_empty() || (count.exact, count.bound, count.runnable) != (exact, bound, runnable) {
+            bad.push(format!(
+                "{what}: {} misses; exact, bound, runnable {:?} where {:?} was measured",
+                count.misses.len(),
+                (count.exact, count.bound, count.runnable),
+                (exact, bound, runnable)
+            ));
+        }
     }
+    assert!(bad.is_empty(), "{bad:#?}");
 }
 
 fn any_algorithm() -> impl Strategy<Value = (Collective, &'static str, Vec<(String, ParamValue)>)> {

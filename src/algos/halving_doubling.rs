@@ -11,7 +11,7 @@
 //! them in, so the largest block ends with the whole reduce-scatter; the results go
 //! back down block by block, and each block allgathers inside itself.
 
-use super::butterfly::{Fold, fold_role, unfold_rank, with_fold};
+use super::butterfly::{Fold, FoldPlan, fold_role, unfold_rank, with_fold};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block, clog2};
 use crate::cost_model;
 use crate::sim::op::{Op, Program, Rank, Region, per_step};
@@ -268,7 +268,15 @@ impl Algorithm for HalvingDoubling {
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        Some((cost_model::halving_doubling(p, &cost_model::Hockney::of(m)?)?, EXACT))
+        let h = cost_model::Hockney::of(m)?;
+        if let Some(t) = cost_model::halving_doubling(p, &h) {
+            return Some((t, EXACT));
+        }
+        if self.binary_blocks && !p.ranks.is_power_of_two() {
+            return None;
+        }
+        let plan = FoldPlan { np: p.ranks, n: p.elems, halving: true };
+        Some((super::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)?, EXACT))
     }
 
     /// P a power of two not dividing n: the exact forms at n rounded down and up to a
