@@ -280,14 +280,19 @@ impl Algorithm for HalvingDoubling {
     }
 
     /// P a power of two not dividing n: the exact forms at n rounded down and up to a
-    /// multiple of P. (The fold has no bounds yet: its lockstep count is not an upper
-    /// bound, a folded rank's late messages can queue behind the core's.)
+    /// multiple of P. The fold: the bounds of its steps whatever order the ports serve
+    /// ([`cost_model::lockstep_bounds`]; its lockstep count is no upper bound, a folded
+    /// rank's late messages can queue behind the core's).
     fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
-        if !p.ranks.is_power_of_two() {
+        if p.ranks.is_power_of_two() {
+            return cost_model::rounding_bounds(p, p.ranks, |q| cost_model::halving_doubling(q, &h));
+        }
+        if self.binary_blocks {
             return None;
         }
-        cost_model::rounding_bounds(p, p.ranks, |q| cost_model::halving_doubling(q, &h))
+        let plan = FoldPlan { np: p.ranks, n: p.elems, halving: true };
+        Some(super::stepped_bounds(&plan, m.topo, m.cost_per_byte, p.elem_bytes))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {

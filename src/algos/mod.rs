@@ -36,7 +36,7 @@ pub(crate) use hierarchical_ring::plan as hr_plan;
 pub use params::{ParamError, Params};
 pub use ring::RingSegmented;
 pub(crate) use ring_chunked::chunk_elems as ring_chunk_elems;
-pub(crate) use stepped::time as stepped_time;
+pub(crate) use stepped::{bounds as stepped_bounds, time as stepped_time};
 pub use torus::MeshRing;
 pub(crate) use torus::{Grid2, MeshPlan, TorusPlan};
 pub(crate) use tree::binomial as binomial_shape;
