@@ -84,12 +84,12 @@ pub fn ring_items(
         done[q][i]
     };
     for i in 0..items {
-        for q in 0..np {
-            let mut t = if i > 0 { issue[q][i - 1] } else { 0.0 };
+        for (q, mine) in issue.iter_mut().enumerate() {
+            let mut t = if i > 0 { mine[i - 1] } else { 0.0 };
             if i >= window {
                 t = t.max(settle(q, i - window, &mut done, &mut heaps, &mut compute));
             }
-            issue[q][i] = t;
+            mine[i] = t;
         }
         for q in 0..np {
             let to = (q + 1) % np;
@@ -197,8 +197,6 @@ pub fn binomial_pipeline(np: usize, h: &Hockney, segments: usize, seg: impl Fn(u
                 now = add(0, s, now, &arr);
             }
             reduced[0] = now;
-        } else if children.clone().next().is_none() && segments == 0 {
-            reduced[q] = 0.0;
         }
     }
     let mut down = vec![0.0f64; np * segments];
