@@ -69,46 +69,55 @@ pub fn ring_items(
     }
     let window = window.max(1);
     let k = h.nics.max(1) as usize;
-    let mut issue = vec![vec![0.0f64; items]; np];
-    let mut done = vec![vec![f64::NAN; items]; np];
-    let mut ports = vec![vec![0.0f64; k]; np];
+    // Only the last `window` items of a rank can still be waited for, so the state is a
+    // ring of `window + 1` slots per rank (NaN: not yet added), not one per item.
+    let slots = window + 1;
+    let mut issue = vec![0.0f64; np];
+    let mut done = vec![f64::NAN; np * slots];
+    let mut ports = vec![0.0f64; np * k];
     let mut heaps: Vec<BinaryHeap<Job>> = vec![BinaryHeap::new(); np];
     let mut compute = vec![0.0f64; np];
+    let mut end = 0.0f64;
     // Completes reductions at rank q in release order until item `i` is done.
-    let settle = |q: usize, i: usize, done: &mut [Vec<f64>], heaps: &mut [BinaryHeap<Job>], compute: &mut [f64]| {
-        while done[q][i].is_nan() {
+    let mut settle = |q: usize, i: usize, done: &mut [f64], heaps: &mut [BinaryHeap<Job>], end: &mut f64| {
+        while done[q * slots + i % slots].is_nan() {
             let Some(job) = heaps[q].pop() else { break };
             compute[q] = compute[q].max(job.release) + job.dur;
-            done[q][job.item] = compute[q];
+            done[q * slots + job.item % slots] = compute[q];
+            *end = end.max(compute[q]);
         }
-        done[q][i]
+        done[q * slots + i % slots]
     };
     for i in 0..items {
-        for (q, mine) in issue.iter_mut().enumerate() {
-            let mut t = if i > 0 { mine[i - 1] } else { 0.0 };
+        for (q, at) in issue.iter_mut().enumerate() {
             if i >= window {
-                t = t.max(settle(q, i - window, &mut done, &mut heaps, &mut compute));
+                *at = at.max(settle(q, i - window, &mut done, &mut heaps, &mut end));
             }
-            mine[i] = t;
+        }
+        for q in 0..np {
+            // The slot item i takes was item i - window - 1's, long since waited for.
+            done[q * slots + i % slots] = f64::NAN;
         }
         for q in 0..np {
             let to = (q + 1) % np;
-            let port = earliest(&ports[q]);
+            let mine = &mut ports[q * k..(q + 1) * k];
+            let port = earliest(mine);
             let b = bytes(i, q);
-            let end = issue[q][i].max(ports[q][port]) + h.t(b);
-            ports[q][port] = end;
-            let release = end.max(issue[to][i]);
+            let arrive = issue[q].max(mine[port]) + h.t(b);
+            mine[port] = arrive;
+            let release = arrive.max(issue[to]);
             if reduce(i) {
                 heaps[to].push(Job { release, item: i, dur: h.r(b) });
             } else {
-                done[to][i] = release;
+                done[to * slots + i % slots] = release;
+                end = end.max(release);
             }
         }
     }
-    let mut end = 0.0f64;
-    for q in 0..np {
-        for i in 0..items {
-            end = end.max(settle(q, i, &mut done, &mut heaps, &mut compute));
+    for (q, heap) in heaps.iter_mut().enumerate() {
+        while let Some(job) = heap.pop() {
+            compute[q] = compute[q].max(job.release) + job.dur;
+            end = end.max(compute[q]);
         }
     }
     end
