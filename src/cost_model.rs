@@ -17,7 +17,9 @@ use crate::topology::{Link, Topology};
 
 mod lockstep;
 pub mod nccl;
-pub use lockstep::{Step, Xfer, lockstep};
+mod pipeline;
+pub use lockstep::{Step, Xfer, lockstep, lockstep_bounds};
+pub use pipeline::{binomial_pipeline, ring_items};
 
 /// The Hockney parameters of a machine whose every pair of ranks is joined alike.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -1165,4 +1167,92 @@ pub fn in_order_reduce(p: &Problem, h: &Hockney, children: impl Fn(usize) -> [Op
     }
     let ready = tree_reduce_ready(p, h, 0..p.ranks, |q| children(q).into_iter().flatten().collect());
     ready[p.ranks - 1] + h.t(p.bytes())
+}
+
+// ---------------------------------------------------------------------------------------
+// Bounds where the port arbitration makes the time depend on event order
+
+/// Bounds from the even problems on either side: the exact time of the algorithm at
+/// `n` rounded down and up to a multiple of `multiple` (where its chunks are all equal
+/// and it has an exact form), `exact(n')`. Every message and every reduction of the
+/// uneven run lies between its counterparts in the two even runs (a block of n
+/// elements cut into `multiple` parts has `floor` or `ceil` of `n / multiple`
+/// elements), and the even runs are in lockstep; the bounds rest on the time growing
+/// with the sizes, which the property test of `tests/closed_forms.rs` checks over
+/// random machines. `None` where either side has no exact form.
+pub fn rounding_bounds(p: &Problem, multiple: usize, exact: impl Fn(&Problem) -> Option<f64>) -> Option<(f64, f64)> {
+    let m = multiple.max(1);
+    let down = Problem { elems: p.elems / m * m, ..*p };
+    let up = Problem { elems: p.elems.div_ceil(m) * m, ..*p };
+    Some((exact(&down)?, exact(&up)?))
+}
+
+/// Bounds on butterfly with the fold, P not a power of two (P' the largest power of two
+/// below it, `rem = P - P'`, `T = T(S)`, `R = R(S)`):
+///
+/// - lower: the recurrence of the program without any port waits: a folded rank starts
+///   the core at `T + R`, the others at 0; at step k a rank ends at
+///   `max(its previous end, its partner's previous end + T) + R`, and a folded rank
+///   hands the result back, `T`. A port wait only delays a message, and the one compute
+///   unit adds in the order things arrive, so no run is faster;
+/// - upper: the lockstep count of the course report and the survey,
+///   `(log2 P' + 1)(T + R) + T`: every step waiting for the slowest rank.
+pub fn fold_bounds(p: &Problem, h: &Hockney) -> (f64, f64) {
+    let np = p.ranks.max(1);
+    let p2 = pow2_floor(np);
+    let rem = np - p2;
+    let (t, r) = (h.t(p.bytes()), h.r(p.bytes()));
+    let mut f: Vec<f64> = (0..p2).map(|x| if x < rem { t + r } else { 0.0 }).collect();
+    let mut prev = f.clone();
+    for k in 0..p2.trailing_zeros() {
+        prev.copy_from_slice(&f);
+        for (x, fx) in f.iter_mut().enumerate() {
+            *fx = fx.max(prev[x ^ (1 << k)] + t) + r;
+        }
+    }
+    let lower = f.iter().enumerate().map(|(x, &e)| if x < rem { e + t } else { e }).fold(0.0, f64::max);
+    (lower, butterfly_fold_bound(p, h))
+}
+
+/// Bounds on direct where P does not divide n (blocks `b_j` of `ceil(n/P)` or
+/// `floor(n/P)` elements, k NICs, `m = ceil((P-1)/k)`):
+///
+/// - lower: a rank r with a largest block must take in P-1 messages of `T(b_r)` on its
+///   k ports (the i-th arrives no sooner than `ceil(i/k) T(b_r)`) and add each, then send
+///   its block P-1 times, k at a time: `gather_reduce(P-1, k, T(b_r), R(b_r)) + m T(b_r)`,
+///   which is [`direct_formula`] at n rounded up to a multiple of P;
+/// - upper: while a message waits, all k ports of its sender's out side or of its
+///   receiver's in side are busy (the ports go to waiting messages greedily), so it waits
+///   at most `(W_out(a) + W_in(b) - 2 T(m)) / k`, the other messages' time on those two
+///   sides over the whole run; a rank's additions end at most their total after its last
+///   arrival; a rank's allgather starts when its additions end.
+pub fn direct_bounds(p: &Problem, h: &Hockney) -> (f64, f64) {
+    let np = p.ranks;
+    if np <= 1 {
+        return (0.0, 0.0);
+    }
+    let k = h.nics.max(1) as f64;
+    let t: Vec<f64> = (0..np).map(|j| h.t(p.b(block(p.elems, np, j).len))).collect();
+    let r: Vec<f64> = (0..np).map(|j| h.r(p.b(block(p.elems, np, j).len))).collect();
+    let rounds = (np - 1).div_ceil(h.nics.max(1) as usize) as f64;
+    let lower = (0..np).map(|j| gather_reduce(np - 1, h.nics, t[j], r[j]) + rounds * t[j]).fold(0.0, f64::max);
+    let all: f64 = t.iter().sum();
+    let others = (np - 1) as f64;
+    // Rank a's out side: its reduce-scatter blocks for every other rank, then its own
+    // block P-1 times; rank b's in side: P-1 copies of its block, then every other block.
+    let w_out = |a: usize| all - t[a] + others * t[a];
+    let w_in = |b: usize| others * t[b] + all - t[b];
+    let done: Vec<f64> = (0..np)
+        .map(|b| {
+            let last = (0..np).filter(|&a| a != b).map(|a| (w_out(a) + w_in(b) - 2.0 * t[b]) / k + t[b]);
+            last.fold(0.0, f64::max) + others * r[b]
+        })
+        .collect();
+    let mut upper = 0.0f64;
+    for b in 0..np {
+        for d in (0..np).filter(|&d| d != b) {
+            upper = upper.max(done[b] + (w_out(b) + w_in(d) - 2.0 * t[b]) / k + t[b]);
+        }
+    }
+    (lower, upper)
 }

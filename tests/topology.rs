@@ -545,7 +545,7 @@ fn unequal_leaders_follow_the_step_recurrence() {
 /// no message ever waits for a port whatever the levels cost, and the closed form (the
 /// round recurrence over the per-level alpha and B) must exist and match. With the
 /// hierarchy's own NICs it may be `None` where ranks drift out of step (docs/model.md,
-/// "The cases without a closed form"); the tally is printed.
+/// "The cases without either"); the tally is printed.
 #[test]
 fn double_binary_tree_on_hierarchies() {
     let (mut exact, mut none) = (0, 0);

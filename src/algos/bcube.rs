@@ -47,7 +47,8 @@ pub const INFO: AlgoInfo = AlgoInfo {
     requires: "P a power of base (1, b, b^2, ...); any n (n < P leaves empty parts)",
     closed_form: "the step recurrence of its 2 log_b P steps and notifications; base 2, P dividing n: \
                   halving_doubling's time + (log2 P + 1) alpha on one NIC, + alpha on two or more; \
-                  none where a port serves messages out of step order",
+                  P not dividing n: bounds, the recurrence at n rounded down and up to a multiple of P (a port then \
+                  serves messages out of step order)",
     params: &["base=2: ranks per group (at least 2); P must be a power of it"],
     build: |params| {
         let base = params.count("base", 2)?;
@@ -193,6 +194,12 @@ impl Algorithm for Bcube {
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         Some((cost_model::bcube(p, m, self.base)?, EXACT))
+    }
+
+    /// Blocks that differ by an element: the exact forms at n rounded down and up to a
+    /// multiple of P.
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        cost_model::rounding_bounds(p, p.ranks, |q| cost_model::bcube(q, m, self.base))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {

@@ -22,8 +22,9 @@ pub const INFO: AlgoInfo = AlgoInfo {
     summary: "recursive doubling, whole vector exchanged; non-powers of two by the fold",
     source: "course report (Butterfly); survey (Butterfly); Thakur, Rabenseifner & Gropp 2005",
     requires: "any P >= 1, any n",
-    closed_form: "T = alpha + S/B, R = S C: log2(P) (T + R) for P a power of two; otherwise none \
-                  (early messages queue behind the fold); (log2 P' + 1)(T + R) + T bounds it",
+    closed_form: "T = alpha + S/B, R = S C: log2(P) (T + R) for P a power of two; otherwise bounds \
+                  (early messages queue behind the fold, in an order set by the port arbitration): above, \
+                  (log2 P' + 1)(T + R) + T; below, the fold's recurrence without port waits",
     params: &["nonpow2=fold: P not a power of two by the fold (MPICH) or seed000 (the course report's catch-up sends)"],
     build: |params| Ok(Box::new(Butterfly { seed000: params.choice("nonpow2", &["fold", "seed000"])? == "seed000" })),
 };
@@ -142,7 +143,21 @@ impl Algorithm for Butterfly {
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        Some((cost_model::butterfly(p, &cost_model::Hockney::of(m)?)?, EXACT))
+        let h = cost_model::Hockney::of(m)?;
+        if let Some(t) = cost_model::butterfly(p, &h) {
+            return Some((t, EXACT));
+        }
+        if self.seed000 {
+            return None;
+        }
+        let plan = FoldPlan { np: p.ranks, n: p.elems, halving: false };
+        Some((super::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)?, EXACT))
+    }
+
+    /// The fold (P not a power of two): [`cost_model::fold_bounds`].
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let h = cost_model::Hockney::of(m)?;
+        (!self.seed000 && !p.ranks.is_power_of_two()).then(|| cost_model::fold_bounds(p, &h))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
@@ -151,5 +166,64 @@ impl Algorithm for Butterfly {
         }
         let (_, p2, rem) = fold_role(0, p.ranks);
         clog2(p2) as usize + usize::from(rem > 0)
+    }
+}
+
+/// The fold's schedule (butterfly's, or halving-doubling's with `halving`) as steps,
+/// for its closed form: the step recurrence of [`crate::cost_model::lockstep`]. Step 0
+/// is the fold (the even ranks below `2 rem` hand their vector up), then the core's
+/// steps (butterfly: log2 P' swaps of the whole vector, each added; halving-doubling:
+/// log2 P' halving steps, each added, and log2 P' doubling steps, copied, the regions of
+/// [`super::halving_doubling::halves`]), then the unfold. It is the program of
+/// [`with_fold`] step by step: a rank sends a step's messages once it has added (or
+/// copied) what the step before brought, and a rank the fold leaves out, or whose
+/// partner is missing in a step, has nothing to wait for there.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FoldPlan {
+    pub np: usize,
+    pub n: usize,
+    pub halving: bool,
+}
+
+impl FoldPlan {
+    fn core(&self) -> usize {
+        let bits = pow2_floor(self.np.max(1)).trailing_zeros() as usize;
+        if self.halving { 2 * bits } else { bits }
+    }
+}
+
+impl super::stepped::Stepped for FoldPlan {
+    fn steps(&self) -> usize {
+        if self.np <= 1 { 0 } else { self.core() + 2 }
+    }
+
+    fn plan(&self, rank: usize, s: usize, out: &mut super::stepped::StepPlan) {
+        use super::stepped::Send;
+        let (role, p2, rem) = fold_role(rank, self.np);
+        let all = Region::vec(0, self.n);
+        let core = self.core();
+        match role {
+            Fold::Out if s == 0 => out.sends.push(Send { to: rank + 1, kind: 0, src: all, reduce: true }),
+            Fold::Out => {}
+            Fold::In { .. } if s == 0 => {}
+            Fold::In { .. } if s == core + 1 => {
+                if rank < 2 * rem {
+                    out.sends.push(Send { to: rank - 1, kind: 0, src: all, reduce: false });
+                }
+            }
+            Fold::In { new } => {
+                let i = s - 1;
+                let bits = p2.trailing_zeros() as usize;
+                let (k, reduce) =
+                    if !self.halving || i < bits { (i % bits.max(1), true) } else { (2 * bits - 1 - i, false) };
+                let (partner, src) = if self.halving {
+                    let (partner, keep, give) = super::halving_doubling::halves(new, k as u32, p2, p2, self.n);
+                    (partner, if reduce { give } else { keep })
+                } else {
+                    (new ^ (1 << k), all)
+                };
+                out.sends.push(Send { to: unfold_rank(partner, rem) as usize, kind: 0, src, reduce });
+            }
+        }
     }
 }

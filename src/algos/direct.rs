@@ -114,6 +114,12 @@ impl Algorithm for Direct {
         Some((cost_model::direct(p, m)?, EXACT))
     }
 
+    /// Where blocks differ by an element and a port serves messages out of step order:
+    /// [`cost_model::direct_bounds`].
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        Some(cost_model::direct_bounds(p, &cost_model::Hockney::of(m)?))
+    }
+
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         p.ranks.saturating_sub(1)
     }

@@ -11,7 +11,7 @@
 //! them in, so the largest block ends with the whole reduce-scatter; the results go
 //! back down block by block, and each block allgathers inside itself.
 
-use super::butterfly::{Fold, fold_role, unfold_rank, with_fold};
+use super::butterfly::{Fold, FoldPlan, fold_role, unfold_rank, with_fold};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block, clog2};
 use crate::cost_model;
 use crate::sim::op::{Op, Program, Rank, Region, per_step};
@@ -23,7 +23,9 @@ pub const INFO: AlgoInfo = AlgoInfo {
     source: "Gloo allreduce_halving_doubling; survey (recursive halving and doubling); Thakur et al. 2005",
     requires: "any P >= 1, any n",
     closed_form: "P a power of two dividing n: 2 log2(P) alpha + 2 (P-1)/P S/B + (P-1)/P S C; \
-                  none otherwise (ranks with smaller blocks run ahead and take ports the critical path needs)",
+                  P a power of two not dividing n: bounds, the formula at n rounded down and up to a multiple of P \
+                  (ranks with smaller blocks run ahead and take ports in an order set by the arbitration); \
+                  none for the fold (P not a power of two)",
     params: &["nonpow2=fold: P not a power of two by the fold (MPICH) or binary_blocks (Gloo)"],
     build: |params| {
         let blocks = params.choice("nonpow2", &["fold", "binary_blocks"])? == "binary_blocks";
@@ -266,7 +268,31 @@ impl Algorithm for HalvingDoubling {
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        Some((cost_model::halving_doubling(p, &cost_model::Hockney::of(m)?)?, EXACT))
+        let h = cost_model::Hockney::of(m)?;
+        if let Some(t) = cost_model::halving_doubling(p, &h) {
+            return Some((t, EXACT));
+        }
+        if self.binary_blocks && !p.ranks.is_power_of_two() {
+            return None;
+        }
+        let plan = FoldPlan { np: p.ranks, n: p.elems, halving: true };
+        Some((super::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)?, EXACT))
+    }
+
+    /// P a power of two not dividing n: the exact forms at n rounded down and up to a
+    /// multiple of P. The fold: the bounds of its steps whatever order the ports serve
+    /// ([`cost_model::lockstep_bounds`]; its lockstep count is no upper bound, a folded
+    /// rank's late messages can queue behind the core's).
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let h = cost_model::Hockney::of(m)?;
+        if p.ranks.is_power_of_two() {
+            return cost_model::rounding_bounds(p, p.ranks, |q| cost_model::halving_doubling(q, &h));
+        }
+        if self.binary_blocks {
+            return None;
+        }
+        let plan = FoldPlan { np: p.ranks, n: p.elems, halving: true };
+        Some(super::stepped_bounds(&plan, m.topo, m.cost_per_byte, p.elem_bytes))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {

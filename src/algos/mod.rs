@@ -38,7 +38,7 @@ pub(crate) use hierarchical_ring::plan as hr_plan;
 pub use params::{ParamError, Params};
 pub use ring::RingSegmented;
 pub(crate) use ring_chunked::chunk_elems as ring_chunk_elems;
-pub(crate) use stepped::time as stepped_time;
+pub(crate) use stepped::{bounds as stepped_bounds, time as stepped_time};
 pub use torus::MeshRing;
 pub(crate) use torus::{Grid2, MeshPlan, TorusPlan};
 pub(crate) use tree::binomial as binomial_shape;
@@ -103,6 +103,12 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     /// Time in the ideal model, and the relative tolerance it is exact to
     /// (`None` where this machine has no closed form for it).
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)>;
+    /// Where [`Algorithm::closed_form`] is `None` because the ideal model's port
+    /// arbitration makes the time depend on the order of events (docs/model.md, 'The
+    /// bounds'): a lower and an upper bound the simulated time must fall between.
+    fn closed_form_bounds(&self, _p: &Problem, _m: &Machine) -> Option<(f64, f64)> {
+        None
+    }
     /// The most rounded additions any result element goes through in sequence:
     /// the height of its summation tree, which sets the error bound.
     fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize;

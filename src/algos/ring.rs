@@ -119,6 +119,28 @@ pub(crate) fn program<'a>(
     })
 }
 
+/// The exact time of [`program`] over `phases` (each P-1 stages) with every chunk cut
+/// into `segments` pieces, on any chunk sizes: `elems(phase, chunk, piece)` is the size
+/// of a piece a rank sends. The arithmetic is [`cost_model::ring_items`].
+fn ring_items(
+    p: &Problem,
+    h: &cost_model::Hockney,
+    phases: &[Phase],
+    segments: usize,
+    elems: impl Fn(usize, usize, usize) -> usize,
+) -> f64 {
+    let np = p.ranks;
+    let steps = np.saturating_sub(1).max(1);
+    let items = phases.len() * np.saturating_sub(1) * segments;
+    let at = |i: usize| (i / segments / steps, i / segments % steps, i % segments);
+    let reduce = |i: usize| matches!(phases[at(i).0], Phase::ReduceScatter { .. });
+    cost_model::ring_items(np, h, items, segments, reduce, |i, q| {
+        let (ph, k, j) = at(i);
+        let (send, _, _) = phases[ph].step(q, np, k);
+        p.b(elems(ph, send, j))
+    })
+}
+
 /// The chunks of the textbook ring: the vector cut into P blocks.
 fn blocks(n: usize, np: usize) -> impl Fn(usize) -> Region + Clone + Send {
     let blocks = Blocks::new(n, np);
@@ -140,7 +162,8 @@ pub const INFO: AlgoInfo = AlgoInfo {
                segments at most ceil(n/P)",
     closed_form: "segments = 1: 2(P-1)(alpha + c/B) + (P-1) c C,  c = ceil(n/P) e; segments N (P N dividing n): \
                   the 2(P-1) N pieces of s = c/N pass each rank's ports and compute unit in order (a recurrence); \
-                  2(P-1) N (alpha + s/B) when one NIC is never idle, s C <= (N-1)(alpha + s/B)",
+                  2(P-1) N (alpha + s/B) when one NIC is never idle, s C <= (N-1)(alpha + s/B); other n: the same \
+                  recurrence over the unequal pieces (a link's ports carry only its own pieces, so it is exact)",
     params: &["segments=1: pieces each chunk is cut into and pipelined around the ring"],
     build: |params| Ok(Box::new(Ring { segments: params.count("segments", 1)? })),
 };
@@ -207,7 +230,11 @@ impl Algorithm for Ring {
         if self.segments == 1 {
             return Some((cost_model::ring(p, &h), EXACT));
         }
-        cost_model::ring_pipelined(p, &h, self.segments).map(|t| (t, EXACT))
+        let t = cost_model::ring_pipelined(p, &h, self.segments).unwrap_or_else(|| {
+            let chunk = blocks(p.elems, p.ranks);
+            ring_items(p, &h, ALLREDUCE, self.segments, |_, send, j| block(chunk(send).len, self.segments, j).len)
+        });
+        Some((t, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
@@ -251,8 +278,9 @@ pub const SEGMENTED_INFO: AlgoInfo = AlgoInfo {
     source: "survey (Segmented Ring); Open MPI ompi_coll_base_allreduce_intra_ring_segmented",
     requires: "any P >= 1, any n; as in Open MPI, a vector of fewer than P segments runs the plain ring",
     closed_form: "phases m (Open MPI's rule from segment), s_j = the j-th of m pieces of c = ceil(n/P) e: \
-                  sum_j (P-1)(alpha + s_j/B + s_j C) + (P-1)(alpha + c/B) when P m divides n; one phase (the plain ring), \
-                  any n: the ring's 2(P-1)(alpha + c/B) + (P-1) c C; otherwise none",
+                  sum_j (P-1)(alpha + s_j/B + s_j C) + (P-1)(alpha + c/B) when P m divides n; one phase, any n: the plain \
+                  ring's 2(P-1)(alpha + c/B) + (P-1) c C; otherwise the \
+                  recurrence of its pieces around the ring (exact: a link's ports carry only its own pieces)",
     params: &["segment=1MiB: bytes per segment (Open MPI's segsize); sets the number of phases"],
     build: |params| {
         let segment = params.size("segment")?.unwrap_or(1 << 20);
@@ -326,7 +354,16 @@ impl Algorithm for RingSegmented {
         if phases == 1 {
             return Some((cost_model::ring(p, &h), EXACT));
         }
-        cost_model::ring_segmented(p, &h, phases).map(|t| (t, EXACT))
+        let t = cost_model::ring_segmented(p, &h, phases).unwrap_or_else(|| {
+            let (np, n) = (p.ranks, p.elems);
+            let stages: Vec<Phase> = (0..phases).map(|_| ALLREDUCE[0]).chain([ALLREDUCE[1]]).collect();
+            // Phase j of the reduce-scatter moves piece j of every chunk; the allgather whole chunks.
+            ring_items(p, &h, &stages, 1, |ph, send, _| {
+                let c = block(n, np, send).len;
+                if ph < phases { block(c, phases, ph).len } else { c }
+            })
+        });
+        Some((t, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {

@@ -40,7 +40,8 @@ pub const INFO: AlgoInfo = AlgoInfo {
     requires: "any P >= 1, any n (chunks of at least 256 elements; empty ones still send one)",
     closed_form: "2P equal chunks (n a multiple of 2P, n >= 512 P), T = alpha + (n/2P) e/B, R = (n/2P) e C: \
                   the recurrence of one rank's 4P-4 chunks and 4P-5 notifications (alpha each) on its k NICs; \
-                  one NIC and R <= T: (4P-4) T + (4P-5) alpha; none for unequal chunks",
+                  one NIC and R <= T: (4P-4) T + (4P-5) alpha; unequal chunks with n >= 512 P: bounds, the recurrence at n rounded down and up to a multiple of 2P \
+                  (a rank's in-port then carries data and notifications in an order set by the arbitration)",
     params: &[],
     build: |_| Ok(Box::new(RingChunked)),
 };
@@ -116,6 +117,16 @@ impl Algorithm for RingChunked {
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         Some((cost_model::ring_chunked(p, &cost_model::Hockney::of(m)?)?, EXACT))
+    }
+
+    /// Unequal chunks with n at least `512 P` (2P chunks of at least Gloo's 256
+    /// elements either way): the exact forms at n rounded down and up to a multiple of 2P.
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let h = cost_model::Hockney::of(m)?;
+        if p.elems < 2 * MIN_CHUNK * p.ranks {
+            return None;
+        }
+        cost_model::rounding_bounds(p, 2 * p.ranks, |q| cost_model::ring_chunked(q, &h))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {

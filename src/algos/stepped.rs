@@ -169,6 +169,27 @@ pub(crate) fn time(plan: &dyn Stepped, topo: &dyn Topology, c: f64, elem_bytes: 
     })
 }
 
+/// Bounds on the plan's time on `topo` whatever order its ports serve messages in
+/// ([`cost_model::lockstep_bounds`]).
+pub(crate) fn bounds(plan: &dyn Stepped, topo: &dyn Topology, c: f64, elem_bytes: usize) -> (f64, f64) {
+    let np = topo.ranks();
+    let mut sp = StepPlan::default();
+    cost_model::lockstep_bounds(topo, c, plan.steps(), plan.windowed(), |s, step: &mut Step| {
+        for r in 0..np {
+            sp.clear();
+            plan.plan(r, s, &mut sp);
+            let bytes = |reg: Region| (reg.len * elem_bytes) as u64;
+            step.xfers.extend(sp.sends.iter().map(|x| Xfer {
+                from: r,
+                to: x.to,
+                bytes: bytes(x.src),
+                reduce: x.reduce,
+            }));
+            step.local.extend(sp.local.iter().map(|&(_, dst)| (r, bytes(dst))));
+        }
+    })
+}
+
 /// The closed form of a plan whose formula holds on uniform machines: `formula(h)` where
 /// the machine is uniform, else the plan's step recurrence ([`time`]).
 pub(crate) fn formula_or_steps(

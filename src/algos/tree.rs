@@ -29,8 +29,9 @@ pub const INFO: AlgoInfo = AlgoInfo {
     requires: "any P >= 1, any n",
     closed_form: "T = alpha + S/B, R = S C: log2(P) (2T + R) for P a power of two; otherwise the \
                   same tree recurrence over ceil(log2 P) rounds with each rank's incoming NICs as servers; \
-                  segments N > 1: the pipeline recurrence (each piece's additions and hops in order) \
-                  where k >= ceil(log2 P) NICs (no port is ever wanted twice), none with fewer",
+                  segments N > 1: the pipeline recurrence (each piece's additions and hops in order), \
+                  with fewer than ceil(log2 P) NICs each parent's incoming NICs serving its children's pieces \
+                  by (issue time, rank)",
     params: &["segments=1: pieces the vector is cut into and pipelined up and down the tree"],
     build: |params| {
         Ok(Box::new(BinomialTree { segments: params.count("segments", 1)?, collective: Collective::Allreduce }))
@@ -104,7 +105,9 @@ impl Algorithm for BinomialTree {
         let t = match self.collective {
             Collective::Reduce => cost_model::binomial_reduce(p, &h),
             Collective::Broadcast => cost_model::binomial_bcast(p, &h, 0.0),
-            _ if self.segments > 1 => cost_model::binomial_tree_pipelined(p, &h, self.segments)?,
+            _ if self.segments > 1 => cost_model::binomial_tree_pipelined(p, &h, self.segments).unwrap_or_else(|| {
+                cost_model::binomial_pipeline(p.ranks, &h, self.segments, |s| p.b(block(p.elems, self.segments, s).len))
+            }),
             _ => cost_model::binomial_tree(p, &h),
         };
         Some((t, EXACT))

@@ -333,3 +333,93 @@ pub fn lockstep(
     }
     Some(done.iter().copied().fold(end_max, f64::max))
 }
+
+/// Bounds on a step-synchronous program (the arguments of [`lockstep`]) that hold
+/// whatever order its ports serve messages in, for the points where [`lockstep`] gives
+/// `None`:
+///
+/// - lower: the same recurrence with every message starting the instant it is issued.
+///   A port wait only delays a message, the times are maxima and sums of the messages'
+///   ends, and one compute unit taking jobs as they come is the fastest order for a set
+///   of jobs with release times, so no run ends sooner;
+/// - upper: every message starting at the latest its ports allow: while it waits, all
+///   ports of its sender's out side or of its receiver's in side are busy (the engine
+///   gives ports to waiting messages greedily), so it waits at most
+///   `(W_out(a) - t) / k_a + (W_in(b) - t) / k_b`, with `W` the time of every message of
+///   the run on that side and t its own.
+pub fn lockstep_bounds(
+    topo: &dyn Topology,
+    c: f64,
+    steps: usize,
+    windowed: bool,
+    mut fill: impl FnMut(usize, &mut Step),
+) -> (f64, f64) {
+    let np = topo.ranks();
+    let mut plan: Vec<Step> = Vec::with_capacity(steps);
+    let (mut w_out, mut w_in) = (vec![0.0f64; np], vec![0.0f64; np]);
+    for s in 0..steps {
+        let mut step = Step::default();
+        fill(s, &mut step);
+        for x in &step.xfers {
+            let t = topo.link(x.from, x.to).time(x.bytes as f64);
+            w_out[x.from] += t;
+            w_in[x.to] += t;
+        }
+        plan.push(step);
+    }
+    let run = |wait: &dyn Fn(&Xfer, f64) -> f64| {
+        let mut done = vec![0.0f64; np];
+        let mut end_max = 0.0f64;
+        let mut jobs: Vec<Vec<(f64, u64, bool)>> = vec![Vec::new(); np];
+        let mut sends: Vec<Vec<f64>> = vec![Vec::new(); np];
+        let mut issue = vec![0.0f64; np];
+        for step in &plan {
+            for (r, list) in sends.iter_mut().enumerate() {
+                list.clear();
+                issue[r] = done[r];
+            }
+            for x in &step.xfers {
+                let a = x.from;
+                let k = topo.nics(a).max(1) as usize;
+                if windowed && sends[a].len() >= k {
+                    let mut sorted = sends[a].clone();
+                    sorted.sort_by(f64::total_cmp);
+                    issue[a] = issue[a].max(sorted[sorted.len() - k]);
+                }
+                let t = topo.link(a, x.to).time(x.bytes as f64);
+                let end = issue[a] + wait(x, t) + t;
+                sends[a].push(end);
+                end_max = end_max.max(end);
+                jobs[x.to].push((end.max(done[x.to]), x.bytes, x.reduce));
+            }
+            for (r, list) in jobs.iter_mut().enumerate() {
+                list.sort_by(|a, b| a.0.total_cmp(&b.0));
+                let (mut compute, mut landed) = (done[r], done[r]);
+                for &(release, bytes, reduce) in list.iter() {
+                    if reduce {
+                        compute = compute.max(release) + bytes as f64 * c;
+                    } else {
+                        landed = landed.max(release);
+                    }
+                }
+                done[r] = compute.max(landed);
+                list.clear();
+            }
+            if windowed {
+                for (r, list) in sends.iter().enumerate() {
+                    done[r] = list.iter().copied().fold(done[r], f64::max);
+                }
+            }
+            for &(r, bytes) in &step.local {
+                done[r] += bytes as f64 * c;
+            }
+        }
+        done.iter().copied().fold(end_max, f64::max)
+    };
+    let lower = run(&|_, _| 0.0);
+    let upper = run(&|x, t| {
+        let (ka, kb) = (topo.nics(x.from).max(1) as f64, topo.nics(x.to).max(1) as f64);
+        ((w_out[x.from] - t) / ka + (w_in[x.to] - t) / kb).max(0.0)
+    });
+    (lower, upper)
+}

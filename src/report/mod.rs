@@ -77,6 +77,13 @@ pub struct PointResult {
     pub closed_form_rel_err: Option<f64>,
     /// The tolerance `closed_form_rel_err` is held to.
     pub closed_form_tolerance: Option<f64>,
+    /// `exact` where `closed_form_s` is the time, `bound` where the time depends on the
+    /// order of events and `closed_form_bounds_s` brackets it; null where neither.
+    #[serde(default)]
+    pub closed_form_kind: Option<String>,
+    /// `[lower, upper]` where `closed_form_kind` is `bound`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_form_bounds_s: Option<[f64; 2]>,
     /// The lower bound (docs/report.md, 'The checks').
     #[serde(deserialize_with = "nan_if_null")]
     pub lower_bound_s: f64,

@@ -1,0 +1,182 @@
+//! Closed forms everywhere (the matrix of a user's points): every registered allreduce
+//! entry over P in {3, 5, 8, 12, 16, 24}, n in {1000 P, 1000 P + 1}, on one NIC with
+//! compute, two NICs, and free compute. Every runnable point must meet its exact form to
+//! 1e-9 or fall between its stated bounds; the test counts both and asserts the counts.
+
+use allreduce_sim::algos::{self, Algorithm, Machine, Params, Problem};
+use allreduce_sim::collective::Collective;
+use allreduce_sim::scenario::ParamValue;
+use allreduce_sim::sim::engine::NoObserver;
+use allreduce_sim::sim::simulate;
+use allreduce_sim::topology::{FullyConnected, Link};
+use proptest::prelude::*;
+
+fn build(id: &str, params: &[(&str, ParamValue)]) -> Box<dyn Algorithm> {
+    let params = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    algos::build(id, Params::new(params)).expect("builds")
+}
+
+/// The sixteen allreduce entries of the matrix.
+fn entries() -> Vec<Box<dyn Algorithm>> {
+    let seg = |id: &str, n: u64| build(id, &[("segments", ParamValue::Int(n))]);
+    vec![
+        build("star", &[]),
+        build("chain", &[]),
+        build("binomial_tree", &[]),
+        seg("binomial_tree", 4),
+        build("butterfly", &[]),
+        build("ring", &[]),
+        seg("ring", 2),
+        build("ring_segmented", &[]),
+        build("bidirectional_ring", &[]),
+        build("halving_doubling", &[]),
+        build("double_binary_tree", &[]),
+        build("naive", &[]),
+        build("ring_gloo", &[]),
+        build("ring_chunked", &[]),
+        build("bcube", &[]),
+        build("direct", &[]),
+    ]
+}
+
+#[derive(Debug, Default)]
+struct Count {
+    runnable: usize,
+    exact: usize,
+    bound: usize,
+    /// The widest `upper / lower - 1` of the bound points.
+    widest: f64,
+    none: Vec<String>,
+    misses: Vec<String>,
+}
+
+fn matrix(alpha: f64, bw: f64, c: f64, nics: u32) -> Count {
+    let mut count = Count::default();
+    for algo in entries() {
+        for np in [3usize, 5, 8, 12, 16, 24] {
+            for n in [1000 * np, 1000 * np + 1] {
+                let topo = FullyConnected { ranks: np, link: Link { alpha, bandwidth: bw }, nics };
+                let p = Problem { ranks: np, elems: n, elem_bytes: 4 };
+                let m = Machine { topo: &topo, cost_per_byte: c };
+                if algo.applicable(&p, &m).is_err() {
+                    continue;
+                }
+                count.runnable += 1;
+                let (stats, _) = simulate(algo.as_ref(), &topo, p, c, None, &mut NoObserver).expect("runs");
+                let name = format!("{} P={np} n={n}", algo.label());
+                if let Some((closed, tol)) = algo.closed_form(&p, &m) {
+                    let err = (stats.time / closed - 1.0).abs();
+                    if err > tol {
+                        count.misses.push(format!("{name}: {} vs exact {closed}", stats.time));
+                    }
+                    count.exact += 1;
+                } else if let Some((lo, hi)) = algo.closed_form_bounds(&p, &m) {
+                    let t = stats.time;
+                    if !(t >= lo * (1.0 - 1e-9) && t <= hi * (1.0 + 1e-9)) {
+                        count.misses.push(format!("{name}: {t} outside [{lo}, {hi}]"));
+                    }
+                    count.bound += 1;
+                    count.widest = count.widest.max(hi / lo - 1.0);
+                } else {
+                    count.none.push(name);
+                }
+            }
+        }
+    }
+    count
+}
+
+fn report(what: &str, count: &Count) {
+    println!(
+        "{what}: {} runnable, {} exact, {} bound (widest {:.3}), {} neither",
+        count.runnable,
+        count.exact,
+        count.bound,
+        count.widest,
+        count.none.len()
+    );
+    for x in &count.none {
+        println!("  none: {x}");
+    }
+    for x in &count.misses {
+        println!("  MISS: {x}");
+    }
+}
+
+/// The matrix, three times; the counts are asserted, so a form that is lost, or a case
+/// that gains one, shows here (and in docs/model.md's table, which quotes them).
+#[test]
+fn matrix_meets_its_forms_and_bounds() {
+    // (alpha, B, C, NICs), and the exact, bound and runnable points measured.
+    let cases = [
+        ((1e-6, 12.5e9, 5e-11, 1), (158, 18, 184)),
+        ((1e-6, 12.5e9, 5e-11, 2), (161, 11, 184)),
+        ((1e-6, 12.5e9, 0.0, 1), (158, 18, 184)),
+    ];
+    let mut bad = Vec::new();
+    for ((alpha, bw, c, nics), (exact, bound, runnable)) in cases {
+        let count = matrix(alpha, bw, c, nics);
+        let what = format!("nics={nics} C={c}");
+        report(&what, &count);
+        if !count.misses.is_empty() || (count.exact, count.bound, count.runnable) != (exact, bound, runnable) {
+            bad.push(format!(
+                "{what}: {} misses; exact, bound, runnable {:?} where {:?} was measured",
+                count.misses.len(),
+                (count.exact, count.bound, count.runnable),
+                (exact, bound, runnable)
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{bad:#?}");
+}
+
+fn any_algorithm() -> impl Strategy<Value = (Collective, &'static str, Vec<(String, ParamValue)>)> {
+    let mut all = Vec::new();
+    for c in Collective::ALL {
+        for info in algos::registry_of(c) {
+            all.push((c, info.id, Vec::new()));
+        }
+    }
+    for (id, key, v) in [("ring", "segments", 2u64), ("ring", "segments", 3), ("binomial_tree", "segments", 3)] {
+        all.push((Collective::Allreduce, id, vec![(key.to_string(), ParamValue::Int(v))]));
+    }
+    all.push((Collective::Allreduce, "ring_segmented", vec![("segment".to_string(), ParamValue::Int(1024))]));
+    proptest::sample::select(all)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Every registered algorithm of every collective, on a random flat machine: the
+    /// simulated time meets the exact form to 1e-9, or falls between the bounds.
+    #[test]
+    fn random_points_meet_their_form_or_bounds(
+        (coll, id, params) in any_algorithm(),
+        np in 1usize..13,
+        n in 0usize..4000,
+        alpha in prop_oneof![Just(0.0), 1e-7f64..1e-5],
+        bw in 1e8f64..5e10,
+        c in prop_oneof![Just(0.0), 1e-12f64..2e-9],
+        nics in 1u32..4,
+    ) {
+        let algo = algos::build_for(coll, id, Params::new(params)).expect("builds");
+        let topo = FullyConnected { ranks: np, link: Link { alpha, bandwidth: bw }, nics };
+        let p = Problem { ranks: np, elems: n, elem_bytes: 4 };
+        let m = Machine { topo: &topo, cost_per_byte: c };
+        if algo.applicable(&p, &m).is_ok() {
+            let (stats, _) = simulate(algo.as_ref(), &topo, p, c, None, &mut NoObserver).expect("runs");
+            let t = stats.time;
+            if let Some((closed, tol)) = algo.closed_form(&p, &m) {
+                let err = if closed == 0.0 { t.abs() } else { (t / closed - 1.0).abs() };
+                prop_assert!(err <= tol, "{} {coll}: simulated {t} but exact {closed}", algo.label());
+            } else if let Some((lo, hi)) = algo.closed_form_bounds(&p, &m) {
+                prop_assert!(lo <= hi * (1.0 + 1e-9), "{}: bounds {lo} > {hi}", algo.label());
+                prop_assert!(
+                    t >= lo * (1.0 - 1e-9) && t <= hi * (1.0 + 1e-9),
+                    "{} {coll}: simulated {t} outside [{lo}, {hi}]",
+                    algo.label()
+                );
+            }
+        }
+    }
+}
