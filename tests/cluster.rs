@@ -129,7 +129,6 @@ fn two_nics_serve_both_gpus_at_once() {
 }
 
 #[test]
-#[ignore = "needs per-interface ports in the engine"]
 fn a_shared_nic_under_ideal_serves_one_message_at_a_time() {
     // The NIC is one port each way, shared by both GPUs of the node: the engine must hold
     // the ports of `Topology::route_interfaces`, not of the rank.

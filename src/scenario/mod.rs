@@ -327,7 +327,7 @@ impl ProtocolChoice {
             _ => None,
         };
         own.filter(|a| nccl::algorithms(c).contains(a))
-            .or_else(|| nccl::algorithms(c).iter().copied().find(|a| a.ours(c) == name))
+            .or_else(|| nccl::algorithms(c).iter().copied().find(|a| a.ours(c) == name || a.textbook(c) == name))
     }
 
     /// The protocol a point runs with: the fixed one, or for `auto` the one NCCL's model
