@@ -184,6 +184,65 @@ fn the_command_on_real_logs() {
     );
 }
 
+/// A GPU cluster machine on a real two-node H100 log (its rows up to 16 MiB, to keep the
+/// test short): the per-protocol times, bandwidths and launch are fitted, what ran is
+/// NCCL's own ring and tree with the protocol NCCL's model picks, and the fitted file
+/// runs at another node count.
+#[test]
+fn a_cluster_machine_fits_a_real_log() {
+    let text = std::fs::read_to_string(data("gcp_a3mega_2n_p16.txt")).unwrap();
+    let kept: String = text
+        .lines()
+        .filter(|l| l.split_whitespace().next().and_then(|w| w.parse::<u64>().ok()).is_none_or(|b| b <= 1 << 24))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let log = tmp("gcp_a3mega_small.txt");
+    std::fs::write(&log, kept).unwrap();
+    let m = Path::new(env!("CARGO_MANIFEST_DIR")).join("validation/hardware/machines/h100_cluster.yaml");
+    let out = tmp("fitted_cluster.yaml");
+    let r = bin()
+        .arg("calibrate")
+        .arg(&m)
+        .arg(&log)
+        .args(["--patience", "3", "--format", "json", "--output"])
+        .arg(&out)
+        .assert()
+        .success();
+    let j: serde_json::Value = serde_json::from_slice(&r.get_output().stdout).unwrap();
+    let fitted: Vec<&str> = j["parameters"].as_array().unwrap().iter().map(|p| p["path"].as_str().unwrap()).collect();
+    for p in [
+        "topology.intra.alpha.simple",
+        "topology.intra.alpha.ll",
+        "topology.intra.alpha.ll128",
+        "topology.intra.bandwidth",
+        "topology.inter.alpha.simple",
+        "topology.inter.alpha.ll",
+        "topology.inter.alpha.ll128",
+        "topology.inter.bandwidth",
+        "topology.launch",
+    ] {
+        assert!(fitted.contains(&p), "{p} not in {fitted:?}");
+    }
+    let pts = j["logs"][0]["points"].as_array().unwrap();
+    assert!(pts.len() > 10);
+    let algos: Vec<&str> = pts.iter().map(|p| p["algorithm"].as_str().unwrap()).collect();
+    assert!(algos.iter().all(|a| a.starts_with("nccl_ring") || a.starts_with("nccl_tree")), "{algos:?}");
+    assert!(algos.iter().any(|a| a.contains("protocol=ll")), "{algos:?}");
+    for p in pts {
+        assert!(p["simulated_s"].as_f64().unwrap() > 0.0);
+        assert!(p["ran"].as_str().unwrap().starts_with("nccl_model: "), "{p}");
+    }
+    let fitted = std::fs::read_to_string(&out).unwrap();
+    assert!(fitted.contains("kind: cluster"), "{fitted}");
+    let four = tmp("fitted_cluster4.yaml");
+    // The closed forms of the textbook algorithms `nccl_model` also simulates do not
+    // follow this cluster's costs exactly (a check of the machine, not of calibrate).
+    std::fs::write(&four, fitted.replace("nodes: 2", "nodes: 4") + "check: { closed_form: false }\n").unwrap();
+    let r = bin().arg("run").arg(&four).args(["--format", "json"]).assert().success();
+    let j: serde_json::Value = serde_json::from_slice(&r.get_output().stdout).unwrap();
+    assert_eq!(j["results"][0]["ranks"], 32);
+}
+
 #[test]
 fn bad_input_is_one_message_and_status_2() {
     let m = tmp("m.yaml");

@@ -29,7 +29,7 @@ use serde::Serialize;
 
 use crate::collective::Collective;
 use crate::runner::{self, Point};
-use crate::scenario::{self, AlgoSpec, DataMode, ParamValue, Scenario, units};
+use crate::scenario::{self, AlgoSpec, DataMode, ParamValue, ProtocolChoice, Scenario, units};
 use crate::select::{nccl, ompi};
 use crate::sim::engine::NoObserver;
 use crate::topology;
@@ -244,6 +244,11 @@ pub fn default_paths(tree: &Yaml, with_c: bool) -> Vec<String> {
 // ---------------------------------------------------------------------------------------
 // What NCCL ran
 
+/// The channels NCCL's model is asked about, and `nccl_ring` / `nccl_tree` run with on a
+/// cluster (as `nccl_model`'s default): a log does not say how many NCCL opened, and the
+/// fitted bandwidths absorb the difference.
+const NCCL_CHANNELS: u32 = 2;
+
 /// What ran at a logged point: our algorithm entry that simulates it, and how that was
 /// decided, in words.
 #[derive(Clone, Debug)]
@@ -286,11 +291,13 @@ fn allowed<'a>(value: Option<&String>, all: &[&'a str]) -> Vec<&'a str> {
 /// NCCL's tuning model picks among those allowed; for OSU, what Open MPI's fixed rules
 /// pick.
 ///
-/// This is the one place that maps NCCL's choice to our algorithms: ring as `ring`,
-/// tree as `double_binary_tree`, PAT as `halving_doubling`, broadcast and reduce as a
-/// pipelined `chain`. The protocol is decided and shown but not yet simulated: these
-/// algorithms take none. Where NCCL's own ring and tree with protocols and channels
-/// exist (`nccl_ring`, `nccl_tree`), they replace the mapping here.
+/// This is the one place that maps NCCL's choice to our algorithms. On a GPU cluster
+/// (a machine with nodes, `kind: cluster`) an allreduce runs as NCCL's own algorithms:
+/// ring as `nccl_ring`, tree as `nccl_tree`, with the entry's `protocol` set to the
+/// protocol decided (so per-protocol costs of the machine apply) and the channels NCCL's
+/// model was asked about. On other machines, which have no protocols, ring runs as
+/// `ring` and tree as `double_binary_tree`. Everywhere PAT runs as `halving_doubling`,
+/// broadcast and reduce as a pipelined `chain`.
 pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<Ran, String> {
     let c = run.collective;
     let e = run.dtype.as_deref().map_or(4, dtype_bytes);
@@ -311,7 +318,7 @@ pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<
             how,
         });
     }
-    let x = nccl::Inputs::of(topo, 2, arch_of(&run.devices));
+    let x = nccl::Inputs::of(topo, NCCL_CHANNELS, arch_of(&run.devices));
     let algos: Vec<&str> = nccl::algorithms(c).iter().map(|a| a.name()).collect();
     let algo_env = run.env.get("NCCL_ALGO");
     let proto_env = run.env.get("NCCL_PROTO");
@@ -333,6 +340,8 @@ pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<
             }
         }
     }
+    // NCCL's own algorithms order their rings and trees by node: only a cluster has them.
+    let cluster = topo.node_shape().is_some();
     let forced = match (algo_env, proto_env) {
         (Some(a), Some(p)) => format!("NCCL_ALGO={a} NCCL_PROTO={p} (log), "),
         (Some(a), None) => format!("NCCL_ALGO={a} (log), "),
@@ -357,17 +366,17 @@ pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<
             let k = nccl::chain_segments(&x, proto, bytes, bytes / e.max(1));
             if k > 1 { vec![("segments".to_string(), ParamValue::Int(k))] } else { Vec::new() }
         }
+        Collective::Allreduce if cluster => vec![("channels".to_string(), ParamValue::Int(NCCL_CHANNELS.into()))],
         _ => Vec::new(),
     };
     let picked = if forced.is_empty() { "nccl_model: " } else { "" };
+    let (name, protocol) = if cluster {
+        (algo.ours(c), (c == Collective::Allreduce).then_some(ProtocolChoice::Fixed(proto)))
+    } else {
+        (algo.textbook(c), None)
+    };
     Ok(Ran {
-        spec: AlgoSpec {
-            name: algo.ours(c).to_string(),
-            collective: c,
-            params,
-            location: String::new(),
-            protocol: None,
-        },
+        spec: AlgoSpec { name: name.to_string(), collective: c, params, location: String::new(), protocol },
         how: format!("{forced}{picked}{}/{}", algo.name(), proto.name()),
     })
 }
@@ -502,7 +511,10 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
     let mut points = Vec::new();
     for s in &run.samples {
         let ran = what_ran(run, topo.as_ref(), s.bytes)?;
-        let k = match specs.iter().position(|x| x.name == ran.spec.name && x.params == ran.spec.params) {
+        let k = match specs
+            .iter()
+            .position(|x| x.name == ran.spec.name && x.params == ran.spec.params && x.protocol == ran.spec.protocol)
+        {
             Some(k) => k,
             None => {
                 specs.push(ran.spec.clone());
@@ -515,6 +527,9 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
         .iter()
         .map(|s| {
             let mut m = vec![("name".to_string(), Yaml::Str(s.name.clone()))];
+            if let Some(p) = s.protocol {
+                m.push(("protocol".to_string(), Yaml::Str(p.name().to_string())));
+            }
             for (k, v) in &s.params {
                 m.push((
                     k.clone(),

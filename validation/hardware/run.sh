@@ -23,6 +23,9 @@ cal tg_h100 "$here/machines/h100_node.yaml" "$d/tg_h100_1n_p8_ring.txt" --env NC
     --hold-out "$d/tg_h100_1n_p8_nvls.txt"
 # Two-node H100 runs (GCP, AWS p5) and A100 (AWS p4de), each fitted on itself only.
 cal gcp_a3mega "$here/machines/h100_node.yaml" "$d/gcp_a3mega_2n_p16.txt"
+# The same log on the machine as NCCL sees it (kind: cluster): NCCL's own ring and tree
+# with the protocol its model picks, per-protocol latencies fitted.
+cal gcp_a3mega_cluster "$here/machines/h100_cluster.yaml" "$d/gcp_a3mega_2n_p16.txt"
 cal aws_p5 "$here/machines/h100_node.yaml" "$d/aws_p5_2n_p16.txt" --ranks 16 --gpus-per-node 8
 cal aws_p4de "$here/machines/h100_node.yaml" "$d/aws_p4de_2n_p16.txt" --ranks 16 --gpus-per-node 8
 # ASTRA-sim's validation points: fit P = 2, predict P = 4 and 8 (the ring, large sizes only).
