@@ -540,6 +540,8 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     dirty: Vec<u32>,
     /// [`Engine::match_ports`]'s merge of waiting lists, kept for its allocation.
     cursors: BinaryHeap<Cursor>,
+    /// Interfaces with a free out-port.
+    free_senders: usize,
     data: Option<&'a mut DataPlane>,
     stats: SimStats,
     /// Whether `stats` keeps per-rank finish times and received bytes ([`PER_RANK_MAX`]).
@@ -583,12 +585,13 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 held_bytes: cfg.scratch_bytes,
             })
             .collect();
-        let ifaces = (0..topo.interfaces())
+        let ifaces: Vec<Iface> = (0..topo.interfaces())
             .map(|i| {
                 let ports = topo.interface_ports(i);
                 Iface { lists: [List::EMPTY; 2], free_out: ports, free_in: ports, dirty: false }
             })
             .collect();
+        let free_senders = ifaces.iter().filter(|i| i.free_out > 0).count();
         let per_rank = p <= PER_RANK_MAX;
         let detail = if per_rank { p } else { 0 };
         let stats = SimStats {
@@ -614,6 +617,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             now: 0.0,
             dirty: Vec::new(),
             cursors: BinaryHeap::new(),
+            free_senders,
             data,
             stats,
             per_rank,
@@ -1018,6 +1022,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 let (src_if, dst_if) = (m.src_if, m.dst_if);
                 let bytes = (m.len * self.cfg.elem_bytes) as u64;
                 self.ifaces[src_if as usize].free_out += 1;
+                if self.ifaces[src_if as usize].free_out == 1 {
+                    self.free_senders += 1;
+                }
                 self.ifaces[dst_if as usize].free_in += 1;
                 self.mark_dirty(src_if);
                 self.mark_dirty(dst_if);
@@ -1086,13 +1093,18 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         }
         let mut heap = std::mem::take(&mut self.cursors);
         heap.clear();
+        // An in-list offers only what a clean sender with a free port sends; when every
+        // sender with a free port changed (all ports freed at one instant), walking the
+        // in-lists would find nothing.
+        let dirty_senders = self.dirty.iter().filter(|&&i| self.ifaces[i as usize].free_out > 0).count();
+        let clean_senders = self.free_senders > dirty_senders;
         for &i in &self.dirty {
             let st = &self.ifaces[i as usize];
             if st.free_out > 0 {
                 let head = st.lists[Link::Out as usize].head;
                 self.push_cursor(&mut heap, head, Link::Out);
             }
-            if st.free_in > 0 {
+            if st.free_in > 0 && clean_senders {
                 let head = st.lists[Link::In as usize].head;
                 self.push_cursor(&mut heap, head, Link::In);
             }
@@ -1152,6 +1164,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let (src_if, dst_if) = (m.src_if as usize, m.dst_if as usize);
         let info = self.info(id);
         self.ifaces[src_if].free_out -= 1;
+        if self.ifaces[src_if].free_out == 0 {
+            self.free_senders -= 1;
+        }
         self.ifaces[dst_if].free_in -= 1;
         self.ifaces[src_if].lists[Link::Out as usize].remove_first(&mut self.msgs, Link::Out, |x, _| x == id);
         self.ifaces[dst_if].lists[Link::In as usize].remove_first(&mut self.msgs, Link::In, |x, _| x == id);
