@@ -31,6 +31,8 @@ pub static EVENTS_DONE: std::sync::atomic::AtomicU64 = std::sync::atomic::Atomic
 /// See [`EVENTS_DONE`].
 pub const EVENT_BLOCK: u64 = 1 << 16;
 
+use std::collections::BinaryHeap;
+
 use smallvec::SmallVec;
 
 use super::data::{DataPlane, Payload};
@@ -498,30 +500,9 @@ pub(crate) enum EvKind {
     ComputeDone(Rank),
 }
 
-/// Sort `v` by `key` (distinct keys), fast when it is sorted but for a few entries at its end.
-///
-/// That is the usual shape of an instant's port candidates: ranks become ready in the
-/// order their events were scheduled, which follows the priority order of the messages
-/// that woke them, except where a round wraps (a ring's rank 0 comes last). A general
-/// sort finds the one long run and still sorts everything (the sort was an eighth of a
-/// ring's instructions); this moves the few stragglers into place, in place, in linear
-/// time, and allocates nothing.
-fn sort_nearly_sorted_by_key<T: Copy, K: Ord>(v: &mut [T], key: impl Fn(T) -> K) {
-    const STRAGGLERS: usize = 8;
-    let run = v.windows(2).position(|w| key(w[0]) > key(w[1])).map_or(v.len(), |i| i + 1);
-    if run == v.len() {
-        return;
-    }
-    if v.len() - run > STRAGGLERS {
-        v.sort_unstable_by_key(|&x| key(x));
-        return;
-    }
-    for i in run..v.len() {
-        let x = key(v[i]);
-        let at = v[..i].partition_point(|&y| key(y) < x);
-        v[at..=i].rotate_right(1);
-    }
-}
+/// A waiting list's next message in [`Engine::match_ports`]'s merge: its [`priority`]
+/// (reversed, so the heap's top is first in line), its id and its list ([`Link`]).
+type Cursor = std::cmp::Reverse<(u64, u64, u32, u8)>;
 
 /// Push `x` onto slab `v`, growing it by an eighth when it is full, and hand back its
 /// index.
@@ -557,9 +538,10 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     now: f64,
     /// Interfaces marked `dirty`.
     dirty: Vec<u32>,
-    /// Messages that may start now, by id: 4 bytes each (a wave offers one a rank),
-    /// their place in line looked up in the slab when sorted ([`priority`]).
-    candidates: Vec<u32>,
+    /// [`Engine::match_ports`]'s merge of waiting lists, kept for its allocation.
+    cursors: BinaryHeap<Cursor>,
+    /// Interfaces with a free out-port.
+    free_senders: usize,
     data: Option<&'a mut DataPlane>,
     stats: SimStats,
     /// Whether `stats` keeps per-rank finish times and received bytes ([`PER_RANK_MAX`]).
@@ -603,12 +585,13 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 held_bytes: cfg.scratch_bytes,
             })
             .collect();
-        let ifaces = (0..topo.interfaces())
+        let ifaces: Vec<Iface> = (0..topo.interfaces())
             .map(|i| {
                 let ports = topo.interface_ports(i);
                 Iface { lists: [List::EMPTY; 2], free_out: ports, free_in: ports, dirty: false }
             })
             .collect();
+        let free_senders = ifaces.iter().filter(|i| i.free_out > 0).count();
         let per_rank = p <= PER_RANK_MAX;
         let detail = if per_rank { p } else { 0 };
         let stats = SimStats {
@@ -633,7 +616,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             events: EventQueue::default(),
             now: 0.0,
             dirty: Vec::new(),
-            candidates: Vec::new(),
+            cursors: BinaryHeap::new(),
+            free_senders,
             data,
             stats,
             per_rank,
@@ -1038,6 +1022,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 let (src_if, dst_if) = (m.src_if, m.dst_if);
                 let bytes = (m.len * self.cfg.elem_bytes) as u64;
                 self.ifaces[src_if as usize].free_out += 1;
+                if self.ifaces[src_if as usize].free_out == 1 {
+                    self.free_senders += 1;
+                }
                 self.ifaces[dst_if as usize].free_in += 1;
                 self.mark_dirty(src_if);
                 self.mark_dirty(dst_if);
@@ -1092,53 +1079,76 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     ///
     /// Only a message whose sender or receiver changed since the last pass (a port
     /// freed, a message issued) can have become startable, so only those are looked at;
-    /// the result is the same as one greedy pass over every waiting message.
+    /// the result is the same as one greedy pass over every waiting message. A dirty
+    /// sender offers its out-list, a dirty receiver its in-list less what dirty senders
+    /// offer, so each message is offered at most once; the lists are in priority order,
+    /// so a heap merges them lazily, a list's next message entering when its previous
+    /// one is decided. A list leaves once its own interface is full: ports only fill
+    /// during a pass, so nothing later in it could start. When every port frees at one
+    /// instant this looks at about one message a port, where sorting every waiting
+    /// message cost P^2 log P a pass.
     fn match_ports(&mut self) {
         if self.dirty.is_empty() {
             return;
         }
-        let mut cands = std::mem::take(&mut self.candidates);
-        cands.clear();
+        let mut heap = std::mem::take(&mut self.cursors);
+        heap.clear();
+        // An in-list offers only what a clean sender with a free port sends; when every
+        // sender with a free port changed (all ports freed at one instant), walking the
+        // in-lists would find nothing.
+        let dirty_senders = self.dirty.iter().filter(|&&i| self.ifaces[i as usize].free_out > 0).count();
+        let clean_senders = self.free_senders > dirty_senders;
         for &i in &self.dirty {
             let st = &self.ifaces[i as usize];
             if st.free_out > 0 {
-                let mut quota = PairQuota::default();
-                for id in st.lists[Link::Out as usize].iter(&self.msgs, Link::Out) {
-                    let m = &self.msgs[id as usize];
-                    let free_in = self.ifaces[m.dst_if as usize].free_in;
-                    if free_in > 0 && quota.take(m.dst_if, free_in.min(st.free_out)) {
-                        cands.push(id);
-                    }
-                }
+                let head = st.lists[Link::Out as usize].head;
+                self.push_cursor(&mut heap, head, Link::Out);
             }
-            if st.free_in > 0 {
-                let mut quota = PairQuota::default();
-                for id in st.lists[Link::In as usize].iter(&self.msgs, Link::In) {
-                    let m = &self.msgs[id as usize];
-                    // A dirty sender's own scan above already offers this message.
-                    let sender = &self.ifaces[m.src_if as usize];
-                    if sender.free_out > 0 && !sender.dirty && quota.take(m.src_if, sender.free_out.min(st.free_in)) {
-                        cands.push(id);
-                    }
-                }
+            if st.free_in > 0 && clean_senders {
+                let head = st.lists[Link::In as usize].head;
+                self.push_cursor(&mut heap, head, Link::In);
+            }
+        }
+        while let Some(std::cmp::Reverse((_, _, id, side))) = heap.pop() {
+            let l = if side == 0 { Link::Out } else { Link::In };
+            let (src, dst) = (self.msgs[id as usize].src_if, self.msgs[id as usize].dst_if);
+            if self.ifaces[src as usize].free_out > 0 && self.ifaces[dst as usize].free_in > 0 {
+                self.start_message(id);
+            }
+            // A started message left its lists but keeps its link, which still names the
+            // message after it: nothing else was removed since.
+            let own =
+                if l == Link::Out { self.ifaces[src as usize].free_out } else { self.ifaces[dst as usize].free_in };
+            if own > 0 {
+                let next = self.msgs[id as usize].next[l as usize];
+                self.push_cursor(&mut heap, next, l);
             }
         }
         for &i in &self.dirty {
             self.ifaces[i as usize].dirty = false;
         }
         self.dirty.clear();
-        // Each waiting message is offered once (by its sender, or by its receiver when
-        // the sender is not dirty), so sorting alone gives the greedy order.
-        let msgs = &self.msgs;
-        sort_nearly_sorted_by_key(&mut cands, |id| priority(&msgs[id as usize]));
-        for &id in &cands {
-            let (src, dst) = (self.msgs[id as usize].src_if, self.msgs[id as usize].dst_if);
-            if self.ifaces[src as usize].free_out == 0 || self.ifaces[dst as usize].free_in == 0 {
-                continue;
+        self.cursors = heap;
+    }
+
+    /// Put the first message from `at` on in list `l` that the pass may start (for an
+    /// in-list, one a clean sender with a free port offers) on `heap`.
+    fn push_cursor(&self, heap: &mut BinaryHeap<Cursor>, mut at: u32, l: Link) {
+        while at != NONE {
+            let m = &self.msgs[at as usize];
+            if l == Link::Out {
+                break;
             }
-            self.start_message(id);
+            let sender = &self.ifaces[m.src_if as usize];
+            if sender.free_out > 0 && !sender.dirty {
+                break;
+            }
+            at = m.next[l as usize];
         }
-        self.candidates = cands;
+        if at != NONE {
+            let (a, b) = priority(&self.msgs[at as usize]);
+            heap.push(std::cmp::Reverse((a, b, at, l as u8)));
+        }
     }
 
     /// Message `id` as an [`Observer`] sees it.
@@ -1154,6 +1164,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let (src_if, dst_if) = (m.src_if as usize, m.dst_if as usize);
         let info = self.info(id);
         self.ifaces[src_if].free_out -= 1;
+        if self.ifaces[src_if].free_out == 0 {
+            self.free_senders -= 1;
+        }
         self.ifaces[dst_if].free_in -= 1;
         self.ifaces[src_if].lists[Link::Out as usize].remove_first(&mut self.msgs, Link::Out, |x, _| x == id);
         self.ifaces[dst_if].lists[Link::In as usize].remove_first(&mut self.msgs, Link::In, |x, _| x == id);
@@ -1205,43 +1218,6 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     }
 }
 
-/// The messages one rank's scan in [`Engine::match_ports`] offers per peer.
-///
-/// Of the waiting messages between one sender and one receiver, the greedy pass starts a
-/// prefix, in their priority order (which is the order of the sender's [`Link::Out`] list
-/// and of the receiver's [`Link::In`] list): once one fails, its sender's or its receiver's ports are
-/// all taken, and every later message of the pair fails too. Each start takes a port at
-/// both ends, so the prefix is at most `min(free out-ports, free in-ports)` long. Offering
-/// only that many per pair changes nothing in what starts, and a chain's first rank,
-/// with all its segments queued to one receiver, offers one message per instant instead
-/// of all of them (which made many segments cost their square).
-///
-/// The first [`PairQuota::PEERS`] peers are counted; messages to further peers are
-/// offered as before (a rank with many peers waiting, a star's root, sorts them all).
-#[derive(Default)]
-struct PairQuota {
-    peers: [(Rank, u32); PairQuota::PEERS],
-    len: usize,
-}
-
-impl PairQuota {
-    const PEERS: usize = 4;
-
-    /// Whether to offer one more message with `peer`, of which at most `most` can start.
-    fn take(&mut self, peer: Rank, most: u32) -> bool {
-        if let Some(e) = self.peers[..self.len].iter_mut().find(|e| e.0 == peer) {
-            if e.1 >= most {
-                return false;
-            }
-            e.1 += 1;
-        } else if self.len < Self::PEERS {
-            self.peers[self.len] = (peer, 1);
-            self.len += 1;
-        }
-        true
-    }
-}
-
 /// A waiting message's place in line: (issue time, sender rank, sender's sequence),
 /// packed into two integers whose order is that order (times are never negative). No two
 /// messages share one: a sender numbers its messages.
@@ -1289,22 +1265,6 @@ mod tests {
                         assert_eq!(streams[s].contains(h, key, &overflow), want[s].contains(&h), "round {round} h {h}");
                     }
                 }
-            }
-        }
-    }
-
-    #[test]
-    fn nearly_sorted_sorts_everything() {
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
-        for len in 0..40u64 {
-            for tail in 0..12 {
-                // A sorted run, then `tail` stragglers (odd, so distinct from the run).
-                let mut v: Vec<u64> = (0..len).map(|x| x * 10).collect();
-                v.extend((0..tail).map(|i| u64::from(rng.next_u32()) % (10 * len + 10) * 100 + 2 * i + 1));
-                let mut want = v.clone();
-                want.sort_unstable();
-                super::sort_nearly_sorted_by_key(&mut v, |x| x);
-                assert_eq!(v, want, "len {len} tail {tail}");
             }
         }
     }
