@@ -79,6 +79,32 @@ pub(crate) fn check_nodes(np: usize, g: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// The label of one of NCCL's algorithms: its id, then the parameters that differ from
+/// their defaults (`channels` defaults to `default_channels`).
+pub(crate) fn nccl_label(
+    id: &str,
+    proto: Option<Proto>,
+    channels: usize,
+    default_channels: usize,
+    chunk: Option<u64>,
+    gpus_per_node: usize,
+) -> String {
+    let mut parts = Vec::new();
+    if let Some(p) = proto.filter(|&p| p != Proto::Simple) {
+        parts.push(format!("protocol={}", p.name()));
+    }
+    if channels != default_channels {
+        parts.push(format!("channels={channels}"));
+    }
+    if let Some(c) = chunk {
+        parts.push(format!("chunk={c}"));
+    }
+    if gpus_per_node != 0 {
+        parts.push(format!("gpus_per_node={gpus_per_node}"));
+    }
+    if parts.is_empty() { id.into() } else { format!("{id}({})", parts.join(",")) }
+}
+
 /// Registry entry.
 pub const INFO: AlgoInfo = AlgoInfo {
     id: "nccl_ring",
@@ -332,20 +358,7 @@ impl Algorithm for NcclRing {
     }
 
     fn label(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(p) = self.proto.filter(|&p| p != Proto::Simple) {
-            parts.push(format!("protocol={}", p.name()));
-        }
-        if self.channels != 1 {
-            parts.push(format!("channels={}", self.channels));
-        }
-        if let Some(c) = self.chunk {
-            parts.push(format!("chunk={c}"));
-        }
-        if self.gpus_per_node != 0 {
-            parts.push(format!("gpus_per_node={}", self.gpus_per_node));
-        }
-        if parts.is_empty() { INFO.id.into() } else { format!("{}({})", INFO.id, parts.join(",")) }
+        nccl_label(INFO.id, self.proto, self.channels, 1, self.chunk, self.gpus_per_node)
     }
 
     fn applicable(&self, p: &Problem, m: &Machine) -> Result<(), String> {

@@ -26,7 +26,7 @@
 use std::sync::Arc;
 
 use super::double_binary_tree::nccl_btree;
-use super::nccl_ring::{check_nodes, gpus_per_node, protocol, run_protocol};
+use super::nccl_ring::{check_nodes, gpus_per_node, nccl_label, protocol, run_protocol};
 use super::{AlgoInfo, Algorithm, Blocks, Machine, Problem, Topology};
 use crate::sim::op::{Action, Op, Program, Rank, Region, per_step};
 use crate::topology::Proto;
@@ -228,20 +228,7 @@ impl Algorithm for NcclTree {
     }
 
     fn label(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(p) = self.proto.filter(|&p| p != Proto::Simple) {
-            parts.push(format!("protocol={}", p.name()));
-        }
-        if self.channels != 2 {
-            parts.push(format!("channels={}", self.channels));
-        }
-        if let Some(c) = self.chunk {
-            parts.push(format!("chunk={c}"));
-        }
-        if self.gpus_per_node != 0 {
-            parts.push(format!("gpus_per_node={}", self.gpus_per_node));
-        }
-        if parts.is_empty() { INFO.id.into() } else { format!("{}({})", INFO.id, parts.join(",")) }
+        nccl_label(INFO.id, self.proto, self.channels, 2, self.chunk, self.gpus_per_node)
     }
 
     fn applicable(&self, p: &Problem, m: &Machine) -> Result<(), String> {
