@@ -307,18 +307,7 @@ pub fn lockstep(
             jobs[x.to].push((end.max(done[x.to]), x.bytes, x.reduce));
         }
         for &r in &touched {
-            let list = &mut jobs[r];
-            list.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let (mut compute, mut landed) = (done[r], done[r]);
-            for &(release, bytes, reduce) in list.iter() {
-                if reduce {
-                    compute = compute.max(release) + bytes as f64 * c;
-                } else {
-                    landed = landed.max(release);
-                }
-            }
-            done[r] = compute.max(landed);
-            list.clear();
+            done[r] = settle(&mut jobs[r], done[r], c);
         }
         touched.clear();
         for (r, mine) in ends.iter_mut().enumerate() {
@@ -393,17 +382,7 @@ pub fn lockstep_bounds(
                 jobs[x.to].push((end.max(done[x.to]), x.bytes, x.reduce));
             }
             for (r, list) in jobs.iter_mut().enumerate() {
-                list.sort_by(|a, b| a.0.total_cmp(&b.0));
-                let (mut compute, mut landed) = (done[r], done[r]);
-                for &(release, bytes, reduce) in list.iter() {
-                    if reduce {
-                        compute = compute.max(release) + bytes as f64 * c;
-                    } else {
-                        landed = landed.max(release);
-                    }
-                }
-                done[r] = compute.max(landed);
-                list.clear();
+                done[r] = settle(list, done[r], c);
             }
             if windowed {
                 for (r, list) in sends.iter().enumerate() {
@@ -422,4 +401,21 @@ pub fn lockstep_bounds(
         ((w_out[x.from] - t) / ka + (w_in[x.to] - t) / kb).max(0.0)
     });
     (lower, upper)
+}
+
+/// When a rank that was free at `free` is done with one step's arrivals `(released at,
+/// bytes, reduce?)`: reductions run one at a time on its compute unit in release order,
+/// copies only have to land. Empties `jobs` for the next step.
+fn settle(jobs: &mut Vec<(f64, u64, bool)>, free: f64, c: f64) -> f64 {
+    jobs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (mut compute, mut landed) = (free, free);
+    for &(release, bytes, reduce) in jobs.iter() {
+        if reduce {
+            compute = compute.max(release) + bytes as f64 * c;
+        } else {
+            landed = landed.max(release);
+        }
+    }
+    jobs.clear();
+    compute.max(landed)
 }
