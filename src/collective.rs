@@ -4,14 +4,14 @@
 //! An algorithm implements one collective ([`crate::algos::registry_of`]); the same id
 //! (`ring`, `binomial_tree`) may exist for several. Every collective here is in place on
 //! each rank's vector of n elements, S = n e bytes, cut into P blocks by
-//! [`crate::algos::block`] where it scatters or gathers.
+//! [`crate::sim::op::block`] where it scatters or gathers.
 
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use crate::algos::block;
 use crate::sim::data::{self, Expectation, Expectations};
+use crate::sim::op::block;
 
 /// The collective a scenario (or one of its algorithm entries) runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

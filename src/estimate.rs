@@ -32,11 +32,11 @@
 
 use crate::algos::{Params, Problem};
 use crate::collective::Collective;
-use crate::runner::Point;
-use crate::scenario::units::fmt_bytes;
+use crate::results::Point;
 use crate::scenario::{DataMode, Scenario};
 use crate::sim::data::SAMPLE_GRID;
 use crate::timeline::{DETAIL_MAX_RANKS, MAX_INTERVALS};
+use crate::units::fmt_bytes;
 
 /// Engine state per rank, bytes: its program, port and message queues, counters.
 pub const ENGINE_BYTES_PER_RANK: u64 = 1024;

@@ -20,12 +20,12 @@ use std::fmt::Write as _;
 use crate::algos::{self, Machine, Params, Problem};
 use crate::collective::Collective;
 use crate::cost_model;
-use crate::scenario::units::{fmt_bandwidth, fmt_bytes, fmt_time};
 use crate::scenario::{ParamValue, TopologySpec};
 use crate::sim::op::{Action, Op, Rank, Region, VEC};
 use crate::sim::simulate;
 use crate::timeline::Recorder;
 use crate::topology::{self, FullyConnected, Link, Topology};
+use crate::units::{fmt_bandwidth, fmt_bytes, fmt_time};
 
 /// The most ranks `explain` prints a schedule for.
 pub const MAX_RANKS: usize = 256;

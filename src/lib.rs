@@ -19,10 +19,13 @@ pub mod plots;
 #[cfg(feature = "python")]
 mod python;
 pub mod report;
+pub mod results;
 pub mod runner;
 pub mod scenario;
 pub mod select;
+pub mod selectors;
 pub mod shard;
 pub mod sim;
 pub mod timeline;
 pub mod topology;
+pub mod units;

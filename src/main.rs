@@ -558,7 +558,11 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
             let memory_limit = check_memory(&s, shard, max_memory.as_deref())?;
             // --trace and --gantt record one algorithm: on a selector's point, its pick.
             let picked = if trace.is_some() || gantt.is_some() {
-                select::pick_single(&s).map_err(BadInput)?.map(|(one, note)| {
+                select::pick_single(&s, &|s: &Scenario, pt: &runner::Point| {
+                    runner::run_point_observed(s, pt, &mut allreduce_sim::sim::engine::NoObserver)
+                })
+                .map_err(BadInput)?
+                .map(|(one, note)| {
                     eprintln!("{note}");
                     one
                 })

@@ -25,8 +25,8 @@ use crate::algos::{self, Algorithm, Machine, Params, Problem};
 use crate::causality::Causality;
 use crate::cost_model;
 use crate::report::{LinkReport, LinkUse, MAX_LISTED_LINKS, PointResult, Report};
+use crate::results::Shard;
 use crate::scenario::{DataMode, Scenario};
-use crate::shard::Shard;
 use crate::sim::data::{DataConfig, DataPlane, OpLog, Verification, generate, sample_positions, verify_log};
 use crate::sim::engine::{MessageInfo, NoObserver, Observer};
 use crate::sim::{Network, simulate_logged, simulate_on};
@@ -36,31 +36,11 @@ use crate::topology::{self, Proto, Topology};
 // The engine keeps per-rank received bytes exactly where the report lists them.
 const _: () = assert!(crate::sim::engine::PER_RANK_MAX == DETAIL_MAX_RANKS);
 
-/// One point of a sweep.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Point {
-    /// Index into `scenario.algorithms`.
-    pub algo: usize,
-    /// P.
-    pub ranks: usize,
-    /// S, bytes per rank.
-    pub bytes: u64,
-}
+pub use crate::results::Point;
 
-/// Every point of `s`, in sweep order. A barrier moves no data, so it runs once per rank
-/// count, with the first size, not once per size.
+/// Every point of `s`, in sweep order ([`Scenario::points`]).
 pub fn points(s: &Scenario) -> Vec<Point> {
-    let mut out = Vec::new();
-    for &ranks in &s.ranks {
-        for (i, &bytes) in s.sizes.iter().enumerate() {
-            for (algo, spec) in s.algorithms.iter().enumerate() {
-                if i == 0 || spec.collective.has_data() {
-                    out.push(Point { algo, ranks, bytes });
-                }
-            }
-        }
-    }
-    out
+    s.points()
 }
 
 /// Run every point of `s`.
@@ -145,7 +125,14 @@ pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
         if serial { pts.iter().map(one).collect() } else { pts.par_iter().map(one).collect() };
     // The selectors' algorithms run as the points did: one at a time when they had to.
     let tick = || progress.tick(0);
-    crate::select::fill_with(s, &pts, &mut results, &crate::select::FillOptions { serial, tick: Some(&tick) });
+    let unobserved = |s: &Scenario, pt: &Point| run_point_observed(s, pt, &mut NoObserver);
+    crate::select::fill_with(
+        s,
+        &pts,
+        &mut results,
+        &unobserved,
+        &crate::select::FillOptions { serial, tick: Some(&tick) },
+    );
     progress.finish();
     // Stopped: the points that finished, in sweep order.
     let interrupted = results.iter().any(Option::is_none);

@@ -5,56 +5,10 @@
 //! is `I` modulo `N` (0-based), so every shard gets a similar mix of small and large
 //! points. Its report records `"shard": {"index": I, "count": N}`.
 
-use std::fmt;
-use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
-
 use crate::report::Report;
 use crate::runner;
 
-/// Which part of a sweep a run covers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Shard {
-    /// I, 0-based, below `count`.
-    pub index: usize,
-    /// N, at least 1.
-    pub count: usize,
-}
-
-impl Shard {
-    /// Whether the point at `index` in sweep order belongs to this shard.
-    pub fn contains(&self, index: usize) -> bool {
-        index % self.count == self.index
-    }
-}
-
-impl fmt::Display for Shard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
-    }
-}
-
-impl FromStr for Shard {
-    type Err = String;
-
-    /// `I/N`, `0 <= I < N`.
-    fn from_str(s: &str) -> Result<Self, String> {
-        let form = "write it I/N: shard I (0-based) of N, with 0 <= I < N, e.g. 0/4";
-        let (i, n) = s.split_once('/').ok_or_else(|| format!("'{s}' is not I/N; {form}"))?;
-        let num = |t: &str, what: &str| {
-            t.trim().parse::<usize>().map_err(|_| format!("{what} '{}' is not a whole number; {form}", t.trim()))
-        };
-        let (index, count) = (num(i, "shard index")?, num(n, "shard count")?);
-        if count == 0 {
-            return Err(format!("the shard count must be at least 1; {form}"));
-        }
-        if index >= count {
-            return Err(format!("shard index {index} is not below the count {count} (indices are 0-based); {form}"));
-        }
-        Ok(Shard { index, count })
-    }
-}
+pub use crate::results::Shard;
 
 /// Why shards cannot be merged.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

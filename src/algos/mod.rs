@@ -44,30 +44,11 @@ pub(crate) use torus::{Grid2, MeshPlan, TorusPlan};
 pub(crate) use tree::binomial as binomial_shape;
 
 use crate::collective::Collective;
-use crate::sim::op::{Program, Rank, Region};
+/// The problem and the even blocks belong to the engine's layer; these paths still name them.
+pub use crate::sim::Problem;
+pub use crate::sim::op::{Blocks, block};
+use crate::sim::op::{Program, Rank};
 use crate::topology::Topology;
-
-/// The problem an algorithm solves: P ranks, n elements of e bytes each.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Problem {
-    /// P.
-    pub ranks: usize,
-    /// n, elements per rank.
-    pub elems: usize,
-    /// e, bytes per element.
-    pub elem_bytes: usize,
-}
-
-impl Problem {
-    /// S = n e, bytes per rank.
-    pub fn bytes(&self) -> f64 {
-        (self.elems * self.elem_bytes) as f64
-    }
-    /// Bytes in `elems` elements.
-    pub fn b(&self, elems: usize) -> f64 {
-        (elems * self.elem_bytes) as f64
-    }
-}
 
 /// The machine as a cost model sees it.
 #[derive(Clone, Copy, Debug)]
@@ -112,6 +93,16 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     /// The most rounded additions any result element goes through in sequence:
     /// the height of its summation tree, which sets the error bound.
     fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize;
+}
+
+/// Every algorithm is a set of per-rank programs the engine runs.
+impl<A: Algorithm + ?Sized> crate::sim::Programs for A {
+    fn rank_program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
+        self.program(rank, p, topo)
+    }
+    fn scratch_elems(&self, p: &Problem) -> Vec<usize> {
+        self.scratch(p)
+    }
 }
 
 /// The ids of NCCL's algorithms as NCCL runs them (docs/nccl.md), which `auto` leaves
@@ -239,33 +230,6 @@ pub fn build_for(c: Collective, id: &str, mut params: Params) -> Result<Box<dyn 
     let algo = (info.build)(&mut params)?;
     params.finish(info)?;
     Ok(algo)
-}
-
-/// Block `i` of `n` elements cut into `parts` blocks as evenly as possible:
-/// the first `n % parts` blocks get one element more (as MPICH does).
-pub fn block(n: usize, parts: usize, i: usize) -> Region {
-    Blocks::new(n, parts).get(i)
-}
-
-/// The blocks of [`block`] for one `(n, parts)`, divided once: a program that looks up
-/// a block at every step keeps this instead of dividing each time.
-#[derive(Clone, Copy, Debug)]
-pub struct Blocks {
-    q: usize,
-    r: usize,
-}
-
-impl Blocks {
-    /// `n` elements cut into `parts` blocks.
-    pub fn new(n: usize, parts: usize) -> Self {
-        Blocks { q: n / parts, r: n % parts }
-    }
-
-    /// Block `i`, as [`block`] gives it.
-    pub fn get(&self, i: usize) -> Region {
-        let (q, r) = (self.q, self.r);
-        Region::vec(i * q + i.min(r), q + usize::from(i < r))
-    }
 }
 
 /// `ceil(log2 p)`, with `clog2(1) == 0`.

@@ -129,7 +129,7 @@ pub const INFO: AlgoInfo = AlgoInfo {
 
 /// What `explain nccl_ring` prints above the schedule: each channel's ring, `|` between
 /// nodes, and its loops and chunk.
-pub(crate) fn describe(params: &[(String, crate::scenario::ParamValue)], p: &Problem, topo: &dyn Topology) -> String {
+pub(crate) fn describe(params: &[(String, crate::units::ParamValue)], p: &Problem, topo: &dyn Topology) -> String {
     let Ok(algo) = NcclRing::from_params(&mut Params::new(params.to_vec())) else { return String::new() };
     let plan = algo.plan(p, topo);
     if p.ranks == 0 || !p.ranks.is_multiple_of(plan.g) {

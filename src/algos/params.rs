@@ -1,8 +1,8 @@
 //! Algorithm parameters as written in a scenario, taken one by one by the builder.
 
 use super::AlgoInfo;
-use crate::scenario::ParamValue;
-use crate::scenario::units;
+use crate::units;
+use crate::units::ParamValue;
 
 /// A parameter that is unknown, malformed or out of range.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

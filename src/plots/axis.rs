@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 
-use crate::scenario::units::{fmt_bandwidth, fmt_bytes, fmt_time};
+use crate::units::{fmt_bandwidth, fmt_bytes, fmt_time};
 
 /// A linear plotters axis over `lo..hi` whose grid lines are exactly the ticks we give:
 /// `bold` (labelled) and `light` (grid only).

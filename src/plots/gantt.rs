@@ -14,9 +14,9 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::axis::{Quantity, TickRange, format_value, nice_step};
 use super::style::{self, Chart, Key, de, text};
 use crate::runner;
-use crate::scenario::units::fmt_bytes;
 use crate::scenario::{DataMode, Scenario};
 use crate::timeline::Timeline;
+use crate::units::fmt_bytes;
 
 /// The most ranks a Gantt chart draws.
 pub const MAX_RANKS: usize = 64;

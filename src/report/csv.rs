@@ -131,7 +131,7 @@ fn opt_bool(b: Option<bool>) -> String {
 /// characters other than line breaks are escaped (`\u{1b}`), so that a name cannot
 /// drive the terminal the CSV is printed on.
 fn text(s: &str) -> String {
-    let s = crate::scenario::units::escape_controls(s);
+    let s = crate::units::escape_controls(s);
     if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.into_owned() }
 }
 
@@ -192,7 +192,7 @@ mod tests {
     fn header_matches_json_field_names() {
         // Every CSV column is a field of the JSON result, or of its selection, spelled the same.
         let json = serde_json::to_value(fixtures::point("ring", 8, 1.0)).unwrap();
-        let selection = serde_json::to_value(crate::select::Selection::default()).unwrap();
+        let selection = serde_json::to_value(crate::results::Selection::default()).unwrap();
         for c in COLUMNS {
             assert!(json.get(c).is_some() || selection.get(c).is_some(), "{c} is not a JSON field");
         }

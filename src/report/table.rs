@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use super::{Exporter, PointResult, Report};
 use crate::collective::Collective;
-use crate::scenario::units::{fmt_bandwidth, fmt_bytes, fmt_time};
 use crate::scenario::{DataMode, Scenario, TopologySpec};
+use crate::units::{fmt_bandwidth, fmt_bytes, fmt_time};
 
 /// Aligned text tables, humanised units, no colours.
 #[derive(Clone, Copy, Debug, Default)]
@@ -75,7 +75,7 @@ impl Exporter for Table {
             let _ = writeln!(out, "{n} {points}, {} failed", failed.len());
         }
         // Names and reasons come from the scenario: no escape sequence reaches the terminal.
-        crate::scenario::units::escape_controls(&out).into_owned()
+        crate::units::escape_controls(&out).into_owned()
     }
 }
 

@@ -14,7 +14,7 @@
 //!   seconds.
 
 use super::Scenario;
-use crate::scenario::units::{fmt_bandwidth, fmt_bytes, fmt_time};
+use crate::units::{fmt_bandwidth, fmt_bytes, fmt_time};
 
 /// How many messages of the largest size the bounds allow for on `ranks` ranks.
 fn worst_messages(ranks: u64) -> u128 {

@@ -6,17 +6,18 @@
 
 pub mod limits;
 mod parse;
-mod topo_spec;
-pub mod units;
 
+/// The machine as written lives with the topologies it builds; these paths still name it.
+pub use crate::topology::spec::{EdgeSpec, GraphLinkSpec, GraphNodeSpec, LevelSpec, NodeKind, NodeSpec, TopologySpec};
 pub use parse::{MAX_SCENARIO_BYTES, Overrides, SNIPPET_WIDTH, ScenarioError, load_file, parse_str};
-pub use topo_spec::{EdgeSpec, GraphLinkSpec, GraphNodeSpec, LevelSpec, NodeKind, NodeSpec};
 
 use serde::{Deserialize, Serialize};
 
 pub use crate::collective::Collective;
+use crate::results::Point;
 use crate::sim::data::{Init, ReduceOp};
-use crate::topology::{Link, Placement, RankOrder};
+/// Units and parameter values live below every module that reads them; these paths still name them.
+pub use crate::units::{self, ParamValue};
 
 /// A validated scenario. Every field is resolved to base units (seconds, bytes,
 /// bytes per second); the run needs nothing else.
@@ -47,120 +48,22 @@ pub struct Scenario {
     pub check: CheckSpec,
 }
 
-/// The interconnect as the scenario describes it (before ranks are fixed).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum TopologySpec {
-    /// One link class between every pair of ranks.
-    FullyConnected {
-        /// Latency and bandwidth.
-        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
-        link: Link,
-        /// Ports per rank.
-        nics: u32,
-    },
-    /// Levels, innermost first; two ranks talk at the level of their innermost common
-    /// group ([`crate::topology::Hierarchical`]).
-    Hierarchical {
-        /// The levels, innermost first.
-        levels: Vec<LevelSpec>,
-        /// Ports of every rank that leads no group whose level sets its own.
-        nics: u32,
-    },
-    /// A `rows x cols` grid with wrap-around links, row-major ([`crate::topology::Grid`]).
-    Torus2d {
-        /// `[rows, cols]`; without it each rank count is laid out as squarely as it divides.
-        dims: Option<[usize; 2]>,
-        /// The link between neighbours; `h` hops cost `h alpha + m / B`.
-        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
-        link: Link,
-        /// Ports per rank.
-        nics: u32,
-    },
-    /// A `rows x cols` grid without wrap-around links, row-major.
-    Mesh2d {
-        /// `[rows, cols]`; without it each rank count is laid out as squarely as it divides.
-        dims: Option<[usize; 2]>,
-        /// The link between neighbours; `h` hops cost `h alpha + m / B`.
-        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
-        link: Link,
-        /// Ports per rank.
-        nics: u32,
-    },
-    /// A ring: rank r is next to r - 1 and r + 1 (mod P).
-    Ring {
-        /// The link between neighbours; `h` hops cost `h alpha + m / B`.
-        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
-        link: Link,
-        /// Ports per rank.
-        nics: u32,
-    },
-    /// Nodes and links listed by hand, every node a rank, routed by fewest hops: a
-    /// [`crate::topology::Graph`] of hosts only ([`crate::topology::Graph::custom`]).
-    Custom {
-        /// The nodes, in rank order.
-        nodes: Vec<NodeSpec>,
-        /// The undirected links between them.
-        links: Vec<EdgeSpec>,
-        /// Ports of every node that does not set its own.
-        nics: u32,
-    },
-    /// Hosts and switches joined by full-duplex links, ranks placed on hosts, routed by
-    /// fewest hops ([`crate::topology::Graph`]).
-    Graph {
-        /// The nodes, in the order that breaks ties between routes.
-        nodes: Vec<GraphNodeSpec>,
-        /// The undirected links between them.
-        links: Vec<GraphLinkSpec>,
-        /// Which hosts the ranks run on.
-        placement: Placement,
-        /// Ports of every host that does not set its own.
-        nics: u32,
-    },
-    /// A two-tier fat tree: hosts under leaf switches, every leaf linked to every spine
-    /// ([`crate::topology::FatTree`]).
-    FatTree {
-        /// Hosts under each leaf.
-        hosts_per_leaf: usize,
-        /// Leaf switches.
-        leaves: usize,
-        /// Spine switches.
-        spines: usize,
-        /// Each host's link to its leaf.
-        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
-        link: Link,
-        /// Each leaf's link to each spine.
-        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
-        uplink: Link,
-        /// The order of hosts the ranks take.
-        placement: RankOrder,
-        /// Ports per host.
-        nics: u32,
-    },
-    /// GPU nodes joined inside by NVSwitch, PCIe or NVLink and across by NICs on rails
-    /// ([`crate::topology::Cluster`], docs/gpu-clusters.md).
-    Cluster(crate::topology::ClusterSpec),
-}
-
-fn ser_link<S: serde::Serializer>(l: &Link, s: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeStruct;
-    let mut st = s.serialize_struct("Link", 2)?;
-    st.serialize_field("alpha_s", &l.alpha)?;
-    st.serialize_field("bandwidth_Bps", &l.bandwidth)?;
-    st.end()
-}
-
-/// The inverse of [`ser_link`], so that a report's scenario reads back (`merge`).
-fn de_link<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Link, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Repr {
-        alpha_s: f64,
-        #[serde(rename = "bandwidth_Bps")]
-        bandwidth_bps: f64,
+impl Scenario {
+    /// Every point, in sweep order. A barrier moves no data, so it runs once per rank
+    /// count, with the first size, not once per size.
+    pub fn points(&self) -> Vec<Point> {
+        let mut out = Vec::new();
+        for &ranks in &self.ranks {
+            for (i, &bytes) in self.sizes.iter().enumerate() {
+                for (algo, spec) in self.algorithms.iter().enumerate() {
+                    if i == 0 || spec.collective.has_data() {
+                        out.push(Point { algo, ranks, bytes });
+                    }
+                }
+            }
+        }
+        out
     }
-    let r = Repr::deserialize(d)?;
-    Ok(Link { alpha: r.alpha_s, bandwidth: r.bandwidth_bps })
 }
 
 /// `network.model`.
@@ -316,10 +219,10 @@ impl ProtocolChoice {
     }
     /// NCCL's algorithm that our algorithm `name` of collective `c` runs, for `auto`: an
     /// algorithm NCCL's model weighs for `c` whose counterpart is `name`
-    /// ([`crate::select::nccl::Algo::ours`]), or NCCL's own by name (`nccl_ring`,
+    /// ([`crate::selectors::nccl::Algo::ours`]), or NCCL's own by name (`nccl_ring`,
     /// `nccl_tree`, `pat`).
-    pub fn nccl_algo(c: Collective, name: &str) -> Option<crate::select::nccl::Algo> {
-        use crate::select::nccl::{self, Algo};
+    pub fn nccl_algo(c: Collective, name: &str) -> Option<crate::selectors::nccl::Algo> {
+        use crate::selectors::nccl::{self, Algo};
         let own = match name {
             "nccl_ring" => Some(Algo::Ring),
             "nccl_tree" => Some(Algo::Tree),
@@ -341,11 +244,11 @@ impl ProtocolChoice {
         bytes: u64,
         avg: bool,
     ) -> Result<crate::topology::Proto, String> {
-        use crate::select::nccl;
+        use crate::selectors::nccl;
         let ProtocolChoice::Fixed(p) = self else {
             let algo = ProtocolChoice::nccl_algo(c, name)
                 .ok_or_else(|| format!("protocol: auto: NCCL has no counterpart of '{name}'"))?;
-            let np = crate::select::selector_params("nccl_model", &[]).map_err(|e| e.message)?;
+            let np = crate::selectors::selector_params("nccl_model", &[]).map_err(|e| e.message)?;
             let mut x = nccl::Inputs { avg, ..nccl::Inputs::of(topo, np.channels, np.arch) };
             if let Some((nodes, gpus)) = topo.node_shape() {
                 let gbps = |b: f64| b / 1e9;
@@ -375,26 +278,4 @@ impl ProtocolChoice {
 
 fn allreduce() -> Collective {
     Collective::Allreduce
-}
-
-/// A parameter's value as written: numbers and strings; units are parsed by the algorithm.
-#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
-#[serde(untagged)]
-pub enum ParamValue {
-    /// A whole number.
-    Int(u64),
-    /// A number with a fraction.
-    Float(f64),
-    /// Anything else (`256KiB`, `fold`).
-    Str(String),
-}
-
-impl std::fmt::Display for ParamValue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ParamValue::Int(v) => write!(f, "{v}"),
-            ParamValue::Float(v) => write!(f, "{v}"),
-            ParamValue::Str(s) => f.write_str(s),
-        }
-    }
 }

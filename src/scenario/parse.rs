@@ -742,7 +742,7 @@ fn algo_entry(src: &Src, entry: Spanned<RawAlgo>, collective: Collective) -> Res
         ));
     }
     let protocol = protocol.map(|(p, _)| p);
-    if let Err(e) = crate::select::check(collective, &name, &params) {
+    if let Err(e) = crate::selectors::check(collective, &name, &params) {
         // An unknown parameter is shown at its key, a bad value at the value.
         let at_key = e.message.starts_with("unknown parameter");
         let loc = e
@@ -1137,7 +1137,7 @@ impl Overrides {
                 seen.push(id);
                 let from_file: Vec<AlgoSpec> = s.algorithms.iter().filter(|a| a.name == id).cloned().collect();
                 if from_file.is_empty() {
-                    crate::select::check(s.collective, id, &[]).map_err(|e| ScenarioError::flag(FLAG, e.message))?;
+                    crate::selectors::check(s.collective, id, &[]).map_err(|e| ScenarioError::flag(FLAG, e.message))?;
                     let (name, collective) = (id.to_string(), s.collective);
                     out.push(AlgoSpec {
                         name,
@@ -1157,7 +1157,7 @@ impl Overrides {
         }
         if self.collective.is_some() {
             for a in &s.algorithms {
-                if let Err(e) = crate::select::check(a.collective, &a.name, &a.params) {
+                if let Err(e) = crate::selectors::check(a.collective, &a.name, &a.params) {
                     let at = if a.location.is_empty() { String::new() } else { format!(" ({})", a.location) };
                     return Err(ScenarioError::flag(
                         "--collective",

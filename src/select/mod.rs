@@ -7,7 +7,7 @@
 //!   time beside our simulation ([`nccl`]).
 //!
 //! A selector never simulates anything itself: the runner runs the candidates like any
-//! other point ([`fill`]) and a selector's row is a copy of its choice's result, named
+//! other point, through the [`RunPoint`] it hands to [`fill`] and a selector's row is a copy of its choice's result, named
 //! after the selector and carrying a [`Selection`]. Every row of a point, selector or
 //! not, gets the point's `best_algorithm`, `runner_up` and `margin` ([`rank`]).
 //!
@@ -15,172 +15,26 @@
 //! list` shows first wins, then the label in byte order (`ring` before
 //! `ring(segments=4)`).
 
-pub mod nccl;
-pub mod ompi;
 pub mod tune;
 
 use std::collections::BTreeMap;
 
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
 
-use crate::algos::{self, ParamError, Params};
+use crate::algos::{self, Params};
 use crate::collective::Collective;
-use crate::report::PointResult;
-use crate::runner::{self, Point};
+use crate::results::{Point, PointResult};
 use crate::scenario::{AlgoSpec, ParamValue, Scenario};
 use crate::sim::data::ReduceOp;
-use crate::sim::engine::NoObserver;
 use crate::topology;
 
 /// Times within this relative difference are a tie (as the table's `*`).
 pub const TIE: f64 = 1e-9;
 
-/// What `list` shows of a selector.
-pub struct SelectorInfo {
-    /// Its id in `algorithms:`.
-    pub id: &'static str,
-    /// What it picks.
-    pub summary: &'static str,
-    /// Where its rules come from.
-    pub source: &'static str,
-    /// The collectives it chooses for.
-    pub covers: &'static str,
-    /// Its parameters: `name=default: meaning`.
-    pub params: &'static [&'static str],
-}
+pub(crate) use crate::selectors::selector_params;
+pub use crate::selectors::{SELECTORS, SelectorInfo, check, covers, is_selector, nccl, ompi};
 
-/// Every selector, in the order `list` shows them.
-pub const SELECTORS: [SelectorInfo; 3] = [
-    SelectorInfo {
-        id: "auto",
-        summary: "simulates every algorithm of the collective at each point and shows the fastest, its runner-up and \
-                  the margin",
-        source: "ours",
-        covers: "every collective",
-        params: &[],
-    },
-    SelectorInfo {
-        id: "ompi_fixed",
-        summary: "the algorithm Open MPI's fixed decision runs for this P and S (with its fallbacks), and how far it \
-                  is from auto's",
-        source: "Open MPI 4.1.4, ompi/mca/coll/tuned/coll_tuned_decision_fixed.c and the algorithms of \
-                 ompi/mca/coll/base/",
-        covers: "every collective (n/a, with the reason, where Open MPI runs an algorithm we lack)",
-        params: &[],
-    },
-    SelectorInfo {
-        id: "nccl_model",
-        summary: "the (algorithm, protocol) of least time in NCCL's tuning model; allreduce ring -> nccl_ring, tree \
-                  -> nccl_tree, with that protocol and the channels; reduce_scatter and allgather ring -> ring, pat -> halving_doubling; broadcast \
-                  and reduce ring -> chain in NCCL's chunks; NCCL's predicted time beside our simulation",
-        source: "NCCL 2.30.7, src/graph/tuning.cc and src/enqueue.cc",
-        covers: "allreduce, reduce_scatter, allgather, broadcast, reduce (NCCL has no barrier)",
-        params: &[
-            "channels=2: NCCL channels; the bus bandwidth is the link's, shared by them (sets the per-channel caps); \
-             the allreduce runs with as many",
-            "arch=hopper: GPU generation whose constants apply: volta, ampere, hopper, blackwell",
-        ],
-    },
-];
-
-/// Whether `id` is a selector rather than an algorithm.
-pub fn is_selector(id: &str) -> bool {
-    SELECTORS.iter().any(|s| s.id == id)
-}
-
-/// Whether selector `id` chooses for collective `c`.
-pub fn covers(id: &str, c: Collective) -> bool {
-    match id {
-        "auto" | "ompi_fixed" => true,
-        "nccl_model" => !nccl::algorithms(c).is_empty(),
-        _ => c == Collective::Allreduce,
-    }
-}
-
-/// Check an `algorithms:` entry of collective `c`: a selector's parameters, or build the
-/// algorithm once. The scenario parser and `--algorithms` call this instead of
-/// [`algos::build_for`].
-pub fn check(c: Collective, id: &str, params: &[(String, ParamValue)]) -> Result<(), ParamError> {
-    if is_selector(id) {
-        if !covers(id, c) {
-            let covered: Vec<&str> = Collective::ALL.iter().filter(|&&o| covers(id, o)).map(|o| o.name()).collect();
-            let why = if id == "nccl_model" { " (NCCL has no barrier collective)" } else { "" };
-            return Err(ParamError::new(
-                None,
-                format!("selector '{id}' chooses for {} only, not for {c}{why}", covered.join(", ")),
-            ));
-        }
-        selector_params(id, params).map(|_| ())
-    } else {
-        algos::build_for(c, id, Params::new(params.to_vec())).map(|_| ())
-    }
-}
-
-/// `nccl_model`'s parameters (defaults for the other selectors, which take none).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct NcclParams {
-    pub(crate) channels: u32,
-    pub(crate) arch: nccl::Arch,
-}
-
-pub(crate) fn selector_params(id: &str, params: &[(String, ParamValue)]) -> Result<NcclParams, ParamError> {
-    let mut p = Params::new(params.to_vec());
-    let mut out = NcclParams { channels: 2, arch: nccl::Arch::Hopper };
-    if id == "nccl_model" {
-        let channels = p.count("channels", 2)?;
-        out.channels = u32::try_from(channels)
-            .ok()
-            .filter(|&c| c <= 64)
-            .ok_or_else(|| ParamError::new(Some("channels"), format!("'channels' must be 1 to 64, not {channels}")))?;
-        let names: Vec<&'static str> = nccl::Arch::NAMES.iter().map(|(n, _)| *n).collect();
-        let mut ordered = vec!["hopper"];
-        ordered.extend(names.iter().filter(|n| **n != "hopper"));
-        let arch = p.choice("arch", &ordered)?;
-        out.arch = nccl::Arch::NAMES.iter().find(|(n, _)| *n == arch).map_or(nccl::Arch::Hopper, |(_, a)| *a);
-    }
-    let info = SELECTORS.iter().find(|s| s.id == id);
-    let left: Vec<(String, ParamValue)> = params
-        .iter()
-        .filter(|(k, _)| !info.is_some_and(|i| i.params.iter().any(|d| d.split(['=', ':']).next() == Some(k))))
-        .cloned()
-        .collect();
-    if let Some((key, _)) = left.first() {
-        let allowed = match info {
-            Some(i) if !i.params.is_empty() => {
-                let names: Vec<_> = i.params.iter().map(|d| d.split(['=', ':']).next().unwrap_or(d)).collect();
-                format!("allowed: {}", names.join(", "))
-            }
-            _ => "it takes none".to_string(),
-        };
-        return Err(ParamError::new(Some(key), format!("unknown parameter '{key}' for selector '{id}'; {allowed}")));
-    }
-    Ok(out)
-}
-
-/// What a selector chose at one point: carried by its row (docs/report.md).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Selection {
-    /// Our algorithm whose simulation the row shows, with its parameters
-    /// (`halving_doubling`, `ring_segmented(segment=4096)`).
-    pub selected: String,
-    /// The library the choice follows, with its version (`Open MPI 4.1.4`); none for `auto`.
-    #[serde(default)]
-    pub library: Option<String>,
-    /// The library's choice in its own words (`6 rabenseifner`, `tree/ll128`), with
-    /// Open MPI's fallbacks (`5 segmented_ring -> ... -> 4 ring`).
-    #[serde(default)]
-    pub library_choice: Option<String>,
-    /// `time_s / best_time_s - 1`: how much slower than the fastest algorithm
-    /// simulated at this point (0 for `auto`).
-    #[serde(deserialize_with = "crate::report::nan_if_null")]
-    pub vs_best: f64,
-    /// `nccl_model`: NCCL's predicted time for its choice, seconds.
-    #[serde(default)]
-    pub predicted_s: Option<f64>,
-    /// Algorithms simulated at this point to choose from (not applicable ones left out).
-    pub candidates: usize,
-}
+pub use crate::results::Selection;
 
 /// The key that orders tied algorithms of collective `c`: the position in `list`, then
 /// the label.
@@ -270,14 +124,18 @@ fn label_of(c: Collective, id: &str, params: &[(String, ParamValue)]) -> String 
     }
 }
 
-/// One point of `s` for algorithm `spec`, run as the runner runs a listed one (without
-/// the timeline: these rows are not shown).
-pub fn run_spec(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> PointResult {
+/// How one point is simulated: the runner hands its own (`run_point_observed`, without
+/// the timeline: these rows are not shown). Selectors post-process results; taking the
+/// runner as a function keeps them below it.
+pub type RunPoint<'a> = &'a (dyn Fn(&Scenario, &Point) -> PointResult + Sync);
+
+/// One point of `s` for algorithm `spec`, run by `run` as the runner runs a listed one.
+pub fn run_spec(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64, run: RunPoint<'_>) -> PointResult {
     let mut one = s.clone();
     one.algorithms = vec![spec.clone()];
     one.ranks = vec![ranks];
     one.sizes = vec![bytes];
-    runner::run_point_observed(&one, &Point { algo: 0, ranks, bytes }, &mut NoObserver)
+    run(&one, &Point { algo: 0, ranks, bytes })
 }
 
 /// What a selector asks to have simulated at a point: our algorithm (id, parameters),
@@ -489,12 +347,18 @@ pub struct FillOptions<'a> {
 /// The selector rows of a run: run what they need and fill them in, then rank every
 /// point ([`rank`]). `results[i]` is point `pts[i]`'s result, `None` where the run
 /// stopped before it; a selector's slot holds a placeholder until now.
-pub fn fill(s: &Scenario, pts: &[Point], results: &mut [Option<PointResult>]) {
-    fill_with(s, pts, results, &FillOptions::default());
+pub fn fill(s: &Scenario, pts: &[Point], results: &mut [Option<PointResult>], run: RunPoint<'_>) {
+    fill_with(s, pts, results, run, &FillOptions::default());
 }
 
 /// [`fill`], running the selectors' algorithms as `opts` says.
-pub fn fill_with(s: &Scenario, pts: &[Point], results: &mut [Option<PointResult>], opts: &FillOptions<'_>) {
+pub fn fill_with(
+    s: &Scenario,
+    pts: &[Point],
+    results: &mut [Option<PointResult>],
+    run_point: RunPoint<'_>,
+    opts: &FillOptions<'_>,
+) {
     let listed = |i: usize| results[i].as_ref().filter(|r| !is_selector(&r.algorithm)).map(|r| r.algorithm.clone());
     let Plan { groups: selector_groups, wishes, jobs } = plan(s, pts, |i| results[i].is_some(), listed);
     if selector_groups.is_empty() {
@@ -503,7 +367,7 @@ pub fn fill_with(s: &Scenario, pts: &[Point], results: &mut [Option<PointResult>
     }
     let run = |j: &Job| {
         let (_, ranks, bytes) = selector_groups[j.group].0;
-        let r = run_spec(s, &j.spec, ranks, bytes);
+        let r = run_spec(s, &j.spec, ranks, bytes, run_point);
         if let Some(tick) = opts.tick {
             tick();
         }
@@ -619,8 +483,8 @@ fn rank_some(results: &mut [Option<PointResult>]) {
 /// of `s` is a selector's, the algorithm it picks there (`auto` simulates every
 /// algorithm of the collective, timing only, to find it) as the scenario to record, with
 /// a line for standard error that says so; `None` when the point is an algorithm's.
-pub fn pick_single(s: &Scenario) -> Result<Option<(Scenario, String)>, String> {
-    let pts = runner::points(s);
+pub fn pick_single(s: &Scenario, run: RunPoint<'_>) -> Result<Option<(Scenario, String)>, String> {
+    let pts = s.points();
     let [pt] = &pts[..] else { return Ok(None) };
     let spec = &s.algorithms[pt.algo];
     if !is_selector(&spec.name) {
@@ -635,7 +499,8 @@ pub fn pick_single(s: &Scenario) -> Result<Option<(Scenario, String)>, String> {
             let mut timing = s.clone();
             timing.data.mode = crate::scenario::DataMode::Off;
             let specs = candidate_specs(s, pt);
-            let runs: Vec<PointResult> = specs.par_iter().map(|c| run_spec(&timing, c, pt.ranks, pt.bytes)).collect();
+            let runs: Vec<PointResult> =
+                specs.par_iter().map(|c| run_spec(&timing, c, pt.ranks, pt.bytes, run)).collect();
             let ok: Vec<Timed<'_>> = runs
                 .iter()
                 .filter(|r| r.not_applicable.is_none() && r.failures.is_empty())
@@ -656,7 +521,7 @@ pub fn pick_single(s: &Scenario) -> Result<Option<(Scenario, String)>, String> {
         "{} picks {label} at P = {}, S = {}: recording {label} (name it in --algorithms to record it directly)",
         spec.name,
         pt.ranks,
-        crate::scenario::units::fmt_bytes(pt.bytes)
+        crate::units::fmt_bytes(pt.bytes)
     );
     Ok(Some((one, note)))
 }

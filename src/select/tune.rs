@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 use super::{SELECTORS, is_selector, nccl, ompi};
 use crate::collective::Collective;
 use crate::report::{PointResult, Report};
-use crate::scenario::units::{fmt_bytes, fmt_time};
 use crate::scenario::{AlgoSpec, Scenario};
 use crate::topology;
+use crate::units::{fmt_bytes, fmt_time};
 
 /// What `tune --emit` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

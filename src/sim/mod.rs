@@ -1,8 +1,10 @@
 //! The event engine and the data plane.
 //!
-//! [`simulate`] runs one algorithm on one machine for one problem: it builds every
-//! rank's program, fills the vectors, runs the [`engine::Engine`], and hands back the
-//! engine's statistics and the final vectors.
+//! [`simulate`] runs one set of per-rank programs ([`Programs`]) on one machine for one
+//! problem: it builds every rank's program, fills the vectors, runs the
+//! [`engine::Engine`], and hands back the engine's statistics and the final vectors. The
+//! engine knows no algorithm: every algorithm is [`Programs`] (`crate::algos` says so),
+//! which keeps the arrows pointing from the algorithms down to the engine.
 
 pub mod data;
 pub mod engine;
@@ -14,22 +16,51 @@ pub mod queue;
 pub use network::flow;
 pub use network::{Model, Network};
 
-use crate::algos::{Algorithm, Problem};
 use crate::topology::Topology;
 use data::{DataPlane, Finals, OpLog, ReduceOp, Vectors};
 use engine::{Engine, EngineConfig, Observer, SimError, SimStats};
 use network::{NetworkModel, WithModel};
 pub use op::{Action, Op, Program, Rank, Region};
 
+/// The problem a run solves: P ranks, n elements of e bytes each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// P.
+    pub ranks: usize,
+    /// n, elements per rank.
+    pub elems: usize,
+    /// e, bytes per element.
+    pub elem_bytes: usize,
+}
+
+impl Problem {
+    /// S = n e, bytes per rank.
+    pub fn bytes(&self) -> f64 {
+        (self.elems * self.elem_bytes) as f64
+    }
+    /// Bytes in `elems` elements.
+    pub fn b(&self, elems: usize) -> f64 {
+        (elems * self.elem_bytes) as f64
+    }
+}
+
+/// What the engine runs: every rank's program and the scratch buffers they name.
+pub trait Programs {
+    /// Rank `rank`'s program on `topo` (one or more concurrent streams).
+    fn rank_program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>>;
+    /// Elements of each scratch buffer every rank needs (buffer ids 1, 2, ...).
+    fn scratch_elems(&self, p: &Problem) -> Vec<usize>;
+}
+
 /// What [`simulate`] hands back: the engine's statistics and, with data, every rank's
 /// final vector.
 pub type Outcome = (SimStats, Option<Finals>);
 
-/// Run `algo` on `topo` for problem `p`. With `inputs` (one vector of `p.elems`
+/// Run the programs of `algo` on `topo` for problem `p`. With `inputs` (one vector of `p.elems`
 /// values per rank, of any element type), the data moves for real and the final vectors
 /// are returned.
-pub fn simulate<O: Observer>(
-    algo: &dyn Algorithm,
+pub fn simulate<A: Programs + ?Sized, O: Observer>(
+    algo: &A,
     topo: &dyn Topology,
     p: Problem,
     cost_per_byte: f64,
@@ -43,8 +74,8 @@ pub fn simulate<O: Observer>(
 /// [`simulate`] with the data plane `plane` builds from the algorithm's scratch buffer
 /// sizes (a sampled one, [`DataPlane::sampled`], say); the vectors handed back are what
 /// [`DataPlane::into_finals`] gives.
-pub fn simulate_with<O: Observer>(
-    algo: &dyn Algorithm,
+pub fn simulate_with<A: Programs + ?Sized, O: Observer>(
+    algo: &A,
     topo: &dyn Topology,
     p: Problem,
     cost_per_byte: f64,
@@ -55,8 +86,8 @@ pub fn simulate_with<O: Observer>(
 }
 
 /// [`simulate_with`] on the network model `net`.
-pub fn simulate_on<O: Observer>(
-    algo: &dyn Algorithm,
+pub fn simulate_on<A: Programs + ?Sized, O: Observer>(
+    algo: &A,
     topo: &dyn Topology,
     p: Problem,
     cost_per_byte: f64,
@@ -71,8 +102,8 @@ pub fn simulate_on<O: Observer>(
 /// [`simulate_on`] keeping a log of what the run did to the data instead of doing it
 /// ([`OpLog`]): the data is generated, moved, reduced and checked afterwards, from the
 /// log ([`data::verify_log`], [`OpLog::replay`]).
-pub fn simulate_logged<O: Observer>(
-    algo: &dyn Algorithm,
+pub fn simulate_logged<A: Programs + ?Sized, O: Observer>(
+    algo: &A,
     topo: &dyn Topology,
     p: Problem,
     cost_per_byte: f64,
@@ -85,8 +116,8 @@ pub fn simulate_logged<O: Observer>(
 }
 
 /// Run the engine; hand back its statistics and the data plane as the run left it.
-fn run_engine<O: Observer>(
-    algo: &dyn Algorithm,
+fn run_engine<A: Programs + ?Sized, O: Observer>(
+    algo: &A,
     topo: &dyn Topology,
     p: Problem,
     cost_per_byte: f64,
@@ -94,7 +125,7 @@ fn run_engine<O: Observer>(
     plane: Option<impl FnOnce(&[usize]) -> DataPlane>,
     obs: &mut O,
 ) -> Result<(SimStats, Option<DataPlane>), SimError> {
-    let scratch = algo.scratch(&p);
+    let scratch = algo.scratch_elems(&p);
     let scratch_bytes = (scratch.iter().sum::<usize>() * p.elem_bytes) as u64;
     let cfg = EngineConfig { elem_bytes: p.elem_bytes, cost_per_byte, scratch_bytes, envelope: net.envelope };
     let mut plane = plane.map(|build| build(&scratch));
@@ -105,8 +136,8 @@ fn run_engine<O: Observer>(
 }
 
 /// One engine run waiting for its network model ([`network::dispatch`]).
-struct Run<'a, 'o, O: Observer> {
-    algo: &'a dyn Algorithm,
+struct Run<'a, 'o, A: Programs + ?Sized, O: Observer> {
+    algo: &'a A,
     topo: &'a dyn Topology,
     p: Problem,
     cfg: EngineConfig,
@@ -114,11 +145,11 @@ struct Run<'a, 'o, O: Observer> {
     obs: &'o mut O,
 }
 
-impl<'a, O: Observer> WithModel<'a> for Run<'a, '_, O> {
+impl<'a, A: Programs + ?Sized, O: Observer> WithModel<'a> for Run<'a, '_, A, O> {
     type Out = SimStats;
     fn run<N: NetworkModel + 'a>(self, model: N) -> Result<SimStats, SimError> {
         let Run { algo, topo, p, cfg, plane, obs } = self;
-        let programs = (0..p.ranks).map(|r| algo.program(r as Rank, p, topo));
+        let programs = (0..p.ranks).map(|r| algo.rank_program(r as Rank, p, topo));
         Engine::new(topo, cfg, model, programs, plane, obs)?.run()
     }
 }

@@ -345,6 +345,33 @@ where
     }
 }
 
+/// Block `i` of `n` elements cut into `parts` blocks as evenly as possible:
+/// the first `n % parts` blocks get one element more (as MPICH does).
+pub fn block(n: usize, parts: usize, i: usize) -> Region {
+    Blocks::new(n, parts).get(i)
+}
+
+/// The blocks of [`block`] for one `(n, parts)`, divided once: a program that looks up
+/// a block at every step keeps this instead of dividing each time.
+#[derive(Clone, Copy, Debug)]
+pub struct Blocks {
+    q: usize,
+    r: usize,
+}
+
+impl Blocks {
+    /// `n` elements cut into `parts` blocks.
+    pub fn new(n: usize, parts: usize) -> Self {
+        Blocks { q: n / parts, r: n % parts }
+    }
+
+    /// Block `i`, as [`block`] gives it.
+    pub fn get(&self, i: usize) -> Region {
+        let (q, r) = (self.q, self.r);
+        Region::vec(i * q + i.min(r), q + usize::from(i < r))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

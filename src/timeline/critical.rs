@@ -52,103 +52,12 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
-
 use super::{MAX_INTERVALS, Timeline};
-use crate::report::PointResult;
+use crate::results::PointResult;
 use crate::sim::engine::{MessageInfo, Observer};
 use crate::sim::op::Rank;
 
-/// Chains longer than this are summarised without their steps.
-pub const MAX_STEPS: usize = 512;
-
-/// What a step of the critical path is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StepKind {
-    /// A message (`rank` -> `peer`).
-    Message,
-    /// A reduction on `rank`'s compute unit.
-    Reduce,
-}
-
-/// Why a step of the critical path started when it did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WaitedFor {
-    /// Nothing: the first link of the chain.
-    Start,
-    /// The previous step's data (a delivered message, a finished reduction).
-    Data,
-    /// The compute unit, busy with the previous reduction.
-    ComputeUnit,
-    /// The sender's outgoing port, busy with the previous message.
-    OutPort,
-    /// The receiver's incoming port, busy with the previous message.
-    InPort,
-    /// The sender's send window: one of its earlier messages had to land first.
-    FlowControl,
-}
-
-/// One link of the critical path.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PathStep {
-    /// Message or reduction.
-    pub kind: StepKind,
-    /// The sender, or the reducing rank.
-    pub rank: Rank,
-    /// The receiver of a message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peer: Option<Rank>,
-    /// The message's tag.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tag: Option<u32>,
-    /// Bytes moved or reduced.
-    pub bytes: u64,
-    /// Start, seconds.
-    pub start_s: f64,
-    /// End, seconds.
-    pub end_s: f64,
-    /// What it waited for (see the module docs).
-    pub waited_for: WaitedFor,
-}
-
-/// The chain of operations that set the finishing time (see the module docs for the rule).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CriticalPath {
-    /// Messages on the chain.
-    pub messages: u64,
-    /// Reductions on the chain.
-    pub reductions: u64,
-    /// Time the chain spends in messages, seconds.
-    pub transfer_s: f64,
-    /// Time the chain spends in reductions, seconds.
-    pub compute_s: f64,
-    /// Time before the chain's first link starts, seconds.
-    pub idle_s: f64,
-    /// The chain, first to last; left out when longer than [`MAX_STEPS`] or not asked for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub steps: Option<Vec<PathStep>>,
-}
-
-impl CriticalPath {
-    /// `transfer_s` as a fraction of the whole time (0 for an empty run).
-    pub fn transfer_fraction(&self) -> f64 {
-        let total = self.transfer_s + self.compute_s + self.idle_s;
-        if total > 0.0 { self.transfer_s / total } else { 0.0 }
-    }
-
-    /// `14 messages, 7 reductions, 86% transfer`.
-    pub fn summary(&self) -> String {
-        let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-        format!(
-            "{}, {}, {:.0}% transfer",
-            plural(self.messages, "message", "messages"),
-            plural(self.reductions, "reduction", "reductions"),
-            self.transfer_fraction() * 100.0
-        )
-    }
-}
+pub use crate::results::{CriticalPath, MAX_STEPS, PathStep, StepKind, WaitedFor};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Node {
@@ -985,10 +894,10 @@ mod tests {
     #[test]
     fn many_intervals_ending_at_one_instant_cost_linear_work() {
         use crate::algos::{self, Machine, Params, Problem};
-        use crate::scenario::ParamValue;
         use crate::sim::flow::Sharing;
         use crate::sim::{Network, simulate_on};
         use crate::topology::{FullyConnected, Link};
+        use crate::units::ParamValue;
         for (id, param) in [
             ("double_binary_tree", Some(("chunk", 64))),
             ("ring", Some(("segments", 500))),

@@ -23,7 +23,7 @@ pub mod trace;
 
 use std::collections::BTreeMap;
 
-use crate::report::PointResult;
+use crate::results::PointResult;
 use crate::sim::engine::{MessageInfo, Observer};
 use crate::sim::op::Rank;
 

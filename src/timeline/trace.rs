@@ -19,7 +19,7 @@ use std::io::{self, Write};
 use serde_json::{Value, json};
 
 use super::Timeline;
-use crate::scenario::units::fmt_bytes;
+use crate::units::fmt_bytes;
 
 /// Seconds to the format's microseconds.
 fn us(seconds: f64) -> f64 {

@@ -22,6 +22,7 @@ mod grid;
 mod hierarchical;
 mod proto_view;
 mod protocol;
+pub mod spec;
 
 pub use cluster::{Cluster, ClusterSpec, FabricKind, FabricSpec, InterSpec, IntraKind, IntraSpec, PerProto};
 pub use fabric::{Fabric, LinkId, route_cost};
@@ -119,8 +120,8 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
 /// The topology a scenario describes, for `ranks` ranks. A topology that fixes its own
 /// rank count (docs/scenario.md: a topology may imply it) refuses any other; one
 /// that places ranks on hosts refuses more ranks than hosts.
-pub fn build(spec: &crate::scenario::TopologySpec, ranks: usize) -> Result<Box<dyn Topology>, String> {
-    use crate::scenario::{NodeKind, TopologySpec};
+pub fn build(spec: &spec::TopologySpec, ranks: usize) -> Result<Box<dyn Topology>, String> {
+    use spec::{NodeKind, TopologySpec};
     if let (Some(n), Some(why)) = (spec.implied_ranks(), spec.implied_ranks_why())
         && n != ranks
     {
@@ -182,12 +183,12 @@ pub fn build(spec: &crate::scenario::TopologySpec, ranks: usize) -> Result<Box<d
 /// messages (docs/gpu-clusters.md), with a cluster's interfaces as the flow model has
 /// them when `flow`. With Simple on any kind but `cluster` this is [`build`].
 pub fn build_for_run(
-    spec: &crate::scenario::TopologySpec,
+    spec: &spec::TopologySpec,
     ranks: usize,
     proto: Proto,
     flow: bool,
 ) -> Result<Box<dyn Topology>, String> {
-    if let crate::scenario::TopologySpec::Cluster(c) = spec {
+    if let spec::TopologySpec::Cluster(c) = spec {
         build(spec, ranks)?;
         return Ok(Box::new(Cluster::new(c, ranks)?.with_protocol(proto).for_flow(flow)));
     }
@@ -197,9 +198,9 @@ pub fn build_for_run(
 
 /// Seconds every rank spends once per collective before its first operation with
 /// `proto` (`launch`; 0 on every kind but `cluster`).
-pub fn launch(spec: &crate::scenario::TopologySpec, proto: Proto) -> f64 {
+pub fn launch(spec: &spec::TopologySpec, proto: Proto) -> f64 {
     match spec {
-        crate::scenario::TopologySpec::Cluster(c) => c.launch_s.of(proto),
+        spec::TopologySpec::Cluster(c) => c.launch_s.of(proto),
         _ => 0.0,
     }
 }

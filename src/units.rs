@@ -10,8 +10,30 @@
 //!
 //! Formatting for people: [`fmt_time`], [`fmt_bytes`], [`fmt_bandwidth`] (three
 //! significant digits), and [`fmt_size_short`] (exact, no space, parses back).
+//!
+//! It sits below the scenario, the algorithms and the reports, which all read it.
 
-use super::ParamValue;
+/// A parameter's value as written: numbers and strings; units are parsed by the algorithm.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+pub enum ParamValue {
+    /// A whole number.
+    Int(u64),
+    /// A number with a fraction.
+    Float(f64),
+    /// Anything else (`256KiB`, `fold`).
+    Str(String),
+}
+
+impl std::fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParamValue::Int(v) => write!(f, "{v}"),
+            ParamValue::Float(v) => write!(f, "{v}"),
+            ParamValue::Str(s) => f.write_str(s),
+        }
+    }
+}
 
 /// Time units: suffix and power of ten.
 const TIME_UNITS: &[(&str, i32)] = &[

@@ -1,10 +1,128 @@
-//! The parts of a [`TopologySpec`] that are lists: hierarchy levels, the nodes and links
-//! of custom and graph machines; and what a topology says about the rank count.
+//! The machine as the scenario writes it ([`TopologySpec`]), before the rank count is
+//! fixed: its kinds, the parts that are lists (hierarchy levels, the nodes and links of
+//! custom and graph machines), and what it says about the rank count. [`super::build`]
+//! turns it into a topology; it sits here, below the scenario, so that building a
+//! topology needs nothing of the scenario.
 
 use serde::{Deserialize, Serialize};
 
-use super::{TopologySpec, de_link, ser_link};
-use crate::topology::{Link, Placement};
+use super::{Link, Placement, RankOrder};
+
+/// The interconnect as the scenario describes it (before ranks are fixed).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TopologySpec {
+    /// One link class between every pair of ranks.
+    FullyConnected {
+        /// Latency and bandwidth.
+        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
+        link: Link,
+        /// Ports per rank.
+        nics: u32,
+    },
+    /// Levels, innermost first; two ranks talk at the level of their innermost common
+    /// group ([`super::Hierarchical`]).
+    Hierarchical {
+        /// The levels, innermost first.
+        levels: Vec<LevelSpec>,
+        /// Ports of every rank that leads no group whose level sets its own.
+        nics: u32,
+    },
+    /// A `rows x cols` grid with wrap-around links, row-major ([`super::Grid`]).
+    Torus2d {
+        /// `[rows, cols]`; without it each rank count is laid out as squarely as it divides.
+        dims: Option<[usize; 2]>,
+        /// The link between neighbours; `h` hops cost `h alpha + m / B`.
+        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
+        link: Link,
+        /// Ports per rank.
+        nics: u32,
+    },
+    /// A `rows x cols` grid without wrap-around links, row-major.
+    Mesh2d {
+        /// `[rows, cols]`; without it each rank count is laid out as squarely as it divides.
+        dims: Option<[usize; 2]>,
+        /// The link between neighbours; `h` hops cost `h alpha + m / B`.
+        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
+        link: Link,
+        /// Ports per rank.
+        nics: u32,
+    },
+    /// A ring: rank r is next to r - 1 and r + 1 (mod P).
+    Ring {
+        /// The link between neighbours; `h` hops cost `h alpha + m / B`.
+        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
+        link: Link,
+        /// Ports per rank.
+        nics: u32,
+    },
+    /// Nodes and links listed by hand, every node a rank, routed by fewest hops: a
+    /// [`super::Graph`] of hosts only ([`super::Graph::custom`]).
+    Custom {
+        /// The nodes, in rank order.
+        nodes: Vec<NodeSpec>,
+        /// The undirected links between them.
+        links: Vec<EdgeSpec>,
+        /// Ports of every node that does not set its own.
+        nics: u32,
+    },
+    /// Hosts and switches joined by full-duplex links, ranks placed on hosts, routed by
+    /// fewest hops ([`super::Graph`]).
+    Graph {
+        /// The nodes, in the order that breaks ties between routes.
+        nodes: Vec<GraphNodeSpec>,
+        /// The undirected links between them.
+        links: Vec<GraphLinkSpec>,
+        /// Which hosts the ranks run on.
+        placement: Placement,
+        /// Ports of every host that does not set its own.
+        nics: u32,
+    },
+    /// A two-tier fat tree: hosts under leaf switches, every leaf linked to every spine
+    /// ([`super::FatTree`]).
+    FatTree {
+        /// Hosts under each leaf.
+        hosts_per_leaf: usize,
+        /// Leaf switches.
+        leaves: usize,
+        /// Spine switches.
+        spines: usize,
+        /// Each host's link to its leaf.
+        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
+        link: Link,
+        /// Each leaf's link to each spine.
+        #[serde(serialize_with = "ser_link", deserialize_with = "de_link")]
+        uplink: Link,
+        /// The order of hosts the ranks take.
+        placement: RankOrder,
+        /// Ports per host.
+        nics: u32,
+    },
+    /// GPU nodes joined inside by NVSwitch, PCIe or NVLink and across by NICs on rails
+    /// ([`super::Cluster`], docs/gpu-clusters.md).
+    Cluster(super::ClusterSpec),
+}
+
+fn ser_link<S: serde::Serializer>(l: &Link, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeStruct;
+    let mut st = s.serialize_struct("Link", 2)?;
+    st.serialize_field("alpha_s", &l.alpha)?;
+    st.serialize_field("bandwidth_Bps", &l.bandwidth)?;
+    st.end()
+}
+
+/// The inverse of [`ser_link`], so that a report's scenario reads back (`merge`).
+fn de_link<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Link, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Repr {
+        alpha_s: f64,
+        #[serde(rename = "bandwidth_Bps")]
+        bandwidth_bps: f64,
+    }
+    let r = Repr::deserialize(d)?;
+    Ok(Link { alpha: r.alpha_s, bandwidth: r.bandwidth_bps })
+}
 
 /// One level of a hierarchical topology (`levels:` entry).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -106,7 +224,7 @@ impl TopologySpec {
             TopologySpec::Graph { links, .. } => links.iter().map(|l| l.link).collect(),
             TopologySpec::FatTree { link, uplink, .. } => vec![*link, *uplink],
             // Every protocol's view of both pair classes: LL halves the bandwidth.
-            TopologySpec::Cluster(c) => crate::topology::Proto::ALL
+            TopologySpec::Cluster(c) => super::Proto::ALL
                 .into_iter()
                 .flat_map(|p| {
                     let intra = Link { alpha: c.intra.alpha_s.of(p), bandwidth: c.intra.bandwidth * p.efficiency() };
