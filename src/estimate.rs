@@ -30,8 +30,7 @@
 //!   as a point of its own, without a timeline, one at a time on a thread: the work of
 //!   all of them and the memory of the largest ([`estimate`]).
 
-use crate::algos::{Params, Problem};
-use crate::collective::Collective;
+use crate::algos::{Machine, Params, Problem};
 use crate::results::Point;
 use crate::scenario::{DataMode, Scenario};
 use crate::sim::data::SAMPLE_GRID;
@@ -69,51 +68,24 @@ impl Estimate {
     }
 }
 
-/// log2 P rounded up.
-fn log2_ceil(p: u64) -> u64 {
-    if p <= 1 { 0 } else { 64 - (p - 1).leading_zeros() as u64 }
-}
-
-/// Messages of `algo` on `p` ranks of `elems` elements, and whether the count is exact.
+/// Messages of the algorithm of `pt` on `elems` elements, and whether that is its exact
+/// count: the algorithm's own ([`Algorithm::messages`]), the one source the engine is
+/// tested against. Where it cannot be built or cannot run here, `4 P (P-1)`, not claimed
+/// exact.
 fn messages(s: &Scenario, pt: &Point, elems: u64) -> (u64, bool) {
-    let spec = &s.algorithms[pt.algo];
     let p = pt.ranks as u64;
-    let pm1 = p.saturating_sub(1);
-    let mut params = Params::new(spec.params.clone());
-    let pow2 = p.is_power_of_two();
-    let lg = log2_ceil(p);
-    let segs = |params: &mut Params| (params.count("segments", 1).unwrap_or(1) as u64).min(elems.max(1));
-    if spec.collective != Collective::Allreduce {
-        // Every one of these is a single phase of its allreduce namesake, or a barrier.
-        return match spec.name.as_str() {
-            "ring" | "all_to_all" => (p.saturating_mul(pm1), true),
-            "chain" => (pm1.saturating_mul(segs(&mut params)), true),
-            "all_to_one" => (pm1.saturating_mul(2), true),
-            "one_to_all" | "binomial_tree" => (pm1, true),
-            _ => (p.saturating_mul(pm1).saturating_mul(4).max(4), false),
-        };
+    let bound = (p.saturating_mul(p.saturating_sub(1)).saturating_mul(4).max(4), false);
+    let spec = &s.algorithms[pt.algo];
+    let Ok(algo) = crate::algos::build_for(spec.collective, &spec.name, Params::new(spec.params.clone())) else {
+        return bound;
+    };
+    let Ok(topo) = crate::topology::build(&s.topology, pt.ranks) else { return bound };
+    let Ok(elems) = usize::try_from(elems) else { return bound };
+    let prob = Problem { ranks: pt.ranks, elems, elem_bytes: s.data.dtype.bytes() };
+    if algo.applicable(&prob, &Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte }).is_err() {
+        return bound;
     }
-    match spec.name.as_str() {
-        "star" | "binomial_tree" => (pm1.saturating_mul(2), true),
-        "ring" => (p.saturating_mul(pm1).saturating_mul(2).saturating_mul(segs(&mut params)), true),
-        "chain" => (pm1.saturating_mul(2).saturating_mul(segs(&mut params)), true),
-        // Pairwise exchanges, plus the folds of a P that is not a power of two.
-        "butterfly" => (p.saturating_mul(lg).saturating_add(if pow2 { 0 } else { 2 * p }), pow2),
-        "halving_doubling" => {
-            (p.saturating_mul(lg).saturating_mul(2).saturating_add(if pow2 { 0 } else { 2 * p }), pow2)
-        }
-        "double_binary_tree" => {
-            let chunk = params.size("chunk").ok().flatten().unwrap_or(64 << 10);
-            let e = s.data.dtype.bytes() as u64;
-            let half = elems.div_ceil(2);
-            let chunk_elems = (chunk / e.max(1)).max(1);
-            let k = half.div_ceil(chunk_elems).max(1);
-            // Each chunk of each half goes up and down its tree: 2 (P-1) messages.
-            (pm1.saturating_mul(4).saturating_mul(k), false)
-        }
-        // Grids and hierarchies: rings within rings, at most a ring over every pair.
-        _ => (p.saturating_mul(pm1).saturating_mul(4).max(4), false),
-    }
+    (algo.messages(&prob, topo.as_ref()), true)
 }
 
 /// Whether point `pt`'s timeline would certainly outgrow [`MAX_INTERVALS`]: the

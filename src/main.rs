@@ -19,6 +19,7 @@ use allreduce_sim::runner;
 use allreduce_sim::scenario::{self, Overrides, ParamValue, Scenario};
 use allreduce_sim::select;
 use allreduce_sim::shard::{self, Shard};
+use allreduce_sim::sim::engine::NoObserver;
 use allreduce_sim::timeline::trace;
 
 /// A deterministic discrete-event simulator of allreduce algorithms.
@@ -44,69 +45,7 @@ enum Command {
     /// each rank sent and received, the busiest link and the critical path (the chain of
     /// messages and reductions that set the finishing time): in the JSON, and one line
     /// per point under each table.
-    Run {
-        /// The scenario file (YAML).
-        scenario: PathBuf,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
-        /// Write the report to FILE instead of standard output.
-        #[arg(long, value_name = "FILE")]
-        output: Option<PathBuf>,
-        /// The collective every algorithm entry runs instead of the file's: allreduce,
-        /// reduce_scatter, allgather, broadcast, reduce or barrier.
-        #[arg(long, value_name = "NAME")]
-        collective: Option<String>,
-        /// Algorithms to run instead of the file's, comma-separated (see `list`).
-        #[arg(long, value_delimiter = ',', value_name = "A,B")]
-        algorithms: Option<Vec<String>>,
-        /// Rank counts instead of the file's, comma-separated.
-        #[arg(long, value_delimiter = ',', value_name = "N,...", allow_negative_numbers = true, value_parser = rank_arg)]
-        ranks: Option<Vec<usize>>,
-        /// Sizes per rank instead of the file's, comma-separated (`4KiB,1MiB,1000`).
-        #[arg(long, value_delimiter = ',', value_name = "S,...", allow_negative_numbers = true)]
-        sizes: Option<Vec<String>>,
-        /// Seed for the data instead of the file's.
-        #[arg(long, allow_negative_numbers = true, value_parser = seed_arg)]
-        seed: Option<u64>,
-        /// Also draw the report's plots (SVG and PNG) into DIR, `plots/` without a DIR.
-        /// Give the directory with `=` (`--plot=out/`), so the flag never takes the scenario.
-        #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "plots")]
-        plot: Option<PathBuf>,
-        /// Also draw a Gantt chart of the run into FILE (.png or .svg): every rank's send
-        /// and receive ports and compute unit over time. One point only, at most 64 ranks.
-        #[arg(long, value_name = "FILE")]
-        gantt: Option<PathBuf>,
-        /// Run only shard I of N (0-based): the points whose index in sweep order is I
-        /// modulo N. The JSON report records the shard; `merge` joins the shards' reports.
-        #[arg(long, value_name = "I/N")]
-        shard: Option<Shard>,
-        /// Also write a Chrome trace of the run to FILE (JSON, opens in
-        /// https://ui.perfetto.dev and chrome://tracing): a process per rank with a track
-        /// per port's sends and receives and one for the compute unit, an arrow from every
-        /// send to its receive. One point only: pick it with --algorithms, --ranks, --sizes.
-        #[arg(long, value_name = "FILE", conflicts_with = "shard")]
-        trace: Option<PathBuf>,
-        /// No progress on stderr. (On a terminal a bar, drawn when the sweep has more than
-        /// 8 points or takes over a second; otherwise a line every 5 seconds.)
-        #[arg(long, short)]
-        quiet: bool,
-        /// Refuse, before it runs, any point whose estimated memory is above BYTES
-        /// (`512MiB`, `2GB`) [default: MemAvailable of /proc/meminfo].
-        #[arg(long, value_name = "BYTES")]
-        max_memory: Option<String>,
-        /// Compare every point with the same point of a saved JSON report (a regression
-        /// gate): a table of what moved on stderr, exit 1 when a point moved beyond
-        /// --tolerance or is on one side only.
-        #[arg(long, value_name = "REPORT.json", conflicts_with = "shard")]
-        baseline: Option<PathBuf>,
-        /// The relative tolerance of --baseline.
-        #[arg(long, value_name = "REL", default_value_t = allreduce_sim::baseline::DEFAULT_TOLERANCE, requires = "baseline")]
-        tolerance: f64,
-        /// Also write the --baseline comparison to FILE as JUnit XML, one test case per point.
-        #[arg(long, value_name = "FILE", requires = "baseline")]
-        junit: Option<PathBuf>,
-    },
+    Run(RunArgs),
     /// Run a scenario's sweep with every algorithm and the selectors, and write what a
     /// library reads to follow the winners.
     ///
@@ -115,25 +54,7 @@ enum Command {
     /// FILE`). `nccl-tuner`: the CSV of NCCL's example tuner plugin
     /// (`NCCL_TUNER_CONFIG_FILE`). `table`: the winner, runner-up and margin per point, and
     /// what `ompi_fixed` and `nccl_model` pick. `json`: the same as JSON.
-    Tune {
-        /// The scenario file (YAML).
-        scenario: PathBuf,
-        /// What to write.
-        #[arg(long, value_enum)]
-        emit: Emit,
-        /// Write to FILE instead of standard output.
-        #[arg(long, value_name = "FILE")]
-        output: Option<PathBuf>,
-        /// Rank counts instead of the file's, comma-separated.
-        #[arg(long, value_delimiter = ',', value_name = "N,...", allow_negative_numbers = true, value_parser = rank_arg)]
-        ranks: Option<Vec<usize>>,
-        /// Sizes per rank instead of the file's, comma-separated (`4KiB,1MiB,1000`).
-        #[arg(long, value_delimiter = ',', value_name = "S,...", allow_negative_numbers = true)]
-        sizes: Option<Vec<String>>,
-        /// No progress on stderr.
-        #[arg(long, short)]
-        quiet: bool,
-    },
+    Tune(TuneArgs),
     /// Fit a machine file to a cluster's own benchmark logs (nccl-tests `*_perf`, OSU
     /// `osu_allreduce`), and say how well it predicts them (docs/calibrate.md).
     ///
@@ -141,42 +62,7 @@ enum Command {
     /// can tell it from bandwidth), or the dotted paths of --fit; each logged point is
     /// simulated with what NCCL ran there. Prints each value with its uncertainty, the
     /// mean and max error per log, and a warning for every pair the logs cannot tell apart.
-    Calibrate {
-        /// The machine file (a scenario, YAML).
-        machine: PathBuf,
-        /// Logs to fit.
-        #[arg(required = true, value_name = "LOG")]
-        logs: Vec<PathBuf>,
-        /// Dotted paths of the machine file to fit, comma-separated
-        /// (`topology.levels.1.bandwidth,topology.levels.1.alpha`).
-        #[arg(long, value_delimiter = ',', value_name = "PATH,...")]
-        fit: Option<Vec<String>>,
-        /// Logs predicted with the fitted machine, not fitted.
-        #[arg(long, num_args = 1.., value_name = "LOG")]
-        hold_out: Vec<PathBuf>,
-        /// Write the machine file with the fitted values to FILE.
-        #[arg(long, value_name = "FILE")]
-        output: Option<PathBuf>,
-        /// Output format: table or json (every point, measured and simulated).
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
-        /// Draw measured against simulated time, bus bandwidth and residuals per log into
-        /// DIR (`plots/` without a DIR; give it with `=`).
-        #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "plots")]
-        plot: Option<PathBuf>,
-        /// P, for logs that do not say it (OSU output).
-        #[arg(long, value_name = "N")]
-        ranks: Option<usize>,
-        /// GPUs per node, for logs that do not list their devices' hosts.
-        #[arg(long, value_name = "G")]
-        gpus_per_node: Option<usize>,
-        /// An NCCL setting for logs that do not print it (`--env NCCL_ALGO=Ring`; repeat).
-        #[arg(long, value_name = "NCCL_NAME=VALUE")]
-        env: Vec<String>,
-        /// The optimiser's budget: model evaluations per fitted value.
-        #[arg(long, value_name = "N")]
-        patience: Option<usize>,
-    },
+    Calibrate(CalibrateArgs),
     /// List every algorithm with its source, requirements, parameters and closed form,
     /// then the selectors.
     List,
@@ -184,51 +70,20 @@ enum Command {
     ///
     /// The flags narrow or change the sweep as they do for `run`, so that the sweep a
     /// `run` would make can be checked first.
-    Validate {
-        /// The scenario file (YAML).
-        scenario: PathBuf,
-        /// The collective every algorithm entry runs instead of the file's.
-        #[arg(long, value_name = "NAME")]
-        collective: Option<String>,
-        /// Algorithms instead of the file's, comma-separated (see `list`).
-        #[arg(long, value_delimiter = ',', value_name = "A,B")]
-        algorithms: Option<Vec<String>>,
-        /// Rank counts instead of the file's, comma-separated.
-        #[arg(long, value_delimiter = ',', value_name = "N,...", allow_negative_numbers = true, value_parser = rank_arg)]
-        ranks: Option<Vec<usize>>,
-        /// Sizes per rank instead of the file's, comma-separated (`4KiB,1MiB,1000`).
-        #[arg(long, value_delimiter = ',', value_name = "S,...", allow_negative_numbers = true)]
-        sizes: Option<Vec<String>>,
-    },
+    Validate(ValidateArgs),
     /// Draw the plots of a JSON report (from `run --format json --output FILE`).
     ///
     /// SVG and PNG of: time, bus bandwidth and efficiency against size for each rank
     /// count; time against ranks; simulated against closed-form time; the fastest
     /// algorithm over (ranks, size); numerical error against ranks. Charts the report
     /// has no data for (one rank count: no time against ranks) are skipped.
-    Plot {
-        /// The report (JSON).
-        report: PathBuf,
-        /// Directory for the plot files, created if missing.
-        #[arg(long, value_name = "DIR", default_value = "plots")]
-        out: PathBuf,
-    },
+    Plot(PlotArgs),
     /// Join the JSON reports of a sweep's shards (`run --shard I/N --format json`) into
     /// one report in sweep order.
     ///
     /// Every shard 0..N of the same scenario must be given once; shards of different
     /// scenarios (their `scenario` objects differ), duplicates and gaps are refused.
-    Merge {
-        /// The shards' JSON reports, in any order.
-        #[arg(required = true, value_name = "REPORT.json")]
-        reports: Vec<PathBuf>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Json)]
-        format: Format,
-        /// Write the report to FILE instead of standard output.
-        #[arg(long, value_name = "FILE")]
-        output: Option<PathBuf>,
-    },
+    Merge(MergeArgs),
     /// Show an algorithm's schedule: who sends which elements to whom at each step,
     /// reduce or copy, then its closed form with the numbers filled in and the simulated
     /// time.
@@ -236,40 +91,214 @@ enum Command {
     /// The table comes from the algorithm's own programs run on the engine, on a fully
     /// connected machine (or the --scenario's) with f32 elements. A step is a set of
     /// messages that start at the same instant.
-    Explain {
-        /// Algorithm id (see `list`).
-        algorithm: String,
-        /// The collective the algorithm implements: allreduce (default), reduce_scatter,
-        /// allgather, broadcast, reduce or barrier.
-        #[arg(long, value_name = "NAME")]
-        collective: Option<String>,
-        /// P, 1 to 256 [default: 4, or the --scenario's first rank count].
-        #[arg(long)]
-        ranks: Option<usize>,
-        /// S, bytes per rank (a whole number of f32 elements).
-        #[arg(long, default_value = "1KiB")]
-        size: String,
-        /// Ports per rank.
-        #[arg(long, default_value_t = 1)]
-        nics: u32,
-        /// Latency per message.
-        #[arg(long, default_value = "1us")]
-        alpha: String,
-        /// Link bandwidth (`100Gbps` bits, `12.5GB/s` bytes).
-        #[arg(long, default_value = "100Gbps")]
-        bandwidth: String,
-        /// C, time to reduce one byte.
-        #[arg(long, default_value = "0.05ns")]
-        cost_per_byte: String,
-        /// An algorithm parameter, KEY=VALUE (repeat for several), e.g. --param segments=4.
-        #[arg(long = "param", value_name = "KEY=VALUE")]
-        params: Vec<String>,
-        /// Take the machine (topology and C) from this scenario file instead of --alpha,
-        /// --bandwidth, --nics and --cost-per-byte: for algorithms that need a grid or a
-        /// hierarchy.
-        #[arg(long, value_name = "FILE", conflicts_with_all = ["alpha", "bandwidth", "nics", "cost_per_byte"])]
-        scenario: Option<PathBuf>,
-    },
+    Explain(ExplainArgs),
+}
+
+// The flags of `run` (its help is the variant's).
+#[derive(clap::Args, Debug)]
+struct RunArgs {
+    /// The scenario file (YAML).
+    scenario: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Write the report to FILE instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// The collective every algorithm entry runs instead of the file's: allreduce,
+    /// reduce_scatter, allgather, broadcast, reduce or barrier.
+    #[arg(long, value_name = "NAME")]
+    collective: Option<String>,
+    /// Algorithms to run instead of the file's, comma-separated (see `list`).
+    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    algorithms: Option<Vec<String>>,
+    /// Rank counts instead of the file's, comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "N,...", allow_negative_numbers = true, value_parser = rank_arg)]
+    ranks: Option<Vec<usize>>,
+    /// Sizes per rank instead of the file's, comma-separated (`4KiB,1MiB,1000`).
+    #[arg(long, value_delimiter = ',', value_name = "S,...", allow_negative_numbers = true)]
+    sizes: Option<Vec<String>>,
+    /// Seed for the data instead of the file's.
+    #[arg(long, allow_negative_numbers = true, value_parser = seed_arg)]
+    seed: Option<u64>,
+    /// Also draw the report's plots (SVG and PNG) into DIR, `plots/` without a DIR.
+    /// Give the directory with `=` (`--plot=out/`), so the flag never takes the scenario.
+    #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "plots")]
+    plot: Option<PathBuf>,
+    /// Also draw a Gantt chart of the run into FILE (.png or .svg): every rank's send
+    /// and receive ports and compute unit over time. One point only, at most 64 ranks.
+    #[arg(long, value_name = "FILE")]
+    gantt: Option<PathBuf>,
+    /// Run only shard I of N (0-based): the points whose index in sweep order is I
+    /// modulo N. The JSON report records the shard; `merge` joins the shards' reports.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<Shard>,
+    /// Also write a Chrome trace of the run to FILE (JSON, opens in
+    /// https://ui.perfetto.dev and chrome://tracing): a process per rank with a track
+    /// per port's sends and receives and one for the compute unit, an arrow from every
+    /// send to its receive. One point only: pick it with --algorithms, --ranks, --sizes.
+    #[arg(long, value_name = "FILE", conflicts_with = "shard")]
+    trace: Option<PathBuf>,
+    /// No progress on stderr. (On a terminal a bar, drawn when the sweep has more than
+    /// 8 points or takes over a second; otherwise a line every 5 seconds.)
+    #[arg(long, short)]
+    quiet: bool,
+    /// Refuse, before it runs, any point whose estimated memory is above BYTES
+    /// (`512MiB`, `2GB`) [default: MemAvailable of /proc/meminfo].
+    #[arg(long, value_name = "BYTES")]
+    max_memory: Option<String>,
+    /// Compare every point with the same point of a saved JSON report (a regression
+    /// gate): a table of what moved on stderr, exit 1 when a point moved beyond
+    /// --tolerance or is on one side only.
+    #[arg(long, value_name = "REPORT.json", conflicts_with = "shard")]
+    baseline: Option<PathBuf>,
+    /// The relative tolerance of --baseline.
+    #[arg(long, value_name = "REL", default_value_t = allreduce_sim::baseline::DEFAULT_TOLERANCE, requires = "baseline")]
+    tolerance: f64,
+    /// Also write the --baseline comparison to FILE as JUnit XML, one test case per point.
+    #[arg(long, value_name = "FILE", requires = "baseline")]
+    junit: Option<PathBuf>,
+}
+
+// The flags of `tune` (its help is the variant's).
+#[derive(clap::Args, Debug)]
+struct TuneArgs {
+    /// The scenario file (YAML).
+    scenario: PathBuf,
+    /// What to write.
+    #[arg(long, value_enum)]
+    emit: Emit,
+    /// Write to FILE instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Rank counts instead of the file's, comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "N,...", allow_negative_numbers = true, value_parser = rank_arg)]
+    ranks: Option<Vec<usize>>,
+    /// Sizes per rank instead of the file's, comma-separated (`4KiB,1MiB,1000`).
+    #[arg(long, value_delimiter = ',', value_name = "S,...", allow_negative_numbers = true)]
+    sizes: Option<Vec<String>>,
+    /// No progress on stderr.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+// The flags of `calibrate` (its help is the variant's).
+#[derive(clap::Args, Debug)]
+struct CalibrateArgs {
+    /// The machine file (a scenario, YAML).
+    machine: PathBuf,
+    /// Logs to fit.
+    #[arg(required = true, value_name = "LOG")]
+    logs: Vec<PathBuf>,
+    /// Dotted paths of the machine file to fit, comma-separated
+    /// (`topology.levels.1.bandwidth,topology.levels.1.alpha`).
+    #[arg(long, value_delimiter = ',', value_name = "PATH,...")]
+    fit: Option<Vec<String>>,
+    /// Logs predicted with the fitted machine, not fitted.
+    #[arg(long, num_args = 1.., value_name = "LOG")]
+    hold_out: Vec<PathBuf>,
+    /// Write the machine file with the fitted values to FILE.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Output format: table or json (every point, measured and simulated).
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Draw measured against simulated time, bus bandwidth and residuals per log into
+    /// DIR (`plots/` without a DIR; give it with `=`).
+    #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "plots")]
+    plot: Option<PathBuf>,
+    /// P, for logs that do not say it (OSU output).
+    #[arg(long, value_name = "N")]
+    ranks: Option<usize>,
+    /// GPUs per node, for logs that do not list their devices' hosts.
+    #[arg(long, value_name = "G")]
+    gpus_per_node: Option<usize>,
+    /// An NCCL setting for logs that do not print it (`--env NCCL_ALGO=Ring`; repeat).
+    #[arg(long, value_name = "NCCL_NAME=VALUE")]
+    env: Vec<String>,
+    /// The optimiser's budget: model evaluations per fitted value.
+    #[arg(long, value_name = "N")]
+    patience: Option<usize>,
+}
+
+// The flags of `validate` (its help is the variant's).
+#[derive(clap::Args, Debug)]
+struct ValidateArgs {
+    /// The scenario file (YAML).
+    scenario: PathBuf,
+    /// The collective every algorithm entry runs instead of the file's.
+    #[arg(long, value_name = "NAME")]
+    collective: Option<String>,
+    /// Algorithms instead of the file's, comma-separated (see `list`).
+    #[arg(long, value_delimiter = ',', value_name = "A,B")]
+    algorithms: Option<Vec<String>>,
+    /// Rank counts instead of the file's, comma-separated.
+    #[arg(long, value_delimiter = ',', value_name = "N,...", allow_negative_numbers = true, value_parser = rank_arg)]
+    ranks: Option<Vec<usize>>,
+    /// Sizes per rank instead of the file's, comma-separated (`4KiB,1MiB,1000`).
+    #[arg(long, value_delimiter = ',', value_name = "S,...", allow_negative_numbers = true)]
+    sizes: Option<Vec<String>>,
+}
+
+// The flags of `plot` (its help is the variant's).
+#[derive(clap::Args, Debug)]
+struct PlotArgs {
+    /// The report (JSON).
+    report: PathBuf,
+    /// Directory for the plot files, created if missing.
+    #[arg(long, value_name = "DIR", default_value = "plots")]
+    out: PathBuf,
+}
+
+// The flags of `merge` (its help is the variant's).
+#[derive(clap::Args, Debug)]
+struct MergeArgs {
+    /// The shards' JSON reports, in any order.
+    #[arg(required = true, value_name = "REPORT.json")]
+    reports: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Json)]
+    format: Format,
+    /// Write the report to FILE instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+// The flags of `explain` (its help is the variant's).
+#[derive(clap::Args, Debug)]
+struct ExplainArgs {
+    /// Algorithm id (see `list`).
+    algorithm: String,
+    /// The collective the algorithm implements: allreduce (default), reduce_scatter,
+    /// allgather, broadcast, reduce or barrier.
+    #[arg(long, value_name = "NAME")]
+    collective: Option<String>,
+    /// P, 1 to 256 [default: 4, or the --scenario's first rank count].
+    #[arg(long)]
+    ranks: Option<usize>,
+    /// S, bytes per rank (a whole number of f32 elements).
+    #[arg(long, default_value = "1KiB")]
+    size: String,
+    /// Ports per rank.
+    #[arg(long, default_value_t = 1)]
+    nics: u32,
+    /// Latency per message.
+    #[arg(long, default_value = "1us")]
+    alpha: String,
+    /// Link bandwidth (`100Gbps` bits, `12.5GB/s` bytes).
+    #[arg(long, default_value = "100Gbps")]
+    bandwidth: String,
+    /// C, time to reduce one byte.
+    #[arg(long, default_value = "0.05ns")]
+    cost_per_byte: String,
+    /// An algorithm parameter, KEY=VALUE (repeat for several), e.g. --param segments=4.
+    #[arg(long = "param", value_name = "KEY=VALUE")]
+    params: Vec<String>,
+    /// Take the machine (topology and C) from this scenario file instead of --alpha,
+    /// --bandwidth, --nics and --cost-per-byte: for algorithms that need a grid or a
+    /// hierarchy.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["alpha", "bandwidth", "nics", "cost_per_byte"])]
+    scenario: Option<PathBuf>,
 }
 
 /// The exit statuses, for `--help` (docs/scenario.md has the same table).
@@ -367,269 +396,285 @@ fn load(path: &std::path::Path, overrides: &Overrides) -> Result<Scenario, BadIn
     Ok(s)
 }
 
+/// Run the subcommand `cli` names: one function each.
 fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
     match cli.command {
-        Command::Calibrate {
-            machine,
-            logs,
-            fit,
-            hold_out,
-            output,
-            format,
-            plot,
-            ranks,
-            gpus_per_node,
-            env,
-            patience,
-        } => {
-            let args = allreduce_sim::calibrate::cli::Args {
-                machine,
-                logs,
-                hold_out,
-                fit,
-                output,
-                json: matches!(format, Format::Json),
-                plot,
-                ranks,
-                gpus_per_node,
-                env,
-                patience,
-            };
-            if matches!(format, Format::Csv) {
-                return Err(BadInput("--format: calibrate writes table or json".into()));
-            }
-            let (text, _) = allreduce_sim::calibrate::cli::execute(&args).map_err(BadInput)?;
-            write_stdout(&text);
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Calibrate(args) => cmd_calibrate(args),
         Command::List => {
             write_stdout(&list_text());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Validate { scenario, collective, algorithms, ranks, sizes } => {
-            let s = load(&scenario, &Overrides { collective, algorithms, ranks, sizes, seed: None })?;
-            let pts = runner::points(&s);
-            let points = pts.len();
-            write_stdout(&format!(
-                "{}: ok: '{}', {} algorithm(s) x {} rank count(s) x {} size(s) = {points} point(s)\n",
-                allreduce_sim::scenario::units::escape_controls(&scenario.display().to_string()),
-                allreduce_sim::scenario::units::escape_controls(&s.name),
-                s.algorithms.len(),
-                s.ranks.len(),
-                s.sizes.len()
-            ));
-            for pt in &pts {
-                let est = estimate::estimate(&s, pt, points == 1);
-                write_stdout(&format!("  {}: {}\n", estimate::label(&s, pt), estimate::describe(&est)));
-            }
-            Ok(ExitCode::SUCCESS)
+        Command::Validate(args) => cmd_validate(args),
+        Command::Plot(args) => cmd_plot(args),
+        Command::Merge(args) => cmd_merge(args),
+        Command::Tune(args) => cmd_tune(args),
+        Command::Explain(args) => cmd_explain(args),
+        Command::Run(args) => cmd_run(args),
+    }
+}
+
+/// `calibrate`.
+fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode, BadInput> {
+    let CalibrateArgs { machine, logs, fit, hold_out, output, format, plot, ranks, gpus_per_node, env, patience } =
+        args;
+    let args = allreduce_sim::calibrate::cli::Args {
+        machine,
+        logs,
+        hold_out,
+        fit,
+        output,
+        json: matches!(format, Format::Json),
+        plot,
+        ranks,
+        gpus_per_node,
+        env,
+        patience,
+    };
+    if matches!(format, Format::Csv) {
+        return Err(BadInput("--format: calibrate writes table or json".into()));
+    }
+    let (text, _) = allreduce_sim::calibrate::cli::execute(&args).map_err(BadInput)?;
+    write_stdout(&text);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `validate`.
+fn cmd_validate(args: ValidateArgs) -> Result<ExitCode, BadInput> {
+    let ValidateArgs { scenario, collective, algorithms, ranks, sizes } = args;
+    let s = load(&scenario, &Overrides { collective, algorithms, ranks, sizes, seed: None })?;
+    let pts = runner::points(&s);
+    let points = pts.len();
+    write_stdout(&format!(
+        "{}: ok: '{}', {} algorithm(s) x {} rank count(s) x {} size(s) = {points} point(s)\n",
+        allreduce_sim::scenario::units::escape_controls(&scenario.display().to_string()),
+        allreduce_sim::scenario::units::escape_controls(&s.name),
+        s.algorithms.len(),
+        s.ranks.len(),
+        s.sizes.len()
+    ));
+    for pt in &pts {
+        let est = estimate::estimate(&s, pt, points == 1);
+        write_stdout(&format!("  {}: {}\n", estimate::label(&s, pt), estimate::describe(&est)));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `plot`.
+fn cmd_plot(args: PlotArgs) -> Result<ExitCode, BadInput> {
+    let PlotArgs { report, out } = args;
+    let text = files::read_input(&report).map_err(BadInput)?;
+    let data = plots::PlotData::from_json(&text, &report.display().to_string()).map_err(BadInput)?;
+    let prefix = format!("{}_", plots::slug(&data.name));
+    files::plan(&files::Plan { inputs: vec![&report], files: vec![], dirs: vec![("--out", &out, prefix)] })
+        .map_err(BadInput)?;
+    let files = plots::plot_data(&data, &out).map_err(BadInput)?;
+    if files.is_empty() {
+        eprintln!("{}: nothing to plot (no point ran)", report.display());
+    }
+    for f in &files {
+        write_stdout(&format!("{}\n", f.display()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `merge`.
+fn cmd_merge(args: MergeArgs) -> Result<ExitCode, BadInput> {
+    let MergeArgs { reports, format, output } = args;
+    merge(&reports, format, output.as_deref())
+}
+
+/// `tune`.
+fn cmd_tune(args: TuneArgs) -> Result<ExitCode, BadInput> {
+    let TuneArgs { scenario, emit, output, ranks, sizes, quiet } = args;
+    let overrides = Overrides { algorithms: None, ranks, sizes, seed: None, collective: None };
+    let s = select::tune::tune_scenario(&load(&scenario, &overrides)?);
+    let out = plan_file(&scenario, &[], "--output", output.as_deref())?;
+    let memory_limit = check_memory(&s, None, None)?;
+    let report = runner::run_with(&s, &runner::RunOptions { shard: None, progress: !quiet, memory_limit });
+    let tuned = select::tune::summarise(&report);
+    let emit = match emit {
+        Emit::OmpiRules => select::tune::Emit::OmpiRules,
+        Emit::NcclTuner => select::tune::Emit::NcclTuner,
+        Emit::Table => select::tune::Emit::Table,
+        Emit::Json => select::tune::Emit::Json,
+    };
+    let text = select::tune::render(&tuned, emit);
+    write_or_print(&text, out.as_ref(), "the output")?;
+    let failed = report.results.iter().filter(|r| !r.passed()).count();
+    if failed > 0 {
+        eprintln!("{failed} of {} point(s) failed a check (run the scenario to see them)", report.results.len());
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `explain`.
+fn cmd_explain(args: ExplainArgs) -> Result<ExitCode, BadInput> {
+    let ExplainArgs { algorithm, collective, ranks, size, nics, alpha, bandwidth, cost_per_byte, params, scenario } =
+        args;
+    let collective = match collective {
+        None => Collective::Allreduce,
+        Some(name) => Collective::from_name(&name).ok_or_else(|| {
+            BadInput(format!("--collective: '{name}' is not known; allowed: {}", Collective::names()))
+        })?,
+    };
+    let unit = |flag: &str, r: Result<f64, String>| r.map_err(|e| BadInput(format!("{flag}: {e}")));
+    let machine = match &scenario {
+        Some(path) => Some(load(path, &Overrides::default())?),
+        None => None,
+    };
+    let mut req = explain::Request {
+        collective,
+        algorithm,
+        params: params.iter().map(|p| parse_param(p)).collect::<Result<_, _>>()?,
+        ranks: ranks.or_else(|| machine.as_ref().and_then(|s| s.ranks.first().copied())).unwrap_or(4),
+        bytes: scenario::units::parse_size(&size).map_err(|e| BadInput(format!("--size: {e}")))?,
+        nics,
+        alpha: unit("--alpha", scenario::units::parse_time(&alpha))?,
+        bandwidth: unit("--bandwidth", scenario::units::parse_bandwidth(&bandwidth))?,
+        cost_per_byte: unit("--cost-per-byte", scenario::units::parse_time(&cost_per_byte))?,
+        topology: None,
+    };
+    if let Some(s) = machine {
+        req.topology = Some(s.topology);
+        req.cost_per_byte = s.cost_per_byte;
+    }
+    write_stdout(&explain::explain(&req).map_err(BadInput)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `run`.
+fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
+    let RunArgs {
+        scenario,
+        format,
+        output,
+        collective,
+        algorithms,
+        ranks,
+        sizes,
+        seed,
+        plot,
+        gantt,
+        shard,
+        trace,
+        quiet,
+        max_memory,
+        baseline,
+        tolerance,
+        junit,
+    } = args;
+    let overrides = Overrides { collective, algorithms, ranks, sizes, seed };
+    let s = load(&scenario, &overrides)?;
+    // A bad baseline is refused before anything runs.
+    let baseline = match &baseline {
+        Some(path) => {
+            allreduce_sim::baseline::check_tolerance(tolerance).map_err(BadInput)?;
+            Some(allreduce_sim::baseline::load(path).map_err(BadInput)?)
         }
-        Command::Plot { report, out } => {
-            let text = files::read_input(&report).map_err(BadInput)?;
-            let data = plots::PlotData::from_json(&text, &report.display().to_string()).map_err(BadInput)?;
-            let prefix = format!("{}_", plots::slug(&data.name));
-            files::plan(&files::Plan { inputs: vec![&report], files: vec![], dirs: vec![("--out", &out, prefix)] })
-                .map_err(BadInput)?;
-            let files = plots::plot_data(&data, &out).map_err(BadInput)?;
-            if files.is_empty() {
-                eprintln!("{}: nothing to plot (no point ran)", report.display());
-            }
-            for f in &files {
-                write_stdout(&format!("{}\n", f.display()));
-            }
-            Ok(ExitCode::SUCCESS)
+        None => None,
+    };
+    if let Some(g) = &gantt {
+        plots::check_gantt(&s, g).map_err(BadInput)?;
+    }
+    let (output, trace, gantt) = plan_run_outputs(&s, &scenario, [output, trace, gantt], plot.as_deref())?;
+    let memory_limit = check_memory(&s, shard, max_memory.as_deref())?;
+    let picked = if trace.is_some() || gantt.is_some() { pick_recorded(&s)? } else { None };
+    let recorded = picked.as_ref().unwrap_or(&s);
+    if trace.is_some() || gantt.is_some() {
+        refuse_long_recording(recorded, if trace.is_some() { "--trace" } else { "--gantt" })?;
+    }
+    // Ctrl-C: stop between points and write what finished. A second Ctrl-C
+    // while a long point runs ends the process at once.
+    let _ = ctrlc::set_handler(|| {
+        if runner::STOP.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
-        Command::Merge { reports, format, output } => merge(&reports, format, output.as_deref()),
-        Command::Tune { scenario, emit, output, ranks, sizes, quiet } => {
-            let overrides = Overrides { algorithms: None, ranks, sizes, seed: None, collective: None };
-            let s = select::tune::tune_scenario(&load(&scenario, &overrides)?);
-            let out = plan_file(&scenario, &[], "--output", output.as_deref())?;
-            let memory_limit = check_memory(&s, None, None)?;
-            let report = runner::run_with(&s, &runner::RunOptions { shard: None, progress: !quiet, memory_limit });
-            let tuned = select::tune::summarise(&report);
-            let emit = match emit {
-                Emit::OmpiRules => select::tune::Emit::OmpiRules,
-                Emit::NcclTuner => select::tune::Emit::NcclTuner,
-                Emit::Table => select::tune::Emit::Table,
-                Emit::Json => select::tune::Emit::Json,
-            };
-            let text = select::tune::render(&tuned, emit);
-            write_or_print(&text, out.as_ref(), "the output")?;
-            let failed = report.results.iter().filter(|r| !r.passed()).count();
-            if failed > 0 {
-                eprintln!(
-                    "{failed} of {} point(s) failed a check (run the scenario to see them)",
-                    report.results.len()
-                );
-                return Ok(ExitCode::from(1));
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Explain {
-            algorithm,
-            collective,
-            ranks,
-            size,
-            nics,
-            alpha,
-            bandwidth,
-            cost_per_byte,
-            params,
-            scenario,
-        } => {
-            let collective = match collective {
-                None => Collective::Allreduce,
-                Some(name) => Collective::from_name(&name).ok_or_else(|| {
-                    BadInput(format!("--collective: '{name}' is not known; allowed: {}", Collective::names()))
-                })?,
-            };
-            let unit = |flag: &str, r: Result<f64, String>| r.map_err(|e| BadInput(format!("{flag}: {e}")));
-            let machine = match &scenario {
-                Some(path) => Some(load(path, &Overrides::default())?),
-                None => None,
-            };
-            let mut req = explain::Request {
-                collective,
-                algorithm,
-                params: params.iter().map(|p| parse_param(p)).collect::<Result<_, _>>()?,
-                ranks: ranks.or_else(|| machine.as_ref().and_then(|s| s.ranks.first().copied())).unwrap_or(4),
-                bytes: scenario::units::parse_size(&size).map_err(|e| BadInput(format!("--size: {e}")))?,
-                nics,
-                alpha: unit("--alpha", scenario::units::parse_time(&alpha))?,
-                bandwidth: unit("--bandwidth", scenario::units::parse_bandwidth(&bandwidth))?,
-                cost_per_byte: unit("--cost-per-byte", scenario::units::parse_time(&cost_per_byte))?,
-                topology: None,
-            };
-            if let Some(s) = machine {
-                req.topology = Some(s.topology);
-                req.cost_per_byte = s.cost_per_byte;
-            }
-            write_stdout(&explain::explain(&req).map_err(BadInput)?);
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Run {
-            scenario,
-            format,
-            output,
-            collective,
-            algorithms,
-            ranks,
-            sizes,
-            seed,
-            plot,
-            gantt,
-            shard,
-            trace,
-            quiet,
-            max_memory,
-            baseline,
-            tolerance,
-            junit,
-        } => {
-            let overrides = Overrides { collective, algorithms, ranks, sizes, seed };
-            let s = load(&scenario, &overrides)?;
-            // A bad baseline is refused before anything runs.
-            let baseline = match &baseline {
-                Some(path) => {
-                    allreduce_sim::baseline::check_tolerance(tolerance).map_err(BadInput)?;
-                    Some(allreduce_sim::baseline::load(path).map_err(BadInput)?)
-                }
-                None => None,
-            };
-            if let Some(g) = &gantt {
-                plots::check_gantt(&s, g).map_err(BadInput)?;
-            }
-            // Every file this run writes, checked before it runs (see allreduce_sim::files).
-            let mut named: Vec<(&str, &std::path::Path)> = Vec::new();
-            for (flag, path) in [("--output", &output), ("--trace", &trace), ("--gantt", &gantt)] {
-                if let Some(p) = path {
-                    named.push((flag, p.as_path()));
-                }
-            }
-            let dirs = plot.iter().map(|d| ("--plot", d.as_path(), format!("{}_", plots::slug(&s.name)))).collect();
-            let mut outs = files::plan(&files::Plan { inputs: vec![&scenario], files: named, dirs })
-                .map_err(BadInput)?
-                .into_iter();
-            let (output, trace, gantt) = (
-                output.map(|_| outs.next().expect("planned")),
-                trace.map(|_| outs.next().expect("planned")),
-                gantt.map(|_| outs.next().expect("planned")),
-            );
-            let memory_limit = check_memory(&s, shard, max_memory.as_deref())?;
-            // --trace and --gantt record one algorithm: on a selector's point, its pick.
-            let picked = if trace.is_some() || gantt.is_some() {
-                select::pick_single(&s, &|s: &Scenario, pt: &runner::Point| {
-                    runner::run_point_observed(s, pt, &mut allreduce_sim::sim::engine::NoObserver)
-                })
-                .map_err(BadInput)?
-                .map(|(one, note)| {
-                    eprintln!("{note}");
-                    one
-                })
-            } else {
-                None
-            };
-            let recorded = picked.as_ref().unwrap_or(&s);
-            if trace.is_some() || gantt.is_some() {
-                refuse_long_recording(recorded, if trace.is_some() { "--trace" } else { "--gantt" })?;
-            }
-            // Ctrl-C: stop between points and write what finished. A second Ctrl-C
-            // while a long point runs ends the process at once.
-            let _ = ctrlc::set_handler(|| {
-                if runner::STOP.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                    std::process::exit(i32::from(EXIT_INTERRUPTED));
-                }
-                eprintln!("interrupted: finishing the points under way (Ctrl-C again to quit at once)");
-            });
-            let report = match &trace {
-                Some(out) => run_traced(recorded, out)?,
-                None => runner::run_with(&s, &runner::RunOptions { shard, progress: !quiet, memory_limit }),
-            };
-            emit(&report, format, output.as_ref())?;
-            if runner::STOP.load(std::sync::atomic::Ordering::Relaxed) {
-                let all = runner::points(&s)
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| shard.is_none_or(|sh| sh.contains(*i)))
-                    .count();
-                eprintln!("interrupted: the report holds the {} of {all} point(s) that finished", report.results.len());
-                return Ok(ExitCode::from(EXIT_INTERRUPTED));
-            }
-            if let Some(dir) = &plot {
-                let files = plots::plot_report(&report, dir).map_err(BadInput)?;
-                eprintln!("wrote {} plot file(s) to {}", files.len(), dir.display());
-            }
-            if let Some(g) = &gantt {
-                g.write(|tmp| plots::write_gantt(recorded, tmp)).map_err(BadInput)?;
-                eprintln!("wrote {}", g.path.display());
-            }
-            let gate_held = match &baseline {
-                Some(b) => gate(b, &report, tolerance, junit.as_deref())?,
-                None => true,
-            };
-            let failed = report.results.iter().filter(|r| !r.passed()).count();
-            if failed > 0 {
-                eprintln!("{failed} of {} point(s) failed a check", report.results.len());
-                return Ok(ExitCode::from(1));
-            }
-            if !gate_held {
-                return Ok(ExitCode::from(1));
-            }
-            if !report.results.is_empty() && report.results.iter().all(|r| r.not_applicable.is_some()) {
-                // A shard may hold only n/a points while the other shards run theirs.
-                let whole = if shard.is_some() { "this shard's" } else { "the sweep's" };
-                eprintln!(
-                    "no point ran: all {} of {whole} point(s) are not applicable (the report gives each \
-                     reason); nothing was simulated",
-                    report.results.len()
-                );
-                if shard.is_none() {
-                    return Ok(ExitCode::from(EXIT_NOTHING_RAN));
-                }
-            }
-            Ok(ExitCode::SUCCESS)
+        eprintln!("interrupted: finishing the points under way (Ctrl-C again to quit at once)");
+    });
+    let report = match &trace {
+        Some(out) => run_traced(recorded, out)?,
+        None => runner::run_with(&s, &runner::RunOptions { shard, progress: !quiet, memory_limit }),
+    };
+    emit(&report, format, output.as_ref())?;
+    if runner::STOP.load(std::sync::atomic::Ordering::Relaxed) {
+        let all = s.points_of(shard).len();
+        eprintln!("interrupted: the report holds the {} of {all} point(s) that finished", report.results.len());
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    if let Some(dir) = &plot {
+        let files = plots::plot_report(&report, dir).map_err(BadInput)?;
+        eprintln!("wrote {} plot file(s) to {}", files.len(), dir.display());
+    }
+    if let Some(g) = &gantt {
+        g.write(|tmp| plots::write_gantt(recorded, tmp)).map_err(BadInput)?;
+        eprintln!("wrote {}", g.path.display());
+    }
+    let gate_held = match &baseline {
+        Some(b) => gate(b, &report, tolerance, junit.as_deref())?,
+        None => true,
+    };
+    Ok(run_status(&report, shard, gate_held))
+}
+
+/// Every file `run` writes (`--output`, `--trace`, `--gantt`, and `--plot`'s
+/// directory), checked before it runs (see allreduce_sim::files).
+fn plan_run_outputs(
+    s: &Scenario,
+    scenario: &std::path::Path,
+    [output, trace, gantt]: [Option<PathBuf>; 3],
+    plot: Option<&std::path::Path>,
+) -> Result<(Option<Output>, Option<Output>, Option<Output>), BadInput> {
+    let mut named: Vec<(&str, &std::path::Path)> = Vec::new();
+    for (flag, path) in [("--output", &output), ("--trace", &trace), ("--gantt", &gantt)] {
+        if let Some(p) = path {
+            named.push((flag, p.as_path()));
         }
     }
+    let dirs = plot.iter().map(|d| ("--plot", *d, format!("{}_", plots::slug(&s.name)))).collect();
+    let mut outs =
+        files::plan(&files::Plan { inputs: vec![scenario], files: named, dirs }).map_err(BadInput)?.into_iter();
+    Ok((
+        output.map(|_| outs.next().expect("planned")),
+        trace.map(|_| outs.next().expect("planned")),
+        gantt.map(|_| outs.next().expect("planned")),
+    ))
+}
+
+/// --trace and --gantt record one algorithm: on a selector's point, its pick (said on
+/// standard error); `None` when the point is an algorithm's.
+fn pick_recorded(s: &Scenario) -> Result<Option<Scenario>, BadInput> {
+    let run = |s: &Scenario, pt: &runner::Point| runner::run_point_observed(s, pt, &mut NoObserver);
+    Ok(select::pick_single(s, &run).map_err(BadInput)?.map(|(one, note)| {
+        eprintln!("{note}");
+        one
+    }))
+}
+
+/// `run`'s exit status once the report is written: 1 for a failed check or a baseline
+/// gate that did not hold, [`EXIT_NOTHING_RAN`] for a whole sweep of n/a points.
+fn run_status(report: &Report, shard: Option<Shard>, gate_held: bool) -> ExitCode {
+    let failed = report.results.iter().filter(|r| !r.passed()).count();
+    if failed > 0 {
+        eprintln!("{failed} of {} point(s) failed a check", report.results.len());
+        return ExitCode::from(1);
+    }
+    if !gate_held {
+        return ExitCode::from(1);
+    }
+    if !report.results.is_empty() && report.results.iter().all(|r| r.not_applicable.is_some()) {
+        // A shard may hold only n/a points while the other shards run theirs.
+        let whole = if shard.is_some() { "this shard's" } else { "the sweep's" };
+        eprintln!(
+            "no point ran: all {} of {whole} point(s) are not applicable (the report gives each \
+                 reason); nothing was simulated",
+            report.results.len()
+        );
+        if shard.is_none() {
+            return ExitCode::from(EXIT_NOTHING_RAN);
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 /// Refuse the run if one of its points would not fit in memory: `--max-memory`, else
@@ -637,10 +682,8 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
 /// Refuse a point that cannot fit (see [`estimate::check_memory`]); the limit, if any,
 /// for the runner to keep parallel points within.
 fn check_memory(s: &Scenario, shard: Option<Shard>, max_memory: Option<&str>) -> Result<Option<u64>, BadInput> {
-    let all = runner::points(s);
-    let chosen: Vec<runner::Point> =
-        all.into_iter().enumerate().filter(|(i, _)| shard.is_none_or(|sh| sh.contains(*i))).map(|(_, p)| p).collect();
-    estimate::check_budget(s, &chosen).map_err(BadInput)?;
+    let pts = s.points_of(shard);
+    estimate::check_budget(s, &pts).map_err(BadInput)?;
     let (limit, source) = match max_memory {
         Some(text) => (
             scenario::units::parse_size(text).map_err(|e| BadInput(format!("--max-memory: {e}")))?,
@@ -651,10 +694,7 @@ fn check_memory(s: &Scenario, shard: Option<Shard>, max_memory: Option<&str>) ->
             None => return Ok(None),
         },
     };
-    let all = runner::points(s);
-    let single = all.len() == 1;
-    let pts: Vec<runner::Point> =
-        all.into_iter().enumerate().filter(|(i, _)| shard.is_none_or(|sh| sh.contains(*i))).map(|(_, p)| p).collect();
+    let single = s.points().len() == 1;
     estimate::check_memory(s, &pts, single, limit, &source).map_err(BadInput)?;
     Ok(Some(limit))
 }

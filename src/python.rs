@@ -124,10 +124,8 @@ fn overrides(
 /// Refuse a run whose points cannot fit in memory, as `run` does; the limit for the
 /// runner (`max_memory`, else what /proc/meminfo says is available).
 fn memory_limit(s: &Scenario, shard: Option<Shard>, max_memory: Option<&str>) -> PyResult<Option<u64>> {
-    let all = runner::points(s);
-    let single = all.len() == 1;
-    let pts: Vec<runner::Point> =
-        all.into_iter().enumerate().filter(|(i, _)| shard.is_none_or(|sh| sh.contains(*i))).map(|(_, p)| p).collect();
+    let single = s.points().len() == 1;
+    let pts = s.points_of(shard);
     crate::estimate::check_budget(s, &pts).map_err(bad_input)?;
     let (limit, source) = match max_memory {
         Some(text) => (

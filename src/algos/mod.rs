@@ -93,6 +93,18 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     /// The most rounded additions any result element goes through in sequence:
     /// the height of its summation tree, which sets the error bound.
     fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize;
+    /// Messages the whole run sends (the estimates, `validate`). The programs are the one
+    /// source: this walks every rank's program and counts its sends, exact by
+    /// construction; an algorithm whose count has a cheap closed form states it instead,
+    /// and tests/messages.rs holds every algorithm's answer to what the engine sends.
+    /// Called only where [`Algorithm::applicable`] said yes.
+    fn messages(&self, p: &Problem, topo: &dyn Topology) -> u64 {
+        let sends = |r: usize| {
+            let streams = self.program(r as Rank, *p, topo);
+            streams.into_iter().flatten().filter(|op| matches!(op, crate::sim::op::Op::Send { .. })).count() as u64
+        };
+        (0..p.ranks).map(sends).sum()
+    }
 }
 
 /// Every algorithm is a set of per-rank programs the engine runs.

@@ -225,6 +225,12 @@ impl Algorithm for Ring {
         vec![Box::new(program(rank, p.ranks, Direction::Forward, ALLREDUCE, self.segments, 0, 0, chunk))]
     }
 
+    /// Every rank sends one piece per segment at each of the 2(P-1) steps.
+    fn messages(&self, p: &Problem, _topo: &dyn Topology) -> u64 {
+        let np = p.ranks as u64;
+        2 * np * np.saturating_sub(1) * self.segments as u64
+    }
+
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
         if self.segments == 1 {
@@ -257,6 +263,12 @@ impl Algorithm for RingPhases {
     fn program(&self, rank: Rank, p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
         let chunk = blocks(p.elems, p.ranks);
         vec![Box::new(program(rank, p.ranks, Direction::Forward, self.phases, 1, 0, 0, chunk))]
+    }
+
+    /// Every rank sends one block at each of the P-1 steps.
+    fn messages(&self, p: &Problem, _topo: &dyn Topology) -> u64 {
+        let np = p.ranks as u64;
+        np * np.saturating_sub(1)
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {

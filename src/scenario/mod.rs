@@ -14,7 +14,7 @@ pub use parse::{MAX_SCENARIO_BYTES, Overrides, SNIPPET_WIDTH, ScenarioError, loa
 use serde::{Deserialize, Serialize};
 
 pub use crate::collective::Collective;
-use crate::results::Point;
+use crate::results::{Point, Shard};
 use crate::sim::data::{Init, ReduceOp};
 /// Units and parameter values live below every module that reads them; these paths still name them.
 pub use crate::units::{self, ParamValue};
@@ -63,6 +63,13 @@ impl Scenario {
             }
         }
         out
+    }
+
+    /// The points shard `shard` of the sweep runs (every point without one), in sweep
+    /// order: the one filter `run`, its memory check and the Python module share.
+    pub fn points_of(&self, shard: Option<Shard>) -> Vec<Point> {
+        let all = self.points().into_iter().enumerate();
+        all.filter(|(i, _)| shard.is_none_or(|sh| sh.contains(*i))).map(|(_, p)| p).collect()
     }
 }
 

@@ -1,0 +1,73 @@
+//! Every algorithm's message count ([`Algorithm::messages`], what the estimates and
+//! `validate` print) is what the engine sends, on every machine shape it runs on, with
+//! its parameters at their defaults and segmented where it takes segments.
+
+use allreduce_sim::algos::{self, Algorithm, Machine, Params, Problem};
+use allreduce_sim::collective::Collective;
+use allreduce_sim::scenario::ParamValue;
+use allreduce_sim::sim::engine::NoObserver;
+use allreduce_sim::sim::simulate;
+use allreduce_sim::topology::{FullyConnected, Grid, Hierarchical, Level, Link, Topology};
+
+fn machines() -> Vec<Box<dyn Topology>> {
+    let l = Link { alpha: 1e-6, bandwidth: 12.5e9 };
+    let lv = |size| Level { size, link: l, nics: None };
+    let mut out: Vec<Box<dyn Topology>> = Vec::new();
+    for ranks in [1, 2, 3, 4, 5, 8, 12] {
+        out.push(Box::new(FullyConnected { ranks, link: l, nics: 1 }));
+    }
+    out.push(Box::new(Grid::torus(3, 4, l, 2)));
+    out.push(Box::new(Grid::mesh(3, 3, l, 2)));
+    out.push(Box::new(Hierarchical::new(vec![lv(4), lv(3)], 1).unwrap()));
+    out.push(Box::new(Hierarchical::new(vec![lv(2), lv(2), lv(2)], 2).unwrap()));
+    out
+}
+
+/// The variants of an algorithm tried: its defaults, and three segments where it takes
+/// `segments`.
+fn variants(info: &algos::AlgoInfo) -> Vec<Vec<(String, ParamValue)>> {
+    let mut out = vec![Vec::new()];
+    if info.params.iter().any(|p| p.starts_with("segments=")) {
+        out.push(vec![("segments".to_string(), ParamValue::Int(3))]);
+    }
+    out
+}
+
+#[test]
+fn every_algorithms_message_count_is_what_the_engine_sends() {
+    let mut checked = 0;
+    let mut never_ran = Vec::new();
+    for c in Collective::ALL {
+        for info in algos::registry_of(c) {
+            let mut ran = false;
+            for params in variants(info) {
+                let algo: Box<dyn Algorithm> = algos::build_for(c, info.id, Params::new(params.clone())).unwrap();
+                for topo in machines() {
+                    for elems in [1, 7, 64, 1000] {
+                        let p = Problem { ranks: topo.ranks(), elems, elem_bytes: 4 };
+                        if algo.applicable(&p, &Machine { topo: topo.as_ref(), cost_per_byte: 1e-10 }).is_err() {
+                            continue;
+                        }
+                        let (stats, _) = simulate(algo.as_ref(), topo.as_ref(), p, 1e-10, None, &mut NoObserver)
+                            .unwrap_or_else(|e| panic!("{c} {} at P = {}: {e}", algo.label(), p.ranks));
+                        assert_eq!(
+                            algo.messages(&p, topo.as_ref()),
+                            stats.messages,
+                            "{c} {} at P = {}, n = {elems} on {}",
+                            algo.label(),
+                            p.ranks,
+                            topo.describe()
+                        );
+                        ran = true;
+                        checked += 1;
+                    }
+                }
+            }
+            if !ran {
+                never_ran.push(format!("{c} {}", info.id));
+            }
+        }
+    }
+    assert!(never_ran.is_empty(), "never applicable on the test machines: {never_ran:?}");
+    assert!(checked > 500, "only {checked} runs checked");
+}
