@@ -577,7 +577,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
     if let Some(g) = &gantt {
         plots::check_gantt(&s, g).map_err(BadInput)?;
     }
-    let (output, trace, gantt) = plan_run_outputs(&s, &scenario, [output, trace, gantt], plot.as_deref())?;
+    let [output, trace, gantt] = plan_run_outputs(&s, &scenario, [output, trace, gantt], plot.as_deref())?;
     let memory_limit = check_memory(&s, shard, max_memory.as_deref())?;
     let picked = if trace.is_some() || gantt.is_some() { pick_recorded(&s)? } else { None };
     let recorded = picked.as_ref().unwrap_or(&s);
@@ -624,7 +624,7 @@ fn plan_run_outputs(
     scenario: &std::path::Path,
     [output, trace, gantt]: [Option<PathBuf>; 3],
     plot: Option<&std::path::Path>,
-) -> Result<(Option<Output>, Option<Output>, Option<Output>), BadInput> {
+) -> Result<[Option<Output>; 3], BadInput> {
     let mut named: Vec<(&str, &std::path::Path)> = Vec::new();
     for (flag, path) in [("--output", &output), ("--trace", &trace), ("--gantt", &gantt)] {
         if let Some(p) = path {
@@ -634,11 +634,11 @@ fn plan_run_outputs(
     let dirs = plot.iter().map(|d| ("--plot", *d, format!("{}_", plots::slug(&s.name)))).collect();
     let mut outs =
         files::plan(&files::Plan { inputs: vec![scenario], files: named, dirs }).map_err(BadInput)?.into_iter();
-    Ok((
+    Ok([
         output.map(|_| outs.next().expect("planned")),
         trace.map(|_| outs.next().expect("planned")),
         gantt.map(|_| outs.next().expect("planned")),
-    ))
+    ])
 }
 
 /// --trace and --gantt record one algorithm: on a selector's point, its pick (said on

@@ -4,6 +4,29 @@
 //! 2017; the course report, the survey, the homework report and the ring tutorial:
 //! docs/sources.md).
 //!
+//! # The textbook ring
+//!
+//! The course report's ring allreduce is two loops. With the vector cut into P chunks
+//! (`c(i)`, indices mod P), rank r passes to r+1 and hears from r-1:
+//!
+//! ```text
+//! for k in 0..P-1:   // reduce-scatter
+//!     send c(r - k) to r+1;      receive c(r - k - 1) from r-1, add it into mine
+//! for k in 0..P-1:   // allgather
+//!     send c(r + 1 - k) to r+1;  receive c(r - k) from r-1, copy it into mine
+//! ```
+//!
+//! after which rank r held the whole sum of c(r + 1) between the loops, and every rank
+//! holds every chunk's sum at the end. The body of each loop is [`Phase::step`]: which
+//! chunk the rank at ring position q sends, which it receives, and whether it adds or
+//! copies (`shift` 1 above; a lone reduce-scatter or allgather uses 0, leaving rank r
+//! with chunk r as MPI's do). Everything else is layered on that step by [`program`]:
+//! the phases run back to back, the direction, where each chunk lies (`ring_segmented`'s
+//! phases, the bidirectional ring's halves), and segments pipelined around the ring.
+//! The torus algorithms ([`super::torus`]) run the same step along each row and column.
+//!
+//! # The rings here
+//!
 //! Every ring here is [`program`] over a list of [`Phase`]s:
 //! - `ring` reduce-scatter: one reduce-scatter phase; `ring` allgather: one allgather
 //!   phase; `ring` allreduce: the two in sequence, optionally cut into `segments` that
@@ -18,7 +41,8 @@ use super::{AlgoInfo, Algorithm, Blocks, EXACT, Machine, Problem, Topology, bloc
 use crate::cost_model;
 use crate::sim::op::{Action, Op, Program, Rank, Region, per_step};
 
-/// One phase of a ring program: P-1 steps around the ring.
+/// One phase of a ring program: P-1 steps around the ring, one of the textbook's two
+/// loops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Phase {
     /// At step k the rank at ring position q sends chunk `q + shift - 1 - k` and adds
@@ -31,8 +55,9 @@ pub(crate) enum Phase {
 }
 
 impl Phase {
-    /// (chunk sent, chunk received, what is done with it) at step k for position q.
-    fn step(self, q: usize, np: usize, k: usize) -> (usize, usize, Action) {
+    /// The loop's body: (chunk sent, chunk received, what is done with it) at step k for
+    /// the rank at ring position q of `np`.
+    pub(crate) fn step(self, q: usize, np: usize, k: usize) -> (usize, usize, Action) {
         // `+ 2P` keeps the arithmetic unsigned (shift < P, k < P).
         let (send, action) = match self {
             Phase::ReduceScatter { shift } => ((q + shift + 2 * np - 1 - k) % np, Action::Reduce),
@@ -431,5 +456,46 @@ impl Algorithm for BidirectionalRing {
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         p.ranks - 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The module docs' two loops, written out as they read: rank r's sends and receives
+    /// (chunk indices, action) with the ranks they go to and come from.
+    fn textbook(r: usize, np: usize) -> Vec<(usize, usize, usize, usize, Action)> {
+        let c = |i: isize| i.rem_euclid(np as isize) as usize;
+        let (right, left, r) = ((r + 1) % np, (r + np - 1) % np, r as isize);
+        let mut out = Vec::new();
+        for k in 0..np as isize - 1 {
+            out.push((right, c(r - k), left, c(r - k - 1), Action::Reduce));
+        }
+        for k in 0..np as isize - 1 {
+            out.push((right, c(r + 1 - k), left, c(r - k), Action::Copy));
+        }
+        out
+    }
+
+    #[test]
+    fn the_ring_allreduce_program_is_the_textbooks_two_loops() {
+        for np in [2, 3, 5, 8] {
+            let n = 4 * np + 3;
+            let chunk = Blocks::new(n, np);
+            for r in 0..np {
+                let ops: Vec<Op> =
+                    program(r as Rank, np, Direction::Forward, ALLREDUCE, 1, 0, 0, blocks(n, np)).collect();
+                let mut steps = Vec::new();
+                let mut it = ops.iter().filter(|op| matches!(op, Op::Send { .. } | Op::Recv { .. }));
+                while let (Some(Op::Send { to, src, .. }), Some(Op::Recv { from, dst, action, .. })) =
+                    (it.next(), it.next())
+                {
+                    let index = |reg: &Region| (0..np).find(|&i| chunk.get(i) == *reg).expect("a whole chunk");
+                    steps.push((*to as usize, index(src), *from as usize, index(dst), *action));
+                }
+                assert_eq!(steps, textbook(r, np), "rank {r} of {np}");
+            }
+        }
     }
 }

@@ -59,6 +59,7 @@
 //! Both algorithms are step-synchronous ([`super::stepped`]); their closed forms
 //! in [`crate::cost_model`] evaluate the step recurrence on the actual pair costs.
 
+use super::ring::Phase;
 use super::stepped::{self, Recv, Send, StepPlan, Stepped};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block};
 use crate::cost_model;
@@ -173,16 +174,17 @@ struct Exchange {
 }
 
 /// Step `k` of a ring reduce-scatter (`reduce`) or allgather over `parts` pieces of
-/// `whole`, for the rank at position `i` of its ring (the offsets of [`super::ring`]):
-/// the piece it sends and the piece it receives.
+/// `whole`, for the rank at position `i` of its ring: the textbook ring's step
+/// ([`Phase::step`], the allreduce's convention: the reduce-scatter leaves position i
+/// with piece i + 1), placed in `whole`. The piece it sends and the piece it receives.
 fn ring_pieces(whole: Region, parts: usize, i: usize, k: usize, reduce: bool) -> (Region, Region) {
     let piece = |j: usize| {
-        let b = block(whole.len, parts, j % parts);
+        let b = block(whole.len, parts, j);
         Region::vec(whole.offset + b.offset, b.len)
     };
-    // `+ 2 parts` keeps the arithmetic unsigned.
-    let base = i + 2 * parts;
-    if reduce { (piece(base - k), piece(base - k - 1)) } else { (piece(base + 1 - k), piece(base - k)) }
+    let phase = if reduce { Phase::ReduceScatter { shift: 1 } } else { Phase::Allgather { shift: 1 } };
+    let (send, recv, _) = phase.step(i, parts, k);
+    (piece(send), piece(recv))
 }
 
 /// Steps of [`three_phase`] on grid `g`: `2 (cols - 1) + 2 (rows - 1)` either way round.
