@@ -377,10 +377,43 @@ pub fn fill_with(
         if opts.serial { jobs.iter().map(run).collect() } else { jobs.par_iter().map(run).collect() };
 
     for (g, ((c, _, _), idx)) in selector_groups.iter().enumerate() {
-        // Everything simulated at this point: the listed rows, then the selectors' runs.
-        let mut pool: Vec<&PointResult> =
-            idx.iter().filter_map(|&i| results[i].as_ref()).filter(|r| !is_selector(&r.algorithm)).collect();
         let mine: Vec<(&Job, &PointResult)> = jobs.iter().zip(&ran).filter(|(j, _)| j.group == g).collect();
+        let pool = Pool::of(*c, idx.iter().filter_map(|&i| results[i].as_ref()), &mine);
+        let mut filled: Vec<(usize, PointResult)> = Vec::new();
+        for &i in idx {
+            let spec = &s.algorithms[pts[i].algo];
+            if let (true, Some(placeholder)) = (is_selector(&spec.name), &results[i]) {
+                filled.push((i, pool.row(*c, spec, wishes[g].get(&i), placeholder)));
+            }
+        }
+        for (i, row) in filled {
+            results[i] = Some(row);
+        }
+    }
+    rank_some(results);
+}
+
+/// Everything simulated at one selector point: the listed rows, then the selectors' own
+/// runs, and what the selectors choose from.
+struct Pool<'r> {
+    /// Every result at the point, NCCL's own runs included.
+    every: Vec<&'r PointResult>,
+    /// How many algorithms the choice was among (those the scenario lists and those
+    /// `auto` weighs).
+    weighed: usize,
+    /// Of those, the ones that ran.
+    ran_ok: usize,
+    best: Option<Timed<'r>>,
+    second: Option<Timed<'r>>,
+    /// Failed checks of the rows nobody sees, which the selector rows carry.
+    hidden_failures: Vec<String>,
+}
+
+impl<'r> Pool<'r> {
+    /// The pool of a point of collective `c` from its `listed` rows and the selectors'
+    /// runs there (`mine`).
+    fn of(c: Collective, listed: impl Iterator<Item = &'r PointResult>, mine: &[(&Job, &'r PointResult)]) -> Self {
+        let mut pool: Vec<&PointResult> = listed.filter(|r| !is_selector(&r.algorithm)).collect();
         let hidden: Vec<&PointResult> = mine.iter().map(|(_, r)| *r).collect();
         // NCCL's own algorithms, run only for nccl_model, are its pick's simulation, not
         // candidates: the best stays the best of the algorithms auto weighs (and of
@@ -389,84 +422,87 @@ pub fn fill_with(
         every.extend(hidden.iter().copied());
         pool.extend(mine.iter().filter(|(j, _)| !algos::NCCL_IDS.contains(&j.spec.name.as_str())).map(|(_, r)| *r));
         let ran_ok: Vec<&PointResult> = pool.iter().copied().filter(|r| r.not_applicable.is_none()).collect();
-        let (best, second) = top_two(*c, ran_ok.iter().map(|r| (r.algorithm.as_str(), r.time_s)).collect());
-        let find = |label: &str| every.iter().copied().find(|r| r.algorithm == label);
-        // Failed checks of rows nobody sees would go unreported: the selector rows carry them.
-        let hidden_failures: Vec<String> = hidden
+        let (best, second) = top_two(c, ran_ok.iter().map(|r| (r.algorithm.as_str(), r.time_s)).collect());
+        let hidden_failures = hidden
             .iter()
             .flat_map(|r| r.failures.iter().map(move |f| format!("{} (simulated for a selector): {f}", r.algorithm)))
             .collect();
-        let mut filled: Vec<(usize, PointResult)> = Vec::new();
-        for &i in idx {
-            let spec = &s.algorithms[pts[i].algo];
-            if !is_selector(&spec.name) {
-                continue;
-            }
-            let Some(placeholder) = &results[i] else { continue };
-            let mut row = match wishes[g].get(&i) {
-                None | Some(Ok(None)) => match best.and_then(|(l, _)| find(l)) {
-                    Some(r) => {
-                        let mut row = r.clone();
-                        row.selection = Some(Selection {
-                            selected: r.algorithm.clone(),
-                            candidates: ran_ok.len(),
-                            ..Selection::default()
-                        });
-                        row
-                    }
-                    None => PointResult {
-                        not_applicable: Some(format!("none of the {} algorithms runs here", pool.len())),
-                        ..placeholder.clone()
-                    },
-                },
-                Some(Err(why)) => PointResult { not_applicable: Some(why.clone()), ..placeholder.clone() },
-                Some(Ok(Some(w))) => {
-                    let label = label_of(*c, &w.spec.name, &w.spec.params);
-                    match (&w.missing, find(&label)) {
-                        (Some(why), _) => PointResult { not_applicable: Some(why.clone()), ..placeholder.clone() },
-                        (None, None) => {
-                            PointResult { not_applicable: Some(format!("{label} did not run")), ..placeholder.clone() }
-                        }
-                        (None, Some(r)) => {
-                            let mut row = r.clone();
-                            if let Some(why) = &r.not_applicable {
-                                row.not_applicable = Some(format!(
-                                    "{} picks {label}, which does not run here: {why}",
-                                    w.library.as_deref().unwrap_or(&spec.name)
-                                ));
-                            }
-                            row.selection = Some(Selection {
-                                selected: label.clone(),
-                                library: w.library.clone(),
-                                library_choice: w.choice.clone(),
-                                vs_best: 0.0,
-                                predicted_s: w.predicted_s,
-                                candidates: ran_ok.len(),
-                            });
-                            row
-                        }
-                    }
+        Pool { every, weighed: pool.len(), ran_ok: ran_ok.len(), best, second, hidden_failures }
+    }
+
+    fn find(&self, label: &str) -> Option<&'r PointResult> {
+        self.every.iter().copied().find(|r| r.algorithm == label)
+    }
+
+    /// The row of selector `spec` at this point: a copy of its choice's result (or why
+    /// there is none) under the selector's name, with the point's best and runner-up.
+    fn row(
+        &self,
+        c: Collective,
+        spec: &AlgoSpec,
+        wish: Option<&Result<Option<Wanted>, String>>,
+        placeholder: &PointResult,
+    ) -> PointResult {
+        let not_applicable = |why: String| PointResult { not_applicable: Some(why), ..placeholder.clone() };
+        let mut row = match wish {
+            None | Some(Ok(None)) => match self.best.and_then(|(l, _)| self.find(l)) {
+                Some(r) => {
+                    let mut row = r.clone();
+                    row.selection = Some(Selection {
+                        selected: r.algorithm.clone(),
+                        candidates: self.ran_ok,
+                        ..Selection::default()
+                    });
+                    row
                 }
-            };
-            row.algorithm = placeholder.algorithm.clone();
-            // The chosen algorithm's own row (if listed) shows its path; no second copy.
-            row.critical_path = None;
-            row.failures.extend(hidden_failures.iter().cloned());
-            row.best_algorithm = best.map(|(l, _)| l.to_string());
-            row.best_time_s = best.map(|(_, t)| t);
-            row.runner_up = second.map(|(l, _)| l.to_string());
-            row.margin = match (best, second) {
-                (Some((_, b)), Some((_, t))) if b > 0.0 => Some(t / b - 1.0),
-                (Some(_), Some(_)) => Some(0.0),
-                _ => None,
-            };
-            filled.push((i, row));
-        }
-        for (i, row) in filled {
-            results[i] = Some(row);
+                None => not_applicable(format!("none of the {} algorithms runs here", self.weighed)),
+            },
+            Some(Err(why)) => not_applicable(why.clone()),
+            Some(Ok(Some(w))) => self.picked(c, spec, w, placeholder),
+        };
+        row.algorithm = placeholder.algorithm.clone();
+        // The chosen algorithm's own row (if listed) shows its path; no second copy.
+        row.critical_path = None;
+        row.failures.extend(self.hidden_failures.iter().cloned());
+        row.best_algorithm = self.best.map(|(l, _)| l.to_string());
+        row.best_time_s = self.best.map(|(_, t)| t);
+        row.runner_up = self.second.map(|(l, _)| l.to_string());
+        row.margin = match (self.best, self.second) {
+            (Some((_, b)), Some((_, t))) if b > 0.0 => Some(t / b - 1.0),
+            (Some(_), Some(_)) => Some(0.0),
+            _ => None,
+        };
+        row
+    }
+
+    /// The row of a selector that picked `w` before anything ran (`ompi_fixed`,
+    /// `nccl_model`): its pick's result with what the library chose.
+    fn picked(&self, c: Collective, spec: &AlgoSpec, w: &Wanted, placeholder: &PointResult) -> PointResult {
+        let label = label_of(c, &w.spec.name, &w.spec.params);
+        let not_applicable = |why: String| PointResult { not_applicable: Some(why), ..placeholder.clone() };
+        match (&w.missing, self.find(&label)) {
+            (Some(why), _) => not_applicable(why.clone()),
+            (None, None) => not_applicable(format!("{label} did not run")),
+            (None, Some(r)) => {
+                let mut row = r.clone();
+                if let Some(why) = &r.not_applicable {
+                    row.not_applicable = Some(format!(
+                        "{} picks {label}, which does not run here: {why}",
+                        w.library.as_deref().unwrap_or(&spec.name)
+                    ));
+                }
+                row.selection = Some(Selection {
+                    selected: label.clone(),
+                    library: w.library.clone(),
+                    library_choice: w.choice.clone(),
+                    vs_best: 0.0,
+                    predicted_s: w.predicted_s,
+                    candidates: self.ran_ok,
+                });
+                row
+            }
         }
     }
-    rank_some(results);
 }
 
 /// [`rank`] over the results that ran.
