@@ -68,10 +68,14 @@ impl Estimate {
     }
 }
 
+/// Points of more ranks than this count their messages only where the algorithm has a
+/// closed count: walking every rank's program is a pass over every operation.
+const WALK_MAX_RANKS: usize = 4096;
+
 /// Messages of the algorithm of `pt` on `elems` elements, and whether that is its exact
-/// count: the algorithm's own ([`Algorithm::messages`]), the one source the engine is
-/// tested against. Where it cannot be built or cannot run here, `4 P (P-1)`, not claimed
-/// exact.
+/// count: the algorithm's own ([`crate::algos::messages_of`]), the one source the engine
+/// is tested against. Where it cannot be built or run here, or has no closed count
+/// beyond [`WALK_MAX_RANKS`] ranks, `4 P (P-1)`, not claimed exact.
 fn messages(s: &Scenario, pt: &Point, elems: u64) -> (u64, bool) {
     let p = pt.ranks as u64;
     let bound = (p.saturating_mul(p.saturating_sub(1)).saturating_mul(4).max(4), false);
@@ -79,13 +83,19 @@ fn messages(s: &Scenario, pt: &Point, elems: u64) -> (u64, bool) {
     let Ok(algo) = crate::algos::build_for(spec.collective, &spec.name, Params::new(spec.params.clone())) else {
         return bound;
     };
-    let Ok(topo) = crate::topology::build(&s.topology, pt.ranks) else { return bound };
     let Ok(elems) = usize::try_from(elems) else { return bound };
     let prob = Problem { ranks: pt.ranks, elems, elem_bytes: s.data.dtype.bytes() };
+    if let Some(m) = algo.messages(&prob) {
+        return (m, true);
+    }
+    if pt.ranks > WALK_MAX_RANKS {
+        return bound;
+    }
+    let Ok(topo) = crate::topology::build(&s.topology, pt.ranks) else { return bound };
     if algo.applicable(&prob, &Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte }).is_err() {
         return bound;
     }
-    (algo.messages(&prob, topo.as_ref()), true)
+    (crate::algos::messages_of(algo.as_ref(), &prob, topo.as_ref()), true)
 }
 
 /// Whether point `pt`'s timeline would certainly outgrow [`MAX_INTERVALS`]: the

@@ -1,5 +1,5 @@
-//! Every algorithm's message count ([`Algorithm::messages`], what the estimates and
-//! `validate` print) is what the engine sends, on every machine shape it runs on, with
+//! Every algorithm's message count ([`algos::messages_of`]: its closed count, else its
+//! programs walked; what the estimates and `validate` print) is what the engine sends, on every machine shape it runs on, with
 //! its parameters at their defaults and segmented where it takes segments.
 
 use allreduce_sim::algos::{self, Algorithm, Machine, Params, Problem};
@@ -50,8 +50,17 @@ fn every_algorithms_message_count_is_what_the_engine_sends() {
                         }
                         let (stats, _) = simulate(algo.as_ref(), topo.as_ref(), p, 1e-10, None, &mut NoObserver)
                             .unwrap_or_else(|e| panic!("{c} {} at P = {}: {e}", algo.label(), p.ranks));
+                        if let Some(closed) = algo.messages(&p) {
+                            assert_eq!(
+                                closed,
+                                stats.messages,
+                                "{c} {}'s closed count at P = {}",
+                                algo.label(),
+                                p.ranks
+                            );
+                        }
                         assert_eq!(
-                            algo.messages(&p, topo.as_ref()),
+                            algos::messages_of(algo.as_ref(), &p, topo.as_ref()),
                             stats.messages,
                             "{c} {} at P = {}, n = {elems} on {}",
                             algo.label(),

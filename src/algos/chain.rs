@@ -111,9 +111,9 @@ impl Algorithm for Chain {
     }
 
     /// Each of the P-1 links carries every segment once per pass.
-    fn messages(&self, p: &Problem, _topo: &dyn Topology) -> u64 {
+    fn messages(&self, p: &Problem) -> Option<u64> {
         let once = p.ranks.saturating_sub(1) as u64 * self.segments as u64;
-        if self.collective == Collective::Allreduce { 2 * once } else { once }
+        Some(if self.collective == Collective::Allreduce { 2 * once } else { once })
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {

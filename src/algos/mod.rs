@@ -93,17 +93,11 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     /// The most rounded additions any result element goes through in sequence:
     /// the height of its summation tree, which sets the error bound.
     fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize;
-    /// Messages the whole run sends (the estimates, `validate`). The programs are the one
-    /// source: this walks every rank's program and counts its sends, exact by
-    /// construction; an algorithm whose count has a cheap closed form states it instead,
-    /// and tests/messages.rs holds every algorithm's answer to what the engine sends.
-    /// Called only where [`Algorithm::applicable`] said yes.
-    fn messages(&self, p: &Problem, topo: &dyn Topology) -> u64 {
-        let sends = |r: usize| {
-            let streams = self.program(r as Rank, *p, topo);
-            streams.into_iter().flatten().filter(|op| matches!(op, crate::sim::op::Op::Send { .. })).count() as u64
-        };
-        (0..p.ranks).map(sends).sum()
+    /// Messages the whole run sends, where a closed count is cheap (the estimates,
+    /// `validate`); `None` leaves it to [`messages_of`], which walks the programs.
+    /// tests/messages.rs holds every algorithm's count to what the engine sends.
+    fn messages(&self, _p: &Problem) -> Option<u64> {
+        None
     }
 }
 
@@ -115,6 +109,19 @@ impl<A: Algorithm + ?Sized> crate::sim::Programs for A {
     fn scratch_elems(&self, p: &Problem) -> Vec<usize> {
         self.scratch(p)
     }
+}
+
+/// Messages `algo` sends on `p` and `topo`: its closed count, else its programs walked
+/// and their sends counted, exact by construction but a pass over every operation. The
+/// programs are the one source; call it only where [`Algorithm::applicable`] said yes.
+pub fn messages_of(algo: &dyn Algorithm, p: &Problem, topo: &dyn Topology) -> u64 {
+    algo.messages(p).unwrap_or_else(|| {
+        let sends = |r: usize| {
+            let streams = algo.program(r as Rank, *p, topo);
+            streams.into_iter().flatten().filter(|op| matches!(op, crate::sim::op::Op::Send { .. })).count() as u64
+        };
+        (0..p.ranks).map(sends).sum()
+    })
 }
 
 /// The ids of NCCL's algorithms as NCCL runs them (docs/nccl.md), which `auto` leaves

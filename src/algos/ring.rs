@@ -251,9 +251,9 @@ impl Algorithm for Ring {
     }
 
     /// Every rank sends one piece per segment at each of the 2(P-1) steps.
-    fn messages(&self, p: &Problem, _topo: &dyn Topology) -> u64 {
+    fn messages(&self, p: &Problem) -> Option<u64> {
         let np = p.ranks as u64;
-        2 * np * np.saturating_sub(1) * self.segments as u64
+        Some(2 * np * np.saturating_sub(1) * self.segments as u64)
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
@@ -291,9 +291,9 @@ impl Algorithm for RingPhases {
     }
 
     /// Every rank sends one block at each of the P-1 steps.
-    fn messages(&self, p: &Problem, _topo: &dyn Topology) -> u64 {
+    fn messages(&self, p: &Problem) -> Option<u64> {
         let np = p.ranks as u64;
-        np * np.saturating_sub(1)
+        Some(np * np.saturating_sub(1))
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
