@@ -602,7 +602,9 @@ pub fn hierarchical_ring_steps(p: &Problem, m: &Machine, method: GroupMethod) ->
 /// step by step over the leaders' real hops (with more than two levels some hops cross a
 /// higher level, the steps stop being in lockstep, and no single-line formula holds) with
 /// each leader's k ports as FIFO servers; each leader's broadcast then starts when its
-/// ring is done and its ports are free of its last ring sends. `None` when the leaders do
+/// ring is done and its ports are free of its last ring sends (on a GPU cluster the ring
+/// crosses nodes through the leaders' NICs, an interface of its own, and the broadcast
+/// finds the leader's NVLink ports free). `None` when the leaders do
 /// not all have the same ports, or the members do not: then groups finish at different
 /// times and ring messages compete with group messages for ports, which the engine orders
 /// by issue time and this evaluation does not follow.
@@ -619,12 +621,24 @@ pub fn hierarchical_ring_formula(p: &Problem, m: &Machine, method: GroupMethod) 
     if (0..groups).any(|j| topo.nics(j * g) != kl) || (0..p.ranks).any(|r| r % g != 0 && topo.nics(r) != km) {
         return None;
     }
-    let (kl, km) = (kl.max(1) as usize, km.max(1) as usize);
+    // The leaders' ring leaves a leader by the interface its group talks through, or, on
+    // a GPU cluster, by its node's NIC: then the ring and the group phases do not share
+    // ports, and each leader's NIC carries its ring hop alone (no other rank crosses
+    // nodes).
+    let face = |j: usize| topo.route_interfaces(j * g, ((j + 1) % groups) * g);
+    let shared = groups < 2 || (0..groups).all(|j| face(j) == (j * g, ((j + 1) % groups) * g));
+    let kr = if shared { kl } else { topo.interface_ports(face(0).0) };
+    if !shared && (0..groups).any(|j| topo.interface_ports(face(j).0) != kr || topo.interface_ports(face(j).1) != kr) {
+        return None;
+    }
+    let (kl, km, kr) = (kl.max(1) as usize, km.max(1) as usize, kr.max(1) as usize);
     let (t0, r0) = (link0.time(p.bytes()), p.bytes() * m.cost_per_byte);
     let start = group_reduce(method, g, t0, r0, kl, km);
-    let (done, mut ports, ring_end) = leaders_ring(p, m, g, groups, start, kl);
+    let (done, mut ports, ring_end) = leaders_ring(p, m, g, groups, start, kr);
     let mut end = ring_end.max(start);
-    for (d, leader_ports) in done.iter().zip(ports.iter_mut()) {
+    for (d, ring_ports) in done.iter().zip(ports.iter_mut()) {
+        let mut own = vec![0.0f64; kl];
+        let leader_ports = if shared { ring_ports } else { &mut own };
         end = end.max(group_broadcast(method, g, t0, *d, leader_ports, km));
     }
     Some(end)
