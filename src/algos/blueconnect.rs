@@ -155,6 +155,14 @@ impl Algorithm for BlueConnect {
         Some((blueconnect(p, m)?, EXACT))
     }
 
+    /// Where its step recurrence gives none (a port would serve out of step order): the
+    /// bounds of its steps whatever order the ports serve them in
+    /// ([`crate::cost_model::lockstep_bounds`]).
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        m.topo.levels()?;
+        Some(super::stepped_bounds(&plan(p, m.topo), m.topo, m.cost_per_byte, p.elem_bytes))
+    }
+
     /// Level i adds s_i - 1 partial sums in sequence: `sum_i (s_i - 1)`.
     fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize {
         plan(p, topo).sizes.iter().map(|&s| s.saturating_sub(1)).sum()

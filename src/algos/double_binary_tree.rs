@@ -297,6 +297,13 @@ impl Algorithm for DoubleBinaryTree {
         Some((double_binary_tree(p, m, self.chunk)?, EXACT))
     }
 
+    /// Where its step recurrence gives none (a port would serve out of step order): the
+    /// bounds of its steps whatever order the ports serve them in
+    /// ([`crate::cost_model::lockstep_bounds`]).
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        Some(super::stepped_bounds(&plan(p, self.chunk), m.topo, m.cost_per_byte, p.elem_bytes))
+    }
+
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         if p.ranks <= 1 {
             return 0;

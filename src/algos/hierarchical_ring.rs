@@ -233,6 +233,14 @@ impl Algorithm for HierarchicalRing {
         Some((hierarchical_ring(p, m, self.intra)?, EXACT))
     }
 
+    /// Where its step recurrence gives none (a port would serve out of step order): the
+    /// bounds of its steps whatever order the ports serve them in
+    /// ([`crate::cost_model::lockstep_bounds`]).
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        self.applicable(p, m).ok()?;
+        Some(super::stepped_bounds(&plan(p, m.topo, self.intra), m.topo, m.cost_per_byte, p.elem_bytes))
+    }
+
     /// An element goes through the group's additions (g-1 in a chain for star and
     /// chain, ceil(log2 g) levels for the tree) and then m-1 in the leaders' ring.
     fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize {

@@ -262,6 +262,14 @@ impl Algorithm for Torus2d {
         Some((torus_2d(p, m)?, EXACT))
     }
 
+    /// Where its step recurrence gives none (a port would serve out of step order): the
+    /// bounds of its steps whatever order the ports serve them in
+    /// ([`crate::cost_model::lockstep_bounds`]).
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let plan = TorusPlan { grid: Grid2::of(m.topo)?, n: p.elems };
+        Some(super::stepped_bounds(&plan, m.topo, m.cost_per_byte, p.elem_bytes))
+    }
+
     /// Each element is added along its row (cols - 1 additions in a chain), then the row
     /// sums along its column (rows - 1 more): rows + cols - 2.
     fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize {
@@ -377,6 +385,14 @@ impl Algorithm for Mesh2d {
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         Some((mesh_2d(p, m, self.ring)?, EXACT))
+    }
+
+    /// Where its step recurrence gives none (a port would serve out of step order): the
+    /// bounds of its steps whatever order the ports serve them in
+    /// ([`crate::cost_model::lockstep_bounds`]).
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let plan = MeshPlan { grid: Grid2::of(m.topo)?, n: p.elems, ring: self.ring };
+        Some(super::stepped_bounds(&plan, m.topo, m.cost_per_byte, p.elem_bytes))
     }
 
     /// A half's sum is built by cols - 1 additions in a chain along its first direction,
