@@ -8,7 +8,9 @@ use allreduce_sim::collective::Collective;
 use allreduce_sim::scenario::ParamValue;
 use allreduce_sim::sim::engine::NoObserver;
 use allreduce_sim::sim::simulate;
-use allreduce_sim::topology::{FullyConnected, Link};
+use allreduce_sim::topology::{
+    Cluster, ClusterSpec, FabricKind, FabricSpec, FullyConnected, InterSpec, IntraKind, IntraSpec, Link, PerProto,
+};
 use proptest::prelude::*;
 
 fn build(id: &str, params: &[(&str, ParamValue)]) -> Box<dyn Algorithm> {
@@ -179,4 +181,79 @@ proptest! {
             }
         }
     }
+}
+
+/// A GPU cluster (`kind: cluster`): `nodes` x `gpus` on an intra-node switch of `kind`,
+/// `nics` NICs per node on rails.
+fn cluster(kind: IntraKind, nodes: usize, gpus: usize, nics: usize, launch: f64) -> ClusterSpec {
+    ClusterSpec {
+        nodes,
+        gpus_per_node: gpus,
+        intra: IntraSpec {
+            kind,
+            alpha_s: PerProto { ll: 0.6e-6, ll128: 1.9e-6, simple: 3.4e-6 },
+            bandwidth: 300e9,
+            links: Vec::new(),
+        },
+        nics_per_node: nics,
+        inter: InterSpec { alpha_s: PerProto { ll: 2.7e-6, ll128: 4e-6, simple: 14e-6 }, bandwidth: 50e9 },
+        fabric: FabricSpec { kind: FabricKind::RailOptimized, hosts_per_leaf: None, spines: 1, uplink: None },
+        launch_s: PerProto::all(launch),
+    }
+}
+
+/// Every algorithm of every collective on GPU clusters, where an NVLink (or PCIe)
+/// interface and a NIC interface each have their own ports, NICs possibly shared by
+/// several GPUs: every exact form is met to 1e-9 and every point with bounds falls
+/// between them.
+#[test]
+fn clusters_meet_their_forms_and_bounds() {
+    let mut misses = Vec::new();
+    let (mut exact, mut bound, mut runnable) = (0, 0, 0);
+    let machines = [
+        (IntraKind::Nvswitch, 2, 8, 8),
+        (IntraKind::Nvswitch, 2, 4, 2),
+        (IntraKind::Nvswitch, 3, 4, 1),
+        (IntraKind::Pcie, 2, 4, 1),
+        (IntraKind::Nvswitch, 4, 2, 2),
+        (IntraKind::Nvswitch, 4, 1, 1),
+        (IntraKind::Nvswitch, 1, 8, 1),
+    ];
+    for (kind, nodes, gpus, nics) in machines {
+        let spec = cluster(kind, nodes, gpus, nics, 8e-6);
+        let np = nodes * gpus;
+        let topo = Cluster::new(&spec, np).expect("cluster");
+        for coll in Collective::ALL {
+            for info in algos::registry_of(coll) {
+                let algo = algos::build_for(coll, info.id, Params::new(Default::default())).expect("builds");
+                for n in [64 * np, 1000 * np + 1, 1 << 18] {
+                    let p = Problem { ranks: np, elems: n, elem_bytes: 4 };
+                    for c in [0.0, 1e-12] {
+                        let m = Machine { topo: &topo, cost_per_byte: c };
+                        if algo.applicable(&p, &m).is_err() {
+                            continue;
+                        }
+                        runnable += 1;
+                        let (stats, _) = simulate(algo.as_ref(), &topo, p, c, None, &mut NoObserver).expect("runs");
+                        let t = stats.time;
+                        let name = format!("{coll} {} {kind:?} {nodes}x{gpus} nics={nics} n={n} C={c}", algo.label());
+                        if let Some((closed, tol)) = algo.closed_form(&p, &m) {
+                            exact += 1;
+                            let err = if closed == 0.0 { t.abs() } else { (t / closed - 1.0).abs() };
+                            if err > tol {
+                                misses.push(format!("{name}: simulated {t} but exact {closed}"));
+                            }
+                        } else if let Some((lo, hi)) = algo.closed_form_bounds(&p, &m) {
+                            bound += 1;
+                            if !(t >= lo * (1.0 - 1e-9) && t <= hi * (1.0 + 1e-9)) {
+                                misses.push(format!("{name}: simulated {t} outside [{lo}, {hi}]"));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    println!("clusters: {runnable} runnable, {exact} exact, {bound} bound");
+    assert!(misses.is_empty(), "{misses:#?}");
 }

@@ -144,7 +144,7 @@ fn fold_variants_stay_within_their_bounds() {
             for n in [1usize, 1000, 65_536] {
                 let p = Problem { ranks: np, elems: n, elem_bytes: 4 };
                 let t = run(butterfly.as_ref(), &topo, n, c, n <= 1000).time;
-                let upper = cost_model::butterfly_fold_bound(&p, &h);
+                let upper = algos::forms::butterfly_fold_bound(&p, &h);
                 let lower = cost_model::lower_bound(&p, &topo, c);
                 assert!(t <= upper * (1.0 + 1e-12) && t >= lower, "butterfly P={np} n={n}: {lower} <= {t} <= {upper}");
             }
@@ -353,7 +353,7 @@ fn direct_formula_is_its_step_recurrence_where_p_divides_n() {
             let topo = FullyConnected { ranks: np, link: Link { alpha, bandwidth: bw }, nics };
             let h = Hockney { alpha, bandwidth: bw, c, nics };
             let p = Problem { ranks: np, elems: 60 * np, elem_bytes: 4 };
-            let formula = cost_model::direct_formula(&p, &h);
+            let formula = algos::forms::direct_formula(&p, &h);
             let stats = run(build("direct", &[]).as_ref(), &topo, p.elems, c, true);
             assert!((stats.time / formula - 1.0).abs() < 1e-12, "P={np}: {} vs {formula}", stats.time);
             if nics as usize >= np - 1 {

@@ -5,7 +5,6 @@
 //! points are worked by hand.
 
 use allreduce_sim::algos::{self, Algorithm, Machine, Params, Problem};
-use allreduce_sim::cost_model;
 use allreduce_sim::scenario::ParamValue;
 use allreduce_sim::sim::data::{Expectations, Init, ReduceOp, Reference, Vectors, initial_values};
 use allreduce_sim::sim::engine::{NoObserver, SimStats};
@@ -243,10 +242,10 @@ fn torus_2d_by_hand() {
     assert!(close(t, ours), "{t} vs {ours}");
     let p = problem(&topo, 8);
     let m = Machine { topo: &topo, cost_per_byte: 1e-9 };
-    assert!(close(cost_model::torus_2d_formula(&p, &m, 2, 2), ours));
+    assert!(close(algos::forms::torus_2d_formula(&p, &m, 2, 2), ours));
     // The survey moves the whole S = 32 B in the column phase: 2 (1.016) + 0.016 for the
     // row ring and the same again for the columns, 4.096 us, 24 ns more than the truth.
-    let seed = cost_model::torus_2d_seed(&p, &m, 2, 2);
+    let seed = algos::forms::torus_2d_seed(&p, &m, 2, 2);
     assert!(close(seed, 2.0 * (2.0 * 1.016e-6 + 0.016e-6)), "{seed}");
 }
 
@@ -263,9 +262,9 @@ fn mesh_2d_by_hand() {
     assert!(close(t, ours), "{t} vs {ours}");
     let p = problem(&topo, 10);
     let m = Machine { topo: &topo, cost_per_byte: 1e-9 };
-    assert!(close(cost_model::mesh_2d_formula(&p, &m, 2, 3), ours));
+    assert!(close(algos::forms::mesh_2d_formula(&p, &m, 2, 3), ours));
     // The survey: 2 (m + n - 2)(alpha + S/B + S C) = 2 * 3 * (1 + 0.040 + 0.040) us.
-    assert!(close(cost_model::mesh_2d_seed(&p, &m, 2, 3), 6.0 * 1.080e-6));
+    assert!(close(algos::forms::mesh_2d_seed(&p, &m, 2, 3), 6.0 * 1.080e-6));
 }
 
 /// `double_binary_tree` on 4 fully connected ranks with 1 NIC, n = 8 floats (one chunk
@@ -302,11 +301,11 @@ fn formulas_on_even_tori() {
             let n = 2 * rows * cols * 97;
             let p = problem(&topo, n);
             let m = Machine { topo: &topo, cost_per_byte: c };
-            let rec = cost_model::torus_2d(&p, &m).expect("closed form");
-            let formula = cost_model::torus_2d_formula(&p, &m, rows, cols);
+            let rec = algos::forms::torus_2d(&p, &m).expect("closed form");
+            let formula = algos::forms::torus_2d_formula(&p, &m, rows, cols);
             assert!((rec / formula - 1.0).abs() < 1e-12, "torus_2d {rows}x{cols}: {rec} vs {formula}");
-            let rec = cost_model::mesh_2d(&p, &m, algos::MeshRing::Whole).expect("closed form");
-            let formula = cost_model::mesh_2d_formula(&p, &m, rows, cols);
+            let rec = algos::forms::mesh_2d(&p, &m, algos::MeshRing::Whole).expect("closed form");
+            let formula = algos::forms::mesh_2d_formula(&p, &m, rows, cols);
             assert!((rec / formula - 1.0).abs() < 1e-12, "mesh_2d {rows}x{cols}: {rec} vs {formula}");
         }
     }

@@ -10,15 +10,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// Edges that still close a circle, each with why it remains. The test fails when one of
-/// them disappears, so this list stays exactly what is left to cut.
-const ALLOWED: &[(&str, &str, &str)] = &[
-    // The closed forms of several algorithms still sit in cost_model.rs and call back
-    // into their algorithm's plan, while the plans call cost_model's shared machinery
-    // (lockstep, flow shop): the closed forms are moving beside their algorithms, after
-    // which cost_model keeps only the shared machinery and this edge goes.
-    ("cost_model", "algos", "closed forms not yet beside their algorithms"),
-];
+/// Edges that still close a circle, each with why it remains (none today). The test fails
+/// when one of them disappears, so this list stays exactly what is left to cut.
+const ALLOWED: &[(&str, &str, &str)] = &[];
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
 

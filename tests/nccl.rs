@@ -1,11 +1,12 @@
 //! NCCL's algorithms as NCCL runs them (`nccl_ring`, `nccl_tree`): every point verifies
 //! element by element over ranks, channels, chunks and protocols, on flat machines and
 //! on a hierarchy of 2 nodes x 4 GPUs; on flat machines the simulated time equals the
-//! recurrences of `cost_model::nccl` wherever they claim exactness, and the symmetric
+//! recurrences of `nccl_ring`'s closed form wherever they claim exactness, and the symmetric
 //! cases equal their formula.
 
+use allreduce_sim::algos::forms::nccl_ring_symmetric;
 use allreduce_sim::algos::{self, Algorithm, Machine, Params, Problem};
-use allreduce_sim::cost_model::{Hockney, nccl};
+use allreduce_sim::cost_model::Hockney;
 use allreduce_sim::scenario::ParamValue;
 use allreduce_sim::sim::data::{Expectations, Init, ReduceOp, Reference, Vectors, initial_values};
 use allreduce_sim::sim::engine::{NoObserver, SimStats};
@@ -128,7 +129,7 @@ fn nccl_ring_symmetric_by_hand() {
     let n = 2 * 4 * 16;
     let stats = run(algo.as_ref(), &topo, n, 0.0).unwrap();
     let h = Hockney { alpha: 1.5e-6, bandwidth: 12.5e9, c: 0.0, nics: 1 };
-    let want = nccl::ring_symmetric(4, 2, 64.0, &h);
+    let want = nccl_ring_symmetric(4, 2, 64.0, &h);
     assert!((want - 6.0 * 2.0 * (1.5e-6 + 64.0 / 12.5e9)).abs() < 1e-18);
     assert!((stats.time / want - 1.0).abs() < 1e-12, "{} {want}", stats.time);
 }

@@ -6,7 +6,6 @@
 //! neighbour); plus every flat algorithm on every new kind, verified.
 
 use allreduce_sim::algos::{self, Machine, Params, Problem};
-use allreduce_sim::cost_model;
 use allreduce_sim::runner::{Point, run_point};
 use allreduce_sim::scenario::{Overrides, ParamValue, TopologySpec, parse_str};
 use allreduce_sim::sim::data::{Expectations, Init, ReduceOp, Reference, Vectors, initial_values};
@@ -453,8 +452,8 @@ fn blueconnect_recurrence_is_its_formula_on_even_shards() {
             for &c in &[0.0, 5e-11, 2e-9] {
                 let p = Problem { ranks: np, elems: n, elem_bytes: 4 };
                 let m = Machine { topo: &h, cost_per_byte: c };
-                let steps = cost_model::blueconnect(&p, &m);
-                match cost_model::blueconnect_formula(&p, &levels, c) {
+                let steps = algos::forms::blueconnect(&p, &m);
+                match algos::forms::blueconnect_formula(&p, &levels, c) {
                     Some(f) => {
                         even += 1;
                         let r = steps.unwrap_or_else(|| panic!("{} n={n}: no recurrence", h.describe()));
@@ -485,8 +484,8 @@ fn hierarchical_ring_formula_is_its_step_recurrence() {
                 let p = Problem { ranks: np, elems: n, elem_bytes: 4 };
                 let m = Machine { topo: &h, cost_per_byte: c };
                 for method in [algos::GroupMethod::Star, algos::GroupMethod::BinomialTree, algos::GroupMethod::Chain] {
-                    let f = cost_model::hierarchical_ring_formula(&p, &m, method);
-                    if let (Some(f), Some(r)) = (f, cost_model::hierarchical_ring_steps(&p, &m, method)) {
+                    let f = algos::forms::hierarchical_ring_formula(&p, &m, method);
+                    if let (Some(f), Some(r)) = (f, algos::forms::hierarchical_ring_steps(&p, &m, method)) {
                         assert!(close(f, r), "{} n={n} C={c} {method:?}: formula {f} vs steps {r}", h.describe());
                         both += 1;
                     }
@@ -525,7 +524,7 @@ fn unequal_leaders_follow_the_step_recurrence() {
                         _ => algos::GroupMethod::BinomialTree,
                     };
                     let m = Machine { topo: h, cost_per_byte: c };
-                    assert!(cost_model::hierarchical_ring_formula(&p, &m, method).is_none());
+                    assert!(algos::forms::hierarchical_ring_formula(&p, &m, method).is_none());
                     match check("hierarchical_ring", &[("intra", intra)], h, n, c, n < 1000) {
                         None => exact += 1,
                         Some(msg) if msg.ends_with("no closed form") => none += 1,

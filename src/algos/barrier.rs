@@ -13,6 +13,7 @@
 use super::star::{gather_phase, one_to_all_phase};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, clog2, pow2_floor};
 use crate::cost_model;
+use crate::cost_model::Hockney;
 use crate::sim::op::{Action, Op, Program, Rank, Region, per_step};
 
 /// Registry entry: all-to-all.
@@ -114,11 +115,7 @@ impl Algorithm for Rounds {
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
-        let t = if self.dissemination {
-            cost_model::bruck_barrier(p, &h)
-        } else {
-            cost_model::recursive_doubling_barrier(p, &h)?
-        };
+        let t = if self.dissemination { bruck_barrier(p, &h) } else { recursive_doubling_barrier(p, &h)? };
         Some((t, EXACT))
     }
 
@@ -159,4 +156,29 @@ impl Algorithm for Barrier {
     fn reduction_depth(&self, _p: &Problem, _topo: &dyn Topology) -> usize {
         0
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// Recursive-doubling barrier (Open MPI's): `log2 P` rounds of one empty message each
+/// way, `log2(P) alpha`, for P a power of two.
+///
+/// Otherwise none: the P - P' ranks beyond the largest power of two P' first tell their
+/// partner `r - P'`, and a round-0 message from a rank that waits for nobody reaches such
+/// a partner's port at the same instant as that message; which goes first is the
+/// engine's port arbitration (lower sender first), and the lag then spreads unevenly
+/// through the rounds. `(log2(P') + 2) alpha` is the time when no two messages ever
+/// want one port.
+pub fn recursive_doubling_barrier(p: &Problem, h: &Hockney) -> Option<f64> {
+    if p.ranks <= 1 {
+        return Some(0.0);
+    }
+    p.ranks.is_power_of_two().then(|| f64::from(p.ranks.trailing_zeros()) * h.t(0.0))
+}
+
+/// Dissemination (Bruck) barrier: `ceil(log2 P)` rounds, in each of which every rank
+/// sends one empty message and receives one, on different peers: `ceil(log2 P) alpha`.
+pub fn bruck_barrier(p: &Problem, h: &Hockney) -> f64 {
+    f64::from(clog2(p.ranks)) * h.t(0.0)
 }

@@ -30,7 +30,7 @@
 //! vector (which double-counts for some n < P); here parts are the even cut of
 //! [`super::block`], empty where n < P.
 //!
-//! **Closed form:** the step recurrence ([`cost_model::bcube`]). With base 2 it is
+//! **Closed form:** the step recurrence ([`bcube`]). With base 2 it is
 //! halving-doubling's time plus the notifications: `(log2 P + 1) alpha` with one NIC
 //! (each shares the port with the data behind it), `alpha` with two or more.
 
@@ -193,13 +193,13 @@ impl Algorithm for Bcube {
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        Some((cost_model::bcube(p, m, self.base)?, EXACT))
+        Some((bcube(p, m, self.base)?, EXACT))
     }
 
     /// Blocks that differ by an element: the exact forms at n rounded down and up to a
     /// multiple of P.
     fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        cost_model::rounding_bounds(p, p.ranks, |q| cost_model::bcube(q, m, self.base))
+        cost_model::rounding_bounds(p, p.ranks, |q| bcube(q, m, self.base))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
@@ -225,4 +225,30 @@ fn powers(base: usize) -> String {
         shown.push("...".to_string());
     }
     shown.join(", ")
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// Gloo's `allreduce_bcube` with groups of `base` ranks: the step recurrence
+/// ([`lockstep`](crate::cost_model::lockstep)) of its `2 log_b P` steps and the notifications between them (each a
+/// message without data, alpha). With base 2, P a power of two dividing n and one NIC it
+/// is [`halving_doubling`](crate::algos::forms::halving_doubling) plus `(log2 P + 1) alpha`: every reduce-scatter step after
+/// the first, the first allgather step and the closing round each carry one notification
+/// ahead of the data on the one port; with two or more NICs the notifications travel
+/// beside the data and only the closing round's adds alpha. With a larger base a rank's
+/// b - 1 messages of a step queue for its ports, which the recurrence follows; `None`
+/// where a port would serve them out of step order, and for P not a power of the base.
+///
+/// Gloo's index gives no formula for bcube.
+pub fn bcube(p: &Problem, m: &Machine, base: usize) -> Option<f64> {
+    let mut q = 1usize;
+    while q < p.ranks {
+        q = q.saturating_mul(base.max(2));
+    }
+    if q != p.ranks {
+        return None;
+    }
+    let plan = crate::algos::BcubePlan::new(p, base);
+    crate::algos::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)
 }

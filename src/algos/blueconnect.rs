@@ -15,7 +15,6 @@
 
 use super::stepped::{self, Recv, Send, StepPlan, Stepped};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block};
-use crate::cost_model;
 use crate::sim::op::{Action, Program, Rank, Region};
 
 /// Registry entry.
@@ -153,11 +152,70 @@ impl Algorithm for BlueConnect {
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         m.topo.levels()?;
-        Some((cost_model::blueconnect(p, m)?, EXACT))
+        Some((blueconnect(p, m)?, EXACT))
+    }
+
+    /// Where its step recurrence gives none (a port would serve out of step order): the
+    /// bounds of its steps whatever order the ports serve them in
+    /// ([`crate::cost_model::lockstep_bounds`]).
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        m.topo.levels()?;
+        Some(super::stepped_bounds(&plan(p, m.topo), m.topo, m.cost_per_byte, p.elem_bytes))
     }
 
     /// Level i adds s_i - 1 partial sums in sequence: `sum_i (s_i - 1)`.
     fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize {
         plan(p, topo).sizes.iter().map(|&s| s.saturating_sub(1)).sum()
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// BlueConnect on the machine's levels: the step recurrence ([`lockstep`](crate::cost_model::lockstep)) of its ring
+/// steps, level by level, on each level's link. Where P divides n (or only one level has
+/// more than one group) it is [`blueconnect_formula`]. Elsewhere the shards differ by an
+/// element, a group with the shorter shards finishes a level a little earlier, and its
+/// next level's first message can take the port that a rank of a slower group still
+/// needs for its last message of the level above; the recurrence follows that while the
+/// message fits in a gap and gives `None` where it would delay the other (see
+/// [`lockstep`](crate::cost_model::lockstep)).
+pub fn blueconnect(p: &Problem, m: &Machine) -> Option<f64> {
+    let plan = crate::algos::bc_plan(p, m.topo);
+    crate::algos::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)
+}
+
+/// BlueConnect on levels `(s_i, alpha_i, B_i)`:
+/// `sum_i (s_i - 1) (2 T_i(c_i) + R(c_i))`, `T_i(x) = alpha_i + x/B_i`, `c_i = n_(i+1) e`,
+/// `n_0 = n`, `n_(i+1) = ceil(n_i / s_i)`: the ring reduce-scatter of level i on the
+/// shard the levels below left and the mirror-image allgather. With P dividing n that is
+/// `sum_i 2(s_i-1)(alpha_i + S/(s_0 ... s_i B_i)) + (P-1)/P S C`: the reductions
+/// telescope to a flat ring's, while each level's bandwidth term carries only what is
+/// left of S.
+///
+/// Exact (`Some`) when P divides n: every rank's shard has the same length at every
+/// level, so every ring of a level runs in lockstep, every rank changes level at the
+/// same instant, and a level's last message has landed before the next level's first
+/// is sent; ports then never matter. Also exact for any n when only one level has more
+/// than one group: that is [`ring`](crate::algos::forms::ring) on that level's link. `None` otherwise: see
+/// [`blueconnect`].
+///
+/// The survey gives no formula (`本文不再详细分析`).
+pub fn blueconnect_formula(p: &Problem, levels: &[(usize, crate::topology::Link)], c: f64) -> Option<f64> {
+    let active = levels.iter().filter(|l| l.0 > 1).count();
+    if active > 1 && !p.elems.is_multiple_of(p.ranks.max(1)) {
+        return None;
+    }
+    let mut n = p.elems;
+    let mut time = 0.0;
+    for &(s, link) in levels {
+        if s <= 1 {
+            continue;
+        }
+        let chunk = n.div_ceil(s);
+        let b = p.b(chunk);
+        time += (s - 1) as f64 * (2.0 * link.time(b) + b * c);
+        n = chunk;
+    }
+    Some(time)
 }

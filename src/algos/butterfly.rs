@@ -14,6 +14,7 @@
 
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, clog2, pow2_floor};
 use crate::cost_model;
+use crate::cost_model::Hockney;
 use crate::sim::op::{Op, Program, Rank, Region, per_step};
 
 /// Registry entry.
@@ -144,7 +145,7 @@ impl Algorithm for Butterfly {
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
-        if let Some(t) = cost_model::butterfly(p, &h) {
+        if let Some(t) = butterfly(p, &h) {
             return Some((t, EXACT));
         }
         if self.seed000 {
@@ -154,10 +155,10 @@ impl Algorithm for Butterfly {
         Some((super::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)?, EXACT))
     }
 
-    /// The fold (P not a power of two): [`cost_model::fold_bounds`].
+    /// The fold (P not a power of two): [`fold_bounds`].
     fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
-        (!self.seed000 && !p.ranks.is_power_of_two()).then(|| cost_model::fold_bounds(p, &h))
+        (!self.seed000 && !p.ranks.is_power_of_two()).then(|| fold_bounds(p, &h))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
@@ -226,4 +227,60 @@ impl super::stepped::Stepped for FoldPlan {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// Butterfly for P a power of two: `log2 P (T(S) + R(S))`, the course report's and the survey's
+/// `log2 N (alpha + S/B + S C)`, exact here: the two directions of an exchange use
+/// different ports and every step waits for the previous reduction.
+///
+/// For other P there is no closed form (`None`): the ranks the fold leaves alone start
+/// the butterfly at once, their messages reach folded ranks early and queue for
+/// ports behind the fold, and which waits fall on the critical path depends on
+/// alpha, B, C and the NICs. `(log2 P' + 1)(T + R) + T`, the lockstep count of the course
+/// report and the survey, is
+/// an upper bound (tested), not the time.
+pub fn butterfly(p: &Problem, h: &Hockney) -> Option<f64> {
+    if p.ranks <= 1 {
+        return Some(0.0);
+    }
+    let p2 = pow2_floor(p.ranks);
+    (p2 == p.ranks).then(|| clog2(p2) as f64 * (h.t(p.bytes()) + h.r(p.bytes())))
+}
+
+/// The fold's lockstep count for butterfly, `(log2 P' + 1)(T + R) + T`: an upper
+/// bound on its time for P not a power of two.
+pub fn butterfly_fold_bound(p: &Problem, h: &Hockney) -> f64 {
+    let steps = clog2(pow2_floor(p.ranks.max(1))) as f64;
+    let (t, r) = (h.t(p.bytes()), h.r(p.bytes()));
+    (steps + 1.0) * (t + r) + t
+}
+
+/// Bounds on butterfly with the fold, P not a power of two (P' the largest power of two
+/// below it, `rem = P - P'`, `T = T(S)`, `R = R(S)`):
+///
+/// - lower: the recurrence of the program without any port waits: a folded rank starts
+///   the core at `T + R`, the others at 0; at step k a rank ends at
+///   `max(its previous end, its partner's previous end + T) + R`, and a folded rank
+///   hands the result back, `T`. A port wait only delays a message, and the one compute
+///   unit adds in the order things arrive, so no run is faster;
+/// - upper: the lockstep count of the course report and the survey,
+///   `(log2 P' + 1)(T + R) + T`: every step waiting for the slowest rank.
+pub fn fold_bounds(p: &Problem, h: &Hockney) -> (f64, f64) {
+    let np = p.ranks.max(1);
+    let p2 = pow2_floor(np);
+    let rem = np - p2;
+    let (t, r) = (h.t(p.bytes()), h.r(p.bytes()));
+    let mut f: Vec<f64> = (0..p2).map(|x| if x < rem { t + r } else { 0.0 }).collect();
+    let mut prev = f.clone();
+    for k in 0..p2.trailing_zeros() {
+        prev.copy_from_slice(&f);
+        for (x, fx) in f.iter_mut().enumerate() {
+            *fx = fx.max(prev[x ^ (1 << k)] + t) + r;
+        }
+    }
+    let lower = f.iter().enumerate().map(|(x, &e)| if x < rem { e + t } else { e }).fold(0.0, f64::max);
+    (lower, butterfly_fold_bound(p, h))
 }

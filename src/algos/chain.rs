@@ -9,6 +9,7 @@
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block};
 use crate::collective::Collective;
 use crate::cost_model;
+use crate::cost_model::{Hockney, flow_shop};
 use crate::sim::op::{Action, Op, Program, Rank};
 
 const SEGMENTS: &str = "segments=1: pieces the vector is cut into and pipelined";
@@ -119,9 +120,9 @@ impl Algorithm for Chain {
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
         let t = match self.collective {
-            Collective::Reduce => cost_model::chain_reduce(p, &h, self.segments),
-            Collective::Broadcast => cost_model::chain_bcast(p, &h, self.segments),
-            _ => cost_model::chain(p, &h, self.segments),
+            Collective::Reduce => chain_reduce(p, &h, self.segments),
+            Collective::Broadcast => chain_bcast(p, &h, self.segments),
+            _ => chain(p, &h, self.segments),
         };
         Some((t, EXACT))
     }
@@ -141,4 +142,47 @@ pub(crate) fn segments_fit(segments: usize, n: usize) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// Chain with N segments: forward, each hop `i -> i+1` and each addition at `i+1` is a
+/// stage that segments pass in order (a flow shop of 2(P-1) stages); rank P-1 starts
+/// sending back once it holds every segment, and the backward pass is a flow shop of
+/// P-1 hops. With one segment: `(P-1)(2 T(S) + R(S))`, which is the course report's formula
+/// `2N(alpha + tS/N)(P-1) + (P-1) S c` for N = 1. For N > 1 the course report keeps the same
+/// form, as if segments did not overlap; they do, so the pipelined chain is faster.
+pub fn chain(p: &Problem, h: &Hockney, segments: usize) -> f64 {
+    chain_reduce(p, h, segments) + chain_bcast(p, h, segments)
+}
+
+/// Chain reduce (the adding pass alone): a flow shop of 2(P-1) stages, hops on k NICs
+/// and additions on one compute unit, over N segments. With equal segments
+/// `(P-1)(T+R) + (N-1) max(T,R)` when one stage is the bottleneck throughout.
+pub fn chain_reduce(p: &Problem, h: &Hockney, segments: usize) -> f64 {
+    if p.ranks <= 1 {
+        return 0.0;
+    }
+    let seg = |j: usize| p.b(block(p.elems, segments, j).len);
+    let k = h.nics as usize;
+    // Even stages are hops (k NICs each way), odd stages additions (one compute unit).
+    flow_shop(
+        2 * (p.ranks - 1),
+        segments,
+        |s| if s % 2 == 0 { k } else { 1 },
+        |s, j| {
+            if s % 2 == 0 { h.t(seg(j)) } else { h.r(seg(j)) }
+        },
+    )
+}
+
+/// Chain broadcast (the copying pass alone): a flow shop of P-1 hops on k NICs over N
+/// segments; `(P+N-2) T(s)` with equal segments s and one NIC.
+pub fn chain_bcast(p: &Problem, h: &Hockney, segments: usize) -> f64 {
+    if p.ranks <= 1 {
+        return 0.0;
+    }
+    let seg = |j: usize| p.b(block(p.elems, segments, j).len);
+    flow_shop(p.ranks - 1, segments, |_| h.nics as usize, |_, j| h.t(seg(j)))
 }

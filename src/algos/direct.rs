@@ -17,6 +17,7 @@
 use super::stepped::{self, Recv, Send, StepPlan, Stepped};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block};
 use crate::cost_model;
+use crate::cost_model::{Hockney, gather_reduce};
 use crate::sim::op::{Action, Program, Rank, Region};
 
 /// Registry entry.
@@ -111,16 +112,91 @@ impl Algorithm for Direct {
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        Some((cost_model::direct(p, m)?, EXACT))
+        Some((direct(p, m)?, EXACT))
     }
 
     /// Where blocks differ by an element and a port serves messages out of step order:
-    /// [`cost_model::direct_bounds`].
+    /// [`direct_bounds`].
     fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        Some(cost_model::direct_bounds(p, &cost_model::Hockney::of(m)?))
+        Some(direct_bounds(p, &cost_model::Hockney::of(m)?))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         p.ranks.saturating_sub(1)
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// Direct (all-to-all reduce-scatter, then all-to-all allgather) on the machine: where the
+/// machine is uniform and P divides n, [`direct_formula`]; elsewhere the step recurrence
+/// ([`lockstep`](crate::cost_model::lockstep)) of its two steps, which follows blocks that differ by an element (their
+/// messages then end at different instants and a rank's later message can find a port
+/// taken; the recurrence gives `None` where that reorders them).
+pub fn direct(p: &Problem, m: &Machine) -> Option<f64> {
+    if let Some(h) = Hockney::of(m)
+        && p.elems.is_multiple_of(p.ranks.max(1))
+    {
+        return Some(direct_formula(p, &h));
+    }
+    let plan = crate::algos::DirectPlan { np: p.ranks, n: p.elems, reduce_scatter: true, allgather: true };
+    crate::algos::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)
+}
+
+/// Direct with P dividing n, `c = S/P`: the reduce-scatter is `gather_reduce` of P-1
+/// blocks, the allgather `m = ceil((P-1)/k)` rounds of `T(c)`:
+/// `max(T(c) + (P-1) R(c), m T(c) + (P-1-(m-1)k) R(c)) + m T(c)`. With k = P-1 NICs that
+/// is `2 T(S/P) + (P-1) R(S/P)`: two latencies, the ring's bandwidth and compute terms.
+pub fn direct_formula(p: &Problem, h: &Hockney) -> f64 {
+    if p.ranks <= 1 {
+        return 0.0;
+    }
+    let others = p.ranks - 1;
+    let c = p.b(p.elems / p.ranks);
+    let rounds = others.div_ceil(h.nics.max(1) as usize);
+    gather_reduce(others, h.nics, h.t(c), h.r(c)) + rounds as f64 * h.t(c)
+}
+
+/// Bounds on direct where P does not divide n (blocks `b_j` of `ceil(n/P)` or
+/// `floor(n/P)` elements, k NICs, `m = ceil((P-1)/k)`):
+///
+/// - lower: a rank r with a largest block must take in P-1 messages of `T(b_r)` on its
+///   k ports (the i-th arrives no sooner than `ceil(i/k) T(b_r)`) and add each, then send
+///   its block P-1 times, k at a time: `gather_reduce(P-1, k, T(b_r), R(b_r)) + m T(b_r)`,
+///   which is [`direct_formula`] at n rounded up to a multiple of P;
+/// - upper: while a message waits, all k ports of its sender's out side or of its
+///   receiver's in side are busy (the ports go to waiting messages greedily), so it waits
+///   at most `(W_out(a) + W_in(b) - 2 T(m)) / k`, the other messages' time on those two
+///   sides over the whole run; a rank's additions end at most their total after its last
+///   arrival; a rank's allgather starts when its additions end.
+pub fn direct_bounds(p: &Problem, h: &Hockney) -> (f64, f64) {
+    let np = p.ranks;
+    if np <= 1 {
+        return (0.0, 0.0);
+    }
+    let k = h.nics.max(1) as f64;
+    let t: Vec<f64> = (0..np).map(|j| h.t(p.b(block(p.elems, np, j).len))).collect();
+    let r: Vec<f64> = (0..np).map(|j| h.r(p.b(block(p.elems, np, j).len))).collect();
+    let rounds = (np - 1).div_ceil(h.nics.max(1) as usize) as f64;
+    let lower = (0..np).map(|j| gather_reduce(np - 1, h.nics, t[j], r[j]) + rounds * t[j]).fold(0.0, f64::max);
+    let all: f64 = t.iter().sum();
+    let others = (np - 1) as f64;
+    // Rank a's out side: its reduce-scatter blocks for every other rank, then its own
+    // block P-1 times; rank b's in side: P-1 copies of its block, then every other block.
+    let w_out = |a: usize| all - t[a] + others * t[a];
+    let w_in = |b: usize| others * t[b] + all - t[b];
+    let done: Vec<f64> = (0..np)
+        .map(|b| {
+            let last = (0..np).filter(|&a| a != b).map(|a| (w_out(a) + w_in(b) - 2.0 * t[b]) / k + t[b]);
+            last.fold(0.0, f64::max) + others * r[b]
+        })
+        .collect();
+    let mut upper = 0.0f64;
+    for b in 0..np {
+        for d in (0..np).filter(|&d| d != b) {
+            upper = upper.max(done[b] + (w_out(b) + w_in(d) - 2.0 * t[b]) / k + t[b]);
+        }
+    }
+    (lower, upper)
 }

@@ -35,7 +35,7 @@
 //! children's; and with one NIC a rank's second message of a round would go ahead of its
 //! first whenever the first one's receiver is busy.
 //!
-//! **Closed form.** [`cost_model::double_binary_tree`] evaluates the round recurrence;
+//! **Closed form.** [`double_binary_tree`] evaluates the round recurrence;
 //! it is exact wherever the ports serve the messages in the order the recurrence books
 //! them. Where ranks drift out of step (one NIC, links of several speeds) a rank's
 //! message of round s + 1 can take a port just before a lagging peer's message of round
@@ -56,7 +56,6 @@ use std::sync::{Arc, Mutex};
 
 use super::stepped::{self, Recv, Send, StepPlan, Stepped};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, ParamError, Problem, Topology, block};
-use crate::cost_model;
 use crate::sim::op::{Action, Program, Rank, Region};
 
 /// The default chunk, bytes.
@@ -295,7 +294,14 @@ impl Algorithm for DoubleBinaryTree {
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        Some((cost_model::double_binary_tree(p, m, self.chunk)?, EXACT))
+        Some((double_binary_tree(p, m, self.chunk)?, EXACT))
+    }
+
+    /// Where its step recurrence gives none (a port would serve out of step order): the
+    /// bounds of its steps whatever order the ports serve them in
+    /// ([`crate::cost_model::lockstep_bounds`]).
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        Some(super::stepped_bounds(&plan(p, self.chunk), m.topo, m.cost_per_byte, p.elem_bytes))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
@@ -305,6 +311,26 @@ impl Algorithm for DoubleBinaryTree {
         let shape = self.shape(p.ranks);
         shape.trees.iter().map(|t| t.depth_of_sums(t.root)).max().unwrap_or(0)
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// `double_binary_tree` with pipeline chunk `chunk` bytes: the recurrence
+/// ([`lockstep`](crate::cost_model::lockstep)) of its rounds. With K chunks per half and trees of height H there are
+/// `K + 2H - 1` rounds: H to fill the pipeline up to the roots, one per chunk, and
+/// H - 1 to drain the last chunk down. In a round a rank sends and receives at most 4
+/// chunks (`c` bytes) and adds at most 2, so on a uniform machine with k NICs a round
+/// costs about `ceil(4/k) T(c) + 2 R(c)` once the pipeline is full; the recurrence
+/// charges each rank exactly its own messages, in the order its ports take them.
+///
+/// The survey gives no formula (it notes the tree's `log2 N` latency against the ring's
+/// N). `None` where ports would take messages out of round order, as when ranks run
+/// ahead in the pipeline's fill: the time then hangs on the engine's arbitration (see
+/// [`lockstep`](crate::cost_model::lockstep) and the algorithm's docs).
+pub fn double_binary_tree(p: &Problem, m: &Machine, chunk: u64) -> Option<f64> {
+    let plan = crate::algos::dbt_plan(p, chunk);
+    crate::algos::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)
 }
 
 #[cfg(test)]

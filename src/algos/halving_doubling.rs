@@ -14,6 +14,7 @@
 use super::butterfly::{Fold, FoldPlan, fold_role, unfold_rank, with_fold};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block, clog2};
 use crate::cost_model;
+use crate::cost_model::Hockney;
 use crate::sim::op::{Op, Program, Rank, Region, per_step};
 
 /// Registry entry.
@@ -269,7 +270,7 @@ impl Algorithm for HalvingDoubling {
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
-        if let Some(t) = cost_model::halving_doubling(p, &h) {
+        if let Some(t) = halving_doubling(p, &h) {
             return Some((t, EXACT));
         }
         if self.binary_blocks && !p.ranks.is_power_of_two() {
@@ -286,7 +287,7 @@ impl Algorithm for HalvingDoubling {
     fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
         if p.ranks.is_power_of_two() {
-            return cost_model::rounding_bounds(p, p.ranks, |q| cost_model::halving_doubling(q, &h));
+            return cost_model::rounding_bounds(p, p.ranks, |q| halving_doubling(q, &h));
         }
         if self.binary_blocks {
             return None;
@@ -304,4 +305,39 @@ impl Algorithm for HalvingDoubling {
         let (_, p2, rem) = fold_role(0, p.ranks);
         clog2(p2) as usize + usize::from(rem > 0)
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// Halving-doubling for P a power of two that divides n: step k of the reduce-scatter
+/// swaps halves of `n/2^k` elements, so
+/// `2 log2 P alpha + 2 (P-1)/P S/B + (P-1)/P S C`: Gloo's 2 lg P steps and 2 S on
+/// the wire. The survey writes `2 log2 N (alpha + S/B + S C)`, which sends the whole
+/// vector at every step.
+///
+/// Otherwise there is no closed form (`None`). When P does not divide n, the ranks
+/// that own the smaller blocks finish each step early, run ahead, and their
+/// later-step messages occupy the ports that the ranks with the larger blocks need
+/// (seen at P = 8, n = 25, alpha = 0: rank 5's last allgather message holds rank 4's
+/// incoming port when rank 0's first one arrives). For P not a power of two the same
+/// happens around the fold (see [`butterfly`](crate::algos::forms::butterfly)).
+pub fn halving_doubling(p: &Problem, h: &Hockney) -> Option<f64> {
+    if p.ranks <= 1 {
+        return Some(0.0);
+    }
+    let even = super::pow2_floor(p.ranks) == p.ranks && p.elems.is_multiple_of(p.ranks);
+    even.then(|| halving_doubling_core(p, h))
+}
+
+fn halving_doubling_core(p: &Problem, h: &Hockney) -> f64 {
+    let p2 = p.ranks;
+    let mut time = 0.0;
+    for k in 0..clog2(p2) {
+        let half = p2 >> (k + 1);
+        let b = block(p.elems, p2, half - 1);
+        let l = p.b(b.offset + b.len);
+        time += 2.0 * h.t(l) + h.r(l);
+    }
+    time
 }

@@ -23,6 +23,7 @@
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
 use crate::collective::Collective;
 use crate::cost_model;
+use crate::cost_model::Hockney;
 use crate::sim::op::{Op, Program, Rank, Region};
 
 /// Registry entry: binary-tree broadcast.
@@ -194,7 +195,7 @@ impl Algorithm for InOrderBinary {
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
-        Some((cost_model::in_order_reduce(p, &h, |r| in_order_links(r, p.ranks).1), EXACT))
+        Some((in_order_reduce(p, &h, |r| in_order_links(r, p.ranks).1), EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
@@ -244,9 +245,9 @@ impl Algorithm for KaryTree {
         let h = cost_model::Hockney::of(m)?;
         let children = |r: usize| -> Vec<usize> { self.children(r, p.ranks).collect() };
         let t = if self.collective == Collective::Reduce {
-            cost_model::tree_reduce(p, &h, children)
+            tree_reduce(p, &h, children)
         } else {
-            cost_model::tree_bcast(p, &h, children)
+            tree_bcast(p, &h, children)
         };
         Some((t, EXACT))
     }
@@ -261,6 +262,76 @@ impl Algorithm for KaryTree {
         }
         depth(self, 0, p.ranks)
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// A tree broadcast from rank 0, every child of higher rank than its parent
+/// (`children(r)` in the order r sends): child i of a parent has the vector
+/// `ceil((i+1)/k) T(S)` after it, the parent's k outgoing NICs sending in order. Each
+/// rank receives one message, so no incoming port is ever wanted twice.
+pub fn tree_bcast(p: &Problem, h: &Hockney, children: impl Fn(usize) -> Vec<usize>) -> f64 {
+    let t = h.t(p.bytes());
+    let k = h.nics.max(1) as usize;
+    let mut got = vec![0.0f64; p.ranks];
+    let mut end = 0.0f64;
+    for q in 0..p.ranks {
+        for (i, c) in children(q).into_iter().enumerate() {
+            got[c] = got[q] + (i / k + 1) as f64 * t;
+        }
+        end = end.max(got[q]);
+    }
+    end
+}
+
+/// A tree reduce to rank 0, every child of higher rank than its parent: rank q's
+/// children send their sums when they have them; q's k incoming NICs take them in order
+/// of (send time, rank), each for `T(S)`, and q adds them in `children(q)` order on its
+/// one compute unit (`R(S)` each), then sends its sum up. The time is when rank 0 has
+/// added its last child's sum.
+pub fn tree_reduce(p: &Problem, h: &Hockney, children: impl Fn(usize) -> Vec<usize>) -> f64 {
+    let ready = tree_reduce_ready(p, h, (0..p.ranks).rev(), children);
+    ready.first().copied().unwrap_or(0.0)
+}
+
+/// When each rank has its subtree's sum, for a tree reduce whose ranks are visited in
+/// `order` (every child before its parent): the arithmetic of [`tree_reduce`].
+fn tree_reduce_ready(
+    p: &Problem,
+    h: &Hockney,
+    order: impl Iterator<Item = usize>,
+    children: impl Fn(usize) -> Vec<usize>,
+) -> Vec<f64> {
+    let (t, r) = (h.t(p.bytes()), h.r(p.bytes()));
+    let k = h.nics.max(1) as usize;
+    let mut ready = vec![0.0f64; p.ranks];
+    let mut arrived = vec![0.0f64; p.ranks];
+    for q in order {
+        let kids = children(q);
+        let mut queue: Vec<(f64, usize)> = kids.iter().map(|&c| (ready[c], c)).collect();
+        queue.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut ports = vec![0.0f64; k];
+        for &(sent, c) in &queue {
+            let port = (0..k).min_by(|&a, &b| ports[a].total_cmp(&ports[b])).unwrap_or(0);
+            let start = sent.max(ports[port]);
+            ports[port] = start + t;
+            arrived[c] = start + t;
+        }
+        ready[q] = kids.iter().fold(0.0f64, |done, &c| done.max(arrived[c]) + r);
+    }
+    ready
+}
+
+/// Open MPI's in-order binary-tree reduce: the tree reduce of [`tree_reduce`] to rank
+/// P-1 (every child of lower rank than its parent, `children(r)` left then right), then
+/// one message of S from rank P-1 to rank 0: `ready(P-1) + T(S)` for P > 1.
+pub fn in_order_reduce(p: &Problem, h: &Hockney, children: impl Fn(usize) -> [Option<usize>; 2]) -> f64 {
+    if p.ranks <= 1 {
+        return 0.0;
+    }
+    let ready = tree_reduce_ready(p, h, 0..p.ranks, |q| children(q).into_iter().flatten().collect());
+    ready[p.ranks - 1] + h.t(p.bytes())
 }
 
 #[cfg(test)]

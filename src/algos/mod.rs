@@ -2,7 +2,9 @@
 //! and reductions that reads like the textbook.
 //!
 //! An algorithm never sees time or ports; it states, for every rank, what moves where
-//! and what waits for what. Its cost in the ideal model is in [`crate::cost_model`].
+//! and what waits for what. Its cost in the ideal model, its closed form, sits beside it
+//! in its file, read off the same schedule (listed in [`forms`]); what they share is in
+//! [`crate::cost_model`].
 
 mod barrier;
 mod bcube;
@@ -43,6 +45,8 @@ pub use torus::MeshRing;
 pub(crate) use torus::{Grid2, MeshPlan, TorusPlan};
 pub(crate) use tree::binomial as binomial_shape;
 
+pub use crate::cost_model::Machine;
+
 use crate::collective::Collective;
 /// The problem and the even blocks belong to the engine's layer; these paths still name them.
 pub use crate::sim::Problem;
@@ -50,13 +54,29 @@ pub use crate::sim::op::{Blocks, block};
 use crate::sim::op::{Program, Rank};
 use crate::topology::Topology;
 
-/// The machine as a cost model sees it.
-#[derive(Clone, Copy, Debug)]
-pub struct Machine<'a> {
-    /// The interconnect.
-    pub topo: &'a dyn Topology,
-    /// C, seconds per byte reduced.
-    pub cost_per_byte: f64,
+/// Every algorithm's closed form, each defined beside its algorithm: the formulas and
+/// recurrences of docs/model.md in one list, for tests, `explain` and readers.
+pub mod forms {
+    pub use super::barrier::{bruck_barrier, recursive_doubling_barrier};
+    pub use super::bcube::bcube;
+    pub use super::blueconnect::{blueconnect, blueconnect_formula};
+    pub use super::butterfly::{butterfly, butterfly_fold_bound, fold_bounds};
+    pub use super::chain::{chain, chain_bcast, chain_reduce};
+    pub use super::direct::{direct, direct_bounds, direct_formula};
+    pub use super::double_binary_tree::double_binary_tree;
+    pub use super::halving_doubling::halving_doubling;
+    pub use super::hierarchical_ring::{hierarchical_ring, hierarchical_ring_formula, hierarchical_ring_steps};
+    pub use super::kary_tree::{in_order_reduce, tree_bcast, tree_reduce};
+    pub use super::naive::naive;
+    pub use super::nccl_ring::ring_symmetric as nccl_ring_symmetric;
+    pub use super::neighbor_exchange::neighbor_exchange;
+    pub use super::ring::{bidirectional_ring, ring, ring_phase, ring_pipelined, ring_segmented};
+    pub use super::ring_chunked::ring_chunked;
+    pub use super::ring_gloo::ring_gloo;
+    pub use super::scatter_gather::{butterfly_reduce_scatter, halving_phase};
+    pub use super::star::{linear_reduce, one_to_all, star};
+    pub use super::torus::{mesh_2d, mesh_2d_formula, mesh_2d_seed, torus_2d, torus_2d_formula, torus_2d_seed};
+    pub use super::tree::{binomial_bcast, binomial_reduce, binomial_tree, binomial_tree_pipelined};
 }
 
 /// An allreduce algorithm.

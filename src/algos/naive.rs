@@ -10,7 +10,7 @@
 use super::direct::exchange;
 use super::stepped::{self, StepPlan, Stepped};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
-use crate::cost_model;
+use crate::cost_model::{Hockney, gather_reduce};
 use crate::sim::op::{Action, Program, Rank, Region};
 
 /// Registry entry.
@@ -59,10 +59,25 @@ impl Algorithm for Naive {
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let plan = NaivePlan { np: p.ranks, n: p.elems };
-        Some((stepped::formula_or_steps(&plan, p, m, |h| cost_model::naive(p, h))?, EXACT))
+        Some((stepped::formula_or_steps(&plan, p, m, |h| naive(p, h))?, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         p.ranks.saturating_sub(1)
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// Naive (every rank sends its vector to every other rank and adds what it gets):
+/// `gather_reduce` of P-1 vectors, `max(T + (P-1) R, m T + (P-1-(m-1)k) R)` with
+/// `T = T(S)`, `R = R(S)`, `m = ceil((P-1)/k)`. Exact: rank r sends to `r+1, r+2, ...`,
+/// so in every round of k messages each rank receives k of them from k different
+/// senders and no port is wanted twice. With one NIC, `(P-1) T + R` when `R <= T`
+/// (additions hide behind transfers) and `T + (P-1) R` when `R >= T`.
+///
+/// The homework report gives no formula; it measured Naive_Allreduce (docs/sources.md).
+pub fn naive(p: &Problem, h: &Hockney) -> f64 {
+    gather_reduce(p.ranks.saturating_sub(1), h.nics, h.t(p.bytes()), h.r(p.bytes()))
 }

@@ -13,6 +13,7 @@ use super::stepped::{self, Recv, Send, StepPlan, Stepped};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
 use crate::algos::halving_doubling::blocks;
 use crate::cost_model;
+use crate::cost_model::Hockney;
 use crate::sim::op::{Action, Program, Rank};
 
 /// Registry entry.
@@ -105,7 +106,7 @@ impl Algorithm for NeighborExchange {
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let plan = Plan { np: p.ranks, n: p.elems };
         let t = match cost_model::Hockney::of(m) {
-            Some(h) if p.ranks > 0 && p.elems.is_multiple_of(p.ranks) => cost_model::neighbor_exchange(p, &h),
+            Some(h) if p.ranks > 0 && p.elems.is_multiple_of(p.ranks) => neighbor_exchange(p, &h),
             _ => stepped::time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)?,
         };
         Some((t, EXACT))
@@ -114,4 +115,19 @@ impl Algorithm for NeighborExchange {
     fn reduction_depth(&self, _p: &Problem, _topo: &dyn Topology) -> usize {
         0
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// Neighbour exchange allgather, P even dividing n, `c = S/P`: step 0 swaps one block
+/// with the pair partner, each of the P/2 - 1 others two blocks with a neighbour, every
+/// rank sending one message and receiving one from the same peer per step (no port is
+/// wanted twice): `T(c) + (P/2 - 1) T(2c) = (P/2) alpha + (P-1) c/B`.
+pub fn neighbor_exchange(p: &Problem, h: &Hockney) -> f64 {
+    if p.ranks <= 1 {
+        return 0.0;
+    }
+    let c = p.b(p.elems / p.ranks);
+    h.t(c) + (p.ranks / 2 - 1) as f64 * h.t(2.0 * c)
 }

@@ -39,6 +39,7 @@
 
 use super::{AlgoInfo, Algorithm, Blocks, EXACT, Machine, Problem, Topology, block};
 use crate::cost_model;
+use crate::cost_model::Hockney;
 use crate::sim::op::{Action, Op, Program, Rank, Region, per_step};
 
 /// One phase of a ring program: P-1 steps around the ring, one of the textbook's two
@@ -259,9 +260,9 @@ impl Algorithm for Ring {
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
         if self.segments == 1 {
-            return Some((cost_model::ring(p, &h), EXACT));
+            return Some((ring(p, &h), EXACT));
         }
-        let t = cost_model::ring_pipelined(p, &h, self.segments).unwrap_or_else(|| {
+        let t = ring_pipelined(p, &h, self.segments).unwrap_or_else(|| {
             let chunk = blocks(p.elems, p.ranks);
             ring_items(p, &h, ALLREDUCE, self.segments, |_, send, j| block(chunk(send).len, self.segments, j).len)
         });
@@ -299,7 +300,7 @@ impl Algorithm for RingPhases {
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
         let reduce = self.phases == RS_ONLY;
-        Some((cost_model::ring_phase(p, &h, reduce), EXACT))
+        Some((ring_phase(p, &h, reduce), EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
@@ -389,9 +390,9 @@ impl Algorithm for RingSegmented {
         let phases = self.phases(p.ranks, p.elems, p.elem_bytes);
         // One phase runs the plain ring's program, chunks of any size included.
         if phases == 1 {
-            return Some((cost_model::ring(p, &h), EXACT));
+            return Some((ring(p, &h), EXACT));
         }
-        let t = cost_model::ring_segmented(p, &h, phases).unwrap_or_else(|| {
+        let t = ring_segmented(p, &h, phases).unwrap_or_else(|| {
             let (np, n) = (p.ranks, p.elems);
             let stages: Vec<Phase> = (0..phases).map(|_| ALLREDUCE[0]).chain([ALLREDUCE[1]]).collect();
             // Phase j of the reduce-scatter moves piece j of every chunk; the allgather whole chunks.
@@ -451,12 +452,143 @@ impl Algorithm for BidirectionalRing {
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
-        cost_model::bidirectional_ring(p, &h).map(|t| (t, EXACT))
+        bidirectional_ring(p, &h).map(|t| (t, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         p.ranks - 1
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// Ring: `2(P-1) T(c) + (P-1) R(c)`, `c = ceil(n/P) e`.
+///
+/// Every step waits for the previous step's reduction, and one chunk (a largest one,
+/// chunk 0) is on the critical path of every step. The course report and the survey write
+/// `2(P-1)(alpha + S/(P B)) + (P-1)(S/P) C`, the same when P divides n.
+pub fn ring(p: &Problem, h: &Hockney) -> f64 {
+    let np = p.ranks as f64;
+    if p.ranks <= 1 {
+        return 0.0;
+    }
+    let c = p.b(p.elems.div_ceil(p.ranks));
+    2.0 * (np - 1.0) * h.t(c) + (np - 1.0) * h.r(c)
+}
+
+/// One ring phase alone: a reduce-scatter `(P-1)(T(c) + R(c))` or an allgather
+/// `(P-1) T(c)`, `c = ceil(n/P) e`: as in [`ring`], a largest chunk is on the critical
+/// path of every step.
+pub fn ring_phase(p: &Problem, h: &Hockney, reduce: bool) -> f64 {
+    if p.ranks <= 1 {
+        return 0.0;
+    }
+    let c = p.b(p.elems.div_ceil(p.ranks));
+    (p.ranks - 1) as f64 * (h.t(c) + if reduce { h.r(c) } else { 0.0 })
+}
+
+/// Ring allreduce with every chunk cut into N pieces, pipelined, when P N divides n
+/// (`None` otherwise). Every rank then does the same thing at the same time (the ring
+/// is symmetric), so one rank's resources tell the whole story: its k ports send the
+/// 2(P-1) N pieces in program order, piece j of stage t issued once piece j of stage
+/// t-1 has arrived (and, in the reduce-scatter stages, been added on its one compute
+/// unit, in arrival order). The recurrence below follows exactly that. When the port is
+/// never idle (one NIC and `R(s) <= (N-1) T(s)`) it is `2(P-1) N T(s)`: the whole
+/// reduction hides behind the transfers, at the price of an alpha per piece.
+pub fn ring_pipelined(p: &Problem, h: &Hockney, segments: usize) -> Option<f64> {
+    let np = p.ranks;
+    if np <= 1 {
+        return Some(0.0);
+    }
+    if !p.elems.is_multiple_of(np * segments) {
+        return None;
+    }
+    let s = p.b(p.elems / (np * segments));
+    let (t, r) = (h.t(s), h.r(s));
+    let mut ports = vec![0.0f64; h.nics as usize];
+    let mut done = vec![0.0f64; segments];
+    let (mut issue, mut compute, mut end) = (0.0f64, 0.0f64, 0.0f64);
+    for stage in 0..2 * (np - 1) {
+        for d in done.iter_mut() {
+            issue = issue.max(*d);
+            let port = (0..ports.len()).min_by(|&a, &b| ports[a].total_cmp(&ports[b])).unwrap_or(0);
+            let arrive = issue.max(ports[port]) + t;
+            ports[port] = arrive;
+            *d = if stage < np - 1 {
+                compute = compute.max(arrive) + r;
+                compute
+            } else {
+                arrive
+            };
+            end = end.max(*d);
+        }
+    }
+    Some(end)
+}
+
+/// Open MPI's segmented ring with `phases` phases, when P times the phases divide n
+/// (`None` otherwise): phase j is a ring reduce-scatter over piece j of every chunk,
+/// `(P-1)(T(s_j) + R(s_j))`, the phases one after the other on every rank, then the
+/// allgather of whole chunks, `(P-1) T(c)`. In the ideal model the phases buy nothing
+/// but alphas; in Open MPI they bound the receive buffer to one segment, which the
+/// `buffer` column shows.
+pub fn ring_segmented(p: &Problem, h: &Hockney, phases: usize) -> Option<f64> {
+    if p.ranks <= 1 {
+        return Some(0.0);
+    }
+    if !p.elems.is_multiple_of(p.ranks * phases) {
+        return None;
+    }
+    let c = p.elems / p.ranks;
+    let steps = (p.ranks - 1) as f64;
+    let reduce: f64 = (0..phases).map(|j| p.b(block(c, phases, j).len)).map(|s| steps * (h.t(s) + h.r(s))).sum();
+    Some(reduce + steps * h.t(p.b(c)))
+}
+
+/// Two rings in opposite directions over the halves of the vector, when 2P divides n
+/// (`None` otherwise). The machine is symmetric, so every rank does the same thing at
+/// the same time, and one rank's k ports and one compute unit tell the whole story:
+/// each ring's 2(P-1) sends of `h = S/(2P)`, step t issued once step t-1 arrived (and,
+/// in the reduce-scatter, was added), taken by the ports in issue order (the forward
+/// ring first at a tie, as its stream runs first) and added in arrival order. With two
+/// NICs and C = 0 that is `2(P-1) T(h)`; with one NIC and C = 0 the two rings take
+/// turns on the port, `4(P-1) T(h)`.
+///
+/// With several NICs and C > 0 there is none: the two halves reach a rank at the same
+/// instant, which one is added first follows the senders' ranks, so ranks fall out of
+/// step with each other and the symmetry this recurrence rests on is gone.
+pub fn bidirectional_ring(p: &Problem, h: &Hockney) -> Option<f64> {
+    let np = p.ranks;
+    if np <= 1 {
+        return Some(0.0);
+    }
+    if !p.elems.is_multiple_of(2 * np) || (h.nics > 1 && h.c > 0.0) {
+        return None;
+    }
+    let s = p.b(p.elems / (2 * np));
+    let (t, r) = (h.t(s), h.r(s));
+    let stages = 2 * (np - 1);
+    let mut ports = vec![0.0f64; h.nics as usize];
+    let (mut next, mut issue) = ([0usize; 2], [0.0f64; 2]);
+    let (mut compute, mut end) = (0.0f64, 0.0f64);
+    while next[0] < stages || next[1] < stages {
+        // The next send in issue order; the forward ring (0) first at a tie.
+        let x = if next[1] >= stages || (next[0] < stages && issue[0] <= issue[1]) { 0 } else { 1 };
+        let port = (0..ports.len()).min_by(|&a, &b| ports[a].total_cmp(&ports[b])).unwrap_or(0);
+        let arrive = issue[x].max(ports[port]) + t;
+        ports[port] = arrive;
+        let done = if next[x] < np - 1 {
+            compute = compute.max(arrive) + r;
+            compute
+        } else {
+            arrive
+        };
+        issue[x] = done;
+        next[x] += 1;
+        end = end.max(done);
+    }
+    Some(end)
 }
 
 #[cfg(test)]

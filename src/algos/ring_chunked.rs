@@ -21,7 +21,7 @@
 //! pair of notifications closes the run. That is Gloo's double buffering: never more
 //! than two chunks in a rank's inboxes.
 //!
-//! **Closed form** ([`cost_model::ring_chunked`]): where all `2P` chunks are equal
+//! **Closed form** ([`ring_chunked`]): where all `2P` chunks are equal
 //! (`n` a multiple of `2P` and at least `512 P`), every rank does the same at the same
 //! instants, its incoming ports mirror its outgoing ones, and a recurrence over one
 //! rank's messages is the time. Otherwise chunks of different lengths put ranks out of
@@ -30,6 +30,7 @@
 
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
 use crate::cost_model;
+use crate::cost_model::Hockney;
 use crate::sim::op::{Op, Program, Rank, Region};
 
 /// Registry entry.
@@ -116,7 +117,7 @@ impl Algorithm for RingChunked {
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        Some((cost_model::ring_chunked(p, &cost_model::Hockney::of(m)?)?, EXACT))
+        Some((ring_chunked(p, &cost_model::Hockney::of(m)?)?, EXACT))
     }
 
     /// Unequal chunks with n at least `512 P` (2P chunks of at least Gloo's 256
@@ -126,10 +127,77 @@ impl Algorithm for RingChunked {
         if p.elems < 2 * MIN_CHUNK * p.ranks {
             return None;
         }
-        cost_model::rounding_bounds(p, 2 * p.ranks, |q| cost_model::ring_chunked(q, &h))
+        cost_model::rounding_bounds(p, 2 * p.ranks, |q| ring_chunked(q, &h))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         p.ranks.saturating_sub(1)
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// Gloo's `allreduce_ring_chunked` where all `2P` chunks are equal: `n` a multiple of
+/// `2P` and `n / 2P >= 256` (Gloo's smallest chunk), `c = n/(2P) e`, `T = T(c)`,
+/// `R = R(c)`, `A = alpha` (a notification carries no data).
+///
+/// Every rank then does the same at the same instants, and a rank's incoming ports
+/// carry its left neighbour's chunks and its right neighbour's notifications exactly
+/// when its own outgoing ports carry its chunks and its notifications: no port is ever
+/// wanted by more messages than it has, and the time is a recurrence over one rank's
+/// program. Its outgoing messages, in order: two chunks at time 0; in each of the 2P-2
+/// reduce-scatter rounds, once the left neighbour's chunk has landed and been added
+/// (`R`), a notification, and, once the right neighbour's notification is in (at the
+/// same instant as its own ends), the summed chunk; in the first 2P-4 allgather rounds
+/// the same without the addition; a last notification. Each goes out on the first of
+/// the k ports to free, in that order.
+///
+/// With one NIC and `R <= T` the port never idles and the additions hide behind the
+/// transfers: `(4P-4) T + (4P-5) A`, the ring's bandwidth term (`4P-4` chunks of S/2P)
+/// with `8P-9` latencies where the ring has `2P-2`. With two NICs the two chunks in
+/// flight overlap one's transfer with the other's addition, which is the point of the
+/// chunking: a reduce-scatter round costs `R + A` where the ring's costs `T + R`.
+///
+/// `None` for unequal chunks: ranks fall out of step, a rank's incoming port then
+/// carries data from the left and notifications from the right in an order set by the
+/// engine's priorities, and no recurrence over one rank follows it. Gloo's index gives
+/// only `4P` steps and `2S` on the wire.
+pub fn ring_chunked(p: &Problem, h: &Hockney) -> Option<f64> {
+    let np = p.ranks;
+    if np <= 1 || p.elems == 0 {
+        return Some(0.0);
+    }
+    let chunks = 2 * np;
+    let cs = crate::algos::ring_chunk_elems(np, p.elems);
+    if cs * chunks != p.elems {
+        return None;
+    }
+    let (t, r, a) = (h.t(p.b(cs)), h.r(p.b(cs)), h.alpha);
+    let mut ports = vec![0.0f64; h.nics.max(1) as usize];
+    // A message issued at `issue` for `dur`: FIFO on the first port to free.
+    let mut serve = |issue: f64, dur: f64| {
+        let i = (0..ports.len()).min_by(|&x, &y| ports[x].total_cmp(&ports[y])).unwrap_or(0);
+        ports[i] = issue.max(ports[i]) + dur;
+        ports[i]
+    };
+    // ends[i]: when this rank's i-th chunk lands, which is also when the left
+    // neighbour's i-th lands here.
+    let mut ends = Vec::with_capacity(2 * chunks);
+    ends.push(serve(0.0, t));
+    ends.push(serve(0.0, t));
+    let mut now = 0.0f64;
+    for round in 2..chunks {
+        now = now.max(ends[round - 2]) + r;
+        now = serve(now, a);
+        ends.push(serve(now, t));
+    }
+    for round in 0..chunks - 2 {
+        now = now.max(ends[chunks - 2 + round]);
+        if round + 4 < chunks {
+            now = serve(now, a);
+            ends.push(serve(now, t));
+        }
+    }
+    Some(serve(now, a))
 }

@@ -19,7 +19,7 @@
 
 use super::stepped::{self, Recv, Send, StepPlan, Stepped};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
-use crate::cost_model;
+use crate::cost_model::Hockney;
 use crate::sim::op::{Action, BufId, Program, Rank, Region};
 
 /// Registry entry.
@@ -95,10 +95,35 @@ impl Algorithm for RingGloo {
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let plan = RingGlooPlan { np: p.ranks, n: p.elems };
-        Some((stepped::formula_or_steps(&plan, p, m, |h| cost_model::ring_gloo(p, h))?, EXACT))
+        Some((stepped::formula_or_steps(&plan, p, m, |h| ring_gloo(p, h))?, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         p.ranks.saturating_sub(1)
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// Gloo's `allreduce_ring`: P-1 rounds, each a whole-vector message `T(S)` and its
+/// addition `R(S)`, then the notification that the inbox is free (a message without data,
+/// alpha). With one NIC a rank's notification to its left neighbour and its next vector
+/// to its right neighbour leave through the same port one after the other, so every
+/// round costs `T(S) + R(S) + alpha`: `(P-1)(T(S) + R(S) + alpha)`. With two or more they
+/// go side by side and only the last notification adds: `(P-1)(T(S) + R(S)) + alpha`.
+/// Every rank does the same at the same instants, so no port is ever wanted twice.
+///
+/// Gloo's index gives no time, only `P-1` steps and `P S` bytes on the wire; the ring
+/// ([`ring`](crate::algos::forms::ring)) moves `2 (P-1)/P S` in `2(P-1)` steps. With one NIC ring_gloo never wins:
+/// its rounds cost `2 alpha + S/B + S C` against two ring steps'
+/// `2 alpha + 2 S/(P B) + S C / P`. With two or more it wins only while `S/B + S C` stays
+/// below about alpha (it saves P-2 latencies and pays P times the bytes and the additions).
+pub fn ring_gloo(p: &Problem, h: &Hockney) -> f64 {
+    if p.ranks <= 1 || p.elems == 0 {
+        return 0.0;
+    }
+    let rounds = (p.ranks - 1) as f64;
+    let notes = if h.nics <= 1 { rounds } else { 1.0 };
+    rounds * (h.t(p.bytes()) + h.r(p.bytes())) + notes * h.alpha
 }

@@ -25,6 +25,7 @@ use super::halving_doubling::{Half, phase, region_at};
 use super::stepped::{Recv, Send, StepPlan, Stepped};
 use super::{AlgoInfo, Algorithm, DirectPlan, EXACT, Machine, Problem, Topology, block, stepped};
 use crate::cost_model;
+use crate::cost_model::Hockney;
 use crate::sim::op::{Action, Program, Rank, Region};
 
 /// Registry entry: reduce-scatter by recursive halving.
@@ -138,7 +139,7 @@ impl Algorithm for Halving {
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
-        cost_model::halving_phase(p, &h, self.reduce).map(|t| (t, EXACT))
+        halving_phase(p, &h, self.reduce).map(|t| (t, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
@@ -285,9 +286,7 @@ impl Algorithm for RecursiveHalving {
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let plan = HalvingPlan { np: p.ranks, n: p.elems, butterfly: false };
         let t = match cost_model::Hockney::of(m) {
-            Some(h) if p.ranks.is_power_of_two() && p.elems.is_multiple_of(p.ranks) => {
-                cost_model::halving_phase(p, &h, true)?
-            }
+            Some(h) if p.ranks.is_power_of_two() && p.elems.is_multiple_of(p.ranks) => halving_phase(p, &h, true)?,
             _ => stepped::time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)?,
         };
         Some((t, EXACT))
@@ -319,7 +318,7 @@ impl Algorithm for Butterfly {
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let plan = HalvingPlan { np: p.ranks, n: p.elems, butterfly: true };
         let t = match cost_model::Hockney::of(m) {
-            Some(h) if p.ranks > 0 && p.elems.is_multiple_of(p.ranks) => cost_model::butterfly_reduce_scatter(p, &h)?,
+            Some(h) if p.ranks > 0 && p.elems.is_multiple_of(p.ranks) => butterfly_reduce_scatter(p, &h)?,
             _ => stepped::time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)?,
         };
         Some((t, EXACT))
@@ -360,4 +359,40 @@ impl Algorithm for DirectPhase {
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         if self.reduce { p.ranks.saturating_sub(1) } else { 0 }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// Recursive halving (a reduce-scatter, `reduce`) or doubling (an allgather) alone, for
+/// P a power of two that divides n (`None` otherwise, as for [`halving_doubling`](crate::algos::forms::halving_doubling)): step
+/// k moves `S/2^(k+1)` each way, so `log2 P alpha + (P-1)/P S/B`, plus `(P-1)/P S C` for
+/// the reduce-scatter (Thakur et al. 2005).
+pub fn halving_phase(p: &Problem, h: &Hockney, reduce: bool) -> Option<f64> {
+    if p.ranks <= 1 {
+        return Some(0.0);
+    }
+    if !p.ranks.is_power_of_two() || !p.elems.is_multiple_of(p.ranks) {
+        return None;
+    }
+    let steps = p.ranks.trailing_zeros();
+    Some(
+        (0..steps)
+            .map(|k| {
+                let l = p.b((p.ranks >> (k + 1)) * (p.elems / p.ranks));
+                h.t(l) + if reduce { h.r(l) } else { 0.0 }
+            })
+            .sum(),
+    )
+}
+
+/// Open MPI's butterfly reduce-scatter, P a power of two dividing n, `c = S/P`: the
+/// halving steps of [`halving_phase`] (step k moves and adds `S/2^(k+1)`, every rank
+/// alike), then for P > 2 the mirror step, in which a rank sends one block and receives
+/// one from the same peer (ranks whose bit reversal is themselves sit it out):
+/// `log2(P) alpha + (P-1) c/B + (P-1) c C + [P > 2] (alpha + c/B)`.
+pub fn butterfly_reduce_scatter(p: &Problem, h: &Hockney) -> Option<f64> {
+    let halving = halving_phase(p, h, true)?;
+    let mirror = if p.ranks > 2 { h.t(p.b(p.elems / p.ranks)) } else { 0.0 };
+    Some(halving + mirror)
 }

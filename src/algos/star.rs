@@ -10,6 +10,7 @@
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
 use crate::collective::Collective;
 use crate::cost_model;
+use crate::cost_model::{Hockney, gather_reduce};
 use crate::sim::op::{Action, Op, Program, Rank, Region};
 
 /// Registry entry: allreduce.
@@ -104,9 +105,9 @@ impl Algorithm for Star {
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
         let t = match self.collective {
-            Collective::Broadcast => cost_model::one_to_all(p, &h),
-            Collective::Reduce => cost_model::linear_reduce(p, &h),
-            _ => cost_model::star(p, &h),
+            Collective::Broadcast => one_to_all(p, &h),
+            Collective::Reduce => linear_reduce(p, &h),
+            _ => star(p, &h),
         };
         Some((t, EXACT))
     }
@@ -114,4 +115,39 @@ impl Algorithm for Star {
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         if self.collective == Collective::Broadcast { 0 } else { p.ranks - 1 }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// Star: the root's k incoming NICs take the P-1 vectors in `m = ceil((P-1)/k)`
+/// rounds of `T = T(S)`; its one compute unit adds them one by one (`R = R(S)` each),
+/// so the reduce ends at `max_j (arrival_j + (P - j) R)`, which is largest for the
+/// first or the last round; the broadcast takes m more rounds.
+///
+/// The survey writes `2 T + P S C`: it lets the root receive all P-1 vectors at once
+/// (`abc与d之间的通信是同时进行的`), which needs P-1 NICs, and counts P reductions
+/// where P-1 happen. The course report writes `2 (P-1) T + (P-1) R`, which serialises the
+/// reductions behind the transfers instead of overlapping them.
+pub fn star(p: &Problem, h: &Hockney) -> f64 {
+    if p.ranks <= 1 {
+        return 0.0;
+    }
+    let rounds = (p.ranks - 1).div_ceil(h.nics as usize);
+    let t = h.t(p.bytes());
+    gather_reduce(p.ranks - 1, h.nics, t, h.r(p.bytes())) + rounds as f64 * t
+}
+
+/// All-to-one reduce (Open MPI's basic linear reduce): star's first half,
+/// `max(T + (P-1) R, m T + (P-1-(m-1)k) R)` with `T = T(S)`, `R = R(S)`,
+/// `m = ceil((P-1)/k)`: the root's k incoming NICs take the P-1 vectors in m rounds and
+/// its one compute unit adds them in arrival order.
+pub fn linear_reduce(p: &Problem, h: &Hockney) -> f64 {
+    gather_reduce(p.ranks.saturating_sub(1), h.nics, h.t(p.bytes()), h.r(p.bytes()))
+}
+
+/// One-to-all broadcast: the root's k outgoing NICs send the P-1 copies of S in
+/// `ceil((P-1)/k)` rounds of `T(S)`.
+pub fn one_to_all(p: &Problem, h: &Hockney) -> f64 {
+    (p.ranks - 1).div_ceil(h.nics as usize) as f64 * h.t(p.bytes())
 }

@@ -62,7 +62,7 @@
 use super::ring::Phase;
 use super::stepped::{self, Recv, Send, StepPlan, Stepped};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block};
-use crate::cost_model;
+use crate::cost_model::Hockney;
 use crate::sim::op::{Action, Program, Rank, Region};
 
 /// Registry entry of `torus_2d`.
@@ -261,7 +261,15 @@ impl Algorithm for Torus2d {
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        Some((cost_model::torus_2d(p, m)?, EXACT))
+        Some((torus_2d(p, m)?, EXACT))
+    }
+
+    /// Where its step recurrence gives none (a port would serve out of step order): the
+    /// bounds of its steps whatever order the ports serve them in
+    /// ([`crate::cost_model::lockstep_bounds`]).
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let plan = TorusPlan { grid: Grid2::of(m.topo)?, n: p.elems };
+        Some(super::stepped_bounds(&plan, m.topo, m.cost_per_byte, p.elem_bytes))
     }
 
     /// Each element is added along its row (cols - 1 additions in a chain), then the row
@@ -378,7 +386,15 @@ impl Algorithm for Mesh2d {
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        Some((cost_model::mesh_2d(p, m, self.ring)?, EXACT))
+        Some((mesh_2d(p, m, self.ring)?, EXACT))
+    }
+
+    /// Where its step recurrence gives none (a port would serve out of step order): the
+    /// bounds of its steps whatever order the ports serve them in
+    /// ([`crate::cost_model::lockstep_bounds`]).
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let plan = MeshPlan { grid: Grid2::of(m.topo)?, n: p.elems, ring: self.ring };
+        Some(super::stepped_bounds(&plan, m.topo, m.cost_per_byte, p.elem_bytes))
     }
 
     /// A half's sum is built by cols - 1 additions in a chain along its first direction,
@@ -386,4 +402,99 @@ impl Algorithm for Mesh2d {
     fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize {
         grid_depth(p, topo)
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// The neighbour link of a grid (what its closed-form formulas are written in): the
+/// topology's best link, its fewest NICs, and `c`.
+fn neighbours(m: &Machine) -> Hockney {
+    let (link, nics) = m.topo.best_link();
+    Hockney { alpha: link.alpha, bandwidth: link.bandwidth, c: m.cost_per_byte, nics }
+}
+
+/// `torus_2d` (Sony's 2D-Torus) on the machine's `r x c` grid: the step recurrence
+/// ([`lockstep`](crate::cost_model::lockstep)) of its `2(c-1) + 2(r-1)` ring steps, on the pair costs of the actual
+/// neighbours (on a mesh, each row ring's closing pair is `c - 1` hops apart).
+///
+/// On a torus whose `r c` divides n every ring step is in lockstep and this is
+/// [`torus_2d_formula`]:
+///
+/// ```text
+/// (c-1) [T(S/c) + R(S/c)]  +  2(r-1) T(S/(rc)) + (r-1) R(S/(rc))  +  (c-1) T(S/c)
+///  row reduce-scatter         column ring allreduce of the S/c shard   row allgather
+/// ```
+///
+/// The survey ([`torus_2d_seed`], n = c ranks per group, m = r groups) writes
+/// `2(n-1)[alpha + S/(nB)] + (n-1)(S/n)C + 2(m-1)[alpha + S/(mB)] + (m-1)(S/m)C`: its
+/// column phase moves the whole vector S, as if the rows had not reduce-scattered it
+/// first; the column rings carry only the shard of S/c bytes, so the survey overstates
+/// the column phase's bandwidth and compute terms c-fold. `None` without a grid, or
+/// where a port would serve messages out of step order (see [`lockstep`](crate::cost_model::lockstep)).
+pub fn torus_2d(p: &Problem, m: &Machine) -> Option<f64> {
+    let grid = crate::algos::Grid2::of(m.topo)?;
+    let plan = crate::algos::TorusPlan { grid, n: p.elems };
+    crate::algos::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)
+}
+
+/// [`torus_2d`] in lockstep: each ring step costs its largest block,
+/// `c1 = ceil(n/c) e` along rows and `c2 = ceil(ceil(n/c)/r) e` along columns, on the
+/// neighbour link. Exact on a torus when `r c` divides n; elsewhere an estimate.
+pub fn torus_2d_formula(p: &Problem, m: &Machine, rows: usize, cols: usize) -> f64 {
+    let h = neighbours(m);
+    let shard = p.elems.div_ceil(cols);
+    let (c1, c2) = (p.b(shard), p.b(shard.div_ceil(rows)));
+    let (rs, cs) = ((cols - 1) as f64, (rows - 1) as f64);
+    rs * (h.t(c1) + h.r(c1)) + 2.0 * cs * h.t(c2) + cs * h.r(c2) + rs * h.t(c1)
+}
+
+/// The survey's 2D-Torus formula, with `n = cols` ranks per group and `m = rows` groups:
+/// `2(n-1)[alpha + S/(nB)] + (n-1)(S/n)C + 2(m-1)[alpha + S/(mB)] + (m-1)(S/m)C`.
+pub fn torus_2d_seed(p: &Problem, m: &Machine, rows: usize, cols: usize) -> f64 {
+    let h = neighbours(m);
+    let s = p.bytes();
+    let ring = |k: usize| {
+        let k = k as f64;
+        2.0 * (k - 1.0) * h.t(s / k) + (k - 1.0) * h.r(s / k)
+    };
+    ring(cols) + ring(rows)
+}
+
+/// `mesh_2d` (Google's 2D-Mesh) on the machine's `r x c` grid: the step recurrence.
+///
+/// With `ring = scatter` each half runs [`torus_2d`]'s steps (half A rows first, half B
+/// columns first), both halves' messages of a step going out together on two NICs.
+///
+/// With `ring = whole` (the survey's) there are `r + c - 2` steps; in each, both halves
+/// (`ceil(n/2)` and `floor(n/2)` elements) go one hop along their rings at once on two
+/// NICs, land in scratch, and are added on the one compute unit. On a torus every step
+/// is alike ([`mesh_2d_formula`]):
+///
+/// ```text
+/// (r + c - 2) [T(ceil(n/2) e) + S C]
+/// ```
+///
+/// The survey writes `2 (m + n - 2)(alpha + S/B + S C)`: it sends the whole vector S
+/// where each half carries S/2, and counts `m + n - 2` steps twice (once per phase)
+/// where each half walks its row ring and its column ring once, `r + c - 2` steps in
+/// all, the two halves side by side. Its per-step `S C` is right: both halves' additions
+/// fall on one compute unit. `None` without a grid or where a port would serve
+/// messages out of step order.
+pub fn mesh_2d(p: &Problem, m: &Machine, ring: crate::algos::MeshRing) -> Option<f64> {
+    let grid = crate::algos::Grid2::of(m.topo)?;
+    let plan = crate::algos::MeshPlan { grid, n: p.elems, ring };
+    crate::algos::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)
+}
+
+/// [`mesh_2d`] with `ring = whole` on a torus: `(r + c - 2) [T(ceil(n/2) e) + S C]`.
+pub fn mesh_2d_formula(p: &Problem, m: &Machine, rows: usize, cols: usize) -> f64 {
+    let h = neighbours(m);
+    (rows + cols - 2) as f64 * (h.t(p.b(p.elems.div_ceil(2))) + h.r(p.bytes()))
+}
+
+/// The survey's 2D-Mesh formula, `2 (m + n - 2)(alpha + S/B + S C)` (m rows, n columns).
+pub fn mesh_2d_seed(p: &Problem, m: &Machine, rows: usize, cols: usize) -> f64 {
+    let h = neighbours(m);
+    2.0 * (rows + cols - 2) as f64 * (h.t(p.bytes()) + h.r(p.bytes()))
 }

@@ -19,6 +19,7 @@ use super::chain::segments_fit;
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block, clog2};
 use crate::collective::Collective;
 use crate::cost_model;
+use crate::cost_model::{Hockney, earliest};
 use crate::sim::op::{Op, Program, Rank};
 
 /// Registry entry.
@@ -110,12 +111,12 @@ impl Algorithm for BinomialTree {
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
         let t = match self.collective {
-            Collective::Reduce => cost_model::binomial_reduce(p, &h),
-            Collective::Broadcast => cost_model::binomial_bcast(p, &h, 0.0),
-            _ if self.segments > 1 => cost_model::binomial_tree_pipelined(p, &h, self.segments).unwrap_or_else(|| {
-                cost_model::binomial_pipeline(p.ranks, &h, self.segments, |s| p.b(block(p.elems, self.segments, s).len))
+            Collective::Reduce => binomial_reduce(p, &h),
+            Collective::Broadcast => binomial_bcast(p, &h, 0.0),
+            _ if self.segments > 1 => binomial_tree_pipelined(p, &h, self.segments).unwrap_or_else(|| {
+                binomial_pipeline(p.ranks, &h, self.segments, |s| p.b(block(p.elems, self.segments, s).len))
             }),
-            _ => cost_model::binomial_tree(p, &h),
+            _ => binomial_tree(p, &h),
         };
         Some((t, EXACT))
     }
@@ -153,4 +154,259 @@ pub(crate) fn bcast_phase(r: usize, np: usize, n: usize, segs: usize) -> impl It
         let pass = children.clone().rev().map(move |c| Op::send(c as Rank, down_tag(s), seg(s)));
         take.into_iter().flatten().chain([Op::WaitSends(0)]).chain(pass)
     })
+}
+
+// ---------------------------------------------------------------------------------------
+// Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// Binomial tree allreduce: [`binomial_reduce`] to rank 0, then [`binomial_bcast`] of
+/// the total from when rank 0 has it. For P a power of two every level is in lockstep
+/// and this is `log2 P (2 T(S) + R(S))`, the course report's formula with N = 1. For
+/// other P several children reach a parent at once and queue for its port, which the
+/// course report ignores.
+pub fn binomial_tree(p: &Problem, h: &Hockney) -> f64 {
+    binomial_bcast(p, h, binomial_reduce(p, h))
+}
+
+/// Binomial reduce to rank 0: rank r adds its children's partial sums (farthest first)
+/// when they arrive through its k incoming NICs, served in order of (send time, rank).
+/// `log2 P (T(S) + R(S))` for P a power of two.
+pub fn binomial_reduce(p: &Problem, h: &Hockney) -> f64 {
+    use super::tree::binomial as shape;
+    let np = p.ranks;
+    let (t, r) = (h.t(p.bytes()), h.r(p.bytes()));
+    let k = h.nics as usize;
+    // ready[r] = when rank r has its subtree's sum (children have higher ranks).
+    let mut ready = vec![0.0f64; np];
+    let mut arrivals: Vec<(f64, usize)> = Vec::new();
+    for q in (0..np).rev() {
+        let (_, children) = shape(q, np);
+        arrivals.clear();
+        arrivals.extend(children.clone().map(|c| (ready[c], c)));
+        arrivals.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let mut ports = vec![0.0f64; k];
+        // Children are distinct powers of two above q: index them by that power.
+        let mut arrived = [0.0f64; 64];
+        for &(sent, c) in &arrivals {
+            let port = (0..k).min_by(|&a, &b| ports[a].total_cmp(&ports[b])).unwrap_or(0);
+            let start = sent.max(ports[port]);
+            ports[port] = start + t;
+            arrived[slot_of(q, c)] = start + t;
+        }
+        let mut done = 0.0f64;
+        for c in children {
+            done = done.max(arrived[slot_of(q, c)]) + r;
+        }
+        ready[q] = done;
+    }
+    ready.first().copied().unwrap_or(0.0)
+}
+
+/// Binomial broadcast from rank 0, which has the vector at `start`: each parent sends
+/// to its children nearest first on its k outgoing NICs, so child i (from the nearest)
+/// has it `(i / k + 1) T(S)` after its parent. `ceil(log2 P) T(S)` with one NIC.
+pub fn binomial_bcast(p: &Problem, h: &Hockney, start: f64) -> f64 {
+    use super::tree::binomial as shape;
+    let np = p.ranks;
+    let t = h.t(p.bytes());
+    let k = h.nics as usize;
+    let mut got = vec![0.0f64; np];
+    let mut end = 0.0f64;
+    for q in 0..np {
+        if q == 0 {
+            got[0] = start;
+        }
+        let (_, children) = shape(q, np);
+        for (i, c) in children.rev().enumerate() {
+            got[c] = got[q] + (i / k + 1) as f64 * t;
+        }
+        end = end.max(got[q]);
+    }
+    end
+}
+
+/// The index of child `c` of `q` (`c = q + 2^j`) in a small table: `j`.
+fn slot_of(q: usize, c: usize) -> usize {
+    (c - q).trailing_zeros() as usize
+}
+
+/// The binomial tree with the vector cut into `segments` pieces, pipelined (see the
+/// algorithm's docs), where every rank has at least `ceil(log2 P)` NICs, as many as the
+/// root has children. Then no port is ever wanted by more messages than it has: a rank
+/// keeps one piece in flight to its parent and one round of pieces to its children, its
+/// children's pieces come up one per child, and the broadcast reaches a rank only after
+/// its last piece went up. Every message starts when it is issued, and the time is the
+/// recurrence of the program, piece by piece, `T_s = T(piece s)`, `R_s = R(piece s)`:
+///
+/// - up, children before parents: a rank adds its children's piece s in order, each from
+///   `max(its arrival, the previous addition's end)`, `+ R_s`; it sends piece s once that
+///   is done and piece s-1 has landed; it lands `T_s` later;
+/// - down, parents before children: the root starts once its last addition is done; a
+///   rank sends piece s to all its children at once, once it has it and its previous
+///   round of sends has landed; they land `T_s` later.
+///
+/// With one segment this is not used: [`binomial_tree`] has no flow control and
+/// follows its queues. With fewer NICs a parent's ports are wanted by several
+/// children's pieces at once and serve them in the engine's priority order, which
+/// depends on when each child's pieces are ready; no recurrence here follows that, so
+/// there is no closed form (`None`). The course report does not pipeline the tree.
+pub fn binomial_tree_pipelined(p: &Problem, h: &Hockney, segments: usize) -> Option<f64> {
+    use super::tree::binomial as shape;
+    let np = p.ranks;
+    if np <= 1 {
+        return Some(0.0);
+    }
+    if (h.nics as usize) < clog2(np) as usize {
+        return None;
+    }
+    let seg = |s: usize| p.b(block(p.elems, segments, s).len);
+    // up[q * segments + s]: when q's piece s lands at its parent.
+    let mut up = vec![0.0f64; np * segments];
+    let mut reduced = vec![0.0f64; np];
+    for q in (0..np).rev() {
+        let (parent, children) = shape(q, np);
+        let (mut now, mut landed) = (0.0f64, 0.0f64);
+        for s in 0..segments {
+            for c in children.clone() {
+                now = now.max(up[c * segments + s]) + h.r(seg(s));
+            }
+            if parent.is_some() {
+                now = now.max(landed);
+                landed = now + h.t(seg(s));
+                up[q * segments + s] = landed;
+            }
+        }
+        // The down pass may send only once the last piece up has landed.
+        reduced[q] = now.max(landed);
+    }
+    // down[q * segments + s]: when piece s reaches q.
+    let mut down = vec![0.0f64; np * segments];
+    let mut end = 0.0f64;
+    for q in 0..np {
+        let (parent, children) = shape(q, np);
+        let (mut now, mut landed) = (reduced[q], reduced[q]);
+        for s in 0..segments {
+            if parent.is_some() {
+                now = now.max(down[q * segments + s]);
+            }
+            now = now.max(landed);
+            if children.clone().next().is_some() {
+                landed = now + h.t(seg(s));
+                for c in children.clone() {
+                    down[c * segments + s] = landed;
+                }
+            }
+        }
+        end = end.max(now).max(landed);
+    }
+    Some(end)
+}
+
+/// The pipelined binomial tree (`binomial_tree` with `segments` > 1) on any number of
+/// NICs k, the vector in `segments` pieces of `seg(s)` bytes. Exact, from the program:
+///
+/// - **Up.** A rank adds its children's piece s one child at a time, in its children's
+///   order (each receive is posted once the one before is added), then, once its piece
+///   s-1 has landed at its parent, sends piece s up. A parent's incoming ports are the
+///   only resource its children's pieces compete for: a child's outgoing ports carry
+///   nothing else while pieces go up (one at a time: it waits for the last to land), and
+///   nothing comes down before the root has added everything. So each parent's k
+///   incoming ports are k servers, each taking, when it frees, the waiting piece of
+///   highest priority (issue time, sender rank; a child has one piece waiting at most),
+///   and a child's next piece is issued once its previous one landed and its own
+///   children's next pieces are added. Children have higher ranks than their parent, so
+///   a rank's arrivals are known before its parent's ports are worked out.
+/// - **Down.** Once a rank has piece s and its round of piece s-1 has landed, it sends
+///   piece s to its c children at once, nearest first, on its k outgoing ports: the i-th
+///   lands `(i/k + 1) T_s` later and the round `ceil(c/k) T_s` later. A child's incoming
+///   ports carry only its parent's pieces by then, so nothing else waits.
+pub fn binomial_pipeline(np: usize, h: &Hockney, segments: usize, seg: impl Fn(usize) -> f64) -> f64 {
+    use binomial as shape;
+    if np <= 1 {
+        return 0.0;
+    }
+    let k = h.nics.max(1) as usize;
+    // arr[c * segments + s]: when c's piece s lands at c's parent.
+    let mut arr = vec![0.0f64; np * segments];
+    let mut reduced = vec![0.0f64; np];
+    // Per child of the parent being worked out: its program time, next piece, the land
+    // time of its last piece and the issue time of its next one.
+    struct Child {
+        rank: usize,
+        now: f64,
+        next: usize,
+        landed: f64,
+        issue: f64,
+    }
+    // The rank's own additions of its children's piece s, from its program time `now`.
+    let add = |q: usize, s: usize, now: f64, arr: &[f64]| {
+        shape(q, np).1.fold(now, |t, c| t.max(arr[c * segments + s]) + h.r(seg(s)))
+    };
+    let mut kids: Vec<Child> = Vec::new();
+    for q in (0..np).rev() {
+        let (_, children) = shape(q, np);
+        kids.clear();
+        for c in children.clone() {
+            let now = add(c, 0, 0.0, &arr);
+            kids.push(Child { rank: c, now, next: 0, landed: 0.0, issue: now });
+        }
+        let mut servers = vec![0.0f64; k];
+        loop {
+            let pending = kids.iter().filter(|c| c.next < segments);
+            let Some(first) = pending.clone().map(|c| c.issue).min_by(f64::total_cmp) else { break };
+            let port = earliest(&servers);
+            let start = servers[port].max(first);
+            // The waiting piece of highest priority: earliest issue, then lowest sender.
+            let Some(pick) = (0..kids.len())
+                .filter(|&i| kids[i].next < segments && kids[i].issue <= start)
+                .min_by(|&a, &b| kids[a].issue.total_cmp(&kids[b].issue).then(kids[a].rank.cmp(&kids[b].rank)))
+            else {
+                break;
+            };
+            let c = &mut kids[pick];
+            let s = c.next;
+            let land = start + h.t(seg(s));
+            servers[port] = land;
+            arr[c.rank * segments + s] = land;
+            c.landed = land;
+            c.next += 1;
+            if c.next < segments {
+                // Its next piece: its children's pieces added, then sent once this one landed.
+                let now = add(c.rank, c.next, c.now, &arr);
+                c.issue = now.max(land);
+                c.now = c.issue;
+            } else {
+                reduced[c.rank] = c.now.max(land);
+            }
+        }
+        if q == 0 {
+            let mut now = 0.0f64;
+            for s in 0..segments {
+                now = add(0, s, now, &arr);
+            }
+            reduced[0] = now;
+        }
+    }
+    let mut down = vec![0.0f64; np * segments];
+    let mut end = 0.0f64;
+    for q in 0..np {
+        let (parent, children) = shape(q, np);
+        let count = children.clone().count();
+        let (mut now, mut landed) = (reduced[q], reduced[q]);
+        for s in 0..segments {
+            if parent.is_some() {
+                now = now.max(down[q * segments + s]);
+            }
+            now = now.max(landed);
+            if count > 0 {
+                let t = h.t(seg(s));
+                for (i, c) in children.clone().rev().enumerate() {
+                    down[c * segments + s] = now + (i / k + 1) as f64 * t;
+                }
+                landed = now + count.div_ceil(k) as f64 * t;
+            }
+        }
+        end = end.max(now).max(landed);
+    }
+    end
 }

@@ -16,8 +16,11 @@
 //! end   = start + alpha_ab + m / B_ab
 //! ```
 //!
-//! where a rank's k out-ports (in-ports) are interchangeable and each holds one message
-//! at a time (the ideal model: docs/model.md). The messages are taken step
+//! where the k out-ports (in-ports) of the interface the message leaves (enters) by are
+//! interchangeable and each holds one message at a time (the ideal model:
+//! docs/model.md). A rank is one interface of its `nics` ports, except on a GPU cluster,
+//! whose GPUs talk inside a node through their own interface and across nodes through
+//! a NIC that several GPUs may share ([`Topology::route_interfaces`]). The messages are taken step
 //! by step, and within a step in
 //! the engine's priority order `(issue time, sender, sender's sequence)`; each is booked
 //! on its two sides for `[start, end)`. A booking may land in a gap before a message of
@@ -117,7 +120,7 @@ struct Booking {
     peer: usize,
 }
 
-/// One side (out or in) of one rank's `k` ports: the messages booked on it, by start.
+/// One side (out or in) of one interface's `k` ports: the messages booked on it, by start.
 /// Bookings need not come in time order (a message of a later step may fit in a gap
 /// left before a lagging peer's message of an earlier step). As in the engine, ports are
 /// interchangeable: a side is free at an instant when fewer than `k` bookings hold it.
@@ -223,7 +226,9 @@ pub fn lockstep(
 ) -> Option<f64> {
     let np = topo.ranks();
     let mut done = vec![0.0f64; np];
-    let mut out: Vec<Ports> = (0..np).map(|r| Ports::new(topo.nics(r))).collect();
+    // Ports belong to interfaces: a rank's messages inside its node and those through
+    // its node's NICs hold different ports, and a NIC may serve several ranks.
+    let mut out: Vec<Ports> = (0..topo.interfaces()).map(|i| Ports::new(topo.interface_ports(i))).collect();
     let mut inp: Vec<Ports> = out.clone();
     let mut seq = vec![0u64; np];
     let mut end_max = 0.0f64;
@@ -265,10 +270,11 @@ pub fn lockstep(
             let x = step.xfers[runs[at].0];
             // The engine starts a message at the first instant both its ends have a
             // free port.
+            let (oi, ii) = topo.route_interfaces(x.from, x.to);
             let mut start = prio.0;
             loop {
-                let o = out[x.from].free_from(start);
-                let i = inp[x.to].free_from(o);
+                let o = out[oi].free_from(start);
+                let i = inp[ii].free_from(o);
                 start = i;
                 if i == o {
                     break;
@@ -277,15 +283,15 @@ pub fn lockstep(
             let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
             // It must neither delay a message booked after it nor have been passed over
             // while it waited; else the engine's order is not the step order.
-            if !out[x.from].fits(start, end) || !inp[x.to].fits(start, end) {
+            if !out[oi].fits(start, end) || !inp[ii].fits(start, end) {
                 return None;
             }
-            let (o, i) = (&out[x.from], &inp[x.to]);
+            let (o, i) = (&out[oi], &inp[ii]);
             if o.passed_over(prio, x.to, prio.0, start, i) || i.passed_over(prio, x.from, prio.0, start, o) {
                 return None;
             }
-            out[x.from].book(Booking { start, end, prio, peer: x.to });
-            inp[x.to].book(Booking { start, end, prio, peer: x.from });
+            out[oi].book(Booking { start, end, prio, peer: x.to });
+            inp[ii].book(Booking { start, end, prio, peer: x.from });
             end_max = end_max.max(end);
             if windowed {
                 // The sender's next message goes once all but `nics - 1` of those before
@@ -332,10 +338,10 @@ pub fn lockstep(
 ///   ends, and one compute unit taking jobs as they come is the fastest order for a set
 ///   of jobs with release times, so no run ends sooner;
 /// - upper: every message starting at the latest its ports allow: while it waits, all
-///   ports of its sender's out side or of its receiver's in side are busy (the engine
-///   gives ports to waiting messages greedily), so it waits at most
+///   ports of its sender's outgoing interface or of its receiver's incoming one are busy
+///   (the engine gives ports to waiting messages greedily), so it waits at most
 ///   `(W_out(a) - t) / k_a + (W_in(b) - t) / k_b`, with `W` the time of every message of
-///   the run on that side and t its own.
+///   the run on that interface, k its ports, and t its own time.
 pub fn lockstep_bounds(
     topo: &dyn Topology,
     c: f64,
@@ -345,14 +351,16 @@ pub fn lockstep_bounds(
 ) -> (f64, f64) {
     let np = topo.ranks();
     let mut plan: Vec<Step> = Vec::with_capacity(steps);
-    let (mut w_out, mut w_in) = (vec![0.0f64; np], vec![0.0f64; np]);
+    let faces = topo.interfaces();
+    let (mut w_out, mut w_in) = (vec![0.0f64; faces], vec![0.0f64; faces]);
     for s in 0..steps {
         let mut step = Step::default();
         fill(s, &mut step);
         for x in &step.xfers {
             let t = topo.link(x.from, x.to).time(x.bytes as f64);
-            w_out[x.from] += t;
-            w_in[x.to] += t;
+            let (oi, ii) = topo.route_interfaces(x.from, x.to);
+            w_out[oi] += t;
+            w_in[ii] += t;
         }
         plan.push(step);
     }
@@ -397,8 +405,9 @@ pub fn lockstep_bounds(
     };
     let lower = run(&|_, _| 0.0);
     let upper = run(&|x, t| {
-        let (ka, kb) = (topo.nics(x.from).max(1) as f64, topo.nics(x.to).max(1) as f64);
-        ((w_out[x.from] - t) / ka + (w_in[x.to] - t) / kb).max(0.0)
+        let (oi, ii) = topo.route_interfaces(x.from, x.to);
+        let (ka, kb) = (topo.interface_ports(oi).max(1) as f64, topo.interface_ports(ii).max(1) as f64);
+        ((w_out[oi] - t) / ka + (w_in[ii] - t) / kb).max(0.0)
     });
     (lower, upper)
 }

@@ -1,5 +1,5 @@
 //! Exact recurrences for pipelines whose pieces differ in size: a one-way ring over any
-//! chunks and pieces, and the pipelined binomial tree on any number of NICs. Both are
+//! chunks and pieces, and the compute queue a pipeline's reductions wait in. They are
 //! read off the algorithm's program and the machine model's rules (docs/model.md), one
 //! message at a time, and never run the engine.
 
@@ -35,12 +35,13 @@ impl Ord for Job {
     }
 }
 
-/// The index of the earliest-free of `servers`.
-fn earliest(servers: &[f64]) -> usize {
+/// The index of the earliest-free of `servers` (the engine hands out any free port;
+/// which one does not matter, only when one is free).
+pub fn earliest(servers: &[f64]) -> usize {
     servers.iter().enumerate().min_by(|a, b| a.1.total_cmp(b.1)).map_or(0, |(i, _)| i)
 }
 
-/// The time of a one-way ring program (`ring`'s [`crate::algos`] program): every rank
+/// The time of a one-way ring program (`ring`'s program): every rank
 /// runs the same `items` items in order; in item i it sends `bytes(i, q)` bytes to its
 /// right neighbour (q is the sender) and posts the receive of item i from its left,
 /// which it adds (`reduce(i)`) or copies. Item i is issued once item i-1 was and the
@@ -119,115 +120,6 @@ pub fn ring_items(
             compute[q] = compute[q].max(job.release) + job.dur;
             end = end.max(compute[q]);
         }
-    }
-    end
-}
-
-/// The pipelined binomial tree (`binomial_tree` with `segments` > 1) on any number of
-/// NICs k, the vector in `segments` pieces of `seg(s)` bytes. Exact, from the program:
-///
-/// - **Up.** A rank adds its children's piece s one child at a time, in its children's
-///   order (each receive is posted once the one before is added), then, once its piece
-///   s-1 has landed at its parent, sends piece s up. A parent's incoming ports are the
-///   only resource its children's pieces compete for: a child's outgoing ports carry
-///   nothing else while pieces go up (one at a time: it waits for the last to land), and
-///   nothing comes down before the root has added everything. So each parent's k
-///   incoming ports are k servers, each taking, when it frees, the waiting piece of
-///   highest priority (issue time, sender rank; a child has one piece waiting at most),
-///   and a child's next piece is issued once its previous one landed and its own
-///   children's next pieces are added. Children have higher ranks than their parent, so
-///   a rank's arrivals are known before its parent's ports are worked out.
-/// - **Down.** Once a rank has piece s and its round of piece s-1 has landed, it sends
-///   piece s to its c children at once, nearest first, on its k outgoing ports: the i-th
-///   lands `(i/k + 1) T_s` later and the round `ceil(c/k) T_s` later. A child's incoming
-///   ports carry only its parent's pieces by then, so nothing else waits.
-pub fn binomial_pipeline(np: usize, h: &Hockney, segments: usize, seg: impl Fn(usize) -> f64) -> f64 {
-    use crate::algos::binomial_shape as shape;
-    if np <= 1 {
-        return 0.0;
-    }
-    let k = h.nics.max(1) as usize;
-    // arr[c * segments + s]: when c's piece s lands at c's parent.
-    let mut arr = vec![0.0f64; np * segments];
-    let mut reduced = vec![0.0f64; np];
-    // Per child of the parent being worked out: its program time, next piece, the land
-    // time of its last piece and the issue time of its next one.
-    struct Child {
-        rank: usize,
-        now: f64,
-        next: usize,
-        landed: f64,
-        issue: f64,
-    }
-    // The rank's own additions of its children's piece s, from its program time `now`.
-    let add = |q: usize, s: usize, now: f64, arr: &[f64]| {
-        shape(q, np).1.fold(now, |t, c| t.max(arr[c * segments + s]) + h.r(seg(s)))
-    };
-    let mut kids: Vec<Child> = Vec::new();
-    for q in (0..np).rev() {
-        let (_, children) = shape(q, np);
-        kids.clear();
-        for c in children.clone() {
-            let now = add(c, 0, 0.0, &arr);
-            kids.push(Child { rank: c, now, next: 0, landed: 0.0, issue: now });
-        }
-        let mut servers = vec![0.0f64; k];
-        loop {
-            let pending = kids.iter().filter(|c| c.next < segments);
-            let Some(first) = pending.clone().map(|c| c.issue).min_by(f64::total_cmp) else { break };
-            let port = earliest(&servers);
-            let start = servers[port].max(first);
-            // The waiting piece of highest priority: earliest issue, then lowest sender.
-            let Some(pick) = (0..kids.len())
-                .filter(|&i| kids[i].next < segments && kids[i].issue <= start)
-                .min_by(|&a, &b| kids[a].issue.total_cmp(&kids[b].issue).then(kids[a].rank.cmp(&kids[b].rank)))
-            else {
-                break;
-            };
-            let c = &mut kids[pick];
-            let s = c.next;
-            let land = start + h.t(seg(s));
-            servers[port] = land;
-            arr[c.rank * segments + s] = land;
-            c.landed = land;
-            c.next += 1;
-            if c.next < segments {
-                // Its next piece: its children's pieces added, then sent once this one landed.
-                let now = add(c.rank, c.next, c.now, &arr);
-                c.issue = now.max(land);
-                c.now = c.issue;
-            } else {
-                reduced[c.rank] = c.now.max(land);
-            }
-        }
-        if q == 0 {
-            let mut now = 0.0f64;
-            for s in 0..segments {
-                now = add(0, s, now, &arr);
-            }
-            reduced[0] = now;
-        }
-    }
-    let mut down = vec![0.0f64; np * segments];
-    let mut end = 0.0f64;
-    for q in 0..np {
-        let (parent, children) = shape(q, np);
-        let count = children.clone().count();
-        let (mut now, mut landed) = (reduced[q], reduced[q]);
-        for s in 0..segments {
-            if parent.is_some() {
-                now = now.max(down[q * segments + s]);
-            }
-            now = now.max(landed);
-            if count > 0 {
-                let t = h.t(seg(s));
-                for (i, c) in children.clone().rev().enumerate() {
-                    down[c * segments + s] = now + (i / k + 1) as f64 * t;
-                }
-                landed = now + count.div_ceil(k) as f64 * t;
-            }
-        }
-        end = end.max(now).max(landed);
     }
     end
 }
