@@ -652,6 +652,10 @@ impl Topology for Cluster {
         Some((self.nodes, self.gpus()))
     }
 
+    fn intra_pcie(&self) -> bool {
+        self.spec.intra.kind == IntraKind::Pcie
+    }
+
     fn interfaces(&self) -> usize {
         if self.flow { 2 * self.ranks } else { self.ranks + self.nodes * self.spec.nics_per_node }
     }
