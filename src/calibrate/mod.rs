@@ -227,13 +227,15 @@ impl Param {
     }
 }
 
-/// The default parameters of a machine: every alpha, bandwidth and launch under
-/// `topology` (per protocol too), and C when `with_c`.
+/// The default parameters of a machine: every alpha, bandwidth, launch and protocol
+/// efficiency under `topology` (per protocol too), and C when `with_c`.
 pub fn default_paths(tree: &Yaml, with_c: bool) -> Vec<String> {
     let mut out: Vec<String> = tree
         .leaves()
         .into_iter()
-        .filter(|p| p.starts_with("topology.") && matches!(key_name(p), "alpha" | "bandwidth" | "launch"))
+        .filter(|p| {
+            p.starts_with("topology.") && matches!(key_name(p), "alpha" | "bandwidth" | "launch" | "efficiency")
+        })
         .collect();
     if with_c {
         out.push("compute.cost_per_byte".to_string());

@@ -187,12 +187,15 @@ impl Inputs {
     pub fn of(topo: &dyn Topology, channels: u32, arch: Arch) -> Inputs {
         let ranks = topo.ranks();
         let gbps = |b: f64| b / 1e9;
+        // A cluster knows its nodes even where it is not two levels (one node, or NVLinks
+        // of several widths): its ranks are whole nodes or part of one.
+        let shape_nodes = topo.node_shape().map(|(_, g)| ranks.div_ceil(g.max(1)).max(1));
         match topo.levels().filter(|l| l.len() >= 2) {
             Some(levels) => {
                 let per_node = levels[0].0.max(1);
                 Inputs {
                     ranks,
-                    nodes: ranks.div_ceil(per_node).max(1),
+                    nodes: shape_nodes.unwrap_or(ranks.div_ceil(per_node).max(1)),
                     bw_intra: gbps(levels[0].1.bandwidth),
                     bw_inter: gbps(levels[levels.len() - 1].1.bandwidth),
                     channels,
@@ -207,7 +210,7 @@ impl Inputs {
                 let bw = gbps(best.bandwidth);
                 Inputs {
                     ranks,
-                    nodes: ranks.max(1),
+                    nodes: shape_nodes.unwrap_or(ranks.max(1)),
                     bw_intra: bw,
                     bw_inter: bw,
                     channels,
