@@ -76,7 +76,8 @@ if tg is not None:
           "(goal: 4 logs x 30 sizes under 30 s on 2 cores).")
 bare = [(n, p["path"]) for n in sorted(os.path.basename(x)[:-5] for x in glob.glob(os.path.join(res_dir, "*.json")))
         for p in (load(n) or {}).get("parameters", []) if p["fitted"] and p.get("rel_uncertainty") is None]
-print("Every fitted value has an uncertainty" + (": yes." if not bare else f": no, {bare}."))
+print("Fitted values without a finite uncertainty: " + ("none." if not bare else
+      ", ".join(f"`{n}`: `{q}`" for n, q in bare) + " (no logged point depends on them; each result's warnings name them)."))
 print()
 
 for path in sorted(glob.glob(os.path.join(res_dir, "*.json"))):
