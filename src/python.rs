@@ -201,6 +201,43 @@ fn validate(path: Option<&str>, text: Option<&str>, name: &str) -> PyResult<(Str
     Ok((s.name, rows))
 }
 
+/// Fit a machine to benchmark logs as `calibrate` does: the calibration as JSON (the
+/// `--format json` text) and the fitted machine file. A bad machine file or log raises
+/// the same message as the command line.
+#[pyfunction]
+#[pyo3(signature = (machine, logs, hold_out=Vec::new(), *, fit=None, output=None, plot=None, ranks=None,
+    gpus_per_node=None, env=Vec::new(), patience=None))]
+#[allow(clippy::too_many_arguments)]
+fn calibrate_json(
+    py: Python<'_>,
+    machine: &str,
+    logs: Vec<String>,
+    hold_out: Vec<String>,
+    fit: Option<Vec<String>>,
+    output: Option<String>,
+    plot: Option<String>,
+    ranks: Option<usize>,
+    gpus_per_node: Option<usize>,
+    env: Vec<String>,
+    patience: Option<usize>,
+) -> PyResult<(String, String)> {
+    let args = crate::calibrate::cli::Args {
+        machine: machine.into(),
+        logs: logs.into_iter().map(Into::into).collect(),
+        hold_out: hold_out.into_iter().map(Into::into).collect(),
+        fit,
+        output: output.map(Into::into),
+        json: true,
+        plot: plot.map(Into::into),
+        ranks,
+        gpus_per_node,
+        env,
+        patience,
+    };
+    let (text, c) = detached(py, || crate::calibrate::cli::execute(&args))?.map_err(bad_input)?;
+    Ok((text, c.fitted_yaml))
+}
+
 /// Every algorithm of every collective, then the selectors, as dicts.
 #[pyfunction]
 fn list_algorithms(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
@@ -355,5 +392,6 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(plot_json, m)?)?;
     m.add_function(wrap_pyfunction!(compare_json, m)?)?;
     m.add_function(wrap_pyfunction!(points, m)?)?;
+    m.add_function(wrap_pyfunction!(calibrate_json, m)?)?;
     Ok(())
 }

@@ -198,7 +198,7 @@ fn a_cluster_machine_fits_a_real_log() {
         .collect();
     let log = tmp("gcp_a3mega_small.txt");
     std::fs::write(&log, kept).unwrap();
-    let m = Path::new(env!("CARGO_MANIFEST_DIR")).join("validation/hardware/machines/h100_cluster.yaml");
+    let m = Path::new(env!("CARGO_MANIFEST_DIR")).join("validation/hardware/machines/h100_node.yaml");
     let out = tmp("fitted_cluster.yaml");
     let r = bin()
         .arg("calibrate")
@@ -219,7 +219,8 @@ fn a_cluster_machine_fits_a_real_log() {
         "topology.inter.alpha.ll",
         "topology.inter.alpha.ll128",
         "topology.inter.bandwidth",
-        "topology.launch",
+        "topology.launch.simple",
+        "topology.launch.ll",
     ] {
         assert!(fitted.contains(&p), "{p} not in {fitted:?}");
     }

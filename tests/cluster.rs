@@ -67,6 +67,24 @@ fn ll_halves_the_bandwidth_and_takes_its_own_alpha() {
 }
 
 #[test]
+fn efficiency_replaces_a_protocols_share_of_the_bandwidth() {
+    // LL at a quarter of 25 GB/s: 4 us + 2 (1 us + 4 MB / 6.25 GB/s) = 1286 us; LL128 keeps
+    // its line layout's share when only LL is given.
+    let text = TWO_BY_ONE
+        .replace("inter: { alpha: 2us,", "inter: { alpha: { simple: 2us, ll: 1us, ll128: 1.5us },")
+        .replace("launch: 4us", "launch: 4us\n  efficiency: { ll: 0.25 }")
+        .replace("algorithms: [ring]", "algorithms: [{ name: ring, protocol: ll }]");
+    close(run(&scenario(&text)).time_s, 1286e-6);
+    let s = scenario(&text.replace("protocol: ll }", "protocol: ll128 }"));
+    close(run(&s).time_s, 4e-6 + 2.0 * (1.5e-6 + 4e6 / (25e9 * 120.0 / 128.0)));
+    for (bad, why) in [("{ simple: 0.5 }", "unknown key 'simple'"), ("{ ll: 0 }", "a number above 0"), ("0.5", "a map")]
+    {
+        let e = parse_str(&text.replace("{ ll: 0.25 }", bad), "cluster.yaml").unwrap_err().to_string();
+        assert!(e.contains("topology.efficiency") && e.contains(why), "{e}");
+    }
+}
+
+#[test]
 fn launch_per_protocol_and_auto() {
     let text = TWO_BY_ONE.replace("launch: 4us", "launch: { simple: 4us, ll: 3us, ll128: 5us }");
     let s = scenario(&text.replace("algorithms: [ring]", "algorithms: [{ name: ring, protocol: ll }]"));

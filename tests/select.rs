@@ -76,6 +76,8 @@ fn selector_rows_pick_what_they_say() {
                 channels: 2,
                 arch: nccl::Arch::Hopper,
                 avg: false,
+                pcie: false,
+                ll128: true,
             };
             let (algo, proto, t) = nccl::choice(&x, Collective::Allreduce, b).unwrap();
             assert_eq!(nsel.library_choice.as_deref(), Some(format!("{}/{}", algo.name(), proto.name()).as_str()));
@@ -414,6 +416,8 @@ fn nccl_model_on_every_collective() {
             channels: 2,
             arch: nccl::Arch::Hopper,
             avg: false,
+            pcie: false,
+            ll128: true,
         };
         let (algo, proto, t) = nccl::choice(&x, r.collective, r.bytes).unwrap();
         let sel = r.selection.as_ref().unwrap();
@@ -506,6 +510,8 @@ fn nccl_tuner_rows_for_every_collective() {
             channels: 2,
             arch: nccl::Arch::Hopper,
             avg: false,
+            pcie: false,
+            ll128: true,
         };
         // The protocol is the one NCCL's model ranks first for that algorithm ...
         assert_eq!(nccl::best_protocol(&x, pt.collective, *mine, pt.bytes).unwrap().0.name(), proto);

@@ -26,10 +26,12 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 from . import _native
 
 __all__ = [
+    "Calibration",
     "Comparison",
     "Report",
     "ScenarioError",
     "__version__",
+    "calibrate",
     "compare",
     "explain",
     "list_algorithms",
@@ -232,6 +234,97 @@ def run(
     if max_memory is not None:
         kwargs["max_memory"] = str(max_memory)
     return Report(_native_call(_native.run_json, progress=progress, **kwargs))
+
+
+class Calibration:
+    """What ``calibrate`` found: the JSON of ``allreduce-sim calibrate --format json`` as a
+    dict (:attr:`data`), the fitted machine file (:attr:`fitted_yaml`), and every logged
+    point as rows (:meth:`to_dicts`, :meth:`to_pandas`)."""
+
+    def __init__(self, json_text: str, fitted_yaml: str):
+        self.json = json_text
+        self.data: Dict[str, Any] = json.loads(json_text)
+        self.fitted_yaml = fitted_yaml
+
+    @property
+    def parameters(self) -> List[Dict[str, Any]]:
+        """Each fitted (or held) value: path, start, value, text, rel_uncertainty, fitted."""
+        return self.data["parameters"]
+
+    @property
+    def warnings(self) -> List[str]:
+        """What the logs cannot determine, in words."""
+        return self.data["warnings"]
+
+    @property
+    def logs(self) -> List[Dict[str, Any]]:
+        """Per log: label, set (``fit`` or ``hold-out``), ranks, mean and max error, points."""
+        return self.data["logs"]
+
+    def to_dicts(self) -> List[Dict[str, Any]]:
+        """One row per logged point: its log's label, set and ranks, then the point's fields
+        (bytes, measured_s, simulated_s, rel_err, algorithm, ran, ...)."""
+        rows = []
+        for log in self.logs:
+            for p in log["points"]:
+                rows.append({"log": log["label"], "set": log["set"], "ranks": log["ranks"], **p})
+        return rows
+
+    def to_pandas(self):
+        """:meth:`to_dicts` as a pandas DataFrame (needs pandas)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.to_dicts())
+
+    def __repr__(self) -> str:
+        return (
+            f"<allreduce_sim.Calibration: {len(self.parameters)} parameter(s), "
+            f"{len(self.logs)} log(s), {len(self.warnings)} warning(s)>"
+        )
+
+
+def calibrate(
+    machine: Union[str, "os.PathLike[str]"],
+    logs: Sequence[Union[str, "os.PathLike[str]"]],
+    hold_out: Sequence[Union[str, "os.PathLike[str]"]] = (),
+    *,
+    fit: Optional[Sequence[str]] = None,
+    output: Optional[Union[str, "os.PathLike[str]"]] = None,
+    plot: Optional[Union[str, "os.PathLike[str]"]] = None,
+    ranks: Optional[int] = None,
+    gpus_per_node: Optional[int] = None,
+    env: Optional[Mapping[str, str]] = None,
+    patience: Optional[int] = None,
+) -> Calibration:
+    """Fit a machine file to nccl-tests or OSU logs, as ``allreduce-sim calibrate``.
+
+    ``logs`` are fitted, ``hold_out`` only predicted. ``fit`` names the dotted paths to fit
+    (default: every alpha, bandwidth, launch and protocol efficiency, and C where the logs
+    can tell it); ``output`` writes the fitted machine file, ``plot`` draws the plots into
+    that directory; ``ranks`` / ``gpus_per_node`` / ``env`` (``{"NCCL_ALGO": "Ring"}``)
+    supply what a log does not print; ``patience`` is the optimiser's budget.
+
+    Raises :class:`ScenarioError` for a bad machine file or log, and ``KeyboardInterrupt``
+    on Ctrl-C.
+    """
+    kwargs: Dict[str, Any] = {
+        "hold_out": [os.fspath(p) for p in hold_out],
+        "env": [f"{k}={v}" for k, v in (env or {}).items()],
+    }
+    if fit is not None:
+        kwargs["fit"] = list(fit)
+    if output is not None:
+        kwargs["output"] = os.fspath(output)
+    if plot is not None:
+        kwargs["plot"] = os.fspath(plot)
+    if ranks is not None:
+        kwargs["ranks"] = ranks
+    if gpus_per_node is not None:
+        kwargs["gpus_per_node"] = gpus_per_node
+    if patience is not None:
+        kwargs["patience"] = patience
+    text, fitted = _native_call(_native.calibrate_json, os.fspath(machine), [os.fspath(p) for p in logs], **kwargs)
+    return Calibration(text, fitted)
 
 
 def merge(reports: Sequence[Union[Report, str]]) -> Report:

@@ -53,3 +53,16 @@ def points(
     sizes: Optional[Sequence[str]] = None,
     seed: Optional[int] = None,
 ) -> List[Tuple[str, int, int]]: ...
+def calibrate_json(
+    machine: str,
+    logs: Sequence[str],
+    hold_out: Sequence[str] = ...,
+    *,
+    fit: Optional[Sequence[str]] = None,
+    output: Optional[str] = None,
+    plot: Optional[str] = None,
+    ranks: Optional[int] = None,
+    gpus_per_node: Optional[int] = None,
+    env: Sequence[str] = ...,
+    patience: Optional[int] = None,
+) -> Tuple[str, str]: ...

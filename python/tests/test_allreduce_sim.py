@@ -235,3 +235,28 @@ def test_a_dict_error_names_the_key_line():
         allreduce_sim.run(bad)
     e = info.value
     assert e.file == "<dict>" and e.line is not None and "bogus" in e.message
+
+
+HW = ROOT / "validation" / "hardware"
+
+
+def test_calibrate_fits_with_uncertainties_and_predicts_the_hold_out(tmp_path):
+    logs = [HW / "data" / f"astrasim_hgx_h100_p{p}.txt" for p in (2, 4, 8)]
+    out = tmp_path / "fitted.yaml"
+    c = allreduce_sim.calibrate(HW / "machines" / "single_node.yaml", logs[:1], logs[1:], output=out)
+    assert {l["set"] for l in c.logs} == {"fit", "hold-out"}
+    assert all(p["rel_uncertainty"] is not None or not p["fitted"] for p in c.parameters)
+    rows = c.to_dicts()
+    assert len(rows) == sum(len(l["points"]) for l in c.logs) == 17
+    assert {"log", "set", "ranks", "bytes", "measured_s", "simulated_s", "rel_err"} <= set(rows[0])
+    assert out.read_text() == c.fitted_yaml
+    # The fitted file runs as a scenario.
+    assert len(allreduce_sim.run(str(out))) > 0
+
+
+def test_calibrate_bad_log_raises_the_cli_message(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("not a benchmark log\n")
+    with pytest.raises(allreduce_sim.ScenarioError) as e:
+        allreduce_sim.calibrate(HW / "machines" / "single_node.yaml", [bad])
+    assert "bad.txt" in str(e.value)

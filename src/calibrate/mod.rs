@@ -227,13 +227,15 @@ impl Param {
     }
 }
 
-/// The default parameters of a machine: every alpha, bandwidth and launch under
-/// `topology` (per protocol too), and C when `with_c`.
+/// The default parameters of a machine: every alpha, bandwidth, launch and protocol
+/// efficiency under `topology` (per protocol too), and C when `with_c`.
 pub fn default_paths(tree: &Yaml, with_c: bool) -> Vec<String> {
     let mut out: Vec<String> = tree
         .leaves()
         .into_iter()
-        .filter(|p| p.starts_with("topology.") && matches!(key_name(p), "alpha" | "bandwidth" | "launch"))
+        .filter(|p| {
+            p.starts_with("topology.") && matches!(key_name(p), "alpha" | "bandwidth" | "launch" | "efficiency")
+        })
         .collect();
     if with_c {
         out.push("compute.cost_per_byte".to_string());
@@ -318,10 +320,13 @@ pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<
             how,
         });
     }
-    let x = nccl::Inputs::of(topo, NCCL_CHANNELS, arch_of(&run.devices));
-    let algos: Vec<&str> = nccl::algorithms(c).iter().map(|a| a.name()).collect();
     let algo_env = run.env.get("NCCL_ALGO");
     let proto_env = run.env.get("NCCL_PROTO");
+    // Any NCCL_PROTO replaces NCCL's default list, in which LL128 is on only over NVLink:
+    // under it LL128 is on or off as named (NCCL's parseList writes 0 or 1 for each).
+    let base = nccl::Inputs::of(topo, NCCL_CHANNELS, arch_of(&run.devices));
+    let x = nccl::Inputs { ll128: proto_env.is_some() || base.ll128, ..base };
+    let algos: Vec<&str> = nccl::algorithms(c).iter().map(|a| a.name()).collect();
     let ok_algos = allowed(algo_env, &algos);
     let ok_protos = allowed(proto_env, &["ll", "ll128", "simple"]);
     let mut best: Option<(nccl::Algo, nccl::Proto, f64)> = None;

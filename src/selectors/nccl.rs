@@ -20,11 +20,12 @@
 //! groups of a hierarchical machine, else one rank per node, as on a cluster of
 //! one-GPU hosts); the bus bandwidth, from the links (the innermost level's on two nodes
 //! or fewer, else the outermost's; on other machines the fastest link); the GPU
-//! generation and channel count from the selector's parameters; whether the op is `avg`.
+//! generation and channel count from the selector's parameters; whether the op is `avg`;
+//! whether a node's GPUs talk over PCIe (a `pcie` cluster: NCCL's PCI hop latencies, and
+//! LL128 off unless forced) or NVLink (everything else).
 //! Fixed as on a common system: an x86 Intel host (1 us network overhead per step),
-//! NVLink inside a node, a balanced tree, the same ring on every channel
-//! (`sameChannels`), LL128 enabled, a host-driven network (PAT allowed) reporting no
-//! extra latency, one operation per launch.
+//! a balanced tree, the same ring on every channel (`sameChannels`), a host-driven
+//! network (PAT allowed) reporting no extra latency, one operation per launch.
 
 use crate::collective::Collective;
 pub use crate::topology::Proto;
@@ -119,6 +120,8 @@ impl Arch {
 // NCCL's defaults, [algorithm tree, ring][protocol LL, LL128, Simple], microseconds.
 const BASE_LAT: [[f64; 3]; 2] = [[6.8, 14.0, 8.4], [6.6, 14.0, 8.4]];
 const HW_LAT_NVLINK: [[f64; 3]; 2] = [[0.6, 1.25, 4.0], [0.6, 1.9, 3.4]];
+// Over PCIe instead of NVLink (NCCL's `NCCL_HW_PCI` row of `hwLat`).
+const HW_LAT_PCI: [[f64; 3]; 2] = [[1.0, 1.9, 4.0], [1.0, 2.5, 5.7]];
 const HW_LAT_NET: [[f64; 3]; 2] = [[5.0, 8.5, 14.0], [2.7, 4.0, 14.0]];
 // PAT's (Simple only): base, NVLink and network latency, microseconds.
 const PAT_BASE_LAT: f64 = 8.0;
@@ -169,6 +172,14 @@ pub struct Inputs {
     /// The op is `avg` (NCCL's PreMulSum for floats, SumPostDiv for integers), which
     /// NCCL's PAT reduce-scatter does not take (`updateCollCostTable`).
     pub avg: bool,
+    /// The GPUs of a node talk over PCIe, not NVLink (NCCL's `typeIntra` above
+    /// `PATH_NVL`): the intra-node hop latencies are NCCL's PCI row, and LL128 is off
+    /// unless `NCCL_PROTO` names it (see [`Inputs::ll128`]).
+    pub pcie: bool,
+    /// LL128 may be picked. NCCL enables it by default only over NVLink (its
+    /// `protoEnable` 2 case: "not tested and may cause silent data corruption"
+    /// elsewhere); an explicit `NCCL_PROTO` naming it turns it on anywhere.
+    pub ll128: bool,
 }
 
 impl Inputs {
@@ -176,23 +187,38 @@ impl Inputs {
     pub fn of(topo: &dyn Topology, channels: u32, arch: Arch) -> Inputs {
         let ranks = topo.ranks();
         let gbps = |b: f64| b / 1e9;
+        // A cluster knows its nodes even where it is not two levels (one node, or NVLinks
+        // of several widths): its ranks are whole nodes or part of one.
+        let shape_nodes = topo.node_shape().map(|(_, g)| ranks.div_ceil(g.max(1)).max(1));
         match topo.levels().filter(|l| l.len() >= 2) {
             Some(levels) => {
                 let per_node = levels[0].0.max(1);
                 Inputs {
                     ranks,
-                    nodes: ranks.div_ceil(per_node).max(1),
+                    nodes: shape_nodes.unwrap_or(ranks.div_ceil(per_node).max(1)),
                     bw_intra: gbps(levels[0].1.bandwidth),
                     bw_inter: gbps(levels[levels.len() - 1].1.bandwidth),
                     channels,
                     arch,
                     avg: false,
+                    pcie: topo.intra_pcie(),
+                    ll128: !topo.intra_pcie(),
                 }
             }
             None => {
                 let (best, _) = topo.best_link();
                 let bw = gbps(best.bandwidth);
-                Inputs { ranks, nodes: ranks.max(1), bw_intra: bw, bw_inter: bw, channels, arch, avg: false }
+                Inputs {
+                    ranks,
+                    nodes: shape_nodes.unwrap_or(ranks.max(1)),
+                    bw_intra: bw,
+                    bw_inter: bw,
+                    channels,
+                    arch,
+                    avg: false,
+                    pcie: topo.intra_pcie(),
+                    ll128: !topo.intra_pcie(),
+                }
             }
         }
     }
@@ -284,7 +310,7 @@ pub fn lat_bw(x: &Inputs, c: Collective, algo: Algo, proto: Proto) -> (f64, f64)
     let ppn = n_ranks / n_nodes;
     let (base, nvlink, net) = match algo {
         Algo::Pat => (PAT_BASE_LAT, PAT_HW_LAT_NVLINK, PAT_HW_LAT_NET),
-        _ => (BASE_LAT[a][p], HW_LAT_NVLINK[a][p], HW_LAT_NET[a][p]),
+        _ => (BASE_LAT[a][p], if x.pcie { HW_LAT_PCI[a][p] } else { HW_LAT_NVLINK[a][p] }, HW_LAT_NET[a][p]),
     };
     let mut intra_lat = nvlink;
     // With one rank per node NCCL charges the tree's network latency to every algorithm.
@@ -324,7 +350,10 @@ pub fn lat_bw(x: &Inputs, c: Collective, algo: Algo, proto: Proto) -> (f64, f64)
 /// `algo` with `proto` (`ncclTopoGetAlgoTime`, one operation); `None` where NCCL would
 /// not use the pair.
 pub fn time(x: &Inputs, c: Collective, algo: Algo, proto: Proto, bytes: u64) -> Option<f64> {
-    if x.ranks <= 1 || (algo == Algo::Pat && c == Collective::ReduceScatter && x.avg) {
+    if x.ranks <= 1
+        || (algo == Algo::Pat && c == Collective::ReduceScatter && x.avg)
+        || (proto == Proto::Ll128 && !x.ll128)
+    {
         return None;
     }
     let (mut lat, mut bw) = lat_bw(x, c, algo, proto);
@@ -401,11 +430,34 @@ mod tests {
     const AR: Collective = Collective::Allreduce;
 
     fn flat(ranks: usize) -> Inputs {
-        Inputs { ranks, nodes: ranks, bw_intra: 12.5, bw_inter: 12.5, channels: 2, arch: Arch::Hopper, avg: false }
+        Inputs {
+            ranks,
+            nodes: ranks,
+            bw_intra: 12.5,
+            bw_inter: 12.5,
+            channels: 2,
+            arch: Arch::Hopper,
+            avg: false,
+            pcie: false,
+            ll128: true,
+        }
     }
 
     /// The ring's latency and bandwidth worked by hand from tuning.cc for 4 one-GPU
     /// nodes at 12.5 GB/s, Hopper, 2 channels.
+    #[test]
+    fn pcie_takes_the_pci_latencies_and_drops_ll128_unless_forced() {
+        let nv = Inputs { nodes: 1, ..flat(4) };
+        let pci = Inputs { pcie: true, ll128: false, ..nv };
+        // Ring allreduce on one node: base + 2(P-1) hops of NCCL's PCI (5.7 us, Simple)
+        // against NVLink (3.4 us) latency.
+        assert!((lat_bw(&pci, AR, Algo::Ring, Proto::Simple).0 - (8.4 + 6.0 * 5.7)).abs() < 1e-9);
+        assert!((lat_bw(&nv, AR, Algo::Ring, Proto::Simple).0 - (8.4 + 6.0 * 3.4)).abs() < 1e-9);
+        assert_eq!(time(&pci, AR, Algo::Ring, Proto::Ll128, 1 << 20), None);
+        assert!(time(&Inputs { ll128: true, ..pci }, AR, Algo::Ring, Proto::Ll128, 1 << 20).is_some());
+        assert!(time(&nv, AR, Algo::Ring, Proto::Ll128, 1 << 20).is_some());
+    }
+
     #[test]
     fn ring_by_hand() {
         let x = flat(4);

@@ -58,6 +58,9 @@ pub struct PerProto {
 }
 
 impl PerProto {
+    /// Each protocol's share of a link's bandwidth that is data, from the layout of its
+    /// lines alone ([`Proto::efficiency`]): what a cluster's `efficiency` defaults to.
+    pub const NCCL_EFFICIENCY: PerProto = PerProto { ll: 0.5, ll128: 120.0 / 128.0, simple: 1.0 };
     /// The same value for every protocol.
     pub fn all(v: f64) -> PerProto {
         PerProto { ll: v, ll128: v, simple: v }
@@ -188,6 +191,18 @@ pub struct ClusterSpec {
     pub fabric: FabricSpec,
     /// Seconds once per collective per rank before its first operation, per protocol.
     pub launch_s: PerProto,
+    /// The fraction of every bandwidth each protocol carries data at (Simple 1); left
+    /// out of the report when it is [`PerProto::NCCL_EFFICIENCY`].
+    #[serde(default = "nccl_efficiency", skip_serializing_if = "is_nccl_efficiency")]
+    pub efficiency: PerProto,
+}
+
+fn nccl_efficiency() -> PerProto {
+    PerProto::NCCL_EFFICIENCY
+}
+
+fn is_nccl_efficiency(e: &PerProto) -> bool {
+    *e == PerProto::NCCL_EFFICIENCY
 }
 
 /// How a pair inside a node is joined under NVLink: directly by bundle `e`, or through
@@ -314,7 +329,7 @@ impl Cluster {
     }
 
     fn eff(&self) -> f64 {
-        self.proto.efficiency()
+        self.spec.efficiency.of(self.proto)
     }
 
     /// Hop costs under this view.
@@ -652,6 +667,10 @@ impl Topology for Cluster {
         Some((self.nodes, self.gpus()))
     }
 
+    fn intra_pcie(&self) -> bool {
+        self.spec.intra.kind == IntraKind::Pcie
+    }
+
     fn interfaces(&self) -> usize {
         if self.flow { 2 * self.ranks } else { self.ranks + self.nodes * self.spec.nics_per_node }
     }
@@ -806,6 +825,7 @@ mod tests {
             inter: InterSpec { alpha_s: PerProto { ll: 1e-6, ll128: 2e-6, simple: 3e-6 }, bandwidth: 25e9 },
             fabric: FabricSpec { kind: FabricKind::RailOptimized, hosts_per_leaf: None, spines: 1, uplink: None },
             launch_s: PerProto::all(4e-6),
+            efficiency: PerProto::NCCL_EFFICIENCY,
         }
     }
 

@@ -89,6 +89,11 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     fn node_shape(&self) -> Option<(usize, usize)> {
         None
     }
+    /// The GPUs of a node are joined by PCIe rather than NVLink (a `cluster` of kind
+    /// `pcie`), which changes NCCL's latencies and the protocols it enables.
+    fn intra_pcie(&self) -> bool {
+        false
+    }
     /// The NCCL protocol this machine's costs are for, where a run's entry named one
     /// (its pair costs then are that protocol's); `None` otherwise. NCCL's algorithms
     /// (`nccl_ring`, `nccl_tree`) take their chunk from it unless their `protocol`

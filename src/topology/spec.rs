@@ -227,8 +227,9 @@ impl TopologySpec {
             TopologySpec::Cluster(c) => super::Proto::ALL
                 .into_iter()
                 .flat_map(|p| {
-                    let intra = Link { alpha: c.intra.alpha_s.of(p), bandwidth: c.intra.bandwidth * p.efficiency() };
-                    let inter = Link { alpha: c.inter.alpha_s.of(p), bandwidth: c.inter.bandwidth * p.efficiency() };
+                    let eff = c.efficiency.of(p);
+                    let intra = Link { alpha: c.intra.alpha_s.of(p), bandwidth: c.intra.bandwidth * eff };
+                    let inter = Link { alpha: c.inter.alpha_s.of(p), bandwidth: c.inter.bandwidth * eff };
                     [intra, inter]
                 })
                 .chain(c.fabric.uplink)

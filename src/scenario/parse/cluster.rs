@@ -113,6 +113,46 @@ pub(super) struct RawCluster {
     pub inter: Option<Spanned<RawInter>>,
     pub fabric: Option<Spanned<RawFabric>>,
     pub launch: Option<Spanned<RawPerProto>>,
+    pub efficiency: Option<Spanned<RawPerProto>>,
+}
+
+/// `efficiency: { ll: F, ll128: F }`: the bandwidth LL and LL128 carry data at, as a
+/// fraction of the (Simple) bandwidth, each above 0; a protocol left out keeps its line
+/// layout's share. Measured on a machine it is usually below the layout's share (the
+/// protocol's stores cost more than its flags); above 1 is allowed, as a fit may find it.
+fn efficiency(src: &Src, raw: &Spanned<RawPerProto>) -> Result<PerProto, ScenarioError> {
+    const ALLOWED: &str = "a map { ll: F, ll128: F } of numbers above 0 (Simple is 1 by definition)";
+    let RawPerProto::Map(items) = &raw.value else {
+        return Err(src.err(&raw.referenced, format!("topology.efficiency: expected {ALLOWED}")));
+    };
+    let mut e = PerProto::NCCL_EFFICIENCY;
+    for (k, v) in items {
+        let p = match Proto::from_name(&k.value) {
+            Some(p @ (Proto::Ll | Proto::Ll128)) => p,
+            _ => {
+                return Err(src.err(
+                    &k.referenced,
+                    format!("topology.efficiency: unknown key '{}'; allowed: ll, ll128", k.value),
+                ));
+            }
+        };
+        let f = match &v.value {
+            Scalar::UInt(n) => *n as f64,
+            Scalar::Float(f) => *f,
+            _ => f64::NAN,
+        };
+        if !(f > 0.0 && f.is_finite()) {
+            return Err(src.err(
+                &v.referenced,
+                format!("topology.efficiency.{}: expected a number above 0, got {}", p.name(), v.value.text()),
+            ));
+        }
+        match p {
+            Proto::Ll => e.ll = f,
+            _ => e.ll128 = f,
+        }
+    }
+    Ok(e)
 }
 
 /// A value of every protocol (`key` names it in messages).
@@ -268,6 +308,8 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
     };
     let launch =
         t.launch.as_ref().map(|l| per_proto(src, l, "topology.launch")).transpose()?.unwrap_or(PerProto::all(0.0));
+    let efficiency =
+        t.efficiency.as_ref().map(|e| efficiency(src, e)).transpose()?.unwrap_or(PerProto::NCCL_EFFICIENCY);
     let spec = ClusterSpec {
         nodes,
         gpus_per_node: gpus,
@@ -276,6 +318,7 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
         inter,
         fabric,
         launch_s: launch,
+        efficiency,
     };
     let all = nodes.checked_mul(gpus).ok_or_else(|| src.err(&at, "topology: more GPUs than this machine can count"))?;
     if let Err(why) = Cluster::new(&spec, all) {

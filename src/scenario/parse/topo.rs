@@ -73,6 +73,9 @@ pub(super) struct RawTopology {
     /// cluster: the start-up cost of a collective.
     #[serde(default, deserialize_with = "present")]
     launch: Option<Spanned<RawPerProto>>,
+    /// cluster: each protocol's share of the bandwidth.
+    #[serde(default, deserialize_with = "present")]
+    efficiency: Option<Spanned<RawPerProto>>,
 }
 
 /// `nodes:`: a list (custom, graph) or a count (cluster).
@@ -300,7 +303,7 @@ impl Kind {
             Kind::Custom => "kind, nodes, links, link (the default for links), nics",
             Kind::Graph => "kind, nodes, links, link (the default for links), placement, nics",
             Kind::FatTree => "kind, hosts_per_leaf, leaves, spines, link, uplink, placement, nics",
-            Kind::Cluster => "kind, nodes, gpus_per_node, intra, nics_per_node, inter, fabric, launch",
+            Kind::Cluster => "kind, nodes, gpus_per_node, intra, nics_per_node, inter, fabric, launch, efficiency",
         }
     }
 
@@ -335,6 +338,7 @@ pub(super) fn topology(src: &Src, raw: Spanned<RawTopology>) -> Result<TopologyS
         ("inter", t.inter.as_ref().map(|v| v.referenced)),
         ("fabric", t.fabric.as_ref().map(|v| v.referenced)),
         ("launch", t.launch.as_ref().map(|v| v.referenced)),
+        ("efficiency", t.efficiency.as_ref().map(|v| v.referenced)),
     ];
     for (key, loc) in present_keys {
         if let Some(loc) = loc
@@ -393,6 +397,7 @@ pub(super) fn topology(src: &Src, raw: Spanned<RawTopology>) -> Result<TopologyS
                 inter: t.inter,
                 fabric: t.fabric,
                 launch: t.launch,
+                efficiency: t.efficiency,
             };
             TopologySpec::Cluster(super::cluster::cluster(src, at, raw)?)
         }

@@ -1,0 +1,29 @@
+#!/usr/bin/env python3
+"""Turn the L40S table (nccl-tests all_reduce_perf on one PCIe node, P = 2 and 4, one run
+per NCCL_ALGO / NCCL_PROTO setting) into nccl-tests-style logs that `calibrate` reads, one
+per (P, setting), with the forced setting written as NCCL prints it in its environment
+dump. Usage: convert_l40s.py TABLE.csv OUTDIR"""
+import csv, os, sys
+
+src, out = sys.argv[1], sys.argv[2]
+# The table's config column and the NCCL setting that run was made with.
+ENV = {"ring": "NCCL_ALGO=Ring", "tree": "NCCL_ALGO=Tree", "proto_LL": "NCCL_PROTO=LL",
+       "proto_LL128": "NCCL_PROTO=LL128", "proto_Simple": "NCCL_PROTO=Simple"}
+groups = {}
+for r in csv.DictReader(open(src)):
+    groups.setdefault((int(r["P"]), r["config"]), []).append(r)
+for (p, config), rs in sorted(groups.items()):
+    name = f"l40s_p{p}_{config.replace('proto_', '').lower()}"
+    with open(os.path.join(out, f"{name}.txt"), "w") as f:
+        f.write(f"# Converted from {os.path.basename(src)} (source: {rs[0]['source']})\n")
+        f.write(f"# nccl-tests all_reduce_perf, NCCL {rs[0]['nccl']}\n")
+        f.write(f"# Collective test starting: all_reduce_perf\n# {ENV[config]}\n# Using devices\n")
+        for r in range(p):
+            f.write(f"#  Rank {r:2d} Group  0 Pid 1 on {rs[0]['host']} device {r} [0x0] NVIDIA L40S\n")
+        f.write("#       size         count      type   redop    root     time   algbw   busbw #wrong"
+                "     time   algbw   busbw #wrong\n")
+        for r in sorted(rs, key=lambda r: int(r["bytes"])):
+            b = int(r["bytes"])
+            oop, ip = float(r["oop_time_us"]), float(r["ip_time_us"])
+            f.write(f"{b:>12} {b // 4:>12}  float  sum  -1  {oop:.2f}  {b / oop / 1e3:.2f}  {r['oop_busbw']}  0"
+                    f"  {ip:.2f}  {b / ip / 1e3:.2f}  {r['ip_busbw']}  0\n")
