@@ -199,6 +199,7 @@ fn cluster(kind: IntraKind, nodes: usize, gpus: usize, nics: usize, launch: f64)
         inter: InterSpec { alpha_s: PerProto { ll: 2.7e-6, ll128: 4e-6, simple: 14e-6 }, bandwidth: 50e9 },
         fabric: FabricSpec { kind: FabricKind::RailOptimized, hosts_per_leaf: None, spines: 1, uplink: None },
         launch_s: PerProto::all(launch),
+        efficiency: PerProto::NCCL_EFFICIENCY,
     }
 }
 
