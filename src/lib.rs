@@ -24,5 +24,6 @@ pub mod scenario;
 pub mod select;
 pub mod shard;
 pub mod sim;
+pub mod spread;
 pub mod timeline;
 pub mod topology;
