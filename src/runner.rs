@@ -815,6 +815,9 @@ fn fill_spread(
         res.time_max_s = Some(spread.max);
     }
     if s.noise.is_some() {
+        if s.repeat.is_some() {
+            res.skews_s = Some(skews);
+        }
         res.noise_free_time_s = noise_free;
         res.slowdown = spread.slowdown;
         res.skew_s = Some(spread.skew);

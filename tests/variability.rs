@@ -60,7 +60,9 @@ fn quiet_noise_changes_no_time() {
              algorithms: [ring, halving_doubling, double_binary_tree]\nsizes: [4KiB, 1MiB]\n"
         );
         let quiet = results(&base);
-        let noisy = results(&format!("{base}noise: {{ skew: {{ per_rank: [0, 0] }}, slow_ranks: [{{ rank: 2, factor: 1 }}] }}\n"));
+        let noisy = results(&format!(
+            "{base}noise: {{ skew: {{ per_rank: [0, 0] }}, slow_ranks: [{{ rank: 2, factor: 1 }}] }}\n"
+        ));
         for (q, n) in quiet.iter().zip(&noisy) {
             assert_eq!(q.time_s.to_bits(), n.time_s.to_bits(), "{model} {}", q.algorithm);
             assert_eq!(q.events, n.events);
@@ -81,7 +83,8 @@ fn repeat_reports_reproducible_percentiles() {
         let times = x.times_s.as_ref().expect("repeat gives the times");
         assert_eq!(times.len(), 9);
         assert_eq!(times[0], x.time_s);
-        let (p50, p90, p99, max) = (x.time_p50_s.unwrap(), x.time_p90_s.unwrap(), x.time_p99_s.unwrap(), x.time_max_s.unwrap());
+        let (p50, p90, p99, max) =
+            (x.time_p50_s.unwrap(), x.time_p90_s.unwrap(), x.time_p99_s.unwrap(), x.time_max_s.unwrap());
         assert!(p50 <= p90 && p90 <= p99 && p99 <= max, "{p50} {p90} {p99} {max}");
         assert!(times.iter().all(|&t| t >= x.noise_free_time_s.unwrap()));
         assert!(times.windows(2).any(|w| w[0] != w[1]), "the seeds drew the same skew: {times:?}");
@@ -112,11 +115,15 @@ fn detours_and_slow_parts_slow_every_algorithm() {
                  noise:\n  os: {{ interval: 50us, duration: 5us, pattern: {pattern} }}\n  \
                  slow_ranks: [{{ rank: 5, factor: 3 }}]\n  {links}\nrepeat: 3\n"
             );
-            for r in results(&text) {
+            let all = results(&text);
+            for r in &all {
                 assert!(r.failures.is_empty(), "{model} {pattern} {}: {:?}", r.algorithm, r.failures);
+                // A delay may fall in slack (a ring step waits on its slowest pair anyway),
+                // so a seed may cost nothing; none gains.
                 let free = r.noise_free_time_s.unwrap();
-                assert!(r.times_s.as_ref().unwrap().iter().all(|&t| t > free), "{model} {pattern} {}", r.algorithm);
+                assert!(r.times_s.as_ref().unwrap().iter().all(|&t| t >= free), "{model} {pattern} {}", r.algorithm);
             }
+            assert!(all.iter().all(|r| r.slowdown.unwrap() > 1.0 || r.bytes < 1 << 20), "{model} {pattern}");
         }
     }
 }

@@ -190,6 +190,10 @@ pub struct PointResult {
     /// whose run is `time_s`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub times_s: Option<Vec<f64>>,
+    /// With `repeat:` and `noise:`: every seed's skew (its latest rank's start), in
+    /// seed order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skews_s: Option<Vec<f64>>,
     /// With `repeat:`: the mean of `times_s`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_mean_s: Option<f64>,

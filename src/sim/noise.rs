@@ -288,7 +288,7 @@ impl Noise {
                 pairs.push((a.min(b), a.max(b), l.factor));
             }
         }
-        pairs.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+        pairs.sort_by_key(|x| (x.0, x.1));
         Noise { start, slow, os, pairs, links }
     }
 

@@ -17,7 +17,7 @@ pub(super) struct RawNoise {
     os: Option<Spanned<RawOs>>,
     slow_ranks: Option<Spanned<Vec<Spanned<RawSlowRank>>>>,
     slow_links: Option<Spanned<Vec<Spanned<RawSlowLink>>>>,
-    faults: Option<Spanned<Scalar>>,
+    faults: Option<Spanned<serde::de::IgnoredAny>>,
 }
 
 #[derive(Deserialize)]

@@ -327,19 +327,8 @@ impl<'a> FlowNet<'a> {
     /// Message `id` of `bytes` bytes from `a` to `b`, whose pair cost is `link`, takes its
     /// ports at `now`. Returns the generation of the delivery the engine schedules now,
     /// at `now + link.time(bytes)`: right if the flow never shares a link.
-    pub fn start_flow(&mut self, id: u32, a: u32, b: u32, bytes: u64, mut link: Link, now: f64) -> u32 {
+    pub fn start_flow(&mut self, id: u32, a: u32, b: u32, bytes: u64, link: Link, now: f64) -> u32 {
         let (start, len) = self.route(a, b);
-        // Under noise the links may be slower than the pair's cost says, and `link`
-        // carries the sender's injection rate: the flow's rate alone is the least of them.
-        let cap = if self.noise.is_some() {
-            let cap = link.bandwidth;
-            for i in start..start + len {
-                link.bandwidth = link.bandwidth.min(self.links[self.route_buf[i as usize] as usize].capacity);
-            }
-            cap
-        } else {
-            f64::INFINITY
-        };
         for i in start..start + len {
             self.links[self.route_buf[i as usize] as usize].bytes += bytes;
         }
@@ -367,9 +356,19 @@ impl<'a> FlowNet<'a> {
             epoch: 0,
             fixed: false,
             next_rate: 0.0,
-            cap,
+            cap: f64::INFINITY,
         };
         generation
+    }
+
+    /// Under noise: the cost alone of a message from `a` to `b` whose pair cost is `link`
+    /// (its bandwidth the sender's injection rate): its route's links may be slower.
+    fn noisy_link(&mut self, a: u32, b: u32, mut link: Link) -> Link {
+        let (start, len) = self.route(a, b);
+        for i in start..start + len {
+            link.bandwidth = link.bandwidth.min(self.links[self.route_buf[i as usize] as usize].capacity);
+        }
+        link
     }
 
     /// Whether a delivery of message `id` scheduled with `generation` is still its delivery.
@@ -623,15 +622,20 @@ impl NetworkModel for FlowNet<'_> {
     const END_AT_START: bool = false;
 
     fn start(&mut self, s: &Start, q: &mut Sched<'_>) -> f64 {
-        let generation = self.start_flow(s.id, s.src, s.dst, s.wire, s.link, s.now);
+        let link = if self.noise.is_some() { self.noisy_link(s.src, s.dst, s.link) } else { s.link };
+        let generation = self.start_flow(s.id, s.src, s.dst, s.wire, link, s.now);
+        if self.capped {
+            // `s.link` carries the sender's injection rate ([`crate::sim::noise::Noise::link`]).
+            self.flows[s.id as usize].cap = s.link.bandwidth;
+        }
         if s.wire > 0 {
-            if s.link.alpha > 0.0 {
-                q.later(s.now + s.link.alpha, s.id, 0);
+            if link.alpha > 0.0 {
+                q.later(s.now + link.alpha, s.id, 0);
             } else {
                 self.begin_data(s.id);
             }
         }
-        q.deliver(s.now + s.link.time(s.wire as f64), s.id, generation);
+        q.deliver(s.now + link.time(s.wire as f64), s.id, generation);
         f64::INFINITY
     }
 
