@@ -457,10 +457,10 @@ struct Setup {
 /// Run one point with `obs` watching every message and reduction the engine schedules
 /// (timelines, Gantt charts). Not-applicable points never reach the engine.
 ///
-/// The steps: [`build_point`], the data plane ([`data_plane`]), the run, then the
-/// counters ([`fill_counts`]), the bound ([`check_lower_bound`]), the closed forms
-/// ([`check_closed_forms`]), the result's values ([`fill_verification`]), and with
-/// `noise:` or `repeat:` the other seeds ([`fill_spread`]).
+/// The steps: `build_point`, the data plane (`data_plane`), the run, then the counters
+/// (`fill_counts`), the bound (`check_lower_bound`), the closed forms
+/// (`check_closed_forms`), the result's values (`fill_verification`), and with `noise:`
+/// or `repeat:` the other seeds (`fill_spread`).
 pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) -> PointResult {
     let started = Instant::now();
     let (mut res, setup) = match build_point(s, pt) {
