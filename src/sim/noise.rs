@@ -165,7 +165,7 @@ fn mix(mut x: u64) -> u64 {
 }
 
 /// A uniform draw in `[0, 1)`, a pure function of its arguments (53 bits of the hash of
-/// the four words chained through [`mix`]).
+/// the four words chained through SplitMix64's finaliser).
 pub fn uniform(seed: u64, what: u64, rank: u64, k: u64) -> f64 {
     const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut h = mix(seed ^ GOLDEN);
