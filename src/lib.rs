@@ -26,6 +26,7 @@ pub mod select;
 pub mod selectors;
 pub mod shard;
 pub mod sim;
+pub mod spread;
 pub mod timeline;
 pub mod topology;
 pub mod units;

@@ -169,6 +169,42 @@ pub struct PointResult {
     /// On a selector's row (`auto`, `ompi_fixed`, `nccl_model`): what it chose.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selection: Option<Selection>,
+    /// With `repeat:`: the time of every seed, in seed order (the scenario's seed first,
+    /// whose run is `time_s`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times_s: Option<Vec<f64>>,
+    /// With `repeat:` and `noise:`: every seed's skew (its latest rank's start), in
+    /// seed order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skews_s: Option<Vec<f64>>,
+    /// With `repeat:`: the mean of `times_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_mean_s: Option<f64>,
+    /// With `repeat:`: the median of `times_s` (nearest rank).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_p50_s: Option<f64>,
+    /// With `repeat:`: the 90th percentile of `times_s` (nearest rank).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_p90_s: Option<f64>,
+    /// With `repeat:`: the 99th percentile of `times_s` (nearest rank).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_p99_s: Option<f64>,
+    /// With `repeat:`: the largest of `times_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_max_s: Option<f64>,
+    /// With `noise:`: the same point on the machine without noise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_free_time_s: Option<f64>,
+    /// With `noise:`: the mean time over the seeds divided by `noise_free_time_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowdown: Option<f64>,
+    /// With `noise:`: the latest rank's start, averaged over the seeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skew_s: Option<f64>,
+    /// With skew: `(mean time - noise_free_time_s) / skew_s`, the time lost per second
+    /// of skew (1: the skew lands on the critical path in full).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skew_sensitivity: Option<f64>,
 }
 
 /// The physical links' traffic under the flow model.

@@ -28,8 +28,10 @@ use crate::report::{LinkReport, LinkUse, MAX_LISTED_LINKS, PointResult, Report};
 use crate::results::Shard;
 use crate::scenario::{DataMode, Scenario};
 use crate::sim::data::{DataConfig, DataPlane, OpLog, Verification, generate, sample_positions, verify_log};
-use crate::sim::engine::{MessageInfo, NoObserver, Observer};
-use crate::sim::{Network, simulate_logged, simulate_on};
+use crate::sim::engine::{MessageInfo, NoObserver, Observer, SimStats};
+use crate::sim::noise::Noise;
+use crate::sim::{Network, simulate_logged_noisy, simulate_noisy, simulate_on};
+use crate::spread::Spread;
 use crate::timeline::{self, DETAIL_MAX_RANKS, PathTracker, Recorder, Timeline};
 use crate::topology::{self, Proto, Topology};
 
@@ -431,10 +433,105 @@ fn run_point_recorded(s: &Scenario, pt: &Point, mut rec: Recorder, steps: bool) 
     (res, tl)
 }
 
+/// What a point runs on, once its algorithm, protocol and machine are built.
+struct Setup {
+    algo: Box<dyn Algorithm>,
+    topo: Box<dyn Topology>,
+    p: Problem,
+    launch: f64,
+}
+
 /// Run one point with `obs` watching every message and reduction the engine schedules
 /// (timelines, Gantt charts). Not-applicable points never reach the engine.
+///
+/// The steps: `build_point`, the data plane (`data_plane`), the run, then the counters
+/// (`fill_counts`), the bound (`check_lower_bound`), the closed forms
+/// (`check_closed_forms`), the result's values (`fill_verification`), and with `noise:`
+/// or `repeat:` the other seeds (`fill_spread`).
 pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) -> PointResult {
     let started = Instant::now();
+    let (mut res, setup) = match build_point(s, pt) {
+        Ok(built) => built,
+        Err(res) => return *res,
+    };
+    let Setup { algo, topo, p, launch } = setup;
+    let collective = res.collective;
+    let obs = &mut Launched { inner: obs, dt: launch };
+
+    // The elements checked: all, or a sample (then the vectors and the reference hold
+    // those only, in this order). `auto` decides by the data plane's memory budget.
+    let mode = crate::estimate::data_mode(s, pt);
+    let need = crate::estimate::data_bytes(s, pt, mode);
+    if need > s.data.memory_budget {
+        res.failures.push(format!(
+            "not run: the data plane would need about {}, more than data.memory_budget {}",
+            crate::scenario::units::fmt_bytes(need),
+            crate::scenario::units::fmt_bytes(s.data.memory_budget)
+        ));
+        return res;
+    }
+    let cfg = DataConfig { dtype: s.data.dtype, op: s.data.op, init: s.data.init, seed: s.seed };
+    // Every element: the run logs what it does to the data, which is then generated, moved,
+    // reduced and checked tile by tile in cache (crate::sim::data::verify_log), unless the
+    // log would be large beside the data (many small messages).
+    let logged = mode == DataMode::Full && collective.has_data() && crate::estimate::log_pays(s, pt);
+    let (plane, reference) = if logged { (None, None) } else { data_plane(s, cfg, p, mode, collective) };
+    res.data_mode =
+        (mode != DataMode::Off).then(|| if mode == DataMode::Sample { "sample" } else { "full" }.to_string());
+    let net = s.network.engine();
+    let noise = draw_noise(s, s.seed, p.ranks);
+    // A barrier has no data to check; its messages show whether it kept causality.
+    let barrier = !collective.has_data() && p.ranks <= crate::causality::MAX_RANKS;
+    let mut obs = crate::causality::Both { first: obs, causality: barrier.then(|| Causality::new(p.ranks)) };
+    let (a, t, c) = (algo.as_ref(), topo.as_ref(), s.cost_per_byte);
+    let run = if logged {
+        simulate_logged_noisy(a, t, p, c, net, noise.as_ref(), &mut obs).map(|(st, log)| (st, None, Some(log)))
+    } else {
+        simulate_noisy(a, t, p, c, net, noise.as_ref(), plane, &mut obs).map(|(st, v)| (st, v, None))
+    };
+    let (stats, vectors, log) = match run {
+        Ok(out) => out,
+        Err(err) => {
+            res.failures.push(format!("simulation failed: {err}"));
+            res.wall_time_s = started.elapsed().as_secs_f64();
+            return res;
+        }
+    };
+
+    fill_counts(&mut res, &stats, launch, p.ranks);
+    check_lower_bound(&mut res, collective, &p, t, c);
+    check_closed_forms(&mut res, s, a, t, &p, &stats, launch);
+    let depth = algo.reduction_depth(&p, t);
+    let expect = collective.expectations(p.ranks, p.elems);
+    let verification = match (vectors, reference, log) {
+        (_, _, Some(log)) => verify_logged(cfg, &log, depth, &expect),
+        (Some(finals), Some(reference), None) => Some(reference.check(&finals, depth, &expect)),
+        _ => None,
+    };
+    if let Some(v) = verification {
+        fill_verification(&mut res, s, &v, depth);
+    }
+    if let Some(c) = &obs.causality {
+        let held = c.check();
+        res.verified = Some(held.is_ok());
+        if let Err(e) = held {
+            res.failures.push(format!(
+                "barrier broken: rank {} left at {:e} s before hearing, directly or not, from rank {}",
+                e.rank, e.left, e.unheard
+            ));
+        }
+    }
+    if s.noise.is_some() || s.repeat.is_some() {
+        let skew = noise.as_ref().map_or(0.0, Noise::max_skew);
+        fill_spread(&mut res, s, a, t, p, launch, skew);
+    }
+    res.wall_time_s = started.elapsed().as_secs_f64();
+    res
+}
+
+/// Build the point's algorithm, protocol and machine; the result so far, or (boxed, as
+/// it is large) the finished result of a point that cannot run.
+fn build_point(s: &Scenario, pt: &Point) -> Result<(PointResult, Setup), Box<PointResult>> {
     let spec = &s.algorithms[pt.algo];
     let collective = spec.collective;
     let e = s.data.dtype.bytes();
@@ -449,7 +546,7 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
         Ok(a) => a,
         Err(err) => {
             res.failures.push(format!("cannot build {}: {err}", spec.name));
-            return res;
+            return Err(Box::new(res));
         }
     };
     res.algorithm = with_protocol(algo.label(), spec.protocol);
@@ -466,86 +563,75 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
         Ok(t) => t,
         Err(why) => {
             res.not_applicable = Some(why);
-            return res;
+            return Err(Box::new(res));
         }
     };
     res.protocol = spec.protocol.map(|_| proto.name().to_string());
     // Every rank starts the collective together after `launch`: the whole run shifts.
     let launch = topology::launch(&s.topology, proto);
     res.launch_s = (launch > 0.0).then_some(launch);
-    let obs = &mut Launched { inner: obs, dt: launch };
     let machine = Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte };
     if let Err(why) = algo.applicable(&p, &machine) {
         res.not_applicable = Some(why);
-        return res;
+        return Err(Box::new(res));
     }
+    Ok((res, Setup { algo, topo, p, launch }))
+}
 
-    // The elements checked: all, or a sample (then the vectors and the reference hold
-    // those only, in this order). `auto` decides by the data plane's memory budget.
-    let mode = crate::estimate::data_mode(s, pt);
-    let need = crate::estimate::data_bytes(s, pt, mode);
-    if need > s.data.memory_budget {
-        res.failures.push(format!(
-            "not run: the data plane would need about {}, more than data.memory_budget {}",
-            crate::scenario::units::fmt_bytes(need),
-            crate::scenario::units::fmt_bytes(s.data.memory_budget)
-        ));
-        return res;
+/// The data plane of a point that moves real values (none with data off, for a barrier,
+/// or where the run logs instead), and the exact result to check it against.
+fn data_plane(
+    s: &Scenario,
+    cfg: DataConfig,
+    p: Problem,
+    mode: DataMode,
+    collective: crate::collective::Collective,
+) -> (Option<impl FnOnce(&[usize]) -> DataPlane>, Option<crate::sim::data::Reference>) {
+    if mode == DataMode::Off || !collective.has_data() {
+        return (None, None);
     }
     let positions = (mode == DataMode::Sample).then(|| sample_positions(p.elems));
-    let cfg = DataConfig { dtype: s.data.dtype, op: s.data.op, init: s.data.init, seed: s.seed };
-    // Every element: the run logs what it does to the data, which is then generated, moved,
-    // reduced and checked tile by tile in cache (crate::sim::data::verify_log), unless the
-    // log would be large beside the data (many small messages).
-    let logged = mode == DataMode::Full && collective.has_data() && crate::estimate::log_pays(s, pt);
-    let (plane, reference) = match mode {
-        DataMode::Off => (None, None),
-        _ if !collective.has_data() || logged => (None, None),
-        _ => {
-            let (values, reference) = generate(cfg, p.ranks, p.elems, positions.clone());
-            let (op, n) = (s.data.op, p.elems);
-            let plane = move |scratch: &[usize]| match positions {
-                Some(at) => DataPlane::sampled(n, at, values, scratch, op),
-                None => DataPlane::new(values, scratch, op),
-            };
-            (Some(plane), Some(reference))
-        }
+    let (values, reference) = generate(cfg, p.ranks, p.elems, positions.clone());
+    let (op, n) = (s.data.op, p.elems);
+    let plane = move |scratch: &[usize]| match positions {
+        Some(at) => DataPlane::sampled(n, at, values, scratch, op),
+        None => DataPlane::new(values, scratch, op),
     };
-    res.data_mode =
-        (mode != DataMode::Off).then(|| if mode == DataMode::Sample { "sample" } else { "full" }.to_string());
-    let net = s.network.engine();
-    // A barrier has no data to check; its messages show whether it kept causality.
-    let barrier = !collective.has_data() && p.ranks <= crate::causality::MAX_RANKS;
-    let mut obs = crate::causality::Both { first: obs, causality: barrier.then(|| Causality::new(p.ranks)) };
-    let run = if logged {
-        simulate_logged(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, net, &mut obs)
-            .map(|(st, log)| (st, None, Some(log)))
-    } else {
-        simulate_on(algo.as_ref(), topo.as_ref(), p, s.cost_per_byte, net, plane, &mut obs).map(|(st, v)| (st, v, None))
-    };
-    let (stats, vectors, log) = match run {
-        Ok(out) => out,
-        Err(err) => {
-            res.failures.push(format!("simulation failed: {err}"));
-            res.wall_time_s = started.elapsed().as_secs_f64();
-            return res;
-        }
-    };
+    (Some(plane), Some(reference))
+}
 
-    let ran = stats.time;
+/// The scenario's noise drawn for `seed` on `ranks` ranks; `None` without `noise:`.
+fn draw_noise(s: &Scenario, seed: u64, ranks: usize) -> Option<Noise> {
+    let flow = s.network.model == crate::scenario::NetworkModel::Flow;
+    s.noise.as_ref().map(|spec| Noise::draw(spec, seed, ranks, flow))
+}
+
+/// The engine's counters, and the time with the launch.
+fn fill_counts(res: &mut PointResult, stats: &SimStats, launch: f64, ranks: usize) {
     res.time_s = stats.time + launch;
     res.messages = stats.messages;
     res.bytes_sent_max = stats.bytes_sent.iter().copied().max().unwrap_or(0);
     res.peak_buffer_bytes = stats.peak_buffer_bytes;
     res.events = stats.events;
-    if p.ranks <= DETAIL_MAX_RANKS {
+    if ranks <= DETAIL_MAX_RANKS {
         res.bytes_sent_per_rank = Some(stats.bytes_sent.clone());
         res.bytes_received_per_rank = Some(stats.bytes_received.clone());
     }
-    res.lower_bound_s = cost_model::lower_bound_of(collective, &p, topo.as_ref(), s.cost_per_byte);
+}
+
+/// Section 3's lower bound, the bandwidths and the efficiency; a run below the bound
+/// fails.
+fn check_lower_bound(
+    res: &mut PointResult,
+    collective: crate::collective::Collective,
+    p: &Problem,
+    topo: &dyn Topology,
+    cost_per_byte: f64,
+) {
+    res.lower_bound_s = cost_model::lower_bound_of(collective, p, topo, cost_per_byte);
     if res.time_s > 0.0 {
         if let Some(factor) = collective.busbw_factor(p.ranks) {
-            let algbw = bytes as f64 / res.time_s;
+            let algbw = res.bytes as f64 / res.time_s;
             res.algbw_bps = Some(algbw);
             res.busbw_bps = Some(algbw * factor);
         }
@@ -560,22 +646,46 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     } else if res.lower_bound_s > 0.0 {
         res.failures.push(format!("time 0 is below the lower bound {:e} s", res.lower_bound_s));
     }
+}
 
+/// The closed form (or its bounds) against the time, and under the flow model the ideal
+/// model's time. With `noise:` the closed forms describe the machine without noise: they
+/// are reported as a baseline and never fail the point.
+fn check_closed_forms(
+    res: &mut PointResult,
+    s: &Scenario,
+    algo: &dyn Algorithm,
+    topo: &dyn Topology,
+    p: &Problem,
+    stats: &SimStats,
+    launch: f64,
+) {
+    let machine = Machine { topo, cost_per_byte: s.cost_per_byte };
+    let net = s.network.engine();
+    let noisy = s.noise.is_some();
+    let ran = stats.time;
     // The closed forms count the launch as the run does: once, before everything.
-    let closed_form = algo.closed_form(&p, &machine).map(|(cf, tol)| (cf + launch, tol));
+    let closed_form = algo.closed_form(p, &machine).map(|(cf, tol)| (cf + launch, tol));
     if let Some(flow) = &stats.flow {
         res.links_shared = Some(flow.shared());
         res.network_links = Some(link_report(flow, ran, p.ranks <= DETAIL_MAX_RANKS));
-        let (a, t) = (algo.as_ref(), topo.as_ref());
-        check_against_ideal(&mut res, a, t, p, s.cost_per_byte, net, ran, flow, closed_form.is_some());
+        if noisy {
+            res.notes.push(
+                "noise: the check against the ideal model is skipped (slow links and detours have no ideal twin)"
+                    .to_string(),
+            );
+        } else {
+            check_against_ideal(res, algo, topo, *p, s.cost_per_byte, net, ran, flow, closed_form.is_some());
+        }
         if let Some(ideal) = &mut res.ideal_time_s {
             *ideal += launch;
         }
     }
 
     // The closed forms count payload bytes on unshared links only.
+    let shared_flow = stats.flow.as_ref().is_some_and(|f| f.shared());
     let closed_form = closed_form.and_then(|cf| {
-        let why = if stats.flow.as_ref().is_some_and(|f| f.shared()) {
+        let why = if shared_flow && !noisy {
             Some("shared links slowed messages under the flow model; no closed form follows the sharing")
         } else if net.envelope > 0 {
             Some("the closed forms do not count network.envelope")
@@ -585,78 +695,121 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
         res.no_closed_form = why.map(str::to_string);
         why.is_none().then_some(cf)
     });
-    let shared = stats.flow.as_ref().is_some_and(|f| f.shared()) || net.envelope > 0;
-    let bounds = if closed_form.is_none() && !shared { algo.closed_form_bounds(&p, &machine) } else { None };
+    let shared = shared_flow || net.envelope > 0;
+    let bounds = if closed_form.is_none() && !shared { algo.closed_form_bounds(p, &machine) } else { None };
+    let check = s.check.closed_form && !noisy;
     // The bounds count the launch as the run does, as the closed forms do.
     if let Some((lo, hi)) = bounds.map(|(lo, hi)| (lo + launch, hi + launch)) {
-        res.closed_form_kind = Some("bound".to_string());
+        res.closed_form_kind = Some(if noisy { "baseline" } else { "bound" }.to_string());
         res.closed_form_bounds_s = Some([lo, hi]);
         let slack = 1e-9;
-        if s.check.closed_form && !(res.time_s >= lo * (1.0 - slack) && res.time_s <= hi * (1.0 + slack)) {
+        if check && !(res.time_s >= lo * (1.0 - slack) && res.time_s <= hi * (1.0 + slack)) {
             res.failures.push(format!("simulated {:e} s but the bounds say between {lo:e} and {hi:e} s", res.time_s));
         }
     }
     if let Some((closed, tol)) = closed_form {
         let err = rel_err(res.time_s, closed);
-        res.closed_form_kind = Some("exact".to_string());
+        res.closed_form_kind = Some(if noisy { "baseline" } else { "exact" }.to_string());
         res.closed_form_s = Some(closed);
         res.closed_form_rel_err = Some(err);
         res.closed_form_tolerance = Some(tol);
-        if s.check.closed_form && (err.is_nan() || err > tol) {
+        if check && (err.is_nan() || err > tol) {
             res.failures.push(format!(
                 "simulated {:e} s but the closed form says {closed:e} s (relative error {err:.3e} > {tol:e})",
                 res.time_s
             ));
         }
     }
+}
 
-    let depth = algo.reduction_depth(&p, topo.as_ref());
-    let expect = collective.expectations(p.ranks, p.elems);
-    let verification = match (vectors, reference, log) {
-        (_, _, Some(log)) => verify_logged(cfg, &log, depth, &expect),
-        (Some(finals), Some(reference), None) => Some(reference.check(&finals, depth, &expect)),
-        _ => None,
+/// The check of the final values against the exact result.
+fn fill_verification(res: &mut PointResult, s: &Scenario, v: &Verification, depth: usize) {
+    res.max_abs_error = Some(v.max_abs_error);
+    res.max_rel_error = Some(v.max_rel_error);
+    res.max_ulp_error = Some(v.max_ulp_error);
+    res.reduction_depth = Some(depth as u64);
+    res.error_bound = Some(v.error_bound);
+    res.verified = Some(v.verified);
+    res.ranks_bitwise_equal = Some(v.ranks_bitwise_equal);
+    if let Some(bad) = &v.first_violation {
+        res.failures.push(if bad.lost {
+            format!(
+                "wrong result: rank {} element {} met an element the sampled run does not track",
+                bad.rank, bad.index
+            )
+        } else {
+            format!(
+                "wrong result: rank {} element {} is {:e}, exact {:e}, allowed error {:e}",
+                bad.rank, bad.index, bad.got, bad.exact, bad.bound
+            )
+        });
+    }
+    if s.check.bitwise && !v.ranks_bitwise_equal {
+        res.failures.push(
+            "ranks ended with vectors that are not bit-identical (check.bitwise: true asks that they are)".to_string(),
+        );
+    }
+}
+
+/// With `noise:` or `repeat:`: the point again for seeds `seed + 1 .. seed + repeat`
+/// (timing only: the data does not move the times) and without noise, and the spread
+/// of the times ([`Spread`]). `skew0` is the first seed's skew.
+fn fill_spread(
+    res: &mut PointResult,
+    s: &Scenario,
+    algo: &dyn Algorithm,
+    topo: &dyn Topology,
+    p: Problem,
+    launch: f64,
+    skew0: f64,
+) {
+    let net = s.network.engine();
+    let none = || None::<fn(&[usize]) -> DataPlane>;
+    let timed = |noise: Option<&Noise>| {
+        simulate_noisy(algo, topo, p, s.cost_per_byte, net, noise, none(), &mut NoObserver)
+            .map(|(st, _)| st.time + launch)
     };
-    if let Some(v) = verification {
-        res.max_abs_error = Some(v.max_abs_error);
-        res.max_rel_error = Some(v.max_rel_error);
-        res.max_ulp_error = Some(v.max_ulp_error);
-        res.reduction_depth = Some(depth as u64);
-        res.error_bound = Some(v.error_bound);
-        res.verified = Some(v.verified);
-        res.ranks_bitwise_equal = Some(v.ranks_bitwise_equal);
-        if let Some(bad) = v.first_violation {
-            res.failures.push(if bad.lost {
-                format!(
-                    "wrong result: rank {} element {} met an element the sampled run does not track",
-                    bad.rank, bad.index
-                )
-            } else {
-                format!(
-                    "wrong result: rank {} element {} is {:e}, exact {:e}, allowed error {:e}",
-                    bad.rank, bad.index, bad.got, bad.exact, bad.bound
-                )
-            });
-        }
-        if s.check.bitwise && !v.ranks_bitwise_equal {
-            res.failures.push(
-                "ranks ended with vectors that are not bit-identical (check.bitwise: true asks that they are)"
-                    .to_string(),
-            );
+    let (mut times, mut skews) = (vec![res.time_s], vec![skew0]);
+    for k in 1..s.repeat.unwrap_or(1) {
+        let seed = s.seed.wrapping_add(u64::from(k));
+        let noise = draw_noise(s, seed, p.ranks);
+        match timed(noise.as_ref()) {
+            Ok(t) => {
+                times.push(t);
+                skews.push(noise.as_ref().map_or(0.0, Noise::max_skew));
+            }
+            Err(err) => res.failures.push(format!("seed {seed}: simulation failed: {err}")),
         }
     }
-    if let Some(c) = &obs.causality {
-        let held = c.check();
-        res.verified = Some(held.is_ok());
-        if let Err(e) = held {
-            res.failures.push(format!(
-                "barrier broken: rank {} left at {:e} s before hearing, directly or not, from rank {}",
-                e.rank, e.left, e.unheard
-            ));
+    let noise_free = if s.noise.is_some() {
+        match timed(None) {
+            Ok(t) => Some(t),
+            Err(err) => {
+                res.failures.push(format!("without noise: simulation failed: {err}"));
+                None
+            }
         }
+    } else {
+        None
+    };
+    let spread = Spread::of(&times, &skews, noise_free);
+    if s.repeat.is_some() {
+        res.times_s = Some(times);
+        res.time_mean_s = Some(spread.mean);
+        res.time_p50_s = Some(spread.p50);
+        res.time_p90_s = Some(spread.p90);
+        res.time_p99_s = Some(spread.p99);
+        res.time_max_s = Some(spread.max);
     }
-    res.wall_time_s = started.elapsed().as_secs_f64();
-    res
+    if s.noise.is_some() {
+        if s.repeat.is_some() {
+            res.skews_s = Some(skews);
+        }
+        res.noise_free_time_s = noise_free;
+        res.slowdown = spread.slowdown;
+        res.skew_s = Some(spread.skew);
+        res.skew_sensitivity = spread.sensitivity;
+    }
 }
 
 /// The check of a full run from its log: tile by tile where the log allows it, else on

@@ -81,12 +81,14 @@ pub enum ReportChart {
     Line(LineChart),
     /// The best-algorithm map.
     Map(MapChart),
+    /// The spread over seeds ([`super::spread::BoxChart`]).
+    Box(super::spread::BoxChart),
 }
 
 impl Chart for ReportChart {
     fn size(&self) -> (u32, u32) {
         match self {
-            ReportChart::Line(_) => SIZE,
+            ReportChart::Line(_) | ReportChart::Box(_) => SIZE,
             // As tall as the grid (capped), and the legend, need.
             ReportChart::Map(m) => {
                 let grid = m.ranks.len() as u32 * MAX_CELL.1 + 16 + 56 + 20;
@@ -99,6 +101,7 @@ impl Chart for ReportChart {
         match self {
             ReportChart::Line(c) => c.draw(root),
             ReportChart::Map(c) => c.draw(root),
+            ReportChart::Box(c) => c.draw(root),
         }
     }
 }
@@ -231,53 +234,77 @@ pub(super) fn with_hline(mut c: LineChart, y: f64, label: &str) -> LineChart {
     c
 }
 
+/// What every chart builder reads: the report's points and the axes they span.
+struct Ctx<'a> {
+    d: &'a PlotData,
+    /// Algorithms in report order.
+    algos: Vec<String>,
+    /// The points that ran.
+    ran: Vec<&'a PlotPoint>,
+    ranks: Vec<usize>,
+    sizes: Vec<u64>,
+}
+
+/// The charts, one builder per kind, in a fixed order.
+type Builder = fn(&Ctx, &mut Vec<(String, ReportChart)>);
+
 /// Every chart `d` has data for, with its file-name suffix, in a fixed order.
 pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
     let algos = algorithms(d);
     let ran: Vec<&PlotPoint> = d.points.iter().filter(|p| p.time().is_some()).collect();
     let ranks = sorted(ran.iter().map(|p| p.ranks));
     let sizes = sorted(ran.iter().map(|p| p.bytes));
-    let name = &d.name;
+    let c = Ctx { d, algos, ran, ranks, sizes };
+    let builders: [Builder; 8] =
+        [size_charts, ranks_charts, parity_chart, best_map, ompi_maps, error_chart, spread_charts, slowdown_charts];
     let mut out = Vec::new();
-    let size_axis = (Quantity::Bytes, "message size per rank, S (bytes)");
-    let ranks_axis = (Quantity::Ranks, "ranks, P");
+    for b in builders {
+        b(&c, &mut out);
+    }
+    out
+}
+
+const SIZE_AXIS: (Quantity, &str) = (Quantity::Bytes, "message size per rank, S (bytes)");
+const RANKS_AXIS: (Quantity, &str) = (Quantity::Ranks, "ranks, P");
+
+/// Per rank count: time, busbw and efficiency against size.
+fn size_charts(c: &Ctx, out: &mut Vec<(String, ReportChart)>) {
+    let (d, algos, name) = (c.d, &c.algos, &c.d.name);
     // The collectives' names, for titles and the busbw factor.
     let only_allreduce = d.points.iter().all(|p| p.collective == crate::collective::Collective::Allreduce);
     let (what, factor) =
         if only_allreduce { ("Allreduce", "2(P-1)/P") } else { ("Collective", "the collective's factor") };
-
-    // Per rank count: time, busbw and efficiency against size.
-    for &p in &ranks {
+    for &p in &c.ranks {
         let at_p = |q: &PlotPoint| q.ranks == p;
         let size = |q: &PlotPoint| Some(q.bytes as f64);
-        let time = series_of(d, &algos, at_p, size, PlotPoint::time);
+        let time = series_of(d, algos, at_p, size, PlotPoint::time);
         if distinct_x(&time) < 2 {
             continue;
         }
         if let Some(c) = line(
             format!("{what} time vs message size, P = {p}"),
             name.clone(),
-            size_axis,
+            SIZE_AXIS,
             (Quantity::Time, "simulated time"),
             time,
         ) {
             out.push((format!("time_vs_size_P{p}"), ReportChart::Line(c)));
         }
-        let busbw = series_of(d, &algos, at_p, size, |q| q.busbw_bps);
+        let busbw = series_of(d, algos, at_p, size, |q| q.busbw_bps);
         if let Some(c) = line(
             format!("Bus bandwidth vs message size, P = {p}"),
             format!("{name}  ·  busbw = S/time · {factor} (nccl-tests)"),
-            size_axis,
+            SIZE_AXIS,
             (Quantity::Bandwidth, "bus bandwidth (bytes/s)"),
             busbw,
         ) {
             out.push((format!("busbw_vs_size_P{p}"), ReportChart::Line(c)));
         }
-        let eff = series_of(d, &algos, at_p, size, |q| q.efficiency);
+        let eff = series_of(d, algos, at_p, size, |q| q.efficiency);
         if let Some(mut c) = line(
             format!("Efficiency against the lower bound, P = {p}"),
             format!("{name}  ·  efficiency = lower bound / simulated time"),
-            size_axis,
+            SIZE_AXIS,
             (Quantity::Fraction, "efficiency (% of the lower bound)"),
             eff,
         ) {
@@ -285,8 +312,11 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
             out.push((format!("efficiency_vs_size_P{p}"), ReportChart::Line(c)));
         }
     }
+}
 
-    // Per size: time against ranks (up to four sizes: the smallest, the largest and two between).
+/// Per size: time against ranks (up to four sizes: the smallest, the largest and two between).
+fn ranks_charts(c: &Ctx, out: &mut Vec<(String, ReportChart)>) {
+    let (d, algos, ranks, sizes, name) = (c.d, &c.algos, &c.ranks, &c.sizes, &c.d.name);
     if ranks.len() >= 2 {
         let mut picked: Vec<u64> = if sizes.len() <= 4 {
             sizes.clone()
@@ -296,14 +326,14 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
         };
         picked.dedup();
         for &s in &picked {
-            let series = series_of(d, &algos, |q| q.bytes == s, |q| Some(q.ranks as f64), PlotPoint::time);
+            let series = series_of(d, algos, |q| q.bytes == s, |q| Some(q.ranks as f64), PlotPoint::time);
             if distinct_x(&series) < 2 {
                 continue;
             }
             if let Some(c) = line(
                 format!("Allreduce time vs ranks, S = {}", fmt_bytes(s)),
                 name.clone(),
-                ranks_axis,
+                RANKS_AXIS,
                 (Quantity::Time, "simulated time"),
                 series,
             ) {
@@ -312,9 +342,12 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
             }
         }
     }
+}
 
-    // Simulated against closed form, every point.
-    let parity = series_of(d, &algos, |_| true, |q| q.closed_form_s, PlotPoint::time);
+/// Simulated against closed form, every point.
+fn parity_chart(c: &Ctx, out: &mut Vec<(String, ReportChart)>) {
+    let (d, algos, ran, name) = (c.d, &c.algos, &c.ran, &c.d.name);
+    let parity = series_of(d, algos, |_| true, |q| q.closed_form_s, PlotPoint::time);
     if let (Some(x), Some(y)) = (
         Axis::union(Quantity::Time, "closed-form time (cost model)", &xs(&parity), &ys(&parity)),
         Axis::union(Quantity::Time, "simulated time", &xs(&parity), &ys(&parity)),
@@ -354,8 +387,11 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
             }),
         ));
     }
+}
 
-    // Best algorithm over the (ranks, size) plane.
+/// Best algorithm over the (ranks, size) plane.
+fn best_map(c: &Ctx, out: &mut Vec<(String, ReportChart)>) {
+    let (d, algos, ran, ranks, sizes, name) = (c.d, &c.algos, &c.ran, &c.ranks, &c.sizes, &c.d.name);
     let ran_algos = algos.iter().filter(|a| ran.iter().any(|p| &p.algorithm == *a)).count();
     if ranks.len() * sizes.len() >= 2 && ran_algos >= 2 {
         // A selector's row stands for the algorithm it picked, which may be one the
@@ -425,10 +461,13 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
             ));
         }
     }
+}
 
-    // Where Open MPI's fixed rules lose to the fastest: its pick and its time over the best.
+/// Where Open MPI's fixed rules lose to the fastest: its pick and its time over the best.
+fn ompi_maps(c: &Ctx, out: &mut Vec<(String, ReportChart)>) {
+    let (d, ranks, sizes) = (c.d, &c.ranks, &c.sizes);
     for c in Collective::ALL {
-        if let Some(map) = ompi_loss_map(d, c, &ranks, &sizes) {
+        if let Some(map) = ompi_loss_map(d, c, ranks, sizes) {
             let file = match c {
                 Collective::Allreduce => "ompi_fixed_vs_best".to_string(),
                 _ => format!("{c}_ompi_fixed_vs_best"),
@@ -436,11 +475,14 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
             out.push((file, ReportChart::Map(map)));
         }
     }
+}
 
-    // Numerical error against ranks, at the largest size that has errors.
+/// Numerical error against ranks, at the largest size that has errors.
+fn error_chart(c: &Ctx, out: &mut Vec<(String, ReportChart)>) {
+    let (d, algos, ranks, sizes, name) = (c.d, &c.algos, &c.ranks, &c.sizes, &c.d.name);
     if ranks.len() >= 2 {
         let with_err = |s: u64| {
-            series_of(d, &algos, |q| q.bytes == s, |q| Some(q.ranks as f64), |q| q.max_abs_error.filter(|&e| e > 0.0))
+            series_of(d, algos, |q| q.bytes == s, |q| Some(q.ranks as f64), |q| q.max_abs_error.filter(|&e| e > 0.0))
         };
         if let Some((s, series)) =
             sizes.iter().rev().map(|&s| (s, with_err(s))).find(|(_, series)| distinct_x(series) >= 2)
@@ -450,7 +492,7 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
             if let Some(c) = line(
                 format!("Numerical error vs ranks, S = {}", fmt_bytes(s)),
                 format!("{name}  ·  worst |result - exact| over all ranks and elements{note}"),
-                ranks_axis,
+                RANKS_AXIS,
                 (Quantity::Number, "max absolute error"),
                 series,
             ) {
@@ -459,7 +501,53 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
             }
         }
     }
-    out
+}
+
+/// With `repeat:`: the spread of every algorithm's time over the seeds, against size
+/// (one chart per rank count; [`super::spread::BoxChart`]).
+fn spread_charts(c: &Ctx, out: &mut Vec<(String, ReportChart)>) {
+    for &p in &c.ranks {
+        if let Some(b) = super::spread::BoxChart::of(c.d, &c.algos, p) {
+            out.push((format!("spread_vs_size_P{p}"), ReportChart::Box(b)));
+        }
+    }
+}
+
+/// With `noise:` and `repeat:`: every seed's slowdown against its skew, at the largest
+/// size of each rank count.
+fn slowdown_charts(c: &Ctx, out: &mut Vec<(String, ReportChart)>) {
+    for &p in &c.ranks {
+        let Some(&s) = c.sizes.iter().rev().find(|&&s| c.ran.iter().any(|q| q.ranks == p && q.bytes == s)) else {
+            continue;
+        };
+        let mut series = Vec::new();
+        for (i, a) in c.algos.iter().enumerate() {
+            let Some(q) = c.ran.iter().find(|q| &q.algorithm == a && q.ranks == p && q.bytes == s) else { continue };
+            let (Some(times), Some(skews), Some(free)) = (&q.times_s, &q.skews_s, q.noise_free_time_s) else {
+                continue;
+            };
+            let mut points: Vec<(f64, f64)> = skews
+                .iter()
+                .zip(times)
+                .map(|(&k, &t)| (k, t / free))
+                .filter(|(k, y)| *k > 0.0 && y.is_finite())
+                .collect();
+            points.sort_by(|x, y| x.0.total_cmp(&y.0));
+            if !points.is_empty() {
+                series.push(Series { style: i, label: a.clone(), points });
+            }
+        }
+        if let Some(mut chart) = line(
+            format!("Slowdown vs skew, P = {p}, S = {}", fmt_bytes(s)),
+            format!("{}  ·  one marker per seed: time / time without noise, against the latest rank's start", c.d.name),
+            (Quantity::Time, "skew: the latest rank's start"),
+            (Quantity::Number, "slowdown (time / noise-free time)"),
+            series,
+        ) {
+            chart.lines = false;
+            out.push((format!("slowdown_vs_skew_P{p}"), ReportChart::Line(chart)));
+        }
+    }
 }
 
 /// Width of the y tick labels of `ax`.

@@ -14,6 +14,7 @@ mod axis;
 pub mod calibration;
 mod charts;
 pub mod gantt;
+mod spread;
 mod style;
 mod text;
 
@@ -73,6 +74,15 @@ pub struct PlotPoint {
     /// On a selector's row: what it chose.
     #[serde(default)]
     pub selection: Option<crate::select::Selection>,
+    /// With `repeat:`: every seed's time.
+    #[serde(default)]
+    pub times_s: Option<Vec<f64>>,
+    /// With `repeat:` and `noise:`: every seed's skew.
+    #[serde(default)]
+    pub skews_s: Option<Vec<f64>>,
+    /// With `noise:`: the time without noise.
+    #[serde(default)]
+    pub noise_free_time_s: Option<f64>,
 }
 
 impl PlotPoint {
@@ -107,6 +117,9 @@ impl From<&Report> for PlotData {
                     max_abs_error: p.max_abs_error,
                     failures: p.failures.clone(),
                     selection: p.selection.clone(),
+                    times_s: p.times_s.clone(),
+                    skews_s: p.skews_s.clone(),
+                    noise_free_time_s: p.noise_free_time_s,
                 })
                 .collect(),
         }

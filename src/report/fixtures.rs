@@ -42,6 +42,8 @@ pub(crate) fn scenario() -> Scenario {
         ],
         sizes: vec![4096, 1 << 20],
         check: CheckSpec { closed_form: true, bitwise: false },
+        noise: None,
+        repeat: None,
     }
 }
 

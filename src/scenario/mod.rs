@@ -46,6 +46,12 @@ pub struct Scenario {
     pub sizes: Vec<u64>,
     /// Which checks decide the exit status.
     pub check: CheckSpec,
+    /// Variability (`noise:`, docs/variability.md); `None`: a perfect machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<crate::sim::noise::NoiseSpec>,
+    /// Seeds per point (`repeat:`); `None`: one run, no spread reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
 }
 
 impl Scenario {

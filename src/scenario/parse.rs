@@ -21,6 +21,7 @@ use super::{
 use crate::sim::data::{Init, ReduceOp};
 
 mod cluster;
+mod noise;
 mod topo;
 use super::limits;
 use topo::RawTopology;
@@ -402,6 +403,8 @@ struct RawScenario {
     #[serde(default, deserialize_with = "present")]
     sizes: Option<Spanned<OneOrList<SizesKind>>>,
     check: Option<Spanned<RawCheck>>,
+    noise: Option<Spanned<noise::RawNoise>>,
+    repeat: Option<Spanned<Scalar>>,
 }
 
 #[derive(Deserialize)]
@@ -856,6 +859,8 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
 
     // network
     let network = network(src, r.network.map(|n| n.value), &topology)?;
+    let noise = r.noise.map(|n| noise::noise(src, n, network.model)).transpose()?;
+    let repeat = r.repeat.map(|v| noise::repeat(src, &v)).transpose()?;
 
     // data
     let (dtype, op, init, mode, budget) = match r.data {
@@ -1001,6 +1006,8 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
         algorithms,
         sizes,
         check: CheckSpec { closed_form, bitwise },
+        noise,
+        repeat,
     };
     limits::check_bytes(&s).map_err(|e| src.err(&largest, format!("sizes: {e}")))?;
     limits::check_times(&s).map_err(|e| src.err(&topology_at, format!("topology: {e}")))?;

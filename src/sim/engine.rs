@@ -38,6 +38,7 @@ use smallvec::SmallVec;
 use super::data::{DataPlane, Payload};
 use super::network::flow::{FlowStats, LinkStat};
 use super::network::{NetworkModel, Sched, Start};
+use super::noise::Noise;
 use super::op::{Action, Op, Program, Rank, Region, VEC};
 use super::queue::EventQueue;
 use crate::topology::Topology;
@@ -498,6 +499,11 @@ pub(crate) enum EvKind {
     /// An event of the network model's own about message `.0` ([`NetworkModel::event`]).
     Net(u32, u32),
     ComputeDone(Rank),
+    /// Rank `.0` starts its program late ([`Noise::start_delay`]).
+    Wake(Rank),
+    /// Message `.0`, held by a detour of its sender, may now wait for ports
+    /// ([`Noise::issue_at`]).
+    Issue(u32),
 }
 
 /// A waiting list's next message in [`Engine::match_ports`]'s merge: its [`priority`]
@@ -550,6 +556,8 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     overflow: Overflow,
     obs: &'a mut O,
     net: N,
+    /// Variability ([`super::noise`]); `None` takes none of its branches.
+    noise: Option<&'a Noise>,
 }
 
 impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
@@ -624,12 +632,26 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             overflow: Overflow::new(),
             obs,
             net,
+            noise: None,
         })
+    }
+
+    /// Run under `noise` (ranks late, detours, slow ranks and pairs).
+    pub fn with_noise(mut self, noise: Option<&'a Noise>) -> Self {
+        self.noise = noise;
+        self
     }
 
     /// Run every program to its end.
     pub fn run(mut self) -> Result<SimStats, SimError> {
         for r in 0..self.ranks.len() {
+            if let Some(n) = self.noise {
+                let delay = n.start_delay(r as Rank);
+                if delay > 0.0 {
+                    self.schedule(delay, EvKind::Wake(r as Rank));
+                    continue;
+                }
+            }
             for s in 0..self.ranks[r].streams.len() {
                 self.advance(r as Rank, s as u16)?;
             }
@@ -837,8 +859,23 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         if self.per_rank {
             self.stats.bytes_received[to as usize] += bytes;
         }
+        if let Some(n) = self.noise {
+            let at = n.issue_at(r, self.now);
+            if at > self.now {
+                self.msgs[id as usize].issued = at;
+                self.schedule(at, EvKind::Issue(id));
+                return Ok(());
+            }
+        }
+        self.queue_message(id);
+        Ok(())
+    }
 
-        let key = (self.now, r, seq);
+    /// Put issued message `id` in line for its ports.
+    fn queue_message(&mut self, id: u32) {
+        let m = &self.msgs[id as usize];
+        let (src_if, dst_if) = (m.src_if, m.dst_if);
+        let key = (m.issued, m.src, m.seq);
         let before = |m: u32, msgs: &[Msg]| {
             let o = &msgs[m as usize];
             (o.issued, o.src, o.seq) <= key
@@ -856,7 +893,6 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         }
         self.mark_dirty(src_if);
         self.mark_dirty(dst_if);
-        Ok(())
     }
 
     fn post_recv(
@@ -999,7 +1035,11 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             Job::Local(slot) => self.locals[slot as usize].dst.len,
         };
         let bytes = (len * self.cfg.elem_bytes) as u64;
-        let end = self.now + bytes as f64 * self.cfg.cost_per_byte;
+        let work = bytes as f64 * self.cfg.cost_per_byte;
+        let end = match self.noise {
+            None => self.now + work,
+            Some(n) => n.compute_end(r, self.now, work),
+        };
         self.obs.compute(r, bytes, self.now, end);
         self.schedule(end, EvKind::ComputeDone(r));
     }
@@ -1071,6 +1111,16 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 };
                 self.start_compute(r);
                 self.complete_handle(r, stream, handle)
+            }
+            EvKind::Wake(r) => {
+                for s in 0..self.ranks[r as usize].streams.len() {
+                    self.advance(r, s as u16)?;
+                }
+                Ok(())
+            }
+            EvKind::Issue(id) => {
+                self.queue_message(id);
+                Ok(())
             }
         }
     }
@@ -1172,7 +1222,10 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         self.ifaces[dst_if].lists[Link::In as usize].remove_first(&mut self.msgs, Link::In, |x, _| x == id);
         // On the wire a message carries its envelope too.
         let wire = info.bytes + self.cfg.envelope;
-        let link = self.topo.link(src, dst);
+        let mut link = self.topo.link(src, dst);
+        if let Some(n) = self.noise {
+            link = n.link(src as Rank, dst as Rank, link);
+        }
         let start = Start { id, src: src as Rank, dst: dst as Rank, wire, link, now: self.now };
         let end = self.net.start(&start, &mut Sched { events: &mut self.events });
         self.obs.message(&info, self.now, end);

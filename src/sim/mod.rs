@@ -9,6 +9,7 @@
 pub mod data;
 pub mod engine;
 pub mod network;
+pub mod noise;
 pub mod op;
 pub mod queue;
 
@@ -20,6 +21,7 @@ use crate::topology::Topology;
 use data::{DataPlane, Finals, OpLog, ReduceOp, Vectors};
 use engine::{Engine, EngineConfig, Observer, SimError, SimStats};
 use network::{NetworkModel, WithModel};
+use noise::Noise;
 pub use op::{Action, Op, Program, Rank, Region};
 
 /// The problem a run solves: P ranks, n elements of e bytes each.
@@ -95,7 +97,22 @@ pub fn simulate_on<A: Programs + ?Sized, O: Observer>(
     plane: Option<impl FnOnce(&[usize]) -> DataPlane>,
     obs: &mut O,
 ) -> Result<Outcome, SimError> {
-    let (stats, plane) = run_engine(algo, topo, p, cost_per_byte, net, plane, obs)?;
+    simulate_noisy(algo, topo, p, cost_per_byte, net, None, plane, obs)
+}
+
+/// [`simulate_on`] under `noise` (docs/variability.md); `None` is [`simulate_on`].
+#[allow(clippy::too_many_arguments)]
+pub fn simulate_noisy<A: Programs + ?Sized, O: Observer>(
+    algo: &A,
+    topo: &dyn Topology,
+    p: Problem,
+    cost_per_byte: f64,
+    net: Network,
+    noise: Option<&Noise>,
+    plane: Option<impl FnOnce(&[usize]) -> DataPlane>,
+    obs: &mut O,
+) -> Result<Outcome, SimError> {
+    let (stats, plane) = run_engine(algo, topo, p, cost_per_byte, net, noise, plane, obs)?;
     Ok((stats, plane.and_then(DataPlane::into_finals)))
 }
 
@@ -110,18 +127,33 @@ pub fn simulate_logged<A: Programs + ?Sized, O: Observer>(
     net: Network,
     obs: &mut O,
 ) -> Result<(SimStats, OpLog), SimError> {
+    simulate_logged_noisy(algo, topo, p, cost_per_byte, net, None, obs)
+}
+
+/// [`simulate_logged`] under `noise`.
+pub fn simulate_logged_noisy<A: Programs + ?Sized, O: Observer>(
+    algo: &A,
+    topo: &dyn Topology,
+    p: Problem,
+    cost_per_byte: f64,
+    net: Network,
+    noise: Option<&Noise>,
+    obs: &mut O,
+) -> Result<(SimStats, OpLog), SimError> {
     let plane = Some(|scratch: &[usize]| DataPlane::Log(OpLog::new(p.ranks, p.elems, scratch)));
-    let (stats, plane) = run_engine(algo, topo, p, cost_per_byte, net, plane, obs)?;
+    let (stats, plane) = run_engine(algo, topo, p, cost_per_byte, net, noise, plane, obs)?;
     Ok((stats, plane.and_then(DataPlane::into_log).expect("the plane was built as a log")))
 }
 
 /// Run the engine; hand back its statistics and the data plane as the run left it.
+#[allow(clippy::too_many_arguments)]
 fn run_engine<A: Programs + ?Sized, O: Observer>(
     algo: &A,
     topo: &dyn Topology,
     p: Problem,
     cost_per_byte: f64,
     net: Network,
+    noise: Option<&Noise>,
     plane: Option<impl FnOnce(&[usize]) -> DataPlane>,
     obs: &mut O,
 ) -> Result<(SimStats, Option<DataPlane>), SimError> {
@@ -130,8 +162,8 @@ fn run_engine<A: Programs + ?Sized, O: Observer>(
     let cfg = EngineConfig { elem_bytes: p.elem_bytes, cost_per_byte, scratch_bytes, envelope: net.envelope };
     let mut plane = plane.map(|build| build(&scratch));
     let wants_loads = obs.wants_link_loads();
-    let run = Run { algo, topo, p, cfg, plane: plane.as_mut(), obs };
-    let stats = network::dispatch(&net, topo, wants_loads, run)?;
+    let run = Run { algo, topo, p, cfg, plane: plane.as_mut(), obs, noise };
+    let stats = network::dispatch(&net, topo, wants_loads, noise, run)?;
     Ok((stats, plane))
 }
 
@@ -143,13 +175,14 @@ struct Run<'a, 'o, A: Programs + ?Sized, O: Observer> {
     cfg: EngineConfig,
     plane: Option<&'a mut DataPlane>,
     obs: &'o mut O,
+    noise: Option<&'a Noise>,
 }
 
 impl<'a, A: Programs + ?Sized, O: Observer> WithModel<'a> for Run<'a, '_, A, O> {
     type Out = SimStats;
     fn run<N: NetworkModel + 'a>(self, model: N) -> Result<SimStats, SimError> {
-        let Run { algo, topo, p, cfg, plane, obs } = self;
+        let Run { algo, topo, p, cfg, plane, obs, noise } = self;
         let programs = (0..p.ranks).map(|r| algo.rank_program(r as Rank, p, topo));
-        Engine::new(topo, cfg, model, programs, plane, obs)?.run()
+        Engine::new(topo, cfg, model, programs, plane, obs)?.with_noise(noise).run()
     }
 }

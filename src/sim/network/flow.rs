@@ -45,6 +45,7 @@ use smallvec::SmallVec;
 
 use super::{NetworkModel, Sched, Start};
 use crate::sim::engine::Observer;
+use crate::sim::noise::Noise;
 use crate::topology::{Fabric, Link, LinkId};
 
 /// How flows on a full link divide it (`network.sharing`).
@@ -155,6 +156,9 @@ struct FlowState {
     epoch: u64,
     fixed: bool,
     next_rate: f64,
+    /// Under noise with slow ranks: the most its sender injects, bytes per second
+    /// (infinite otherwise).
+    cap: f64,
 }
 
 /// The shared links of one run. As a [`NetworkModel`]: [`FlowNet::start_flow`] when a
@@ -185,6 +189,10 @@ pub struct FlowNet<'a> {
     /// load, when asked for ([`FlowNet::record_loads`]).
     loads: Option<Vec<(u32, f64, f64)>>,
     stats: FlowStats,
+    /// Variability: slow physical links and slow senders ([`FlowNet::set_noise`]).
+    noise: Option<&'a Noise>,
+    /// Whether some flow's sender caps its rate below its links ([`FlowState::cap`]).
+    capped: bool,
 }
 
 /// A multiply-rotate hash (FxHash's) for the route and link tables: their keys are small
@@ -236,7 +244,17 @@ impl<'a> FlowNet<'a> {
             comp_flows: Vec::new(),
             loads: None,
             stats: FlowStats { machine_links: fabric.link_count(), ..FlowStats::default() },
+            noise: None,
+            capped: false,
         }
+    }
+
+    /// Run under `noise`: a slow link's capacity is scaled when a route first crosses
+    /// it, and a slow rank's flows are capped at its injection rate (progressive filling
+    /// freezes a flow at its cap as it would at a full link).
+    pub fn set_noise(&mut self, noise: &'a Noise) {
+        self.capped = noise.has_slow_ranks();
+        self.noise = Some(noise);
     }
 
     /// Forget every cached route. Flows in flight keep theirs: their slots are copied to
@@ -279,8 +297,12 @@ impl<'a> FlowNet<'a> {
                     let s = self.links.len() as u32;
                     self.slot_of.insert(id, s);
                     self.ids.push(id);
+                    let factor = match self.noise {
+                        Some(n) if n.has_slow_links() => n.link_factor(&self.fabric.link_name(id)),
+                        _ => 1.0,
+                    };
                     self.links.push(LinkState {
-                        capacity: self.fabric.hop(id).bandwidth,
+                        capacity: self.fabric.hop(id).bandwidth * factor,
                         flows: SmallVec::new(),
                         bytes: 0,
                         load: 0.0,
@@ -334,8 +356,19 @@ impl<'a> FlowNet<'a> {
             epoch: 0,
             fixed: false,
             next_rate: 0.0,
+            cap: f64::INFINITY,
         };
         generation
+    }
+
+    /// Under noise: the cost alone of a message from `a` to `b` whose pair cost is `link`
+    /// (its bandwidth the sender's injection rate): its route's links may be slower.
+    fn noisy_link(&mut self, a: u32, b: u32, mut link: Link) -> Link {
+        let (start, len) = self.route(a, b);
+        for i in start..start + len {
+            link.bandwidth = link.bandwidth.min(self.links[self.route_buf[i as usize] as usize].capacity);
+        }
+        link
     }
 
     /// Whether a delivery of message `id` scheduled with `generation` is still its delivery.
@@ -471,6 +504,9 @@ impl<'a> FlowNet<'a> {
                     best = Some((slot, level));
                 }
             }
+            if self.capped && self.fix_capped(best.map(|b| b.1)) {
+                continue;
+            }
             let Some((slot, _)) = best else { break };
             let (left, shares) = (self.links[slot as usize].left.max(0.0), self.links[slot as usize].shares);
             for k in 0..self.links[slot as usize].flows.len() {
@@ -493,6 +529,34 @@ impl<'a> FlowNet<'a> {
                 }
             }
         }
+    }
+
+    /// With slow senders: if an unfrozen flow's cap binds below `level` (the lowest link's),
+    /// freeze it at its cap and say so.
+    fn fix_capped(&mut self, level: Option<f64>) -> bool {
+        let mut best: Option<(u32, f64)> = None;
+        for &id in &self.comp_flows {
+            let f = &self.flows[id as usize];
+            if f.fixed || f.cap == f64::INFINITY {
+                continue;
+            }
+            let at = f.cap / f.share;
+            if level.is_some_and(|l| at < l) && best.is_none_or(|(_, b)| at < b) {
+                best = Some((id, at));
+            }
+        }
+        let Some((id, _)) = best else { return false };
+        let f = &mut self.flows[id as usize];
+        f.fixed = true;
+        f.next_rate = f.cap;
+        let (start, len, share, rate) = (f.start, f.len, f.share, f.cap);
+        for i in start..start + len {
+            let l = &mut self.links[self.route_buf[i as usize] as usize];
+            l.left -= rate;
+            l.shares -= share;
+            l.unfixed -= 1;
+        }
+        true
     }
 
     /// Bring every flow of the component to its new rate and every link to its new load.
@@ -558,15 +622,20 @@ impl NetworkModel for FlowNet<'_> {
     const END_AT_START: bool = false;
 
     fn start(&mut self, s: &Start, q: &mut Sched<'_>) -> f64 {
-        let generation = self.start_flow(s.id, s.src, s.dst, s.wire, s.link, s.now);
+        let link = if self.noise.is_some() { self.noisy_link(s.src, s.dst, s.link) } else { s.link };
+        let generation = self.start_flow(s.id, s.src, s.dst, s.wire, link, s.now);
+        if self.capped {
+            // `s.link` carries the sender's injection rate ([`crate::sim::noise::Noise::link`]).
+            self.flows[s.id as usize].cap = s.link.bandwidth;
+        }
         if s.wire > 0 {
-            if s.link.alpha > 0.0 {
-                q.later(s.now + s.link.alpha, s.id, 0);
+            if link.alpha > 0.0 {
+                q.later(s.now + link.alpha, s.id, 0);
             } else {
                 self.begin_data(s.id);
             }
         }
-        q.deliver(s.now + s.link.time(s.wire as f64), s.id, generation);
+        q.deliver(s.now + link.time(s.wire as f64), s.id, generation);
         f64::INFINITY
     }
 

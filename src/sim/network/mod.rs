@@ -35,6 +35,7 @@ pub mod flow;
 pub mod ideal;
 
 use super::engine::{EvKind, Observer, SimError};
+use super::noise::Noise;
 use super::queue::EventQueue;
 use crate::topology::{Link, Topology};
 use flow::{FlowNet, FlowStats, Sharing};
@@ -155,6 +156,7 @@ pub fn dispatch<'a, F: WithModel<'a>>(
     net: &Network,
     topo: &'a dyn Topology,
     wants_loads: bool,
+    noise: Option<&'a Noise>,
     f: F,
 ) -> Result<F::Out, SimError> {
     match net.model() {
@@ -166,6 +168,9 @@ pub fn dispatch<'a, F: WithModel<'a>>(
             let mut model = FlowNet::new(fabric, sharing);
             if wants_loads {
                 model.record_loads();
+            }
+            if let Some(n) = noise {
+                model.set_noise(n);
             }
             f.run(model)
         }

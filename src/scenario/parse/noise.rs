@@ -1,0 +1,248 @@
+//! `noise:` and `repeat:` as written, and their validation (docs/variability.md).
+
+use serde::Deserialize;
+use serde_saphyr::{Location, Spanned};
+
+use super::{Scalar, Src, choice, time, whole};
+use crate::scenario::{NetworkModel, ScenarioError};
+use crate::sim::noise::{NoiseSpec, OsPattern, OsSpec, SkewDist, SkewSpec, SlowLink, SlowRank};
+
+/// The most seeds `repeat:` may ask for per point.
+pub const MAX_REPEAT: u64 = 100_000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawNoise {
+    skew: Option<Spanned<RawSkew>>,
+    os: Option<Spanned<RawOs>>,
+    slow_ranks: Option<Spanned<Vec<Spanned<RawSlowRank>>>>,
+    slow_links: Option<Spanned<Vec<Spanned<RawSlowLink>>>>,
+    faults: Option<Spanned<serde::de::IgnoredAny>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSkew {
+    dist: Option<Spanned<String>>,
+    scale: Option<Spanned<Scalar>>,
+    fraction: Option<Spanned<Scalar>>,
+    per_rank: Option<Spanned<Vec<Spanned<Scalar>>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOs {
+    interval: Option<Spanned<Scalar>>,
+    duration: Option<Spanned<Scalar>>,
+    pattern: Option<Spanned<String>>,
+    phase: Option<Spanned<Scalar>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSlowRank {
+    rank: Option<Spanned<Scalar>>,
+    factor: Option<Spanned<Scalar>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSlowLink {
+    a: Option<Spanned<Scalar>>,
+    b: Option<Spanned<Scalar>>,
+    factor: Option<Spanned<Scalar>>,
+}
+
+/// A plain number (`2`, `0.5`, `'1.5'`).
+fn number(src: &Src, v: &Spanned<Scalar>, key: &str) -> Result<f64, ScenarioError> {
+    let x = match &v.value {
+        Scalar::UInt(n) => Some(*n as f64),
+        Scalar::Int(n) => Some(*n as f64),
+        Scalar::Float(x) => Some(*x),
+        Scalar::Str(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    x.filter(|x| x.is_finite())
+        .ok_or_else(|| src.err(&v.referenced, format!("{key}: expected a number, found {}", v.value.shown())))
+}
+
+/// A required key of an entry at `at`.
+fn required<'v, T>(src: &Src, v: &'v Option<T>, at: &Location, key: &str, what: &str) -> Result<&'v T, ScenarioError> {
+    v.as_ref().ok_or_else(|| src.err(at, format!("missing key '{key}'; {what}")))
+}
+
+/// `repeat:`: seeds per point, `1..=MAX_REPEAT`.
+pub(super) fn repeat(src: &Src, v: &Spanned<Scalar>) -> Result<u32, ScenarioError> {
+    whole(&v.value, 1, MAX_REPEAT).map(|n| n as u32).ok_or_else(|| {
+        src.err(
+            &v.referenced,
+            format!("repeat: must be a whole number from 1 to {MAX_REPEAT}, not {}", v.value.shown()),
+        )
+    })
+}
+
+/// `noise:` under network model `model`.
+pub(super) fn noise(src: &Src, raw: Spanned<RawNoise>, model: NetworkModel) -> Result<NoiseSpec, ScenarioError> {
+    let r = raw.value;
+    if let Some(f) = &r.faults {
+        return Err(src.err(
+            &f.referenced,
+            "noise.faults: link faults are not implemented yet; allowed keys: skew, os, slow_ranks, slow_links",
+        ));
+    }
+    Ok(NoiseSpec {
+        skew: r.skew.map(|s| skew(src, s)).transpose()?,
+        os: r.os.map(|o| os(src, o)).transpose()?,
+        slow_ranks: r.slow_ranks.map_or(Ok(Vec::new()), |l| slow_ranks(src, l))?,
+        slow_links: r.slow_links.map_or(Ok(Vec::new()), |l| slow_links(src, l, model))?,
+    })
+}
+
+fn skew(src: &Src, raw: Spanned<RawSkew>) -> Result<SkewSpec, ScenarioError> {
+    let (at, s) = (raw.referenced, raw.value);
+    if let Some(list) = s.per_rank {
+        for (k, other) in [("dist", s.dist.is_some()), ("scale", s.scale.is_some()), ("fraction", s.fraction.is_some())]
+        {
+            if other {
+                return Err(src.err(
+                    &list.referenced,
+                    format!("noise.skew: per_rank gives every delay; leave {k} out, or per_rank"),
+                ));
+            }
+        }
+        let delays = list.value.iter().map(|v| time(src, v, "noise.skew.per_rank")).collect::<Result<Vec<_>, _>>()?;
+        return Ok(SkewSpec::PerRank(delays));
+    }
+    let dists = [
+        ("exponential", SkewDist::Exponential),
+        ("uniform", SkewDist::Uniform),
+        ("normal", SkewDist::Normal),
+        ("fixed", SkewDist::Fixed),
+    ];
+    let dist = choice(src, s.dist.as_ref(), "noise.skew.dist", &dists, &[])?;
+    let what = "noise.skew needs scale: TIME (with dist), or per_rank: [TIME, ...]";
+    let scale = time(src, required(src, &s.scale, &at, "scale", what)?, "noise.skew.scale")?;
+    let fraction = match &s.fraction {
+        None => 1.0,
+        Some(v) => {
+            let f = number(src, v, "noise.skew.fraction")?;
+            if !(0.0..=1.0).contains(&f) {
+                return Err(src.err(
+                    &v.referenced,
+                    format!("noise.skew.fraction: the share of ranks that are late, from 0 to 1, not {f}"),
+                ));
+            }
+            f
+        }
+    };
+    Ok(SkewSpec::Drawn { dist, scale_s: scale, fraction })
+}
+
+fn os(src: &Src, raw: Spanned<RawOs>) -> Result<OsSpec, ScenarioError> {
+    let (at, o) = (raw.referenced, raw.value);
+    let what = "noise.os needs interval: TIME and duration: TIME";
+    let interval_at = required(src, &o.interval, &at, "interval", what)?;
+    let interval = time(src, interval_at, "noise.os.interval")?;
+    let duration_at = required(src, &o.duration, &at, "duration", what)?;
+    let duration = time(src, duration_at, "noise.os.duration")?;
+    if interval <= 0.0 {
+        return Err(src.err(&interval_at.referenced, "noise.os.interval: must be above 0"));
+    }
+    if duration >= interval {
+        return Err(src.err(
+            &duration_at.referenced,
+            format!("noise.os.duration: {duration:e} s is not below the interval {interval:e} s; a detour must end before the next"),
+        ));
+    }
+    let patterns = [("periodic", OsPattern::Periodic), ("random", OsPattern::Random)];
+    let pattern = choice(src, o.pattern.as_ref(), "noise.os.pattern", &patterns, &[])?;
+    let phase = match &o.phase {
+        None => None,
+        Some(v) if pattern == OsPattern::Random => {
+            return Err(src.err(&v.referenced, "noise.os.phase: applies only to pattern: periodic"));
+        }
+        Some(v) => {
+            let p = time(src, v, "noise.os.phase")?;
+            if p >= interval {
+                return Err(src.err(&v.referenced, "noise.os.phase: must be below the interval"));
+            }
+            Some(p)
+        }
+    };
+    Ok(OsSpec { interval_s: interval, duration_s: duration, pattern, phase_s: phase })
+}
+
+fn slow_ranks(src: &Src, raw: Spanned<Vec<Spanned<RawSlowRank>>>) -> Result<Vec<SlowRank>, ScenarioError> {
+    let mut out: Vec<SlowRank> = Vec::new();
+    for e in raw.value {
+        let what = "a slow rank is { rank: N, factor: X } with X at least 1";
+        let rank_at = required(src, &e.value.rank, &e.referenced, "rank", what)?;
+        let rank = whole(&rank_at.value, 0, u32::MAX as u64 - 1).ok_or_else(|| {
+            src.err(
+                &rank_at.referenced,
+                format!("noise.slow_ranks.rank: a rank number from 0, not {}", rank_at.value.shown()),
+            )
+        })? as usize;
+        if out.iter().any(|s| s.rank == rank) {
+            return Err(src.err(&rank_at.referenced, format!("noise.slow_ranks: rank {rank} is listed twice")));
+        }
+        let factor_at = required(src, &e.value.factor, &e.referenced, "factor", what)?;
+        let factor = number(src, factor_at, "noise.slow_ranks.factor")?;
+        if factor < 1.0 {
+            return Err(src.err(
+                &factor_at.referenced,
+                format!("noise.slow_ranks.factor: {factor} would make the rank faster; give 1 or more"),
+            ));
+        }
+        out.push(SlowRank { rank, factor });
+    }
+    Ok(out)
+}
+
+fn slow_links(
+    src: &Src,
+    raw: Spanned<Vec<Spanned<RawSlowLink>>>,
+    model: NetworkModel,
+) -> Result<Vec<SlowLink>, ScenarioError> {
+    let mut out = Vec::new();
+    let flow = model == NetworkModel::Flow;
+    let what = if flow {
+        "under the flow model a slow link is { a: NODE, b: NODE, factor: X } by the names the report gives links (h0, leaf0, r3)"
+    } else {
+        "under the ideal model a slow link is a pair of ranks { a: N, b: M, factor: X }"
+    };
+    for e in raw.value {
+        let mut ends = Vec::new();
+        for (key, v) in [("a", &e.value.a), ("b", &e.value.b)] {
+            let v = required(src, v, &e.referenced, key, what)?;
+            let text = match &v.value {
+                Scalar::Str(s) if flow && !s.trim().is_empty() => s.trim().to_string(),
+                Scalar::UInt(n) if !flow => n.to_string(),
+                Scalar::Str(s) if !flow && s.trim().parse::<u32>().is_ok() => s.trim().to_string(),
+                other => {
+                    return Err(
+                        src.err(&v.referenced, format!("noise.slow_links.{key}: {what}; found {}", other.shown()))
+                    );
+                }
+            };
+            ends.push(text);
+        }
+        if ends[0] == ends[1] {
+            return Err(src.err(&e.referenced, "noise.slow_links: a and b are the same; a link joins two ends"));
+        }
+        let factor_at = required(src, &e.value.factor, &e.referenced, "factor", what)?;
+        let factor = number(src, factor_at, "noise.slow_links.factor")?;
+        if !(factor > 0.0 && factor <= 1.0) {
+            return Err(src.err(
+                &factor_at.referenced,
+                format!(
+                    "noise.slow_links.factor: the share of the bandwidth left, above 0 and at most 1, not {factor}"
+                ),
+            ));
+        }
+        let b = ends.pop().unwrap_or_default();
+        let a = ends.pop().unwrap_or_default();
+        out.push(SlowLink { a, b, factor });
+    }
+    Ok(out)
+}
