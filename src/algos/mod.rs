@@ -179,8 +179,7 @@ pub fn registry_of(c: Collective) -> &'static [AlgoInfo] {
         scatter_gather::RS_RECURSIVE_HALVING_INFO,
         pat::RS_INFO,
     ];
-    static ALLGATHER: &[AlgoInfo] =
-        &[
+    static ALLGATHER: &[AlgoInfo] = &[
         ring::AG_INFO,
         scatter_gather::AG_DOUBLING_INFO,
         scatter_gather::AG_DIRECT_INFO,

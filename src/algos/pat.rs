@@ -376,9 +376,8 @@ mod tests {
         }
         for x in 0..np {
             assert!(held[x][x].iter().all(|&h| h), "P = {np}, A = {}: rank {x} lacks some input", sh.agg);
-            for t in 0..np {
-                let want = usize::from(t != x);
-                assert_eq!(sent[x][t].len(), want, "P = {np}: rank {x} sent block {t} {:?}", sent[x][t]);
+            for (t, to) in sent[x].iter().enumerate() {
+                assert_eq!(to.len(), usize::from(t != x), "P = {np}: rank {x} sent block {t} {to:?}");
             }
             assert!(inbox[x].is_empty());
         }
