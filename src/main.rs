@@ -125,6 +125,11 @@ struct RunArgs {
     /// Give the directory with `=` (`--plot=out/`), so the flag never takes the scenario.
     #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "plots")]
     plot: Option<PathBuf>,
+    /// With --plot: measured runs (nccl-tests or OSU logs) to draw beside the simulated
+    /// bus bandwidth, one chart per rank count they share with the report
+    /// (`..._busbw_vs_size_P8_measured`).
+    #[arg(long, value_name = "LOG", num_args = 1.., requires = "plot")]
+    measured: Vec<PathBuf>,
     /// Also draw a Gantt chart of the run into FILE (.png or .svg): every rank's send
     /// and receive ports and compute unit over time. One point only, at most 64 ranks.
     #[arg(long, value_name = "FILE")]
@@ -555,6 +560,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         sizes,
         seed,
         plot,
+        measured,
         gantt,
         shard,
         trace,
@@ -603,7 +609,11 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     if let Some(dir) = &plot {
-        let files = plots::plot_report(&report, dir).map_err(BadInput)?;
+        let mut files = plots::plot_report(&report, dir).map_err(BadInput)?;
+        if !measured.is_empty() {
+            let points = measured_points(&measured, &report).map_err(BadInput)?;
+            files.extend(plots::plot_measured(&report, &points, dir).map_err(BadInput)?);
+        }
         eprintln!("wrote {} plot file(s) to {}", files.len(), dir.display());
     }
     if let Some(g) = &gantt {
@@ -884,4 +894,38 @@ fn parse_param(text: &str) -> Result<(String, ParamValue), BadInput> {
         ParamValue::Str(v.to_string())
     };
     Ok((k.trim().to_string(), value))
+}
+
+/// The measured points of `logs` (`run --measured`) of the collectives `report` ran, as
+/// plot points labelled `measured: FILE` (busbw by nccl-tests' factor for the collective).
+fn measured_points(logs: &[PathBuf], report: &Report) -> Result<Vec<plots::PlotPoint>, String> {
+    use allreduce_sim::calibrate;
+    let mut out = Vec::new();
+    for path in logs {
+        let runs = calibrate::read_log(path, &calibrate::Options::default()).map_err(|e| e.to_string())?;
+        let stem = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
+        for r in runs {
+            let Some(p) = r.ranks else { continue };
+            if !report.results.iter().any(|q| q.collective == r.collective) {
+                continue;
+            }
+            let label = match r.collective {
+                Collective::Allreduce => format!("measured: {stem}"),
+                c => format!("{c} measured: {stem}"),
+            };
+            for s in r.samples.iter().filter(|s| s.time_s > 0.0) {
+                let busbw = s.bytes as f64 / s.time_s * calibrate::busbw_factor(r.collective, p);
+                out.push(plots::PlotPoint {
+                    collective: r.collective,
+                    algorithm: label.clone(),
+                    ranks: p,
+                    bytes: s.bytes,
+                    time_s: Some(s.time_s),
+                    busbw_bps: Some(busbw),
+                    ..Default::default()
+                });
+            }
+        }
+    }
+    Ok(out)
 }

@@ -21,6 +21,7 @@ pub(crate) mod nccl_ring;
 mod nccl_tree;
 mod neighbor_exchange;
 mod params;
+pub(crate) mod pat;
 mod ring;
 mod ring_chunked;
 mod ring_gloo;
@@ -146,7 +147,7 @@ pub fn messages_of(algo: &dyn Algorithm, p: &Problem, topo: &dyn Topology) -> u6
 
 /// The ids of NCCL's algorithms as NCCL runs them (docs/nccl.md), which `auto` leaves
 /// out of its candidates.
-pub const NCCL_IDS: &[&str] = &["nccl_ring", "nccl_tree"];
+pub const NCCL_IDS: &[&str] = &["nccl_ring", "nccl_tree", "pat"];
 
 /// The tolerance of an exact closed form: only floating-point summation order differs.
 pub const EXACT: f64 = 1e-9;
@@ -206,9 +207,15 @@ pub fn registry_of(c: Collective) -> &'static [AlgoInfo] {
         scatter_gather::RS_DIRECT_INFO,
         scatter_gather::RS_BUTTERFLY_INFO,
         scatter_gather::RS_RECURSIVE_HALVING_INFO,
+        pat::RS_INFO,
     ];
-    static ALLGATHER: &[AlgoInfo] =
-        &[ring::AG_INFO, scatter_gather::AG_DOUBLING_INFO, scatter_gather::AG_DIRECT_INFO, neighbor_exchange::INFO];
+    static ALLGATHER: &[AlgoInfo] = &[
+        ring::AG_INFO,
+        scatter_gather::AG_DOUBLING_INFO,
+        scatter_gather::AG_DIRECT_INFO,
+        neighbor_exchange::INFO,
+        pat::AG_INFO,
+    ];
     static BROADCAST: &[AlgoInfo] = &[
         star::ONE_TO_ALL_INFO,
         tree::BCAST_INFO,

@@ -298,7 +298,7 @@ fn allowed<'a>(value: Option<&String>, all: &[&'a str]) -> Vec<&'a str> {
 /// ring as `nccl_ring`, tree as `nccl_tree`, with the entry's `protocol` set to the
 /// protocol decided (so per-protocol costs of the machine apply) and the channels NCCL's
 /// model was asked about. On other machines, which have no protocols, ring runs as
-/// `ring` and tree as `double_binary_tree`. Everywhere PAT runs as `halving_doubling`,
+/// `ring` and tree as `double_binary_tree`. PAT runs as `pat` on a cluster, else as `halving_doubling`;
 /// broadcast and reduce as a pipelined `chain`.
 pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<Ran, String> {
     let c = run.collective;

@@ -234,6 +234,33 @@ pub(super) fn with_hline(mut c: LineChart, y: f64, label: &str) -> LineChart {
     c
 }
 
+/// Per rank count that has both: the simulated bus bandwidth against size beside the
+/// measured points `measured` (labelled by their `algorithm`, one series per log), file
+/// suffix `busbw_vs_size_P{p}_measured`.
+pub fn against_measured(d: &PlotData, measured: &[PlotPoint]) -> Vec<(String, ReportChart)> {
+    let mut both = d.clone();
+    both.points.extend(measured.iter().cloned());
+    let algos = algorithms(&both);
+    let ran = sorted(d.points.iter().filter(|p| p.time().is_some()).map(|p| p.ranks));
+    let mut out = Vec::new();
+    for p in ran {
+        if !measured.iter().any(|q| q.ranks == p && q.time().is_some()) {
+            continue;
+        }
+        let busbw = series_of(&both, &algos, |q| q.ranks == p, |q| Some(q.bytes as f64), |q| q.busbw_bps);
+        if let Some(c) = line(
+            format!("Bus bandwidth vs message size, P = {p}, against measurements"),
+            format!("{}  ·  busbw = S/time · the collective's factor (nccl-tests)", d.name),
+            (Quantity::Bytes, "message size per rank, S (bytes)"),
+            (Quantity::Bandwidth, "bus bandwidth (bytes/s)"),
+            busbw,
+        ) {
+            out.push((format!("busbw_vs_size_P{p}_measured"), ReportChart::Line(c)));
+        }
+    }
+    out
+}
+
 /// What every chart builder reads: the report's points and the axes they span.
 struct Ctx<'a> {
     d: &'a PlotData,

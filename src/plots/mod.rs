@@ -188,6 +188,22 @@ pub fn plot_data(data: &PlotData, out_dir: &Path) -> Result<Vec<PathBuf>, String
     Ok(written)
 }
 
+/// Draw, per rank count of `report` that `measured` has points at, the simulated bus
+/// bandwidth against size beside the measured points (`run --measured`), as SVG and PNG
+/// into `out_dir`; returns the files written.
+pub fn plot_measured(report: &Report, measured: &[PlotPoint], out_dir: &Path) -> Result<Vec<PathBuf>, String> {
+    style::ensure_fonts();
+    std::fs::create_dir_all(out_dir).map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
+    let data = PlotData::from(report);
+    let slug = slug(&data.name);
+    let mut written = Vec::new();
+    for (name, chart) in charts::against_measured(&data, measured) {
+        let stem = out_dir.join(format!("{slug}_{name}"));
+        written.extend(chart.save(&stem)?);
+    }
+    Ok(written)
+}
+
 /// A file-name-safe form of a scenario name: lowercase letters, digits and `-`.
 pub fn slug(name: &str) -> String {
     let mut out = String::new();

@@ -12,10 +12,10 @@ use super::{CORE_FIELDS, Exporter, PointResult, Report};
 pub struct Csv;
 
 /// The columns, in order: the fields every result has, then the others.
-pub const COLUMNS: [&str; 38] = columns();
+pub const COLUMNS: [&str; 40] = columns();
 
 /// The others, after the core fields.
-const EXTRA: [&str; 18] = [
+const EXTRA: [&str; 20] = [
     "closed_form_tolerance",
     "not_applicable",
     "failures",
@@ -34,10 +34,12 @@ const EXTRA: [&str; 18] = [
     "max_ulp_error",
     "reduction_depth",
     "data_mode",
+    "protocol",
+    "launch_s",
 ];
 
-const fn columns() -> [&'static str; 38] {
-    let mut out = [""; 38];
+const fn columns() -> [&'static str; 40] {
+    let mut out = [""; 40];
     let mut i = 0;
     while i < CORE_FIELDS.len() {
         out[i] = CORE_FIELDS[i];
@@ -64,7 +66,7 @@ impl Exporter for Csv {
 }
 
 /// The cells of one result, in [`COLUMNS`] order, already quoted where needed.
-fn row(r: &PointResult) -> [String; 38] {
+fn row(r: &PointResult) -> [String; 40] {
     // An n/a row has no time: empty, not 0 (which would sort as the fastest).
     let na = r.not_applicable.is_some();
     let time = |x: f64| if na { String::new() } else { float(x) };
@@ -107,6 +109,8 @@ fn row(r: &PointResult) -> [String; 38] {
         opt_float(r.max_ulp_error),
         r.reduction_depth.map(|d| d.to_string()).unwrap_or_default(),
         r.data_mode.as_deref().map(text).unwrap_or_default(),
+        r.protocol.as_deref().map(text).unwrap_or_default(),
+        opt_float(r.launch_s),
     ]
 }
 
@@ -184,14 +188,18 @@ mod tests {
              max_abs_error,error_bound,verified,ranks_bitwise_equal,events,wall_time_s,\
              closed_form_tolerance,not_applicable,failures,no_closed_form,ideal_time_s,links_shared,\
              best_algorithm,runner_up,margin,best_time_s,selected,library_choice,vs_best,predicted_s,\
-             max_rel_error,max_ulp_error,reduction_depth,data_mode"
+             max_rel_error,max_ulp_error,reduction_depth,data_mode,protocol,launch_s"
         );
     }
 
     #[test]
     fn header_matches_json_field_names() {
         // Every CSV column is a field of the JSON result, or of its selection, spelled the same.
-        let json = serde_json::to_value(fixtures::point("ring", 8, 1.0)).unwrap();
+        // With the fields the JSON leaves out when empty set.
+        let mut point = fixtures::point("ring", 8, 1.0);
+        point.protocol = Some("ll".into());
+        point.launch_s = Some(4e-6);
+        let json = serde_json::to_value(point).unwrap();
         let selection = serde_json::to_value(crate::results::Selection::default()).unwrap();
         for c in COLUMNS {
             assert!(json.get(c).is_some() || selection.get(c).is_some(), "{c} is not a JSON field");
@@ -228,7 +236,7 @@ mod tests {
         assert_eq!(na[16], ""); // verified
         assert_eq!(na[21], "needs 2 NICs per rank, the topology has 1");
         let line = Csv.render(&fixtures::report()).lines().nth(3).unwrap().to_string();
-        assert!(line.ends_with(",\"needs 2 NICs per rank, the topology has 1\",,,,,,,,,,,,,,,,"), "{line}");
+        assert!(line.ends_with(",\"needs 2 NICs per rank, the topology has 1\",,,,,,,,,,,,,,,,,,"), "{line}");
     }
 
     #[test]

@@ -207,6 +207,9 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                     ("protocol".to_string(), ParamValue::Str(proto.name().to_string())),
                     ("channels".to_string(), ParamValue::Int(u64::from(np.channels))),
                 ],
+                _ if algo == nccl::Algo::Pat => {
+                    vec![("channels".to_string(), ParamValue::Int(u64::from(np.channels)))]
+                }
                 _ => Vec::new(),
             };
             Ok(Some(Wanted {

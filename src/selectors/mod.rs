@@ -50,7 +50,7 @@ pub const SELECTORS: [SelectorInfo; 3] = [
     SelectorInfo {
         id: "nccl_model",
         summary: "the (algorithm, protocol) of least time in NCCL's tuning model; allreduce ring -> nccl_ring, tree \
-                  -> nccl_tree, with that protocol and the channels; reduce_scatter and allgather ring -> ring, pat -> halving_doubling; broadcast \
+                  -> nccl_tree, with that protocol and the channels; reduce_scatter and allgather ring -> ring, pat -> pat; broadcast \
                   and reduce ring -> chain in NCCL's chunks; NCCL's predicted time beside our simulation",
         source: "NCCL 2.30.7, src/graph/tuning.cc and src/enqueue.cc",
         covers: "allreduce, reduce_scatter, allgather, broadcast, reduce (NCCL has no barrier)",

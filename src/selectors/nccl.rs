@@ -60,9 +60,8 @@ impl Algo {
     /// ring also takes [`chain_segments`], allreduce's the protocol and channels):
     /// - allreduce: ring as `nccl_ring`, tree as `nccl_tree` (NCCL's own, with the
     ///   picked protocol's chunks and the model's channels);
-    /// - reduce-scatter and allgather: ring as `ring`, PAT as `halving_doubling` (the
-    ///   same rounds of partners a power of two apart and the same bytes per rank, at P
-    ///   a power of two, where ours runs);
+    /// - reduce-scatter and allgather: ring as `ring`, PAT as `pat` (NCCL's own, with the
+    ///   model's channels);
     /// - broadcast and reduce: ring as `chain` (the pipeline from the root along the ring).
     pub fn ours(self, c: Collective) -> &'static str {
         match (self, c) {
@@ -70,16 +69,19 @@ impl Algo {
             (Algo::Ring, Collective::Allreduce) => "nccl_ring",
             (Algo::Ring, _) => "ring",
             (Algo::Tree, _) => "nccl_tree",
-            (Algo::Pat, _) => "halving_doubling",
+            (Algo::Pat, _) => "pat",
         }
     }
     /// The textbook algorithm of ours closest to it, which `tune` weighs NCCL's
     /// algorithms by (it simulates every textbook algorithm, not NCCL's own): allreduce
-    /// ring as `ring`, tree as `double_binary_tree`; otherwise [`Algo::ours`].
+    /// ring as `ring`, tree as `double_binary_tree`, PAT as `halving_doubling` (the same
+    /// rounds of partners a power of two apart and the same bytes per rank, at P a power
+    /// of two); otherwise [`Algo::ours`].
     pub fn textbook(self, c: Collective) -> &'static str {
         match (self, c) {
             (Algo::Ring, Collective::Allreduce) => "ring",
             (Algo::Tree, _) => "double_binary_tree",
+            (Algo::Pat, _) => "halving_doubling",
             _ => self.ours(c),
         }
     }
