@@ -500,9 +500,33 @@ pub(crate) enum EvKind {
     ComputeDone(Rank),
 }
 
-/// A waiting list's next message in [`Engine::match_ports`]'s merge: its [`priority`]
-/// (reversed, so the heap's top is first in line), its id and its list ([`Link`]).
-type Cursor = std::cmp::Reverse<(u64, u64, u32, u8)>;
+/// A waiting list's next message in [`Engine::match_ports`]'s merge: its [`priority`],
+/// its id and its list ([`Link`]), ordered as the line is (no two share a priority).
+type Cursor = (u64, u64, u32, u8);
+
+/// Sort `v`, fast when it is sorted but for a few entries at its end.
+///
+/// That is the usual shape of an instant's first offers: interfaces turn dirty in the
+/// order their events were scheduled, which follows the priority order of the messages
+/// that woke them, except where a round wraps (a ring's rank 0 comes last). A general
+/// sort finds the one long run and still sorts everything; this moves the few
+/// stragglers into place, in place, in linear time, and allocates nothing.
+fn sort_nearly_sorted<T: Copy + Ord>(v: &mut [T]) {
+    const STRAGGLERS: usize = 8;
+    let run = v.windows(2).position(|w| w[0] > w[1]).map_or(v.len(), |i| i + 1);
+    if run == v.len() {
+        return;
+    }
+    if v.len() - run > STRAGGLERS {
+        v.sort_unstable();
+        return;
+    }
+    for i in run..v.len() {
+        let x = v[i];
+        let at = v[..i].partition_point(|&y| y < x);
+        v[at..=i].rotate_right(1);
+    }
+}
 
 /// Push `x` onto slab `v`, growing it by an eighth when it is full, and hand back its
 /// index.
@@ -538,8 +562,10 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     now: f64,
     /// Interfaces marked `dirty`.
     dirty: Vec<u32>,
-    /// [`Engine::match_ports`]'s merge of waiting lists, kept for its allocation.
-    cursors: BinaryHeap<Cursor>,
+    /// [`Engine::match_ports`]'s merge of waiting lists: each list's first offer, and
+    /// the offers made during a pass (kept for their allocation).
+    first_offers: Vec<Cursor>,
+    later_offers: BinaryHeap<std::cmp::Reverse<Cursor>>,
     /// Interfaces with a free out-port.
     free_senders: usize,
     data: Option<&'a mut DataPlane>,
@@ -616,7 +642,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             events: EventQueue::default(),
             now: 0.0,
             dirty: Vec::new(),
-            cursors: BinaryHeap::new(),
+            first_offers: Vec::new(),
+            later_offers: BinaryHeap::new(),
             free_senders,
             data,
             stats,
@@ -1082,17 +1109,26 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     /// the result is the same as one greedy pass over every waiting message. A dirty
     /// sender offers its out-list, a dirty receiver its in-list less what dirty senders
     /// offer, so each message is offered at most once; the lists are in priority order,
-    /// so a heap merges them lazily, a list's next message entering when its previous
-    /// one is decided. A list leaves once its own interface is full: ports only fill
-    /// during a pass, so nothing later in it could start. When every port frees at one
-    /// instant this looks at about one message a port, where sorting every waiting
-    /// message cost P^2 log P a pass.
+    /// so they are merged lazily, a list's next message entering when its previous one
+    /// is decided. A list leaves once its own interface is full: ports only fill during
+    /// a pass, so nothing later in it could start. When every port frees at one instant
+    /// this looks at about one message a port, where sorting every waiting message cost
+    /// P^2 log P a pass.
+    ///
+    /// The merge is a sorted vector of each list's first offer plus a heap of the offers
+    /// made during the pass, popped from whichever is first. Under one port an interface
+    /// (the common case) a list that started its first offer is full and offers nothing
+    /// more, so the heap stays empty; and the first offers come nearly sorted (interfaces
+    /// turn dirty in the order of the events that woke them), so the vector costs a
+    /// linear pass where a heap of P cursors cost P log P: 17 to 26% of a ring's time.
     fn match_ports(&mut self) {
         if self.dirty.is_empty() {
             return;
         }
-        let mut heap = std::mem::take(&mut self.cursors);
-        heap.clear();
+        let mut first = std::mem::take(&mut self.first_offers);
+        let mut later = std::mem::take(&mut self.later_offers);
+        first.clear();
+        later.clear();
         // An in-list offers only what a clean sender with a free port sends; when every
         // sender with a free port changed (all ports freed at one instant), walking the
         // in-lists would find nothing.
@@ -1101,15 +1137,27 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         for &i in &self.dirty {
             let st = &self.ifaces[i as usize];
             if st.free_out > 0 {
-                let head = st.lists[Link::Out as usize].head;
-                self.push_cursor(&mut heap, head, Link::Out);
+                first.extend(self.offer(st.lists[Link::Out as usize].head, Link::Out));
             }
             if st.free_in > 0 && clean_senders {
-                let head = st.lists[Link::In as usize].head;
-                self.push_cursor(&mut heap, head, Link::In);
+                first.extend(self.offer(st.lists[Link::In as usize].head, Link::In));
             }
         }
-        while let Some(std::cmp::Reverse((_, _, id, side))) = heap.pop() {
+        sort_nearly_sorted(&mut first);
+        let mut k = 0;
+        loop {
+            let take_first = match (first.get(k), later.peek()) {
+                (Some(a), Some(std::cmp::Reverse(b))) => a < b,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            let (_, _, id, side) = if take_first {
+                k += 1;
+                first[k - 1]
+            } else {
+                later.pop().map(|std::cmp::Reverse(c)| c).expect("peeked")
+            };
             let l = if side == 0 { Link::Out } else { Link::In };
             let (src, dst) = (self.msgs[id as usize].src_if, self.msgs[id as usize].dst_if);
             if self.ifaces[src as usize].free_out > 0 && self.ifaces[dst as usize].free_in > 0 {
@@ -1121,19 +1169,22 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 if l == Link::Out { self.ifaces[src as usize].free_out } else { self.ifaces[dst as usize].free_in };
             if own > 0 {
                 let next = self.msgs[id as usize].next[l as usize];
-                self.push_cursor(&mut heap, next, l);
+                if let Some(c) = self.offer(next, l) {
+                    later.push(std::cmp::Reverse(c));
+                }
             }
         }
         for &i in &self.dirty {
             self.ifaces[i as usize].dirty = false;
         }
         self.dirty.clear();
-        self.cursors = heap;
+        self.first_offers = first;
+        self.later_offers = later;
     }
 
-    /// Put the first message from `at` on in list `l` that the pass may start (for an
-    /// in-list, one a clean sender with a free port offers) on `heap`.
-    fn push_cursor(&self, heap: &mut BinaryHeap<Cursor>, mut at: u32, l: Link) {
+    /// The first message from `at` on in list `l` that the pass may start (for an
+    /// in-list, one a clean sender with a free port offers), as a [`Cursor`].
+    fn offer(&self, mut at: u32, l: Link) -> Option<Cursor> {
         while at != NONE {
             let m = &self.msgs[at as usize];
             if l == Link::Out {
@@ -1145,10 +1196,10 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             }
             at = m.next[l as usize];
         }
-        if at != NONE {
+        (at != NONE).then(|| {
             let (a, b) = priority(&self.msgs[at as usize]);
-            heap.push(std::cmp::Reverse((a, b, at, l as u8)));
-        }
+            (a, b, at, l as u8)
+        })
     }
 
     /// Message `id` as an [`Observer`] sees it.
