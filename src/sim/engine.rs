@@ -177,8 +177,9 @@ struct Posted {
 ///
 /// A receive posted first takes a slot of its own, which the matching send then fills
 /// in: a rank's unmatched receives cost no inline list in its state, and a slot never
-/// holds a receive and a message that are not each other's. 72 bytes: the receive's
-/// source, tag and length are the message's.
+/// holds a receive and a message that are not each other's. 64 bytes, one cache line:
+/// the receive's source, tag and length are the message's, and the slot's list links
+/// live apart ([`Links`]), touched only when a list changes.
 #[derive(Clone, Copy, Debug)]
 struct Msg {
     /// The sender (a posted receive's source while no message matched it).
@@ -189,9 +190,6 @@ struct Msg {
     /// Elements (a posted receive's length while no message matched it).
     len: usize,
     issued: f64,
-    /// The next slot of its sender's `Out`, its receiver's `In` and its receiver's
-    /// `Unmatched` list ([`Link`]), `NONE` at the end.
-    next: [u32; 3],
     /// The bound receive's handle (`NONE` while the message is unbound), where its data
     /// goes (`recv_buf`, from `recv_offset`, `len` elements), and its stream.
     recv_handle: u32,
@@ -218,7 +216,6 @@ impl Msg {
         seq: 0,
         len: 0,
         issued: 0.0,
-        next: [NONE; 3],
         recv_handle: NONE,
         recv_offset: 0,
         recv_buf: VEC,
@@ -258,8 +255,25 @@ enum Link {
     /// receive, in issue order, and its receives posted before their messages, in post
     /// order (`recv_handle` set), in one list. A receive and a message that match are
     /// never both in it, so a search for one kind meets the other only with another
-    /// source or tag.
+    /// source or tag. A rank with many ([`INDEX_FROM`]) keeps them in the engine's
+    /// [`Unmatched`] index instead, one chain per source and tag, linked the same way.
     Unmatched = 2,
+}
+
+/// A message slot's places in its lists ([`Link`]): the next slot of each (`NONE` at
+/// the end), and the previous one of the two port lists, so that a message leaves its
+/// port lists in constant time when it starts, and a message issued out of line is put
+/// in place by walking back from the tail (where it almost always belongs), not from
+/// the head. (The matching list is searched from its head anyway, and is short or
+/// indexed.) Kept apart from [`Msg`] so that the slot stays one cache line.
+#[derive(Clone, Copy, Debug)]
+struct Links {
+    next: [u32; 3],
+    prev: [u32; 2],
+}
+
+impl Links {
+    const EMPTY: Links = Links { next: [NONE; 3], prev: [NONE; 2] };
 }
 
 /// The first and last message of one of a rank's lists (`NONE` when empty).
@@ -273,49 +287,74 @@ impl List {
     const EMPTY: List = List { head: NONE, tail: NONE };
 
     /// The messages in order.
-    fn iter<'m>(&self, msgs: &'m [Msg], l: Link) -> impl Iterator<Item = u32> + Clone + 'm {
+    fn iter<'m>(&self, links: &'m [Links], l: Link) -> impl Iterator<Item = u32> + Clone + 'm {
         let mut at = self.head;
         std::iter::from_fn(move || {
             let id = at;
             if id == NONE {
                 return None;
             }
-            at = msgs[id as usize].next[l as usize];
+            at = links[id as usize].next[l as usize];
             Some(id)
         })
     }
 
     /// Put `id` after `prev` (`NONE`: first).
-    fn insert_after(&mut self, msgs: &mut [Msg], l: Link, prev: u32, id: u32) {
+    fn insert_after(&mut self, links: &mut [Links], l: Link, prev: u32, id: u32) {
         let k = l as usize;
-        let next = if prev == NONE { self.head } else { msgs[prev as usize].next[k] };
-        msgs[id as usize].next[k] = next;
+        let next = if prev == NONE { self.head } else { links[prev as usize].next[k] };
+        links[id as usize].next[k] = next;
         if prev == NONE {
             self.head = id;
         } else {
-            msgs[prev as usize].next[k] = id;
+            links[prev as usize].next[k] = id;
         }
         if next == NONE {
             self.tail = id;
         }
+        if l != Link::Unmatched {
+            links[id as usize].prev[k] = prev;
+            if next != NONE {
+                links[next as usize].prev[k] = id;
+            }
+        }
     }
 
-    fn push_back(&mut self, msgs: &mut [Msg], l: Link, id: u32) {
+    fn push_back(&mut self, links: &mut [Links], l: Link, id: u32) {
         let tail = self.tail;
-        self.insert_after(msgs, l, tail, id);
+        self.insert_after(links, l, tail, id);
     }
 
-    /// Take out the first message passing `f`, if any.
-    fn remove_first(&mut self, msgs: &mut [Msg], l: Link, f: impl Fn(u32, &Msg) -> bool) -> Option<u32> {
+    /// Take `id` out of port list `l` (doubly linked). Its own links stay as they
+    /// were, so a walk standing on it can still step to what followed it.
+    fn unlink(&mut self, links: &mut [Links], l: Link, id: u32) {
+        let k = l as usize;
+        debug_assert!(l != Link::Unmatched);
+        let Links { next, prev } = links[id as usize];
+        let (prev, next) = (prev[k], next[k]);
+        if prev == NONE {
+            self.head = next;
+        } else {
+            links[prev as usize].next[k] = next;
+        }
+        if next == NONE {
+            self.tail = prev;
+        } else {
+            links[next as usize].prev[k] = prev;
+        }
+    }
+
+    /// Take out the first message of matching list `l` passing `f`, if any.
+    fn remove_first(&mut self, links: &mut [Links], msgs: &[Msg], l: Link, f: impl Fn(&Msg) -> bool) -> Option<u32> {
         let k = l as usize;
         let (mut prev, mut at) = (NONE, self.head);
         while at != NONE {
-            let next = msgs[at as usize].next[k];
-            if f(at, &msgs[at as usize]) {
+            let next = links[at as usize].next[k];
+            if f(&msgs[at as usize]) {
                 if prev == NONE {
                     self.head = next;
                 } else {
-                    msgs[prev as usize].next[k] = next;
+                    links[prev as usize].next[k] = next;
                 }
                 if next == NONE {
                     self.tail = prev;
@@ -325,6 +364,51 @@ impl List {
             (prev, at) = (at, next);
         }
         None
+    }
+
+    /// Take out the first message, if any.
+    fn pop_front(&mut self, links: &[Links], l: Link) -> Option<u32> {
+        let id = self.head;
+        if id == NONE {
+            return None;
+        }
+        self.head = links[id as usize].next[l as usize];
+        if self.head == NONE {
+            self.tail = NONE;
+        }
+        Some(id)
+    }
+}
+
+/// A rank's matching list grows into the [`Unmatched`] index once it holds more than
+/// this many entries: below it a walk of the list is cheaper than a hash lookup (a
+/// ring's list holds one or two), above it a walk is what made `direct` cubic (a rank
+/// posts P - 1 receives before the first message comes in).
+const INDEX_FROM: u32 = 16;
+
+/// The matching lists of ranks with many entries, as chains per `(receiver, source,
+/// tag)`, each in the order its entries came (which is all matching needs: the first
+/// receive posted for a source and tag takes its first message). Keys leave when their
+/// chain empties, so it holds no more than the entries themselves, never P^2. Only
+/// looked up, never walked in hash order (except, sorted, to describe a deadlock).
+type Unmatched = std::collections::HashMap<(Rank, Rank, u32), List, std::hash::BuildHasherDefault<KeyHasher>>;
+
+/// A fixed multiplicative hash (FxHash's): deterministic, and a few instructions a key
+/// where the standard library's keyed hash costs tens.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u32(u32::from(b));
+        }
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.0 = (self.0.rotate_left(5) ^ u64::from(x)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 }
 
@@ -466,8 +550,13 @@ impl Outstanding {
 
 struct RankState<'p> {
     streams: SmallVec<[Stream<'p>; 1]>,
-    /// What waits to be matched at it ([`Link::Unmatched`]).
+    /// What waits to be matched at it ([`Link::Unmatched`]), while it is not indexed.
     unmatched: List,
+    /// How many entries wait to be matched at it, and whether they are in the engine's
+    /// [`Unmatched`] index instead of `unmatched` (from [`INDEX_FROM`] entries on, until
+    /// none is left).
+    unmatched_len: u32,
+    indexed: bool,
     held_bytes: u64,
     /// The compute unit's FIFO of jobs: first and last slot in the job slab (`NONE`
     /// when empty); the first is running whenever there is one.
@@ -550,7 +639,11 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     ranks: Vec<RankState<'p>>,
     ifaces: Vec<Iface>,
     msgs: Vec<Msg>,
+    /// Each message slot's list links, beside `msgs`.
+    links: Vec<Links>,
     free_msgs: Vec<u32>,
+    /// The matching lists of indexed ranks ([`RankState::indexed`]).
+    index: Unmatched,
     /// With data: message `i`'s values are `payloads[i]` (kept with their capacity when
     /// the slot is reused).
     payloads: Vec<Payload>,
@@ -605,6 +698,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                     })
                     .collect(),
                 unmatched: List::EMPTY,
+                unmatched_len: 0,
+                indexed: false,
                 jobs_head: NONE,
                 jobs_tail: NONE,
                 send_seq: 0,
@@ -633,7 +728,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             ranks,
             ifaces,
             msgs: Vec::new(),
+            links: Vec::new(),
             free_msgs: Vec::new(),
+            index: Unmatched::default(),
             payloads: Vec::new(),
             jobs: Vec::new(),
             free_jobs: Vec::new(),
@@ -828,9 +925,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let (src_if, dst_if) = (src_if as u32, dst_if as u32);
         // The first receive `to` posted for it takes it; else it waits unbound in a slot
         // of its own.
-        let posted = self.ranks[to as usize]
-            .unmatched
-            .remove_first(&mut self.msgs, Link::Unmatched, |_, m| m.recv_handle != NONE && m.src == r && m.tag == tag);
+        let posted = self.take_unmatched(to, r, tag, true);
         let id = match posted {
             Some(id) => {
                 let want = self.msgs[id as usize].len;
@@ -839,11 +934,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 }
                 id
             }
-            None => {
-                let id = self.new_slot();
-                self.ranks[to as usize].unmatched.push_back(&mut self.msgs, Link::Unmatched, id);
-                id
-            }
+            None => self.new_slot(),
         };
         if let Some(d) = self.data.as_deref() {
             if self.payloads.len() <= id as usize {
@@ -857,6 +948,10 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let m = &mut self.msgs[id as usize];
         (m.src, m.dst, m.tag, m.len, m.issued, m.seq, m.stream) = (r, to, tag, src.len, self.now, seq, s);
         (m.src_if, m.dst_if) = (src_if, dst_if);
+        if posted.is_none() {
+            // It waits for its receive, filed under its source and tag (set just above).
+            self.put_unmatched(to, id);
+        }
         self.ranks[r as usize].streams[s as usize].sends_in_flight += 1;
         self.stats.messages += 1;
         let bytes = (src.len * self.cfg.elem_bytes) as u64;
@@ -871,15 +966,15 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             (o.issued, o.src, o.seq) <= key
         };
         // Keep both interfaces' queues in priority order; a new message is almost always
-        // last (always, at its sender's interface when that is the sender's alone).
+        // last (always, at its sender's interface when that is the sender's alone), and
+        // otherwise a few places from the end (ranks woken at one instant issue in event
+        // order, not rank order), so its place is found walking back from the tail.
         for (i, l) in [(src_if, Link::Out), (dst_if, Link::In)] {
-            let wait = self.ifaces[i as usize].lists[l as usize];
-            let prev = if wait.tail == NONE || before(wait.tail, &self.msgs) {
-                wait.tail
-            } else {
-                wait.iter(&self.msgs, l).take_while(|&m| before(m, &self.msgs)).last().unwrap_or(NONE)
-            };
-            self.ifaces[i as usize].lists[l as usize].insert_after(&mut self.msgs, l, prev, id);
+            let mut prev = self.ifaces[i as usize].lists[l as usize].tail;
+            while prev != NONE && !before(prev, &self.msgs) {
+                prev = self.links[prev as usize].prev[l as usize];
+            }
+            self.ifaces[i as usize].lists[l as usize].insert_after(&mut self.links, l, prev, id);
         }
         self.mark_dirty(src_if);
         self.mark_dirty(dst_if);
@@ -905,9 +1000,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         }
         let handle = self.new_handle(r, s);
         let p = Posted { stream: s, handle, dst, action };
-        let found = self.ranks[r as usize].unmatched.remove_first(&mut self.msgs, Link::Unmatched, |_, msg| {
-            msg.recv_handle == NONE && msg.src == from && msg.tag == tag
-        });
+        let found = self.take_unmatched(r, from, tag, false);
         match found {
             Some(id) => {
                 let m = &mut self.msgs[id as usize];
@@ -924,10 +1017,85 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 let m = &mut self.msgs[id as usize];
                 (m.src, m.dst, m.tag, m.len) = (from, r, tag, dst.len);
                 m.set_recv(p);
-                self.ranks[r as usize].unmatched.push_back(&mut self.msgs, Link::Unmatched, id);
+                self.put_unmatched(r, id);
                 Ok(())
             }
         }
+    }
+
+    /// Take out what waits to be matched at rank `r` from `src` with `tag`: the first
+    /// receive posted for it (`posted`), or else the first message.
+    #[inline]
+    fn take_unmatched(&mut self, r: Rank, src: Rank, tag: u32, posted: bool) -> Option<u32> {
+        let st = &mut self.ranks[r as usize];
+        let found = if !st.indexed {
+            st.unmatched.remove_first(&mut self.links, &self.msgs, Link::Unmatched, |m| {
+                (m.recv_handle != NONE) == posted && m.src == src && m.tag == tag
+            })
+        } else {
+            // A chain holds one kind only (a receive and its message never both wait).
+            let key = (r, src, tag);
+            let chain = self.index.get_mut(&key)?;
+            if (self.msgs[chain.head as usize].recv_handle != NONE) != posted {
+                return None;
+            }
+            let id = chain.pop_front(&self.links, Link::Unmatched);
+            if chain.head == NONE {
+                self.index.remove(&key);
+            }
+            id
+        };
+        if found.is_some() {
+            st.unmatched_len -= 1;
+            // An empty rank goes back to its list, so the index holds only busy ranks.
+            if st.unmatched_len == 0 {
+                st.indexed = false;
+            }
+        }
+        found
+    }
+
+    /// Slot `id` (its source and tag set) waits to be matched at rank `r`.
+    #[inline]
+    fn put_unmatched(&mut self, r: Rank, id: u32) {
+        let st = &mut self.ranks[r as usize];
+        st.unmatched_len += 1;
+        if !st.indexed {
+            st.unmatched.push_back(&mut self.links, Link::Unmatched, id);
+            if st.unmatched_len <= INDEX_FROM {
+                return;
+            }
+            // Too many to walk: move the list into the index, in order.
+            st.indexed = true;
+            let mut list = std::mem::replace(&mut st.unmatched, List::EMPTY);
+            while let Some(at) = list.pop_front(&self.links, Link::Unmatched) {
+                let m = &self.msgs[at as usize];
+                let chain = self.index.entry((r, m.src, m.tag)).or_insert(List::EMPTY);
+                chain.push_back(&mut self.links, Link::Unmatched, at);
+            }
+            return;
+        }
+        let m = &self.msgs[id as usize];
+        self.index.entry((r, m.src, m.tag)).or_insert(List::EMPTY).push_back(&mut self.links, Link::Unmatched, id);
+    }
+
+    /// What waits to be matched at rank `r`: in the order it came while the rank keeps
+    /// a list, and once indexed in a fixed order (messages by issue, then receives by
+    /// stream and handle), for describing a deadlock.
+    fn unmatched_at(&self, r: Rank) -> Vec<u32> {
+        let st = &self.ranks[r as usize];
+        if !st.indexed {
+            return st.unmatched.iter(&self.links, Link::Unmatched).collect();
+        }
+        let mut all: Vec<u32> = (self.index.iter())
+            .filter(|(k, _)| k.0 == r)
+            .flat_map(|(_, chain)| chain.iter(&self.links, Link::Unmatched))
+            .collect();
+        all.sort_by_key(|&id| {
+            let m = &self.msgs[id as usize];
+            (m.recv_handle != NONE, priority(m), m.recv_stream, m.recv_handle)
+        });
+        all
     }
 
     /// A free slot of the message slab, emptied.
@@ -935,9 +1103,14 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         match self.free_msgs.pop() {
             Some(id) => {
                 self.msgs[id as usize] = Msg::EMPTY;
+                self.links[id as usize] = Links::EMPTY;
                 id
             }
-            None => slab_push(&mut self.msgs, Msg::EMPTY),
+            None => {
+                // The two slabs grow together, so `links` keeps the same indices.
+                slab_push(&mut self.links, Links::EMPTY);
+                slab_push(&mut self.msgs, Msg::EMPTY)
+            }
         }
     }
 
@@ -1168,7 +1341,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             let own =
                 if l == Link::Out { self.ifaces[src as usize].free_out } else { self.ifaces[dst as usize].free_in };
             if own > 0 {
-                let next = self.msgs[id as usize].next[l as usize];
+                let next = self.links[id as usize].next[l as usize];
                 if let Some(c) = self.offer(next, l) {
                     later.push(std::cmp::Reverse(c));
                 }
@@ -1194,7 +1367,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             if sender.free_out > 0 && !sender.dirty {
                 break;
             }
-            at = m.next[l as usize];
+            at = self.links[at as usize].next[l as usize];
         }
         (at != NONE).then(|| {
             let (a, b) = priority(&self.msgs[at as usize]);
@@ -1219,8 +1392,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             self.free_senders -= 1;
         }
         self.ifaces[dst_if].free_in -= 1;
-        self.ifaces[src_if].lists[Link::Out as usize].remove_first(&mut self.msgs, Link::Out, |x, _| x == id);
-        self.ifaces[dst_if].lists[Link::In as usize].remove_first(&mut self.msgs, Link::In, |x, _| x == id);
+        self.ifaces[src_if].lists[Link::Out as usize].unlink(&mut self.links, Link::Out, id);
+        self.ifaces[dst_if].lists[Link::In as usize].unlink(&mut self.links, Link::In, id);
         // On the wire a message carries its envelope too.
         let wire = info.bytes + self.cfg.envelope;
         let link = self.topo.link(src, dst);
@@ -1232,7 +1405,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     fn check_finished(&self) -> Result<(), SimError> {
         let mut waiting = Vec::new();
         for (r, st) in self.ranks.iter().enumerate() {
-            let unmatched = st.unmatched.iter(&self.msgs, Link::Unmatched).map(|id| &self.msgs[id as usize]);
+            let ids = self.unmatched_at(r as Rank);
+            let unmatched = ids.iter().map(|&id| &self.msgs[id as usize]);
             if let Some(m) = unmatched.clone().find(|m| m.recv_handle == NONE) {
                 waiting.push(format!("rank {r} never received a message from rank {} (tag {})", m.src, m.tag));
                 continue;
