@@ -300,6 +300,7 @@ impl List {
     }
 
     /// Put `id` after `prev` (`NONE`: first).
+    #[inline]
     fn insert_after(&mut self, links: &mut [Links], l: Link, prev: u32, id: u32) {
         let k = l as usize;
         let next = if prev == NONE { self.head } else { links[prev as usize].next[k] };
@@ -320,6 +321,7 @@ impl List {
         }
     }
 
+    #[inline]
     fn push_back(&mut self, links: &mut [Links], l: Link, id: u32) {
         let tail = self.tail;
         self.insert_after(links, l, tail, id);
@@ -327,6 +329,7 @@ impl List {
 
     /// Take `id` out of port list `l` (doubly linked). Its own links stay as they
     /// were, so a walk standing on it can still step to what followed it.
+    #[inline]
     fn unlink(&mut self, links: &mut [Links], l: Link, id: u32) {
         let k = l as usize;
         debug_assert!(l != Link::Unmatched);
@@ -345,6 +348,7 @@ impl List {
     }
 
     /// Take out the first message of matching list `l` passing `f`, if any.
+    #[inline]
     fn remove_first(&mut self, links: &mut [Links], msgs: &[Msg], l: Link, f: impl Fn(&Msg) -> bool) -> Option<u32> {
         let k = l as usize;
         let (mut prev, mut at) = (NONE, self.head);
@@ -1028,11 +1032,24 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     #[inline]
     fn take_unmatched(&mut self, r: Rank, src: Rank, tag: u32, posted: bool) -> Option<u32> {
         let st = &mut self.ranks[r as usize];
-        let found = if !st.indexed {
-            st.unmatched.remove_first(&mut self.links, &self.msgs, Link::Unmatched, |m| {
-                (m.recv_handle != NONE) == posted && m.src == src && m.tag == tag
-            })
-        } else {
+        if st.indexed {
+            return self.take_indexed(r, src, tag, posted);
+        }
+        let found = st.unmatched.remove_first(&mut self.links, &self.msgs, Link::Unmatched, |m| {
+            (m.recv_handle != NONE) == posted && m.src == src && m.tag == tag
+        });
+        if found.is_some() {
+            st.unmatched_len -= 1;
+        }
+        found
+    }
+
+    /// [`Engine::take_unmatched`] at an indexed rank: out of line, so that the plain
+    /// list's path (every rank of a ring, say) stays a few instructions.
+    #[inline(never)]
+    fn take_indexed(&mut self, r: Rank, src: Rank, tag: u32, posted: bool) -> Option<u32> {
+        let st = &mut self.ranks[r as usize];
+        let found = {
             // A chain holds one kind only (a receive and its message never both wait).
             let key = (r, src, tag);
             let chain = self.index.get_mut(&key)?;
@@ -1059,12 +1076,22 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     #[inline]
     fn put_unmatched(&mut self, r: Rank, id: u32) {
         let st = &mut self.ranks[r as usize];
+        if !st.indexed && st.unmatched_len < INDEX_FROM {
+            st.unmatched_len += 1;
+            st.unmatched.push_back(&mut self.links, Link::Unmatched, id);
+            return;
+        }
+        self.put_indexed(r, id);
+    }
+
+    /// [`Engine::put_unmatched`] at a rank that is, or is about to be, indexed (out of
+    /// line, as [`Engine::take_indexed`]).
+    #[inline(never)]
+    fn put_indexed(&mut self, r: Rank, id: u32) {
+        let st = &mut self.ranks[r as usize];
         st.unmatched_len += 1;
         if !st.indexed {
             st.unmatched.push_back(&mut self.links, Link::Unmatched, id);
-            if st.unmatched_len <= INDEX_FROM {
-                return;
-            }
             // Too many to walk: move the list into the index, in order.
             st.indexed = true;
             let mut list = std::mem::replace(&mut st.unmatched, List::EMPTY);
