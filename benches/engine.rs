@@ -64,6 +64,34 @@ fn halving_doubling_off(b: Bencher, ranks: usize) {
     bench_algo(b, "halving_doubling", ranks, 1024, false);
 }
 
+/// The algorithms that keep many messages outstanding per rank (each rank issues its
+/// P - 1 sends and posts its P - 1 receives at once), timing only, 1 MiB per rank: what
+/// the matching index and the doubly linked port lists are for (docs/performance.md).
+#[divan::bench(args = [256, 1024], sample_count = 3)]
+fn direct_off(b: Bencher, ranks: usize) {
+    bench_algo(b, "direct", ranks, 262_144, false);
+}
+
+#[divan::bench(args = [256, 1024], sample_count = 3)]
+fn naive_off(b: Bencher, ranks: usize) {
+    bench_algo(b, "naive", ranks, 262_144, false);
+}
+
+/// Every allreduce that runs on a fully connected machine, at P = 1024, 1 MiB, timing
+/// only, in messages per second: the cost per message of each beside ring's (the goal is
+/// within 3x of ring's everywhere).
+#[divan::bench(
+    args = [
+        "ring", "star", "chain", "binomial_tree", "butterfly", "ring_segmented", "bidirectional_ring",
+        "halving_doubling", "double_binary_tree", "naive", "ring_gloo", "ring_chunked", "bcube", "direct",
+        "nccl_ring", "nccl_tree",
+    ],
+    sample_count = 3
+)]
+fn per_message_1024(b: Bencher, id: &str) {
+    bench_algo(b, id, 1024, 262_144, false);
+}
+
 /// Ring's programs alone, no engine: 256 ranks, 1 MiB, each pulled in turn up to and
 /// including its next wait, as the engine pulls a rank until it blocks; in ops per second
 /// (a ring message is three ops: send, receive, wait). What handing out ops costs, apart

@@ -108,11 +108,13 @@ fn machine(rng: &mut ChaCha8Rng) -> Machine {
 /// rank's ops in that list's order (the send at the sender, the receive at the receiver,
 /// both non-blocking), with local reductions and waits mixed in. A wait is only ever for
 /// a handle of an earlier entry of the list (or a reduction), and by induction over the
-/// list every send is reached and every receive completes.
-fn programs(rng: &mut ChaCha8Rng, ranks: usize) -> Vec<Vec<Op>> {
+/// list every send is reached and every receive completes. Up to `most` messages; after
+/// each, each of its two ranks does something else (a reduction or a wait) with
+/// probability 5 in `calm`.
+fn programs(rng: &mut ChaCha8Rng, ranks: usize, most: usize, calm: u32) -> Vec<Vec<Op>> {
     let mut ops: Vec<Vec<Op>> = vec![Vec::new(); ranks];
     let mut handles = vec![0u32; ranks];
-    for _ in 0..pick(rng, 60) {
+    for _ in 0..pick(rng, most) {
         let a = pick(rng, ranks);
         let b = (a + 1 + pick(rng, ranks - 1)) % ranks;
         let tag = pick(rng, 3) as u32;
@@ -122,7 +124,7 @@ fn programs(rng: &mut ChaCha8Rng, ranks: usize) -> Vec<Vec<Op>> {
         ops[b].push(Op::Recv { from: a as Rank, tag, dst: Region::vec(0, len), action });
         handles[b] += 1;
         for r in [a, b] {
-            match rng.next_u32() % 10 {
+            match rng.next_u32() % calm {
                 0 => {
                     ops[r].push(Op::reduce(Region::vec(0, 2), Region::vec(2, 2)));
                     handles[r] += 1;
@@ -439,7 +441,7 @@ fn the_engine_matches_the_reference_on_random_programs() {
     let mut messages = 0;
     for case in 0..1500 {
         let topo = machine(&mut rng);
-        let ops = programs(&mut rng, topo.ranks);
+        let ops = programs(&mut rng, topo.ranks, 60, 10);
         let cost = [0.0, 0.25, 1.0][pick(&mut rng, 3)];
         let (want_log, want) = reference(&topo, &ops, cost, 4);
         let p = Problem { ranks: topo.ranks, elems: 8, elem_bytes: 4 };
@@ -464,4 +466,40 @@ fn the_engine_matches_the_reference_on_random_programs() {
     }
     // The cases are not empty: about 30 messages each.
     assert!(messages > 20_000, "{messages}");
+}
+
+/// Many messages outstanding at once (a few ranks, hundreds of messages, few waits), so
+/// that a rank's matching list grows past the point where the engine indexes it by source
+/// and tag, and shrinks back: the same run as the reference's plain lists.
+#[test]
+fn the_engine_matches_the_reference_with_many_messages_outstanding() {
+    let mut rng = ChaCha8Rng::seed_from_u64(25);
+    let mut long = 0;
+    for case in 0..150 {
+        let mut topo = machine(&mut rng);
+        topo.ranks = topo.ranks.min(4);
+        let ranks = topo.ranks;
+        topo.links =
+            (0..ranks * ranks).map(|_| Link { alpha: 0.5, bandwidth: [1.0, 2.0][pick(&mut rng, 2)] }).collect();
+        topo.routes =
+            (0..ranks * ranks).map(|i| (i / ranks % topo.ports.len(), i % ranks % topo.ports.len())).collect();
+        let ops = programs(&mut rng, ranks, 400, 200);
+        // A rank with more than 16 receives posted before its first wait has a long list.
+        let posted_early = |o: &Vec<Op>| {
+            o.iter()
+                .take_while(|op| !matches!(op, Op::Wait(_) | Op::WaitAll))
+                .filter(|op| matches!(op, Op::Recv { .. }))
+                .count()
+        };
+        long += usize::from(ops.iter().any(|o| posted_early(o) > 16));
+        let cost = [0.0, 0.25][pick(&mut rng, 2)];
+        let (want_log, want) = reference(&topo, &ops, cost, 4);
+        let p = Problem { ranks, elems: 8, elem_bytes: 4 };
+        let mut log = Log::default();
+        let none = None::<fn(&[usize]) -> DataPlane>;
+        let got = simulate_on(&Script(ops.clone()), &topo, p, cost, Network::IDEAL, none, &mut log).unwrap().0;
+        assert_eq!(log.0, want_log, "case {case}: {topo:?}\n{ops:?}");
+        assert_eq!((got.time, got.events, got.reductions), (want.time, want.events, want.reductions), "case {case}");
+    }
+    assert!(long > 50, "only {long} cases had a long matching list");
 }
