@@ -148,45 +148,33 @@ impl<S: Stepped> StepProgram<S> {
     }
 }
 
+/// Step `s` of `plan` as the step recurrence reads it: every rank's sends and local
+/// reductions, in bytes (`sp` is scratch, reused across steps).
+fn fill_step(plan: &dyn Stepped, np: usize, elem_bytes: usize, sp: &mut StepPlan, s: usize, step: &mut Step) {
+    for r in 0..np {
+        sp.clear();
+        plan.plan(r, s, sp);
+        let bytes = |reg: Region| (reg.len * elem_bytes) as u64;
+        step.xfers.extend(sp.sends.iter().map(|x| Xfer { from: r, to: x.to, bytes: bytes(x.src), reduce: x.reduce }));
+        step.local.extend(sp.local.iter().map(|&(_, dst)| (r, bytes(dst))));
+    }
+}
+
 /// The plan's time on `topo` (the step recurrence), `None` where a port would serve
 /// messages out of step order.
 pub(crate) fn time(plan: &dyn Stepped, topo: &dyn Topology, c: f64, elem_bytes: usize) -> Option<f64> {
-    let np = topo.ranks();
     let mut sp = StepPlan::default();
     cost_model::lockstep(topo, c, plan.steps(), plan.windowed(), |s, step: &mut Step| {
-        for r in 0..np {
-            sp.clear();
-            plan.plan(r, s, &mut sp);
-            let bytes = |reg: Region| (reg.len * elem_bytes) as u64;
-            step.xfers.extend(sp.sends.iter().map(|x| Xfer {
-                from: r,
-                to: x.to,
-                bytes: bytes(x.src),
-                reduce: x.reduce,
-            }));
-            step.local.extend(sp.local.iter().map(|&(_, dst)| (r, bytes(dst))));
-        }
+        fill_step(plan, topo.ranks(), elem_bytes, &mut sp, s, step)
     })
 }
 
 /// Bounds on the plan's time on `topo` whatever order its ports serve messages in
 /// ([`cost_model::lockstep_bounds`]).
 pub(crate) fn bounds(plan: &dyn Stepped, topo: &dyn Topology, c: f64, elem_bytes: usize) -> (f64, f64) {
-    let np = topo.ranks();
     let mut sp = StepPlan::default();
     cost_model::lockstep_bounds(topo, c, plan.steps(), plan.windowed(), |s, step: &mut Step| {
-        for r in 0..np {
-            sp.clear();
-            plan.plan(r, s, &mut sp);
-            let bytes = |reg: Region| (reg.len * elem_bytes) as u64;
-            step.xfers.extend(sp.sends.iter().map(|x| Xfer {
-                from: r,
-                to: x.to,
-                bytes: bytes(x.src),
-                reduce: x.reduce,
-            }));
-            step.local.extend(sp.local.iter().map(|&(_, dst)| (r, bytes(dst))));
-        }
+        fill_step(plan, topo.ranks(), elem_bytes, &mut sp, s, step)
     })
 }
 
