@@ -582,6 +582,40 @@ fn y_label_width(ax: &Axis) -> u32 {
     ax.ticks.iter().map(|&t| style::text_width(&ax.label(t), TICK_FONT)).max().unwrap_or(30)
 }
 
+/// The plotting area of a chart on axes `x` and `y`: margins, tick labels, axis titles
+/// and the grid drawn, ready for the data (line charts and the spread's boxes alike).
+pub(super) fn framed<'a, DB: DrawingBackend>(
+    plot: &'a DrawingArea<DB, Shift>,
+    x: &Axis,
+    y: &Axis,
+) -> Result<ChartContext<'a, DB, Cartesian2d<TickRange, TickRange>>, String> {
+    let mut chart = ChartBuilder::on(plot)
+        .margin_top(10)
+        .margin_right(20)
+        .margin_left(10)
+        .margin_bottom(6)
+        .x_label_area_size(56)
+        .y_label_area_size(y_label_width(y) + 44)
+        .build_cartesian_2d(x.range(), y.range())
+        .map_err(de)?;
+    let xf = |v: &f64| x.label(*v);
+    let yf = |v: &f64| y.label(*v);
+    chart
+        .configure_mesh()
+        .x_desc(x.display_title())
+        .y_desc(y.display_title())
+        .x_label_formatter(&xf)
+        .y_label_formatter(&yf)
+        .label_style(text(TICK_FONT, &BLACK))
+        .axis_desc_style(text(DESC_FONT, &BLACK))
+        .bold_line_style(RGBColor(215, 215, 215).stroke_width(1))
+        .light_line_style(RGBColor(240, 240, 240).stroke_width(1))
+        .axis_style(RGBColor(90, 90, 90).stroke_width(1))
+        .draw()
+        .map_err(de)?;
+    Ok(chart)
+}
+
 /// Largest cell of the best-algorithm map, pixels.
 const MAX_CELL: (u32, u32) = (190, 110);
 const TICK_FONT: f64 = 14.0;
@@ -616,31 +650,7 @@ impl LineChart {
 
         let x = &self.x;
         let y = &self.y;
-        let (xr, yr) = (x.range(), y.range());
-        let mut chart = ChartBuilder::on(&plot)
-            .margin_top(10)
-            .margin_right(20)
-            .margin_left(10)
-            .margin_bottom(6)
-            .x_label_area_size(56)
-            .y_label_area_size(y_label_width(y) + 44)
-            .build_cartesian_2d(xr, yr)
-            .map_err(de)?;
-        let xf = |v: &f64| x.label(*v);
-        let yf = |v: &f64| y.label(*v);
-        chart
-            .configure_mesh()
-            .x_desc(x.display_title())
-            .y_desc(y.display_title())
-            .x_label_formatter(&xf)
-            .y_label_formatter(&yf)
-            .label_style(text(TICK_FONT, &BLACK))
-            .axis_desc_style(text(DESC_FONT, &BLACK))
-            .bold_line_style(RGBColor(215, 215, 215).stroke_width(1))
-            .light_line_style(RGBColor(240, 240, 240).stroke_width(1))
-            .axis_style(RGBColor(90, 90, 90).stroke_width(1))
-            .draw()
-            .map_err(de)?;
+        let chart = framed(&plot, x, y)?;
 
         let to_px = |(vx, vy): (f64, f64)| -> Option<(i32, i32)> {
             Some(chart.backend_coord(&(x.to_plot(vx)?, y.to_plot(vy)?)))

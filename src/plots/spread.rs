@@ -6,7 +6,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::axis::{Axis, Quantity};
-use super::style::{self, Key, de, text};
+use super::style::{self, Key, de};
 use super::{PlotData, PlotPoint};
 use crate::spread::percentile;
 
@@ -93,31 +93,7 @@ impl BoxChart {
         let lw = style::legend_width("algorithm", &names).min(w / 3);
         let (plot, panel) = body.split_horizontally(w - lw);
         let (x, y) = (&self.x, &self.y);
-        let y_labels = y.ticks.iter().map(|&t| style::text_width(&y.label(t), 14.0)).max().unwrap_or(30);
-        let mut chart = ChartBuilder::on(&plot)
-            .margin_top(10)
-            .margin_right(20)
-            .margin_left(10)
-            .margin_bottom(6)
-            .x_label_area_size(56)
-            .y_label_area_size(y_labels + 44)
-            .build_cartesian_2d(x.range(), y.range())
-            .map_err(de)?;
-        let xf = |v: &f64| x.label(*v);
-        let yf = |v: &f64| y.label(*v);
-        chart
-            .configure_mesh()
-            .x_desc(x.display_title())
-            .y_desc(y.display_title())
-            .x_label_formatter(&xf)
-            .y_label_formatter(&yf)
-            .label_style(text(14.0, &BLACK))
-            .axis_desc_style(text(16.0, &BLACK))
-            .bold_line_style(RGBColor(215, 215, 215).stroke_width(1))
-            .light_line_style(RGBColor(240, 240, 240).stroke_width(1))
-            .axis_style(RGBColor(90, 90, 90).stroke_width(1))
-            .draw()
-            .map_err(de)?;
+        let chart = super::charts::framed(&plot, x, y)?;
         let px = |bytes: f64, v: f64| -> Option<(i32, i32)> {
             Some(chart.backend_coord(&(x.to_plot(bytes)?, y.to_plot(v)?)))
         };
