@@ -14,6 +14,7 @@
 use crate::collective::Collective;
 use crate::topology::Topology;
 
+pub mod loggp;
 mod lockstep;
 mod pipeline;
 pub use lockstep::{Step, Xfer, lockstep, lockstep_bounds};
