@@ -14,8 +14,8 @@
 use crate::collective::Collective;
 use crate::topology::Topology;
 
-pub mod loggp;
 mod lockstep;
+pub mod loggp;
 mod pipeline;
 pub use lockstep::{Step, Xfer, lockstep, lockstep_bounds};
 pub use pipeline::{earliest, ring_items};

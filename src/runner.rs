@@ -397,8 +397,18 @@ pub fn run_point_tracked(s: &Scenario, pt: &Point, steps: bool) -> PointResult {
     let mut res = run_point_observed(s, pt, &mut tracker);
     if res.not_applicable.is_none() && res.events > 0 {
         tracker.annotate(&mut res);
+        drop_loggp_path(s, &mut res);
     }
     res
+}
+
+/// Under LogGP no critical path is given: its rules chain messages and reductions, and
+/// LogGP's overheads, which sit between them on the compute units, are neither, so the
+/// chain would stop at the first one (docs/loggp.md).
+fn drop_loggp_path(s: &Scenario, res: &mut PointResult) {
+    if s.network.loggp().is_some() {
+        res.critical_path = None;
+    }
 }
 
 /// Run one point recording its [`Timeline`] (`run --trace`), with the link counters and
@@ -428,6 +438,7 @@ fn run_point_recorded(s: &Scenario, pt: &Point, mut rec: Recorder, steps: bool) 
         }
         if res.events > 0 {
             timeline::annotate(&mut res, t, steps);
+            drop_loggp_path(s, &mut res);
         }
     }
     (res, tl)
@@ -707,8 +718,7 @@ fn check_closed_forms(
     let shared = shared_flow || net.envelope > 0;
     // The bounds are the ideal model's.
     let loggp = net.loggp().is_some();
-    let bounds =
-        if closed_form.is_none() && !shared && !loggp { algo.closed_form_bounds(p, &machine) } else { None };
+    let bounds = if closed_form.is_none() && !shared && !loggp { algo.closed_form_bounds(p, &machine) } else { None };
     if loggp && closed_form.is_none() && res.no_closed_form.is_none() {
         res.no_closed_form = Some(
             "no closed form under LogGP for this algorithm and problem (docs/loggp.md lists the ones there are)"

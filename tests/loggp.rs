@@ -50,10 +50,10 @@ fn a_ping_costs_o_then_l_and_the_bytes_then_o() {
     let add = Script(vec![vec![Op::send(1, 0, MSG)], vec![Op::recv_reduce(0, 0, MSG), Op::WaitAll]]);
     assert_eq!(run(&add, nine(2), 1, 2.0, BASE).unwrap().time, 34.0);
     // An empty message costs L alone on the wire: 1 + 10 + 1.
-    let empty = Script(vec![vec![Op::send(1, 0, Region::vec(0, 0))], vec![
-        Op::recv_copy(0, 0, Region::vec(0, 0)),
-        Op::WaitAll,
-    ]]);
+    let empty = Script(vec![
+        vec![Op::send(1, 0, Region::vec(0, 0))],
+        vec![Op::recv_copy(0, 0, Region::vec(0, 0)), Op::WaitAll],
+    ]);
     assert_eq!(run(&empty, nine(2), 1, 0.0, BASE).unwrap().time, 12.0);
 }
 
@@ -62,11 +62,10 @@ fn the_gap_spaces_messages_through_a_port() {
     // Two messages 0 -> 1. Overheads 0-1 and 1-2. The first takes the ports at 1 and
     // frees them at 1 + g + 4; the second starts then (or at 2), lands 14 later, and
     // its receive overhead ends 1 after that.
-    let two = Script(vec![vec![Op::send(1, 0, MSG), Op::send(1, 1, MSG)], vec![
-        Op::recv_copy(0, 0, MSG),
-        Op::recv_copy(0, 1, MSG),
-        Op::WaitAll,
-    ]]);
+    let two = Script(vec![
+        vec![Op::send(1, 0, MSG), Op::send(1, 1, MSG)],
+        vec![Op::recv_copy(0, 0, MSG), Op::recv_copy(0, 1, MSG), Op::WaitAll],
+    ]);
     // g = 20: second start 25, last byte 39, done 40.
     assert_eq!(run(&two, nine(2), 1, 0.0, LogGP { g: 20.0, ..BASE }).unwrap().time, 40.0);
     // g = 0: the bytes alone space them: second start max(2, 5) = 5, done 20.
@@ -82,30 +81,23 @@ fn the_gap_spaces_messages_through_a_port() {
 fn the_overheads_queue_on_the_compute_unit_with_the_reductions() {
     // Rank 1 first adds 9 bytes locally (C = 2: 0-18), then receives: the message lands
     // at 15 but its receive overhead waits for the compute unit, 18-19.
-    let busy = Script(vec![vec![Op::send(1, 0, MSG)], vec![
-        Op::reduce(MSG, MSG),
-        Op::recv_copy(0, 0, MSG),
-        Op::WaitAll,
-    ]]);
+    let busy =
+        Script(vec![vec![Op::send(1, 0, MSG)], vec![Op::reduce(MSG, MSG), Op::recv_copy(0, 0, MSG), Op::WaitAll]]);
     assert_eq!(run(&busy, nine(2), 1, 2.0, BASE).unwrap().time, 19.0);
     // Rank 0 adds first (0-18): its send overhead follows, 18-19; ports 19; lands 33;
     // received 34.
-    let late = Script(vec![vec![Op::reduce(MSG, MSG), Op::send(1, 0, MSG)], vec![
-        Op::recv_copy(0, 0, MSG),
-        Op::WaitAll,
-    ]]);
+    let late =
+        Script(vec![vec![Op::reduce(MSG, MSG), Op::send(1, 0, MSG)], vec![Op::recv_copy(0, 0, MSG), Op::WaitAll]]);
     assert_eq!(run(&late, nine(2), 1, 2.0, BASE).unwrap().time, 34.0);
 }
 
 #[test]
 fn above_the_threshold_a_message_waits_for_its_receive() {
     // Rank 1 adds 9 bytes (0-18) and only then posts its receive.
-    let late_recv = Script(vec![vec![Op::send(1, 0, MSG)], vec![
-        Op::reduce(MSG, MSG),
-        Op::Wait(0),
-        Op::recv_copy(0, 0, MSG),
-        Op::WaitAll,
-    ]]);
+    let late_recv = Script(vec![
+        vec![Op::send(1, 0, MSG)],
+        vec![Op::reduce(MSG, MSG), Op::Wait(0), Op::recv_copy(0, 0, MSG), Op::WaitAll],
+    ]);
     // Eager (9 bytes <= 9): lands at 15, received 18-19 once the compute unit is free.
     let eager = LogGP { eager_threshold: 9, ..BASE };
     assert_eq!(run(&late_recv, nine(2), 1, 2.0, eager).unwrap().time, 19.0);
@@ -154,9 +146,7 @@ fn param_sets() -> Vec<(LogGP, f64)> {
         (LogGP { o: 0.0, g: 0.0, latency: 1e-6, per_byte: 1e-10, eager_threshold: 0 }, 2e-10),
         (LogGP { o: 3e-6, g: 0.0, latency: 0.0, per_byte: 0.0, eager_threshold: 0 }, 0.0),
     ];
-    sets.iter()
-        .flat_map(|&(l, c)| [(l, c), (LogGP { eager_threshold: u64::MAX, ..l }, c)])
-        .collect()
+    sets.iter().flat_map(|&(l, c)| [(l, c), (LogGP { eager_threshold: u64::MAX, ..l }, c)]).collect()
 }
 
 /// The engine meets `algo`'s LogGP closed form to 1e-9 wherever it has one; returns how
@@ -174,7 +164,10 @@ fn check(id: &str, collective: Collective, ranks: &[usize], nics: &[u32]) -> usi
                     let Some((want, tol)) = algo.closed_form_loggp(&p, &m, &l) else { continue };
                     let got = run(algo.as_ref(), p, k, c, l).unwrap().time;
                     let err = rel(got, want);
-                    assert!(err <= tol.max(1e-9), "{id} P={np} n={elems} k={k} {l:?} C={c}: engine {got:e}, closed {want:e}");
+                    assert!(
+                        err <= tol.max(1e-9),
+                        "{id} P={np} n={elems} k={k} {l:?} C={c}: engine {got:e}, closed {want:e}"
+                    );
                     checked += 1;
                 }
             }

@@ -347,7 +347,11 @@ fn network_keys() {
         &["network.eager_threshold"],
     );
     err_at(&format!("{MINIMAL}network: {{ model: flow, o: 1us }}\n"), 6, &["network.o", "only under model: loggp"]);
-    err_at(&format!("{MINIMAL}network: {{ model: loggp, L: 1us, G: 1ns, sharing: maxmin }}\n"), 6, &["network.sharing"]);
+    err_at(
+        &format!("{MINIMAL}network: {{ model: loggp, L: 1us, G: 1ns, sharing: maxmin }}\n"),
+        6,
+        &["network.sharing"],
+    );
     // Under flow a hierarchy's outer level crosses the inner level's links too.
     let inverted = "topology:\n  kind: hierarchical\n  levels:\n    - { size: 2, alpha: 1us, bandwidth: 10GB/s }\n    \
                     - { size: 2, alpha: 1us, bandwidth: 20GB/s }\nalgorithms: [ring]\nsizes: 4KiB\nnetwork:\n  model: flow\n";
