@@ -51,7 +51,7 @@ fn two_flows_on_one_link_halve_it() {
     let s = sends(4, &[(0, 2, 1), (1, 3, 1)]);
     for net in [WEIGHTED, MAXMIN, Network::IDEAL] {
         let st = timing(&s, &ring(4, 1), 1, net);
-        let want = if net.flow.is_some() { 10.0 } else { 6.0 };
+        let want = if net.is_flow() { 10.0 } else { 6.0 };
         assert_eq!(st.time, want, "{net:?}");
     }
     let st = timing(&s, &ring(4, 1), 1, WEIGHTED);
@@ -157,7 +157,7 @@ enum Outcome {
 fn against_ideal(algo: &dyn Algorithm, topo: &dyn Topology, n: usize, c: f64, net: Network) -> Result<Outcome, String> {
     let np = topo.ranks();
     let p = Problem { ranks: np, elems: n, elem_bytes: 4 };
-    let what = format!("{} on {} n={n} under {:?}", algo.label(), topo.describe(), net.flow);
+    let what = format!("{} on {} n={n} under {:?}", algo.label(), topo.describe(), net.model);
     let m = allreduce_sim::algos::Machine { topo, cost_per_byte: c };
     if algo.applicable(&p, &m).is_err() {
         return Ok(Outcome::NotApplicable);

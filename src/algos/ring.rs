@@ -603,6 +603,24 @@ pub fn bidirectional_ring(p: &Problem, h: &Hockney) -> Option<f64> {
     Some(end)
 }
 
+/// The textbook ring over `phases` (one segment; `true` a reduce-scatter phase, `false`
+/// an allgather) under LogGP (docs/loggp.md), P dividing n so that every chunk is
+/// `m = (n/P) e` bytes: [`exchanges`] over its `|phases| (P-1)` steps, each a send of
+/// one chunk to the right and its receive from the left, added in at a reduce-scatter
+/// step. With `W = L + (m-1) G`, one port and no port waits
+/// (`g + (m-1) G <= 2o + W`) this is the allreduce's
+/// `(P-1)(2o + W + m C) + (P-1)(2o + W)`; a longer gap stretches every step after the
+/// first to it. `None` for chunks of unequal size, whose steps are not alike.
+pub fn ring_loggp(p: &Problem, l: &LogGP, c: f64, nics: u32, phases: &[bool]) -> Option<f64> {
+    let np = p.ranks.max(1);
+    if !p.elems.is_multiple_of(np) {
+        return None;
+    }
+    let m = (p.elems / np * p.elem_bytes) as u64;
+    let steps = phases.iter().flat_map(|&reduce| std::iter::repeat_n((m, if reduce { m } else { 0 }), np - 1));
+    Some(exchanges(l, c, nics, steps))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -642,22 +660,4 @@ mod tests {
             }
         }
     }
-}
-
-/// The textbook ring over `phases` (one segment; `true` a reduce-scatter phase, `false`
-/// an allgather) under LogGP (docs/loggp.md), P dividing n so that every chunk is
-/// `m = (n/P) e` bytes: [`exchanges`] over its `|phases| (P-1)` steps, each a send of
-/// one chunk to the right and its receive from the left, added in at a reduce-scatter
-/// step. With `W = L + (m-1) G`, one port and no port waits
-/// (`g + (m-1) G <= 2o + W`) this is the allreduce's
-/// `(P-1)(2o + W + m C) + (P-1)(2o + W)`; a longer gap stretches every step after the
-/// first to it. `None` for chunks of unequal size, whose steps are not alike.
-pub fn ring_loggp(p: &Problem, l: &LogGP, c: f64, nics: u32, phases: &[bool]) -> Option<f64> {
-    let np = p.ranks.max(1);
-    if !p.elems.is_multiple_of(np) {
-        return None;
-    }
-    let m = (p.elems / np * p.elem_bytes) as u64;
-    let steps = phases.iter().flat_map(|&reduce| std::iter::repeat_n((m, if reduce { m } else { 0 }), np - 1));
-    Some(exchanges(l, c, nics, steps))
 }
