@@ -338,7 +338,7 @@ fn network_keys() {
     assert_eq!((l.o, l.g, l.eager_threshold), (0.0, 0.0, 65535));
     err_at(&format!("{MINIMAL}network: {{ model: loggp, G: 0.1ns }}\n"), 6, &["loggp needs L", "o, g, L, G"]);
     err_at(&format!("{MINIMAL}network: {{ model: loggp, L: 2us }}\n"), 6, &["loggp needs G"]);
-    err_at(&format!("{MINIMAL}network: {{ model: loggp, L: 2xs, G: 1ns }}\n"), 6, &["network.L", "allowed units"]);
+    err_at(&format!("{MINIMAL}network: {{ model: loggp, L: 2xs, G: 1ns }}\n"), 6, &["network.L", "allowed: s, ms"]);
     err_at(&format!("{MINIMAL}network: {{ model: loggp, L: 2us, G: 1ns, o: -1us }}\n"), 6, &["network.o"]);
     err_at(&format!("{MINIMAL}network: {{ model: loggp, L: 2us, G: 1ns, g: 5s }}\n"), 6, &["network.g", "0 to 1 s"]);
     err_at(
