@@ -217,3 +217,37 @@ fn the_closed_forms_in_their_textbook_shape() {
     // A gap beyond a step has the tree's children queue: no closed form.
     assert_eq!(forms::binomial_reduce_loggp(&p, &LogGP { g: 1.0, ..l }, c), None);
 }
+
+#[test]
+fn the_example_scenario_meets_every_closed_form() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/loggp.yaml");
+    let s = allreduce_sim::scenario::load_file(&path).unwrap();
+    let report = allreduce_sim::runner::run(&s);
+    assert_eq!(report.results.len(), 18);
+    for r in &report.results {
+        assert!(r.failures.is_empty(), "{} P={} {}: {:?}", r.algorithm, r.ranks, r.bytes, r.failures);
+        assert!(r.closed_form_s.is_some(), "{} P={} {}: no closed form", r.algorithm, r.ranks, r.bytes);
+        assert!(r.closed_form_rel_err.unwrap() <= 1e-9, "{} P={} {}", r.algorithm, r.ranks, r.bytes);
+        assert_eq!(r.verified, Some(true));
+        // No critical path under LogGP (its rules know no overheads).
+        assert!(r.critical_path.is_none());
+    }
+}
+
+#[test]
+fn one_network_from_the_file_to_the_report() {
+    // The scenario's network is the engine's `Network`; the report writes it as it always
+    // wrote the ideal and flow models, and LogGP's parameters beside them, and reads it back.
+    let ideal = serde_json::to_string(&Network::IDEAL).unwrap();
+    assert_eq!(ideal, r#"{"model":"ideal","sharing":"weighted","envelope":0}"#);
+    let flow = Network { model: Model::Flow(allreduce_sim::sim::flow::Sharing::MaxMin), envelope: 16 };
+    assert_eq!(serde_json::to_string(&flow).unwrap(), r#"{"model":"flow","sharing":"maxmin","envelope":16}"#);
+    let loggp = net(BASE);
+    let text = serde_json::to_string(&loggp).unwrap();
+    assert!(text.contains(r#""model":"loggp""#) && text.contains(r#""L":10.0"#), "{text}");
+    for n in [Network::IDEAL, flow, loggp] {
+        let back: Network = serde_json::from_str(&serde_json::to_string(&n).unwrap()).unwrap();
+        assert_eq!(back, n);
+    }
+    assert!(serde_json::from_str::<Network>(r#"{"model":"loggp","sharing":"weighted","envelope":0}"#).is_err());
+}
