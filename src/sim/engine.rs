@@ -1,5 +1,5 @@
 //! The discrete-event engine: the machine model of docs/model.md, exactly, with the
-//! wire left to a [`NetworkModel`] ([`super::network`]: the ideal model, the flow model).
+//! wire left to a [`NetworkModel`] ([`super::network`]: the ideal, flow and LogGP models).
 //!
 //! State per rank: its program (a lazy [`Op`] stream), posted receives, a FIFO compute
 //! unit. State per interface (a group of ports, [`Topology::interfaces`]; by default one
