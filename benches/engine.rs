@@ -155,7 +155,7 @@ fn bench_net(b: Bencher, id: &str, order: RankOrder, net: Network) {
         .bench(|| black_box(simulate_on(algo.as_ref(), &t, p, 5e-11, net, none(), &mut NoObserver).unwrap().0.time));
 }
 
-const FLOW: Network = Network { flow: Some(Sharing::Weighted), envelope: 0 };
+const FLOW: Network = Network { model: allreduce_sim::sim::Model::Flow(Sharing::Weighted), envelope: 0 };
 
 /// Ring on the fat tree, host order: ideal, then flow.
 #[divan::bench(sample_count = 5)]

@@ -302,7 +302,7 @@ fn check_against_ideal(
             flow.faster_than_alone
         ));
     }
-    let ideal = Network { flow: None, ..net };
+    let ideal = Network { model: crate::sim::Model::Ideal, ..net };
     let none = None::<fn(&[usize]) -> DataPlane>;
     let Ok((ideal_stats, _)) = simulate_on(algo, topo, p, cost_per_byte, ideal, none, &mut NoObserver) else {
         res.failures.push("the same point failed under the ideal model".to_string());
@@ -397,8 +397,18 @@ pub fn run_point_tracked(s: &Scenario, pt: &Point, steps: bool) -> PointResult {
     let mut res = run_point_observed(s, pt, &mut tracker);
     if res.not_applicable.is_none() && res.events > 0 {
         tracker.annotate(&mut res);
+        drop_loggp_path(s, &mut res);
     }
     res
+}
+
+/// Under LogGP no critical path is given: its rules chain messages and reductions, and
+/// LogGP's overheads, which sit between them on the compute units, are neither, so the
+/// chain would stop at the first one (docs/loggp.md).
+fn drop_loggp_path(s: &Scenario, res: &mut PointResult) {
+    if s.network.loggp().is_some() {
+        res.critical_path = None;
+    }
 }
 
 /// Run one point recording its [`Timeline`] (`run --trace`), with the link counters and
@@ -428,6 +438,7 @@ fn run_point_recorded(s: &Scenario, pt: &Point, mut rec: Recorder, steps: bool) 
         }
         if res.events > 0 {
             timeline::annotate(&mut res, t, steps);
+            drop_loggp_path(s, &mut res);
         }
     }
     (res, tl)
@@ -478,7 +489,7 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     let (plane, reference) = if logged { (None, None) } else { data_plane(s, cfg, p, mode, collective) };
     res.data_mode =
         (mode != DataMode::Off).then(|| if mode == DataMode::Sample { "sample" } else { "full" }.to_string());
-    let net = s.network.engine();
+    let net = s.network;
     let noise = draw_noise(s, s.seed, p.ranks);
     // A barrier has no data to check; its messages show whether it kept causality.
     let barrier = !collective.has_data() && p.ranks <= crate::causality::MAX_RANKS;
@@ -499,7 +510,7 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     };
 
     fill_counts(&mut res, &stats, launch, p.ranks);
-    check_lower_bound(&mut res, collective, &p, t, c);
+    check_lower_bound(&mut res, collective, &p, t, c, s.network.loggp().is_none());
     check_closed_forms(&mut res, s, a, t, &p, &stats, launch);
     let depth = algo.reduction_depth(&p, t);
     let expect = collective.expectations(p.ranks, p.elems);
@@ -550,7 +561,7 @@ fn build_point(s: &Scenario, pt: &Point) -> Result<(PointResult, Setup), Box<Poi
         }
     };
     res.algorithm = with_protocol(algo.label(), spec.protocol);
-    let flow = s.network.model == crate::scenario::NetworkModel::Flow;
+    let flow = s.network.is_flow();
     let proto = match spec.protocol {
         None => Ok(Proto::Simple),
         Some(choice) => topology::build(&s.topology, pt.ranks).and_then(|t| {
@@ -602,7 +613,7 @@ fn data_plane(
 
 /// The scenario's noise drawn for `seed` on `ranks` ranks; `None` without `noise:`.
 fn draw_noise(s: &Scenario, seed: u64, ranks: usize) -> Option<Noise> {
-    let flow = s.network.model == crate::scenario::NetworkModel::Flow;
+    let flow = s.network.is_flow();
     s.noise.as_ref().map(|spec| Noise::draw(spec, seed, ranks, flow))
 }
 
@@ -620,20 +631,25 @@ fn fill_counts(res: &mut PointResult, stats: &SimStats, launch: f64, ranks: usiz
 }
 
 /// Section 3's lower bound, the bandwidths and the efficiency; a run below the bound
-/// fails.
+/// fails. Without `bound` (the LogGP model, whose costs are not the topology's alpha
+/// and B the bound is made of) the bound is 0 and no efficiency is given.
 fn check_lower_bound(
     res: &mut PointResult,
     collective: crate::collective::Collective,
     p: &Problem,
     topo: &dyn Topology,
     cost_per_byte: f64,
+    bound: bool,
 ) {
-    res.lower_bound_s = cost_model::lower_bound_of(collective, p, topo, cost_per_byte);
+    res.lower_bound_s = if bound { cost_model::lower_bound_of(collective, p, topo, cost_per_byte) } else { 0.0 };
     if res.time_s > 0.0 {
         if let Some(factor) = collective.busbw_factor(p.ranks) {
             let algbw = res.bytes as f64 / res.time_s;
             res.algbw_bps = Some(algbw);
             res.busbw_bps = Some(algbw * factor);
+        }
+        if !bound {
+            return;
         }
         let eff = res.lower_bound_s / res.time_s;
         res.efficiency = Some(eff);
@@ -661,11 +677,15 @@ fn check_closed_forms(
     launch: f64,
 ) {
     let machine = Machine { topo, cost_per_byte: s.cost_per_byte };
-    let net = s.network.engine();
+    let net = s.network;
     let noisy = s.noise.is_some();
     let ran = stats.time;
     // The closed forms count the launch as the run does: once, before everything.
-    let closed_form = algo.closed_form(p, &machine).map(|(cf, tol)| (cf + launch, tol));
+    let closed_form = match net.loggp() {
+        None => algo.closed_form(p, &machine),
+        Some(l) => algo.closed_form_loggp(p, &machine, l),
+    };
+    let closed_form = closed_form.map(|(cf, tol)| (cf + launch, tol));
     if let Some(flow) = &stats.flow {
         res.links_shared = Some(flow.shared());
         res.network_links = Some(link_report(flow, ran, p.ranks <= DETAIL_MAX_RANKS));
@@ -696,7 +716,15 @@ fn check_closed_forms(
         why.is_none().then_some(cf)
     });
     let shared = shared_flow || net.envelope > 0;
-    let bounds = if closed_form.is_none() && !shared { algo.closed_form_bounds(p, &machine) } else { None };
+    // The bounds are the ideal model's.
+    let loggp = net.loggp().is_some();
+    let bounds = if closed_form.is_none() && !shared && !loggp { algo.closed_form_bounds(p, &machine) } else { None };
+    if loggp && closed_form.is_none() && res.no_closed_form.is_none() {
+        res.no_closed_form = Some(
+            "no closed form under LogGP for this algorithm and problem (docs/loggp.md lists the ones there are)"
+                .to_string(),
+        );
+    }
     let check = s.check.closed_form && !noisy;
     // The bounds count the launch as the run does, as the closed forms do.
     if let Some((lo, hi)) = bounds.map(|(lo, hi)| (lo + launch, hi + launch)) {
@@ -763,7 +791,7 @@ fn fill_spread(
     launch: f64,
     skew0: f64,
 ) {
-    let net = s.network.engine();
+    let net = s.network;
     let none = || None::<fn(&[usize]) -> DataPlane>;
     let timed = |noise: Option<&Noise>| {
         simulate_noisy(algo, topo, p, s.cost_per_byte, net, noise, none(), &mut NoObserver)

@@ -11,13 +11,13 @@ use allreduce_sim::scenario::ParamValue;
 use allreduce_sim::sim::data::{DataPlane, Expectations, Init, ReduceOp, Reference, Vectors, initial_values};
 use allreduce_sim::sim::engine::{NoObserver, SimStats};
 use allreduce_sim::sim::flow::Sharing;
-use allreduce_sim::sim::{Network, Op, Rank, Region, simulate_on};
+use allreduce_sim::sim::{Model, Network, Op, Rank, Region, simulate_on};
 use allreduce_sim::topology::{
     FatTree, FullyConnected, Graph, Grid, Hierarchical, Level, Link, Node, RankOrder, Topology,
 };
 
-const WEIGHTED: Network = Network { flow: Some(Sharing::Weighted), envelope: 0 };
-const MAXMIN: Network = Network { flow: Some(Sharing::MaxMin), envelope: 0 };
+const WEIGHTED: Network = Network { model: Model::Flow(Sharing::Weighted), envelope: 0 };
+const MAXMIN: Network = Network { model: Model::Flow(Sharing::MaxMin), envelope: 0 };
 
 /// From each `(src, dst, elems)`, `elems` elements of 4 bytes, all issued at 0 (tags in
 /// list order).
@@ -51,7 +51,7 @@ fn two_flows_on_one_link_halve_it() {
     let s = sends(4, &[(0, 2, 1), (1, 3, 1)]);
     for net in [WEIGHTED, MAXMIN, Network::IDEAL] {
         let st = timing(&s, &ring(4, 1), 1, net);
-        let want = if net.flow.is_some() { 10.0 } else { 6.0 };
+        let want = if net.is_flow() { 10.0 } else { 6.0 };
         assert_eq!(st.time, want, "{net:?}");
     }
     let st = timing(&s, &ring(4, 1), 1, WEIGHTED);
@@ -93,8 +93,8 @@ impl allreduce_sim::sim::engine::Observer for Log {
 fn envelope_bytes_ride_with_every_message() {
     // 4 bytes + a 12-byte envelope over one hop: 1 + 16 / 1 = 17 s, in both models.
     let s = sends(2, &[(0, 1, 1)]);
-    for flow in [None, Some(Sharing::Weighted)] {
-        let st = timing(&s, &ring(2, 1), 1, Network { flow, envelope: 12 });
+    for model in [Model::Ideal, Model::Flow(Sharing::Weighted)] {
+        let st = timing(&s, &ring(2, 1), 1, Network { model, envelope: 12 });
         assert_eq!(st.time, 17.0);
     }
 }
@@ -157,7 +157,7 @@ enum Outcome {
 fn against_ideal(algo: &dyn Algorithm, topo: &dyn Topology, n: usize, c: f64, net: Network) -> Result<Outcome, String> {
     let np = topo.ranks();
     let p = Problem { ranks: np, elems: n, elem_bytes: 4 };
-    let what = format!("{} on {} n={n} under {:?}", algo.label(), topo.describe(), net.flow);
+    let what = format!("{} on {} n={n} under {:?}", algo.label(), topo.describe(), net.model);
     let m = allreduce_sim::algos::Machine { topo, cost_per_byte: c };
     if algo.applicable(&p, &m).is_err() {
         return Ok(Outcome::NotApplicable);

@@ -7,6 +7,7 @@ use allreduce_sim::scenario::{
     Collective, DataMode, Dtype, NetworkModel, Overrides, ParamValue, Scenario, TopologySpec, load_file, parse_str,
 };
 use allreduce_sim::sim::data::{Init, ReduceOp};
+use allreduce_sim::sim::flow::Sharing;
 use allreduce_sim::topology::Link;
 
 /// Every top-level key of docs/scenario.md, set away from its default where it has one.
@@ -309,15 +310,14 @@ fn bad_algorithms() {
 #[test]
 fn network_keys() {
     let flow = ok(&format!("{MINIMAL}network: {{ model: flow, sharing: maxmin, envelope: 16 }}\n"));
-    assert_eq!(flow.network.model, NetworkModel::Flow);
-    assert_eq!(flow.network.sharing, allreduce_sim::scenario::SharingSpec::Maxmin);
+    assert_eq!(flow.network.model, NetworkModel::Flow(Sharing::MaxMin));
     assert_eq!(flow.network.envelope, 16);
     let weighted = ok(&format!("{MINIMAL}network: {{ model: flow }}\n"));
-    assert_eq!(weighted.network.sharing, allreduce_sim::scenario::SharingSpec::Weighted);
+    assert_eq!(weighted.network.model, NetworkModel::Flow(Sharing::Weighted));
     err_at(
         &format!("{MINIMAL}network: {{ model: fluid }}\n"),
         6,
-        &["network.model: 'fluid' is not known", "ideal, flow"],
+        &["network.model: 'fluid' is not known", "ideal, flow, loggp"],
     );
     err_at(
         &format!("{MINIMAL}network: {{ model: flow, sharing: fair }}\n"),
@@ -327,6 +327,31 @@ fn network_keys() {
     err_at(&format!("{MINIMAL}network: {{ sharing: maxmin }}\n"), 6, &["applies only under model: flow"]);
     err_at(&format!("{MINIMAL}network: {{ envelope: -3 }}\n"), 6, &["network.envelope"]);
     err_at(&format!("{MINIMAL}network: {{ speed: 3 }}\n"), 6, &["unknown key 'speed'", "model, sharing, envelope"]);
+    let loggp = ok(&format!(
+        "{MINIMAL}network: {{ model: loggp, o: 1.5us, g: 1us, L: 2.5us, G: 0.006ns, eager_threshold: 16KiB }}\n"
+    ));
+    let NetworkModel::LogGP(l) = loggp.network.model else { panic!("{:?}", loggp.network) };
+    assert_eq!((l.o, l.g, l.latency, l.per_byte, l.eager_threshold), (1.5e-6, 1e-6, 2.5e-6, 6e-12, 16384));
+    // o and g default to 0, the threshold to LogGOPSim's 65535 bytes.
+    let plain = ok(&format!("{MINIMAL}network: {{ model: loggp, L: 2us, G: 0.1ns }}\n"));
+    let NetworkModel::LogGP(l) = plain.network.model else { panic!("{:?}", plain.network) };
+    assert_eq!((l.o, l.g, l.eager_threshold), (0.0, 0.0, 65535));
+    err_at(&format!("{MINIMAL}network: {{ model: loggp, G: 0.1ns }}\n"), 6, &["loggp needs L", "o, g, L, G"]);
+    err_at(&format!("{MINIMAL}network: {{ model: loggp, L: 2us }}\n"), 6, &["loggp needs G"]);
+    err_at(&format!("{MINIMAL}network: {{ model: loggp, L: 2xs, G: 1ns }}\n"), 6, &["network.L", "allowed: s, ms"]);
+    err_at(&format!("{MINIMAL}network: {{ model: loggp, L: 2us, G: 1ns, o: -1us }}\n"), 6, &["network.o"]);
+    err_at(&format!("{MINIMAL}network: {{ model: loggp, L: 2us, G: 1ns, g: 5s }}\n"), 6, &["network.g", "0 to 1 s"]);
+    err_at(
+        &format!("{MINIMAL}network: {{ model: loggp, L: 2us, G: 1ns, eager_threshold: lots }}\n"),
+        6,
+        &["network.eager_threshold"],
+    );
+    err_at(&format!("{MINIMAL}network: {{ model: flow, o: 1us }}\n"), 6, &["network.o", "only under model: loggp"]);
+    err_at(
+        &format!("{MINIMAL}network: {{ model: loggp, L: 1us, G: 1ns, sharing: maxmin }}\n"),
+        6,
+        &["network.sharing"],
+    );
     // Under flow a hierarchy's outer level crosses the inner level's links too.
     let inverted = "topology:\n  kind: hierarchical\n  levels:\n    - { size: 2, alpha: 1us, bandwidth: 10GB/s }\n    \
                     - { size: 2, alpha: 1us, bandwidth: 20GB/s }\nalgorithms: [ring]\nsizes: 4KiB\nnetwork:\n  model: flow\n";

@@ -15,6 +15,7 @@
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, clog2, pow2_floor};
 use crate::cost_model;
 use crate::cost_model::Hockney;
+use crate::cost_model::loggp::{LogGP, exchanges};
 use crate::sim::op::{Op, Program, Rank, Region, per_step};
 
 /// Registry entry.
@@ -156,6 +157,11 @@ impl Algorithm for Butterfly {
     }
 
     /// The fold (P not a power of two): [`fold_bounds`].
+    fn closed_form_loggp(&self, p: &Problem, m: &Machine, l: &LogGP) -> Option<(f64, f64)> {
+        let h = cost_model::Hockney::of(m)?;
+        Some((butterfly_loggp(p, l, h.c, h.nics)?, EXACT))
+    }
+
     fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let h = cost_model::Hockney::of(m)?;
         (!self.seed000 && !p.ranks.is_power_of_two()).then(|| fold_bounds(p, &h))
@@ -283,4 +289,17 @@ pub fn fold_bounds(p: &Problem, h: &Hockney) -> (f64, f64) {
     }
     let lower = f.iter().enumerate().map(|(x, &e)| if x < rem { e + t } else { e }).fold(0.0, f64::max);
     (lower, butterfly_fold_bound(p, h))
+}
+
+/// Butterfly under LogGP (docs/loggp.md), P a power of two: [`exchanges`] over its
+/// `log2 P` steps, each the whole vector (`S` bytes) sent to the partner, received from
+/// it and added. With `W = L + (S-1) G`, one port and no port waits
+/// (`g + (S-1) G <= 2o + W + S C`) this is `log2 P (2o + W + S C)`. `None` for other P
+/// (the fold's ranks are not alike).
+pub fn butterfly_loggp(p: &Problem, l: &LogGP, c: f64, nics: u32) -> Option<f64> {
+    if !p.ranks.max(1).is_power_of_two() {
+        return None;
+    }
+    let s = p.bytes() as u64;
+    Some(exchanges(l, c, nics, std::iter::repeat_n((s, s), clog2(p.ranks.max(1)) as usize)))
 }

@@ -47,6 +47,7 @@ pub(crate) use torus::{Grid2, MeshPlan, TorusPlan};
 pub(crate) use tree::binomial as binomial_shape;
 
 pub use crate::cost_model::Machine;
+use crate::cost_model::loggp::LogGP;
 
 use crate::collective::Collective;
 /// The problem and the even blocks belong to the engine's layer; these paths still name them.
@@ -61,7 +62,7 @@ pub mod forms {
     pub use super::barrier::{bruck_barrier, recursive_doubling_barrier};
     pub use super::bcube::bcube;
     pub use super::blueconnect::{blueconnect, blueconnect_formula};
-    pub use super::butterfly::{butterfly, butterfly_fold_bound, fold_bounds};
+    pub use super::butterfly::{butterfly, butterfly_fold_bound, butterfly_loggp, fold_bounds};
     pub use super::chain::{chain, chain_bcast, chain_reduce};
     pub use super::direct::{direct, direct_bounds, direct_formula};
     pub use super::double_binary_tree::double_binary_tree;
@@ -71,13 +72,16 @@ pub mod forms {
     pub use super::naive::naive;
     pub use super::nccl_ring::ring_symmetric as nccl_ring_symmetric;
     pub use super::neighbor_exchange::neighbor_exchange;
-    pub use super::ring::{bidirectional_ring, ring, ring_phase, ring_pipelined, ring_segmented};
+    pub use super::ring::{bidirectional_ring, ring, ring_loggp, ring_phase, ring_pipelined, ring_segmented};
     pub use super::ring_chunked::ring_chunked;
     pub use super::ring_gloo::ring_gloo;
     pub use super::scatter_gather::{butterfly_reduce_scatter, halving_phase};
     pub use super::star::{linear_reduce, one_to_all, star};
     pub use super::torus::{mesh_2d, mesh_2d_formula, mesh_2d_seed, torus_2d, torus_2d_formula, torus_2d_seed};
-    pub use super::tree::{binomial_bcast, binomial_reduce, binomial_tree, binomial_tree_pipelined};
+    pub use super::tree::{
+        binomial_bcast, binomial_bcast_loggp, binomial_reduce, binomial_reduce_loggp, binomial_tree,
+        binomial_tree_loggp, binomial_tree_pipelined,
+    };
 }
 
 /// An allreduce algorithm.
@@ -105,6 +109,12 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     /// Time in the ideal model, and the relative tolerance it is exact to
     /// (`None` where this machine has no closed form for it).
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)>;
+    /// Time under the LogGP model with parameters `l` (docs/loggp.md), and the relative
+    /// tolerance it is exact to, read off the same schedule as [`Algorithm::closed_form`]
+    /// by LogGP's rules (`None` where none is known: most algorithms).
+    fn closed_form_loggp(&self, _p: &Problem, _m: &Machine, _l: &LogGP) -> Option<(f64, f64)> {
+        None
+    }
     /// Where [`Algorithm::closed_form`] is `None` because the ideal model's port
     /// arbitration makes the time depend on the order of events (docs/model.md, 'The
     /// bounds'): a lower and an upper bound the simulated time must fall between.

@@ -40,6 +40,7 @@
 use super::{AlgoInfo, Algorithm, Blocks, EXACT, Machine, Problem, Topology, block};
 use crate::cost_model;
 use crate::cost_model::Hockney;
+use crate::cost_model::loggp::{LogGP, exchanges};
 use crate::sim::op::{Action, Op, Program, Rank, Region, per_step};
 
 /// One phase of a ring program: P-1 steps around the ring, one of the textbook's two
@@ -269,6 +270,12 @@ impl Algorithm for Ring {
         Some((t, EXACT))
     }
 
+    fn closed_form_loggp(&self, p: &Problem, m: &Machine, l: &LogGP) -> Option<(f64, f64)> {
+        let h = cost_model::Hockney::of(m)?;
+        (self.segments == 1).then_some(())?;
+        Some((ring_loggp(p, l, h.c, h.nics, &[true, false])?, EXACT))
+    }
+
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         p.ranks - 1
     }
@@ -301,6 +308,11 @@ impl Algorithm for RingPhases {
         let h = cost_model::Hockney::of(m)?;
         let reduce = self.phases == RS_ONLY;
         Some((ring_phase(p, &h, reduce), EXACT))
+    }
+
+    fn closed_form_loggp(&self, p: &Problem, m: &Machine, l: &LogGP) -> Option<(f64, f64)> {
+        let h = cost_model::Hockney::of(m)?;
+        Some((ring_loggp(p, l, h.c, h.nics, &[self.phases == RS_ONLY])?, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
@@ -589,6 +601,24 @@ pub fn bidirectional_ring(p: &Problem, h: &Hockney) -> Option<f64> {
         end = end.max(done);
     }
     Some(end)
+}
+
+/// The textbook ring over `phases` (one segment; `true` a reduce-scatter phase, `false`
+/// an allgather) under LogGP (docs/loggp.md), P dividing n so that every chunk is
+/// `m = (n/P) e` bytes: [`exchanges`] over its `|phases| (P-1)` steps, each a send of
+/// one chunk to the right and its receive from the left, added in at a reduce-scatter
+/// step. With `W = L + (m-1) G`, one port and no port waits
+/// (`g + (m-1) G <= 2o + W`) this is the allreduce's
+/// `(P-1)(2o + W + m C) + (P-1)(2o + W)`; a longer gap stretches every step after the
+/// first to it. `None` for chunks of unequal size, whose steps are not alike.
+pub fn ring_loggp(p: &Problem, l: &LogGP, c: f64, nics: u32, phases: &[bool]) -> Option<f64> {
+    let np = p.ranks.max(1);
+    if !p.elems.is_multiple_of(np) {
+        return None;
+    }
+    let m = (p.elems / np * p.elem_bytes) as u64;
+    let steps = phases.iter().flat_map(|&reduce| std::iter::repeat_n((m, if reduce { m } else { 0 }), np - 1));
+    Some(exchanges(l, c, nics, steps))
 }
 
 #[cfg(test)]

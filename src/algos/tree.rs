@@ -19,6 +19,7 @@ use super::chain::segments_fit;
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block, clog2};
 use crate::collective::Collective;
 use crate::cost_model;
+use crate::cost_model::loggp::{LogGP, tree_bcast};
 use crate::cost_model::{Hockney, earliest};
 use crate::sim::op::{Op, Program, Rank};
 
@@ -117,6 +118,17 @@ impl Algorithm for BinomialTree {
                 binomial_pipeline(p.ranks, &h, self.segments, |s| p.b(block(p.elems, self.segments, s).len))
             }),
             _ => binomial_tree(p, &h),
+        };
+        Some((t, EXACT))
+    }
+
+    fn closed_form_loggp(&self, p: &Problem, m: &Machine, l: &LogGP) -> Option<(f64, f64)> {
+        let h = cost_model::Hockney::of(m)?;
+        (self.segments == 1).then_some(())?;
+        let t = match self.collective {
+            Collective::Reduce => binomial_reduce_loggp(p, l, h.c)?,
+            Collective::Broadcast => binomial_bcast_loggp(p, l, h.nics, 0.0),
+            _ => binomial_tree_loggp(p, l, h.c, h.nics)?,
         };
         Some((t, EXACT))
     }
@@ -409,4 +421,44 @@ pub fn binomial_pipeline(np: usize, h: &Hockney, segments: usize, seg: impl Fn(u
         end = end.max(now).max(landed);
     }
     end
+}
+
+/// Binomial reduce to rank 0 under LogGP (docs/loggp.md), P = 2^d, one segment:
+/// `d (2o + W + S C)`, `W = L + (S-1) G`, when `g <= 2o + L + S C`.
+///
+/// A rank whose subtree has 2^i ranks has its sum at `F(i) = i D`, `D = 2o + W + S C`:
+/// its children's subtrees have 2^0, ..., 2^(i-1) ranks and it takes them in that order
+/// (farthest first). The child of order a has its sum at `a D`, pays `o` and sends; the
+/// parent posted that receive when it finished the child before, at `a D` too, so a
+/// rendezvous never waits; its incoming port is free again `g + (S-1) G` after the
+/// previous child's message started at `(a-1) D + o`, by `a D + o` exactly when
+/// `g <= 2o + L + S C`. The message lands at `a D + o + W`, when the parent's CPU is idle
+/// (its addition of the child before ended at `a D`); the receive's `o` and the
+/// addition make `(a+1) D`. `None` for other P or a longer gap, where children queue.
+pub fn binomial_reduce_loggp(p: &Problem, l: &LogGP, c: f64) -> Option<f64> {
+    let np = p.ranks.max(1);
+    let s = p.bytes() as u64;
+    let d = 2.0 * l.o + l.wire(s) + p.bytes() * c;
+    (np.is_power_of_two() && l.gap(s) <= d).then(|| clog2(np) as f64 * d)
+}
+
+/// Binomial broadcast from rank 0 under LogGP (docs/loggp.md), rank 0 having the vector
+/// at `start`, any P: every rank posted its receive at the start, so each parent sends to
+/// its children (nearest first) as [`tree_bcast`] says; the time is the last rank's.
+/// With one port each send takes `max(o, g + (S-1) G)` after the one before, so child i
+/// has it `o + i max(o, g + (S-1) G) + W + o` after its parent.
+pub fn binomial_bcast_loggp(p: &Problem, l: &LogGP, nics: u32, start: f64) -> f64 {
+    let np = p.ranks.max(1);
+    let got = tree_bcast(l, nics, p.bytes() as u64, np, start, |q| binomial(q, np).1.rev());
+    got.into_iter().fold(start, f64::max)
+}
+
+/// Binomial tree allreduce under LogGP (docs/loggp.md), P = 2^d, one segment, when
+/// `g <= 2o + L + S C`: [`binomial_reduce_loggp`], then [`binomial_bcast_loggp`] from
+/// its end. The broadcast finds every port it needs out of its gap (each rank's last
+/// message in the reduce took its ports at least `2o + L + S C` before the rank has the
+/// total) and every receive posted (a rank posts it right after sending its sum up).
+pub fn binomial_tree_loggp(p: &Problem, l: &LogGP, c: f64, nics: u32) -> Option<f64> {
+    let reduced = binomial_reduce_loggp(p, l, c)?;
+    Some(binomial_bcast_loggp(p, l, nics, reduced))
 }

@@ -235,22 +235,36 @@ fn collectives(s: &Scenario) -> String {
     if run.is_empty() { s.collective.name().to_string() } else { run.join(", ") }
 }
 
-/// `ideal network`, or `flow network (weighted sharing, 16 B envelope)`.
+/// `ideal network`, `flow network (weighted sharing, 16 B envelope)`, or `LogGP network
+/// (o=1 us, g=2 us, L=3 us, G=80 ps/B, eager up to 64 KiB)`.
 fn describe_network(n: &crate::scenario::NetworkSpec) -> String {
-    use crate::scenario::{NetworkModel, SharingSpec};
+    use crate::scenario::NetworkModel;
+    use crate::sim::flow::Sharing;
     let envelope = (n.envelope > 0).then(|| format!("{} envelope", fmt_bytes(n.envelope)));
     match n.model {
         NetworkModel::Ideal => match envelope {
             None => "ideal network".to_string(),
             Some(e) => format!("ideal network ({e})"),
         },
-        NetworkModel::Flow => {
-            let sharing = match n.sharing {
-                SharingSpec::Weighted => "weighted sharing",
-                SharingSpec::Maxmin => "max-min sharing",
+        NetworkModel::Flow(sharing) => {
+            let sharing = match sharing {
+                Sharing::Weighted => "weighted sharing",
+                Sharing::MaxMin => "max-min sharing",
             };
             let parts: Vec<String> = std::iter::once(sharing.to_string()).chain(envelope).collect();
             format!("flow network ({})", parts.join(", "))
+        }
+        NetworkModel::LogGP(l) => {
+            let params = format!(
+                "o={}, g={}, L={}, G={}/B, eager up to {}",
+                fmt_time(l.o),
+                fmt_time(l.g),
+                fmt_time(l.latency),
+                fmt_time(l.per_byte),
+                fmt_bytes(l.eager_threshold)
+            );
+            let parts: Vec<String> = std::iter::once(params).chain(envelope).collect();
+            format!("LogGP network ({})", parts.join(", "))
         }
     }
 }

@@ -79,56 +79,11 @@ impl Scenario {
     }
 }
 
-/// `network.model`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NetworkModel {
-    /// Hockney with ports; links are never shared (docs/model.md).
-    Ideal,
-    /// Messages are flows on routed paths and share the directed links (docs/flow-model.md)
-    /// they cross ([`crate::sim::flow`]).
-    Flow,
-}
-
-/// `network.sharing`: how flows divide a full link under the flow model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SharingSpec {
-    /// Shares proportional to 1 / route latency (SimGrid CM02); the default.
-    Weighted,
-    /// Equal shares (plain max-min fairness).
-    Maxmin,
-}
-
-/// `network:`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NetworkSpec {
-    /// Ideal or flow.
-    pub model: NetworkModel,
-    /// How flows share a link (flow model only).
-    pub sharing: SharingSpec,
-    /// Bytes added to every message on the wire, as an MPI envelope (default 0).
-    pub envelope: u64,
-}
-
-impl Default for NetworkSpec {
-    fn default() -> Self {
-        NetworkSpec { model: NetworkModel::Ideal, sharing: SharingSpec::Weighted, envelope: 0 }
-    }
-}
-
-impl NetworkSpec {
-    /// The engine's view of it.
-    pub fn engine(&self) -> crate::sim::Network {
-        use crate::sim::flow::Sharing;
-        let flow = match (self.model, self.sharing) {
-            (NetworkModel::Ideal, _) => None,
-            (NetworkModel::Flow, SharingSpec::Weighted) => Some(Sharing::Weighted),
-            (NetworkModel::Flow, SharingSpec::Maxmin) => Some(Sharing::MaxMin),
-        };
-        crate::sim::Network { flow, envelope: self.envelope }
-    }
-}
+/// `network:`: the engine's own representation ([`crate::sim::Network`]), which the
+/// parser fills in and the report prints and serialises as it is.
+pub use crate::sim::Network as NetworkSpec;
+/// `network.model` with its parameters.
+pub use crate::sim::network::Model as NetworkModel;
 
 pub use crate::sim::data::Dtype;
 

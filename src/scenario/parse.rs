@@ -16,9 +16,11 @@ use serde_saphyr::{Location, MessageFormatter, Spanned};
 
 use super::{
     AlgoSpec, CheckSpec, Collective, DEFAULT_MEMORY_BUDGET, DataMode, DataSpec, Dtype, NetworkModel, NetworkSpec,
-    ParamValue, ProtocolChoice, Scenario, SharingSpec, TopologySpec, units,
+    ParamValue, ProtocolChoice, Scenario, TopologySpec, units,
 };
 use crate::sim::data::{Init, ReduceOp};
+use crate::sim::flow::Sharing;
+use crate::sim::network::loggp::{DEFAULT_EAGER_THRESHOLD, LogGP};
 
 mod cluster;
 mod noise;
@@ -428,6 +430,13 @@ struct RawNetwork {
     model: Option<Spanned<String>>,
     sharing: Option<Spanned<String>>,
     envelope: Option<Spanned<Scalar>>,
+    o: Option<Spanned<Scalar>>,
+    g: Option<Spanned<Scalar>>,
+    #[serde(rename = "L")]
+    latency: Option<Spanned<Scalar>>,
+    #[serde(rename = "G")]
+    per_byte: Option<Spanned<Scalar>>,
+    eager_threshold: Option<Spanned<Scalar>>,
 }
 
 #[derive(Deserialize)]
@@ -859,7 +868,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
 
     // network
     let network = network(src, r.network.map(|n| n.value), &topology)?;
-    let noise = r.noise.map(|n| noise::noise(src, n, network.model)).transpose()?;
+    let noise = r.noise.map(|n| noise::noise(src, n, &network)).transpose()?;
     let repeat = r.repeat.map(|v| noise::repeat(src, &v)).transpose()?;
 
     // data
@@ -1018,27 +1027,38 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
 /// links, so its levels must get no faster outward.
 fn network(src: &Src, raw: Option<RawNetwork>, topology: &TopologySpec) -> Result<NetworkSpec, ScenarioError> {
     let Some(raw) = raw else { return Ok(NetworkSpec::default()) };
-    let models = [("ideal", NetworkModel::Ideal), ("flow", NetworkModel::Flow)];
-    let model = choice(src, raw.model.as_ref(), "network.model", &models, &[])?;
-    let sharings = [("weighted", SharingSpec::Weighted), ("maxmin", SharingSpec::Maxmin)];
+    #[derive(Clone, Copy, PartialEq)]
+    enum Name {
+        Ideal,
+        Flow,
+        LogGP,
+    }
+    let models = [("ideal", Name::Ideal), ("flow", Name::Flow), ("loggp", Name::LogGP)];
+    let name = choice(src, raw.model.as_ref(), "network.model", &models, &[])?;
+    let sharings = [("weighted", Sharing::Weighted), ("maxmin", Sharing::MaxMin)];
     let sharing = choice(src, raw.sharing.as_ref(), "network.sharing", &sharings, &[])?;
-    if let (Some(at), NetworkModel::Ideal) = (&raw.sharing, model) {
+    if let (Some(at), false) = (&raw.sharing, name == Name::Flow) {
         return Err(src.err(
             &at.referenced,
-            "network.sharing: applies only under model: flow (the ideal model never shares a link); \
+            "network.sharing: applies only under model: flow (the ideal and LogGP models never share a link); \
              write model: flow or leave sharing out",
         ));
+    }
+    let loggp_keys = [("o", &raw.o), ("g", &raw.g), ("L", &raw.latency), ("G", &raw.per_byte)];
+    if name != Name::LogGP {
+        let stray = loggp_keys.iter().map(|(k, v)| (*k, v.as_ref().map(|v| v.referenced)));
+        let stray = stray.chain([("eager_threshold", raw.eager_threshold.as_ref().map(|v| v.referenced))]);
+        if let Some((key, Some(at))) = stray.into_iter().find(|(_, at)| at.is_some()) {
+            return Err(src.err(
+                &at,
+                format!("network.{key}: applies only under model: loggp; write model: loggp or leave {key} out"),
+            ));
+        }
     }
     let envelope = match &raw.envelope {
         None => 0,
         Some(v) => {
-            let bytes = match &v.value {
-                Scalar::Bool(_) | Scalar::Null => {
-                    Err(format!("expected a size such as 16 or 64B, found {}", v.value.shown()))
-                }
-                other => units::parse_size(&other.text()),
-            };
-            let bytes = bytes.map_err(|e| src.err(&v.referenced, format!("network.envelope: {e}")))?;
+            let bytes = size(src, v, "network.envelope")?;
             if bytes > 1 << 30 {
                 return Err(src.err(
                     &v.referenced,
@@ -1048,7 +1068,7 @@ fn network(src: &Src, raw: Option<RawNetwork>, topology: &TopologySpec) -> Resul
             bytes
         }
     };
-    if model == NetworkModel::Flow
+    if name == Name::Flow
         && let TopologySpec::Hierarchical { levels, .. } = topology
     {
         let built: Vec<crate::topology::Level> =
@@ -1061,7 +1081,57 @@ fn network(src: &Src, raw: Option<RawNetwork>, topology: &TopologySpec) -> Resul
             return Err(src.err(&at, format!("network.model: flow: {why}")));
         }
     }
-    Ok(NetworkSpec { model, sharing, envelope })
+    let model = match name {
+        Name::Ideal => NetworkModel::Ideal,
+        Name::Flow => NetworkModel::Flow(sharing),
+        Name::LogGP => NetworkModel::LogGP(loggp(src, &raw)?),
+    };
+    Ok(NetworkSpec { model, envelope })
+}
+
+/// LogGP's keys of `network:` (docs/loggp.md): `L` and `G` are required, `o` and `g`
+/// default to 0, `eager_threshold` to LogGOPSim's 65535 bytes.
+fn loggp(src: &Src, raw: &RawNetwork) -> Result<LogGP, ScenarioError> {
+    let at = raw.model.as_ref().map_or(Location::UNKNOWN, |m| m.referenced);
+    let get = |v: &Option<Spanned<Scalar>>, key: &str, what: &str| -> Result<Option<f64>, ScenarioError> {
+        let Some(v) = v else { return Ok(None) };
+        let t = time(src, v, &format!("network.{key}"))?;
+        if !t.is_finite() || t > 1.0 {
+            return Err(src.err(
+                &v.referenced,
+                format!("network.{key}: {t:e} s is not a {what}; allowed: 0 to 1 s (write 2us, 0.1ns, ...)"),
+            ));
+        }
+        Ok(Some(t))
+    };
+    let need = |key: &str, what: &str| {
+        src.err(
+            &at,
+            format!(
+                "network.model: loggp needs {key} ({what}); the LogGP keys are o, g, L, G (times: 1.5us, 0.08ns) \
+                 and eager_threshold (a size, default 65535B)"
+            ),
+        )
+    };
+    let o = get(&raw.o, "o", "CPU overhead per message")?.unwrap_or(0.0);
+    let g = get(&raw.g, "g", "gap per message")?.unwrap_or(0.0);
+    let latency = get(&raw.latency, "L", "latency")?.ok_or_else(|| need("L", "the latency, seconds"))?;
+    let per_byte =
+        get(&raw.per_byte, "G", "gap per byte")?.ok_or_else(|| need("G", "the gap per byte, seconds per byte"))?;
+    let eager_threshold = match &raw.eager_threshold {
+        None => DEFAULT_EAGER_THRESHOLD,
+        Some(v) => size(src, v, "network.eager_threshold")?,
+    };
+    Ok(LogGP { o, g, latency, per_byte, eager_threshold })
+}
+
+/// A size in bytes (`envelope`, `eager_threshold`).
+fn size(src: &Src, v: &Spanned<Scalar>, key: &str) -> Result<u64, ScenarioError> {
+    let bytes = match &v.value {
+        Scalar::Bool(_) | Scalar::Null => Err(format!("expected a size such as 16 or 64B, found {}", v.value.shown())),
+        other => units::parse_size(&other.text()),
+    };
+    bytes.map_err(|e| src.err(&v.referenced, format!("{key}: {e}")))
 }
 
 /// The topology's kind as written in the file (`torus2d`).

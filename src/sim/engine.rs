@@ -1,11 +1,12 @@
 //! The discrete-event engine: the machine model of docs/model.md, exactly, with the
-//! wire left to a [`NetworkModel`] ([`super::network`]: the ideal model, the flow model).
+//! wire left to a [`NetworkModel`] ([`super::network`]: the ideal, flow and LogGP models).
 //!
 //! State per rank: its program (a lazy [`Op`] stream), posted receives, a FIFO compute
 //! unit. State per interface (a group of ports, [`Topology::interfaces`]; by default one
 //! per rank): free outgoing and incoming ports and the messages waiting for them. A
 //! message takes one outgoing port of its sender's interface and one incoming port of its
-//! receiver's ([`Topology::route_interfaces`]) and holds them until it is delivered.
+//! receiver's ([`Topology::route_interfaces`]) and holds them until it is delivered (or
+//! until its model frees them: LogGP's gap).
 //! Time moves by popping events (a message delivered, a reduction finished, an event of
 //! the network model) in the order `(time, insertion sequence)`
 //! ([`super::queue::EventQueue`]). All events of one instant are processed before ports
@@ -207,6 +208,9 @@ struct Msg {
     /// incoming ([`Topology::route_interfaces`]).
     src_if: u32,
     dst_if: u32,
+    /// Whether it waits for its receive to be posted before it may wait for ports
+    /// ([`NetworkModel::rendezvous`]); in the padding of the cache line.
+    parked: bool,
 }
 
 impl Msg {
@@ -227,6 +231,7 @@ impl Msg {
         stream: 0,
         src_if: 0,
         dst_if: 0,
+        parked: false,
     };
 
     /// Where the bound receive puts the data.
@@ -431,6 +436,11 @@ enum Job {
     Msg(u32),
     /// A local `Reduce` op: its slot in the slab of [`Local`]s.
     Local(u32),
+    /// The sender's overhead for message `.0` ([`NetworkModel::send_overhead`]).
+    Sent(u32),
+    /// The receiver's overhead for delivered message `.0`
+    /// ([`NetworkModel::recv_overhead`]).
+    Arrived(u32),
 }
 
 /// A local `Reduce` op waiting for or on the compute unit.
@@ -597,6 +607,9 @@ pub(crate) enum EvKind {
     /// Message `.0`, held by a detour of its sender, may now wait for ports
     /// ([`Noise::issue_at`]).
     Issue(u32),
+    /// A port out of interface `.0` and one into interface `.1` are free again
+    /// ([`super::network::Sched::free_ports`]).
+    Ports(u32, u32),
 }
 
 /// A waiting list's next message in [`Engine::match_ports`]'s merge: its [`priority`],
@@ -796,6 +809,11 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 if self.stats.events & (EVENT_BLOCK - 1) == 0 {
                     EVENTS_DONE.fetch_add(EVENT_BLOCK, std::sync::atomic::Ordering::Relaxed);
                 }
+                if !N::HOLDS_PORTS && !matches!(ev, EvKind::Ports(..)) {
+                    // A port's release finishes nothing: the run ends with the last
+                    // event that did.
+                    self.stats.time = time;
+                }
                 self.handle(ev)?;
             }
             // Ports are handed out only once every event of this instant has run, so
@@ -806,7 +824,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 self.settle();
             }
         }
-        self.stats.time = self.now;
+        if N::HOLDS_PORTS {
+            self.stats.time = self.now;
+        }
         self.check_finished()?;
         let Engine { net, obs, mut stats, .. } = self;
         stats.flow = net.into_stats(obs);
@@ -993,8 +1013,45 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 return Ok(());
             }
         }
-        self.queue_message(id);
+        self.issued(id);
         Ok(())
+    }
+
+    /// Issued message `id` goes in line for its ports, after what a model that charges
+    /// the host asks first.
+    #[inline]
+    fn issued(&mut self, id: u32) {
+        if N::HOST { self.host_send(id) } else { self.queue_message(id) }
+    }
+
+    /// Bytes of message `id` on the wire.
+    fn wire(&self, id: u32) -> u64 {
+        (self.msgs[id as usize].len * self.cfg.elem_bytes) as u64 + self.cfg.envelope
+    }
+
+    /// [`Engine::issued`] under a model with [`NetworkModel::HOST`] (out of line: the
+    /// other models never get here): the sender's overhead on its compute unit, then
+    /// [`Engine::gate`].
+    #[inline(never)]
+    fn host_send(&mut self, id: u32) {
+        if self.net.send_overhead(self.wire(id)) > 0.0 {
+            let src = self.msgs[id as usize].src;
+            self.enqueue_compute(src, Job::Sent(id));
+        } else {
+            self.gate(id);
+        }
+    }
+
+    /// Message `id`'s sender is done with it: in line for its ports, unless the model
+    /// makes it wait for its receive ([`NetworkModel::rendezvous`]) and none is posted
+    /// yet ([`Engine::post_recv`] lets it go then).
+    fn gate(&mut self, id: u32) {
+        let wire = self.wire(id);
+        if self.msgs[id as usize].recv_handle == NONE && self.net.rendezvous(wire) {
+            self.msgs[id as usize].parked = true;
+        } else {
+            self.queue_message(id);
+        }
     }
 
     /// Put issued message `id` in line for its ports.
@@ -1049,7 +1106,13 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                     return Err(self.mismatch(r, from, tag, dst.len, len));
                 }
                 m.set_recv(p);
-                if m.delivered { self.consume(id) } else { Ok(()) }
+                let delivered = m.delivered;
+                if N::HOST && m.parked {
+                    // A rendezvous message waited for this receive.
+                    m.parked = false;
+                    self.queue_message(id);
+                }
+                if delivered { self.consume(id) } else { Ok(()) }
             }
             None => {
                 // The receive waits in a slot the matching send fills in.
@@ -1260,6 +1323,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let len = match job {
             Job::Msg(id) => self.msgs[id as usize].len,
             Job::Local(slot) => self.locals[slot as usize].dst.len,
+            Job::Sent(id) => return self.start_overhead(r, self.net.send_overhead(self.wire(id))),
+            Job::Arrived(id) => return self.start_overhead(r, self.net.recv_overhead(self.wire(id))),
         };
         let bytes = (len * self.cfg.elem_bytes) as u64;
         let work = bytes as f64 * self.cfg.cost_per_byte;
@@ -1268,6 +1333,17 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             Some(n) => n.compute_end(r, self.now, work),
         };
         self.obs.compute(r, bytes, self.now, end);
+        self.schedule(end, EvKind::ComputeDone(r));
+    }
+
+    /// A message's overhead of `work` seconds starts on rank `r`'s compute unit (no
+    /// reduction: the observers do not see it).
+    #[inline(never)]
+    fn start_overhead(&mut self, r: Rank, work: f64) {
+        let end = match self.noise {
+            None => self.now + work,
+            Some(n) => n.compute_end(r, self.now, work),
+        };
         self.schedule(end, EvKind::ComputeDone(r));
     }
 
@@ -1283,39 +1359,18 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                     let info = self.info(id);
                     self.obs.message_end(&info, self.now);
                 }
-                let m = &mut self.msgs[id as usize];
-                m.delivered = true;
-                let (src, dst, bound, stream) = (m.src, m.dst, m.recv_handle != NONE, m.stream);
-                let (src_if, dst_if) = (m.src_if, m.dst_if);
-                let bytes = (m.len * self.cfg.elem_bytes) as u64;
-                self.ifaces[src_if as usize].free_out += 1;
-                if self.ifaces[src_if as usize].free_out == 1 {
-                    self.free_senders += 1;
+                if N::HOLDS_PORTS {
+                    let m = &self.msgs[id as usize];
+                    self.free_ports(m.src_if, m.dst_if);
                 }
-                self.ifaces[dst_if as usize].free_in += 1;
-                self.mark_dirty(src_if);
-                self.mark_dirty(dst_if);
-                self.finish(src);
-                self.finish(dst);
-                // A received message holds memory until it is consumed, unless it lands
-                // straight in the place a posted copy-receive names.
-                let in_place = bound && self.msgs[id as usize].action == Action::Copy;
-                if !in_place {
-                    self.msgs[id as usize].held = true;
-                    self.hold(dst, bytes);
+                if N::HOST && self.net.recv_overhead(self.wire(id)) > 0.0 {
+                    let dst = self.msgs[id as usize].dst;
+                    self.enqueue_compute(dst, Job::Arrived(id));
+                    return Ok(());
                 }
-                if bound {
-                    self.consume(id)?;
-                }
-                let st = &mut self.ranks[src as usize].streams[stream as usize];
-                st.sends_in_flight -= 1;
-                match st.block {
-                    Block::WaitSends(n) if st.sends_in_flight <= n => self.advance(src, stream),
-                    _ => Ok(()),
-                }
+                self.arrive(id)
             }
             EvKind::ComputeDone(r) => {
-                self.stats.reductions += 1;
                 let job = self.pop_job(r);
                 let (stream, handle) = match job {
                     Job::Msg(id) => {
@@ -1335,7 +1390,17 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                         }
                         (stream, handle)
                     }
+                    Job::Sent(id) => {
+                        self.start_compute(r);
+                        self.gate(id);
+                        return Ok(());
+                    }
+                    Job::Arrived(id) => {
+                        self.start_compute(r);
+                        return self.arrive(id);
+                    }
                 };
+                self.stats.reductions += 1;
                 self.start_compute(r);
                 self.complete_handle(r, stream, handle)
             }
@@ -1346,9 +1411,52 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 Ok(())
             }
             EvKind::Issue(id) => {
-                self.queue_message(id);
+                self.issued(id);
                 Ok(())
             }
+            EvKind::Ports(src_if, dst_if) => {
+                self.free_ports(src_if, dst_if);
+                Ok(())
+            }
+        }
+    }
+
+    /// A port out of `src_if` and one into `dst_if` are free.
+    #[inline]
+    fn free_ports(&mut self, src_if: u32, dst_if: u32) {
+        self.ifaces[src_if as usize].free_out += 1;
+        if self.ifaces[src_if as usize].free_out == 1 {
+            self.free_senders += 1;
+        }
+        self.ifaces[dst_if as usize].free_in += 1;
+        self.mark_dirty(src_if);
+        self.mark_dirty(dst_if);
+    }
+
+    /// Message `id` is delivered: its receive may have it, its sender counts it landed.
+    #[inline]
+    fn arrive(&mut self, id: u32) -> Result<(), SimError> {
+        let m = &mut self.msgs[id as usize];
+        m.delivered = true;
+        let (src, dst, bound, stream) = (m.src, m.dst, m.recv_handle != NONE, m.stream);
+        let bytes = (m.len * self.cfg.elem_bytes) as u64;
+        self.finish(src);
+        self.finish(dst);
+        // A received message holds memory until it is consumed, unless it lands
+        // straight in the place a posted copy-receive names.
+        let in_place = bound && self.msgs[id as usize].action == Action::Copy;
+        if !in_place {
+            self.msgs[id as usize].held = true;
+            self.hold(dst, bytes);
+        }
+        if bound {
+            self.consume(id)?;
+        }
+        let st = &mut self.ranks[src as usize].streams[stream as usize];
+        st.sends_in_flight -= 1;
+        match st.block {
+            Block::WaitSends(n) if st.sends_in_flight <= n => self.advance(src, stream),
+            _ => Ok(()),
         }
     }
 
@@ -1477,7 +1585,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         if let Some(n) = self.noise {
             link = n.link(src as Rank, dst as Rank, link);
         }
-        let start = Start { id, src: src as Rank, dst: dst as Rank, wire, link, now: self.now };
+        let ports = (src_if as u32, dst_if as u32);
+        let start = Start { id, src: src as Rank, dst: dst as Rank, wire, link, now: self.now, ports };
         let end = self.net.start(&start, &mut Sched { events: &mut self.events });
         self.obs.message(&info, self.now, end);
     }

@@ -864,7 +864,7 @@ mod tests {
                         if algo.applicable(&p, &machine).is_err() {
                             continue;
                         }
-                        let net = Network { flow: flow.then_some(Sharing::Weighted), envelope: 0 };
+                        let net = if flow { Network::flow(Sharing::Weighted) } else { Network::IDEAL };
                         for steps in [true, false] {
                             let mut rec = crate::timeline::Recorder::new(ranks);
                             let mut tracker = PathTracker::new(ranks, steps);
@@ -916,7 +916,7 @@ mod tests {
                     if algo.applicable(&p, &Machine { topo: &topo, cost_per_byte: 0.0 }).is_err() {
                         continue;
                     }
-                    let net = Network { flow: flow.then_some(Sharing::Weighted), envelope: 0 };
+                    let net = if flow { Network::flow(Sharing::Weighted) } else { Network::IDEAL };
                     let mut rec = crate::timeline::Recorder::new(ranks);
                     let mut tracker = PathTracker::new(ranks, true);
                     let none = None::<fn(&[usize]) -> crate::sim::data::DataPlane>;

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_saphyr::{Location, Spanned};
 
 use super::{Scalar, Src, choice, time, whole};
-use crate::scenario::{NetworkModel, ScenarioError};
+use crate::scenario::{NetworkSpec, ScenarioError};
 use crate::sim::noise::{NoiseSpec, OsPattern, OsSpec, SkewDist, SkewSpec, SlowLink, SlowRank};
 
 /// The most seeds `repeat:` may ask for per point.
@@ -81,8 +81,8 @@ pub(super) fn repeat(src: &Src, v: &Spanned<Scalar>) -> Result<u32, ScenarioErro
     })
 }
 
-/// `noise:` under network model `model`.
-pub(super) fn noise(src: &Src, raw: Spanned<RawNoise>, model: NetworkModel) -> Result<NoiseSpec, ScenarioError> {
+/// `noise:` under network `net`.
+pub(super) fn noise(src: &Src, raw: Spanned<RawNoise>, net: &NetworkSpec) -> Result<NoiseSpec, ScenarioError> {
     let r = raw.value;
     if let Some(f) = &r.faults {
         return Err(src.err(
@@ -94,7 +94,7 @@ pub(super) fn noise(src: &Src, raw: Spanned<RawNoise>, model: NetworkModel) -> R
         skew: r.skew.map(|s| skew(src, s)).transpose()?,
         os: r.os.map(|o| os(src, o)).transpose()?,
         slow_ranks: r.slow_ranks.map_or(Ok(Vec::new()), |l| slow_ranks(src, l))?,
-        slow_links: r.slow_links.map_or(Ok(Vec::new()), |l| slow_links(src, l, model))?,
+        slow_links: r.slow_links.map_or(Ok(Vec::new()), |l| slow_links(src, l, net))?,
     })
 }
 
@@ -202,10 +202,17 @@ fn slow_ranks(src: &Src, raw: Spanned<Vec<Spanned<RawSlowRank>>>) -> Result<Vec<
 fn slow_links(
     src: &Src,
     raw: Spanned<Vec<Spanned<RawSlowLink>>>,
-    model: NetworkModel,
+    net: &NetworkSpec,
 ) -> Result<Vec<SlowLink>, ScenarioError> {
     let mut out = Vec::new();
-    let flow = model == NetworkModel::Flow;
+    if net.loggp().is_some() && !raw.value.is_empty() {
+        return Err(src.err(
+            &raw.referenced,
+            "noise.slow_links: the LogGP model has no links to slow (L and G are the same for every pair); \
+             allowed under network.model ideal and flow",
+        ));
+    }
+    let flow = net.is_flow();
     let what = if flow {
         "under the flow model a slow link is { a: NODE, b: NODE, factor: X } by the names the report gives links (h0, leaf0, r3)"
     } else {

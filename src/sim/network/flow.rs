@@ -49,7 +49,8 @@ use crate::sim::noise::Noise;
 use crate::topology::{Fabric, Link, LinkId};
 
 /// How flows on a full link divide it (`network.sharing`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Sharing {
     /// Shares proportional to `1 / route latency` (SimGrid CM02); the default.
     Weighted,
