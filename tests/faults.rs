@@ -138,3 +138,63 @@ fn no_route_left_ends_the_run_with_who_waits_for_whom() {
     let err = run(&s, &h, 1, &faults(&[("level00", "level10", 0.5)])).unwrap_err();
     assert!(matches!(&err, SimError::CutOff(c) if c.flows[0].link == "level00->level10"), "{err}");
 }
+
+/// A ring of 4 under the flow model in a scenario, with `extra` appended.
+fn scenario(extra: &str) -> String {
+    format!(
+        "ranks: 4\ntopology: {{ kind: ring, link: {{ alpha: 1us, bandwidth: 1GB/s }} }}\n\
+         network: {{ model: flow }}\nalgorithms: [ring]\nsizes: [64KiB]\n{extra}"
+    )
+}
+
+#[test]
+fn faults_in_a_scenario_reroute_or_report_the_cut() {
+    use allreduce_sim::runner::run;
+    use allreduce_sim::scenario::parse_str;
+    let results = |extra: &str| run(&parse_str(&scenario(extra), "t.yaml").unwrap()).results;
+    let quiet = results("");
+    // One failed link: the ring's messages across it go the long way; slower, verified.
+    let one = results("noise:\n  faults: [{ a: r1, b: r2, at: 10us }]\n");
+    assert!(one[0].failures.is_empty(), "{:?}", one[0].failures);
+    assert_eq!(one[0].verified, Some(true));
+    assert!(one[0].time_s > quiet[0].time_s);
+    assert_eq!(one[0].noise_free_time_s, Some(quiet[0].time_s));
+    assert!(one[0].notes.iter().any(|n| n.starts_with("fault r1-r2 at 1e-5 s:")), "{:?}", one[0].notes);
+    // A name that is no link of the machine fails nothing, and says so.
+    let none = results("noise:\n  faults: [{ a: r1, b: r3, at: 10us }]\n");
+    assert_eq!(none[0].time_s, quiet[0].time_s);
+    assert!(none[0].notes.iter().any(|n| n.contains("no link of this machine")), "{:?}", none[0].notes);
+    // Two: the ring is cut in two; the point reports who waits for whom and fails only so.
+    let cut = results("noise:\n  faults: [{ a: r1, b: r2, at: 10us }, { a: r3, b: r0, at: 10us }]\n");
+    let c = cut[0].cut_off.as_ref().expect("cut off");
+    assert!(!c.messages.is_empty());
+    assert!(c.messages.iter().all(|m| m.at_s == 10e-6 && (m.link.contains("r1") || m.link.contains("r0"))));
+    assert!(cut[0].only_cut_off(), "{:?}", cut[0].failures);
+}
+
+#[test]
+fn bad_faults_are_located() {
+    let base = scenario("");
+    let first = base.lines().count() as u64;
+    let cases = [
+        ("noise:\n  faults: [{ a: r1, b: r1, at: 1us }]\n", "a and b are the same"),
+        ("noise:\n  faults: [{ a: r1, b: r2 }]\n", "missing key 'at'"),
+        ("noise:\n  faults: [{ a: 1, b: r2, at: 1us }]\n", "noise.faults.a"),
+        ("noise:\n  faults: [{ a: r1, b: r2, at: -1us }]\n", "noise.faults.at"),
+        ("noise:\n  faults: [{ a: r1, b: r2, at: 1us, when: 2us }]\n", "when"),
+    ];
+    for (extra, want) in cases {
+        let err = allreduce_sim::scenario::parse_str(&format!("{base}{extra}"), "t.yaml").expect_err(extra);
+        let (l, _) = err.position().unwrap_or_else(|| panic!("{extra}: no position in {err}"));
+        assert_eq!(l, first + 2, "{extra}: {err}");
+        assert!(err.message().contains(want), "{extra}: {err}");
+    }
+    // Under the ideal model there is no physical link to fail.
+    let ideal = base.replace("network: { model: flow }\n", "");
+    let err = allreduce_sim::scenario::parse_str(
+        &format!("{ideal}noise:\n  faults: [{{ a: r1, b: r2, at: 1us }}]\n"),
+        "t.yaml",
+    )
+    .expect_err("ideal");
+    assert!(err.message().contains("need network.model: flow"), "{err}");
+}

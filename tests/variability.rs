@@ -152,7 +152,7 @@ fn bad_noise_is_located() {
         ("noise:\n  skew: { dist: gamma, scale: 1us }\n", 2, "allowed: exponential, uniform, normal, fixed"),
         ("noise:\n  skew: { dist: uniform }\n", 2, "scale"),
         ("noise:\n  skew: { scale: 1us, fraction: 2 }\n", 2, "from 0 to 1"),
-        ("noise:\n  faults: [{ a: leaf0, b: spine0, at: 1ms }]\n", 2, "not implemented yet"),
+        ("noise:\n  faults: [{ a: leaf0, b: spine0, at: 1ms }]\n", 2, "need network.model: flow"),
         ("noise:\n  jitter: 1us\n", 2, "jitter"),
         ("repeat: 0\n", 1, "repeat"),
     ];

@@ -233,6 +233,9 @@ pub struct CutFlow {
     pub link: String,
 }
 
+/// The words every message about a run cut off by link faults starts with.
+pub const CUT_OFF: &str = "cut off by a link fault";
+
 /// A run that link faults cut off: the messages left without a route, and who waits
 /// for whom when nothing else can happen.
 #[derive(Clone, Debug, PartialEq)]
@@ -247,7 +250,7 @@ pub struct CutOff {
 
 impl std::fmt::Display for CutOff {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "cut off by a link fault: {} message(s) have no route left (", self.flows.len())?;
+        write!(f, "{}: {} message(s) have no route left (", CUT_OFF, self.flows.len())?;
         for (i, c) in self.flows.iter().take(4).enumerate() {
             let sep = if i > 0 { "; " } else { "" };
             write!(
