@@ -209,6 +209,20 @@ pub struct PointResult {
     /// that link faults cut off, and who waits for whom.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut_off: Option<CutOffReport>,
+    /// With `noise.levels`: the point at each level, in the order listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_levels: Option<Vec<LevelResult>>,
+}
+
+/// One point at one noise level (`noise.levels`, docs/variability.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LevelResult {
+    /// The multiplier of the skew's delays and the OS detours' duration.
+    pub level: f64,
+    /// The mean time over the seeds at this level (null if no seed finished).
+    pub time_mean_s: Option<f64>,
+    /// `time_mean_s / noise_free_time_s`.
+    pub slowdown: Option<f64>,
 }
 
 impl PointResult {

@@ -817,6 +817,29 @@ fn fill_spread(
         None
     };
     let spread = Spread::of(&times, &skews, noise_free);
+    if let Some(spec) = s.noise.as_ref().filter(|n| !n.levels.is_empty()) {
+        let mut levels = Vec::new();
+        for &level in &spec.levels {
+            let scaled = spec.scaled(level);
+            let mut sum = 0.0;
+            let mut n = 0;
+            for k in 0..s.repeat.unwrap_or(1) {
+                let seed = s.seed.wrapping_add(u64::from(k));
+                let noise = Noise::draw(&scaled, seed, p.ranks, s.network.model == crate::scenario::NetworkModel::Flow);
+                match timed(Some(&noise)) {
+                    Ok(t) => {
+                        sum += t;
+                        n += 1;
+                    }
+                    Err(err) => res.failures.push(format!("level {level}, seed {seed}: simulation failed: {err}")),
+                }
+            }
+            let mean = (n > 0).then(|| sum / f64::from(n));
+            let slowdown = mean.zip(noise_free).map(|(m, f)| m / f);
+            levels.push(crate::results::LevelResult { level, time_mean_s: mean, slowdown });
+        }
+        res.noise_levels = Some(levels);
+    }
     if s.repeat.is_some() {
         res.times_s = Some(times);
         res.time_mean_s = Some(spread.mean);

@@ -164,3 +164,30 @@ fn bad_noise_is_located() {
         assert!(err.message().contains(want), "{extra}: {err}");
     }
 }
+
+/// `noise.levels` scales the skew: one rank late by `level * d` delays the ring by
+/// exactly that much at every level, and `--plot` draws the slowdown against the level.
+#[test]
+fn noise_levels_scale_the_skew_exactly() {
+    let d = 2f64.powi(-14);
+    let quiet = results(&ring(8, ""));
+    let text = ring(8, &format!("noise:\n  skew: {{ per_rank: [0, 0, {d:e}] }}\n  levels: [0.5, 1, 4]\n"));
+    let noisy = results(&text);
+    for (q, n) in quiet.iter().zip(&noisy) {
+        assert!(n.failures.is_empty(), "{:?}", n.failures);
+        let levels = n.noise_levels.as_ref().expect("levels");
+        let got: Vec<(f64, Option<f64>)> = levels.iter().map(|l| (l.level, l.time_mean_s)).collect();
+        let want: Vec<(f64, Option<f64>)> = [0.5, 1.0, 4.0].iter().map(|&l| (l, Some(q.time_s + l * d))).collect();
+        assert_eq!(got, want);
+        assert_eq!(levels[1].slowdown, n.slowdown);
+    }
+    let s = parse_str(&text, "t.yaml").unwrap();
+    let dir = std::env::temp_dir().join(format!("allreduce_sim_levels_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let files = allreduce_sim::plots::plot_report(&run(&s), &dir).unwrap();
+    assert!(files.iter().any(|f| f.to_string_lossy().contains("slowdown_vs_noise_P8")), "{files:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let bad = ring(8, "noise:\n  os: { interval: 10us, duration: 4us }\n  levels: [1, 3]\n");
+    let err = parse_str(&bad, "t.yaml").unwrap_err();
+    assert!(err.message().contains("at 3 an OS detour"), "{err}");
+}

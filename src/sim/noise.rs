@@ -48,6 +48,10 @@ pub struct NoiseSpec {
     /// Physical links that fail (flow model only), in the order listed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultSpec>,
+    /// Noise levels to sweep (`noise.levels`): each point also runs with the skew's
+    /// delays and the OS detours' duration multiplied by each ([`NoiseSpec::scaled`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<f64>,
 }
 
 /// `noise.faults` entry: the physical link between nodes `a` and `b` (by the names the
@@ -144,6 +148,20 @@ pub struct SlowLink {
 }
 
 impl NoiseSpec {
+    /// This noise at `level`: every skew delay (its scale, or each per-rank delay) and the
+    /// OS detours' duration times `level`; slow ranks, slow links and faults as they are
+    /// (a factor has no natural "twice as much"). No levels of its own.
+    pub fn scaled(&self, level: f64) -> NoiseSpec {
+        let skew = self.skew.as_ref().map(|s| match s {
+            SkewSpec::PerRank(v) => SkewSpec::PerRank(v.iter().map(|d| d * level).collect()),
+            SkewSpec::Drawn { dist, scale_s, fraction } => {
+                SkewSpec::Drawn { dist: *dist, scale_s: scale_s * level, fraction: *fraction }
+            }
+        });
+        let os = self.os.as_ref().map(|o| OsSpec { duration_s: o.duration_s * level, ..o.clone() });
+        NoiseSpec { skew, os, levels: Vec::new(), ..self.clone() }
+    }
+
     /// Whether a run under it could differ from a run without noise (every part empty or
     /// of no effect: no noise).
     pub fn is_quiet(&self) -> bool {

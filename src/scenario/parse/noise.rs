@@ -18,6 +18,7 @@ pub(super) struct RawNoise {
     slow_ranks: Option<Spanned<Vec<Spanned<RawSlowRank>>>>,
     slow_links: Option<Spanned<Vec<Spanned<RawSlowLink>>>>,
     faults: Option<Spanned<Vec<Spanned<RawFault>>>>,
+    levels: Option<Spanned<Vec<Spanned<Scalar>>>>,
 }
 
 #[derive(Deserialize)]
@@ -92,13 +93,57 @@ pub(super) fn repeat(src: &Src, v: &Spanned<Scalar>) -> Result<u32, ScenarioErro
 /// `noise:` under network model `model`.
 pub(super) fn noise(src: &Src, raw: Spanned<RawNoise>, model: NetworkModel) -> Result<NoiseSpec, ScenarioError> {
     let r = raw.value;
-    Ok(NoiseSpec {
+    let mut spec = NoiseSpec {
         skew: r.skew.map(|s| skew(src, s)).transpose()?,
         os: r.os.map(|o| os(src, o)).transpose()?,
         slow_ranks: r.slow_ranks.map_or(Ok(Vec::new()), |l| slow_ranks(src, l))?,
         slow_links: r.slow_links.map_or(Ok(Vec::new()), |l| slow_links(src, l, model))?,
         faults: r.faults.map_or(Ok(Vec::new()), |l| faults(src, l, model))?,
-    })
+        levels: Vec::new(),
+    };
+    if let Some(list) = r.levels {
+        spec.levels = levels(src, list, &spec)?;
+    }
+    Ok(spec)
+}
+
+/// The most levels `noise.levels` may list.
+pub const MAX_LEVELS: usize = 64;
+
+/// `noise.levels`: numbers above 0, no repeats, at most [`MAX_LEVELS`]; at each the OS
+/// detours must still end before the next.
+fn levels(src: &Src, raw: Spanned<Vec<Spanned<Scalar>>>, spec: &NoiseSpec) -> Result<Vec<f64>, ScenarioError> {
+    if raw.value.is_empty() || raw.value.len() > MAX_LEVELS {
+        return Err(src.err(
+            &raw.referenced,
+            format!("noise.levels: list 1 to {MAX_LEVELS} noise levels (multipliers such as [0.5, 1, 2])"),
+        ));
+    }
+    let mut out: Vec<f64> = Vec::new();
+    for v in &raw.value {
+        let x = number(src, v, "noise.levels")?;
+        if x <= 0.0 {
+            return Err(src
+                .err(&v.referenced, format!("noise.levels: a level multiplies the noise; give one above 0, not {x}")));
+        }
+        if out.contains(&x) {
+            return Err(src.err(&v.referenced, format!("noise.levels: {x} is listed twice")));
+        }
+        if let Some(o) = &spec.os
+            && o.duration_s * x >= o.interval_s
+        {
+            return Err(src.err(
+                &v.referenced,
+                format!(
+                    "noise.levels: at {x} an OS detour ({:e} s) would not end before the next (interval {:e} s)",
+                    o.duration_s * x,
+                    o.interval_s
+                ),
+            ));
+        }
+        out.push(x);
+    }
+    Ok(out)
 }
 
 /// `noise.faults`: `{ a: NODE, b: NODE, at: TIME }` entries, flow model only (the ideal
