@@ -309,7 +309,9 @@ struct ExplainArgs {
 /// The exit statuses, for `--help` (docs/scenario.md has the same table).
 const EXIT_STATUS: &str = "Exit status: 0 every check held; 1 a check failed at some point; 2 bad input (a \
 scenario, flag or file that cannot be used, a point too large for the memory, or a sweep none of whose points \
-can run: every one not applicable, the report written with each reason); 130 stopped by Ctrl-C (the points \
+can run: every one not applicable, the report written with each reason); 3 link faults (noise.faults) left \
+messages with no route at every point that failed, and no other check failed (each such point's cut_off says \
+who waits for whom); 130 stopped by Ctrl-C (the points \
 finished so far are written).
 
 Files: inputs must be regular files. Every output (--output, --trace, --gantt, --plot) is checked \
@@ -322,6 +324,10 @@ that cannot be written is printed on standard output instead (exit status 2).";
 const EXIT_NOTHING_RAN: u8 = 2;
 /// Stopped by Ctrl-C.
 const EXIT_INTERRUPTED: u8 = 130;
+
+/// `run`'s exit status when link faults cut off every point that failed
+/// (docs/variability.md).
+const EXIT_CUT_OFF: u8 = 3;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Format {
@@ -665,6 +671,15 @@ fn pick_recorded(s: &Scenario) -> Result<Option<Scenario>, BadInput> {
 /// gate that did not hold, [`EXIT_NOTHING_RAN`] for a whole sweep of n/a points.
 fn run_status(report: &Report, shard: Option<Shard>, gate_held: bool) -> ExitCode {
     let failed = report.results.iter().filter(|r| !r.passed()).count();
+    let cut = report.results.iter().filter(|r| r.only_cut_off()).count();
+    if failed > 0 && cut == failed && gate_held {
+        eprintln!(
+            "{cut} of {} point(s) cut off: link faults left messages with no route (each point's cut_off \
+             says who waits for whom)",
+            report.results.len()
+        );
+        return ExitCode::from(EXIT_CUT_OFF);
+    }
     if failed > 0 {
         eprintln!("{failed} of {} point(s) failed a check", report.results.len());
         return ExitCode::from(1);

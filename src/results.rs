@@ -205,6 +205,83 @@ pub struct PointResult {
     /// of skew (1: the skew lands on the critical path in full).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skew_sensitivity: Option<f64>,
+    /// With `noise.faults`: the run (of the scenario's seed, or the first seed that was)
+    /// that link faults cut off, and who waits for whom.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_off: Option<CutOffReport>,
+    /// With `noise.levels`: the point at each level, in the order listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_levels: Option<Vec<LevelResult>>,
+}
+
+/// One point at one noise level (`noise.levels`, docs/variability.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LevelResult {
+    /// The multiplier of the skew's delays and the OS detours' duration.
+    pub level: f64,
+    /// The mean time over the seeds at this level (null if no seed finished).
+    pub time_mean_s: Option<f64>,
+    /// `time_mean_s / noise_free_time_s`.
+    pub slowdown: Option<f64>,
+}
+
+impl PointResult {
+    /// Whether the point failed only because link faults cut a run off (exit status 3).
+    pub fn only_cut_off(&self) -> bool {
+        self.cut_off.is_some() && !self.failures.is_empty() && self.failures.iter().all(|f| f.contains(CUT_OFF))
+    }
+}
+
+/// The words every failure of a run cut off by link faults carries.
+pub use crate::sim::flow::CUT_OFF;
+
+/// A run that link faults left with messages and no route for them (docs/variability.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CutOffReport {
+    /// The seed of the run.
+    pub seed: u64,
+    /// When it stopped: its last event, seconds.
+    pub time_s: f64,
+    /// The messages with no route left: each receiver waits for its sender.
+    pub messages: Vec<CutMessage>,
+    /// The ranks still waiting when nothing else could happen, and what each waits for.
+    pub waiting: String,
+}
+
+/// One message a link fault cut off.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CutMessage {
+    /// Sender.
+    pub src: Rank,
+    /// Receiver, which waits for it.
+    pub dst: Rank,
+    /// Bytes on the wire.
+    pub bytes: u64,
+    /// Bytes that had arrived.
+    pub moved_bytes: f64,
+    /// When it was cut off, seconds.
+    pub at_s: f64,
+    /// The failed link it was on, or that its usual route needed.
+    pub link: String,
+}
+
+impl CutOffReport {
+    /// `cut` of the run with `seed`, its times shifted by the launch.
+    pub fn of(cut: &crate::sim::flow::CutOff, seed: u64, launch: f64) -> Self {
+        let messages = cut
+            .flows
+            .iter()
+            .map(|c| CutMessage {
+                src: c.src,
+                dst: c.dst,
+                bytes: c.bytes,
+                moved_bytes: c.moved,
+                at_s: c.at + launch,
+                link: c.link.clone(),
+            })
+            .collect();
+        CutOffReport { seed, time_s: cut.time + launch, messages, waiting: cut.waiting.clone() }
+    }
 }
 
 /// The physical links' traffic under the flow model.

@@ -331,6 +331,21 @@ fn check_against_ideal(
     }
 }
 
+/// Under `noise.faults`: a note per fault saying what it did.
+fn fault_notes(res: &mut PointResult, flow: &crate::sim::flow::FlowStats, launch: f64) {
+    for f in &flow.faults {
+        let at = f.at + launch;
+        res.notes.push(if f.matched {
+            format!("fault {} at {at:e} s: {} message(s) in flight rerouted, {} cut off", f.link, f.rerouted, f.cut)
+        } else {
+            format!("fault {} at {at:e} s: no link of this machine joins these two nodes; nothing failed", f.link)
+        });
+    }
+    if flow.detoured > 0 {
+        res.notes.push(format!("{} message(s) started on a detour around failed links", flow.detoured));
+    }
+}
+
 /// `label` with the entry's protocol, when it names one: `ring(protocol=ll)`,
 /// `ring_segmented(segment=262144, protocol=ll)`.
 fn with_protocol(label: String, protocol: Option<crate::scenario::ProtocolChoice>) -> String {
@@ -503,6 +518,9 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     let (stats, vectors, log) = match run {
         Ok(out) => out,
         Err(err) => {
+            if let crate::sim::engine::SimError::CutOff(cut) = &err {
+                res.cut_off = Some(crate::results::CutOffReport::of(cut, s.seed, launch));
+            }
             res.failures.push(format!("simulation failed: {err}"));
             res.wall_time_s = started.elapsed().as_secs_f64();
             return res;
@@ -687,6 +705,7 @@ fn check_closed_forms(
     };
     let closed_form = closed_form.map(|(cf, tol)| (cf + launch, tol));
     if let Some(flow) = &stats.flow {
+        fault_notes(res, flow, launch);
         res.links_shared = Some(flow.shared());
         res.network_links = Some(link_report(flow, ran, p.ranks <= DETAIL_MAX_RANKS));
         if noisy {
@@ -806,7 +825,12 @@ fn fill_spread(
                 times.push(t);
                 skews.push(noise.as_ref().map_or(0.0, Noise::max_skew));
             }
-            Err(err) => res.failures.push(format!("seed {seed}: simulation failed: {err}")),
+            Err(err) => {
+                if let (None, crate::sim::engine::SimError::CutOff(cut)) = (&res.cut_off, &err) {
+                    res.cut_off = Some(crate::results::CutOffReport::of(cut, seed, launch));
+                }
+                res.failures.push(format!("seed {seed}: simulation failed: {err}"));
+            }
         }
     }
     let noise_free = if s.noise.is_some() {
@@ -821,6 +845,29 @@ fn fill_spread(
         None
     };
     let spread = Spread::of(&times, &skews, noise_free);
+    if let Some(spec) = s.noise.as_ref().filter(|n| !n.levels.is_empty()) {
+        let mut levels = Vec::new();
+        for &level in &spec.levels {
+            let scaled = spec.scaled(level);
+            let mut sum = 0.0;
+            let mut n = 0;
+            for k in 0..s.repeat.unwrap_or(1) {
+                let seed = s.seed.wrapping_add(u64::from(k));
+                let noise = Noise::draw(&scaled, seed, p.ranks, s.network.is_flow());
+                match timed(Some(&noise)) {
+                    Ok(t) => {
+                        sum += t;
+                        n += 1;
+                    }
+                    Err(err) => res.failures.push(format!("level {level}, seed {seed}: simulation failed: {err}")),
+                }
+            }
+            let mean = (n > 0).then(|| sum / f64::from(n));
+            let slowdown = mean.zip(noise_free).map(|(m, f)| m / f);
+            levels.push(crate::results::LevelResult { level, time_mean_s: mean, slowdown });
+        }
+        res.noise_levels = Some(levels);
+    }
     if s.repeat.is_some() {
         res.times_s = Some(times);
         res.time_mean_s = Some(spread.mean);

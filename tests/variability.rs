@@ -152,7 +152,7 @@ fn bad_noise_is_located() {
         ("noise:\n  skew: { dist: gamma, scale: 1us }\n", 2, "allowed: exponential, uniform, normal, fixed"),
         ("noise:\n  skew: { dist: uniform }\n", 2, "scale"),
         ("noise:\n  skew: { scale: 1us, fraction: 2 }\n", 2, "from 0 to 1"),
-        ("noise:\n  faults: [{ a: leaf0, b: spine0, at: 1ms }]\n", 2, "not implemented yet"),
+        ("noise:\n  faults: [{ a: leaf0, b: spine0, at: 1ms }]\n", 2, "need network.model: flow"),
         ("noise:\n  jitter: 1us\n", 2, "jitter"),
         ("repeat: 0\n", 1, "repeat"),
     ];
@@ -163,4 +163,31 @@ fn bad_noise_is_located() {
         assert_eq!(l, first + line, "{extra}: {err}");
         assert!(err.message().contains(want), "{extra}: {err}");
     }
+}
+
+/// `noise.levels` scales the skew: one rank late by `level * d` delays the ring by
+/// exactly that much at every level, and `--plot` draws the slowdown against the level.
+#[test]
+fn noise_levels_scale_the_skew_exactly() {
+    let d = 2f64.powi(-14);
+    let quiet = results(&ring(8, ""));
+    let text = ring(8, &format!("noise:\n  skew: {{ per_rank: [0, 0, {d:e}] }}\n  levels: [0.5, 1, 4]\n"));
+    let noisy = results(&text);
+    for (q, n) in quiet.iter().zip(&noisy) {
+        assert!(n.failures.is_empty(), "{:?}", n.failures);
+        let levels = n.noise_levels.as_ref().expect("levels");
+        let got: Vec<(f64, Option<f64>)> = levels.iter().map(|l| (l.level, l.time_mean_s)).collect();
+        let want: Vec<(f64, Option<f64>)> = [0.5, 1.0, 4.0].iter().map(|&l| (l, Some(q.time_s + l * d))).collect();
+        assert_eq!(got, want);
+        assert_eq!(levels[1].slowdown, n.slowdown);
+    }
+    let s = parse_str(&text, "t.yaml").unwrap();
+    let dir = std::env::temp_dir().join(format!("allreduce_sim_levels_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let files = allreduce_sim::plots::plot_report(&run(&s), &dir).unwrap();
+    assert!(files.iter().any(|f| f.to_string_lossy().contains("slowdown_vs_noise_P8")), "{files:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let bad = ring(8, "noise:\n  os: { interval: 10us, duration: 4us }\n  levels: [1, 3]\n");
+    let err = parse_str(&bad, "t.yaml").unwrap_err();
+    assert!(err.message().contains("at 3 an OS detour"), "{err}");
 }

@@ -282,8 +282,17 @@ pub fn all(d: &PlotData) -> Vec<(String, ReportChart)> {
     let ranks = sorted(ran.iter().map(|p| p.ranks));
     let sizes = sorted(ran.iter().map(|p| p.bytes));
     let c = Ctx { d, algos, ran, ranks, sizes };
-    let builders: [Builder; 8] =
-        [size_charts, ranks_charts, parity_chart, best_map, ompi_maps, error_chart, spread_charts, slowdown_charts];
+    let builders: [Builder; 9] = [
+        size_charts,
+        ranks_charts,
+        parity_chart,
+        best_map,
+        ompi_maps,
+        error_chart,
+        spread_charts,
+        slowdown_charts,
+        level_charts,
+    ];
     let mut out = Vec::new();
     for b in builders {
         b(&c, &mut out);
@@ -573,6 +582,39 @@ fn slowdown_charts(c: &Ctx, out: &mut Vec<(String, ReportChart)>) {
         ) {
             chart.lines = false;
             out.push((format!("slowdown_vs_skew_P{p}"), ReportChart::Line(chart)));
+        }
+    }
+}
+
+/// With `noise.levels`: every algorithm's mean slowdown against the noise level, at the
+/// largest size of each rank count.
+fn level_charts(c: &Ctx, out: &mut Vec<(String, ReportChart)>) {
+    for &p in &c.ranks {
+        let Some(&s) = c.sizes.iter().rev().find(|&&s| c.ran.iter().any(|q| q.ranks == p && q.bytes == s)) else {
+            continue;
+        };
+        let mut series = Vec::new();
+        for (i, a) in c.algos.iter().enumerate() {
+            let Some(q) = c.ran.iter().find(|q| &q.algorithm == a && q.ranks == p && q.bytes == s) else { continue };
+            let Some(levels) = &q.noise_levels else { continue };
+            let mut points: Vec<(f64, f64)> =
+                levels.iter().filter_map(|l| Some((l.level, l.slowdown?))).filter(|(_, y)| y.is_finite()).collect();
+            points.sort_by(|x, y| x.0.total_cmp(&y.0));
+            if !points.is_empty() {
+                series.push(Series { style: i, label: a.clone(), points });
+            }
+        }
+        if let Some(chart) = line(
+            format!("Slowdown vs noise level, P = {p}, S = {}", fmt_bytes(s)),
+            format!(
+                "{}  ·  mean time over the seeds / time without noise; level multiplies skew and OS detours",
+                c.d.name
+            ),
+            (Quantity::Number, "noise level (multiplier of the skew and of the OS detours' duration)"),
+            (Quantity::Number, "slowdown (mean time / noise-free time)"),
+            series,
+        ) {
+            out.push((format!("slowdown_vs_noise_P{p}"), ReportChart::Line(with_hline(chart, 1.0, "no noise"))));
         }
     }
 }

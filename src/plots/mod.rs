@@ -83,6 +83,9 @@ pub struct PlotPoint {
     /// With `noise:`: the time without noise.
     #[serde(default)]
     pub noise_free_time_s: Option<f64>,
+    /// With `noise.levels`: the point at each level.
+    #[serde(default)]
+    pub noise_levels: Option<Vec<crate::results::LevelResult>>,
 }
 
 impl PlotPoint {
@@ -120,6 +123,7 @@ impl From<&Report> for PlotData {
                     times_s: p.times_s.clone(),
                     skews_s: p.skews_s.clone(),
                     noise_free_time_s: p.noise_free_time_s,
+                    noise_levels: p.noise_levels.clone(),
                 })
                 .collect(),
         }

@@ -90,6 +90,9 @@ pub enum SimError {
         /// Which ranks wait on what (the first few).
         detail: String,
     },
+    /// A link fault left messages without a route (`noise.faults`): who waits for whom.
+    #[error("{0}")]
+    CutOff(Box<super::flow::CutOff>),
     /// An operation that no machine could run (a bug in the algorithm).
     #[error("rank {rank}: {what}")]
     BadOp {
@@ -802,7 +805,11 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         while let Some((time, ev)) = self.events.pop() {
             // A delivery the model moved since is skipped, but may still be the last
             // event of its instant.
-            let stale = matches!(ev, EvKind::MsgDone(id, generation) if !self.net.current(id, generation));
+            let stale = match ev {
+                EvKind::MsgDone(id, generation) => !self.net.current(id, generation),
+                EvKind::Net(id, what) => !self.net.current_event(id, what),
+                _ => false,
+            };
             if !stale {
                 self.now = time;
                 self.stats.events += 1;
@@ -826,6 +833,13 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         }
         if N::HOLDS_PORTS {
             self.stats.time = self.now;
+        }
+        if let Some(flows) = self.net.take_cut() {
+            let waiting = match self.check_finished() {
+                Err(SimError::Deadlock { detail, .. }) => format!("ranks waiting: {detail}"),
+                _ => String::new(),
+            };
+            return Err(SimError::CutOff(Box::new(super::flow::CutOff { time: self.now, flows, waiting })));
         }
         self.check_finished()?;
         let Engine { net, obs, mut stats, .. } = self;

@@ -45,6 +45,25 @@ pub struct NoiseSpec {
     /// Links (or pairs of ranks) with less bandwidth.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slow_links: Vec<SlowLink>,
+    /// Physical links that fail (flow model only), in the order listed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub faults: Vec<FaultSpec>,
+    /// Noise levels to sweep (`noise.levels`): each point also runs with the skew's
+    /// delays and the OS detours' duration multiplied by each ([`NoiseSpec::scaled`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub levels: Vec<f64>,
+}
+
+/// `noise.faults` entry: the physical link between nodes `a` and `b` (by the names the
+/// report gives links) fails at `at_s`, both ways, for the rest of the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FaultSpec {
+    /// One end, a node name (`leaf0`, `h3`, `r5`).
+    pub a: String,
+    /// The other end.
+    pub b: String,
+    /// Seconds from the start of the collective.
+    pub at_s: f64,
 }
 
 /// `noise.skew`.
@@ -129,6 +148,20 @@ pub struct SlowLink {
 }
 
 impl NoiseSpec {
+    /// This noise at `level`: every skew delay (its scale, or each per-rank delay) and the
+    /// OS detours' duration times `level`; slow ranks, slow links and faults as they are
+    /// (a factor has no natural "twice as much"). No levels of its own.
+    pub fn scaled(&self, level: f64) -> NoiseSpec {
+        let skew = self.skew.as_ref().map(|s| match s {
+            SkewSpec::PerRank(v) => SkewSpec::PerRank(v.iter().map(|d| d * level).collect()),
+            SkewSpec::Drawn { dist, scale_s, fraction } => {
+                SkewSpec::Drawn { dist: *dist, scale_s: scale_s * level, fraction: *fraction }
+            }
+        });
+        let os = self.os.as_ref().map(|o| OsSpec { duration_s: o.duration_s * level, ..o.clone() });
+        NoiseSpec { skew, os, levels: Vec::new(), ..self.clone() }
+    }
+
     /// Whether a run under it could differ from a run without noise (every part empty or
     /// of no effect: no noise).
     pub fn is_quiet(&self) -> bool {
@@ -140,7 +173,7 @@ impl NoiseSpec {
         let os = self.os.as_ref().is_some_and(|o| o.duration_s > 0.0);
         let ranks = self.slow_ranks.iter().any(|s| s.factor != 1.0);
         let links = self.slow_links.iter().any(|s| s.factor != 1.0);
-        !(skew || os || ranks || links)
+        !(skew || os || ranks || links || !self.faults.is_empty())
     }
 }
 
@@ -252,6 +285,8 @@ pub struct Noise {
     pairs: Vec<(u32, u32, f64)>,
     /// The flow model's slow physical links, by their nodes' names.
     links: Vec<(String, String, f64)>,
+    /// The flow model's link faults, by time (ties in the order listed).
+    faults: Vec<FaultSpec>,
 }
 
 impl Noise {
@@ -289,7 +324,9 @@ impl Noise {
             }
         }
         pairs.sort_by_key(|x| (x.0, x.1));
-        Noise { start, slow, os, pairs, links }
+        let mut faults = spec.faults.clone();
+        faults.sort_by(|x, y| x.at_s.total_cmp(&y.at_s));
+        Noise { start, slow, os, pairs, links, faults }
     }
 
     /// When rank `r` starts its program.
@@ -340,8 +377,13 @@ impl Noise {
     /// Under the flow model: the bandwidth factor of the physical link named `name`
     /// (`from->to`), 1 unless a slow link names its two ends (in either order).
     pub fn link_factor(&self, name: &str) -> f64 {
-        let Some((from, to)) = name.split_once("->") else { return 1.0 };
+        let Some((from, to)) = link_ends(name) else { return 1.0 };
         self.links.iter().find(|(a, b, _)| (a == from && b == to) || (a == to && b == from)).map_or(1.0, |l| l.2)
+    }
+
+    /// Under the flow model: the link faults, by time.
+    pub fn faults(&self) -> &[FaultSpec] {
+        &self.faults
     }
 
     /// Whether the flow model must look at its links' names ([`Noise::link_factor`]).
@@ -353,6 +395,12 @@ impl Noise {
     pub fn has_slow_ranks(&self) -> bool {
         !self.slow.is_empty()
     }
+}
+
+/// The two node names of a link named `from->to` (a torus's ` (wrap)` mark dropped).
+pub fn link_ends(name: &str) -> Option<(&str, &str)> {
+    let (from, to) = name.split_once("->")?;
+    Some((from, to.strip_suffix(" (wrap)").unwrap_or(to)))
 }
 
 /// The start delays of `ranks` ranks: a share `fraction` of them (exactly

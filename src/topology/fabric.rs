@@ -38,6 +38,69 @@ pub trait Fabric: Send + Sync + std::fmt::Debug {
     fn link_name(&self, id: LinkId) -> String;
     /// How many directed links the machine has.
     fn link_count(&self) -> u64;
+
+    /// How many nodes (hosts and switches) [`Fabric::out_links`] describes: 0 when the
+    /// fabric does not describe its graph, and then no route can change (a link fault
+    /// cuts off every message that needs the failed link).
+    fn nodes(&self) -> usize {
+        0
+    }
+    /// Node `n`'s name, as [`Fabric::link_name`] writes it.
+    fn node_name(&self, _n: usize) -> String {
+        String::new()
+    }
+    /// The node rank `r` runs on.
+    fn rank_node(&self, r: usize) -> usize {
+        r
+    }
+    /// Append the directed links that leave node `n`, each with the node it reaches, in
+    /// a fixed order (the order [`detour`] breaks ties in).
+    fn out_links(&self, _n: usize, _out: &mut Vec<(LinkId, usize)>) {}
+}
+
+/// A route from rank `a` to rank `b` that crosses no link `failed` names, into `out`:
+/// the fewest hops; among equally short ones, the first a breadth-first search from `a`
+/// reaches `b` by, visiting each node's links in [`Fabric::out_links`] order. `false`
+/// (and `out` untouched) when every path crosses a failed link, or the fabric does not
+/// describe its graph. Costs `O(nodes + links looked at)`; the flow model calls it only
+/// for a pair whose usual route crosses a failed link.
+pub fn detour(f: &dyn Fabric, a: usize, b: usize, failed: impl Fn(LinkId) -> bool, out: &mut Vec<LinkId>) -> bool {
+    let n = f.nodes();
+    let (from, to) = (f.rank_node(a), f.rank_node(b));
+    if n == 0 || from >= n || to >= n {
+        return false;
+    }
+    // For every node reached: the link it was reached by and the node before it.
+    let mut prev: Vec<Option<(LinkId, usize)>> = vec![None; n];
+    let mut queue = std::collections::VecDeque::from([from]);
+    let mut seen = vec![false; n];
+    seen[from] = true;
+    let mut edges = Vec::new();
+    while let Some(u) = queue.pop_front() {
+        if u == to {
+            break;
+        }
+        edges.clear();
+        f.out_links(u, &mut edges);
+        for &(id, v) in &edges {
+            if v < n && !seen[v] && !failed(id) {
+                seen[v] = true;
+                prev[v] = Some((id, u));
+                queue.push_back(v);
+            }
+        }
+    }
+    if !seen[to] || from == to {
+        return false;
+    }
+    let at = out.len();
+    let mut v = to;
+    while let Some((id, u)) = prev[v] {
+        out.push(id);
+        v = u;
+    }
+    out[at..].reverse();
+    true
 }
 
 /// A route's cost alone: the sum of its links' alphas (in route order) and its slowest

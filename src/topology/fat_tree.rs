@@ -254,6 +254,43 @@ impl Fabric for FatTree {
     fn link_count(&self) -> u64 {
         2 * (self.hosts() + self.leaves * self.spines) as u64
     }
+
+    /// Hosts first, then leaves, then spines.
+    fn nodes(&self) -> usize {
+        self.hosts() + self.leaves + self.spines
+    }
+
+    fn node_name(&self, n: usize) -> String {
+        let h = self.hosts();
+        if n < h {
+            format!("h{n}")
+        } else if n < h + self.leaves {
+            format!("leaf{}", n - h)
+        } else {
+            format!("spine{}", n - h - self.leaves)
+        }
+    }
+
+    fn rank_node(&self, r: usize) -> usize {
+        self.host_of(r)
+    }
+
+    /// A host: its leaf. A leaf: its hosts, then the spines. A spine: the leaves.
+    fn out_links(&self, n: usize, out: &mut Vec<(LinkId, usize)>) {
+        let (h, s) = (self.hosts(), self.spines);
+        let uplink = |leaf: usize, spine: usize| 2 * (h + leaf * s + spine) as LinkId;
+        if n < h {
+            out.push((2 * n as LinkId, h + n / self.hosts_per_leaf));
+        } else if n < h + self.leaves {
+            let leaf = n - h;
+            let hosts = leaf * self.hosts_per_leaf..(leaf + 1) * self.hosts_per_leaf;
+            out.extend(hosts.map(|i| (2 * i as LinkId + 1, i)));
+            out.extend((0..s).map(|k| (uplink(leaf, k), h + self.leaves + k)));
+        } else {
+            let spine = n - h - self.leaves;
+            out.extend((0..self.leaves).map(|leaf| (uplink(leaf, spine) + 1, h + leaf)));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -54,4 +54,13 @@ impl super::Fabric for FullyConnected {
         let p = self.ranks as u64;
         p * p.saturating_sub(1)
     }
+    fn nodes(&self) -> usize {
+        self.ranks
+    }
+    fn node_name(&self, n: usize) -> String {
+        format!("r{n}")
+    }
+    fn out_links(&self, n: usize, out: &mut Vec<(super::LinkId, usize)>) {
+        out.extend((0..self.ranks).filter(|&b| b != n).map(|b| ((n * self.ranks + b) as super::LinkId, b)));
+    }
 }

@@ -501,6 +501,23 @@ impl Fabric for Graph {
     fn link_count(&self) -> u64 {
         2 * self.links.len() as u64
     }
+
+    fn nodes(&self) -> usize {
+        self.names.len()
+    }
+
+    fn node_name(&self, n: usize) -> String {
+        self.names[n].clone()
+    }
+
+    fn rank_node(&self, r: usize) -> usize {
+        self.placement[r]
+    }
+
+    /// By increasing node index, as the usual routes break ties.
+    fn out_links(&self, n: usize, out: &mut Vec<(LinkId, usize)>) {
+        out.extend(self.adj[self.start[n]..self.start[n + 1]].iter().map(|&(u, id)| (id, u as usize)));
+    }
 }
 
 #[cfg(test)]

@@ -179,6 +179,32 @@ impl super::Fabric for Grid {
         format!("r{r}->r{}{}", self.neighbour(r, way), if wrap { " (wrap)" } else { "" })
     }
 
+    fn nodes(&self) -> usize {
+        self.rows * self.cols
+    }
+
+    fn node_name(&self, n: usize) -> String {
+        format!("r{n}")
+    }
+
+    /// East, west, south, north, where the grid has that link.
+    fn out_links(&self, n: usize, out: &mut Vec<(super::LinkId, usize)>) {
+        let (row, col) = (n / self.cols, n % self.cols);
+        let has = |way: u64| match (self.wraps, way) {
+            (true, EAST | WEST) => self.cols > 1,
+            (true, _) => self.rows > 1,
+            (false, EAST) => col + 1 < self.cols,
+            (false, WEST) => col > 0,
+            (false, SOUTH) => row + 1 < self.rows,
+            (false, _) => row > 0,
+        };
+        for way in [EAST, WEST, SOUTH, NORTH] {
+            if has(way) {
+                out.push(((n * 4) as u64 + way, self.neighbour(n, way)));
+            }
+        }
+    }
+
     fn link_count(&self) -> u64 {
         let (r, c) = (self.rows as u64, self.cols as u64);
         if self.wraps {

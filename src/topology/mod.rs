@@ -25,7 +25,7 @@ mod protocol;
 pub mod spec;
 
 pub use cluster::{Cluster, ClusterSpec, FabricKind, FabricSpec, InterSpec, IntraKind, IntraSpec, PerProto};
-pub use fabric::{Fabric, LinkId, route_cost};
+pub use fabric::{Fabric, LinkId, detour, route_cost};
 pub use fat_tree::{FatTree, oversubscription, oversubscription_text};
 pub use fully_connected::FullyConnected;
 pub use graph::{Graph, MAX_CACHED_ROUTES, Node, Placement, RankOrder, unreachable, unreachable_host};

@@ -85,6 +85,20 @@ impl Fabric for ProtoView {
     fn link_count(&self) -> u64 {
         self.inner.fabric().map_or(0, |f| f.link_count())
     }
+    fn nodes(&self) -> usize {
+        self.inner.fabric().map_or(0, |f| f.nodes())
+    }
+    fn node_name(&self, n: usize) -> String {
+        self.inner.fabric().map_or_else(String::new, |f| f.node_name(n))
+    }
+    fn rank_node(&self, r: usize) -> usize {
+        self.inner.fabric().map_or(r, |f| f.rank_node(r))
+    }
+    fn out_links(&self, n: usize, out: &mut Vec<(LinkId, usize)>) {
+        if let Some(f) = self.inner.fabric() {
+            f.out_links(n, out);
+        }
+    }
 }
 
 #[cfg(test)]

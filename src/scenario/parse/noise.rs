@@ -5,7 +5,7 @@ use serde_saphyr::{Location, Spanned};
 
 use super::{Scalar, Src, choice, time, whole};
 use crate::scenario::{NetworkSpec, ScenarioError};
-use crate::sim::noise::{NoiseSpec, OsPattern, OsSpec, SkewDist, SkewSpec, SlowLink, SlowRank};
+use crate::sim::noise::{FaultSpec, NoiseSpec, OsPattern, OsSpec, SkewDist, SkewSpec, SlowLink, SlowRank};
 
 /// The most seeds `repeat:` may ask for per point.
 pub const MAX_REPEAT: u64 = 100_000;
@@ -17,7 +17,16 @@ pub(super) struct RawNoise {
     os: Option<Spanned<RawOs>>,
     slow_ranks: Option<Spanned<Vec<Spanned<RawSlowRank>>>>,
     slow_links: Option<Spanned<Vec<Spanned<RawSlowLink>>>>,
-    faults: Option<Spanned<serde::de::IgnoredAny>>,
+    faults: Option<Spanned<Vec<Spanned<RawFault>>>>,
+    levels: Option<Spanned<Vec<Spanned<Scalar>>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFault {
+    a: Option<Spanned<Scalar>>,
+    b: Option<Spanned<Scalar>>,
+    at: Option<Spanned<Scalar>>,
 }
 
 #[derive(Deserialize)]
@@ -84,18 +93,93 @@ pub(super) fn repeat(src: &Src, v: &Spanned<Scalar>) -> Result<u32, ScenarioErro
 /// `noise:` under network `net`.
 pub(super) fn noise(src: &Src, raw: Spanned<RawNoise>, net: &NetworkSpec) -> Result<NoiseSpec, ScenarioError> {
     let r = raw.value;
-    if let Some(f) = &r.faults {
-        return Err(src.err(
-            &f.referenced,
-            "noise.faults: link faults are not implemented yet; allowed keys: skew, os, slow_ranks, slow_links",
-        ));
-    }
-    Ok(NoiseSpec {
+    let mut spec = NoiseSpec {
         skew: r.skew.map(|s| skew(src, s)).transpose()?,
         os: r.os.map(|o| os(src, o)).transpose()?,
         slow_ranks: r.slow_ranks.map_or(Ok(Vec::new()), |l| slow_ranks(src, l))?,
         slow_links: r.slow_links.map_or(Ok(Vec::new()), |l| slow_links(src, l, net))?,
-    })
+        faults: r.faults.map_or(Ok(Vec::new()), |l| faults(src, l, net))?,
+        levels: Vec::new(),
+    };
+    if let Some(list) = r.levels {
+        spec.levels = levels(src, list, &spec)?;
+    }
+    Ok(spec)
+}
+
+/// The most levels `noise.levels` may list.
+pub const MAX_LEVELS: usize = 64;
+
+/// `noise.levels`: numbers above 0, no repeats, at most [`MAX_LEVELS`]; at each the OS
+/// detours must still end before the next.
+fn levels(src: &Src, raw: Spanned<Vec<Spanned<Scalar>>>, spec: &NoiseSpec) -> Result<Vec<f64>, ScenarioError> {
+    if raw.value.is_empty() || raw.value.len() > MAX_LEVELS {
+        return Err(src.err(
+            &raw.referenced,
+            format!("noise.levels: list 1 to {MAX_LEVELS} noise levels (multipliers such as [0.5, 1, 2])"),
+        ));
+    }
+    let mut out: Vec<f64> = Vec::new();
+    for v in &raw.value {
+        let x = number(src, v, "noise.levels")?;
+        if x <= 0.0 {
+            return Err(src
+                .err(&v.referenced, format!("noise.levels: a level multiplies the noise; give one above 0, not {x}")));
+        }
+        if out.contains(&x) {
+            return Err(src.err(&v.referenced, format!("noise.levels: {x} is listed twice")));
+        }
+        if let Some(o) = &spec.os
+            && o.duration_s * x >= o.interval_s
+        {
+            return Err(src.err(
+                &v.referenced,
+                format!(
+                    "noise.levels: at {x} an OS detour ({:e} s) would not end before the next (interval {:e} s)",
+                    o.duration_s * x,
+                    o.interval_s
+                ),
+            ));
+        }
+        out.push(x);
+    }
+    Ok(out)
+}
+
+/// `noise.faults`: `{ a: NODE, b: NODE, at: TIME }` entries, flow model only (the ideal
+/// model has pairs of ranks, not physical links that could fail and be routed around).
+fn faults(src: &Src, raw: Spanned<Vec<Spanned<RawFault>>>, net: &NetworkSpec) -> Result<Vec<FaultSpec>, ScenarioError> {
+    if !net.is_flow() {
+        return Err(src.err(
+            &raw.referenced,
+            "noise.faults: link faults need network.model: flow (the ideal model has no physical links to fail \
+             or to route around); set network: { model: flow }, or leave faults out",
+        ));
+    }
+    let what =
+        "a fault is { a: NODE, b: NODE, at: TIME }, with a and b the names the report gives links (h0, leaf0, r3)";
+    let mut out = Vec::new();
+    for e in raw.value {
+        let mut ends = Vec::new();
+        for (key, v) in [("a", &e.value.a), ("b", &e.value.b)] {
+            let v = required(src, v, &e.referenced, key, what)?;
+            let text = match &v.value {
+                Scalar::Str(s) if !s.trim().is_empty() => s.trim().to_string(),
+                other => {
+                    return Err(src.err(&v.referenced, format!("noise.faults.{key}: {what}; found {}", other.shown())));
+                }
+            };
+            ends.push(text);
+        }
+        if ends[0] == ends[1] {
+            return Err(src.err(&e.referenced, "noise.faults: a and b are the same; a link joins two ends"));
+        }
+        let at = time(src, required(src, &e.value.at, &e.referenced, "at", what)?, "noise.faults.at")?;
+        let b = ends.pop().unwrap_or_default();
+        let a = ends.pop().unwrap_or_default();
+        out.push(FaultSpec { a, b, at_s: at });
+    }
+    Ok(out)
 }
 
 fn skew(src: &Src, raw: Spanned<RawSkew>) -> Result<SkewSpec, ScenarioError> {

@@ -102,6 +102,11 @@ pub struct FlowStats {
     /// than a relative 1e-9 early). Rates never exceed a link's bandwidth, so this is 0
     /// unless the model is broken; the runner fails a point where it is not.
     pub faster_than_alone: u64,
+    /// Under `noise.faults`: what each fault did, in time order.
+    pub faults: Vec<FaultStat>,
+    /// Under `noise.faults`: messages that started on a detour because their usual
+    /// route crossed a failed link.
+    pub detoured: u64,
 }
 
 impl FlowStats {
@@ -132,6 +137,8 @@ struct LinkState {
     left: f64,
     shares: f64,
     unfixed: u32,
+    /// Failed (`noise.faults`): no flow may cross it any more.
+    failed: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -160,6 +167,16 @@ struct FlowState {
     /// Under noise with slow ranks: the most its sender injects, bytes per second
     /// (infinite otherwise).
     cap: f64,
+    /// Bytes on the wire.
+    bytes: u64,
+    /// Its ends, for rerouting and the report of a run cut off.
+    src: u32,
+    dst: u32,
+    /// When its delivery is scheduled (kept only under link faults).
+    due: f64,
+    /// Under link faults: how many times it was rerouted; its start-of-data event carries
+    /// it, so an event of a route it left is stale.
+    leg: u32,
 }
 
 /// The shared links of one run. As a [`NetworkModel`]: [`FlowNet::start_flow`] when a
@@ -194,7 +211,102 @@ pub struct FlowNet<'a> {
     noise: Option<&'a Noise>,
     /// Whether some flow's sender caps its rate below its links ([`FlowState::cap`]).
     capped: bool,
+    /// Link faults (`noise.faults`); `None` takes none of their branches.
+    faults: Option<Box<Faults>>,
 }
+
+/// A message a link fault left without a route: it never arrives.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CutFlow {
+    /// The engine's id of the message.
+    pub id: u32,
+    /// Sender and receiver.
+    pub src: u32,
+    /// Receiver.
+    pub dst: u32,
+    /// Bytes on the wire.
+    pub bytes: u64,
+    /// Bytes that had arrived when it was cut off.
+    pub moved: f64,
+    /// When it was cut off.
+    pub at: f64,
+    /// The failed link it was on (or that its usual route needed), `from->to`.
+    pub link: String,
+}
+
+/// The words every message about a run cut off by link faults starts with.
+pub const CUT_OFF: &str = "cut off by a link fault";
+
+/// A run that link faults cut off: the messages left without a route, and who waits
+/// for whom when nothing else can happen.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CutOff {
+    /// When the run stopped: its last event.
+    pub time: f64,
+    /// The messages cut off, in the order they were.
+    pub flows: Vec<CutFlow>,
+    /// The engine's account of the ranks still waiting and what each waits for.
+    pub waiting: String,
+}
+
+impl std::fmt::Display for CutOff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} message(s) have no route left (", CUT_OFF, self.flows.len())?;
+        for (i, c) in self.flows.iter().take(4).enumerate() {
+            let sep = if i > 0 { "; " } else { "" };
+            write!(
+                f,
+                "{sep}rank {} waits for rank {}'s message, {} of {} bytes moved when {} failed at {:e} s",
+                c.dst, c.src, c.moved, c.bytes, c.link, c.at
+            )?;
+        }
+        if self.flows.len() > 4 {
+            write!(f, "; and {} more", self.flows.len() - 4)?;
+        }
+        write!(f, "); the run stopped at {:e} s", self.time)?;
+        if !self.waiting.is_empty() {
+            write!(f, " with {}", self.waiting)?;
+        }
+        Ok(())
+    }
+}
+
+/// What one fault did in a run (the report's notes).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FaultStat {
+    /// `a-b` as the scenario names the link.
+    pub link: String,
+    /// When it failed.
+    pub at: f64,
+    /// Whether it named a link of this machine.
+    pub matched: bool,
+    /// Flows moved to another route when it failed, or because their usual route crossed it.
+    pub rerouted: u64,
+    /// Flows it left without a route.
+    pub cut: u64,
+}
+
+/// The link faults of one run and what they did.
+#[derive(Debug, Default)]
+struct Faults {
+    /// By time: `(a, b, at)`.
+    list: Vec<(String, String, f64)>,
+    /// How many of `list` have failed so far.
+    done: usize,
+    /// The failed directed links found through the fabric's graph, sorted.
+    ids: Vec<LinkId>,
+    /// Whether the fault events were scheduled (at the first instant).
+    scheduled: bool,
+    /// Flows started and not yet delivered or cut off.
+    live: usize,
+    stats: Vec<FaultStat>,
+    cut: Vec<CutFlow>,
+}
+
+/// The bit of a cached route's length that says it is a detour around failed links.
+const DETOURED: u32 = 1 << 31;
+/// A cached route's start when the pair has no route left.
+const NO_ROUTE: u32 = u32::MAX;
 
 /// A multiply-rotate hash (FxHash's) for the route and link tables: their keys are small
 /// integers chosen by us, not by an adversary, and SipHash was a twentieth of a flow run.
@@ -247,6 +359,7 @@ impl<'a> FlowNet<'a> {
             stats: FlowStats { machine_links: fabric.link_count(), ..FlowStats::default() },
             noise: None,
             capped: false,
+            faults: None,
         }
     }
 
@@ -256,6 +369,15 @@ impl<'a> FlowNet<'a> {
     pub fn set_noise(&mut self, noise: &'a Noise) {
         self.capped = noise.has_slow_ranks();
         self.noise = Some(noise);
+        if !noise.faults().is_empty() {
+            let list: Vec<(String, String, f64)> =
+                noise.faults().iter().map(|f| (f.a.clone(), f.b.clone(), f.at_s)).collect();
+            let stats = list
+                .iter()
+                .map(|(a, b, at)| FaultStat { link: format!("{a}-{b}"), at: *at, ..FaultStat::default() })
+                .collect();
+            self.faults = Some(Box::new(Faults { list, stats, ..Faults::default() }));
+        }
     }
 
     /// Forget every cached route. Flows in flight keep theirs: their slots are copied to
@@ -289,6 +411,22 @@ impl<'a> FlowNet<'a> {
         }
         self.scratch.clear();
         self.fabric.route(a as usize, b as usize, &mut self.scratch);
+        let mut detoured = 0;
+        if self.faults.as_ref().is_some_and(|f| f.done > 0) && self.scratch.iter().any(|&id| self.is_failed(id)) {
+            self.scratch.clear();
+            let ids = &self.faults.as_ref().expect("faults").ids;
+            if !crate::topology::detour(
+                self.fabric,
+                a as usize,
+                b as usize,
+                |id| ids.binary_search(&id).is_ok(),
+                &mut self.scratch,
+            ) {
+                self.routes.insert((a, b), (NO_ROUTE, 0));
+                return (NO_ROUTE, 0);
+            }
+            detoured = DETOURED;
+        }
         let start = self.route_buf.len() as u32;
         for i in 0..self.scratch.len() {
             let id = self.scratch[i];
@@ -314,15 +452,24 @@ impl<'a> FlowNet<'a> {
                         left: 0.0,
                         shares: 0.0,
                         unfixed: 0,
+                        failed: self.faults.as_ref().is_some_and(|f| f.done > 0) && self.failed_by_name(id),
                     });
                     s
                 }
             };
             self.route_buf.push(slot);
         }
-        let r = (start, self.scratch.len() as u32);
+        let r = (start, self.scratch.len() as u32 | detoured);
         self.routes.insert((a, b), r);
         r
+    }
+
+    /// Under link faults: whether directed link `id` has failed.
+    fn is_failed(&self, id: LinkId) -> bool {
+        match self.slot_of.get(&id) {
+            Some(&s) => self.links[s as usize].failed,
+            None => self.failed_by_name(id),
+        }
     }
 
     /// Message `id` of `bytes` bytes from `a` to `b`, whose pair cost is `link`, takes its
@@ -330,6 +477,11 @@ impl<'a> FlowNet<'a> {
     /// at `now + link.time(bytes)`: right if the flow never shares a link.
     pub fn start_flow(&mut self, id: u32, a: u32, b: u32, bytes: u64, link: Link, now: f64) -> u32 {
         let (start, len) = self.route(a, b);
+        self.open(id, (a, b), (start, len), bytes, link, now)
+    }
+
+    /// [`FlowNet::start_flow`] on the route in slots `start..start + len`.
+    fn open(&mut self, id: u32, (a, b): (u32, u32), (start, len): (u32, u32), bytes: u64, link: Link, now: f64) -> u32 {
         for i in start..start + len {
             self.links[self.route_buf[i as usize] as usize].bytes += bytes;
         }
@@ -343,6 +495,9 @@ impl<'a> FlowNet<'a> {
         };
         let f = &mut self.flows[id as usize];
         let generation = f.generation.wrapping_add(1);
+        // Under faults a slot's legs keep counting, so that a start-of-data event of the
+        // slot's last message can never pass for this one's.
+        let leg = if self.faults.is_some() { f.leg.wrapping_add(1) } else { 0 };
         *f = FlowState {
             start,
             len,
@@ -358,6 +513,11 @@ impl<'a> FlowNet<'a> {
             fixed: false,
             next_rate: 0.0,
             cap: f64::INFINITY,
+            bytes,
+            src: a,
+            dst: b,
+            due: now + link.time(bytes as f64),
+            leg,
         };
         generation
     }
@@ -416,6 +576,9 @@ impl<'a> FlowNet<'a> {
         }
         f.generation = f.generation.wrapping_add(1);
         f.live = false;
+        if let Some(faults) = &mut self.faults {
+            faults.live -= 1;
+        }
         if !f.moving {
             return;
         }
@@ -575,7 +738,8 @@ impl<'a> FlowNet<'a> {
             f.rate = rate;
             f.generation = f.generation.wrapping_add(1);
             self.stats.reschedules += 1;
-            reschedule(id, f.generation, now + f.remaining / rate);
+            f.due = now + f.remaining / rate;
+            reschedule(id, f.generation, f.due);
         }
         for &slot in &self.comp_links {
             let l = &mut self.links[slot as usize];
@@ -600,6 +764,9 @@ impl<'a> FlowNet<'a> {
 
     /// The run's link statistics.
     pub fn link_stats(mut self) -> FlowStats {
+        if let Some(f) = self.faults.take() {
+            self.stats.faults = f.stats;
+        }
         self.stats.links = self
             .ids
             .iter()
@@ -616,6 +783,238 @@ impl<'a> FlowNet<'a> {
     }
 }
 
+/// Link faults (`noise.faults`, docs/variability.md). A fault fails every directed link
+/// between its two nodes at its time. A flow on a failed link leaves it keeping the bytes
+/// it has moved, and starts again from the fault's time on a new route: the fewest hops
+/// around every failed link ([`crate::topology::detour`]), its latency first, then the
+/// bytes it had left, shared as any flow. A message that starts later takes its usual
+/// route, or that detour where the usual one crosses a failed link. A flow with no route
+/// left is cut off: it never arrives, the run ends when nothing else can happen, and the
+/// engine reports who waits for whom ([`NetworkModel::take_cut`]).
+impl FlowNet<'_> {
+    /// Every fault's event, once, at the first instant: `Net(k, 1)` for fault `k`.
+    fn schedule_faults(&mut self, q: &mut Sched<'_>) {
+        let Some(f) = &mut self.faults else { return };
+        f.scheduled = true;
+        for (k, (_, _, at)) in f.list.iter().enumerate() {
+            q.later(*at, k as u32, 1);
+        }
+    }
+
+    /// Whether the link named `name` joins the two nodes of a fault that has happened.
+    fn fault_of(&self, name: &str) -> Option<usize> {
+        let f = self.faults.as_ref()?;
+        let (x, y) = crate::sim::noise::link_ends(name)?;
+        (0..f.done).rev().find(|&k| {
+            let (a, b, _) = &f.list[k];
+            (a == x && b == y) || (a == y && b == x)
+        })
+    }
+
+    /// Whether directed link `id` has failed (found through the fabric's graph, or by
+    /// its name where the fabric does not describe its graph).
+    fn failed_by_name(&self, id: LinkId) -> bool {
+        self.faults.as_ref().is_some_and(|f| f.ids.binary_search(&id).is_ok())
+            || self.fault_of(&self.fabric.link_name(id)).is_some()
+    }
+
+    /// Fail the links of every fault due by `now`, and move the flows on them.
+    fn fail_due(&mut self, now: f64, q: &mut Sched<'_>) {
+        let Some(f) = &mut self.faults else { return };
+        let first = f.done;
+        while f.done < f.list.len() && f.list[f.done].2 <= now {
+            f.done += 1;
+        }
+        if f.done == first {
+            return;
+        }
+        let fabric = self.fabric;
+        let mut out = Vec::new();
+        for k in first..f.done {
+            let (a, b) = (&f.list[k].0, &f.list[k].1);
+            let named = |want: &str| (0..fabric.nodes()).find(|&n| fabric.node_name(n) == want);
+            if let (Some(na), Some(nb)) = (named(a), named(b)) {
+                for (from, to) in [(na, nb), (nb, na)] {
+                    out.clear();
+                    fabric.out_links(from, &mut out);
+                    f.ids.extend(out.iter().filter(|e| e.1 == to).map(|e| e.0));
+                }
+            }
+        }
+        f.ids.sort_unstable();
+        f.ids.dedup();
+        for slot in 0..self.links.len() {
+            if !self.links[slot].failed && self.failed_by_name(self.ids[slot]) {
+                self.links[slot].failed = true;
+            }
+        }
+        let f = self.faults.as_mut().expect("faults");
+        for k in first..f.done {
+            let (a, b) = (&f.list[k].0, &f.list[k].1);
+            let by_graph = f.ids.iter().any(|&id| {
+                crate::sim::noise::link_ends(&fabric.link_name(id))
+                    .is_some_and(|(x, y)| (x == a && y == b) || (x == b && y == a))
+            });
+            let by_name = self.ids.iter().zip(&self.links).any(|(&id, l)| {
+                l.failed
+                    && crate::sim::noise::link_ends(&fabric.link_name(id))
+                        .is_some_and(|(x, y)| (x == a && y == b) || (x == b && y == a))
+            });
+            f.stats[k].matched = by_graph || by_name;
+        }
+        // Cached routes may cross the failed links.
+        self.drop_routes();
+        for id in 0..self.flows.len() as u32 {
+            let f = &self.flows[id as usize];
+            if !f.live || f.due <= now {
+                continue;
+            }
+            let on =
+                (f.start..f.start + f.len).map(|i| self.route_buf[i as usize]).find(|&s| self.links[s as usize].failed);
+            if let Some(slot) = on {
+                self.reroute(id, slot, now, q);
+            }
+        }
+    }
+
+    /// Flow `id`, on failed link `slot`, leaves its route at `now` with the bytes it has
+    /// moved and starts again on a detour, or is cut off.
+    fn reroute(&mut self, id: u32, slot: u32, now: f64, q: &mut Sched<'_>) {
+        let f = &mut self.flows[id as usize];
+        f.generation = f.generation.wrapping_add(1);
+        f.leg = f.leg.wrapping_add(1);
+        if f.moving {
+            f.remaining = (f.remaining - f.rate * (now - f.anchor).max(0.0)).max(0.0);
+            f.moving = false;
+            self.join_or_leave(id, false);
+        }
+        let name = self.fabric.link_name(self.ids[slot as usize]);
+        let k = self.fault_of(&name);
+        let (src, dst) = (self.flows[id as usize].src, self.flows[id as usize].dst);
+        let (start, len) = self.route(src, dst);
+        let faults = self.faults.as_mut().expect("faults");
+        if start == NO_ROUTE {
+            let f = &mut self.flows[id as usize];
+            f.live = false;
+            faults.live -= 1;
+            let moved = f.bytes as f64 - f.remaining;
+            faults.cut.push(CutFlow { id, src, dst, bytes: f.bytes, moved, at: now, link: name });
+            if let Some(k) = k {
+                faults.stats[k].cut += 1;
+            }
+            return;
+        }
+        if let Some(k) = k {
+            faults.stats[k].rerouted += 1;
+        }
+        let len = len & !DETOURED;
+        let link = self.detour_cost(start, len, self.flows[id as usize].cap);
+        let remaining = self.flows[id as usize].remaining;
+        for i in start..start + len {
+            self.links[self.route_buf[i as usize] as usize].bytes += remaining.ceil() as u64;
+        }
+        let share = self.share_of(link);
+        let f = &mut self.flows[id as usize];
+        f.start = start;
+        f.len = len;
+        f.share = share;
+        f.rate = link.bandwidth;
+        f.anchor = now + link.alpha;
+        f.alone = now + link.time(remaining);
+        f.due = f.alone;
+        let (generation, leg) = (f.generation, f.leg);
+        q.deliver(f.due, id, generation);
+        if remaining > 0.0 {
+            if link.alpha > 0.0 {
+                q.later(now + link.alpha, id, leg.wrapping_mul(2));
+            } else {
+                self.begin_data(id);
+            }
+        }
+    }
+
+    /// The cost alone of the route in slots `start..start + len` (alphas in route order,
+    /// the slowest capacity, and no more than `cap`, a slow sender's rate).
+    fn detour_cost(&self, start: u32, len: u32, cap: f64) -> Link {
+        let mut link = Link { alpha: 0.0, bandwidth: cap };
+        for i in start..start + len {
+            let slot = self.route_buf[i as usize] as usize;
+            link.alpha += self.fabric.hop(self.ids[slot]).alpha;
+            link.bandwidth = link.bandwidth.min(self.links[slot].capacity);
+        }
+        link
+    }
+
+    /// A flow's share per unit of a link's fair level on a route costing `link` alone.
+    fn share_of(&self, link: Link) -> f64 {
+        match self.sharing {
+            Sharing::MaxMin => 1.0,
+            Sharing::Weighted if link.alpha > 0.0 => 1.0 / link.alpha,
+            Sharing::Weighted => 1.0 / ZERO_LATENCY_WEIGHT,
+        }
+    }
+
+    /// [`NetworkModel::start`] under link faults.
+    fn start_faulty(&mut self, s: &Start, q: &mut Sched<'_>) -> f64 {
+        if self.faults.as_ref().is_some_and(|f| !f.scheduled) {
+            self.schedule_faults(q);
+        }
+        self.fail_due(s.now, q);
+        let (start, len) = self.route(s.src, s.dst);
+        let slot = self.flows.get(s.id as usize).map_or(0, |f| f.leg);
+        if self.flows.len() <= s.id as usize {
+            self.flows.resize(s.id as usize + 1, FlowState::default());
+        }
+        if start == NO_ROUTE {
+            let f = &mut self.flows[s.id as usize];
+            f.generation = f.generation.wrapping_add(1);
+            f.leg = slot.wrapping_add(1);
+            f.live = false;
+            let mut usual = Vec::new();
+            self.fabric.route(s.src as usize, s.dst as usize, &mut usual);
+            let link = usual
+                .iter()
+                .find(|&&id| self.failed_by_name(id))
+                .map_or_else(String::new, |&id| self.fabric.link_name(id));
+            let k = self.fault_of(&link);
+            let faults = self.faults.as_mut().expect("faults");
+            if let Some(k) = k {
+                faults.stats[k].cut += 1;
+            }
+            faults.cut.push(CutFlow { id: s.id, src: s.src, dst: s.dst, bytes: s.wire, moved: 0.0, at: s.now, link });
+            return f64::INFINITY;
+        }
+        let detoured = len & DETOURED != 0;
+        let len = len & !DETOURED;
+        let cap = if self.capped { s.link.bandwidth } else { f64::INFINITY };
+        let link = if detoured {
+            self.stats.detoured += 1;
+            self.detour_cost(start, len, cap)
+        } else {
+            // As `noisy_link`: the pair's cost, its links possibly slowed.
+            let mut link = s.link;
+            for i in start..start + len {
+                link.bandwidth = link.bandwidth.min(self.links[self.route_buf[i as usize] as usize].capacity);
+            }
+            link
+        };
+        let generation = self.open(s.id, (s.src, s.dst), (start, len), s.wire, link, s.now);
+        self.faults.as_mut().expect("faults").live += 1;
+        let f = &mut self.flows[s.id as usize];
+        f.cap = cap;
+        let leg = f.leg;
+        if s.wire > 0 {
+            if link.alpha > 0.0 {
+                q.later(s.now + link.alpha, s.id, leg.wrapping_mul(2));
+            } else {
+                self.begin_data(s.id);
+            }
+        }
+        q.deliver(s.now + link.time(s.wire as f64), s.id, generation);
+        f64::INFINITY
+    }
+}
+
 /// A message's flow starts with its ports; its data after its route latency (an event of
 /// the model's own, or at once on a route of none); the delivery the engine schedules is
 /// the flow's alone, moved by [`FlowNet::settle_rates`] when sharing changes its rate.
@@ -623,6 +1022,9 @@ impl NetworkModel for FlowNet<'_> {
     const END_AT_START: bool = false;
 
     fn start(&mut self, s: &Start, q: &mut Sched<'_>) -> f64 {
+        if self.faults.is_some() {
+            return self.start_faulty(s, q);
+        }
         let link = if self.noise.is_some() { self.noisy_link(s.src, s.dst, s.link) } else { s.link };
         let generation = self.start_flow(s.id, s.src, s.dst, s.wire, link, s.now);
         if self.capped {
@@ -645,8 +1047,30 @@ impl NetworkModel for FlowNet<'_> {
         self.is_current(id, generation)
     }
 
-    fn event(&mut self, id: u32, _what: u32, _now: f64, _q: &mut Sched<'_>) {
-        self.begin_data(id);
+    #[inline]
+    fn current_event(&self, id: u32, what: u32) -> bool {
+        match &self.faults {
+            None => true,
+            // A fault no flow in flight could feel is skipped (its link is failed when the
+            // next message starts), so that it never ends a run that was over.
+            Some(f) if what & 1 == 1 => f.done <= id as usize && f.live > 0,
+            Some(_) => {
+                let f = &self.flows[id as usize];
+                f.live && f.leg.wrapping_mul(2) == what
+            }
+        }
+    }
+
+    fn event(&mut self, id: u32, what: u32, now: f64, q: &mut Sched<'_>) {
+        if what & 1 == 1 {
+            self.fail_due(now, q);
+        } else {
+            self.begin_data(id);
+        }
+    }
+
+    fn take_cut(&mut self) -> Option<Vec<CutFlow>> {
+        self.faults.as_mut().filter(|f| !f.cut.is_empty()).map(|f| f.cut.clone())
     }
 
     fn delivered(&mut self, id: u32, now: f64) {
@@ -654,6 +1078,9 @@ impl NetworkModel for FlowNet<'_> {
     }
 
     fn settle(&mut self, now: f64, q: &mut Sched<'_>) {
+        if self.faults.as_ref().is_some_and(|f| !f.scheduled) {
+            self.schedule_faults(q);
+        }
         self.settle_rates(now, |id, generation, time| q.deliver(time, id, generation));
     }
 

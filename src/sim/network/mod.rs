@@ -258,6 +258,19 @@ pub trait NetworkModel {
         true
     }
 
+    /// Whether an event the model scheduled with [`Sched::later`] still stands; the
+    /// engine skips one that does not, as a stale delivery (its time is not the run's).
+    #[inline]
+    fn current_event(&self, _id: u32, _what: u32) -> bool {
+        true
+    }
+
+    /// After the run: the messages a link fault left without a route, if any (the run
+    /// then ends as [`SimError::CutOff`]).
+    fn take_cut(&mut self) -> Option<Vec<flow::CutFlow>> {
+        None
+    }
+
     /// An event the model scheduled with [`Sched::later`].
     #[inline]
     fn event(&mut self, _id: u32, _what: u32, _now: f64, _q: &mut Sched<'_>) {}

@@ -1,0 +1,200 @@
+//! Link faults under the flow model (`noise.faults`, docs/variability.md): a flow on a
+//! failed link keeps the bytes it moved and starts again on the fewest-hop route around
+//! it; a message that starts later routes around it; a message with no route left ends
+//! the run with a report of who waits for whom, never a hang or a panic.
+
+mod common;
+use common::Script;
+
+use allreduce_sim::algos::Problem;
+use allreduce_sim::sim::data::DataPlane;
+use allreduce_sim::sim::engine::{NoObserver, SimError, SimStats};
+use allreduce_sim::sim::flow::{CutFlow, Sharing};
+use allreduce_sim::sim::noise::{FaultSpec, Noise, NoiseSpec};
+use allreduce_sim::sim::{Model, Network, Op, Rank, Region, simulate_noisy};
+use allreduce_sim::topology::{Grid, Hierarchical, Level, Link, Topology};
+
+const FLOW: Network = Network { model: Model::Flow(Sharing::MaxMin), envelope: 0 };
+
+/// A ring of `p` ranks, alpha = 1 s and B = 1 B/s per hop: whole numbers.
+fn ring(p: usize) -> Grid {
+    Grid::ring(p, Link { alpha: 1.0, bandwidth: 1.0 }, 1)
+}
+
+/// Rounds of messages `(src, dst, elems)` (4-byte elements): every rank waits for the
+/// round's messages before the next round's.
+fn rounds(ranks: usize, rounds: &[&[(Rank, Rank, usize)]]) -> Script {
+    let mut ops = vec![Vec::new(); ranks];
+    let mut tag = 0;
+    for round in rounds {
+        for &(a, b, elems) in *round {
+            ops[a as usize].push(Op::send(b, tag, Region::vec(0, elems)));
+            ops[b as usize].push(Op::recv_copy(a, tag, Region::vec(0, elems)));
+            tag += 1;
+        }
+        for o in &mut ops {
+            o.push(Op::WaitAll);
+        }
+    }
+    Script(ops)
+}
+
+fn faults(list: &[(&str, &str, f64)]) -> NoiseSpec {
+    let faults = list.iter().map(|&(a, b, at)| FaultSpec { a: a.into(), b: b.into(), at_s: at }).collect();
+    NoiseSpec { faults, ..NoiseSpec::default() }
+}
+
+fn run(script: &Script, topo: &dyn Topology, elems: usize, spec: &NoiseSpec) -> Result<SimStats, SimError> {
+    let p = Problem { ranks: topo.ranks(), elems, elem_bytes: 4 };
+    let noise = Noise::draw(spec, 0, p.ranks, true);
+    let none = None::<fn(&[usize]) -> DataPlane>;
+    simulate_noisy(script, topo, p, 0.0, FLOW, Some(&noise), none, &mut NoObserver).map(|(st, _)| st)
+}
+
+#[test]
+fn a_flow_on_a_failed_link_reroutes_keeping_its_bytes() {
+    // Ring of 4. 0 -> 1 and 1 -> 0, 12 bytes each, start at 0: 1 s of latency, then 1 B/s
+    // on their one-hop routes (alone: 13 s). Link r0-r1 fails at 5 s: each has moved
+    // 4 bytes. Each starts again on the other way round, 3 hops: 3 s of latency, then its
+    // 8 bytes at 1 B/s (0->3->2->1 and 1->2->3->0 share no directed link): 16 s.
+    let s = rounds(4, &[&[(0, 1, 3), (1, 0, 3)]]);
+    let quiet = run(&s, &ring(4), 3, &NoiseSpec::default()).unwrap();
+    assert_eq!(quiet.time, 13.0);
+    let st = run(&s, &ring(4), 3, &faults(&[("r0", "r1", 5.0)])).unwrap();
+    assert_eq!(st.time, 16.0);
+    let flow = st.flow.unwrap();
+    assert_eq!(flow.faults.len(), 1);
+    assert!(flow.faults[0].matched);
+    assert_eq!((flow.faults[0].rerouted, flow.faults[0].cut), (2, 0));
+    // The failed links carried all 12 bytes (counted when the flows started); the detours
+    // the 8 left.
+    let bytes: Vec<(&str, u64)> = flow.links.iter().map(|l| (l.name.as_str(), l.bytes)).collect();
+    assert_eq!(
+        bytes,
+        [
+            ("r0->r1", 12),
+            ("r1->r0", 12),
+            ("r0->r3 (wrap)", 8),
+            ("r3->r2", 8),
+            ("r2->r1", 8),
+            ("r1->r2", 8),
+            ("r2->r3", 8),
+            ("r3->r0 (wrap)", 8)
+        ]
+    );
+
+    // Still in its latency when the link fails (at 0.5 s): it starts again at 0.5 s on
+    // the detour, 3 s of latency and all 12 bytes: 15.5 s.
+    let st = run(&s, &ring(4), 3, &faults(&[("r1", "r0", 0.5)])).unwrap();
+    assert_eq!(st.time, 15.5);
+}
+
+#[test]
+fn a_message_that_starts_after_the_fault_routes_around_it() {
+    // Round 1: 3 -> 0 over the wrap link (4 bytes, 1 + 4 = 5 s). Round 2 at 5 s: 0 -> 1,
+    // 4 bytes; r0-r1 failed at 2 s, while no message was on it: the detour, 3 + 4 = 7 s:
+    // 12 s.
+    let s = rounds(4, &[&[(3, 0, 1)], &[(0, 1, 1)]]);
+    let st = run(&s, &ring(4), 1, &faults(&[("r0", "r1", 2.0)])).unwrap();
+    assert_eq!(st.time, 12.0);
+    assert_eq!(st.flow.as_ref().unwrap().detoured, 1);
+    // In flight when it fails: 0 -> 1 alone from 0 s has moved 1 of 4 bytes at 2 s, then
+    // 3 s of latency and 3 bytes on the detour: 8 s.
+    let s = rounds(4, &[&[(0, 1, 1)]]);
+    assert_eq!(run(&s, &ring(4), 1, &faults(&[("r0", "r1", 2.0)])).unwrap().time, 8.0);
+    // A fault after the run ended changes nothing, not even the end time (its event,
+    // which no flow in flight could feel, is skipped).
+    let quiet = run(&s, &ring(4), 1, &NoiseSpec::default()).unwrap();
+    let late = run(&s, &ring(4), 1, &faults(&[("r0", "r1", 100.0)])).unwrap();
+    assert_eq!(late.time, quiet.time);
+    assert_eq!(late.events, quiet.events);
+}
+
+#[test]
+fn no_route_left_ends_the_run_with_who_waits_for_whom() {
+    // Ring of 4, 0 -> 1 (12 bytes); r0-r1 and r2-r3 fail at 5 s: no way from 0 to 1.
+    let s = rounds(4, &[&[(0, 1, 3)]]);
+    let err = run(&s, &ring(4), 3, &faults(&[("r0", "r1", 5.0), ("r2", "r3", 5.0)])).unwrap_err();
+    let SimError::CutOff(cut) = &err else { panic!("{err}") };
+    let want = CutFlow { id: 0, src: 0, dst: 1, bytes: 12, moved: 4.0, at: 5.0, link: "r0->r1".into() };
+    assert_eq!(cut.flows, [want]);
+    assert_eq!(cut.time, 5.0);
+    let text = err.to_string();
+    assert!(text.contains("rank 1 waits for rank 0's message, 4 of 12 bytes moved when r0->r1 failed"), "{text}");
+    assert!(text.contains("ranks waiting: rank 1 (stream 0)"), "{text}");
+
+    // A message that starts after its pair was cut off is cut off when it starts.
+    let s = rounds(4, &[&[(3, 0, 1)], &[(0, 1, 1)]]);
+    let err = run(&s, &ring(4), 1, &faults(&[("r0", "r1", 1.0), ("r3", "r2", 1.0)])).unwrap_err();
+    let SimError::CutOff(cut) = &err else { panic!("{err}") };
+    assert_eq!(cut.flows.len(), 1);
+    assert_eq!((cut.flows[0].src, cut.flows[0].dst, cut.flows[0].moved, cut.flows[0].at), (0, 1, 0.0, 5.0));
+
+    // A tree has no second way: a hierarchy (which does not describe its graph) cuts
+    // off what crossed the link.
+    let lv = |size, alpha: f64| Level { size, link: Link { alpha, bandwidth: 1.0 }, nics: None };
+    let h = Hierarchical::new(vec![lv(2, 2.0), lv(2, 4.0)], 1).unwrap();
+    let s = rounds(4, &[&[(0, 2, 1)]]);
+    let err = run(&s, &h, 1, &faults(&[("level00", "level10", 0.5)])).unwrap_err();
+    assert!(matches!(&err, SimError::CutOff(c) if c.flows[0].link == "level00->level10"), "{err}");
+}
+
+/// A ring of 4 under the flow model in a scenario, with `extra` appended.
+fn scenario(extra: &str) -> String {
+    format!(
+        "ranks: 4\ntopology: {{ kind: ring, link: {{ alpha: 1us, bandwidth: 1GB/s }} }}\n\
+         network: {{ model: flow }}\nalgorithms: [ring]\nsizes: [64KiB]\n{extra}"
+    )
+}
+
+#[test]
+fn faults_in_a_scenario_reroute_or_report_the_cut() {
+    use allreduce_sim::runner::run;
+    use allreduce_sim::scenario::parse_str;
+    let results = |extra: &str| run(&parse_str(&scenario(extra), "t.yaml").unwrap()).results;
+    let quiet = results("");
+    // One failed link: the ring's messages across it go the long way; slower, verified.
+    let one = results("noise:\n  faults: [{ a: r1, b: r2, at: 10us }]\n");
+    assert!(one[0].failures.is_empty(), "{:?}", one[0].failures);
+    assert_eq!(one[0].verified, Some(true));
+    assert!(one[0].time_s > quiet[0].time_s);
+    assert_eq!(one[0].noise_free_time_s, Some(quiet[0].time_s));
+    assert!(one[0].notes.iter().any(|n| n.starts_with("fault r1-r2 at 1e-5 s:")), "{:?}", one[0].notes);
+    // A name that is no link of the machine fails nothing, and says so.
+    let none = results("noise:\n  faults: [{ a: r1, b: r3, at: 10us }]\n");
+    assert_eq!(none[0].time_s, quiet[0].time_s);
+    assert!(none[0].notes.iter().any(|n| n.contains("no link of this machine")), "{:?}", none[0].notes);
+    // Two: the ring is cut in two; the point reports who waits for whom and fails only so.
+    let cut = results("noise:\n  faults: [{ a: r1, b: r2, at: 10us }, { a: r3, b: r0, at: 10us }]\n");
+    let c = cut[0].cut_off.as_ref().expect("cut off");
+    assert!(!c.messages.is_empty());
+    assert!(c.messages.iter().all(|m| m.at_s == 10e-6 && (m.link.contains("r1") || m.link.contains("r0"))));
+    assert!(cut[0].only_cut_off(), "{:?}", cut[0].failures);
+}
+
+#[test]
+fn bad_faults_are_located() {
+    let base = scenario("");
+    let first = base.lines().count() as u64;
+    let cases = [
+        ("noise:\n  faults: [{ a: r1, b: r1, at: 1us }]\n", "a and b are the same"),
+        ("noise:\n  faults: [{ a: r1, b: r2 }]\n", "missing key 'at'"),
+        ("noise:\n  faults: [{ a: 1, b: r2, at: 1us }]\n", "noise.faults.a"),
+        ("noise:\n  faults: [{ a: r1, b: r2, at: -1us }]\n", "noise.faults.at"),
+        ("noise:\n  faults: [{ a: r1, b: r2, at: 1us, when: 2us }]\n", "when"),
+    ];
+    for (extra, want) in cases {
+        let err = allreduce_sim::scenario::parse_str(&format!("{base}{extra}"), "t.yaml").expect_err(extra);
+        let (l, _) = err.position().unwrap_or_else(|| panic!("{extra}: no position in {err}"));
+        assert_eq!(l, first + 2, "{extra}: {err}");
+        assert!(err.message().contains(want), "{extra}: {err}");
+    }
+    // Under the ideal model there is no physical link to fail.
+    let ideal = base.replace("network: { model: flow }\n", "");
+    let err = allreduce_sim::scenario::parse_str(
+        &format!("{ideal}noise:\n  faults: [{{ a: r1, b: r2, at: 1us }}]\n"),
+        "t.yaml",
+    )
+    .expect_err("ideal");
+    assert!(err.message().contains("need network.model: flow"), "{err}");
+}
