@@ -256,8 +256,8 @@ enum Link {
     /// receive, in issue order, and its receives posted before their messages, in post
     /// order (`recv_handle` set), in one list. A receive and a message that match are
     /// never both in it, so a search for one kind meets the other only with another
-    /// source or tag. A rank with many ([`INDEX_FROM`]) keeps them in the engine's
-    /// [`Unmatched`] index instead, one chain per source and tag, linked the same way.
+    /// source or tag. A rank with many ([`INDEX_FROM`]) keeps them in a [`Table`]
+    /// instead, one chain per bucket of sources, linked the same way.
     Unmatched = 2,
 }
 
@@ -385,37 +385,26 @@ impl List {
     }
 }
 
-/// A rank's matching list grows into the [`Unmatched`] index once it holds more than
-/// this many entries: below it a walk of the list is cheaper than a hash lookup (a
-/// ring's list holds one or two), above it a walk is what made `direct` cubic (a rank
-/// posts P - 1 receives before the first message comes in).
+/// A rank's matching list becomes a [`Table`] once it holds more than this many
+/// entries: below it a walk of the list is cheaper than finding a bucket (a ring's list
+/// holds one or two), above it a walk is what made `direct` cubic (a rank posts P - 1
+/// receives before the first message comes in).
 const INDEX_FROM: u32 = 16;
 
-/// The matching lists of ranks with many entries, as chains per `(receiver, source,
-/// tag)`, each in the order its entries came (which is all matching needs: the first
-/// receive posted for a source and tag takes its first message). Keys leave when their
-/// chain empties, so it holds no more than the entries themselves, never P^2. Only
-/// looked up, never walked in hash order (except, sorted, to describe a deadlock).
-type Unmatched = std::collections::HashMap<(Rank, Rank, u32), List, std::hash::BuildHasherDefault<KeyHasher>>;
+/// The buckets a rank's matching table starts with (a power of two above [`INDEX_FROM`]).
+const TABLE_FROM: usize = 32;
 
-/// A fixed multiplicative hash (FxHash's): deterministic, and a few instructions a key
-/// where the standard library's keyed hash costs tens.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl std::hash::Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u32(u32::from(b));
-        }
-    }
-    fn write_u32(&mut self, x: u32) {
-        self.0 = (self.0.rotate_left(5) ^ u64::from(x)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
+/// An indexed rank's matching list, split into buckets by source rank: the entries from
+/// source `s` are in bucket `s % len`, in the order they came, so the first receive
+/// posted for a source and tag still takes that source's first message with the tag,
+/// which is all matching needs. A match walks one bucket: at a rank with few entries
+/// the sources that share a bucket, and once the rank has grown the table to P buckets
+/// (rounded up to a power of two), only the pair's own entries, with their tags. The
+/// table doubles when the rank holds more entries than buckets, so it costs at most 16
+/// bytes an entry at the rank's busiest, never a P^2 table; it goes back to the pool
+/// when the rank has nothing waiting. Sources are ranks, dense from 0, so a bucket is
+/// an index, not a hash (no hash order anywhere).
+type Table = Vec<List>;
 
 /// A compute job in the job slab, and the next job of its rank's queue.
 #[derive(Clone, Copy, Debug)]
@@ -457,22 +446,19 @@ struct Stream<'p> {
 /// Handles are issued in order and most complete within a few of their issue, so the
 /// set is a window of [`Outstanding::WINDOW`] bits from the oldest outstanding handle,
 /// 12 bytes where a list would be 24. A handle issued further than that past the oldest
-/// (a star's root posts a receive per rank before it waits) goes into the engine's
-/// [`Overflow`], and moves into the window as the window moves up to it.
+/// (a star's root, or `direct`'s every rank, posts a receive per rank before it waits)
+/// goes into the stream's [`Spill`], and moves into the window as the window moves up
+/// to it.
 #[derive(Clone, Copy, Debug)]
 struct Outstanding {
     /// The next handle to issue.
     next: u32,
     /// Every handle below `low` is complete; handle `low + i` is outstanding when bit
-    /// `i` of `bits` is set (`i < WINDOW`), or when the overflow has it.
+    /// `i` of `bits` is set (`i < WINDOW`), or when the spill has it.
     low: u32,
-    /// Zero exactly when no handle is outstanding (then the overflow has none either).
+    /// Zero exactly when no handle is outstanding (then the spill has none either).
     bits: u32,
 }
-
-/// Handles issued beyond a stream's window: (rank, stream, handle), ordered, so that
-/// what moves into a window is a range.
-type Overflow = std::collections::BTreeSet<(Rank, u16, u32)>;
 
 impl Outstanding {
     const WINDOW: u32 = 32;
@@ -487,18 +473,22 @@ impl Outstanding {
         (self.bits != 0).then_some(self.low)
     }
 
-    fn contains(&self, h: u32, key: (Rank, u16), overflow: &Overflow) -> bool {
+    /// Whether `h` is outstanding; `spilled` is asked only for a handle beyond the window.
+    #[inline]
+    fn contains(&self, h: u32, spilled: impl FnOnce() -> bool) -> bool {
         if h < self.low || self.bits == 0 {
             false
         } else if h - self.low < Self::WINDOW {
             self.bits & (1 << (h - self.low)) != 0
         } else {
-            overflow.contains(&(key.0, key.1, h))
+            spilled()
         }
     }
 
-    /// Issue the next handle.
-    fn issue(&mut self, key: (Rank, u16), overflow: &mut Overflow) -> u32 {
+    /// Issue the next handle, and say whether it lies beyond the window (the caller
+    /// then puts it in the stream's spill).
+    #[inline]
+    fn issue(&mut self) -> (u32, bool) {
         let h = self.next;
         self.next += 1;
         if self.bits == 0 {
@@ -506,18 +496,20 @@ impl Outstanding {
         } else if h - self.low < Self::WINDOW {
             self.bits |= 1 << (h - self.low);
         } else {
-            overflow.insert((key.0, key.1, h));
+            return (h, true);
         }
-        h
+        (h, false)
     }
 
-    /// Handle `h` (outstanding) completed.
-    fn complete(&mut self, h: u32, key: (Rank, u16), overflow: &mut Overflow) {
+    /// Handle `h` (outstanding) completed; `spill` is the stream's, if it has one (it
+    /// must, if `h` is beyond the window).
+    #[inline]
+    fn complete(&mut self, h: u32, spill: Option<&mut Spill>) {
         if h < self.low {
             return;
         }
         if h - self.low >= Self::WINDOW {
-            overflow.remove(&(key.0, key.1, h));
+            spill.expect("a handle beyond the window is in the spill").remove(h);
             return;
         }
         self.bits &= !(1 << (h - self.low));
@@ -532,24 +524,100 @@ impl Outstanding {
         } else {
             self.low = top;
         }
-        if overflow.is_empty() {
-            return;
+        if let Some(spill) = spill {
+            self.refill(spill);
         }
-        // Bring in what the overflow holds of the window's new reach; if the window is
-        // empty it starts at the overflow's oldest handle of this stream.
-        let from = (key.0, key.1, top);
+    }
+
+    /// Bring in what the spill holds of the window's new reach; if the window is empty
+    /// it starts at the spill's oldest handle.
+    #[inline(never)]
+    fn refill(&mut self, spill: &mut Spill) {
         if self.bits == 0 {
-            match overflow.range(from..=(key.0, key.1, u32::MAX)).next() {
-                Some(&(_, _, first)) => self.low = first,
+            match spill.first() {
+                Some(first) => self.low = first,
                 None => return,
             }
         }
         let end = self.low + Self::WINDOW;
-        let moved: SmallVec<[u32; 32]> = overflow.range(from..(key.0, key.1, end)).map(|e| e.2).collect();
-        for h in moved {
-            overflow.remove(&(key.0, key.1, h));
+        while let Some(h) = spill.pop_below(end) {
             self.bits |= 1 << (h - self.low);
         }
+    }
+}
+
+/// The handles of one stream issued beyond its window ([`Outstanding`]), in issue order
+/// (so ascending, and a handle's place is found by binary search). Handles mostly
+/// complete oldest first, which takes them off the front; one completed behind an older
+/// one is only marked (bit 0 of its entry) and dropped when it reaches the front, or
+/// swept out when marks are the majority, so memory stays within twice what is
+/// outstanding and no operation costs more than a search, amortised.
+#[derive(Debug, Default)]
+struct Spill {
+    /// `handle << 1 | completed`, ascending.
+    handles: std::collections::VecDeque<u64>,
+    /// Entries marked completed.
+    done: usize,
+}
+
+impl Spill {
+    fn push(&mut self, h: u32) {
+        debug_assert!(self.handles.back().is_none_or(|&e| e >> 1 < u64::from(h)));
+        self.handles.push_back(u64::from(h) << 1);
+    }
+
+    fn find(&self, h: u32) -> Option<usize> {
+        self.handles.binary_search_by_key(&u64::from(h), |e| e >> 1).ok()
+    }
+
+    fn contains(&self, h: u32) -> bool {
+        self.find(h).is_some_and(|i| self.handles[i] & 1 == 0)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.handles.is_empty()
+    }
+
+    /// Drop completed entries from the front.
+    fn trim(&mut self) {
+        while let Some(&e) = self.handles.front()
+            && e & 1 != 0
+        {
+            self.handles.pop_front();
+            self.done -= 1;
+        }
+    }
+
+    /// Handle `h` (here, outstanding) completed.
+    fn remove(&mut self, h: u32) {
+        let i = self.find(h).expect("a spilled handle is in its spill");
+        if i == 0 {
+            self.handles.pop_front();
+            self.trim();
+            return;
+        }
+        self.handles[i] |= 1;
+        self.done += 1;
+        if self.done * 2 > self.handles.len() {
+            self.handles.retain(|&e| e & 1 == 0);
+            self.done = 0;
+        }
+    }
+
+    /// The oldest outstanding handle here.
+    fn first(&mut self) -> Option<u32> {
+        self.trim();
+        self.handles.front().map(|&e| (e >> 1) as u32)
+    }
+
+    /// Take out the oldest outstanding handle if it is below `end`.
+    fn pop_below(&mut self, end: u32) -> Option<u32> {
+        self.trim();
+        let &e = self.handles.front()?;
+        ((e >> 1) < u64::from(end)).then(|| {
+            self.handles.pop_front();
+            (e >> 1) as u32
+        })
     }
 }
 
@@ -557,11 +625,14 @@ struct RankState<'p> {
     streams: SmallVec<[Stream<'p>; 1]>,
     /// What waits to be matched at it ([`Link::Unmatched`]), while it is not indexed.
     unmatched: List,
-    /// How many entries wait to be matched at it, and whether they are in the engine's
-    /// [`Unmatched`] index instead of `unmatched` (from [`INDEX_FROM`] entries on, until
-    /// none is left).
+    /// How many entries wait to be matched at it.
     unmatched_len: u32,
-    indexed: bool,
+    /// Its matching [`Table`] in the engine's pool instead of `unmatched` (`NONE` while
+    /// it keeps a list): from [`INDEX_FROM`] entries on, until none is left.
+    table: u32,
+    /// Its streams' [`Spill`]s in the engine's pool (`NONE` while no stream has a
+    /// handle beyond its window).
+    spill: u32,
     held_bytes: u64,
     /// The compute unit's FIFO of jobs: first and last slot in the job slab (`NONE`
     /// when empty); the first is running whenever there is one.
@@ -652,8 +723,12 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     /// Each message slot's list links, beside `msgs`.
     links: Vec<Links>,
     free_msgs: Vec<u32>,
-    /// The matching lists of indexed ranks ([`RankState::indexed`]).
-    index: Unmatched,
+    /// The matching tables of indexed ranks ([`RankState::table`]), and those free
+    /// (empty, keeping their capacity).
+    tables: Vec<Table>,
+    free_tables: Vec<u32>,
+    /// The most buckets a table takes: P rounded up to a power of two.
+    max_buckets: usize,
     /// With data: message `i`'s values are `payloads[i]` (kept with their capacity when
     /// the slot is reused).
     payloads: Vec<Payload>,
@@ -675,8 +750,11 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     stats: SimStats,
     /// Whether `stats` keeps per-rank finish times and received bytes ([`PER_RANK_MAX`]).
     per_rank: bool,
-    /// Handles issued beyond their stream's window ([`Outstanding`]).
-    overflow: Overflow,
+    /// Handles issued beyond their stream's window, a [`Spill`] per stream of the ranks
+    /// that have any ([`RankState::spill`]), and the sets free (empty, keeping their
+    /// capacity).
+    spills: Vec<Vec<Spill>>,
+    free_spills: Vec<u32>,
     obs: &'a mut O,
     net: N,
     /// Variability ([`super::noise`]); `None` takes none of its branches.
@@ -711,7 +789,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                     .collect(),
                 unmatched: List::EMPTY,
                 unmatched_len: 0,
-                indexed: false,
+                table: NONE,
+                spill: NONE,
                 jobs_head: NONE,
                 jobs_tail: NONE,
                 send_seq: 0,
@@ -742,7 +821,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             msgs: Vec::new(),
             links: Vec::new(),
             free_msgs: Vec::new(),
-            index: Unmatched::default(),
+            tables: Vec::new(),
+            free_tables: Vec::new(),
+            max_buckets: p.next_power_of_two(),
             payloads: Vec::new(),
             jobs: Vec::new(),
             free_jobs: Vec::new(),
@@ -757,7 +838,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             data,
             stats,
             per_rank,
-            overflow: Overflow::new(),
+            spills: Vec::new(),
+            free_spills: Vec::new(),
             obs,
             net,
             noise: None,
@@ -877,10 +959,14 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     fn advance(&mut self, r: Rank, s: u16) -> Result<(), SimError> {
         let (ri, si) = (r as usize, s as usize);
         loop {
-            let st = &mut self.ranks[ri].streams[si];
+            let rank = &mut self.ranks[ri];
+            let spill = rank.spill;
+            let st = &mut rank.streams[si];
             match st.block {
                 Block::Done => return Ok(()),
-                Block::Wait(h) if st.outstanding.contains(h, (r, s), &self.overflow) => return Ok(()),
+                Block::Wait(h) if st.outstanding.contains(h, || spilled(&self.spills, spill, si, h)) => {
+                    return Ok(());
+                }
                 Block::WaitAll if !st.outstanding.is_empty() => return Ok(()),
                 Block::WaitSends(n) if st.sends_in_flight > n => return Ok(()),
                 _ => {}
@@ -923,14 +1009,53 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         }
     }
 
+    #[inline]
     fn new_handle(&mut self, r: Rank, s: u16) -> u32 {
-        self.ranks[r as usize].streams[s as usize].outstanding.issue((r, s), &mut self.overflow)
+        let (h, beyond) = self.ranks[r as usize].streams[s as usize].outstanding.issue();
+        if beyond {
+            self.spill(r, s, h);
+        }
+        h
+    }
+
+    /// Put handle `h` of stream `s` of rank `r`, beyond its window, in the stream's
+    /// spill (out of line: most programs never get here).
+    #[inline(never)]
+    fn spill(&mut self, r: Rank, s: u16, h: u32) {
+        let st = &mut self.ranks[r as usize];
+        if st.spill == NONE {
+            st.spill = match self.free_spills.pop() {
+                Some(id) => id,
+                None => slab_push(&mut self.spills, Vec::new()),
+            };
+            let set = &mut self.spills[st.spill as usize];
+            set.resize_with(st.streams.len(), Spill::default);
+        }
+        self.spills[st.spill as usize][s as usize].push(h);
     }
 
     fn complete_handle(&mut self, r: Rank, s: u16, h: u32) -> Result<(), SimError> {
-        self.ranks[r as usize].streams[s as usize].outstanding.complete(h, (r, s), &mut self.overflow);
+        let st = &mut self.ranks[r as usize];
+        if st.spill == NONE {
+            st.streams[s as usize].outstanding.complete(h, None);
+        } else {
+            self.complete_spilled(r, s, h);
+        }
         self.finish(r);
         self.advance(r, s)
+    }
+
+    /// [`Engine::complete_handle`] at a rank with a spill (out of line, as
+    /// [`Engine::spill`]); the spill goes back to the pool when it is empty.
+    #[inline(never)]
+    fn complete_spilled(&mut self, r: Rank, s: u16, h: u32) {
+        let st = &mut self.ranks[r as usize];
+        let set = &mut self.spills[st.spill as usize];
+        st.streams[s as usize].outstanding.complete(h, Some(&mut set[s as usize]));
+        if set.iter().all(Spill::is_empty) {
+            self.free_spills.push(st.spill);
+            st.spill = NONE;
+        }
     }
 
     fn issue_send(&mut self, r: Rank, s: u16, to: Rank, tag: u32, src: Region) -> Result<(), SimError> {
@@ -1068,7 +1193,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     #[inline]
     fn take_unmatched(&mut self, r: Rank, src: Rank, tag: u32, posted: bool) -> Option<u32> {
         let st = &mut self.ranks[r as usize];
-        if st.indexed {
+        if st.table != NONE {
             return self.take_indexed(r, src, tag, posted);
         }
         let found = st.unmatched.remove_first(&mut self.links, &self.msgs, Link::Unmatched, |m| {
@@ -1085,34 +1210,27 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     #[inline(never)]
     fn take_indexed(&mut self, r: Rank, src: Rank, tag: u32, posted: bool) -> Option<u32> {
         let st = &mut self.ranks[r as usize];
-        let found = {
-            // A chain holds one kind only (a receive and its message never both wait).
-            let key = (r, src, tag);
-            let chain = self.index.get_mut(&key)?;
-            if (self.msgs[chain.head as usize].recv_handle != NONE) != posted {
-                return None;
-            }
-            let id = chain.pop_front(&self.links, Link::Unmatched);
-            if chain.head == NONE {
-                self.index.remove(&key);
-            }
-            id
-        };
-        if found.is_some() {
-            st.unmatched_len -= 1;
-            // An empty rank goes back to its list, so the index holds only busy ranks.
-            if st.unmatched_len == 0 {
-                st.indexed = false;
-            }
+        let table = &mut self.tables[st.table as usize];
+        let mask = table.len() - 1;
+        let bucket = &mut table[src as usize & mask];
+        let found = bucket.remove_first(&mut self.links, &self.msgs, Link::Unmatched, |m| {
+            m.src == src && m.tag == tag && (m.recv_handle != NONE) == posted
+        })?;
+        st.unmatched_len -= 1;
+        // An empty rank goes back to its list, and its table (all buckets empty) to
+        // the pool, so tables are held only by ranks with something waiting.
+        if st.unmatched_len == 0 {
+            self.free_tables.push(st.table);
+            st.table = NONE;
         }
-        found
+        Some(found)
     }
 
     /// Slot `id` (its source and tag set) waits to be matched at rank `r`.
     #[inline]
     fn put_unmatched(&mut self, r: Rank, id: u32) {
         let st = &mut self.ranks[r as usize];
-        if !st.indexed && st.unmatched_len < INDEX_FROM {
+        if st.table == NONE && st.unmatched_len < INDEX_FROM {
             st.unmatched_len += 1;
             st.unmatched.push_back(&mut self.links, Link::Unmatched, id);
             return;
@@ -1126,20 +1244,40 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     fn put_indexed(&mut self, r: Rank, id: u32) {
         let st = &mut self.ranks[r as usize];
         st.unmatched_len += 1;
-        if !st.indexed {
+        if st.table == NONE {
+            // Too many to walk: move the list into a table, in order.
             st.unmatched.push_back(&mut self.links, Link::Unmatched, id);
-            // Too many to walk: move the list into the index, in order.
-            st.indexed = true;
+            let buckets = TABLE_FROM.min(self.max_buckets);
+            st.table = match self.free_tables.pop() {
+                Some(t) => t,
+                None => slab_push(&mut self.tables, Vec::new()),
+            };
+            let table = &mut self.tables[st.table as usize];
+            table.clear();
+            table.resize(buckets, List::EMPTY);
             let mut list = std::mem::replace(&mut st.unmatched, List::EMPTY);
             while let Some(at) = list.pop_front(&self.links, Link::Unmatched) {
-                let m = &self.msgs[at as usize];
-                let chain = self.index.entry((r, m.src, m.tag)).or_insert(List::EMPTY);
-                chain.push_back(&mut self.links, Link::Unmatched, at);
+                let b = self.msgs[at as usize].src as usize & (buckets - 1);
+                table[b].push_back(&mut self.links, Link::Unmatched, at);
             }
             return;
         }
-        let m = &self.msgs[id as usize];
-        self.index.entry((r, m.src, m.tag)).or_insert(List::EMPTY).push_back(&mut self.links, Link::Unmatched, id);
+        let table = &mut self.tables[st.table as usize];
+        if st.unmatched_len as usize > table.len() && table.len() < self.max_buckets {
+            // Twice the buckets: bucket b's chain splits into b and b + len by the next
+            // bit of the source, each part in the order it was.
+            let half = table.len();
+            table.resize(2 * half, List::EMPTY);
+            for b in 0..half {
+                let mut chain = std::mem::replace(&mut table[b], List::EMPTY);
+                while let Some(at) = chain.pop_front(&self.links, Link::Unmatched) {
+                    let to = self.msgs[at as usize].src as usize & (2 * half - 1);
+                    table[to].push_back(&mut self.links, Link::Unmatched, at);
+                }
+            }
+        }
+        let b = self.msgs[id as usize].src as usize & (table.len() - 1);
+        table[b].push_back(&mut self.links, Link::Unmatched, id);
     }
 
     /// What waits to be matched at rank `r`: in the order it came while the rank keeps
@@ -1147,13 +1285,11 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     /// stream and handle), for describing a deadlock.
     fn unmatched_at(&self, r: Rank) -> Vec<u32> {
         let st = &self.ranks[r as usize];
-        if !st.indexed {
+        if st.table == NONE {
             return st.unmatched.iter(&self.links, Link::Unmatched).collect();
         }
-        let mut all: Vec<u32> = (self.index.iter())
-            .filter(|(k, _)| k.0 == r)
-            .flat_map(|(_, chain)| chain.iter(&self.links, Link::Unmatched))
-            .collect();
+        let table = &self.tables[st.table as usize];
+        let mut all: Vec<u32> = table.iter().flat_map(|chain| chain.iter(&self.links, Link::Unmatched)).collect();
         all.sort_by_key(|&id| {
             let m = &self.msgs[id as usize];
             (m.recv_handle != NONE, priority(m), m.recv_stream, m.recv_handle)
@@ -1523,6 +1659,12 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     }
 }
 
+/// Whether stream `s`'s handle `h`, beyond its window, is outstanding: in the spill set
+/// `id` ([`RankState::spill`]).
+fn spilled(spills: &[Vec<Spill>], id: u32, s: usize, h: u32) -> bool {
+    id != NONE && spills[id as usize][s].contains(h)
+}
+
 /// A waiting message's place in line: (issue time, sender rank, sender's sequence),
 /// packed into two integers whose order is that order (times are never negative). No two
 /// messages share one: a sender numbers its messages.
@@ -1537,37 +1679,43 @@ mod tests {
 
     /// The window of outstanding handles against a plain set, with handles completed in
     /// random order and more than a window outstanding at once (so that handles go to the
-    /// overflow and come back), on two streams sharing the overflow.
+    /// spill and come back), on two streams each with its spill.
     #[test]
     fn outstanding_window_is_a_set() {
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         for round in 0..300 {
-            let mut overflow = super::Overflow::new();
+            let mut spills: [super::Spill; 2] = Default::default();
             let mut streams = [super::Outstanding::NEW; 2];
             let mut want: [std::collections::BTreeSet<u32>; 2] = Default::default();
             let spread = 1 + round % 90;
             for _ in 0..3000 {
                 let r = rng.next_u32();
                 let s = (r & 1) as usize;
-                let key = (7, s as u16);
                 if r % 5 < 2 || want[s].is_empty() {
                     if want[s].len() < spread as usize {
-                        want[s].insert(streams[s].issue(key, &mut overflow));
+                        let (h, beyond) = streams[s].issue();
+                        if beyond {
+                            spills[s].push(h);
+                        }
+                        want[s].insert(h);
                     }
                 } else {
                     // Mostly the oldest, sometimes any.
                     let all: Vec<u32> = want[s].iter().copied().collect();
                     let h = if r % 3 == 0 { all[(r >> 8) as usize % all.len()] } else { all[0] };
                     want[s].remove(&h);
-                    streams[s].complete(h, key, &mut overflow);
+                    // Without a spill when it is empty, as the engine does.
+                    let spill = (!spills[s].is_empty()).then_some(&mut spills[s]);
+                    streams[s].complete(h, spill);
                 }
                 for s in 0..2 {
-                    let key = (7, s as u16);
                     assert_eq!(streams[s].is_empty(), want[s].is_empty(), "round {round}");
                     assert_eq!(streams[s].first(), want[s].first().copied(), "round {round}");
+                    assert!(spills[s].handles.len() <= 2 * want[s].len() + 1, "round {round}: spill too long");
                     let next = streams[s].next;
                     for h in next.saturating_sub(spread + 40)..next {
-                        assert_eq!(streams[s].contains(h, key, &overflow), want[s].contains(&h), "round {round} h {h}");
+                        let got = streams[s].contains(h, || spills[s].contains(h));
+                        assert_eq!(got, want[s].contains(&h), "round {round} h {h}");
                     }
                 }
             }
