@@ -330,17 +330,25 @@ impl List {
 
     /// Take `id` out of port list `l` (doubly linked). Its own links stay as they
     /// were, so a walk standing on it can still step to what followed it.
+    ///
+    /// Taking out the head leaves its successor's `prev` link as it was: the head's
+    /// `prev` is never read (a walk back stops at the head), and writing it would touch
+    /// the successor's links, a cache miss per message started where lists are long
+    /// (`direct`'s in-lists hold a message from every sender).
     #[inline]
     fn unlink(&mut self, links: &mut [Links], l: Link, id: u32) {
         let k = l as usize;
         debug_assert!(l != Link::Unmatched);
+        if id == self.head {
+            self.head = links[id as usize].next[k];
+            if self.head == NONE {
+                self.tail = NONE;
+            }
+            return;
+        }
         let Links { next, prev } = links[id as usize];
         let (prev, next) = (prev[k], next[k]);
-        if prev == NONE {
-            self.head = next;
-        } else {
-            links[prev as usize].next[k] = next;
-        }
+        links[prev as usize].next[k] = next;
         if next == NONE {
             self.tail = prev;
         } else {
@@ -354,7 +362,9 @@ impl List {
         let k = l as usize;
         let (mut prev, mut at) = (NONE, self.head);
         while at != NONE {
-            let next = links[at as usize].next[k];
+            // The tail's link is NONE: not loaded, a cache miss saved where a bucket
+            // holds one entry.
+            let next = if at == self.tail { NONE } else { links[at as usize].next[k] };
             if f(&msgs[at as usize]) {
                 if prev == NONE {
                     self.head = next;
@@ -447,14 +457,15 @@ struct Stream<'p> {
 /// set is a window of [`Outstanding::WINDOW`] bits from the oldest outstanding handle,
 /// 12 bytes where a list would be 24. A handle issued further than that past the oldest
 /// (a star's root, or `direct`'s every rank, posts a receive per rank before it waits)
-/// goes into the stream's [`Spill`], and moves into the window as the window moves up
-/// to it.
+/// goes into the stream's [`Spill`], and from then on every later one too, until the
+/// window empties and takes the next [`Outstanding::WINDOW`] handles from the spill.
 #[derive(Clone, Copy, Debug)]
 struct Outstanding {
     /// The next handle to issue.
     next: u32,
     /// Every handle below `low` is complete; handle `low + i` is outstanding when bit
-    /// `i` of `bits` is set (`i < WINDOW`), or when the spill has it.
+    /// `i` of `bits` is set (`i < WINDOW`, and below the spill's `top` while the
+    /// stream has a spill), or when the spill has it.
     low: u32,
     /// Zero exactly when no handle is outstanding (then the spill has none either).
     bits: u32,
@@ -473,20 +484,19 @@ impl Outstanding {
         (self.bits != 0).then_some(self.low)
     }
 
-    /// Whether `h` is outstanding; `spilled` is asked only for a handle beyond the window.
+    /// Whether `h` is outstanding, for a stream with an empty spill.
     #[inline]
-    fn contains(&self, h: u32, spilled: impl FnOnce() -> bool) -> bool {
-        if h < self.low || self.bits == 0 {
-            false
-        } else if h - self.low < Self::WINDOW {
-            self.bits & (1 << (h - self.low)) != 0
-        } else {
-            spilled()
-        }
+    fn contains(&self, h: u32) -> bool {
+        h >= self.low && h - self.low < Self::WINDOW && self.bits & (1 << (h - self.low)) != 0
     }
 
-    /// Issue the next handle, and say whether it lies beyond the window (the caller
-    /// then puts it in the stream's spill).
+    /// Whether `h` is outstanding, given the stream's spill.
+    fn contains_with(&self, h: u32, spill: &Spill) -> bool {
+        if spill.is_empty() || h < spill.top { self.contains(h) } else { spill.contains(h) }
+    }
+
+    /// Issue the next handle, for a stream with an empty spill, and say whether it lies
+    /// beyond the window (the caller then starts the stream's spill with it).
     #[inline]
     fn issue(&mut self) -> (u32, bool) {
         let h = self.next;
@@ -501,63 +511,76 @@ impl Outstanding {
         (h, false)
     }
 
-    /// Handle `h` (outstanding) completed; `spill` is the stream's, if it has one (it
-    /// must, if `h` is beyond the window).
+    /// Issue the next handle, given the stream's spill.
+    fn issue_with(&mut self, spill: &mut Spill) -> u32 {
+        if !spill.is_empty() {
+            let h = self.next;
+            self.next += 1;
+            spill.push(h);
+            return h;
+        }
+        let (h, beyond) = self.issue();
+        if beyond {
+            spill.push(h);
+            spill.top = h;
+        }
+        h
+    }
+
+    /// Handle `h`, outstanding in the window, completed.
     #[inline]
-    fn complete(&mut self, h: u32, spill: Option<&mut Spill>) {
-        if h < self.low {
-            return;
-        }
-        if h - self.low >= Self::WINDOW {
-            spill.expect("a handle beyond the window is in the spill").remove(h);
-            return;
-        }
+    fn complete(&mut self, h: u32) {
+        debug_assert!(h >= self.low && h - self.low < Self::WINDOW);
         self.bits &= !(1 << (h - self.low));
         if self.bits & 1 != 0 {
             return;
         }
-        let top = self.low + Self::WINDOW;
         if self.bits != 0 {
             let k = self.bits.trailing_zeros();
             self.bits >>= k;
             self.low += k;
         } else {
-            self.low = top;
-        }
-        if let Some(spill) = spill {
-            self.refill(spill);
+            self.low += Self::WINDOW;
         }
     }
 
-    /// Bring in what the spill holds of the window's new reach; if the window is empty
-    /// it starts at the spill's oldest handle.
-    #[inline(never)]
-    fn refill(&mut self, spill: &mut Spill) {
-        if self.bits == 0 {
-            match spill.first() {
-                Some(first) => self.low = first,
-                None => return,
-            }
+    /// Handle `h` completed, given the stream's spill: an empty window takes the
+    /// spill's next handles.
+    fn complete_with(&mut self, h: u32, spill: &mut Spill) {
+        if !spill.is_empty() && h >= spill.top {
+            spill.remove(h);
+            return;
         }
-        let end = self.low + Self::WINDOW;
-        while let Some(h) = spill.pop_below(end) {
-            self.bits |= 1 << (h - self.low);
+        self.complete(h);
+        if self.bits == 0
+            && let Some(first) = spill.first()
+        {
+            self.low = first;
+            let end = first + Self::WINDOW;
+            while let Some(h) = spill.pop_below(end) {
+                self.bits |= 1 << (h - self.low);
+            }
+            spill.top = end;
         }
     }
 }
 
 /// The handles of one stream issued beyond its window ([`Outstanding`]), in issue order
 /// (so ascending, and a handle's place is found by binary search). Handles mostly
-/// complete oldest first, which takes them off the front; one completed behind an older
-/// one is only marked (bit 0 of its entry) and dropped when it reaches the front, or
-/// swept out when marks are the majority, so memory stays within twice what is
-/// outstanding and no operation costs more than a search, amortised.
+/// complete oldest first, which takes them off the front in blocks of a window; one
+/// completed behind an older one is only marked (bit 0 of its entry) and dropped when
+/// it reaches the front, or swept out when marks are the majority, so memory stays
+/// within twice what is outstanding and no operation costs more than a search,
+/// amortised.
 #[derive(Debug, Default)]
 struct Spill {
     /// `handle << 1 | completed`, ascending.
     handles: std::collections::VecDeque<u64>,
     /// Entries marked completed.
     done: usize,
+    /// While not empty: the first handle not in the window; every handle here is at
+    /// or above it.
+    top: u32,
 }
 
 impl Spill {
@@ -964,7 +987,13 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             let st = &mut rank.streams[si];
             match st.block {
                 Block::Done => return Ok(()),
-                Block::Wait(h) if st.outstanding.contains(h, || spilled(&self.spills, spill, si, h)) => {
+                Block::Wait(h)
+                    if if spill == NONE {
+                        st.outstanding.contains(h)
+                    } else {
+                        st.outstanding.contains_with(h, &self.spills[spill as usize][si])
+                    } =>
+                {
                     return Ok(());
                 }
                 Block::WaitAll if !st.outstanding.is_empty() => return Ok(()),
@@ -1011,33 +1040,45 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
 
     #[inline]
     fn new_handle(&mut self, r: Rank, s: u16) -> u32 {
-        let (h, beyond) = self.ranks[r as usize].streams[s as usize].outstanding.issue();
-        if beyond {
-            self.spill(r, s, h);
-        }
-        h
-    }
-
-    /// Put handle `h` of stream `s` of rank `r`, beyond its window, in the stream's
-    /// spill (out of line: most programs never get here).
-    #[inline(never)]
-    fn spill(&mut self, r: Rank, s: u16, h: u32) {
         let st = &mut self.ranks[r as usize];
         if st.spill == NONE {
-            st.spill = match self.free_spills.pop() {
-                Some(id) => id,
-                None => slab_push(&mut self.spills, Vec::new()),
-            };
-            let set = &mut self.spills[st.spill as usize];
-            set.resize_with(st.streams.len(), Spill::default);
+            let (h, beyond) = st.streams[s as usize].outstanding.issue();
+            if !beyond {
+                return h;
+            }
+            self.new_spill(r);
+            let st = &mut self.ranks[r as usize];
+            let spill = &mut self.spills[st.spill as usize][s as usize];
+            spill.push(h);
+            spill.top = h;
+            return h;
         }
-        self.spills[st.spill as usize][s as usize].push(h);
+        self.new_handle_spilled(r, s)
+    }
+
+    /// Give rank `r` a set of [`Spill`]s, one per stream, all empty (out of line, as
+    /// what follows: most programs never get here).
+    #[inline(never)]
+    fn new_spill(&mut self, r: Rank) {
+        let st = &mut self.ranks[r as usize];
+        st.spill = match self.free_spills.pop() {
+            Some(id) => id,
+            None => slab_push(&mut self.spills, Vec::new()),
+        };
+        self.spills[st.spill as usize].resize_with(st.streams.len(), Spill::default);
+    }
+
+    /// [`Engine::new_handle`] at a rank with spills.
+    #[inline(never)]
+    fn new_handle_spilled(&mut self, r: Rank, s: u16) -> u32 {
+        let st = &mut self.ranks[r as usize];
+        st.streams[s as usize].outstanding.issue_with(&mut self.spills[st.spill as usize][s as usize])
     }
 
     fn complete_handle(&mut self, r: Rank, s: u16, h: u32) -> Result<(), SimError> {
         let st = &mut self.ranks[r as usize];
         if st.spill == NONE {
-            st.streams[s as usize].outstanding.complete(h, None);
+            st.streams[s as usize].outstanding.complete(h);
         } else {
             self.complete_spilled(r, s, h);
         }
@@ -1045,13 +1086,13 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         self.advance(r, s)
     }
 
-    /// [`Engine::complete_handle`] at a rank with a spill (out of line, as
-    /// [`Engine::spill`]); the spill goes back to the pool when it is empty.
+    /// [`Engine::complete_handle`] at a rank with spills; they go back to the pool
+    /// once all are empty.
     #[inline(never)]
     fn complete_spilled(&mut self, r: Rank, s: u16, h: u32) {
         let st = &mut self.ranks[r as usize];
         let set = &mut self.spills[st.spill as usize];
-        st.streams[s as usize].outstanding.complete(h, Some(&mut set[s as usize]));
+        st.streams[s as usize].outstanding.complete_with(h, &mut set[s as usize]);
         if set.iter().all(Spill::is_empty) {
             self.free_spills.push(st.spill);
             st.spill = NONE;
@@ -1136,9 +1177,10 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         // otherwise a few places from the end (ranks woken at one instant issue in event
         // order, not rank order), so its place is found walking back from the tail.
         for (i, l) in [(src_if, Link::Out), (dst_if, Link::In)] {
-            let mut prev = self.ifaces[i as usize].lists[l as usize].tail;
+            let List { head, tail: mut prev } = self.ifaces[i as usize].lists[l as usize];
             while prev != NONE && !before(prev, &self.msgs) {
-                prev = self.links[prev as usize].prev[l as usize];
+                // The head's `prev` is stale ([`List::unlink`]).
+                prev = if prev == head { NONE } else { self.links[prev as usize].prev[l as usize] };
             }
             self.ifaces[i as usize].lists[l as usize].insert_after(&mut self.links, l, prev, id);
         }
@@ -1659,12 +1701,6 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     }
 }
 
-/// Whether stream `s`'s handle `h`, beyond its window, is outstanding: in the spill set
-/// `id` ([`RankState::spill`]).
-fn spilled(spills: &[Vec<Spill>], id: u32, s: usize, h: u32) -> bool {
-    id != NONE && spills[id as usize][s].contains(h)
-}
-
 /// A waiting message's place in line: (issue time, sender rank, sender's sequence),
 /// packed into two integers whose order is that order (times are never negative). No two
 /// messages share one: a sender numbers its messages.
@@ -1679,7 +1715,8 @@ mod tests {
 
     /// The window of outstanding handles against a plain set, with handles completed in
     /// random order and more than a window outstanding at once (so that handles go to the
-    /// spill and come back), on two streams each with its spill.
+    /// spill and come back), on two streams each with its spill. (With its spill empty a
+    /// stream's `_with` methods are the plain ones the engine calls then.)
     #[test]
     fn outstanding_window_is_a_set() {
         let mut rng = ChaCha8Rng::seed_from_u64(5);
@@ -1693,20 +1730,14 @@ mod tests {
                 let s = (r & 1) as usize;
                 if r % 5 < 2 || want[s].is_empty() {
                     if want[s].len() < spread as usize {
-                        let (h, beyond) = streams[s].issue();
-                        if beyond {
-                            spills[s].push(h);
-                        }
-                        want[s].insert(h);
+                        want[s].insert(streams[s].issue_with(&mut spills[s]));
                     }
                 } else {
                     // Mostly the oldest, sometimes any.
                     let all: Vec<u32> = want[s].iter().copied().collect();
                     let h = if r % 3 == 0 { all[(r >> 8) as usize % all.len()] } else { all[0] };
                     want[s].remove(&h);
-                    // Without a spill when it is empty, as the engine does.
-                    let spill = (!spills[s].is_empty()).then_some(&mut spills[s]);
-                    streams[s].complete(h, spill);
+                    streams[s].complete_with(h, &mut spills[s]);
                 }
                 for s in 0..2 {
                     assert_eq!(streams[s].is_empty(), want[s].is_empty(), "round {round}");
@@ -1714,7 +1745,7 @@ mod tests {
                     assert!(spills[s].handles.len() <= 2 * want[s].len() + 1, "round {round}: spill too long");
                     let next = streams[s].next;
                     for h in next.saturating_sub(spread + 40)..next {
-                        let got = streams[s].contains(h, || spills[s].contains(h));
+                        let got = streams[s].contains_with(h, &spills[s]);
                         assert_eq!(got, want[s].contains(&h), "round {round} h {h}");
                     }
                 }
