@@ -985,26 +985,41 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             let rank = &mut self.ranks[ri];
             let spill = rank.spill;
             let st = &mut rank.streams[si];
-            match st.block {
-                Block::Done => return Ok(()),
-                Block::Wait(h)
-                    if if spill == NONE {
-                        st.outstanding.contains(h)
-                    } else {
-                        st.outstanding.contains_with(h, &self.spills[spill as usize][si])
-                    } =>
-                {
-                    return Ok(());
+            // Waits only change the stream's state: they are run here, on the stream
+            // found once, not through another lookup of the rank and its streams.
+            let op = loop {
+                match st.block {
+                    Block::Done => return Ok(()),
+                    Block::Wait(h)
+                        if if spill == NONE {
+                            st.outstanding.contains(h)
+                        } else {
+                            st.outstanding.contains_with(h, &self.spills[spill as usize][si])
+                        } =>
+                    {
+                        return Ok(());
+                    }
+                    Block::WaitAll if !st.outstanding.is_empty() => return Ok(()),
+                    Block::WaitSends(n) if st.sends_in_flight > n => return Ok(()),
+                    _ => {}
                 }
-                Block::WaitAll if !st.outstanding.is_empty() => return Ok(()),
-                Block::WaitSends(n) if st.sends_in_flight > n => return Ok(()),
-                _ => {}
-            }
-            st.block = Block::Running;
-            let Some(op) = st.prog.next() else {
-                st.block = Block::Done;
-                self.finish(r);
-                return Ok(());
+                st.block = Block::Running;
+                let Some(op) = st.prog.next() else {
+                    st.block = Block::Done;
+                    self.finish(r);
+                    return Ok(());
+                };
+                match op {
+                    Op::Wait(h) => {
+                        if h >= st.outstanding.next {
+                            return Err(self.bad(r, format!("waits for handle {h}, which was never issued")));
+                        }
+                        st.block = Block::Wait(h);
+                    }
+                    Op::WaitAll => st.block = Block::WaitAll,
+                    Op::WaitSends(n) => st.block = Block::WaitSends(n),
+                    op => break op,
+                }
             };
             match op {
                 Op::Send { to, tag, src } => self.issue_send(r, s, to, tag, src)?,
@@ -1026,14 +1041,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                     };
                     self.enqueue_compute(r, Job::Local(slot));
                 }
-                Op::Wait(h) => {
-                    if h >= self.ranks[ri].streams[si].outstanding.next {
-                        return Err(self.bad(r, format!("waits for handle {h}, which was never issued")));
-                    }
-                    self.ranks[ri].streams[si].block = Block::Wait(h);
-                }
-                Op::WaitAll => self.ranks[ri].streams[si].block = Block::WaitAll,
-                Op::WaitSends(n) => self.ranks[ri].streams[si].block = Block::WaitSends(n),
+                Op::Wait(_) | Op::WaitAll | Op::WaitSends(_) => unreachable!("waits are run above"),
             }
         }
     }
@@ -1232,7 +1240,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
 
     /// Take out what waits to be matched at rank `r` from `src` with `tag`: the first
     /// receive posted for it (`posted`), or else the first message.
-    #[inline]
+    #[inline(always)]
     fn take_unmatched(&mut self, r: Rank, src: Rank, tag: u32, posted: bool) -> Option<u32> {
         let st = &mut self.ranks[r as usize];
         if st.table != NONE {
@@ -1343,8 +1351,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     fn new_slot(&mut self) -> u32 {
         match self.free_msgs.pop() {
             Some(id) => {
+                // Its links are written when it joins a list, and read only there.
                 self.msgs[id as usize] = Msg::EMPTY;
-                self.links[id as usize] = Links::EMPTY;
                 id
             }
             None => {
