@@ -77,17 +77,34 @@ fn naive_off(b: Bencher, ranks: usize) {
     bench_algo(b, "naive", ranks, 262_144, false);
 }
 
-/// Every allreduce that runs on a fully connected machine, at P = 1024, 1 MiB, timing
-/// only, in messages per second: the cost per message of each beside ring's (the goal is
-/// within 3x of ring's everywhere).
-#[divan::bench(
-    args = [
-        "ring", "star", "chain", "binomial_tree", "butterfly", "ring_segmented", "bidirectional_ring",
-        "halving_doubling", "double_binary_tree", "naive", "ring_gloo", "ring_chunked", "bcube", "direct",
-        "nccl_ring", "nccl_tree",
-    ],
-    sample_count = 3
-)]
+/// Every allreduce that runs on a fully connected machine, at P = 256 and 1024, 1 MiB,
+/// timing only, in messages per second: the cost per message of each beside ring's (the
+/// goal is within 3x of ring's everywhere; docs/performance.md has the table).
+const EVERY: [&str; 16] = [
+    "ring",
+    "star",
+    "chain",
+    "binomial_tree",
+    "butterfly",
+    "ring_segmented",
+    "bidirectional_ring",
+    "halving_doubling",
+    "double_binary_tree",
+    "naive",
+    "ring_gloo",
+    "ring_chunked",
+    "bcube",
+    "direct",
+    "nccl_ring",
+    "nccl_tree",
+];
+
+#[divan::bench(args = EVERY, sample_count = 3)]
+fn per_message_256(b: Bencher, id: &str) {
+    bench_algo(b, id, 256, 262_144, false);
+}
+
+#[divan::bench(args = EVERY, sample_count = 3)]
 fn per_message_1024(b: Bencher, id: &str) {
     bench_algo(b, id, 1024, 262_144, false);
 }

@@ -264,8 +264,8 @@ enum Link {
     /// receive, in issue order, and its receives posted before their messages, in post
     /// order (`recv_handle` set), in one list. A receive and a message that match are
     /// never both in it, so a search for one kind meets the other only with another
-    /// source or tag. A rank with many ([`INDEX_FROM`]) keeps them in the engine's
-    /// [`Unmatched`] index instead, one chain per source and tag, linked the same way.
+    /// source or tag. A rank with many ([`INDEX_FROM`]) keeps them in a [`Table`]
+    /// instead, one chain per bucket of sources, linked the same way.
     Unmatched = 2,
 }
 
@@ -338,17 +338,25 @@ impl List {
 
     /// Take `id` out of port list `l` (doubly linked). Its own links stay as they
     /// were, so a walk standing on it can still step to what followed it.
+    ///
+    /// Taking out the head leaves its successor's `prev` link as it was: the head's
+    /// `prev` is never read (a walk back stops at the head), and writing it would touch
+    /// the successor's links, a cache miss per message started where lists are long
+    /// (`direct`'s in-lists hold a message from every sender).
     #[inline]
     fn unlink(&mut self, links: &mut [Links], l: Link, id: u32) {
         let k = l as usize;
         debug_assert!(l != Link::Unmatched);
+        if id == self.head {
+            self.head = links[id as usize].next[k];
+            if self.head == NONE {
+                self.tail = NONE;
+            }
+            return;
+        }
         let Links { next, prev } = links[id as usize];
         let (prev, next) = (prev[k], next[k]);
-        if prev == NONE {
-            self.head = next;
-        } else {
-            links[prev as usize].next[k] = next;
-        }
+        links[prev as usize].next[k] = next;
         if next == NONE {
             self.tail = prev;
         } else {
@@ -362,7 +370,9 @@ impl List {
         let k = l as usize;
         let (mut prev, mut at) = (NONE, self.head);
         while at != NONE {
-            let next = links[at as usize].next[k];
+            // The tail's link is NONE: not loaded, a cache miss saved where a bucket
+            // holds one entry.
+            let next = if at == self.tail { NONE } else { links[at as usize].next[k] };
             if f(&msgs[at as usize]) {
                 if prev == NONE {
                     self.head = next;
@@ -393,37 +403,26 @@ impl List {
     }
 }
 
-/// A rank's matching list grows into the [`Unmatched`] index once it holds more than
-/// this many entries: below it a walk of the list is cheaper than a hash lookup (a
-/// ring's list holds one or two), above it a walk is what made `direct` cubic (a rank
-/// posts P - 1 receives before the first message comes in).
+/// A rank's matching list becomes a [`Table`] once it holds more than this many
+/// entries: below it a walk of the list is cheaper than finding a bucket (a ring's list
+/// holds one or two), above it a walk is what made `direct` cubic (a rank posts P - 1
+/// receives before the first message comes in).
 const INDEX_FROM: u32 = 16;
 
-/// The matching lists of ranks with many entries, as chains per `(receiver, source,
-/// tag)`, each in the order its entries came (which is all matching needs: the first
-/// receive posted for a source and tag takes its first message). Keys leave when their
-/// chain empties, so it holds no more than the entries themselves, never P^2. Only
-/// looked up, never walked in hash order (except, sorted, to describe a deadlock).
-type Unmatched = std::collections::HashMap<(Rank, Rank, u32), List, std::hash::BuildHasherDefault<KeyHasher>>;
+/// The buckets a rank's matching table starts with (a power of two above [`INDEX_FROM`]).
+const TABLE_FROM: usize = 32;
 
-/// A fixed multiplicative hash (FxHash's): deterministic, and a few instructions a key
-/// where the standard library's keyed hash costs tens.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl std::hash::Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u32(u32::from(b));
-        }
-    }
-    fn write_u32(&mut self, x: u32) {
-        self.0 = (self.0.rotate_left(5) ^ u64::from(x)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
+/// An indexed rank's matching list, split into buckets by source rank: the entries from
+/// source `s` are in bucket `s % len`, in the order they came, so the first receive
+/// posted for a source and tag still takes that source's first message with the tag,
+/// which is all matching needs. A match walks one bucket: at a rank with few entries
+/// the sources that share a bucket, and once the rank has grown the table to P buckets
+/// (rounded up to a power of two), only the pair's own entries, with their tags. The
+/// table doubles when the rank holds more entries than buckets, so it costs at most 16
+/// bytes an entry at the rank's busiest, never a P^2 table; it goes back to the pool
+/// when the rank has nothing waiting. Sources are ranks, dense from 0, so a bucket is
+/// an index, not a hash (no hash order anywhere).
+type Table = Vec<List>;
 
 /// A compute job in the job slab, and the next job of its rank's queue.
 #[derive(Clone, Copy, Debug)]
@@ -470,22 +469,20 @@ struct Stream<'p> {
 /// Handles are issued in order and most complete within a few of their issue, so the
 /// set is a window of [`Outstanding::WINDOW`] bits from the oldest outstanding handle,
 /// 12 bytes where a list would be 24. A handle issued further than that past the oldest
-/// (a star's root posts a receive per rank before it waits) goes into the engine's
-/// [`Overflow`], and moves into the window as the window moves up to it.
+/// (a star's root, or `direct`'s every rank, posts a receive per rank before it waits)
+/// goes into the stream's [`Spill`], and from then on every later one too, until the
+/// window empties and takes the next [`Outstanding::WINDOW`] handles from the spill.
 #[derive(Clone, Copy, Debug)]
 struct Outstanding {
     /// The next handle to issue.
     next: u32,
     /// Every handle below `low` is complete; handle `low + i` is outstanding when bit
-    /// `i` of `bits` is set (`i < WINDOW`), or when the overflow has it.
+    /// `i` of `bits` is set (`i < WINDOW`, and below the spill's `top` while the
+    /// stream has a spill), or when the spill has it.
     low: u32,
-    /// Zero exactly when no handle is outstanding (then the overflow has none either).
+    /// Zero exactly when no handle is outstanding (then the spill has none either).
     bits: u32,
 }
-
-/// Handles issued beyond a stream's window: (rank, stream, handle), ordered, so that
-/// what moves into a window is a range.
-type Overflow = std::collections::BTreeSet<(Rank, u16, u32)>;
 
 impl Outstanding {
     const WINDOW: u32 = 32;
@@ -500,18 +497,21 @@ impl Outstanding {
         (self.bits != 0).then_some(self.low)
     }
 
-    fn contains(&self, h: u32, key: (Rank, u16), overflow: &Overflow) -> bool {
-        if h < self.low || self.bits == 0 {
-            false
-        } else if h - self.low < Self::WINDOW {
-            self.bits & (1 << (h - self.low)) != 0
-        } else {
-            overflow.contains(&(key.0, key.1, h))
-        }
+    /// Whether `h` is outstanding, for a stream with an empty spill.
+    #[inline]
+    fn contains(&self, h: u32) -> bool {
+        h >= self.low && h - self.low < Self::WINDOW && self.bits & (1 << (h - self.low)) != 0
     }
 
-    /// Issue the next handle.
-    fn issue(&mut self, key: (Rank, u16), overflow: &mut Overflow) -> u32 {
+    /// Whether `h` is outstanding, given the stream's spill.
+    fn contains_with(&self, h: u32, spill: &Spill) -> bool {
+        if spill.is_empty() || h < spill.top { self.contains(h) } else { spill.contains(h) }
+    }
+
+    /// Issue the next handle, for a stream with an empty spill, and say whether it lies
+    /// beyond the window (the caller then starts the stream's spill with it).
+    #[inline]
+    fn issue(&mut self) -> (u32, bool) {
         let h = self.next;
         self.next += 1;
         if self.bits == 0 {
@@ -519,50 +519,141 @@ impl Outstanding {
         } else if h - self.low < Self::WINDOW {
             self.bits |= 1 << (h - self.low);
         } else {
-            overflow.insert((key.0, key.1, h));
+            return (h, true);
+        }
+        (h, false)
+    }
+
+    /// Issue the next handle, given the stream's spill.
+    fn issue_with(&mut self, spill: &mut Spill) -> u32 {
+        if !spill.is_empty() {
+            let h = self.next;
+            self.next += 1;
+            spill.push(h);
+            return h;
+        }
+        let (h, beyond) = self.issue();
+        if beyond {
+            spill.push(h);
+            spill.top = h;
         }
         h
     }
 
-    /// Handle `h` (outstanding) completed.
-    fn complete(&mut self, h: u32, key: (Rank, u16), overflow: &mut Overflow) {
-        if h < self.low {
-            return;
-        }
-        if h - self.low >= Self::WINDOW {
-            overflow.remove(&(key.0, key.1, h));
-            return;
-        }
+    /// Handle `h`, outstanding in the window, completed.
+    #[inline]
+    fn complete(&mut self, h: u32) {
+        debug_assert!(h >= self.low && h - self.low < Self::WINDOW);
         self.bits &= !(1 << (h - self.low));
         if self.bits & 1 != 0 {
             return;
         }
-        let top = self.low + Self::WINDOW;
         if self.bits != 0 {
             let k = self.bits.trailing_zeros();
             self.bits >>= k;
             self.low += k;
         } else {
-            self.low = top;
+            self.low += Self::WINDOW;
         }
-        if overflow.is_empty() {
+    }
+
+    /// Handle `h` completed, given the stream's spill: an empty window takes the
+    /// spill's next handles.
+    fn complete_with(&mut self, h: u32, spill: &mut Spill) {
+        if !spill.is_empty() && h >= spill.top {
+            spill.remove(h);
             return;
         }
-        // Bring in what the overflow holds of the window's new reach; if the window is
-        // empty it starts at the overflow's oldest handle of this stream.
-        let from = (key.0, key.1, top);
-        if self.bits == 0 {
-            match overflow.range(from..=(key.0, key.1, u32::MAX)).next() {
-                Some(&(_, _, first)) => self.low = first,
-                None => return,
+        self.complete(h);
+        if self.bits == 0
+            && let Some(first) = spill.first()
+        {
+            self.low = first;
+            let end = first + Self::WINDOW;
+            while let Some(h) = spill.pop_below(end) {
+                self.bits |= 1 << (h - self.low);
             }
+            spill.top = end;
         }
-        let end = self.low + Self::WINDOW;
-        let moved: SmallVec<[u32; 32]> = overflow.range(from..(key.0, key.1, end)).map(|e| e.2).collect();
-        for h in moved {
-            overflow.remove(&(key.0, key.1, h));
-            self.bits |= 1 << (h - self.low);
+    }
+}
+
+/// The handles of one stream issued beyond its window ([`Outstanding`]), in issue order
+/// (so ascending, and a handle's place is found by binary search). Handles mostly
+/// complete oldest first, which takes them off the front in blocks of a window; one
+/// completed behind an older one is only marked (bit 0 of its entry) and dropped when
+/// it reaches the front, or swept out when marks are the majority, so memory stays
+/// within twice what is outstanding and no operation costs more than a search,
+/// amortised.
+#[derive(Debug, Default)]
+struct Spill {
+    /// `handle << 1 | completed`, ascending.
+    handles: std::collections::VecDeque<u64>,
+    /// Entries marked completed.
+    done: usize,
+    /// While not empty: the first handle not in the window; every handle here is at
+    /// or above it.
+    top: u32,
+}
+
+impl Spill {
+    fn push(&mut self, h: u32) {
+        debug_assert!(self.handles.back().is_none_or(|&e| e >> 1 < u64::from(h)));
+        self.handles.push_back(u64::from(h) << 1);
+    }
+
+    fn find(&self, h: u32) -> Option<usize> {
+        self.handles.binary_search_by_key(&u64::from(h), |e| e >> 1).ok()
+    }
+
+    fn contains(&self, h: u32) -> bool {
+        self.find(h).is_some_and(|i| self.handles[i] & 1 == 0)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.handles.is_empty()
+    }
+
+    /// Drop completed entries from the front.
+    fn trim(&mut self) {
+        while let Some(&e) = self.handles.front()
+            && e & 1 != 0
+        {
+            self.handles.pop_front();
+            self.done -= 1;
         }
+    }
+
+    /// Handle `h` (here, outstanding) completed.
+    fn remove(&mut self, h: u32) {
+        let i = self.find(h).expect("a spilled handle is in its spill");
+        if i == 0 {
+            self.handles.pop_front();
+            self.trim();
+            return;
+        }
+        self.handles[i] |= 1;
+        self.done += 1;
+        if self.done * 2 > self.handles.len() {
+            self.handles.retain(|&e| e & 1 == 0);
+            self.done = 0;
+        }
+    }
+
+    /// The oldest outstanding handle here.
+    fn first(&mut self) -> Option<u32> {
+        self.trim();
+        self.handles.front().map(|&e| (e >> 1) as u32)
+    }
+
+    /// Take out the oldest outstanding handle if it is below `end`.
+    fn pop_below(&mut self, end: u32) -> Option<u32> {
+        self.trim();
+        let &e = self.handles.front()?;
+        ((e >> 1) < u64::from(end)).then(|| {
+            self.handles.pop_front();
+            (e >> 1) as u32
+        })
     }
 }
 
@@ -570,11 +661,14 @@ struct RankState<'p> {
     streams: SmallVec<[Stream<'p>; 1]>,
     /// What waits to be matched at it ([`Link::Unmatched`]), while it is not indexed.
     unmatched: List,
-    /// How many entries wait to be matched at it, and whether they are in the engine's
-    /// [`Unmatched`] index instead of `unmatched` (from [`INDEX_FROM`] entries on, until
-    /// none is left).
+    /// How many entries wait to be matched at it.
     unmatched_len: u32,
-    indexed: bool,
+    /// Its matching [`Table`] in the engine's pool instead of `unmatched` (`NONE` while
+    /// it keeps a list): from [`INDEX_FROM`] entries on, until none is left.
+    table: u32,
+    /// Its streams' [`Spill`]s in the engine's pool (`NONE` while no stream has a
+    /// handle beyond its window).
+    spill: u32,
     held_bytes: u64,
     /// The compute unit's FIFO of jobs: first and last slot in the job slab (`NONE`
     /// when empty); the first is running whenever there is one.
@@ -668,8 +762,12 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     /// Each message slot's list links, beside `msgs`.
     links: Vec<Links>,
     free_msgs: Vec<u32>,
-    /// The matching lists of indexed ranks ([`RankState::indexed`]).
-    index: Unmatched,
+    /// The matching tables of indexed ranks ([`RankState::table`]), and those free
+    /// (empty, keeping their capacity).
+    tables: Vec<Table>,
+    free_tables: Vec<u32>,
+    /// The most buckets a table takes: P rounded up to a power of two.
+    max_buckets: usize,
     /// With data: message `i`'s values are `payloads[i]` (kept with their capacity when
     /// the slot is reused).
     payloads: Vec<Payload>,
@@ -691,8 +789,11 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     stats: SimStats,
     /// Whether `stats` keeps per-rank finish times and received bytes ([`PER_RANK_MAX`]).
     per_rank: bool,
-    /// Handles issued beyond their stream's window ([`Outstanding`]).
-    overflow: Overflow,
+    /// Handles issued beyond their stream's window, a [`Spill`] per stream of the ranks
+    /// that have any ([`RankState::spill`]), and the sets free (empty, keeping their
+    /// capacity).
+    spills: Vec<Vec<Spill>>,
+    free_spills: Vec<u32>,
     obs: &'a mut O,
     net: N,
     /// Variability ([`super::noise`]); `None` takes none of its branches.
@@ -727,7 +828,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                     .collect(),
                 unmatched: List::EMPTY,
                 unmatched_len: 0,
-                indexed: false,
+                table: NONE,
+                spill: NONE,
                 jobs_head: NONE,
                 jobs_tail: NONE,
                 send_seq: 0,
@@ -758,7 +860,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             msgs: Vec::new(),
             links: Vec::new(),
             free_msgs: Vec::new(),
-            index: Unmatched::default(),
+            tables: Vec::new(),
+            free_tables: Vec::new(),
+            max_buckets: p.next_power_of_two(),
             payloads: Vec::new(),
             jobs: Vec::new(),
             free_jobs: Vec::new(),
@@ -773,7 +877,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             data,
             stats,
             per_rank,
-            overflow: Overflow::new(),
+            spills: Vec::new(),
+            free_spills: Vec::new(),
             obs,
             net,
             noise: None,
@@ -911,19 +1016,44 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     fn advance(&mut self, r: Rank, s: u16) -> Result<(), SimError> {
         let (ri, si) = (r as usize, s as usize);
         loop {
-            let st = &mut self.ranks[ri].streams[si];
-            match st.block {
-                Block::Done => return Ok(()),
-                Block::Wait(h) if st.outstanding.contains(h, (r, s), &self.overflow) => return Ok(()),
-                Block::WaitAll if !st.outstanding.is_empty() => return Ok(()),
-                Block::WaitSends(n) if st.sends_in_flight > n => return Ok(()),
-                _ => {}
-            }
-            st.block = Block::Running;
-            let Some(op) = st.prog.next() else {
-                st.block = Block::Done;
-                self.finish(r);
-                return Ok(());
+            let rank = &mut self.ranks[ri];
+            let spill = rank.spill;
+            let st = &mut rank.streams[si];
+            // Waits only change the stream's state: they are run here, on the stream
+            // found once, not through another lookup of the rank and its streams.
+            let op = loop {
+                match st.block {
+                    Block::Done => return Ok(()),
+                    Block::Wait(h)
+                        if if spill == NONE {
+                            st.outstanding.contains(h)
+                        } else {
+                            st.outstanding.contains_with(h, &self.spills[spill as usize][si])
+                        } =>
+                    {
+                        return Ok(());
+                    }
+                    Block::WaitAll if !st.outstanding.is_empty() => return Ok(()),
+                    Block::WaitSends(n) if st.sends_in_flight > n => return Ok(()),
+                    _ => {}
+                }
+                st.block = Block::Running;
+                let Some(op) = st.prog.next() else {
+                    st.block = Block::Done;
+                    self.finish(r);
+                    return Ok(());
+                };
+                match op {
+                    Op::Wait(h) => {
+                        if h >= st.outstanding.next {
+                            return Err(self.bad(r, format!("waits for handle {h}, which was never issued")));
+                        }
+                        st.block = Block::Wait(h);
+                    }
+                    Op::WaitAll => st.block = Block::WaitAll,
+                    Op::WaitSends(n) => st.block = Block::WaitSends(n),
+                    op => break op,
+                }
             };
             match op {
                 Op::Send { to, tag, src } => self.issue_send(r, s, to, tag, src)?,
@@ -945,26 +1075,70 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                     };
                     self.enqueue_compute(r, Job::Local(slot));
                 }
-                Op::Wait(h) => {
-                    if h >= self.ranks[ri].streams[si].outstanding.next {
-                        return Err(self.bad(r, format!("waits for handle {h}, which was never issued")));
-                    }
-                    self.ranks[ri].streams[si].block = Block::Wait(h);
-                }
-                Op::WaitAll => self.ranks[ri].streams[si].block = Block::WaitAll,
-                Op::WaitSends(n) => self.ranks[ri].streams[si].block = Block::WaitSends(n),
+                Op::Wait(_) | Op::WaitAll | Op::WaitSends(_) => unreachable!("waits are run above"),
             }
         }
     }
 
+    #[inline]
     fn new_handle(&mut self, r: Rank, s: u16) -> u32 {
-        self.ranks[r as usize].streams[s as usize].outstanding.issue((r, s), &mut self.overflow)
+        let st = &mut self.ranks[r as usize];
+        if st.spill == NONE {
+            let (h, beyond) = st.streams[s as usize].outstanding.issue();
+            if !beyond {
+                return h;
+            }
+            self.new_spill(r);
+            let st = &mut self.ranks[r as usize];
+            let spill = &mut self.spills[st.spill as usize][s as usize];
+            spill.push(h);
+            spill.top = h;
+            return h;
+        }
+        self.new_handle_spilled(r, s)
+    }
+
+    /// Give rank `r` a set of [`Spill`]s, one per stream, all empty (out of line, as
+    /// what follows: most programs never get here).
+    #[inline(never)]
+    fn new_spill(&mut self, r: Rank) {
+        let st = &mut self.ranks[r as usize];
+        st.spill = match self.free_spills.pop() {
+            Some(id) => id,
+            None => slab_push(&mut self.spills, Vec::new()),
+        };
+        self.spills[st.spill as usize].resize_with(st.streams.len(), Spill::default);
+    }
+
+    /// [`Engine::new_handle`] at a rank with spills.
+    #[inline(never)]
+    fn new_handle_spilled(&mut self, r: Rank, s: u16) -> u32 {
+        let st = &mut self.ranks[r as usize];
+        st.streams[s as usize].outstanding.issue_with(&mut self.spills[st.spill as usize][s as usize])
     }
 
     fn complete_handle(&mut self, r: Rank, s: u16, h: u32) -> Result<(), SimError> {
-        self.ranks[r as usize].streams[s as usize].outstanding.complete(h, (r, s), &mut self.overflow);
+        let st = &mut self.ranks[r as usize];
+        if st.spill == NONE {
+            st.streams[s as usize].outstanding.complete(h);
+        } else {
+            self.complete_spilled(r, s, h);
+        }
         self.finish(r);
         self.advance(r, s)
+    }
+
+    /// [`Engine::complete_handle`] at a rank with spills; they go back to the pool
+    /// once all are empty.
+    #[inline(never)]
+    fn complete_spilled(&mut self, r: Rank, s: u16, h: u32) {
+        let st = &mut self.ranks[r as usize];
+        let set = &mut self.spills[st.spill as usize];
+        st.streams[s as usize].outstanding.complete_with(h, &mut set[s as usize]);
+        if set.iter().all(Spill::is_empty) {
+            self.free_spills.push(st.spill);
+            st.spill = NONE;
+        }
     }
 
     fn issue_send(&mut self, r: Rank, s: u16, to: Rank, tag: u32, src: Region) -> Result<(), SimError> {
@@ -1082,9 +1256,10 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         // otherwise a few places from the end (ranks woken at one instant issue in event
         // order, not rank order), so its place is found walking back from the tail.
         for (i, l) in [(src_if, Link::Out), (dst_if, Link::In)] {
-            let mut prev = self.ifaces[i as usize].lists[l as usize].tail;
+            let List { head, tail: mut prev } = self.ifaces[i as usize].lists[l as usize];
             while prev != NONE && !before(prev, &self.msgs) {
-                prev = self.links[prev as usize].prev[l as usize];
+                // The head's `prev` is stale ([`List::unlink`]).
+                prev = if prev == head { NONE } else { self.links[prev as usize].prev[l as usize] };
             }
             self.ifaces[i as usize].lists[l as usize].insert_after(&mut self.links, l, prev, id);
         }
@@ -1142,10 +1317,10 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
 
     /// Take out what waits to be matched at rank `r` from `src` with `tag`: the first
     /// receive posted for it (`posted`), or else the first message.
-    #[inline]
+    #[inline(always)]
     fn take_unmatched(&mut self, r: Rank, src: Rank, tag: u32, posted: bool) -> Option<u32> {
         let st = &mut self.ranks[r as usize];
-        if st.indexed {
+        if st.table != NONE {
             return self.take_indexed(r, src, tag, posted);
         }
         let found = st.unmatched.remove_first(&mut self.links, &self.msgs, Link::Unmatched, |m| {
@@ -1162,34 +1337,27 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     #[inline(never)]
     fn take_indexed(&mut self, r: Rank, src: Rank, tag: u32, posted: bool) -> Option<u32> {
         let st = &mut self.ranks[r as usize];
-        let found = {
-            // A chain holds one kind only (a receive and its message never both wait).
-            let key = (r, src, tag);
-            let chain = self.index.get_mut(&key)?;
-            if (self.msgs[chain.head as usize].recv_handle != NONE) != posted {
-                return None;
-            }
-            let id = chain.pop_front(&self.links, Link::Unmatched);
-            if chain.head == NONE {
-                self.index.remove(&key);
-            }
-            id
-        };
-        if found.is_some() {
-            st.unmatched_len -= 1;
-            // An empty rank goes back to its list, so the index holds only busy ranks.
-            if st.unmatched_len == 0 {
-                st.indexed = false;
-            }
+        let table = &mut self.tables[st.table as usize];
+        let mask = table.len() - 1;
+        let bucket = &mut table[src as usize & mask];
+        let found = bucket.remove_first(&mut self.links, &self.msgs, Link::Unmatched, |m| {
+            m.src == src && m.tag == tag && (m.recv_handle != NONE) == posted
+        })?;
+        st.unmatched_len -= 1;
+        // An empty rank goes back to its list, and its table (all buckets empty) to
+        // the pool, so tables are held only by ranks with something waiting.
+        if st.unmatched_len == 0 {
+            self.free_tables.push(st.table);
+            st.table = NONE;
         }
-        found
+        Some(found)
     }
 
     /// Slot `id` (its source and tag set) waits to be matched at rank `r`.
     #[inline]
     fn put_unmatched(&mut self, r: Rank, id: u32) {
         let st = &mut self.ranks[r as usize];
-        if !st.indexed && st.unmatched_len < INDEX_FROM {
+        if st.table == NONE && st.unmatched_len < INDEX_FROM {
             st.unmatched_len += 1;
             st.unmatched.push_back(&mut self.links, Link::Unmatched, id);
             return;
@@ -1203,20 +1371,40 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     fn put_indexed(&mut self, r: Rank, id: u32) {
         let st = &mut self.ranks[r as usize];
         st.unmatched_len += 1;
-        if !st.indexed {
+        if st.table == NONE {
+            // Too many to walk: move the list into a table, in order.
             st.unmatched.push_back(&mut self.links, Link::Unmatched, id);
-            // Too many to walk: move the list into the index, in order.
-            st.indexed = true;
+            let buckets = TABLE_FROM.min(self.max_buckets);
+            st.table = match self.free_tables.pop() {
+                Some(t) => t,
+                None => slab_push(&mut self.tables, Vec::new()),
+            };
+            let table = &mut self.tables[st.table as usize];
+            table.clear();
+            table.resize(buckets, List::EMPTY);
             let mut list = std::mem::replace(&mut st.unmatched, List::EMPTY);
             while let Some(at) = list.pop_front(&self.links, Link::Unmatched) {
-                let m = &self.msgs[at as usize];
-                let chain = self.index.entry((r, m.src, m.tag)).or_insert(List::EMPTY);
-                chain.push_back(&mut self.links, Link::Unmatched, at);
+                let b = self.msgs[at as usize].src as usize & (buckets - 1);
+                table[b].push_back(&mut self.links, Link::Unmatched, at);
             }
             return;
         }
-        let m = &self.msgs[id as usize];
-        self.index.entry((r, m.src, m.tag)).or_insert(List::EMPTY).push_back(&mut self.links, Link::Unmatched, id);
+        let table = &mut self.tables[st.table as usize];
+        if st.unmatched_len as usize > table.len() && table.len() < self.max_buckets {
+            // Twice the buckets: bucket b's chain splits into b and b + len by the next
+            // bit of the source, each part in the order it was.
+            let half = table.len();
+            table.resize(2 * half, List::EMPTY);
+            for b in 0..half {
+                let mut chain = std::mem::replace(&mut table[b], List::EMPTY);
+                while let Some(at) = chain.pop_front(&self.links, Link::Unmatched) {
+                    let to = self.msgs[at as usize].src as usize & (2 * half - 1);
+                    table[to].push_back(&mut self.links, Link::Unmatched, at);
+                }
+            }
+        }
+        let b = self.msgs[id as usize].src as usize & (table.len() - 1);
+        table[b].push_back(&mut self.links, Link::Unmatched, id);
     }
 
     /// What waits to be matched at rank `r`: in the order it came while the rank keeps
@@ -1224,13 +1412,11 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     /// stream and handle), for describing a deadlock.
     fn unmatched_at(&self, r: Rank) -> Vec<u32> {
         let st = &self.ranks[r as usize];
-        if !st.indexed {
+        if st.table == NONE {
             return st.unmatched.iter(&self.links, Link::Unmatched).collect();
         }
-        let mut all: Vec<u32> = (self.index.iter())
-            .filter(|(k, _)| k.0 == r)
-            .flat_map(|(_, chain)| chain.iter(&self.links, Link::Unmatched))
-            .collect();
+        let table = &self.tables[st.table as usize];
+        let mut all: Vec<u32> = table.iter().flat_map(|chain| chain.iter(&self.links, Link::Unmatched)).collect();
         all.sort_by_key(|&id| {
             let m = &self.msgs[id as usize];
             (m.recv_handle != NONE, priority(m), m.recv_stream, m.recv_handle)
@@ -1242,8 +1428,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     fn new_slot(&mut self) -> u32 {
         match self.free_msgs.pop() {
             Some(id) => {
+                // Its links are written when it joins a list, and read only there.
                 self.msgs[id as usize] = Msg::EMPTY;
-                self.links[id as usize] = Links::EMPTY;
                 id
             }
             None => {
@@ -1660,37 +1846,38 @@ mod tests {
 
     /// The window of outstanding handles against a plain set, with handles completed in
     /// random order and more than a window outstanding at once (so that handles go to the
-    /// overflow and come back), on two streams sharing the overflow.
+    /// spill and come back), on two streams each with its spill. (With its spill empty a
+    /// stream's `_with` methods are the plain ones the engine calls then.)
     #[test]
     fn outstanding_window_is_a_set() {
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         for round in 0..300 {
-            let mut overflow = super::Overflow::new();
+            let mut spills: [super::Spill; 2] = Default::default();
             let mut streams = [super::Outstanding::NEW; 2];
             let mut want: [std::collections::BTreeSet<u32>; 2] = Default::default();
             let spread = 1 + round % 90;
             for _ in 0..3000 {
                 let r = rng.next_u32();
                 let s = (r & 1) as usize;
-                let key = (7, s as u16);
                 if r % 5 < 2 || want[s].is_empty() {
                     if want[s].len() < spread as usize {
-                        want[s].insert(streams[s].issue(key, &mut overflow));
+                        want[s].insert(streams[s].issue_with(&mut spills[s]));
                     }
                 } else {
                     // Mostly the oldest, sometimes any.
                     let all: Vec<u32> = want[s].iter().copied().collect();
                     let h = if r % 3 == 0 { all[(r >> 8) as usize % all.len()] } else { all[0] };
                     want[s].remove(&h);
-                    streams[s].complete(h, key, &mut overflow);
+                    streams[s].complete_with(h, &mut spills[s]);
                 }
                 for s in 0..2 {
-                    let key = (7, s as u16);
                     assert_eq!(streams[s].is_empty(), want[s].is_empty(), "round {round}");
                     assert_eq!(streams[s].first(), want[s].first().copied(), "round {round}");
+                    assert!(spills[s].handles.len() <= 2 * want[s].len() + 1, "round {round}: spill too long");
                     let next = streams[s].next;
                     for h in next.saturating_sub(spread + 40)..next {
-                        assert_eq!(streams[s].contains(h, key, &overflow), want[s].contains(&h), "round {round} h {h}");
+                        let got = streams[s].contains_with(h, &spills[s]);
+                        assert_eq!(got, want[s].contains(&h), "round {round} h {h}");
                     }
                 }
             }
