@@ -183,7 +183,8 @@ fn machine(kind: u8, np: usize, link: Link, nics: u32) -> Box<dyn Topology> {
             } else {
                 1
             };
-            let spec = cluster(IntraKind::Nvswitch, np / gpus, gpus, nics as usize, 0.0);
+            // A node's NICs each serve at least one GPU.
+            let spec = cluster(IntraKind::Nvswitch, np / gpus, gpus, (nics as usize).min(gpus), 0.0);
             Box::new(Cluster::new(&spec, np).expect("cluster"))
         }
         _ => Box::new(FullyConnected { ranks: np, link, nics }),
