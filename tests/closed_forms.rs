@@ -9,7 +9,8 @@ use allreduce_sim::scenario::ParamValue;
 use allreduce_sim::sim::engine::NoObserver;
 use allreduce_sim::sim::simulate;
 use allreduce_sim::topology::{
-    Cluster, ClusterSpec, FabricKind, FabricSpec, FullyConnected, InterSpec, IntraKind, IntraSpec, Link, PerProto,
+    Cluster, ClusterSpec, FabricKind, FabricSpec, FullyConnected, Grid, Hierarchical, InterSpec, IntraKind, IntraSpec,
+    Level, Link, PerProto, Topology,
 };
 use proptest::prelude::*;
 
@@ -49,6 +50,8 @@ struct Count {
     /// The widest `upper / lower - 1` of the bound points.
     widest: f64,
     none: Vec<String>,
+    /// The bound points, each with its `upper / lower - 1`.
+    bounded: Vec<String>,
     misses: Vec<String>,
 }
 
@@ -79,6 +82,7 @@ fn matrix(alpha: f64, bw: f64, c: f64, nics: u32) -> Count {
                     }
                     count.bound += 1;
                     count.widest = count.widest.max(hi / lo - 1.0);
+                    count.bounded.push(format!("{name} (width {:.2e})", hi / lo - 1.0));
                 } else {
                     count.none.push(name);
                 }
@@ -97,6 +101,9 @@ fn report(what: &str, count: &Count) {
         count.widest,
         count.none.len()
     );
+    for x in &count.bounded {
+        println!("  bound: {x}");
+    }
     for x in &count.none {
         println!("  none: {x}");
     }
@@ -111,9 +118,9 @@ fn report(what: &str, count: &Count) {
 fn matrix_meets_its_forms_and_bounds() {
     // (alpha, B, C, NICs), and the exact, bound and runnable points measured.
     let cases = [
-        ((1e-6, 12.5e9, 5e-11, 1), (158, 20, 184)),
-        ((1e-6, 12.5e9, 5e-11, 2), (161, 11, 184)),
-        ((1e-6, 12.5e9, 0.0, 1), (158, 20, 184)),
+        ((1e-6, 12.5e9, 5e-11, 1), (162, 16, 184)),
+        ((1e-6, 12.5e9, 5e-11, 2), (163, 9, 184)),
+        ((1e-6, 12.5e9, 0.0, 1), (160, 18, 184)),
     ];
     let mut bad = Vec::new();
     for ((alpha, bw, c, nics), (exact, bound, runnable)) in cases {
@@ -146,14 +153,54 @@ fn any_algorithm() -> impl Strategy<Value = (Collective, &'static str, Vec<(Stri
     proptest::sample::select(all)
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+/// A random machine of `np` ranks (or close to it: a grid or a hierarchy takes the
+/// nearest shape): flat, a 2-D torus or mesh, a two-level hierarchy with a slower
+/// outer level, or a GPU cluster; `kind` picks which.
+fn machine(kind: u8, np: usize, link: Link, nics: u32) -> Box<dyn Topology> {
+    let np = np.max(1);
+    match kind {
+        1 | 2 => {
+            let rows = (1..=np).rev().find(|r| np.is_multiple_of(*r) && r * r <= np).unwrap_or(1);
+            let cols = np / rows;
+            if kind == 1 {
+                Box::new(Grid::torus(rows, cols, link, nics))
+            } else {
+                Box::new(Grid::mesh(rows, cols, link, nics))
+            }
+        }
+        3 if np >= 2 => {
+            let inner = if np.is_multiple_of(2) { 2 } else { 1 };
+            let outer = Link { alpha: link.alpha * 4.0, bandwidth: link.bandwidth / 3.0 };
+            let levels =
+                vec![Level { size: inner, link, nics: None }, Level { size: np / inner, link: outer, nics: None }];
+            Box::new(Hierarchical::new(levels, nics).expect("hierarchy"))
+        }
+        4 if np >= 2 => {
+            let gpus = if np.is_multiple_of(4) {
+                4
+            } else if np.is_multiple_of(2) {
+                2
+            } else {
+                1
+            };
+            // A node's NICs each serve at least one GPU.
+            let spec = cluster(IntraKind::Nvswitch, np / gpus, gpus, (nics as usize).min(gpus), 0.0);
+            Box::new(Cluster::new(&spec, np).expect("cluster"))
+        }
+        _ => Box::new(FullyConnected { ranks: np, link, nics }),
+    }
+}
 
-    /// Every registered algorithm of every collective, on a random flat machine: the
-    /// simulated time meets the exact form to 1e-9, or falls between the bounds.
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 160, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Every registered algorithm of every collective, on a random machine (flat, torus,
+    /// mesh, two-level hierarchy, GPU cluster): the simulated time meets the exact form
+    /// to 1e-9, or falls between the bounds, and the bounds are ordered.
     #[test]
     fn random_points_meet_their_form_or_bounds(
         (coll, id, params) in any_algorithm(),
+        kind in 0u8..5,
         np in 1usize..13,
         n in 0usize..4000,
         alpha in prop_oneof![Just(0.0), 1e-7f64..1e-5],
@@ -162,21 +209,22 @@ proptest! {
         nics in 1u32..4,
     ) {
         let algo = algos::build_for(coll, id, Params::new(params)).expect("builds");
-        let topo = FullyConnected { ranks: np, link: Link { alpha, bandwidth: bw }, nics };
-        let p = Problem { ranks: np, elems: n, elem_bytes: 4 };
-        let m = Machine { topo: &topo, cost_per_byte: c };
+        let topo = machine(kind, np, Link { alpha, bandwidth: bw }, nics);
+        let topo = topo.as_ref();
+        let p = Problem { ranks: topo.ranks(), elems: n, elem_bytes: 4 };
+        let m = Machine { topo, cost_per_byte: c };
         if algo.applicable(&p, &m).is_ok() {
-            let (stats, _) = simulate(algo.as_ref(), &topo, p, c, None, &mut NoObserver).expect("runs");
+            let (stats, _) = simulate(algo.as_ref(), topo, p, c, None, &mut NoObserver).expect("runs");
             let t = stats.time;
+            let name = format!("{} {coll} on {}", algo.label(), topo.describe());
             if let Some((closed, tol)) = algo.closed_form(&p, &m) {
                 let err = if closed == 0.0 { t.abs() } else { (t / closed - 1.0).abs() };
-                prop_assert!(err <= tol, "{} {coll}: simulated {t} but exact {closed}", algo.label());
+                prop_assert!(err <= tol, "{name}: simulated {t} but exact {closed}");
             } else if let Some((lo, hi)) = algo.closed_form_bounds(&p, &m) {
-                prop_assert!(lo <= hi * (1.0 + 1e-9), "{}: bounds {lo} > {hi}", algo.label());
+                prop_assert!(lo <= hi * (1.0 + 1e-9), "{name}: bounds {lo} > {hi}");
                 prop_assert!(
                     t >= lo * (1.0 - 1e-9) && t <= hi * (1.0 + 1e-9),
-                    "{} {coll}: simulated {t} outside [{lo}, {hi}]",
-                    algo.label()
+                    "{name}: simulated {t} outside [{lo}, {hi}]"
                 );
             }
         }

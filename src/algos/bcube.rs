@@ -47,8 +47,9 @@ pub const INFO: AlgoInfo = AlgoInfo {
     requires: "P a power of base (1, b, b^2, ...); any n (n < P leaves empty parts)",
     closed_form: "the step recurrence of its 2 log_b P steps and notifications; base 2, P dividing n: \
                   halving_doubling's time + (log2 P + 1) alpha on one NIC, + alpha on two or more; \
-                  P not dividing n: bounds, the recurrence at n rounded down and up to a multiple of P (a port then \
-                  serves messages out of step order)",
+                  P not dividing n: the same recurrence over the uneven parts where no port serves messages out of \
+                  step order (the matrix's P = 8, 16), else bounds, the recurrence at n rounded down and up to a \
+                  multiple of P",
     params: &["base=2: ranks per group (at least 2); P must be a power of it"],
     build: |params| {
         let base = params.count("base", 2)?;

@@ -21,11 +21,18 @@
 //! docs/model.md). A rank is one interface of its `nics` ports, except on a GPU cluster,
 //! whose GPUs talk inside a node through their own interface and across nodes through
 //! a NIC that several GPUs may share ([`Topology::route_interfaces`]). The messages are taken step
-//! by step, and within a step in
-//! the engine's priority order `(issue time, sender, sender's sequence)`; each is booked
-//! on its two sides for `[start, end)`. A booking may land in a gap before a message of
-//! an earlier step booked later in time (a lagging peer's), as the engine's ports would
-//! fill it. The receiver reduces what it received on its one compute unit, first come
+//! by step. Within a step they are served as the model serves them: at every instant
+//! at which a message of the step is issued or a port frees, the issued messages still
+//! waiting take free ports greedily in the engine's priority order `(issue time, sender,
+//! sender's sequence)`, so a message whose receiver is busy does not hold up a later one
+//! of the same step that can go (that order is the model's rule, fixed by the step's own
+//! data, not a race). Each is booked on its two sides for `[start, end)`. A booking may
+//! land in a gap before a message of an earlier step booked later in time (a lagging
+//! peer's), as the engine's ports would fill it; where a windowed sender's messages are
+//! concerned, the step may also be booked in plain priority order, each message at the
+//! first instant both its sides are free, and either booking that passes the checks
+//! below is the time. The receiver reduces what it received on its one compute unit,
+//! first come
 //! first served from `max(end, d_b(s-1))`, so
 //!
 //! ```text
@@ -218,6 +225,189 @@ impl Ord for Ready {
 /// ([`crate::sim::op::Op::WaitSends`]). `None` where a port would serve messages out of
 /// step order (see the module docs).
 pub fn lockstep(
+    topo: &dyn Topology,
+    c: f64,
+    steps: usize,
+    windowed: bool,
+    mut fill: impl FnMut(usize, &mut Step),
+) -> Option<f64> {
+    by_instant(topo, c, steps, windowed, &mut fill).or_else(|| by_priority(topo, c, steps, windowed, &mut fill))
+}
+
+/// [`lockstep`] with each step's messages served instant by instant, as the model
+/// serves them: at each instant at which a message is issued or a port frees, the
+/// waiting messages take free ports greedily in priority order. Bookings of earlier
+/// steps are checked as in [`by_priority`].
+fn by_instant(
+    topo: &dyn Topology,
+    c: f64,
+    steps: usize,
+    windowed: bool,
+    mut fill: impl FnMut(usize, &mut Step),
+) -> Option<f64> {
+    let np = topo.ranks();
+    let mut done = vec![0.0f64; np];
+    // Ports belong to interfaces: a rank's messages inside its node and those through
+    // its node's NICs hold different ports, and a NIC may serve several ranks.
+    let mut out: Vec<Ports> = (0..topo.interfaces()).map(|i| Ports::new(topo.interface_ports(i))).collect();
+    let mut inp: Vec<Ports> = out.clone();
+    let mut seq = vec![0u64; np];
+    let mut end_max = 0.0f64;
+    let mut step = Step::default();
+    // The step's messages by sender (program order within a sender), each with its
+    // sequence number; the messages issued and not yet started, by priority; the
+    // instants at which something may start (issues and ends of bookings); per
+    // receiver, its jobs (release, bytes, reduce).
+    let mut runs: Vec<(usize, u64)> = Vec::new();
+    let mut waiting: Vec<Ready> = Vec::new();
+    let mut marks: BinaryHeap<std::cmp::Reverse<u64>> = BinaryHeap::new();
+    let mut jobs: Vec<Vec<(f64, u64, bool)>> = vec![Vec::new(); np];
+    let mut touched: Vec<usize> = Vec::new();
+    // Per sender this step: the ends of its messages started so far, where its run
+    // starts and ends in `runs`, and how many of its messages are issued.
+    let mut ends: Vec<Vec<f64>> = vec![Vec::new(); np];
+    let mut run_of: Vec<(usize, usize, usize)> = vec![(0, 0, 0); np];
+    let mut senders: Vec<usize> = Vec::new();
+    for s in 0..steps {
+        let earliest = done.iter().copied().fold(f64::INFINITY, f64::min);
+        for p in out.iter_mut().chain(inp.iter_mut()) {
+            p.forget_before(earliest);
+        }
+        step.clear();
+        fill(s, &mut step);
+        runs.clear();
+        runs.extend((0..step.xfers.len()).map(|i| (i, 0)));
+        runs.sort_by_key(|&(i, _)| step.xfers[i].from);
+        for (i, q) in runs.iter_mut() {
+            let from = step.xfers[*i].from;
+            *q = seq[from];
+            seq[from] += 1;
+        }
+        let window = |r: usize| if windowed { topo.nics(r).max(1) as usize } else { usize::MAX };
+        marks.clear();
+        senders.clear();
+        let mut first = 0;
+        while first < runs.len() {
+            let from = step.xfers[runs[first].0].from;
+            let len = runs[first..].iter().take_while(|&&(i, _)| step.xfers[i].from == from).count();
+            let issued = len.min(window(from));
+            run_of[from] = (first, first + len, issued);
+            senders.push(from);
+            waiting.extend((first..first + issued).map(|at| Ready { prio: (done[from], from, runs[at].1), at }));
+            marks.push(std::cmp::Reverse(done[from].to_bits()));
+            first += len;
+        }
+        // A port held by a message of an earlier step frees at its end: an instant too.
+        for p in out.iter().chain(inp.iter()) {
+            marks.extend(p.booked.iter().filter(|b| b.end >= earliest).map(|b| std::cmp::Reverse(b.end.to_bits())));
+        }
+        waiting.sort_by(|a, b| prio_cmp(a.prio, b.prio));
+        // The model's service, instant by instant: at each instant at which a message is
+        // issued or a port frees, the issued messages still waiting take free ports
+        // greedily in priority order (times are never negative, so their bits order
+        // them).
+        let mut now = f64::NEG_INFINITY;
+        let mut unissued = runs.len() - waiting.len();
+        while !waiting.is_empty() || unissued > 0 {
+            let std::cmp::Reverse(bits) = marks.pop()?;
+            let t = f64::from_bits(bits);
+            if t <= now {
+                continue;
+            }
+            now = t;
+            loop {
+                // A windowed sender's next message goes once all but `nics - 1` of those
+                // issued before it have landed (a message not yet started lands later).
+                if windowed {
+                    for &from in &senders {
+                        let (lo, hi, issued) = run_of[from];
+                        let k = window(from);
+                        if lo + issued >= hi {
+                            continue;
+                        }
+                        let mine = &ends[from];
+                        if mine.len() + k <= issued {
+                            continue;
+                        }
+                        let mut sorted = mine.clone();
+                        sorted.sort_by(f64::total_cmp);
+                        let free = sorted[issued - k];
+                        if free <= now {
+                            let at = lo + issued;
+                            let issue = done[from].max(free);
+                            let r = Ready { prio: (issue, from, runs[at].1), at };
+                            let pos = waiting.partition_point(|w| prio_cmp(w.prio, r.prio).is_lt());
+                            waiting.insert(pos, r);
+                            run_of[from].2 += 1;
+                            unissued -= 1;
+                        }
+                    }
+                }
+                let mut started = false;
+                let mut i = 0;
+                while i < waiting.len() {
+                    let Ready { prio, at } = waiting[i];
+                    let x = step.xfers[runs[at].0];
+                    let (oi, ii) = topo.route_interfaces(x.from, x.to);
+                    if prio.0 > now || out[oi].held_at(now) >= out[oi].k || inp[ii].held_at(now) >= inp[ii].k {
+                        i += 1;
+                        continue;
+                    }
+                    waiting.remove(i);
+                    started = true;
+                    let start = now;
+                    let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
+                    // It must neither delay a message of an earlier step booked to start
+                    // while it holds the port, nor have been passed over by one while it
+                    // waited; else the engine's order is not the step order.
+                    if !out[oi].fits(start, end) || !inp[ii].fits(start, end) {
+                        return None;
+                    }
+                    let (o, i2) = (&out[oi], &inp[ii]);
+                    if o.passed_over(prio, x.to, prio.0, start, i2) || i2.passed_over(prio, x.from, prio.0, start, o) {
+                        return None;
+                    }
+                    out[oi].book(Booking { start, end, prio, peer: x.to });
+                    inp[ii].book(Booking { start, end, prio, peer: x.from });
+                    marks.push(std::cmp::Reverse(end.to_bits()));
+                    end_max = end_max.max(end);
+                    ends[x.from].push(end);
+                    if jobs[x.to].is_empty() {
+                        touched.push(x.to);
+                    }
+                    jobs[x.to].push((end.max(done[x.to]), x.bytes, x.reduce));
+                }
+                if !started {
+                    break;
+                }
+            }
+        }
+        for &r in &touched {
+            done[r] = settle(&mut jobs[r], done[r], c);
+        }
+        touched.clear();
+        for (r, mine) in ends.iter_mut().enumerate() {
+            if !mine.is_empty() {
+                if windowed {
+                    done[r] = mine.iter().copied().fold(done[r], f64::max);
+                }
+                mine.clear();
+            }
+        }
+        for &(r, bytes) in &step.local {
+            done[r] += bytes as f64 * c;
+        }
+    }
+    Some(done.iter().copied().fold(end_max, f64::max))
+}
+
+/// [`lockstep`] with each step's messages booked in priority order, each at the first
+/// instant both its sides have a free port, possibly in a gap before a message booked
+/// earlier. Where a sender's windowed messages would start out of their order (a later
+/// one taking a port while an earlier waits), [`by_instant`] may give up where this
+/// does not, and the other way round; each checks its own bookings, so either's answer
+/// is the time.
+fn by_priority(
     topo: &dyn Topology,
     c: f64,
     steps: usize,
