@@ -494,8 +494,8 @@ fn cmd_tune(args: TuneArgs) -> Result<ExitCode, BadInput> {
     let overrides = Overrides { algorithms: None, ranks, sizes, seed: None, collective: None };
     let s = select::tune::tune_scenario(&load(&scenario, &overrides)?);
     let out = plan_file(&scenario, &[], "--output", output.as_deref())?;
-    let memory_limit = check_memory(&s, None, None)?;
-    let report = runner::run_with(&s, &runner::RunOptions { shard: None, progress: !quiet, memory_limit });
+    let (plans, memory_limit) = estimate::checked_plan(&s, None, None, "--max-memory").map_err(BadInput)?;
+    let report = runner::run_planned(&s, plans, &runner::RunOptions { shard: None, progress: !quiet, memory_limit });
     let tuned = select::tune::summarise(&report);
     let emit = match emit {
         Emit::OmpiRules => select::tune::Emit::OmpiRules,
@@ -584,7 +584,8 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         plots::check_gantt(&s, g).map_err(BadInput)?;
     }
     let [output, trace, gantt] = plan_run_outputs(&s, &scenario, [output, trace, gantt], plot.as_deref())?;
-    let memory_limit = check_memory(&s, shard, max_memory.as_deref())?;
+    let (plans, memory_limit) =
+        estimate::checked_plan(&s, shard, max_memory.as_deref(), "--max-memory").map_err(BadInput)?;
     let picked = if trace.is_some() || gantt.is_some() { pick_recorded(&s)? } else { None };
     let recorded = picked.as_ref().unwrap_or(&s);
     if trace.is_some() || gantt.is_some() {
@@ -600,7 +601,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
     });
     let report = match &trace {
         Some(out) => run_traced(recorded, out)?,
-        None => runner::run_with(&s, &runner::RunOptions { shard, progress: !quiet, memory_limit }),
+        None => runner::run_planned(&s, plans, &runner::RunOptions { shard, progress: !quiet, memory_limit }),
     };
     emit(&report, format, output.as_ref())?;
     if runner::STOP.load(std::sync::atomic::Ordering::Relaxed) {
@@ -685,28 +686,6 @@ fn run_status(report: &Report, shard: Option<Shard>, gate_held: bool) -> ExitCod
         }
     }
     ExitCode::SUCCESS
-}
-
-/// Refuse the run if one of its points would not fit in memory: `--max-memory`, else
-/// what /proc/meminfo says is available (no check where neither is known).
-/// Refuse a point that cannot fit (see [`estimate::check_memory`]); the limit, if any,
-/// for the runner to keep parallel points within.
-fn check_memory(s: &Scenario, shard: Option<Shard>, max_memory: Option<&str>) -> Result<Option<u64>, BadInput> {
-    let pts = s.points_of(shard);
-    estimate::check_budget(s, &pts).map_err(BadInput)?;
-    let (limit, source) = match max_memory {
-        Some(text) => (
-            scenario::units::parse_size(text).map_err(|e| BadInput(format!("--max-memory: {e}")))?,
-            "--max-memory".to_string(),
-        ),
-        None => match estimate::available_memory() {
-            Some(b) => (b, "MemAvailable in /proc/meminfo; --max-memory sets another limit".to_string()),
-            None => return Ok(None),
-        },
-    };
-    let single = s.points().len() == 1;
-    estimate::check_memory(s, &pts, single, limit, &source).map_err(BadInput)?;
-    Ok(Some(limit))
 }
 
 /// Render `report` in `format` to `output`, or to standard output.
