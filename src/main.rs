@@ -105,19 +105,8 @@ struct RunArgs {
     /// Write the report to FILE instead of standard output.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
-    /// The collective every algorithm entry runs instead of the file's: allreduce,
-    /// reduce_scatter, allgather, broadcast, reduce or barrier.
-    #[arg(long, value_name = "NAME")]
-    collective: Option<String>,
-    /// Algorithms to run instead of the file's, comma-separated (see `list`).
-    #[arg(long, value_delimiter = ',', value_name = "A,B")]
-    algorithms: Option<Vec<String>>,
-    /// Rank counts instead of the file's, comma-separated.
-    #[arg(long, value_delimiter = ',', value_name = "N,...", allow_negative_numbers = true, value_parser = rank_arg)]
-    ranks: Option<Vec<usize>>,
-    /// Sizes per rank instead of the file's, comma-separated (`4KiB,1MiB,1000`).
-    #[arg(long, value_delimiter = ',', value_name = "S,...", allow_negative_numbers = true)]
-    sizes: Option<Vec<String>>,
+    #[command(flatten)]
+    sweep: SweepArgs,
     /// Seed for the data instead of the file's.
     #[arg(long, allow_negative_numbers = true, value_parser = seed_arg)]
     seed: Option<u64>,
@@ -231,10 +220,19 @@ struct CalibrateArgs {
 struct ValidateArgs {
     /// The scenario file (YAML).
     scenario: PathBuf,
-    /// The collective every algorithm entry runs instead of the file's.
+    #[command(flatten)]
+    sweep: SweepArgs,
+}
+
+// The sweep's flags, which `run` and `validate` share: what they narrow, `validate`
+// checks as `run` would run it.
+#[derive(clap::Args, Debug)]
+struct SweepArgs {
+    /// The collective every algorithm entry runs instead of the file's: allreduce,
+    /// reduce_scatter, allgather, broadcast, reduce or barrier.
     #[arg(long, value_name = "NAME")]
     collective: Option<String>,
-    /// Algorithms instead of the file's, comma-separated (see `list`).
+    /// Algorithms to run instead of the file's, comma-separated (see `list`).
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     algorithms: Option<Vec<String>>,
     /// Rank counts instead of the file's, comma-separated.
@@ -243,6 +241,14 @@ struct ValidateArgs {
     /// Sizes per rank instead of the file's, comma-separated (`4KiB,1MiB,1000`).
     #[arg(long, value_delimiter = ',', value_name = "S,...", allow_negative_numbers = true)]
     sizes: Option<Vec<String>>,
+}
+
+impl SweepArgs {
+    /// The overrides these flags make, with the data's `seed` (`run --seed`).
+    fn overrides(self, seed: Option<u64>) -> Overrides {
+        let SweepArgs { collective, algorithms, ranks, sizes } = self;
+        Overrides { collective, algorithms, ranks, sizes, seed }
+    }
 }
 
 // The flags of `plot` (its help is the variant's).
@@ -445,8 +451,8 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode, BadInput> {
 
 /// `validate`.
 fn cmd_validate(args: ValidateArgs) -> Result<ExitCode, BadInput> {
-    let ValidateArgs { scenario, collective, algorithms, ranks, sizes } = args;
-    let s = load(&scenario, &Overrides { collective, algorithms, ranks, sizes, seed: None })?;
+    let ValidateArgs { scenario, sweep } = args;
+    let s = load(&scenario, &sweep.overrides(None))?;
     let pts = runner::points(&s);
     let points = pts.len();
     write_stdout(&format!(
@@ -554,10 +560,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         scenario,
         format,
         output,
-        collective,
-        algorithms,
-        ranks,
-        sizes,
+        sweep,
         seed,
         plot,
         measured,
@@ -570,8 +573,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         tolerance,
         junit,
     } = args;
-    let overrides = Overrides { collective, algorithms, ranks, sizes, seed };
-    let s = load(&scenario, &overrides)?;
+    let s = load(&scenario, &sweep.overrides(seed))?;
     // A bad baseline is refused before anything runs.
     let baseline = match &baseline {
         Some(path) => {

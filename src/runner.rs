@@ -36,7 +36,7 @@ use crate::scenario::{DataMode, Scenario};
 use crate::sim::data::{DataConfig, DataPlane, OpLog, Verification, generate, sample_positions, verify_log};
 use crate::sim::engine::{MessageInfo, NoObserver, Observer, SimStats};
 use crate::sim::noise::Noise;
-use crate::sim::{Network, Programs, simulate_logged_noisy, simulate_noisy, simulate_on};
+use crate::sim::{Network, Programs, log_plane, simulate_noisy, simulate_on};
 use crate::spread::Spread;
 use crate::timeline::{self, DETAIL_MAX_RANKS, PathTracker, Recorder, Timeline};
 use crate::topology::{self, Proto, Topology};
@@ -507,9 +507,11 @@ pub fn run_planned_point<O: Observer>(pl: Planned<'_>, obs: &mut O) -> PointResu
     let prepared = a.prepare(&p, t);
     let programs = prepared.as_ref();
     let run = if logged {
-        simulate_logged_noisy(programs, t, p, c, net, noise.as_ref(), &mut obs).map(|(st, log)| (st, None, Some(log)))
+        simulate_noisy(programs, t, p, c, net, noise.as_ref(), Some(log_plane(p)), &mut obs)
+            .map(|(st, log)| (st, None, log.and_then(DataPlane::into_log)))
     } else {
-        simulate_noisy(programs, t, p, c, net, noise.as_ref(), plane, &mut obs).map(|(st, v)| (st, v, None))
+        simulate_noisy(programs, t, p, c, net, noise.as_ref(), plane, &mut obs)
+            .map(|(st, v)| (st, v.and_then(DataPlane::into_finals), None))
     };
     let (stats, vectors, log) = match run {
         Ok(out) => out,

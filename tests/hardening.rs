@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use allreduce_sim::estimate;
 use allreduce_sim::scenario::parse_str;
-use allreduce_sim::{estimate, runner};
 use assert_cmd::Command;
 use predicates::prelude::*;
 
@@ -187,9 +187,9 @@ fn full_data_is_counted_at_what_the_tiled_replay_holds() {
     let text = flat("100Gbps", "ranks: 64\ndata: { mode: full }\nalgorithms: [ring]\nsizes: 16MiB\n")
         .replace("ranks: 4\n", "");
     let s = parse_str(&text, "t.yaml").unwrap();
-    let pts = runner::points(&s);
-    estimate::check_budget(&s, &pts).expect("fits the 2 GiB budget");
-    let est = estimate::estimate(&s, &pts[0], true);
+    let plans = estimate::plan(&s, None);
+    estimate::check_budget(&plans).expect("fits the 2 GiB budget");
+    let est = plans[0].estimate();
     assert!(est.data_bytes < 256 << 20, "{est:?}");
 }
 
