@@ -318,7 +318,7 @@ scenario, flag or file that cannot be used, a point too large for the memory, or
 can run: every one not applicable, the report written with each reason); 130 stopped by Ctrl-C (the points \
 finished so far are written).
 
-Files: inputs must be regular files. Every output (--output, --trace, --gantt, --plot) is checked \
+Files: inputs must be regular files. Every output (--output, --trace, --gantt, --junit, --plot) is checked \
 before anything runs: none may name an input or another output by any path, and its directory \
 must exist. Outputs are written to a temporary file beside the target and renamed over it; a report \
 that cannot be written is printed on standard output instead (exit status 2).";
@@ -575,6 +575,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
     } = args;
     let s = load(&scenario, &sweep.overrides(seed))?;
     // A bad baseline is refused before anything runs.
+    let baseline_path = baseline.clone();
     let baseline = match &baseline {
         Some(path) => {
             allreduce_sim::baseline::check_tolerance(tolerance).map_err(BadInput)?;
@@ -585,7 +586,8 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
     if let Some(g) = &gantt {
         plots::check_gantt(&s, g).map_err(BadInput)?;
     }
-    let [output, trace, gantt] = plan_run_outputs(&s, &scenario, [output, trace, gantt], plot.as_deref())?;
+    let inputs = [Some(scenario.as_path()), baseline_path.as_deref()];
+    let [output, trace, gantt, junit] = plan_run_outputs(&s, &inputs, [output, trace, gantt, junit], plot.as_deref())?;
     let (plans, memory_limit) =
         estimate::checked_plan(&s, shard, max_memory.as_deref(), "--max-memory").map_err(BadInput)?;
     let picked = if trace.is_some() || gantt.is_some() { pick_recorded(&s)? } else { None };
@@ -624,34 +626,27 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         eprintln!("wrote {}", g.path.display());
     }
     let gate_held = match &baseline {
-        Some(b) => gate(b, &report, tolerance, junit.as_deref())?,
+        Some(b) => gate(b, &report, tolerance, junit.as_ref())?,
         None => true,
     };
     Ok(run_status(&report, shard, gate_held))
 }
 
-/// Every file `run` writes (`--output`, `--trace`, `--gantt`, and `--plot`'s
-/// directory), checked before it runs (see allreduce_sim::files).
+/// Every file `run` writes (`--output`, `--trace`, `--gantt`, `--junit`, and `--plot`'s
+/// directory), checked against its inputs (the scenario, the baseline) and one another
+/// before it runs (see allreduce_sim::files).
 fn plan_run_outputs(
     s: &Scenario,
-    scenario: &std::path::Path,
-    [output, trace, gantt]: [Option<PathBuf>; 3],
+    inputs: &[Option<&std::path::Path>],
+    files: [Option<PathBuf>; 4],
     plot: Option<&std::path::Path>,
-) -> Result<[Option<Output>; 3], BadInput> {
-    let mut named: Vec<(&str, &std::path::Path)> = Vec::new();
-    for (flag, path) in [("--output", &output), ("--trace", &trace), ("--gantt", &gantt)] {
-        if let Some(p) = path {
-            named.push((flag, p.as_path()));
-        }
-    }
+) -> Result<[Option<Output>; 4], BadInput> {
+    const FLAGS: [&str; 4] = ["--output", "--trace", "--gantt", "--junit"];
+    let named = FLAGS.iter().zip(&files).filter_map(|(flag, p)| p.as_deref().map(|p| (*flag, p))).collect();
     let dirs = plot.iter().map(|d| ("--plot", *d, format!("{}_", plots::slug(&s.name)))).collect();
-    let mut outs =
-        files::plan(&files::Plan { inputs: vec![scenario], files: named, dirs }).map_err(BadInput)?.into_iter();
-    Ok([
-        output.map(|_| outs.next().expect("planned")),
-        trace.map(|_| outs.next().expect("planned")),
-        gantt.map(|_| outs.next().expect("planned")),
-    ])
+    let inputs = inputs.iter().flatten().copied().collect();
+    let mut outs = files::plan(&files::Plan { inputs, files: named, dirs }).map_err(BadInput)?.into_iter();
+    Ok(files.map(|f| f.map(|_| outs.next().expect("planned"))))
 }
 
 /// --trace and --gantt record one algorithm: on a selector's point, its pick (said on
@@ -833,12 +828,12 @@ fn gate(
     baseline: &allreduce_sim::baseline::Baseline,
     report: &Report,
     tolerance: f64,
-    junit: Option<&std::path::Path>,
+    junit: Option<&Output>,
 ) -> Result<bool, BadInput> {
     let cmp = allreduce_sim::baseline::compare(baseline, report, tolerance);
     eprint!("{}", cmp.render());
-    if let Some(path) = junit {
-        std::fs::write(path, cmp.junit()).map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?;
+    if let Some(out) = junit {
+        out.write_text(&cmp.junit()).map_err(BadInput)?;
     }
     Ok(cmp.passed())
 }
