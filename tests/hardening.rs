@@ -390,3 +390,19 @@ fn calibrate_refuses_a_size_too_large_to_count_and_prints_no_infinite_factor() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!text.contains("xinf"), "{text}");
 }
+
+#[test]
+fn a_fifo_baseline_is_refused_without_opening_it() {
+    let d = Dir::new();
+    d.write("s.yaml", &flat("100Gbps", "algorithms: [ring]\nsizes: 4KiB\n"));
+    assert!(std::process::Command::new("mkfifo").arg(d.0.join("b.json")).status().unwrap().success());
+    let out = cmd()
+        .current_dir(&d.0)
+        .args(["run", "s.yaml", "--quiet", "--baseline", "b.json"])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--baseline b.json: it is a FIFO"), "{stderr}");
+}
