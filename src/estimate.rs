@@ -10,12 +10,12 @@
 //!   exact reference (24 bytes per element for floats, 8 for integers); `sample` the
 //!   same for the about 3,000 tracked elements of each vector (16 bytes each in a
 //!   sampled buffer, its index beside its value); `off` nothing. A full point whose log
-//!   of data operations pays ([`log_pays`]), of an algorithm without scratch buffers
+//!   of data operations pays ([`Planned::log_pays`]), of an algorithm without scratch buffers
 //!   (whose every operation keeps an element at its index), holds no vector: it holds the log, the index
 //!   of the log's entries by tile, and on each thread one tile of every rank's buffers
 //!   and its reference ([`crate::sim::data::verify_log`]); that is what it is counted
 //!   at. `auto` is `full` while whole vectors would fit `data.memory_budget`, else
-//!   `sample` ([`data_mode`]: the choice is the one it always was); a point whose data
+//!   `sample` ([`Planned::data_mode`]: the choice is the one it always was); a point whose data
 //!   would not fit the budget is refused ([`check_budget`]);
 //! - **engine**: [`ENGINE_BYTES_PER_RANK`] per rank (programs, queues, counters);
 //! - **timeline**: a point that records its timeline (at most
@@ -127,7 +127,8 @@ impl<'s> Planned<'s> {
     /// Messages of the point's algorithm, and whether that is its exact count: the
     /// algorithm's own ([`crate::algos::messages_of`]), the one source the engine is
     /// tested against. Where it cannot be built or run here, or has no closed count
-    /// beyond [`WALK_MAX_RANKS`] ranks, `4 P (P-1)`, not claimed exact.
+    /// beyond 4,096 ranks (a walk of every operation costs too much there), `4 P (P-1)`,
+    /// not claimed exact.
     pub fn messages(&self) -> (u64, bool) {
         *self.messages.get_or_init(|| self.count_messages())
     }
