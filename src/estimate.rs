@@ -308,7 +308,7 @@ impl<'s> Planned<'s> {
 
 /// The points of `s` that shard `shard` runs ([`Scenario::points_of`]), each with its
 /// algorithm built once ([`Planned`]).
-pub fn plan(s: &Scenario, shard: Option<crate::shard::Shard>) -> Vec<Planned<'_>> {
+pub fn plan(s: &Scenario, shard: Option<crate::results::Shard>) -> Vec<Planned<'_>> {
     let single = s.points().len() == 1;
     s.points_of(shard).iter().map(|pt| Planned::new(s, pt, single)).collect()
 }
@@ -321,7 +321,7 @@ pub fn plan(s: &Scenario, shard: Option<crate::shard::Shard>) -> Vec<Planned<'_>
 /// within, if any is known.
 pub fn checked_plan<'s>(
     s: &'s Scenario,
-    shard: Option<crate::shard::Shard>,
+    shard: Option<crate::results::Shard>,
     max_memory: Option<&str>,
     flag: &str,
 ) -> Result<(Vec<Planned<'s>>, Option<u64>), String> {
