@@ -92,10 +92,18 @@ pub fn load(path: &Path) -> Result<Baseline, String> {
     use std::io::Read;
     let name = path.display().to_string();
     let cannot = |e: std::io::Error| format!("--baseline {name}: cannot read it: {e}");
-    let f = std::fs::File::open(path).map_err(cannot)?;
-    if f.metadata().map_err(cannot)?.is_dir() {
+    // A FIFO would block the open itself: look at what the path is first.
+    let meta = std::fs::metadata(path).map_err(cannot)?;
+    if meta.is_dir() {
         return Err(format!("--baseline {name}: it is a directory; give a report written by `run --format json`"));
     }
+    if !meta.is_file() {
+        return Err(format!(
+            "--baseline {name}: it is {}, not a regular file; give a report written by `run --format json`",
+            crate::files::kind(&meta)
+        ));
+    }
+    let f = std::fs::File::open(path).map_err(cannot)?;
     let mut bytes = Vec::new();
     f.take(MAX_BASELINE_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;
     if bytes.len() as u64 > MAX_BASELINE_BYTES {

@@ -10,12 +10,12 @@
 //!   exact reference (24 bytes per element for floats, 8 for integers); `sample` the
 //!   same for the about 3,000 tracked elements of each vector (16 bytes each in a
 //!   sampled buffer, its index beside its value); `off` nothing. A full point whose log
-//!   of data operations pays ([`log_pays`]), of an algorithm without scratch buffers
+//!   of data operations pays ([`Planned::log_pays`]), of an algorithm without scratch buffers
 //!   (whose every operation keeps an element at its index), holds no vector: it holds the log, the index
 //!   of the log's entries by tile, and on each thread one tile of every rank's buffers
 //!   and its reference ([`crate::sim::data::verify_log`]); that is what it is counted
 //!   at. `auto` is `full` while whole vectors would fit `data.memory_budget`, else
-//!   `sample` ([`data_mode`]: the choice is the one it always was); a point whose data
+//!   `sample` ([`Planned::data_mode`]: the choice is the one it always was); a point whose data
 //!   would not fit the budget is refused ([`check_budget`]);
 //! - **engine**: [`ENGINE_BYTES_PER_RANK`] per rank (programs, queues, counters);
 //! - **timeline**: a point that records its timeline (at most
@@ -30,7 +30,9 @@
 //!   as a point of its own, without a timeline, one at a time on a thread: the work of
 //!   all of them and the memory of the largest ([`estimate`]).
 
-use crate::algos::{Machine, Params, Problem};
+use std::sync::OnceLock;
+
+use crate::algos::{Algorithm, Machine, Params, Problem};
 use crate::results::Point;
 use crate::scenario::{DataMode, Scenario};
 use crate::sim::data::SAMPLE_GRID;
@@ -72,145 +74,283 @@ impl Estimate {
 /// closed count: walking every rank's program is a pass over every operation.
 const WALK_MAX_RANKS: usize = 4096;
 
-/// Messages of the algorithm of `pt` on `elems` elements, and whether that is its exact
-/// count: the algorithm's own ([`crate::algos::messages_of`]), the one source the engine
-/// is tested against. Where it cannot be built or run here, or has no closed count
-/// beyond [`WALK_MAX_RANKS`] ranks, `4 P (P-1)`, not claimed exact.
-fn messages(s: &Scenario, pt: &Point, elems: u64) -> (u64, bool) {
-    let p = pt.ranks as u64;
-    let bound = (p.saturating_mul(p.saturating_sub(1)).saturating_mul(4).max(4), false);
-    let spec = &s.algorithms[pt.algo];
-    let Ok(algo) = crate::algos::build_for(spec.collective, &spec.name, Params::new(spec.params.clone())) else {
-        return bound;
-    };
-    let Ok(elems) = usize::try_from(elems) else { return bound };
-    let prob = Problem { ranks: pt.ranks, elems, elem_bytes: s.data.dtype.bytes() };
-    if let Some(m) = algo.messages(&prob) {
-        return (m, true);
-    }
-    if pt.ranks > WALK_MAX_RANKS {
-        return bound;
-    }
-    let Ok(topo) = crate::topology::build(&s.topology, pt.ranks) else { return bound };
-    if algo.applicable(&prob, &Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte }).is_err() {
-        return bound;
-    }
-    (crate::algos::messages_of(algo.as_ref(), &prob, topo.as_ref()), true)
+/// A point with its algorithm built once ([`crate::algos::build_for`]): every estimate
+/// of the point reads it, and the runner decides from it how the point runs (its data
+/// plane, whether it logs, whether it records its timeline) and then runs it. This is
+/// the one place a point's algorithm is built and its policy decided.
+pub struct Planned<'s> {
+    s: &'s Scenario,
+    /// The point.
+    pub pt: Point,
+    /// Whether it is the only point of its run (it then records its timeline whatever
+    /// its rank count).
+    pub single: bool,
+    /// The algorithm, or why it cannot be built (a selector's point has none of its own).
+    algo: Result<Box<dyn Algorithm>, String>,
+    /// Its messages and whether the count is exact, found on first use.
+    messages: OnceLock<(u64, bool)>,
 }
 
-/// Whether point `pt`'s timeline would certainly outgrow [`MAX_INTERVALS`]: the
-/// algorithm's exact message count alone is above it. Such a recording would be dropped
-/// with everything derived from it, so the runner does not make it: the report is the
-/// same, without the recorder's cost per message and its two port tables per rank.
+impl<'s> Planned<'s> {
+    /// Point `pt` of `s` with its algorithm built; `single` as [`Planned::single`].
+    pub fn new(s: &'s Scenario, pt: &Point, single: bool) -> Self {
+        let spec = &s.algorithms[pt.algo];
+        let algo = if crate::select::is_selector(&spec.name) {
+            Err(format!("{} is a selector, not an algorithm", spec.name))
+        } else {
+            crate::algos::build_for(spec.collective, &spec.name, Params::new(spec.params.clone()))
+                .map_err(|e| format!("cannot build {}: {e}", spec.name))
+        };
+        Planned { s, pt: pt.clone(), single, algo, messages: OnceLock::new() }
+    }
+
+    /// The scenario the point belongs to.
+    pub fn scenario(&self) -> &'s Scenario {
+        self.s
+    }
+
+    /// The algorithm, or why it could not be built.
+    pub fn algo(&self) -> Result<&dyn Algorithm, &str> {
+        self.algo.as_deref().map_err(String::as_str)
+    }
+
+    /// The algorithm, handed over to run it.
+    pub fn into_algo(self) -> Result<Box<dyn Algorithm>, String> {
+        self.algo
+    }
+
+    /// Elements per rank.
+    fn elems(&self) -> u64 {
+        self.pt.bytes / (self.s.data.dtype.bytes() as u64).max(1)
+    }
+
+    /// Messages of the point's algorithm, and whether that is its exact count: the
+    /// algorithm's own ([`crate::algos::messages_of`]), the one source the engine is
+    /// tested against. Where it cannot be built or run here, or has no closed count
+    /// beyond 4,096 ranks (a walk of every operation costs too much there), `4 P (P-1)`,
+    /// not claimed exact.
+    pub fn messages(&self) -> (u64, bool) {
+        *self.messages.get_or_init(|| self.count_messages())
+    }
+
+    fn count_messages(&self) -> (u64, bool) {
+        let (s, pt) = (self.s, &self.pt);
+        let p = pt.ranks as u64;
+        let bound = (p.saturating_mul(p.saturating_sub(1)).saturating_mul(4).max(4), false);
+        let Ok(algo) = self.algo() else { return bound };
+        let Ok(elems) = usize::try_from(self.elems()) else { return bound };
+        let prob = Problem { ranks: pt.ranks, elems, elem_bytes: s.data.dtype.bytes() };
+        if let Some(m) = algo.messages(&prob) {
+            return (m, true);
+        }
+        if pt.ranks > WALK_MAX_RANKS {
+            return bound;
+        }
+        let Ok(topo) = crate::topology::build(&s.topology, pt.ranks) else { return bound };
+        if algo.applicable(&prob, &Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte }).is_err() {
+            return bound;
+        }
+        (crate::algos::messages_of(algo, &prob, topo.as_ref()), true)
+    }
+
+    /// Whether the point's timeline would certainly outgrow [`MAX_INTERVALS`]: the
+    /// algorithm's exact message count alone is above it. Such a recording would be
+    /// dropped with everything derived from it, so the runner does not make it: the report
+    /// is the same, without the recorder's cost per message and its two port tables per
+    /// rank.
+    pub fn timeline_overflows(&self) -> bool {
+        let (messages, exact) = self.messages();
+        exact && messages > MAX_INTERVALS as u64
+    }
+
+    /// Whether the point records its timeline (or tracks its critical path): at most
+    /// [`DETAIL_MAX_RANKS`] ranks or the only point of its run, and not certain to
+    /// outgrow it. The estimate counts its memory; the runner runs it so.
+    pub fn records(&self) -> bool {
+        (self.single || self.pt.ranks <= DETAIL_MAX_RANKS) && !self.timeline_overflows()
+    }
+
+    /// The data plane's bytes in `mode` (not `auto`): for `full`, the tiled replay's
+    /// where the log pays ([`Planned::log_pays`]), else whole vectors.
+    pub fn data_bytes(&self, mode: DataMode) -> u64 {
+        let has_data = self.s.algorithms[self.pt.algo].collective.has_data();
+        // An algorithm that stages data in scratch buffers may move it to other offsets:
+        // its log is then replayed over whole vectors, which is what it is counted at.
+        if mode == DataMode::Full && has_data && self.log_pays() && self.scratch_sizes().is_empty() {
+            self.tiled_bytes()
+        } else {
+            self.vector_bytes(mode)
+        }
+    }
+
+    /// A tiled full-data run's bytes ([`crate::sim::data::verify_log`]): the log (two
+    /// entries per message), its index by tile (an entry per message end, and one for
+    /// each further tile an entry spans, counting `4 P n` elements moved: two ends of
+    /// about two vectors per rank), and on each thread a tile of every rank's buffers
+    /// with the tile's reference.
+    fn tiled_bytes(&self) -> u64 {
+        use crate::sim::data::{ENTRY_BYTES, MIN_TILE, TILE_BYTES};
+        let s = self.s;
+        let e = s.data.dtype.bytes() as u64;
+        let p = self.pt.ranks as u64;
+        let n = self.elems();
+        let (messages, _) = self.messages();
+        let buffers = 1 + self.scratch_sizes().len() as u64;
+        let per_index = p.saturating_mul(e).saturating_mul(buffers).max(1);
+        let width = (TILE_BYTES as u64 / per_index).max(MIN_TILE as u64);
+        let reference = if s.data.dtype.unit_roundoff().is_some() { 24 } else { 8 };
+        let log = messages.saturating_mul(2).saturating_mul(ENTRY_BYTES as u64);
+        let index =
+            messages.saturating_mul(2).saturating_add(p.saturating_mul(n).saturating_mul(4) / width).saturating_mul(4);
+        let tile = width.saturating_mul(per_index.saturating_add(reference));
+        let threads = rayon::current_num_threads() as u64;
+        log.saturating_add(index).saturating_add(tile.saturating_mul(threads))
+    }
+
+    /// The scratch buffers (elements each) the algorithm declares; one of n if it
+    /// cannot be built.
+    fn scratch_sizes(&self) -> Vec<u64> {
+        let n = self.elems();
+        match self.algo() {
+            Ok(a) => {
+                let prob = Problem { ranks: self.pt.ranks, elems: n as usize, elem_bytes: self.s.data.dtype.bytes() };
+                a.scratch(&prob).iter().map(|&x| x as u64).collect()
+            }
+            Err(_) => vec![n],
+        }
+    }
+
+    /// The data plane's bytes in `mode` moving whole vectors (or a sample of each).
+    fn vector_bytes(&self, mode: DataMode) -> u64 {
+        let s = self.s;
+        let e = s.data.dtype.bytes() as u64;
+        let p = self.pt.ranks as u64;
+        let n = self.elems();
+        let (tracked, per_elem) = match mode {
+            DataMode::Off => return 0,
+            DataMode::Full | DataMode::Auto => (n, e),
+            DataMode::Sample => (n.min(3 * SAMPLE_GRID as u64 + 1), 16),
+        };
+        // The scratch the algorithm declares, in the same proportion as the vector.
+        let scratch: u64 = self.scratch_sizes().iter().sum();
+        let scratch_tracked = if n == 0 { 0 } else { (scratch as u128 * tracked as u128 / n as u128) as u64 };
+        let reference = if s.data.dtype.unit_roundoff().is_some() { 24 } else { 8 };
+        // Each rank's vector, its scratch and up to a vector of messages in flight; the
+        // reference; the sample's positions.
+        p.saturating_mul(tracked.saturating_mul(2).saturating_add(scratch_tracked))
+            .saturating_mul(per_elem)
+            .saturating_add(tracked.saturating_mul(reference))
+            .saturating_add(if mode == DataMode::Sample { tracked * 8 } else { 0 })
+    }
+
+    /// Whether a full data run logs its data operations and replays them tile by tile
+    /// ([`crate::sim::data::verify_log`]) rather than moving whole vectors as it runs:
+    /// while the log (two entries per message) takes at most half the data plane's
+    /// bytes. A run of many small messages (ring with thousands of ranks) moves its data
+    /// as it goes instead, which holds no log.
+    pub fn log_pays(&self) -> bool {
+        let (messages, _) = self.messages();
+        let log = messages.saturating_mul(2).saturating_mul(crate::sim::data::ENTRY_BYTES as u64);
+        log <= self.vector_bytes(DataMode::Full) / 2
+    }
+
+    /// The data plane the point runs with: the scenario's, or for `auto`, `full` while
+    /// it fits `data.memory_budget` and `sample` beyond.
+    pub fn data_mode(&self) -> DataMode {
+        match self.s.data.mode {
+            DataMode::Auto if self.vector_bytes(DataMode::Full) <= self.s.data.memory_budget => DataMode::Full,
+            DataMode::Auto => DataMode::Sample,
+            m => m,
+        }
+    }
+
+    /// Whether a full data run logs (a collective with data whose log pays).
+    pub fn logs(&self, mode: DataMode) -> bool {
+        mode == DataMode::Full && self.s.algorithms[self.pt.algo].collective.has_data() && self.log_pays()
+    }
+
+    /// The point's estimate.
+    pub fn estimate(&self) -> Estimate {
+        if self.algo.is_err() && crate::select::is_selector(&self.s.algorithms[self.pt.algo].name) {
+            return selector_estimate(self.s, &self.pt, None);
+        }
+        self.estimate_in(self.data_mode())
+    }
+
+    /// The point's estimate with its data plane in `mode` (not `auto`).
+    fn estimate_in(&self, mode: DataMode) -> Estimate {
+        let (s, pt) = (self.s, &self.pt);
+        if crate::select::is_selector(&s.algorithms[pt.algo].name) {
+            return selector_estimate(s, pt, Some(mode));
+        }
+        let p = pt.ranks as u64;
+        let data_bytes = self.data_bytes(mode);
+        let engine_bytes = p.saturating_mul(ENGINE_BYTES_PER_RANK);
+        let (messages, messages_exact) = self.messages();
+        let events = messages.saturating_mul(EVENTS_PER_MESSAGE);
+        let timeline_bytes = if self.records() {
+            // Two tables of port tracks per rank (a Vec header and one track each), and
+            // the intervals: each message and each reduction, up to MAX_INTERVALS.
+            let tables = p.saturating_mul(2 * (24 + 8));
+            let intervals = messages.saturating_mul(2).min(MAX_INTERVALS as u64);
+            tables.saturating_add(intervals * INTERVAL_BYTES)
+        } else {
+            0
+        };
+        Estimate { data_bytes, engine_bytes, timeline_bytes, messages, messages_exact, events }
+    }
+
+    /// The point's label in messages ([`label`]).
+    pub fn label(&self) -> String {
+        label(self.s, &self.pt)
+    }
+}
+
+/// The points of `s` that shard `shard` runs ([`Scenario::points_of`]), each with its
+/// algorithm built once ([`Planned`]).
+pub fn plan(s: &Scenario, shard: Option<crate::results::Shard>) -> Vec<Planned<'_>> {
+    let single = s.points().len() == 1;
+    s.points_of(shard).iter().map(|pt| Planned::new(s, pt, single)).collect()
+}
+
+/// The points of `s` that shard `shard` runs, planned ([`plan`]) and checked as `run`
+/// checks them before anything runs: each point's data plane against
+/// `data.memory_budget` ([`check_budget`]), and its whole estimate against `max_memory`
+/// (a size, given by the option `flag`) or else what the machine has available
+/// ([`check_memory`]). With the points, the limit the runner keeps parallel points
+/// within, if any is known.
+pub fn checked_plan<'s>(
+    s: &'s Scenario,
+    shard: Option<crate::results::Shard>,
+    max_memory: Option<&str>,
+    flag: &str,
+) -> Result<(Vec<Planned<'s>>, Option<u64>), String> {
+    let plans = plan(s, shard);
+    check_budget(&plans)?;
+    let (limit, source) = match max_memory {
+        Some(text) => (crate::units::parse_size(text).map_err(|e| format!("{flag}: {e}"))?, flag.to_string()),
+        None => match available_memory() {
+            Some(b) => (b, format!("MemAvailable in /proc/meminfo; {flag} sets another limit")),
+            None => return Ok((plans, None)),
+        },
+    };
+    check_memory(&plans, limit, &source)?;
+    Ok((plans, Some(limit)))
+}
+
+/// Whether point `pt` of `s`'s timeline would certainly outgrow [`MAX_INTERVALS`]
+/// ([`Planned::timeline_overflows`]).
 pub fn timeline_overflows(s: &Scenario, pt: &Point) -> bool {
-    let n = pt.bytes / (s.data.dtype.bytes() as u64).max(1);
-    let (messages, exact) = messages(s, pt, n);
-    exact && messages > MAX_INTERVALS as u64
+    Planned::new(s, pt, false).timeline_overflows()
 }
 
-/// The data plane's bytes for point `pt` of `s` in `mode` (not `auto`): for `full`, the
-/// tiled replay's where the log pays ([`log_pays`]), else whole vectors.
-pub fn data_bytes(s: &Scenario, pt: &Point, mode: DataMode) -> u64 {
-    let has_data = s.algorithms[pt.algo].collective.has_data();
-    // An algorithm that stages data in scratch buffers may move it to other offsets: its
-    // log is then replayed over whole vectors, which is what it is counted at.
-    if mode == DataMode::Full
-        && has_data
-        && log_pays(s, pt)
-        && scratch_sizes(s, pt, pt.bytes / (s.data.dtype.bytes() as u64).max(1)).is_empty()
-    {
-        tiled_bytes(s, pt)
-    } else {
-        vector_bytes(s, pt, mode)
-    }
-}
-
-/// A tiled full-data run's bytes ([`crate::sim::data::verify_log`]): the log (two
-/// entries per message), its index by tile (an entry per message end, and one for each
-/// further tile an entry spans, counting `4 P n` elements moved: two ends of about two
-/// vectors per rank), and on each thread a tile of every rank's buffers with the tile's
-/// reference.
-fn tiled_bytes(s: &Scenario, pt: &Point) -> u64 {
-    use crate::sim::data::{ENTRY_BYTES, MIN_TILE, TILE_BYTES};
-    let e = s.data.dtype.bytes() as u64;
-    let p = pt.ranks as u64;
-    let n = pt.bytes / e.max(1);
-    let (messages, _) = messages(s, pt, n);
-    let buffers = 1 + scratch_sizes(s, pt, n).len() as u64;
-    let per_index = p.saturating_mul(e).saturating_mul(buffers).max(1);
-    let width = (TILE_BYTES as u64 / per_index).max(MIN_TILE as u64);
-    let reference = if s.data.dtype.unit_roundoff().is_some() { 24 } else { 8 };
-    let log = messages.saturating_mul(2).saturating_mul(ENTRY_BYTES as u64);
-    let index =
-        messages.saturating_mul(2).saturating_add(p.saturating_mul(n).saturating_mul(4) / width).saturating_mul(4);
-    let tile = width.saturating_mul(per_index.saturating_add(reference));
-    let threads = rayon::current_num_threads() as u64;
-    log.saturating_add(index).saturating_add(tile.saturating_mul(threads))
-}
-
-/// The scratch buffers (elements each) the algorithm of `pt` declares for `n` elements;
-/// one of `n` if it cannot be built.
-fn scratch_sizes(s: &Scenario, pt: &Point, n: u64) -> Vec<u64> {
-    let spec = &s.algorithms[pt.algo];
-    crate::algos::build_for(spec.collective, &spec.name, Params::new(spec.params.clone()))
-        .map(|a| {
-            let prob = Problem { ranks: pt.ranks, elems: n as usize, elem_bytes: s.data.dtype.bytes() };
-            a.scratch(&prob).iter().map(|&x| x as u64).collect()
-        })
-        .unwrap_or_else(|_| vec![n])
-}
-
-/// The data plane's bytes for point `pt` of `s` in `mode` moving whole vectors (or a
-/// sample of each).
-fn vector_bytes(s: &Scenario, pt: &Point, mode: DataMode) -> u64 {
-    let e = s.data.dtype.bytes() as u64;
-    let p = pt.ranks as u64;
-    let n = pt.bytes / e.max(1);
-    let (tracked, per_elem) = match mode {
-        DataMode::Off => return 0,
-        DataMode::Full | DataMode::Auto => (n, e),
-        DataMode::Sample => (n.min(3 * SAMPLE_GRID as u64 + 1), 16),
-    };
-    // The scratch the algorithm declares, in the same proportion as the vector.
-    let scratch: u64 = scratch_sizes(s, pt, n).iter().sum();
-    let scratch_tracked = if n == 0 { 0 } else { (scratch as u128 * tracked as u128 / n as u128) as u64 };
-    let reference = if s.data.dtype.unit_roundoff().is_some() { 24 } else { 8 };
-    // Each rank's vector, its scratch and up to a vector of messages in flight; the
-    // reference; the sample's positions.
-    p.saturating_mul(tracked.saturating_mul(2).saturating_add(scratch_tracked))
-        .saturating_mul(per_elem)
-        .saturating_add(tracked.saturating_mul(reference))
-        .saturating_add(if mode == DataMode::Sample { tracked * 8 } else { 0 })
-}
-
-/// Whether a full data run of point `pt` logs its data operations and replays them tile
-/// by tile ([`crate::sim::data::verify_log`]) rather than moving whole vectors as it
-/// runs: while the log (two entries per message) takes at most half the data plane's
-/// bytes. A run of many small messages (ring with thousands of ranks) moves its data as
-/// it goes instead, which holds no log.
-pub fn log_pays(s: &Scenario, pt: &Point) -> bool {
-    let n = pt.bytes / (s.data.dtype.bytes() as u64).max(1);
-    let (messages, _) = messages(s, pt, n);
-    let log = messages.saturating_mul(2).saturating_mul(crate::sim::data::ENTRY_BYTES as u64);
-    log <= vector_bytes(s, pt, DataMode::Full) / 2
-}
-
-/// The data plane point `pt` of `s` runs with: the scenario's, or for `auto`, `full`
-/// while it fits `data.memory_budget` and `sample` beyond.
-pub fn data_mode(s: &Scenario, pt: &Point) -> DataMode {
-    match s.data.mode {
-        DataMode::Auto if vector_bytes(s, pt, DataMode::Full) <= s.data.memory_budget => DataMode::Full,
-        DataMode::Auto => DataMode::Sample,
-        m => m,
-    }
-}
-
-/// Refuse the first point of `pts` whose data plane would need more than
+/// Refuse the first point of `plans` whose data plane would need more than
 /// `data.memory_budget`, with the figure and what to change.
-pub fn check_budget(s: &Scenario, pts: &[Point]) -> Result<(), String> {
-    for pt in pts {
-        let mode = data_mode(s, pt);
-        let need = data_bytes(s, pt, mode);
+pub fn check_budget(plans: &[Planned]) -> Result<(), String> {
+    for pl in plans {
+        let mode = pl.data_mode();
+        let need = pl.data_bytes(mode);
+        let s = pl.s;
         if need > s.data.memory_budget {
             let hint = if mode == DataMode::Full {
                 "use data.mode: auto or sample, raise data.memory_budget, or use fewer ranks or smaller sizes"
@@ -219,7 +359,7 @@ pub fn check_budget(s: &Scenario, pts: &[Point]) -> Result<(), String> {
             };
             return Err(format!(
                 "{}: the data plane would need about {} (data.mode: {}), more than data.memory_budget {}; {hint}",
-                label(s, pt),
+                pl.label(),
                 fmt_bytes(need),
                 if mode == DataMode::Full { "full" } else { "sample" },
                 fmt_bytes(s.data.memory_budget),
@@ -232,38 +372,20 @@ pub fn check_budget(s: &Scenario, pts: &[Point]) -> Result<(), String> {
 /// The estimate of point `pt` of `s`; `single` when it is the only point of the run
 /// (it then records its timeline whatever its rank count).
 pub fn estimate(s: &Scenario, pt: &Point, single: bool) -> Estimate {
-    if crate::select::is_selector(&s.algorithms[pt.algo].name) {
-        return selector_estimate(s, pt);
-    }
-    let e = s.data.dtype.bytes() as u64;
-    let p = pt.ranks as u64;
-    let n = pt.bytes / e.max(1);
-    let data_bytes = data_bytes(s, pt, data_mode(s, pt));
-    let engine_bytes = p.saturating_mul(ENGINE_BYTES_PER_RANK);
-    let (messages, messages_exact) = messages(s, pt, n);
-    let events = messages.saturating_mul(EVENTS_PER_MESSAGE);
-    let records = (single || pt.ranks <= DETAIL_MAX_RANKS) && !timeline_overflows(s, pt);
-    let timeline_bytes = if records {
-        // Two tables of port tracks per rank (a Vec header and one track each), and the
-        // intervals: each message and each reduction, up to MAX_INTERVALS.
-        let tables = p.saturating_mul(2 * (24 + 8));
-        let intervals = messages.saturating_mul(2).min(MAX_INTERVALS as u64);
-        tables.saturating_add(intervals * INTERVAL_BYTES)
-    } else {
-        0
-    };
-    Estimate { data_bytes, engine_bytes, timeline_bytes, messages, messages_exact, events }
+    Planned::new(s, pt, single).estimate()
 }
 
 /// A selector's point: the sum of its algorithms' work, the memory of the largest of
 /// them (each runs as a point of its own, without a timeline).
-fn selector_estimate(s: &Scenario, pt: &Point) -> Estimate {
+fn selector_estimate(s: &Scenario, pt: &Point, mode: Option<DataMode>) -> Estimate {
     let mut out =
         Estimate { data_bytes: 0, engine_bytes: 0, timeline_bytes: 0, messages: 0, messages_exact: true, events: 0 };
     for spec in crate::select::candidate_specs(s, pt) {
         let mut one = s.clone();
         one.algorithms = vec![spec];
-        let e = estimate(&one, &Point { algo: 0, ranks: pt.ranks, bytes: pt.bytes }, false);
+        let planned = Planned::new(&one, &Point { algo: 0, ranks: pt.ranks, bytes: pt.bytes }, false);
+        // Each candidate decides the scenario's `auto` for itself.
+        let e = mode.map_or_else(|| planned.estimate(), |m| planned.estimate_in(m));
         if e.data_bytes.saturating_add(e.engine_bytes) > out.data_bytes.saturating_add(out.engine_bytes) {
             (out.data_bytes, out.engine_bytes) = (e.data_bytes, e.engine_bytes);
         }
@@ -306,31 +428,29 @@ fn parts(est: &Estimate) -> String {
     )
 }
 
-/// Refuse the first point of `pts` whose estimated memory is above `limit` bytes: the
+/// Refuse the first point of `plans` whose estimated memory is above `limit` bytes: the
 /// message gives the figure, the limit and what to change. `source` says where the limit
 /// came from (`MemAvailable`, `--max-memory`).
-pub fn check_memory(s: &Scenario, pts: &[Point], single: bool, limit: u64, source: &str) -> Result<(), String> {
-    for pt in pts {
-        let est = estimate(s, pt, single);
+pub fn check_memory(plans: &[Planned], limit: u64, source: &str) -> Result<(), String> {
+    for pl in plans {
+        let est = pl.estimate();
         if est.memory_bytes() <= limit {
             continue;
         }
         let mut hint = Vec::new();
         for (mode, word) in [(DataMode::Sample, "sample"), (DataMode::Off, "off")] {
-            let now = data_mode(s, pt);
+            let now = pl.data_mode();
             if now == mode || (now == DataMode::Off && mode == DataMode::Sample) {
                 continue;
             }
-            let mut alt = s.clone();
-            alt.data.mode = mode;
-            let need = estimate(&alt, pt, single).memory_bytes();
+            let need = pl.estimate_in(mode).memory_bytes();
             let fits = if need <= limit { "fits" } else { "still too much" };
             hint.push(format!("data.mode: {word} needs about {} ({fits})", fmt_bytes(need)));
         }
         hint.push("or use fewer ranks (--ranks) or smaller sizes (--sizes)".to_string());
         return Err(format!(
             "{} would need about {} of memory ({}), more than the {} available ({source}); {}",
-            label(s, pt),
+            pl.label(),
             fmt_bytes(est.memory_bytes()),
             parts(&est),
             fmt_bytes(limit),

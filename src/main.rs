@@ -105,19 +105,8 @@ struct RunArgs {
     /// Write the report to FILE instead of standard output.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
-    /// The collective every algorithm entry runs instead of the file's: allreduce,
-    /// reduce_scatter, allgather, broadcast, reduce or barrier.
-    #[arg(long, value_name = "NAME")]
-    collective: Option<String>,
-    /// Algorithms to run instead of the file's, comma-separated (see `list`).
-    #[arg(long, value_delimiter = ',', value_name = "A,B")]
-    algorithms: Option<Vec<String>>,
-    /// Rank counts instead of the file's, comma-separated.
-    #[arg(long, value_delimiter = ',', value_name = "N,...", allow_negative_numbers = true, value_parser = rank_arg)]
-    ranks: Option<Vec<usize>>,
-    /// Sizes per rank instead of the file's, comma-separated (`4KiB,1MiB,1000`).
-    #[arg(long, value_delimiter = ',', value_name = "S,...", allow_negative_numbers = true)]
-    sizes: Option<Vec<String>>,
+    #[command(flatten)]
+    sweep: SweepArgs,
     /// Seed for the data instead of the file's.
     #[arg(long, allow_negative_numbers = true, value_parser = seed_arg)]
     seed: Option<u64>,
@@ -231,10 +220,19 @@ struct CalibrateArgs {
 struct ValidateArgs {
     /// The scenario file (YAML).
     scenario: PathBuf,
-    /// The collective every algorithm entry runs instead of the file's.
+    #[command(flatten)]
+    sweep: SweepArgs,
+}
+
+// The sweep's flags, which `run` and `validate` share: what they narrow, `validate`
+// checks as `run` would run it.
+#[derive(clap::Args, Debug)]
+struct SweepArgs {
+    /// The collective every algorithm entry runs instead of the file's: allreduce,
+    /// reduce_scatter, allgather, broadcast, reduce or barrier.
     #[arg(long, value_name = "NAME")]
     collective: Option<String>,
-    /// Algorithms instead of the file's, comma-separated (see `list`).
+    /// Algorithms to run instead of the file's, comma-separated (see `list`).
     #[arg(long, value_delimiter = ',', value_name = "A,B")]
     algorithms: Option<Vec<String>>,
     /// Rank counts instead of the file's, comma-separated.
@@ -243,6 +241,14 @@ struct ValidateArgs {
     /// Sizes per rank instead of the file's, comma-separated (`4KiB,1MiB,1000`).
     #[arg(long, value_delimiter = ',', value_name = "S,...", allow_negative_numbers = true)]
     sizes: Option<Vec<String>>,
+}
+
+impl SweepArgs {
+    /// The overrides these flags make, with the data's `seed` (`run --seed`).
+    fn overrides(self, seed: Option<u64>) -> Overrides {
+        let SweepArgs { collective, algorithms, ranks, sizes } = self;
+        Overrides { collective, algorithms, ranks, sizes, seed }
+    }
 }
 
 // The flags of `plot` (its help is the variant's).
@@ -314,7 +320,7 @@ messages with no route at every point that failed, and no other check failed (ea
 who waits for whom); 130 stopped by Ctrl-C (the points \
 finished so far are written).
 
-Files: inputs must be regular files. Every output (--output, --trace, --gantt, --plot) is checked \
+Files: inputs must be regular files. Every output (--output, --trace, --gantt, --junit, --plot) is checked \
 before anything runs: none may name an input or another output by any path, and its directory \
 must exist. Outputs are written to a temporary file beside the target and renamed over it; a report \
 that cannot be written is printed on standard output instead (exit status 2).";
@@ -451,8 +457,8 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode, BadInput> {
 
 /// `validate`.
 fn cmd_validate(args: ValidateArgs) -> Result<ExitCode, BadInput> {
-    let ValidateArgs { scenario, collective, algorithms, ranks, sizes } = args;
-    let s = load(&scenario, &Overrides { collective, algorithms, ranks, sizes, seed: None })?;
+    let ValidateArgs { scenario, sweep } = args;
+    let s = load(&scenario, &sweep.overrides(None))?;
     let pts = runner::points(&s);
     let points = pts.len();
     write_stdout(&format!(
@@ -500,8 +506,8 @@ fn cmd_tune(args: TuneArgs) -> Result<ExitCode, BadInput> {
     let overrides = Overrides { algorithms: None, ranks, sizes, seed: None, collective: None };
     let s = select::tune::tune_scenario(&load(&scenario, &overrides)?);
     let out = plan_file(&scenario, &[], "--output", output.as_deref())?;
-    let memory_limit = check_memory(&s, None, None)?;
-    let report = runner::run_with(&s, &runner::RunOptions { shard: None, progress: !quiet, memory_limit });
+    let (plans, memory_limit) = estimate::checked_plan(&s, None, None, "--max-memory").map_err(BadInput)?;
+    let report = runner::run_planned(&s, plans, &runner::RunOptions { shard: None, progress: !quiet, memory_limit });
     let tuned = select::tune::summarise(&report);
     let emit = match emit {
         Emit::OmpiRules => select::tune::Emit::OmpiRules,
@@ -560,10 +566,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         scenario,
         format,
         output,
-        collective,
-        algorithms,
-        ranks,
-        sizes,
+        sweep,
         seed,
         plot,
         measured,
@@ -576,9 +579,9 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         tolerance,
         junit,
     } = args;
-    let overrides = Overrides { collective, algorithms, ranks, sizes, seed };
-    let s = load(&scenario, &overrides)?;
+    let s = load(&scenario, &sweep.overrides(seed))?;
     // A bad baseline is refused before anything runs.
+    let baseline_path = baseline.clone();
     let baseline = match &baseline {
         Some(path) => {
             allreduce_sim::baseline::check_tolerance(tolerance).map_err(BadInput)?;
@@ -589,8 +592,10 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
     if let Some(g) = &gantt {
         plots::check_gantt(&s, g).map_err(BadInput)?;
     }
-    let [output, trace, gantt] = plan_run_outputs(&s, &scenario, [output, trace, gantt], plot.as_deref())?;
-    let memory_limit = check_memory(&s, shard, max_memory.as_deref())?;
+    let inputs = [Some(scenario.as_path()), baseline_path.as_deref()];
+    let [output, trace, gantt, junit] = plan_run_outputs(&s, &inputs, [output, trace, gantt, junit], plot.as_deref())?;
+    let (plans, memory_limit) =
+        estimate::checked_plan(&s, shard, max_memory.as_deref(), "--max-memory").map_err(BadInput)?;
     let picked = if trace.is_some() || gantt.is_some() { pick_recorded(&s)? } else { None };
     let recorded = picked.as_ref().unwrap_or(&s);
     if trace.is_some() || gantt.is_some() {
@@ -606,7 +611,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
     });
     let report = match &trace {
         Some(out) => run_traced(recorded, out)?,
-        None => runner::run_with(&s, &runner::RunOptions { shard, progress: !quiet, memory_limit }),
+        None => runner::run_planned(&s, plans, &runner::RunOptions { shard, progress: !quiet, memory_limit }),
     };
     emit(&report, format, output.as_ref())?;
     if runner::STOP.load(std::sync::atomic::Ordering::Relaxed) {
@@ -627,34 +632,27 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         eprintln!("wrote {}", g.path.display());
     }
     let gate_held = match &baseline {
-        Some(b) => gate(b, &report, tolerance, junit.as_deref())?,
+        Some(b) => gate(b, &report, tolerance, junit.as_ref())?,
         None => true,
     };
     Ok(run_status(&report, shard, gate_held))
 }
 
-/// Every file `run` writes (`--output`, `--trace`, `--gantt`, and `--plot`'s
-/// directory), checked before it runs (see allreduce_sim::files).
+/// Every file `run` writes (`--output`, `--trace`, `--gantt`, `--junit`, and `--plot`'s
+/// directory), checked against its inputs (the scenario, the baseline) and one another
+/// before it runs (see allreduce_sim::files).
 fn plan_run_outputs(
     s: &Scenario,
-    scenario: &std::path::Path,
-    [output, trace, gantt]: [Option<PathBuf>; 3],
+    inputs: &[Option<&std::path::Path>],
+    files: [Option<PathBuf>; 4],
     plot: Option<&std::path::Path>,
-) -> Result<[Option<Output>; 3], BadInput> {
-    let mut named: Vec<(&str, &std::path::Path)> = Vec::new();
-    for (flag, path) in [("--output", &output), ("--trace", &trace), ("--gantt", &gantt)] {
-        if let Some(p) = path {
-            named.push((flag, p.as_path()));
-        }
-    }
+) -> Result<[Option<Output>; 4], BadInput> {
+    const FLAGS: [&str; 4] = ["--output", "--trace", "--gantt", "--junit"];
+    let named = FLAGS.iter().zip(&files).filter_map(|(flag, p)| p.as_deref().map(|p| (*flag, p))).collect();
     let dirs = plot.iter().map(|d| ("--plot", *d, format!("{}_", plots::slug(&s.name)))).collect();
-    let mut outs =
-        files::plan(&files::Plan { inputs: vec![scenario], files: named, dirs }).map_err(BadInput)?.into_iter();
-    Ok([
-        output.map(|_| outs.next().expect("planned")),
-        trace.map(|_| outs.next().expect("planned")),
-        gantt.map(|_| outs.next().expect("planned")),
-    ])
+    let inputs = inputs.iter().flatten().copied().collect();
+    let mut outs = files::plan(&files::Plan { inputs, files: named, dirs }).map_err(BadInput)?.into_iter();
+    Ok(files.map(|f| f.map(|_| outs.next().expect("planned"))))
 }
 
 /// --trace and --gantt record one algorithm: on a selector's point, its pick (said on
@@ -700,28 +698,6 @@ fn run_status(report: &Report, shard: Option<Shard>, gate_held: bool) -> ExitCod
         }
     }
     ExitCode::SUCCESS
-}
-
-/// Refuse the run if one of its points would not fit in memory: `--max-memory`, else
-/// what /proc/meminfo says is available (no check where neither is known).
-/// Refuse a point that cannot fit (see [`estimate::check_memory`]); the limit, if any,
-/// for the runner to keep parallel points within.
-fn check_memory(s: &Scenario, shard: Option<Shard>, max_memory: Option<&str>) -> Result<Option<u64>, BadInput> {
-    let pts = s.points_of(shard);
-    estimate::check_budget(s, &pts).map_err(BadInput)?;
-    let (limit, source) = match max_memory {
-        Some(text) => (
-            scenario::units::parse_size(text).map_err(|e| BadInput(format!("--max-memory: {e}")))?,
-            "--max-memory".to_string(),
-        ),
-        None => match estimate::available_memory() {
-            Some(b) => (b, "MemAvailable in /proc/meminfo; --max-memory sets another limit".to_string()),
-            None => return Ok(None),
-        },
-    };
-    let single = s.points().len() == 1;
-    estimate::check_memory(s, &pts, single, limit, &source).map_err(BadInput)?;
-    Ok(Some(limit))
 }
 
 /// Render `report` in `format` to `output`, or to standard output.
@@ -867,12 +843,12 @@ fn gate(
     baseline: &allreduce_sim::baseline::Baseline,
     report: &Report,
     tolerance: f64,
-    junit: Option<&std::path::Path>,
+    junit: Option<&Output>,
 ) -> Result<bool, BadInput> {
     let cmp = allreduce_sim::baseline::compare(baseline, report, tolerance);
     eprint!("{}", cmp.render());
-    if let Some(path) = junit {
-        std::fs::write(path, cmp.junit()).map_err(|e| BadInput(format!("cannot write {}: {e}", path.display())))?;
+    if let Some(out) = junit {
+        out.write_text(&cmp.junit()).map_err(BadInput)?;
     }
     Ok(cmp.passed())
 }

@@ -121,26 +121,6 @@ fn overrides(
     Overrides { collective, algorithms, ranks, sizes, seed }
 }
 
-/// Refuse a run whose points cannot fit in memory, as `run` does; the limit for the
-/// runner (`max_memory`, else what /proc/meminfo says is available).
-fn memory_limit(s: &Scenario, shard: Option<Shard>, max_memory: Option<&str>) -> PyResult<Option<u64>> {
-    let single = s.points().len() == 1;
-    let pts = s.points_of(shard);
-    crate::estimate::check_budget(s, &pts).map_err(bad_input)?;
-    let (limit, source) = match max_memory {
-        Some(text) => (
-            scenario::units::parse_size(text).map_err(|e| bad_input(format!("max_memory: {e}")))?,
-            "max_memory".to_string(),
-        ),
-        None => match crate::estimate::available_memory() {
-            Some(b) => (b, "MemAvailable in /proc/meminfo; max_memory sets another limit".to_string()),
-            None => return Ok(None),
-        },
-    };
-    crate::estimate::check_memory(s, &pts, single, limit, &source).map_err(bad_input)?;
-    Ok(Some(limit))
-}
-
 /// Run a scenario (a file at `path`, or YAML `text` named `name`) and return the JSON
 /// report `run --format json` would write. The keyword arguments are `run`'s flags.
 #[pyfunction]
@@ -166,9 +146,10 @@ fn run_json(
         Some(t) => Some(t.parse::<Shard>().map_err(|e| bad_input(format!("shard: {e}")))?),
         None => None,
     };
-    let limit = memory_limit(&s, shard, max_memory)?;
+    // Refused as `run` refuses a run whose points cannot fit in memory.
+    let (plans, limit) = crate::estimate::checked_plan(&s, shard, max_memory, "max_memory").map_err(bad_input)?;
     let opts = runner::RunOptions { shard, progress, memory_limit: limit };
-    let report = detached(py, || runner::run_with(&s, &opts))?;
+    let report = detached(py, || runner::run_planned(&s, plans, &opts))?;
     Ok(Json.render(&report))
 }
 

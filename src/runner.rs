@@ -10,7 +10,12 @@
 //! get the per-link counters and the critical path, found as the point runs
 //! ([`crate::timeline::PathTracker`]; no timeline is recorded), except where a recorded
 //! timeline is certain to outgrow what a recording keeps
-//! ([`crate::estimate::timeline_overflows`]), as before the tracker existed.
+//! ([`Planned::timeline_overflows`]), as before the tracker existed.
+//!
+//! Each point's algorithm is built once ([`crate::estimate::plan`]): the estimates that
+//! decide how it runs (its data plane, whether it logs, whether it records) and the run
+//! read the same [`Planned`] point, and the algorithm prepares its programs once
+//! ([`Algorithm::prepare`]) for the run and its reruns.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -21,16 +26,17 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use rayon::prelude::*;
 
-use crate::algos::{self, Algorithm, Machine, Params, Problem};
+use crate::algos::{Algorithm, Machine, Problem};
 use crate::causality::Causality;
 use crate::cost_model;
+use crate::estimate::Planned;
 use crate::report::{LinkReport, LinkUse, MAX_LISTED_LINKS, PointResult, Report};
 use crate::results::Shard;
 use crate::scenario::{DataMode, Scenario};
 use crate::sim::data::{DataConfig, DataPlane, OpLog, Verification, generate, sample_positions, verify_log};
 use crate::sim::engine::{MessageInfo, NoObserver, Observer, SimStats};
 use crate::sim::noise::Noise;
-use crate::sim::{Network, simulate_logged_noisy, simulate_noisy, simulate_on};
+use crate::sim::{Network, Programs, log_plane, simulate_noisy, simulate_on};
 use crate::spread::Spread;
 use crate::timeline::{self, DETAIL_MAX_RANKS, PathTracker, Recorder, Timeline};
 use crate::topology::{self, Proto, Topology};
@@ -74,17 +80,16 @@ pub const PROGRESS_DELAY: Duration = Duration::from_secs(1);
 /// When the whole scenario is a single point, its result also carries the steps of its
 /// critical path, whatever its rank count.
 pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
-    let all = points(s);
-    let single = all.len() == 1;
-    let pts: Vec<Point> = all
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| opts.shard.is_none_or(|sh| sh.contains(*i)))
-        .map(|(_, p)| p)
-        .collect();
+    run_planned(s, crate::estimate::plan(s, opts.shard), opts)
+}
+
+/// [`run_with`] on points already planned ([`crate::estimate::plan`] of `s` for
+/// `opts.shard`; `run` checks their memory first).
+pub fn run_planned(s: &Scenario, plans: Vec<Planned<'_>>, opts: &RunOptions) -> Report {
+    let pts: Vec<Point> = plans.iter().map(|pl| pl.pt.clone()).collect();
     // The estimates feed the progress lines and the memory limit; neither, no estimates.
     let estimates: Vec<crate::estimate::Estimate> = if opts.progress || opts.memory_limit.is_some() {
-        pts.iter().map(|pt| crate::estimate::estimate(s, pt, single)).collect()
+        plans.iter().map(Planned::estimate).collect()
     } else {
         Vec::new()
     };
@@ -92,10 +97,11 @@ pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
     // The algorithms simulated only for selectors count as points too.
     let hidden = if opts.progress { crate::select::planned_runs(s, &pts) } else { 0 };
     let progress = Progress::new(pts.len() + hidden, work, opts.progress);
-    let one = |pt: &Point| {
+    let one = |pl: Planned<'_>| {
         if STOP.load(Ordering::Relaxed) {
             return None;
         }
+        let pt = &pl.pt;
         let spec = &s.algorithms[pt.algo];
         // A selector's row is filled in once its candidates ran (crate::select::fill).
         let r = if crate::select::is_selector(&spec.name) {
@@ -107,10 +113,12 @@ pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
                 bytes,
                 ..PointResult::default()
             }
-        } else if single && !crate::estimate::timeline_overflows(s, pt) {
-            run_point_tracked(s, pt, true)
+        } else if pl.records() {
+            // The only point of a run shows its critical path's steps too.
+            let steps = pl.single;
+            tracked(pl, steps)
         } else {
-            run_point(s, pt)
+            run_planned_point(pl, &mut NoObserver)
         };
         progress.tick(r.events);
         Some(r)
@@ -124,7 +132,7 @@ pub fn run_with(s: &Scenario, opts: &RunOptions) -> Report {
         need.iter().take(rayon::current_num_threads()).fold(0u64, |a, &b| a.saturating_add(b)) > limit
     });
     let mut results: Vec<Option<PointResult>> =
-        if serial { pts.iter().map(one).collect() } else { pts.par_iter().map(one).collect() };
+        if serial { plans.into_iter().map(one).collect() } else { plans.into_par_iter().map(one).collect() };
     // The selectors' algorithms run as the points did: one at a time when they had to.
     let tick = || progress.tick(0);
     let unobserved = |s: &Scenario, pt: &Point| run_point_observed(s, pt, &mut NoObserver);
@@ -287,7 +295,7 @@ fn link_report(flow: &crate::sim::flow::FlowStats, time: f64, detail: bool) -> L
 #[allow(clippy::too_many_arguments)]
 fn check_against_ideal(
     res: &mut PointResult,
-    algo: &dyn Algorithm,
+    algo: &dyn Programs,
     topo: &dyn Topology,
     p: Problem,
     cost_per_byte: f64,
@@ -394,22 +402,25 @@ fn rel_err(time: f64, closed: f64) -> f64 {
 
 /// Run one point. With at most [`DETAIL_MAX_RANKS`] ranks it also finds the link
 /// counters and the critical path (without its steps), unless a timeline would be certain
-/// to outgrow [`timeline::MAX_INTERVALS`] ([`crate::estimate::timeline_overflows`]): then
-/// the report does not have them.
+/// to outgrow [`timeline::MAX_INTERVALS`] ([`Planned::records`]): then the report does
+/// not have them.
 pub fn run_point(s: &Scenario, pt: &Point) -> PointResult {
-    if pt.ranks <= DETAIL_MAX_RANKS && !crate::estimate::timeline_overflows(s, pt) {
-        run_point_tracked(s, pt, false)
-    } else {
-        run_point_observed(s, pt, &mut NoObserver)
-    }
+    let pl = Planned::new(s, pt, false);
+    if pl.records() { tracked(pl, false) } else { run_planned_point(pl, &mut NoObserver) }
 }
 
 /// Run one point with the link counters and the critical path (its steps too with
 /// `steps`) found as it runs ([`PathTracker`]): what a recorded timeline would give them,
 /// without recording it.
 pub fn run_point_tracked(s: &Scenario, pt: &Point, steps: bool) -> PointResult {
-    let mut tracker = PathTracker::new(pt.ranks, steps);
-    let mut res = run_point_observed(s, pt, &mut tracker);
+    tracked(Planned::new(s, pt, false), steps)
+}
+
+/// [`run_point_tracked`] of a planned point.
+fn tracked(pl: Planned<'_>, steps: bool) -> PointResult {
+    let s = pl.scenario();
+    let mut tracker = PathTracker::new(pl.pt.ranks, steps);
+    let mut res = run_planned_point(pl, &mut tracker);
     if res.not_applicable.is_none() && res.events > 0 {
         tracker.annotate(&mut res);
         drop_loggp_path(s, &mut res);
@@ -465,6 +476,11 @@ struct Setup {
     topo: Box<dyn Topology>,
     p: Problem,
     launch: f64,
+    /// The data plane it runs with, and whether a full run logs ([`Planned`]).
+    mode: DataMode,
+    logged: bool,
+    /// Bytes its data plane needs ([`Planned::data_bytes`]).
+    data_bytes: u64,
 }
 
 /// Run one point with `obs` watching every message and reduction the engine schedules
@@ -475,19 +491,24 @@ struct Setup {
 /// (`check_closed_forms`), the result's values (`fill_verification`), and with `noise:`
 /// or `repeat:` the other seeds (`fill_spread`).
 pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) -> PointResult {
+    run_planned_point(Planned::new(s, pt, false), obs)
+}
+
+/// [`run_point_observed`] of a point already planned: its algorithm built, its data
+/// plane chosen.
+pub fn run_planned_point<O: Observer>(pl: Planned<'_>, obs: &mut O) -> PointResult {
     let started = Instant::now();
-    let (mut res, setup) = match build_point(s, pt) {
+    let s = pl.scenario();
+    let (mut res, setup) = match build_point(pl) {
         Ok(built) => built,
         Err(res) => return *res,
     };
-    let Setup { algo, topo, p, launch } = setup;
+    let Setup { algo, topo, p, launch, mode, logged, data_bytes: need } = setup;
     let collective = res.collective;
     let obs = &mut Launched { inner: obs, dt: launch };
 
     // The elements checked: all, or a sample (then the vectors and the reference hold
     // those only, in this order). `auto` decides by the data plane's memory budget.
-    let mode = crate::estimate::data_mode(s, pt);
-    let need = crate::estimate::data_bytes(s, pt, mode);
     if need > s.data.memory_budget {
         res.failures.push(format!(
             "not run: the data plane would need about {}, more than data.memory_budget {}",
@@ -499,8 +520,7 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     let cfg = DataConfig { dtype: s.data.dtype, op: s.data.op, init: s.data.init, seed: s.seed };
     // Every element: the run logs what it does to the data, which is then generated, moved,
     // reduced and checked tile by tile in cache (crate::sim::data::verify_log), unless the
-    // log would be large beside the data (many small messages).
-    let logged = mode == DataMode::Full && collective.has_data() && crate::estimate::log_pays(s, pt);
+    // log would be large beside the data (many small messages): `logged`.
     let (plane, reference) = if logged { (None, None) } else { data_plane(s, cfg, p, mode, collective) };
     res.data_mode =
         (mode != DataMode::Off).then(|| if mode == DataMode::Sample { "sample" } else { "full" }.to_string());
@@ -510,10 +530,15 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     let barrier = !collective.has_data() && p.ranks <= crate::causality::MAX_RANKS;
     let mut obs = crate::causality::Both { first: obs, causality: barrier.then(|| Causality::new(p.ranks)) };
     let (a, t, c) = (algo.as_ref(), topo.as_ref(), s.cost_per_byte);
+    // The programs of every run of this point (the checks and `repeat:` run it again).
+    let prepared = a.prepare(&p, t);
+    let programs = prepared.as_ref();
     let run = if logged {
-        simulate_logged_noisy(a, t, p, c, net, noise.as_ref(), &mut obs).map(|(st, log)| (st, None, Some(log)))
+        simulate_noisy(programs, t, p, c, net, noise.as_ref(), Some(log_plane(p)), &mut obs)
+            .map(|(st, log)| (st, None, log.and_then(DataPlane::into_log)))
     } else {
-        simulate_noisy(a, t, p, c, net, noise.as_ref(), plane, &mut obs).map(|(st, v)| (st, v, None))
+        simulate_noisy(programs, t, p, c, net, noise.as_ref(), plane, &mut obs)
+            .map(|(st, v)| (st, v.and_then(DataPlane::into_finals), None))
     };
     let (stats, vectors, log) = match run {
         Ok(out) => out,
@@ -529,7 +554,7 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
 
     fill_counts(&mut res, &stats, launch, p.ranks);
     check_lower_bound(&mut res, collective, &p, t, c, s.network.loggp().is_none());
-    check_closed_forms(&mut res, s, a, t, &p, &stats, launch);
+    check_closed_forms(&mut res, s, (a, programs), t, &p, &stats, launch);
     let depth = algo.reduction_depth(&p, t);
     let expect = collective.expectations(p.ranks, p.elems);
     let verification = match (vectors, reference, log) {
@@ -552,7 +577,7 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
     }
     if s.noise.is_some() || s.repeat.is_some() {
         let skew = noise.as_ref().map_or(0.0, Noise::max_skew);
-        fill_spread(&mut res, s, a, t, p, launch, skew);
+        fill_spread(&mut res, s, programs, t, p, launch, skew);
     }
     res.wall_time_s = started.elapsed().as_secs_f64();
     res
@@ -560,7 +585,8 @@ pub fn run_point_observed<O: Observer>(s: &Scenario, pt: &Point, obs: &mut O) ->
 
 /// Build the point's algorithm, protocol and machine; the result so far, or (boxed, as
 /// it is large) the finished result of a point that cannot run.
-fn build_point(s: &Scenario, pt: &Point) -> Result<(PointResult, Setup), Box<PointResult>> {
+fn build_point(pl: Planned<'_>) -> Result<(PointResult, Setup), Box<PointResult>> {
+    let (s, pt) = (pl.scenario(), pl.pt.clone());
     let spec = &s.algorithms[pt.algo];
     let collective = spec.collective;
     let e = s.data.dtype.bytes();
@@ -569,12 +595,15 @@ fn build_point(s: &Scenario, pt: &Point) -> Result<(PointResult, Setup), Box<Poi
     let p = Problem { ranks: pt.ranks, elems: (bytes / e as u64) as usize, elem_bytes: e };
     let mut res =
         PointResult { collective, algorithm: spec.name.clone(), ranks: pt.ranks, bytes, ..PointResult::default() };
-    // The scenario was validated, so these only fail on an internal error; report it
+    // The policy, decided once from the estimates (crate::estimate::Planned).
+    let mode = pl.data_mode();
+    let (logged, data_bytes) = (pl.logs(mode), pl.data_bytes(mode));
+    // The scenario was validated, so this only fails on an internal error; report it
     // as a failed point rather than panic.
-    let algo: Box<dyn Algorithm> = match algos::build_for(collective, &spec.name, Params::new(spec.params.clone())) {
+    let algo: Box<dyn Algorithm> = match pl.into_algo() {
         Ok(a) => a,
         Err(err) => {
-            res.failures.push(format!("cannot build {}: {err}", spec.name));
+            res.failures.push(err);
             return Err(Box::new(res));
         }
     };
@@ -604,7 +633,7 @@ fn build_point(s: &Scenario, pt: &Point) -> Result<(PointResult, Setup), Box<Poi
         res.not_applicable = Some(why);
         return Err(Box::new(res));
     }
-    Ok((res, Setup { algo, topo, p, launch }))
+    Ok((res, Setup { algo, topo, p, launch, mode, logged, data_bytes }))
 }
 
 /// The data plane of a point that moves real values (none with data off, for a barrier,
@@ -688,7 +717,7 @@ fn check_lower_bound(
 fn check_closed_forms(
     res: &mut PointResult,
     s: &Scenario,
-    algo: &dyn Algorithm,
+    (algo, programs): (&dyn Algorithm, &dyn Programs),
     topo: &dyn Topology,
     p: &Problem,
     stats: &SimStats,
@@ -714,7 +743,7 @@ fn check_closed_forms(
                     .to_string(),
             );
         } else {
-            check_against_ideal(res, algo, topo, *p, s.cost_per_byte, net, ran, flow, closed_form.is_some());
+            check_against_ideal(res, programs, topo, *p, s.cost_per_byte, net, ran, flow, closed_form.is_some());
         }
         if let Some(ideal) = &mut res.ideal_time_s {
             *ideal += launch;
@@ -804,7 +833,7 @@ fn fill_verification(res: &mut PointResult, s: &Scenario, v: &Verification, dept
 fn fill_spread(
     res: &mut PointResult,
     s: &Scenario,
-    algo: &dyn Algorithm,
+    algo: &dyn Programs,
     topo: &dyn Topology,
     p: Problem,
     launch: f64,

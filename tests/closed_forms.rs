@@ -9,8 +9,7 @@ use allreduce_sim::scenario::ParamValue;
 use allreduce_sim::sim::engine::NoObserver;
 use allreduce_sim::sim::simulate;
 use allreduce_sim::topology::{
-    Cluster, ClusterSpec, FabricKind, FabricSpec, FullyConnected, Grid, Hierarchical, InterSpec, IntraKind, IntraSpec,
-    Level, Link, PerProto, Topology,
+    Cluster, ClusterSpec, FullyConnected, Grid, Hierarchical, InterSpec, IntraKind, Level, Link, PerProto, Topology,
 };
 use proptest::prelude::*;
 
@@ -234,21 +233,9 @@ proptest! {
 /// A GPU cluster (`kind: cluster`): `nodes` x `gpus` on an intra-node switch of `kind`,
 /// `nics` NICs per node on rails.
 fn cluster(kind: IntraKind, nodes: usize, gpus: usize, nics: usize, launch: f64) -> ClusterSpec {
-    ClusterSpec {
-        nodes,
-        gpus_per_node: gpus,
-        intra: IntraSpec {
-            kind,
-            alpha_s: PerProto { ll: 0.6e-6, ll128: 1.9e-6, simple: 3.4e-6 },
-            bandwidth: 300e9,
-            links: Vec::new(),
-        },
-        nics_per_node: nics,
-        inter: InterSpec { alpha_s: PerProto { ll: 2.7e-6, ll128: 4e-6, simple: 14e-6 }, bandwidth: 50e9 },
-        fabric: FabricSpec { kind: FabricKind::RailOptimized, hosts_per_leaf: None, spines: 1, uplink: None },
-        launch_s: PerProto::all(launch),
-        efficiency: PerProto::NCCL_EFFICIENCY,
-    }
+    let intra = (kind, PerProto { ll: 0.6e-6, ll128: 1.9e-6, simple: 3.4e-6 }, 300e9);
+    let inter = InterSpec { alpha_s: PerProto { ll: 2.7e-6, ll128: 4e-6, simple: 14e-6 }, bandwidth: 50e9 };
+    ClusterSpec::on_rails(nodes, gpus, nics, intra, inter, PerProto::all(launch))
 }
 
 /// Every algorithm of every collective on GPU clusters, where an NVLink (or PCIe)

@@ -221,3 +221,61 @@ fn every_linked_file_and_plot_is_in_the_repository() {
     }
     assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
+
+/// The machines of docs/model.md's reduction-depth table at P = 4, 8 and 12, in the
+/// order an algorithm is tried on them: flat (fully connected, one NIC), then levels
+/// (2 x 2, 4 x 2, 3 x 2 x 2), then the squarest 2-D torus with 2 NICs.
+fn depth_machines(p: usize) -> Vec<Box<dyn allreduce_sim::topology::Topology>> {
+    let levels = match p {
+        4 => "[2, 2]",
+        8 => "[4, 2]",
+        _ => "[3, 2, 2]",
+    };
+    let level = |size: &str| format!("{{ size: {size}, alpha: 1us, bandwidth: 100Gbps }}");
+    let sizes: Vec<String> = levels.trim_matches(['[', ']']).split(", ").map(level).collect();
+    [
+        format!("{{ kind: fully_connected, link: {LINK}, nics: 1 }}"),
+        format!("{{ kind: hierarchical, levels: [{}], nics: 1 }}", sizes.join(", ")),
+        format!("{{ kind: torus2d, link: {LINK}, nics: 2 }}"),
+    ]
+    .iter()
+    .map(|t| {
+        let s = parse_str(&scenario(t, "").replace("ranks: 4\n", &format!("ranks: {p}\n")), "depth.yaml").unwrap();
+        allreduce_sim::topology::build(&s.topology, p).unwrap()
+    })
+    .collect()
+}
+
+/// Every allreduce algorithm's reduction depth at P = 4, 8 and 12 in docs/model.md is
+/// what the algorithm itself reports (`Algorithm::reduction_depth`, the depth the error
+/// bound uses), and every algorithm has its row.
+#[test]
+fn the_reduction_depth_table_is_the_algorithms_own() {
+    let model = doc("model.md");
+    let start = model.find("| algorithm | reduction depth | P = 4 | P = 8 | P = 12 |").expect("the depth table");
+    let rows: Vec<Vec<String>> = model[start..]
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split('|').map(|c| c.trim().trim_matches('`').to_string()).collect())
+        .collect();
+    let machines: Vec<_> = [4, 8, 12].into_iter().map(|p| (p, depth_machines(p))).collect();
+    let (mut want, mut ok) = (String::new(), true);
+    for info in algos::registry() {
+        let algo = algos::build(info.id, Params::default()).unwrap();
+        let mut cells = Vec::new();
+        for (p, topos) in &machines {
+            let prob = algos::Problem { ranks: *p, elems: 1024, elem_bytes: 4 };
+            let depth = topos.iter().find_map(|t| {
+                let m = algos::Machine { topo: t.as_ref(), cost_per_byte: 1e-11 };
+                algo.applicable(&prob, &m).is_ok().then(|| algo.reduction_depth(&prob, t.as_ref()))
+            });
+            cells.push(depth.map_or("n/a".to_string(), |d| d.to_string()));
+        }
+        want.push_str(&format!("| `{}` | ... | {} |\n", info.id, cells.join(" | ")));
+        let row = rows.iter().find(|r| r[0] == info.id);
+        ok &= row.is_some_and(|r| r[2..] == cells[..]);
+    }
+    assert!(ok, "docs/model.md's depth table should read\n{want}");
+    assert_eq!(rows.len(), algos::registry().len(), "a row for every allreduce algorithm, once");
+}

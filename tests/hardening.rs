@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use allreduce_sim::estimate;
 use allreduce_sim::scenario::parse_str;
-use allreduce_sim::{estimate, runner};
 use assert_cmd::Command;
 use predicates::prelude::*;
 
@@ -187,9 +187,9 @@ fn full_data_is_counted_at_what_the_tiled_replay_holds() {
     let text = flat("100Gbps", "ranks: 64\ndata: { mode: full }\nalgorithms: [ring]\nsizes: 16MiB\n")
         .replace("ranks: 4\n", "");
     let s = parse_str(&text, "t.yaml").unwrap();
-    let pts = runner::points(&s);
-    estimate::check_budget(&s, &pts).expect("fits the 2 GiB budget");
-    let est = estimate::estimate(&s, &pts[0], true);
+    let plans = estimate::plan(&s, None);
+    estimate::check_budget(&plans).expect("fits the 2 GiB budget");
+    let est = plans[0].estimate();
     assert!(est.data_bytes < 256 << 20, "{est:?}");
 }
 
@@ -271,4 +271,138 @@ fn ci_runs_the_readmes_test_command() {
     assert_eq!(command, "cargo test --release");
     assert!(ci.lines().any(|l| l.trim() == "cargo test --release --locked"), "{ci}");
     assert!(readme.contains("cargo run --release"));
+}
+
+// ---------------------------------------------------------------------------------------
+// The newcomer trial of docs/hardening.md: each input below once overwrote a file, hung
+// or printed nonsense.
+
+/// A fresh directory for one case, removed on drop.
+struct Dir(PathBuf);
+impl Dir {
+    fn new() -> Dir {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "hard-dir-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Dir(dir)
+    }
+    fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.0.join(name), text).unwrap();
+    }
+    fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.0.join(name)).unwrap()
+    }
+}
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn junit_is_checked_with_the_other_outputs_before_the_run() {
+    let d = Dir::new();
+    d.write("s.yaml", &flat("100Gbps", "algorithms: [ring]\nsizes: 4KiB\n"));
+    let run = |args: &[&str]| cmd().current_dir(&d.0).args(["run", "s.yaml", "--quiet"]).args(args).output().unwrap();
+    assert!(run(&["--format", "json", "--output", "b.json"]).status.success());
+    let baseline = d.read("b.json");
+    // The baseline, the scenario, another output, a directory that does not exist.
+    for (junit, more, said) in [
+        ("b.json", &[][..], "is the input b.json"),
+        ("s.yaml", &[], "is the input s.yaml"),
+        ("o.json", &["--output", "o.json"], "name the same file"),
+        ("nodir/j.xml", &[], "the directory nodir does not exist"),
+    ] {
+        let out = run(&[&["--baseline", "b.json", "--junit", junit][..], more].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--junit {junit}: {stderr}");
+        assert!(stderr.contains(said), "--junit {junit}: {stderr}");
+        assert!(out.stdout.is_empty(), "--junit {junit}: refused before the run");
+    }
+    assert_eq!(d.read("b.json"), baseline);
+    assert!(d.read("s.yaml").starts_with("name: t"));
+    // And a good one is written.
+    assert!(run(&["--baseline", "b.json", "--junit", "j.xml"]).status.success());
+    assert!(d.read("j.xml").contains("<testsuite"));
+}
+
+/// The machine and log of the calibration walkthrough, in `d`.
+fn calibration_inputs(d: &Dir) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    d.write("m.yaml", &std::fs::read_to_string(format!("{root}/validation/hardware/machines/abci_v100.yaml")).unwrap());
+    d.write("a.txt", &std::fs::read_to_string(format!("{root}/validation/hardware/data/abci_v100_p4.txt")).unwrap());
+}
+
+#[test]
+fn calibrate_never_writes_over_its_inputs_and_refuses_a_fifo_log() {
+    let d = Dir::new();
+    calibration_inputs(&d);
+    let (machine, log) = (d.read("m.yaml"), d.read("a.txt"));
+    let calibrate = |args: &[&str]| {
+        cmd()
+            .current_dir(&d.0)
+            .args(["calibrate", "m.yaml", "a.txt", "--patience", "3"])
+            .args(args)
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap()
+    };
+    for (args, said) in [
+        (&["--output", "m.yaml"][..], "is the input m.yaml"),
+        (&["--output", "./a.txt"], "is the input a.txt"),
+        (&["--output", "nodir/m.yaml"], "does not exist"),
+        (&["--plot=a.txt"], "--plot"),
+        (&["--ranks", "0"], "--ranks must be at least 1"),
+        (&["--gpus-per-node", "0"], "--gpus-per-node must be at least 1"),
+    ] {
+        let out = calibrate(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+    }
+    assert_eq!((d.read("m.yaml"), d.read("a.txt")), (machine, log));
+    // A FIFO as a log blocked in open() forever.
+    let fifo = d.0.join("fifo.txt");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let out = calibrate(&["--hold-out", "fifo.txt"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a FIFO"));
+}
+
+#[test]
+fn calibrate_refuses_a_size_too_large_to_count_and_prints_no_infinite_factor() {
+    let d = Dir::new();
+    calibration_inputs(&d);
+    let log = d.read("a.txt");
+    // A row whose size is past 2^64 was skipped without a word.
+    let row = log.lines().position(|l| l.trim_start().starts_with("4 ")).expect("a 4-byte row") + 1;
+    d.write("big.txt", &log.replacen("           4             1   float", "18446744073709551616 1 float", 1));
+    let out = cmd().current_dir(&d.0).args(["calibrate", "m.yaml", "big.txt"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("big.txt:{row}: the size in bytes '18446744073709551616'")), "{stderr}");
+    // A value the logs do not see printed "about xinf either way".
+    let out = cmd().current_dir(&d.0).args(["calibrate", "m.yaml", "a.txt", "--patience", "3"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!text.contains("xinf"), "{text}");
+}
+
+#[test]
+fn a_fifo_baseline_is_refused_without_opening_it() {
+    let d = Dir::new();
+    d.write("s.yaml", &flat("100Gbps", "algorithms: [ring]\nsizes: 4KiB\n"));
+    assert!(std::process::Command::new("mkfifo").arg(d.0.join("b.json")).status().unwrap().success());
+    let out = cmd()
+        .current_dir(&d.0)
+        .args(["run", "s.yaml", "--quiet", "--baseline", "b.json"])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--baseline b.json: it is a FIFO"), "{stderr}");
 }

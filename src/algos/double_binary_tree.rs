@@ -52,7 +52,7 @@
 //! 64 KiB is the order of NCCL's tree pieces (its 4 MiB buffer in 8 steps, shared by the
 //! channels), where alpha of a microsecond costs a few percent of a 100 Gb/s link.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::stepped::{self, Recv, Send, StepPlan, Stepped};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, ParamError, Problem, Topology, block};
@@ -82,8 +82,6 @@ pub const INFO: AlgoInfo = AlgoInfo {
 pub struct DoubleBinaryTree {
     /// Pipeline chunk, bytes.
     pub chunk: u64,
-    /// The trees of the last P built (every rank's program needs them).
-    shapes: Mutex<Option<Arc<Shape>>>,
 }
 
 impl DoubleBinaryTree {
@@ -92,19 +90,21 @@ impl DoubleBinaryTree {
         if chunk == 0 {
             return Err(ParamError::new(Some("chunk"), "'chunk' must be at least 1 byte".into()));
         }
-        Ok(DoubleBinaryTree { chunk, shapes: Mutex::new(None) })
+        Ok(DoubleBinaryTree { chunk })
     }
+}
 
-    fn shape(&self, np: usize) -> Arc<Shape> {
-        let mut cache = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
-        match cache.as_ref() {
-            Some(s) if s.ranks == np => s.clone(),
-            _ => {
-                let s = Arc::new(Shape::new(np));
-                *cache = Some(s.clone());
-                s
-            }
-        }
+/// One run's plan, its two trees built once for every rank ([`Algorithm::prepare`]).
+struct Prepared {
+    plan: DbtPlan,
+}
+
+impl crate::sim::Programs for Prepared {
+    fn rank_program(&self, rank: Rank, _p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
+        vec![stepped::program(self.plan.clone(), rank as usize, topo.nics(rank as usize))]
+    }
+    fn scratch_elems(&self, _p: &Problem) -> Vec<usize> {
+        Vec::new()
     }
 }
 
@@ -191,13 +191,12 @@ impl Tree {
 /// Both trees of P ranks.
 #[derive(Debug)]
 struct Shape {
-    ranks: usize,
     trees: [Tree; 2],
 }
 
 impl Shape {
     fn new(np: usize) -> Shape {
-        Shape { ranks: np, trees: [Tree::new(np, 1), Tree::new(np, 0)] }
+        Shape { trees: [Tree::new(np, 1), Tree::new(np, 0)] }
     }
 }
 
@@ -288,9 +287,14 @@ impl Algorithm for DoubleBinaryTree {
         if self.chunk == DEFAULT_CHUNK { INFO.id.into() } else { format!("{}(chunk={})", INFO.id, self.chunk) }
     }
 
+    /// One rank's program, its trees built for it alone (O(P)): a run builds them once
+    /// for all ranks ([`Algorithm::prepare`]).
     fn program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
-        let plan = DbtPlan::new(self.shape(p.ranks), &p, self.chunk);
-        vec![stepped::program(plan, rank as usize, topo.nics(rank as usize))]
+        vec![stepped::program(plan(&p, self.chunk), rank as usize, topo.nics(rank as usize))]
+    }
+
+    fn prepare<'a>(&'a self, p: &Problem, _topo: &dyn Topology) -> Box<dyn crate::sim::Programs + 'a> {
+        Box::new(Prepared { plan: plan(p, self.chunk) })
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
@@ -308,7 +312,7 @@ impl Algorithm for DoubleBinaryTree {
         if p.ranks <= 1 {
             return 0;
         }
-        let shape = self.shape(p.ranks);
+        let shape = Shape::new(p.ranks);
         shape.trees.iter().map(|t| t.depth_of_sums(t.root)).max().unwrap_or(0)
     }
 }

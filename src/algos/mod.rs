@@ -106,6 +106,14 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     fn scratch(&self, _p: &Problem) -> Vec<usize> {
         Vec::new()
     }
+    /// Every rank's program of one run on `p` and `topo`, with what the ranks' programs
+    /// share built once: the per-run setup step. The runner calls it once per point and
+    /// hands the result to the engine (and to the reruns of `repeat:`), so that a plan
+    /// that costs O(P) to build (double_binary_tree's two trees) is not built once per
+    /// rank. Without an override each rank's program is [`Algorithm::program`].
+    fn prepare<'a>(&'a self, _p: &Problem, _topo: &dyn Topology) -> Box<dyn crate::sim::Programs + 'a> {
+        Box::new(EachRank(self))
+    }
     /// Time in the ideal model, and the relative tolerance it is exact to
     /// (`None` where this machine has no closed form for it).
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)>;
@@ -132,7 +140,9 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     }
 }
 
-/// Every algorithm is a set of per-rank programs the engine runs.
+/// Every algorithm is a set of per-rank programs the engine runs, each rank's built on
+/// its own ([`Algorithm::program`]); a run of many ranks goes through
+/// [`Algorithm::prepare`] instead.
 impl<A: Algorithm + ?Sized> crate::sim::Programs for A {
     fn rank_program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
         self.program(rank, p, topo)
@@ -142,18 +152,40 @@ impl<A: Algorithm + ?Sized> crate::sim::Programs for A {
     }
 }
 
+/// The default [`Algorithm::prepare`]: nothing shared, each rank's program on its own.
+struct EachRank<'a, A: ?Sized>(&'a A);
+
+impl<A: Algorithm + ?Sized> crate::sim::Programs for EachRank<'_, A> {
+    fn rank_program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>> {
+        self.0.program(rank, p, topo)
+    }
+    fn scratch_elems(&self, p: &Problem) -> Vec<usize> {
+        self.0.scratch(p)
+    }
+}
+
 /// Messages `algo` sends on `p` and `topo`: its closed count, else its programs walked
-/// and their sends counted, exact by construction but a pass over every operation. The
-/// programs are the one source; call it only where [`Algorithm::applicable`] said yes.
+/// ([`Algorithm::prepare`]d once) and their sends counted, exact by construction but a
+/// pass over every operation. The programs are the one source; call it only where
+/// [`Algorithm::applicable`] said yes.
 pub fn messages_of(algo: &dyn Algorithm, p: &Problem, topo: &dyn Topology) -> u64 {
     algo.messages(p).unwrap_or_else(|| {
+        let run = algo.prepare(p, topo);
         let sends = |r: usize| {
-            let streams = algo.program(r as Rank, *p, topo);
+            let streams = run.rank_program(r as Rank, *p, topo);
             streams.into_iter().flatten().filter(|op| matches!(op, crate::sim::op::Op::Send { .. })).count() as u64
         };
         (0..p.ranks).map(sends).sum()
     })
 }
+
+/// How many algorithms [`build_for`] has built in this process: the runner builds each
+/// point's once (tests/prepare.rs counts them).
+pub fn builds() -> u64 {
+    BUILDS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// The ids of NCCL's algorithms as NCCL runs them (docs/nccl.md), which `auto` leaves
 /// out of its candidates.
@@ -283,6 +315,7 @@ pub fn build_for(c: Collective, id: &str, mut params: Params) -> Result<Box<dyn 
         };
         ParamError::new(None, format!("unknown algorithm '{id}' for {c}{hint}; allowed: {}", ids.join(", ")))
     })?;
+    BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let algo = (info.build)(&mut params)?;
     params.finish(info)?;
     Ok(algo)

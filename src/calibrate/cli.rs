@@ -34,6 +34,17 @@ pub struct Args {
 
 /// Run `calibrate`: the text for standard output, or the one message of a bad input.
 pub fn execute(a: &Args) -> Result<(String, Calibration), String> {
+    // The outputs are checked before the fit: none may name the machine file or a log.
+    let mut inputs = vec![a.machine.as_path()];
+    inputs.extend(a.logs.iter().chain(&a.hold_out).map(PathBuf::as_path));
+    let files = a.output.iter().map(|o| ("--output", o.as_path())).collect();
+    let dirs = a.plot.iter().map(|d| ("--plot", d.as_path(), String::new())).collect();
+    let output = crate::files::plan(&crate::files::Plan { inputs, files, dirs })?.into_iter().next();
+    for (flag, v) in [("--ranks", a.ranks), ("--gpus-per-node", a.gpus_per_node)] {
+        if v == Some(0) {
+            return Err(format!("{flag} must be at least 1, not 0"));
+        }
+    }
     let machine = Machine::load(&a.machine)?;
     let mut env = Vec::new();
     for kv in &a.env {
@@ -59,8 +70,8 @@ pub fn execute(a: &Args) -> Result<(String, Calibration), String> {
     let fit_runs = read(&a.logs)?;
     let hold = read(&a.hold_out)?;
     let c = super::calibrate(&machine, &fit_runs, &hold, &opts)?;
-    if let Some(out) = &a.output {
-        std::fs::write(out, &c.fitted_yaml).map_err(|e| format!("{}: cannot write: {e}", out.display()))?;
+    if let Some(out) = &output {
+        out.write_text(&c.fitted_yaml)?;
     }
     let mut text = if a.json {
         serde_json::to_string_pretty(&c).map_err(|e| format!("cannot write the JSON: {e}"))? + "\n"

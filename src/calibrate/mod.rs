@@ -59,6 +59,8 @@ pub const DEFAULT_PATIENCE: usize = 40;
 /// filling in what it does not say.
 pub fn read_log(path: &Path, opts: &Options) -> Result<Vec<Run>, LogError> {
     let file = path.display().to_string();
+    // A FIFO would block the read forever, a device never end.
+    crate::files::check_input(path).map_err(|e| LogError::at(&file, 0, e))?;
     let text = std::fs::read(path).map_err(|e| LogError::at(&file, 0, format!("cannot read: {e}")))?;
     let text = String::from_utf8_lossy(&text);
     let mut runs =
@@ -769,8 +771,22 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
         .collect::<Result<_, _>>()
         .map_err(|e| format!("--fit: {e}"))?;
     // Every path must be one the scenario parser accepts.
-    parse_tree(&machine.tree, &machine.file, &params, &params.iter().map(|p| p.start).collect::<Vec<_>>())
-        .map_err(|e| format!("--fit: setting the parameters makes the machine unreadable: {e}"))?;
+    parse_tree(&machine.tree, &machine.file, &params, &params.iter().map(|p| p.start).collect::<Vec<_>>()).map_err(
+        |e| {
+            let added: Vec<&str> = paths.iter().filter(|p| machine.tree.get(p).is_none()).map(String::as_str).collect();
+            let which = if added.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (--fit added {}, which {} not in {})",
+                    added.join(", "),
+                    if added.len() == 1 { "is" } else { "are" },
+                    machine.file
+                )
+            };
+            format!("--fit: the machine with the fitted keys set is not a valid scenario{which}: {e}")
+        },
+    )?;
 
     let jobs: Vec<Job> = fit_runs.iter().map(|r| job_for(machine, r)).collect::<Result<_, _>>()?;
     let measured: Vec<f64> = fit_runs.iter().flat_map(|r| r.samples.iter().map(|s| s.time_s)).collect();
@@ -844,7 +860,8 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
         ));
     }
     for (k, p) in params.iter().enumerate() {
-        if active[k] && st.sigma[k].is_infinite() {
+        // A finite sigma past ~709 has a factor e^sigma beyond f64 (it printed "xinf").
+        if active[k] && !st.sigma[k].exp().is_finite() {
             warnings.push(format!("{} is not determined by these logs (its uncertainty is unbounded)", p.path));
         } else if active[k] && st.sigma[k] > 0.5 {
             warnings.push(format!(

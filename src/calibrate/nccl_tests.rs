@@ -197,10 +197,12 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
         if body.is_empty() {
             continue;
         }
-        // NCCL's version and environment may be on any line but a data row.
+        // NCCL's version and environment may be on any line but a data row. A row of
+        // digits too large for a count is a data row too, refused by `read_row`, not skipped.
         let data_like = {
             let mut t = body.split_whitespace();
-            matches!((t.next(), t.next()), (Some(a), Some(b)) if a.parse::<u64>().is_ok() && b.parse::<u64>().is_ok())
+            let whole = |w: &str| w.bytes().all(|c| c.is_ascii_digit());
+            matches!((t.next(), t.next()), (Some(a), Some(b)) if whole(a) && whole(b))
         };
         if data_like {
             let row = read_row(body, n, file, &mut cur)?;
@@ -340,10 +342,13 @@ fn read_row(body: &str, n: usize, file: &str, cur: &mut Partial) -> Result<Optio
         let whence = if cols.line > 0 { format!("the header at line {}", cols.line) } else { "the row layout".into() };
         return Err(LogError::at(file, n, format!("a data row of {} fields; {whence} has {}", f.len(), cols.count)));
     }
-    let bytes: u64 =
-        f[cols.size].parse().map_err(|_| LogError::at(file, n, "the size is not a whole number of bytes"))?;
-    let elems: u64 =
-        f[cols.elems].parse().map_err(|_| LogError::at(file, n, "the count is not a whole number of elements"))?;
+    let whole = |i: usize, what: &str| -> Result<u64, LogError> {
+        f[i].parse().map_err(|_| {
+            LogError::at(file, n, format!("the {what} '{}' is not a whole number from 0 to {}", f[i], u64::MAX))
+        })
+    };
+    let bytes = whole(cols.size, "size in bytes")?;
+    let elems = whole(cols.elems, "count of elements")?;
     let dtype = f[cols.dtype];
     let Some(esize) = type_bytes(dtype) else {
         return Err(LogError::at(

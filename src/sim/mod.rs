@@ -97,57 +97,15 @@ pub fn simulate_on<A: Programs + ?Sized, O: Observer>(
     plane: Option<impl FnOnce(&[usize]) -> DataPlane>,
     obs: &mut O,
 ) -> Result<Outcome, SimError> {
-    simulate_noisy(algo, topo, p, cost_per_byte, net, None, plane, obs)
-}
-
-/// [`simulate_on`] under `noise` (docs/variability.md); `None` is [`simulate_on`].
-#[allow(clippy::too_many_arguments)]
-pub fn simulate_noisy<A: Programs + ?Sized, O: Observer>(
-    algo: &A,
-    topo: &dyn Topology,
-    p: Problem,
-    cost_per_byte: f64,
-    net: Network,
-    noise: Option<&Noise>,
-    plane: Option<impl FnOnce(&[usize]) -> DataPlane>,
-    obs: &mut O,
-) -> Result<Outcome, SimError> {
-    let (stats, plane) = run_engine(algo, topo, p, cost_per_byte, net, noise, plane, obs)?;
+    let (stats, plane) = simulate_noisy(algo, topo, p, cost_per_byte, net, None, plane, obs)?;
     Ok((stats, plane.and_then(DataPlane::into_finals)))
 }
 
-/// [`simulate_on`] keeping a log of what the run did to the data instead of doing it
-/// ([`OpLog`]): the data is generated, moved, reduced and checked afterwards, from the
-/// log ([`data::verify_log`], [`OpLog::replay`]).
-pub fn simulate_logged<A: Programs + ?Sized, O: Observer>(
-    algo: &A,
-    topo: &dyn Topology,
-    p: Problem,
-    cost_per_byte: f64,
-    net: Network,
-    obs: &mut O,
-) -> Result<(SimStats, OpLog), SimError> {
-    simulate_logged_noisy(algo, topo, p, cost_per_byte, net, None, obs)
-}
-
-/// [`simulate_logged`] under `noise`.
-pub fn simulate_logged_noisy<A: Programs + ?Sized, O: Observer>(
-    algo: &A,
-    topo: &dyn Topology,
-    p: Problem,
-    cost_per_byte: f64,
-    net: Network,
-    noise: Option<&Noise>,
-    obs: &mut O,
-) -> Result<(SimStats, OpLog), SimError> {
-    let plane = Some(|scratch: &[usize]| DataPlane::Log(OpLog::new(p.ranks, p.elems, scratch)));
-    let (stats, plane) = run_engine(algo, topo, p, cost_per_byte, net, noise, plane, obs)?;
-    Ok((stats, plane.and_then(DataPlane::into_log).expect("the plane was built as a log")))
-}
-
-/// Run the engine; hand back its statistics and the data plane as the run left it.
+/// [`simulate_on`] under `noise` (docs/variability.md), handing back the data plane as
+/// the run left it: its final vectors ([`DataPlane::into_finals`]) or, built by
+/// [`log_plane`], its log ([`DataPlane::into_log`]).
 #[allow(clippy::too_many_arguments)]
-fn run_engine<A: Programs + ?Sized, O: Observer>(
+pub fn simulate_noisy<A: Programs + ?Sized, O: Observer>(
     algo: &A,
     topo: &dyn Topology,
     p: Problem,
@@ -165,6 +123,26 @@ fn run_engine<A: Programs + ?Sized, O: Observer>(
     let run = Run { algo, topo, p, cfg, plane: plane.as_mut(), obs, noise };
     let stats = network::dispatch(&net, topo, wants_loads, noise, run)?;
     Ok((stats, plane))
+}
+
+/// A data plane that keeps a log of what the run did to the data of `p` instead of doing
+/// it ([`OpLog`]): the data is generated, moved, reduced and checked afterwards, from the
+/// log ([`data::verify_log`], [`OpLog::replay`]).
+pub fn log_plane(p: Problem) -> impl FnOnce(&[usize]) -> DataPlane {
+    move |scratch: &[usize]| DataPlane::Log(OpLog::new(p.ranks, p.elems, scratch))
+}
+
+/// [`simulate_on`] with a [`log_plane`]: the run's statistics and its log.
+pub fn simulate_logged<A: Programs + ?Sized, O: Observer>(
+    algo: &A,
+    topo: &dyn Topology,
+    p: Problem,
+    cost_per_byte: f64,
+    net: Network,
+    obs: &mut O,
+) -> Result<(SimStats, OpLog), SimError> {
+    let (stats, plane) = simulate_noisy(algo, topo, p, cost_per_byte, net, None, Some(log_plane(p)), obs)?;
+    Ok((stats, plane.and_then(DataPlane::into_log).expect("the plane was built as a log")))
 }
 
 /// One engine run waiting for its network model ([`network::dispatch`]).

@@ -44,6 +44,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::spec::LinkRepr;
 use super::{Fabric, Link, LinkId, Proto, Topology, oversubscription, oversubscription_text};
 
 /// A value per protocol, seconds, indexed by [`Proto::index`] (LL, LL128, Simple).
@@ -154,24 +155,11 @@ pub struct FabricSpec {
 }
 
 fn ser_uplink<S: serde::Serializer>(l: &Option<Link>, s: S) -> Result<S::Ok, S::Error> {
-    match l {
-        Some(l) => [("alpha_s", l.alpha), ("bandwidth_Bps", l.bandwidth)]
-            .into_iter()
-            .collect::<std::collections::BTreeMap<_, _>>()
-            .serialize(s),
-        None => s.serialize_none(),
-    }
+    l.as_ref().map(LinkRepr::from).serialize(s)
 }
 
 fn de_uplink<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Link>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Repr {
-        alpha_s: f64,
-        #[serde(rename = "bandwidth_Bps")]
-        bandwidth_bps: f64,
-    }
-    Ok(Option::<Repr>::deserialize(d)?.map(|r| Link { alpha: r.alpha_s, bandwidth: r.bandwidth_bps }))
+    Ok(Option::<LinkRepr>::deserialize(d)?.map(Link::from))
 }
 
 /// `topology: { kind: cluster, ... }` as validated.
@@ -211,6 +199,32 @@ fn is_nccl_efficiency(e: &PerProto) -> bool {
 enum NvRoute {
     Direct(usize),
     Via(usize, usize),
+}
+
+impl ClusterSpec {
+    /// `nodes` x `gpus` GPUs joined inside by `intra` (no NVLink list) and across by
+    /// `nics` NICs per node of `inter` on rails (one spine, no uplink), each protocol
+    /// starting after `launch_s` and carrying data at NCCL's efficiency: the cluster the
+    /// parser builds when `links`, `fabric` and `efficiency` are left out.
+    pub fn on_rails(
+        nodes: usize,
+        gpus: usize,
+        nics: usize,
+        (kind, alpha_s, bandwidth): (IntraKind, PerProto, f64),
+        inter: InterSpec,
+        launch_s: PerProto,
+    ) -> ClusterSpec {
+        ClusterSpec {
+            nodes,
+            gpus_per_node: gpus,
+            intra: IntraSpec { kind, alpha_s, bandwidth, links: Vec::new() },
+            nics_per_node: nics,
+            inter,
+            fabric: FabricSpec { kind: FabricKind::RailOptimized, hosts_per_leaf: None, spines: 1, uplink: None },
+            launch_s,
+            efficiency: PerProto::NCCL_EFFICIENCY,
+        }
+    }
 }
 
 /// See the module docs.
@@ -812,21 +826,9 @@ mod tests {
     use crate::topology::route_cost;
 
     fn spec(kind: IntraKind, nodes: usize, gpus: usize, nics: usize) -> ClusterSpec {
-        ClusterSpec {
-            nodes,
-            gpus_per_node: gpus,
-            intra: IntraSpec {
-                kind,
-                alpha_s: PerProto { ll: 0.5e-6, ll128: 1e-6, simple: 2e-6 },
-                bandwidth: 100e9,
-                links: Vec::new(),
-            },
-            nics_per_node: nics,
-            inter: InterSpec { alpha_s: PerProto { ll: 1e-6, ll128: 2e-6, simple: 3e-6 }, bandwidth: 25e9 },
-            fabric: FabricSpec { kind: FabricKind::RailOptimized, hosts_per_leaf: None, spines: 1, uplink: None },
-            launch_s: PerProto::all(4e-6),
-            efficiency: PerProto::NCCL_EFFICIENCY,
-        }
+        let intra = (kind, PerProto { ll: 0.5e-6, ll128: 1e-6, simple: 2e-6 }, 100e9);
+        let inter = InterSpec { alpha_s: PerProto { ll: 1e-6, ll128: 2e-6, simple: 3e-6 }, bandwidth: 25e9 };
+        ClusterSpec::on_rails(nodes, gpus, nics, intra, inter, PerProto::all(4e-6))
     }
 
     /// Every pair's route costs exactly its pair cost, under every protocol.

@@ -103,25 +103,34 @@ pub enum TopologySpec {
     Cluster(super::ClusterSpec),
 }
 
+/// A link as a report writes it: `alpha_s` and `bandwidth_Bps`, the units in the names.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct LinkRepr {
+    alpha_s: f64,
+    #[serde(rename = "bandwidth_Bps")]
+    bandwidth_bps: f64,
+}
+
+impl From<&Link> for LinkRepr {
+    fn from(l: &Link) -> Self {
+        LinkRepr { alpha_s: l.alpha, bandwidth_bps: l.bandwidth }
+    }
+}
+
+impl From<LinkRepr> for Link {
+    fn from(r: LinkRepr) -> Self {
+        Link { alpha: r.alpha_s, bandwidth: r.bandwidth_bps }
+    }
+}
+
 fn ser_link<S: serde::Serializer>(l: &Link, s: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeStruct;
-    let mut st = s.serialize_struct("Link", 2)?;
-    st.serialize_field("alpha_s", &l.alpha)?;
-    st.serialize_field("bandwidth_Bps", &l.bandwidth)?;
-    st.end()
+    LinkRepr::from(l).serialize(s)
 }
 
 /// The inverse of [`ser_link`], so that a report's scenario reads back (`merge`).
 fn de_link<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Link, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Repr {
-        alpha_s: f64,
-        #[serde(rename = "bandwidth_Bps")]
-        bandwidth_bps: f64,
-    }
-    let r = Repr::deserialize(d)?;
-    Ok(Link { alpha: r.alpha_s, bandwidth: r.bandwidth_bps })
+    LinkRepr::deserialize(d).map(Link::from)
 }
 
 /// One level of a hierarchical topology (`levels:` entry).
