@@ -331,20 +331,6 @@ fn check_against_ideal(
     }
 }
 
-/// `label` with the entry's protocol, when it names one: `ring(protocol=ll)`,
-/// `ring_segmented(segment=262144, protocol=ll)`.
-fn with_protocol(label: String, protocol: Option<crate::scenario::ProtocolChoice>) -> String {
-    let Some(p) = protocol else { return label };
-    // An algorithm that takes the protocol as a parameter (nccl_ring, nccl_tree) names it already.
-    if label.contains("protocol=") {
-        return label;
-    }
-    match label.strip_suffix(')') {
-        Some(open) if open.contains('(') => format!("{open}, protocol={})", p.name()),
-        _ => format!("{label}(protocol={})", p.name()),
-    }
-}
-
 /// An observer that sees every time `dt` later: the run as it happens after `launch`.
 struct Launched<'o, O: Observer> {
     inner: &'o mut O,
@@ -549,7 +535,7 @@ fn build_point(s: &Scenario, pt: &Point) -> Result<(PointResult, Setup), Box<Poi
             return Err(Box::new(res));
         }
     };
-    res.algorithm = with_protocol(algo.label(), spec.protocol);
+    res.algorithm = crate::scenario::ProtocolChoice::label(algo.label(), spec.protocol);
     let flow = s.network.model == crate::scenario::NetworkModel::Flow;
     let proto = match spec.protocol {
         None => Ok(Proto::Simple),

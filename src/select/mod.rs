@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use crate::algos::{self, Params};
 use crate::collective::Collective;
 use crate::results::{Point, PointResult};
-use crate::scenario::{AlgoSpec, ParamValue, Scenario};
+use crate::scenario::{AlgoSpec, ParamValue, ProtocolChoice, Scenario};
 use crate::sim::data::ReduceOp;
 use crate::topology;
 
@@ -122,6 +122,12 @@ fn label_of(c: Collective, id: &str, params: &[(String, ParamValue)]) -> String 
         Ok(a) => a.label(),
         Err(_) => id.to_string(),
     }
+}
+
+/// The label the runner gives the row of `spec` (its entry's protocol included), by
+/// which a selector finds the run it asked for.
+fn row_label(c: Collective, spec: &AlgoSpec) -> String {
+    ProtocolChoice::label(label_of(c, &spec.name, &spec.params), spec.protocol)
 }
 
 /// How one point is simulated: the runner hands its own (`run_point_observed`, without
@@ -297,7 +303,7 @@ fn plan(
             }
         }
         for spec in specs {
-            let label = label_of(*c, &spec.name, &spec.params);
+            let label = row_label(*c, &spec);
             if !listed.contains(&label) && !jobs.iter().any(|j| j.group == g && j.label == label) {
                 jobs.push(Job { group: g, spec, label });
             }
@@ -312,7 +318,7 @@ fn plan(
 pub fn planned_runs(s: &Scenario, pts: &[Point]) -> usize {
     let listed = |i: usize| {
         let spec = &s.algorithms[pts[i].algo];
-        (!is_selector(&spec.name)).then(|| label_of(spec.collective, &spec.name, &spec.params))
+        (!is_selector(&spec.name)).then(|| row_label(spec.collective, spec))
     };
     plan(s, pts, |_| true, listed).jobs.len()
 }
@@ -481,7 +487,7 @@ impl<'r> Pool<'r> {
     /// The row of a selector that picked `w` before anything ran (`ompi_fixed`,
     /// `nccl_model`): its pick's result with what the library chose.
     fn picked(&self, c: Collective, spec: &AlgoSpec, w: &Wanted, placeholder: &PointResult) -> PointResult {
-        let label = label_of(c, &w.spec.name, &w.spec.params);
+        let label = row_label(c, &w.spec);
         let not_applicable = |why: String| PointResult { not_applicable: Some(why), ..placeholder.clone() };
         match (&w.missing, self.find(&label)) {
             (Some(why), _) => not_applicable(why.clone()),
