@@ -561,6 +561,15 @@ fn build_point(s: &Scenario, pt: &Point) -> Result<(PointResult, Setup), Box<Poi
         res.not_applicable = Some(why);
         return Err(Box::new(res));
     }
+    // Switch agents (NVLS) hold no vector and draw no noise.
+    if algo.switch_agents() && (s.data.mode != DataMode::Off || s.noise.is_some()) {
+        res.not_applicable = Some(format!(
+            "{} has the NVSwitch add and copy, which holds no data and no noise here: run it with \
+             data: {{ mode: off }} and without noise",
+            algo.id()
+        ));
+        return Err(Box::new(res));
+    }
     Ok((res, Setup { algo, topo, p, launch }))
 }
 

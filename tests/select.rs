@@ -418,6 +418,7 @@ fn nccl_model_on_every_collective() {
             avg: false,
             pcie: false,
             ll128: true,
+            nvls: false,
         };
         let (algo, proto, t) = nccl::choice(&x, r.collective, r.bytes).unwrap();
         let sel = r.selection.as_ref().unwrap();
@@ -510,6 +511,7 @@ fn nccl_tuner_rows_for_every_collective() {
             avg: false,
             pcie: false,
             ll128: true,
+            nvls: false,
         };
         // The protocol is the one NCCL's model ranks first for that algorithm ...
         assert_eq!(nccl::best_protocol(&x, pt.collective, *mine, pt.bytes).unwrap().0.name(), proto);

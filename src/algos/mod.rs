@@ -20,6 +20,7 @@ mod naive;
 pub(crate) mod nccl_ring;
 mod nccl_tree;
 mod neighbor_exchange;
+pub(crate) mod nvls;
 mod params;
 pub(crate) mod pat;
 mod ring;
@@ -71,6 +72,7 @@ pub mod forms {
     pub use super::naive::naive;
     pub use super::nccl_ring::ring_symmetric as nccl_ring_symmetric;
     pub use super::neighbor_exchange::neighbor_exchange;
+    pub use super::nvls::nvls_steady as nvls;
     pub use super::ring::{bidirectional_ring, ring, ring_phase, ring_pipelined, ring_segmented};
     pub use super::ring_chunked::ring_chunked;
     pub use super::ring_gloo::ring_gloo;
@@ -120,6 +122,12 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     fn messages(&self, _p: &Problem) -> Option<u64> {
         None
     }
+    /// Whether it needs switch agents ([`crate::sim::Programs::switch_agents`]): then
+    /// [`Algorithm::program`] is asked for ranks `P..2P` too, the NVSwitch's share of
+    /// the work for each GPU.
+    fn switch_agents(&self) -> bool {
+        false
+    }
 }
 
 /// Every algorithm is a set of per-rank programs the engine runs.
@@ -129,6 +137,9 @@ impl<A: Algorithm + ?Sized> crate::sim::Programs for A {
     }
     fn scratch_elems(&self, p: &Problem) -> Vec<usize> {
         self.scratch(p)
+    }
+    fn switch_agents(&self) -> bool {
+        Algorithm::switch_agents(self)
     }
 }
 
@@ -147,7 +158,7 @@ pub fn messages_of(algo: &dyn Algorithm, p: &Problem, topo: &dyn Topology) -> u6
 
 /// The ids of NCCL's algorithms as NCCL runs them (docs/nccl.md), which `auto` leaves
 /// out of its candidates.
-pub const NCCL_IDS: &[&str] = &["nccl_ring", "nccl_tree", "pat"];
+pub const NCCL_IDS: &[&str] = &["nccl_ring", "nccl_tree", "nvls", "pat"];
 
 /// The tolerance of an exact closed form: only floating-point summation order differs.
 pub const EXACT: f64 = 1e-9;
@@ -193,6 +204,7 @@ pub fn registry() -> &'static [AlgoInfo] {
         direct::INFO,
         nccl_ring::INFO,
         nccl_tree::INFO,
+        nvls::INFO,
     ];
     REGISTRY
 }

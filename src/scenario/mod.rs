@@ -256,6 +256,7 @@ impl ProtocolChoice {
             "nccl_ring" => Some(Algo::Ring),
             "nccl_tree" => Some(Algo::Tree),
             "pat" => Some(Algo::Pat),
+            "nvls" => Some(Algo::Nvls),
             _ => None,
         };
         own.filter(|a| nccl::algorithms(c).contains(a))

@@ -199,6 +199,7 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                 avg: s.data.op == ReduceOp::Avg,
                 ..nccl::Inputs::of(topo.as_ref(), np.channels, np.arch)
             };
+            let x = nccl::Inputs { nvls: x.nvls && np.nvls, ..x };
             let Some((algo, proto, t)) = nccl::choice(&x, c, bytes) else {
                 return Err(format!("NCCL's model has no algorithm for {ranks} rank(s)"));
             };
@@ -208,6 +209,8 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                     let k = nccl::chain_segments(&x, proto, bytes, bytes / e.max(1));
                     if k > 1 { vec![("segments".to_string(), ParamValue::Int(k))] } else { Vec::new() }
                 }
+                // NVLS with its own channels (Simple only).
+                Collective::Allreduce if algo == nccl::Algo::Nvls => Vec::new(),
                 // NCCL's ring and tree as NCCL runs them, with its protocol and channels.
                 Collective::Allreduce => vec![
                     ("protocol".to_string(), ParamValue::Str(proto.name().to_string())),
