@@ -78,6 +78,7 @@ fn selector_rows_pick_what_they_say() {
                 avg: false,
                 pcie: false,
                 ll128: true,
+                nvls: false,
             };
             let (algo, proto, t) = nccl::choice(&x, Collective::Allreduce, b).unwrap();
             assert_eq!(nsel.library_choice.as_deref(), Some(format!("{}/{}", algo.name(), proto.name()).as_str()));
