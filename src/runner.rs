@@ -354,20 +354,6 @@ fn fault_notes(res: &mut PointResult, flow: &crate::sim::flow::FlowStats, launch
     }
 }
 
-/// `label` with the entry's protocol, when it names one: `ring(protocol=ll)`,
-/// `ring_segmented(segment=262144, protocol=ll)`.
-fn with_protocol(label: String, protocol: Option<crate::scenario::ProtocolChoice>) -> String {
-    let Some(p) = protocol else { return label };
-    // An algorithm that takes the protocol as a parameter (nccl_ring, nccl_tree) names it already.
-    if label.contains("protocol=") {
-        return label;
-    }
-    match label.strip_suffix(')') {
-        Some(open) if open.contains('(') => format!("{open}, protocol={})", p.name()),
-        _ => format!("{label}(protocol={})", p.name()),
-    }
-}
-
 /// An observer that sees every time `dt` later: the run as it happens after `launch`.
 struct Launched<'o, O: Observer> {
     inner: &'o mut O,
@@ -607,7 +593,7 @@ fn build_point(pl: Planned<'_>) -> Result<(PointResult, Setup), Box<PointResult>
             return Err(Box::new(res));
         }
     };
-    res.algorithm = with_protocol(algo.label(), spec.protocol);
+    res.algorithm = crate::scenario::ProtocolChoice::label(algo.label(), spec.protocol);
     let flow = s.network.is_flow();
     let proto = match spec.protocol {
         None => Ok(Proto::Simple),
@@ -631,6 +617,15 @@ fn build_point(pl: Planned<'_>) -> Result<(PointResult, Setup), Box<PointResult>
     let machine = Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte };
     if let Err(why) = algo.applicable(&p, &machine) {
         res.not_applicable = Some(why);
+        return Err(Box::new(res));
+    }
+    // Switch agents (NVLS) hold no vector and draw no noise.
+    if algo.switch_agents() && (s.data.mode != DataMode::Off || s.noise.is_some()) {
+        res.not_applicable = Some(format!(
+            "{} has the NVSwitch add and copy, which holds no data and no noise here: run it with \
+             data: {{ mode: off }} and without noise",
+            algo.id()
+        ));
         return Err(Box::new(res));
     }
     Ok((res, Setup { algo, topo, p, launch, mode, logged, data_bytes }))

@@ -23,6 +23,18 @@ fn machines() -> Vec<Box<dyn Topology>> {
     out
 }
 
+/// The machines `id` is tried on: [`machines`], and for `nvls`, which needs one, a node
+/// of 8 GPUs on an NVSwitch.
+fn machines_for(id: &str) -> Vec<Box<dyn Topology>> {
+    if id != "nvls" {
+        return machines();
+    }
+    let text = "name: n\ntopology: { kind: cluster, nodes: 1, gpus_per_node: 8, \
+                intra: { kind: nvswitch, alpha: 1us, bandwidth: 100GB/s } }\nalgorithms: [nvls]\nsizes: [1KiB]\n";
+    let s = allreduce_sim::scenario::parse_str(text, "n.yaml").unwrap();
+    vec![allreduce_sim::topology::build(&s.topology, 8).unwrap()]
+}
+
 /// The variants of an algorithm tried: its defaults, and three segments where it takes
 /// `segments`.
 fn variants(info: &algos::AlgoInfo) -> Vec<Vec<(String, ParamValue)>> {
@@ -42,7 +54,7 @@ fn every_algorithms_message_count_is_what_the_engine_sends() {
             let mut ran = false;
             for params in variants(info) {
                 let algo: Box<dyn Algorithm> = algos::build_for(c, info.id, Params::new(params.clone())).unwrap();
-                for topo in machines() {
+                for topo in machines_for(info.id) {
                     for elems in [1, 7, 64, 1000] {
                         let p = Problem { ranks: topo.ranks(), elems, elem_bytes: 4 };
                         if algo.applicable(&p, &Machine { topo: topo.as_ref(), cost_per_byte: 1e-10 }).is_err() {

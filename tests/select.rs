@@ -78,6 +78,7 @@ fn selector_rows_pick_what_they_say() {
                 avg: false,
                 pcie: false,
                 ll128: true,
+                nvls: false,
             };
             let (algo, proto, t) = nccl::choice(&x, Collective::Allreduce, b).unwrap();
             assert_eq!(nsel.library_choice.as_deref(), Some(format!("{}/{}", algo.name(), proto.name()).as_str()));
@@ -418,6 +419,7 @@ fn nccl_model_on_every_collective() {
             avg: false,
             pcie: false,
             ll128: true,
+            nvls: false,
         };
         let (algo, proto, t) = nccl::choice(&x, r.collective, r.bytes).unwrap();
         let sel = r.selection.as_ref().unwrap();
@@ -510,6 +512,7 @@ fn nccl_tuner_rows_for_every_collective() {
             avg: false,
             pcie: false,
             ll128: true,
+            nvls: false,
         };
         // The protocol is the one NCCL's model ranks first for that algorithm ...
         assert_eq!(nccl::best_protocol(&x, pt.collective, *mine, pt.bytes).unwrap().0.name(), proto);
@@ -589,5 +592,36 @@ fn trace_of_a_selector_records_its_pick() {
                 || meta.contains(&format!("\"algorithm\": \"{picks}\""))
         );
         assert!(std::fs::read_to_string(&gantt).unwrap().contains(picks));
+    }
+}
+
+/// Where NCCL's model picks Simple, `nccl_model`'s allreduce runs `nccl_ring` with its
+/// protocol given as `simple`: the row of that run is labelled
+/// `nccl_ring(channels=2, protocol=simple)` (the entry's protocol is written even where it
+/// is the algorithm's default), and the selector must find it by that label. It once
+/// looked for `nccl_ring(channels=2)` and reported "did not run" at every large size, on
+/// a flat machine and on a 4-GPU PCIe box alike.
+#[test]
+fn nccl_model_finds_its_simple_ring() {
+    for machine in [
+        "topology: { kind: fully_connected, link: { alpha: 1.5us, bandwidth: 100Gbps } }",
+        "topology: { kind: cluster, nodes: 1, gpus_per_node: 4, intra: { kind: pcie, alpha: 5.7us, bandwidth: 24GB/s } }",
+    ] {
+        let text = format!(
+            "name: simple ring\nranks: [4]\n{machine}\ncompute: {{ cost_per_byte: 0.05ns }}\ndata: {{ mode: off }}\n\
+             algorithms: [nccl_model]\nsizes: [2MiB, 64MiB]\n"
+        );
+        let s = parse_str(&text, "simple.yaml").unwrap();
+        let report = runner::run(&s);
+        let mut simple = 0;
+        for r in &report.results {
+            let sel = r.selection.as_ref().unwrap();
+            assert!(r.not_applicable.is_none() && r.passed() && r.time_s > 0.0, "{machine}: {r:?}");
+            if sel.library_choice.as_deref() == Some("ring/simple") {
+                assert_eq!(sel.selected, "nccl_ring(channels=2, protocol=simple)");
+                simple += 1;
+            }
+        }
+        assert!(simple > 0, "{machine}: NCCL's model picks Simple at 64 MiB");
     }
 }

@@ -20,6 +20,7 @@ mod naive;
 pub(crate) mod nccl_ring;
 mod nccl_tree;
 mod neighbor_exchange;
+pub(crate) mod nvls;
 mod params;
 pub(crate) mod pat;
 mod ring;
@@ -72,6 +73,7 @@ pub mod forms {
     pub use super::naive::naive;
     pub use super::nccl_ring::ring_symmetric as nccl_ring_symmetric;
     pub use super::neighbor_exchange::neighbor_exchange;
+    pub use super::nvls::nvls_steady as nvls;
     pub use super::ring::{bidirectional_ring, ring, ring_loggp, ring_phase, ring_pipelined, ring_segmented};
     pub use super::ring_chunked::ring_chunked;
     pub use super::ring_gloo::ring_gloo;
@@ -138,6 +140,12 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     fn messages(&self, _p: &Problem) -> Option<u64> {
         None
     }
+    /// Whether it needs switch agents ([`crate::sim::Programs::switch_agents`]): then
+    /// [`Algorithm::program`] is asked for ranks `P..2P` too, the NVSwitch's share of
+    /// the work for each GPU.
+    fn switch_agents(&self) -> bool {
+        false
+    }
 }
 
 /// Every algorithm is a set of per-rank programs the engine runs, each rank's built on
@@ -150,6 +158,9 @@ impl<A: Algorithm + ?Sized> crate::sim::Programs for A {
     fn scratch_elems(&self, p: &Problem) -> Vec<usize> {
         self.scratch(p)
     }
+    fn switch_agents(&self) -> bool {
+        Algorithm::switch_agents(self)
+    }
 }
 
 /// The default [`Algorithm::prepare`]: nothing shared, each rank's program on its own.
@@ -161,6 +172,9 @@ impl<A: Algorithm + ?Sized> crate::sim::Programs for EachRank<'_, A> {
     }
     fn scratch_elems(&self, p: &Problem) -> Vec<usize> {
         self.0.scratch(p)
+    }
+    fn switch_agents(&self) -> bool {
+        Algorithm::switch_agents(self.0)
     }
 }
 
@@ -189,7 +203,7 @@ static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(
 
 /// The ids of NCCL's algorithms as NCCL runs them (docs/nccl.md), which `auto` leaves
 /// out of its candidates.
-pub const NCCL_IDS: &[&str] = &["nccl_ring", "nccl_tree", "pat"];
+pub const NCCL_IDS: &[&str] = &["nccl_ring", "nccl_tree", "nvls", "pat"];
 
 /// The tolerance of an exact closed form: only floating-point summation order differs.
 pub const EXACT: f64 = 1e-9;
@@ -235,6 +249,7 @@ pub fn registry() -> &'static [AlgoInfo] {
         direct::INFO,
         nccl_ring::INFO,
         nccl_tree::INFO,
+        nvls::INFO,
     ];
     REGISTRY
 }

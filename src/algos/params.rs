@@ -44,6 +44,12 @@ impl Params {
         self.items.iter().any(|(k, _)| k == key)
     }
 
+    /// The value given for `key`, as written, taken (so [`Params::finish`] does not
+    /// refuse it); `None` if not given.
+    pub fn take_value(&mut self, key: &str) -> Option<ParamValue> {
+        self.take(key)
+    }
+
     /// A positive whole number (`segments: 4`), written as a YAML integer or, like
     /// `ranks: "4"`, a string of digits.
     pub fn count(&mut self, key: &str, default: usize) -> Result<usize, ParamError> {

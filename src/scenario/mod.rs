@@ -177,6 +177,22 @@ impl<'de> Deserialize<'de> for ProtocolChoice {
 }
 
 impl ProtocolChoice {
+    /// The label of a row whose algorithm's own label is `label` and whose entry names
+    /// `protocol`: `ring(protocol=ll)`, `ring_segmented(segment=262144, protocol=ll)`.
+    /// An algorithm that takes the protocol as a parameter (`nccl_ring`, `nccl_tree`)
+    /// names it already, and leaves Simple, its default, out; the entry's Simple is
+    /// still written, so a row says which protocol its links cost. The runner labels
+    /// rows with this and the selectors find the rows they asked for by it.
+    pub fn label(label: String, protocol: Option<ProtocolChoice>) -> String {
+        let Some(p) = protocol else { return label };
+        if label.contains("protocol=") {
+            return label;
+        }
+        match label.strip_suffix(')') {
+            Some(open) if open.contains('(') => format!("{open}, protocol={})", p.name()),
+            _ => format!("{label}(protocol={})", p.name()),
+        }
+    }
     /// The choice named `name`, if any.
     pub fn from_name(name: &str) -> Option<ProtocolChoice> {
         if name == "auto" {
@@ -195,6 +211,7 @@ impl ProtocolChoice {
             "nccl_ring" => Some(Algo::Ring),
             "nccl_tree" => Some(Algo::Tree),
             "pat" => Some(Algo::Pat),
+            "nvls" => Some(Algo::Nvls),
             _ => None,
         };
         own.filter(|a| nccl::algorithms(c).contains(a))

@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use crate::algos::{self, Params};
 use crate::collective::Collective;
 use crate::results::{Point, PointResult};
-use crate::scenario::{AlgoSpec, ParamValue, Scenario};
+use crate::scenario::{AlgoSpec, ParamValue, ProtocolChoice, Scenario};
 use crate::sim::data::ReduceOp;
 use crate::topology;
 
@@ -124,6 +124,12 @@ fn label_of(c: Collective, id: &str, params: &[(String, ParamValue)]) -> String 
     }
 }
 
+/// The label the runner gives the row of `spec` (its entry's protocol included), by
+/// which a selector finds the run it asked for.
+fn row_label(c: Collective, spec: &AlgoSpec) -> String {
+    ProtocolChoice::label(label_of(c, &spec.name, &spec.params), spec.protocol)
+}
+
 /// How one point is simulated: the runner hands its own (`run_point_observed`, without
 /// the timeline: these rows are not shown). Selectors post-process results; taking the
 /// runner as a function keeps them below it.
@@ -193,6 +199,7 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                 avg: s.data.op == ReduceOp::Avg,
                 ..nccl::Inputs::of(topo.as_ref(), np.channels, np.arch)
             };
+            let x = nccl::Inputs { nvls: x.nvls && np.nvls, ..x };
             let Some((algo, proto, t)) = nccl::choice(&x, c, bytes) else {
                 return Err(format!("NCCL's model has no algorithm for {ranks} rank(s)"));
             };
@@ -202,6 +209,8 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                     let k = nccl::chain_segments(&x, proto, bytes, bytes / e.max(1));
                     if k > 1 { vec![("segments".to_string(), ParamValue::Int(k))] } else { Vec::new() }
                 }
+                // NVLS with its own channels (Simple only).
+                Collective::Allreduce if algo == nccl::Algo::Nvls => Vec::new(),
                 // NCCL's ring and tree as NCCL runs them, with its protocol and channels.
                 Collective::Allreduce => vec![
                     ("protocol".to_string(), ParamValue::Str(proto.name().to_string())),
@@ -297,7 +306,7 @@ fn plan(
             }
         }
         for spec in specs {
-            let label = label_of(*c, &spec.name, &spec.params);
+            let label = row_label(*c, &spec);
             if !listed.contains(&label) && !jobs.iter().any(|j| j.group == g && j.label == label) {
                 jobs.push(Job { group: g, spec, label });
             }
@@ -312,7 +321,7 @@ fn plan(
 pub fn planned_runs(s: &Scenario, pts: &[Point]) -> usize {
     let listed = |i: usize| {
         let spec = &s.algorithms[pts[i].algo];
-        (!is_selector(&spec.name)).then(|| label_of(spec.collective, &spec.name, &spec.params))
+        (!is_selector(&spec.name)).then(|| row_label(spec.collective, spec))
     };
     plan(s, pts, |_| true, listed).jobs.len()
 }
@@ -481,7 +490,7 @@ impl<'r> Pool<'r> {
     /// The row of a selector that picked `w` before anything ran (`ompi_fixed`,
     /// `nccl_model`): its pick's result with what the library chose.
     fn picked(&self, c: Collective, spec: &AlgoSpec, w: &Wanted, placeholder: &PointResult) -> PointResult {
-        let label = label_of(c, &w.spec.name, &w.spec.params);
+        let label = row_label(c, &w.spec);
         let not_applicable = |why: String| PointResult { not_applicable: Some(why), ..placeholder.clone() };
         match (&w.missing, self.find(&label)) {
             (Some(why), _) => not_applicable(why.clone()),

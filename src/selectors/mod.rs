@@ -50,7 +50,7 @@ pub const SELECTORS: [SelectorInfo; 3] = [
     SelectorInfo {
         id: "nccl_model",
         summary: "the (algorithm, protocol) of least time in NCCL's tuning model; allreduce ring -> nccl_ring, tree \
-                  -> nccl_tree, with that protocol and the channels; reduce_scatter and allgather ring -> ring, pat -> pat; broadcast \
+                  -> nccl_tree, with that protocol and the channels, NVLS -> nvls; reduce_scatter and allgather ring -> ring, pat -> pat; broadcast \
                   and reduce ring -> chain in NCCL's chunks; NCCL's predicted time beside our simulation",
         source: "NCCL 2.30.7, src/graph/tuning.cc and src/enqueue.cc",
         covers: "allreduce, reduce_scatter, allgather, broadcast, reduce (NCCL has no barrier)",
@@ -58,6 +58,8 @@ pub const SELECTORS: [SelectorInfo; 3] = [
             "channels=2: NCCL channels; the bus bandwidth is the link's, shared by them (sets the per-channel caps); \
              the allreduce runs with as many",
             "arch=hopper: GPU generation whose constants apply: volta, ampere, hopper, blackwell",
+            "nvls=1: 0 leaves NVLS out, as NCCL_NVLS_ENABLE=0 does (it is weighed on one node of an NVSwitch \
+             cluster, Hopper or later, and runs as nvls)",
         ],
     },
 ];
@@ -100,11 +102,13 @@ pub fn check(c: Collective, id: &str, params: &[(String, ParamValue)]) -> Result
 pub(crate) struct NcclParams {
     pub(crate) channels: u32,
     pub(crate) arch: nccl::Arch,
+    /// NVLS may be weighed (`nvls=0` leaves it out).
+    pub(crate) nvls: bool,
 }
 
 pub(crate) fn selector_params(id: &str, params: &[(String, ParamValue)]) -> Result<NcclParams, ParamError> {
     let mut p = Params::new(params.to_vec());
-    let mut out = NcclParams { channels: 2, arch: nccl::Arch::Hopper };
+    let mut out = NcclParams { channels: 2, arch: nccl::Arch::Hopper, nvls: true };
     if id == "nccl_model" {
         let channels = p.count("channels", 2)?;
         out.channels = u32::try_from(channels)
@@ -116,6 +120,11 @@ pub(crate) fn selector_params(id: &str, params: &[(String, ParamValue)]) -> Resu
         ordered.extend(names.iter().filter(|n| **n != "hopper"));
         let arch = p.choice("arch", &ordered)?;
         out.arch = nccl::Arch::NAMES.iter().find(|(n, _)| *n == arch).map_or(nccl::Arch::Hopper, |(_, a)| *a);
+        out.nvls = match p.take_value("nvls") {
+            None | Some(ParamValue::Int(1)) => true,
+            Some(ParamValue::Int(0)) => false,
+            Some(v) => return Err(ParamError::new(Some("nvls"), format!("'nvls' must be 0 or 1, not '{v}'"))),
+        };
     }
     let info = SELECTORS.iter().find(|s| s.id == id);
     let left: Vec<(String, ParamValue)> = params

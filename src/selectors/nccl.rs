@@ -42,6 +42,9 @@ pub enum Algo {
     Tree,
     /// Ring.
     Ring,
+    /// NVLS (NVLink SHARP): the NVSwitch adds and multicasts; allreduce on one node of
+    /// an NVSwitch of Hopper or later.
+    Nvls,
     /// PAT (parallel aggregated trees): reduce-scatter and allgather in rounds whose
     /// partners are a power of two apart, one rank per node only.
     Pat,
@@ -53,6 +56,7 @@ impl Algo {
         match self {
             Algo::Tree => "tree",
             Algo::Ring => "ring",
+            Algo::Nvls => "nvls",
             Algo::Pat => "pat",
         }
     }
@@ -69,6 +73,7 @@ impl Algo {
             (Algo::Ring, Collective::Allreduce) => "nccl_ring",
             (Algo::Ring, _) => "ring",
             (Algo::Tree, _) => "nccl_tree",
+            (Algo::Nvls, _) => "nvls",
             (Algo::Pat, _) => "pat",
         }
     }
@@ -88,7 +93,7 @@ impl Algo {
     /// Row of the tables indexed [tree, ring] (PAT has its own constants).
     fn index(self) -> usize {
         match self {
-            Algo::Tree | Algo::Pat => 0,
+            Algo::Tree | Algo::Pat | Algo::Nvls => 0,
             Algo::Ring => 1,
         }
     }
@@ -153,6 +158,12 @@ const TREE_CORRECTION: [[f64; 24]; 3] = [
         0.9, 0.9,
     ],
 ];
+// NVLS: its bus bandwidth's share of the NVLink bandwidth per architecture
+// (`nvlsEfficiency`: none before Hopper), its latency on NVLink (no base, no per-step
+// term), and the channels NCCL gives it on Hopper (`NVLS_NCHANNELS_SM90`).
+const NVLS_EFFICIENCY: [f64; 4] = [0.0, 0.0, 0.85, 0.74];
+const NVLS_LAT_NVLINK: f64 = 25.0;
+const NVLS_CHANNELS: f64 = crate::algos::nvls::DEFAULT_CHANNELS as f64;
 /// Network overhead per step on an x86 Intel host, microseconds (`getNetOverhead`).
 const NET_OVERHEAD_US: f64 = 1.0;
 
@@ -182,6 +193,11 @@ pub struct Inputs {
     /// `protoEnable` 2 case: "not tested and may cause silent data corruption"
     /// elsewhere); an explicit `NCCL_PROTO` naming it turns it on anywhere.
     pub ll128: bool,
+    /// NVLS may be picked: the GPUs of a node share an NVSwitch that can add and
+    /// multicast (NCCL's `nvlsSupport`: Hopper or later on NVSwitch), and it is not turned
+    /// off (`nccl_model`'s `nvls=0`, NCCL_NVLS_ENABLE=0). NCCL runs it across nodes only
+    /// with CollNet, which we do not model, so it is weighed on one node only.
+    pub nvls: bool,
 }
 
 impl Inputs {
@@ -205,6 +221,7 @@ impl Inputs {
                     avg: false,
                     pcie: topo.intra_pcie(),
                     ll128: !topo.intra_pcie(),
+                    nvls: topo.intra_nvswitch() && arch.comp_cap() >= 90,
                 }
             }
             None => {
@@ -220,6 +237,7 @@ impl Inputs {
                     avg: false,
                     pcie: topo.intra_pcie(),
                     ll128: !topo.intra_pcie(),
+                    nvls: topo.intra_nvswitch() && arch.comp_cap() >= 90,
                 }
             }
         }
@@ -246,11 +264,11 @@ pub fn collective_name(c: Collective) -> Option<&'static str> {
 }
 
 /// The algorithms NCCL's model weighs for `c` (of those we model), in NCCL's order:
-/// allreduce tree and ring; reduce-scatter and allgather ring and PAT; broadcast and
+/// allreduce tree, ring and NVLS; reduce-scatter and allgather ring and PAT; broadcast and
 /// reduce ring; none for the barrier.
 pub fn algorithms(c: Collective) -> &'static [Algo] {
     match c {
-        Collective::Allreduce => &[Algo::Tree, Algo::Ring],
+        Collective::Allreduce => &[Algo::Tree, Algo::Ring, Algo::Nvls],
         Collective::ReduceScatter | Collective::Allgather => &[Algo::Ring, Algo::Pat],
         Collective::Broadcast | Collective::Reduce => &[Algo::Ring],
         Collective::Barrier => &[],
@@ -272,6 +290,9 @@ fn nsteps(c: Collective, ranks: f64) -> f64 {
 pub fn lat_bw(x: &Inputs, c: Collective, algo: Algo, proto: Proto) -> (f64, f64) {
     if !algorithms(c).contains(&algo) || (algo == Algo::Pat && (proto != Proto::Simple || !x.pat_enabled())) {
         return (0.0, 0.0);
+    }
+    if algo == Algo::Nvls {
+        return nvls_lat_bw(x, c, proto);
     }
     let (a, p) = (algo.index(), proto.index());
     let (n_ranks, n_nodes) = (x.ranks as f64, x.nodes as f64);
@@ -305,7 +326,7 @@ pub fn lat_bw(x: &Inputs, c: Collective, algo: Algo, proto: Proto) -> (f64, f64)
     // bus bandwidth is its algorithm bandwidth.
     let nsteps = nsteps(c, n_ranks);
     let bw = match algo {
-        Algo::Ring => bus * n_ranks / nsteps,
+        Algo::Ring | Algo::Nvls => bus * n_ranks / nsteps,
         Algo::Tree => bus * 0.5,
         Algo::Pat => bus,
     };
@@ -340,12 +361,28 @@ pub fn lat_bw(x: &Inputs, c: Collective, algo: Algo, proto: Proto) -> (f64, f64)
             let per_node = (x.ranks / x.nodes) as f64;
             lat += 2.0 * ((per_node - 1.0) * intra_lat + f64::from(log2i(x.nodes as u64)) * inter_lat);
         }
+        (Algo::Nvls, _) => {}
         (Algo::Pat, _) => {
             // A logarithmic part, and "still a linear part" (NCCL's comment).
             lat += f64::from(log2i(x.nodes as u64)) * (inter_lat / 3.5) + n_ranks * 2.8;
         }
     }
     (lat, bw)
+}
+
+/// NVLS's latency and algorithm bandwidth (`ncclTopoTuneModel`): Simple only, on one
+/// node whose NVSwitch supports it; the bus bandwidth is the NVLink bandwidth times the
+/// architecture's NVLS efficiency times `(c-1)/c` for its c channels, doubled for the
+/// allreduce ("pipelines two operations"), turned into algorithm bandwidth like the
+/// ring's (`P / 2(P-1)`); the latency a flat 25 us.
+fn nvls_lat_bw(x: &Inputs, c: Collective, proto: Proto) -> (f64, f64) {
+    if !x.nvls || x.nodes != 1 || proto != Proto::Simple || c != Collective::Allreduce {
+        return (0.0, 0.0);
+    }
+    let nc = NVLS_CHANNELS;
+    let bus = x.bw_intra * NVLS_EFFICIENCY[x.arch.index()] * (nc - 1.0) / nc * 2.0;
+    let n_ranks = x.ranks as f64;
+    (NVLS_LAT_NVLINK, bus * n_ranks / nsteps(c, n_ranks))
 }
 
 /// NCCL's predicted time in seconds for collective `c` of `bytes` (NCCL's `nBytes`) by
@@ -442,6 +479,7 @@ mod tests {
             avg: false,
             pcie: false,
             ll128: true,
+            nvls: false,
         }
     }
 

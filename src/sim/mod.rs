@@ -52,6 +52,13 @@ pub trait Programs {
     fn rank_program(&self, rank: Rank, p: Problem, topo: &dyn Topology) -> Vec<Program<'_>>;
     /// Elements of each scratch buffer every rank needs (buffer ids 1, 2, ...).
     fn scratch_elems(&self, p: &Problem) -> Vec<usize>;
+    /// Whether ranks `P..2P` are switch agents ([`crate::topology::SwitchAgents`]) that run
+    /// programs of their own ([`Programs::rank_program`] is asked for them too): the work
+    /// an NVSwitch does itself, for NCCL's NVLS. Agents hold no vector, so such a run
+    /// is timing only (no data plane, no noise).
+    fn switch_agents(&self) -> bool {
+        false
+    }
 }
 
 /// What [`simulate`] hands back: the engine's statistics and, with data, every rank's
@@ -115,12 +122,15 @@ pub fn simulate_noisy<A: Programs + ?Sized, O: Observer>(
     plane: Option<impl FnOnce(&[usize]) -> DataPlane>,
     obs: &mut O,
 ) -> Result<(SimStats, Option<DataPlane>), SimError> {
+    if algo.switch_agents() {
+        return run_with_agents(algo, topo, p, cost_per_byte, net, noise, plane.is_some(), obs);
+    }
     let scratch = algo.scratch_elems(&p);
     let scratch_bytes = (scratch.iter().sum::<usize>() * p.elem_bytes) as u64;
     let cfg = EngineConfig { elem_bytes: p.elem_bytes, cost_per_byte, scratch_bytes, envelope: net.envelope };
     let mut plane = plane.map(|build| build(&scratch));
     let wants_loads = obs.wants_link_loads();
-    let run = Run { algo, topo, p, cfg, plane: plane.as_mut(), obs, noise };
+    let run = Run { algo, topo, p, cfg, plane: plane.as_mut(), obs, noise, programs_of: p };
     let stats = network::dispatch(&net, topo, wants_loads, noise, run)?;
     Ok((stats, plane))
 }
@@ -145,6 +155,73 @@ pub fn simulate_logged<A: Programs + ?Sized, O: Observer>(
     Ok((stats, plane.and_then(DataPlane::into_log).expect("the plane was built as a log")))
 }
 
+/// [`simulate_noisy`] for programs with switch agents ([`Programs::switch_agents`]): the
+/// machine seen with its agents, every rank's and agent's program, and the statistics of
+/// the GPUs alone.
+#[allow(clippy::too_many_arguments)]
+fn run_with_agents<A: Programs + ?Sized, O: Observer>(
+    algo: &A,
+    topo: &dyn Topology,
+    p: Problem,
+    cost_per_byte: f64,
+    net: Network,
+    noise: Option<&Noise>,
+    data: bool,
+    obs: &mut O,
+) -> Result<(SimStats, Option<DataPlane>), SimError> {
+    if data || noise.is_some() {
+        return Err(SimError::Unsupported(
+            "the switch reduces and copies here, and holds no vector and no noise of its own: run with \
+             data: { mode: off } and no noise"
+                .to_string(),
+        ));
+    }
+    let agents = crate::topology::SwitchAgents::new(topo).map_err(SimError::Unsupported)?;
+    let scratch = algo.scratch_elems(&p);
+    let scratch_bytes = (scratch.iter().sum::<usize>() * p.elem_bytes) as u64;
+    let cfg = EngineConfig { elem_bytes: p.elem_bytes, cost_per_byte, scratch_bytes, envelope: net.envelope };
+    let wants_loads = obs.wants_link_loads();
+    let seen = Problem { ranks: 2 * p.ranks, ..p };
+    let obs = &mut GpusOnly { inner: obs, gpus: p.ranks as Rank };
+    let run = Run { algo, topo: &agents, p: seen, cfg, plane: None, obs, noise: None, programs_of: p };
+    let mut stats = network::dispatch(&net, &agents, wants_loads, None, run)?;
+    stats.rank_finish.truncate(p.ranks);
+    stats.bytes_sent.truncate(p.ranks);
+    stats.bytes_received.truncate(p.ranks);
+    Ok((stats, None))
+}
+
+/// An observer that sees what the GPUs do, not the switch agents: the messages between
+/// two GPUs and the GPUs' reductions (the timelines and critical paths are per GPU).
+struct GpusOnly<'o, O: Observer> {
+    inner: &'o mut O,
+    gpus: Rank,
+}
+
+impl<O: Observer> Observer for GpusOnly<'_, O> {
+    fn message(&mut self, m: &engine::MessageInfo, start: f64, end: f64) {
+        if m.src < self.gpus && m.dst < self.gpus {
+            self.inner.message(m, start, end);
+        }
+    }
+    fn message_end(&mut self, m: &engine::MessageInfo, end: f64) {
+        if m.src < self.gpus && m.dst < self.gpus {
+            self.inner.message_end(m, end);
+        }
+    }
+    fn compute(&mut self, rank: Rank, bytes: u64, start: f64, end: f64) {
+        if rank < self.gpus {
+            self.inner.compute(rank, bytes, start, end);
+        }
+    }
+    fn wants_link_loads(&self) -> bool {
+        self.inner.wants_link_loads()
+    }
+    fn link_loads(&mut self, links: &[flow::LinkStat], loads: Vec<(u32, f64, f64)>) {
+        self.inner.link_loads(links, loads);
+    }
+}
+
 /// One engine run waiting for its network model ([`network::dispatch`]).
 struct Run<'a, 'o, A: Programs + ?Sized, O: Observer> {
     algo: &'a A,
@@ -154,13 +231,16 @@ struct Run<'a, 'o, A: Programs + ?Sized, O: Observer> {
     plane: Option<&'a mut DataPlane>,
     obs: &'o mut O,
     noise: Option<&'a Noise>,
+    /// The problem the programs are asked for (`p` but for switch agents, where `p`
+    /// counts the agents too).
+    programs_of: Problem,
 }
 
 impl<'a, A: Programs + ?Sized, O: Observer> WithModel<'a> for Run<'a, '_, A, O> {
     type Out = SimStats;
     fn run<N: NetworkModel + 'a>(self, model: N) -> Result<SimStats, SimError> {
-        let Run { algo, topo, p, cfg, plane, obs, noise } = self;
-        let programs = (0..p.ranks).map(|r| algo.rank_program(r as Rank, p, topo));
+        let Run { algo, topo, p, cfg, plane, obs, noise, programs_of } = self;
+        let programs = (0..p.ranks).map(|r| algo.rank_program(r as Rank, programs_of, topo));
         Engine::new(topo, cfg, model, programs, plane, obs)?.with_noise(noise).run()
     }
 }

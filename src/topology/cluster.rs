@@ -685,6 +685,10 @@ impl Topology for Cluster {
         self.spec.intra.kind == IntraKind::Pcie
     }
 
+    fn intra_nvswitch(&self) -> bool {
+        self.spec.intra.kind == IntraKind::Nvswitch
+    }
+
     fn interfaces(&self) -> usize {
         if self.flow { 2 * self.ranks } else { self.ranks + self.nodes * self.spec.nics_per_node }
     }

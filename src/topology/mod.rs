@@ -23,6 +23,7 @@ mod hierarchical;
 mod proto_view;
 mod protocol;
 pub mod spec;
+mod switch_agents;
 
 pub use cluster::{Cluster, ClusterSpec, FabricKind, FabricSpec, InterSpec, IntraKind, IntraSpec, PerProto};
 pub use fabric::{Fabric, LinkId, detour, route_cost};
@@ -33,6 +34,7 @@ pub use grid::{Grid, squarest};
 pub use hierarchical::{Hierarchical, Level};
 pub use proto_view::ProtoView;
 pub use protocol::Proto;
+pub use switch_agents::SwitchAgents;
 
 /// The cost of one message between two ranks: `alpha + bytes / bandwidth`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -92,6 +94,11 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     /// The GPUs of a node are joined by PCIe rather than NVLink (a `cluster` of kind
     /// `pcie`), which changes NCCL's latencies and the protocols it enables.
     fn intra_pcie(&self) -> bool {
+        false
+    }
+    /// The GPUs of a node are joined by an NVSwitch (a `cluster` of kind `nvswitch`),
+    /// which NCCL's NVLS algorithm needs.
+    fn intra_nvswitch(&self) -> bool {
         false
     }
     /// The NCCL protocol this machine's costs are for, where a run's entry named one
