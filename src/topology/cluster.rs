@@ -671,6 +671,10 @@ impl Topology for Cluster {
         self.spec.intra.kind == IntraKind::Pcie
     }
 
+    fn nvlinks(&self) -> Option<&[(usize, usize, u32)]> {
+        (self.spec.intra.kind == IntraKind::Nvlink).then_some(self.bundles.as_slice())
+    }
+
     fn interfaces(&self) -> usize {
         if self.flow { 2 * self.ranks } else { self.ranks + self.nodes * self.spec.nics_per_node }
     }
