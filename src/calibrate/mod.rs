@@ -371,7 +371,9 @@ pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<
             let k = nccl::chain_segments(&x, proto, bytes, bytes / e.max(1));
             if k > 1 { vec![("segments".to_string(), ParamValue::Int(k))] } else { Vec::new() }
         }
-        Collective::Allreduce if cluster => vec![("channels".to_string(), ParamValue::Int(NCCL_CHANNELS.into()))],
+        Collective::Allreduce if cluster => {
+            vec![("channels".to_string(), ParamValue::Int(ring_channels(topo, algo).into()))]
+        }
         _ => Vec::new(),
     };
     let picked = if forced.is_empty() { "nccl_model: " } else { "" };
@@ -384,6 +386,20 @@ pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<
         spec: AlgoSpec { name: name.to_string(), collective: c, params, location: String::new(), protocol },
         how: format!("{forced}{picked}{}/{}", algo.name(), proto.name()),
     })
+}
+
+/// The channels `algo` runs with on `topo`: [`NCCL_CHANNELS`], or on one node of
+/// explicit NVLinks, NCCL's ring on every ring its search lays over distinct NVLinks
+/// (`nccl_ring` puts channel k on ring `k mod R`, so fewer channels than rings would
+/// leave links idle that NCCL uses).
+fn ring_channels(topo: &dyn topology::Topology, algo: nccl::Algo) -> u32 {
+    match (algo, topo.nvlinks(), topo.node_shape()) {
+        (nccl::Algo::Ring, Some(links), Some((1, g))) if g > 2 => {
+            let rings = crate::algos::nccl_ring::nvlink_rings(g, links).len() as u32;
+            rings.max(NCCL_CHANNELS)
+        }
+        _ => NCCL_CHANNELS,
+    }
 }
 
 /// Bytes of an nccl-tests element type (4 when unknown).
@@ -458,8 +474,19 @@ pub fn shape(tree: &mut Yaml, kind: &str, run: &Run) -> Result<(), String> {
     match kind {
         "cluster" => {
             let (n, g) = nodes_needed()?;
+            let node = match tree.get("topology.gpus_per_node") {
+                Some(Yaml::UInt(u)) => *u as usize,
+                _ => 0,
+            };
             tree.set("topology.nodes", Yaml::UInt(n as u64))?;
-            tree.set("topology.gpus_per_node", Yaml::UInt(g as u64))?;
+            if n == 1 && g < node {
+                // Part of one node: the run's GPUs are some of the machine's, which keeps
+                // its node (an NVLink list names all of its GPUs). The cluster runs P
+                // ranks on a node's first P GPUs, so the GPUs the log names are moved there.
+                first_gpus(tree, node, &run.device_ids)?;
+            } else {
+                tree.set("topology.gpus_per_node", Yaml::UInt(g as u64))?;
+            }
         }
         "hierarchical" => {
             let levels = match tree.get("topology.levels") {
@@ -484,6 +511,40 @@ pub fn shape(tree: &mut Yaml, kind: &str, run: &Run) -> Result<(), String> {
         _ => {}
     }
     tree.set("ranks", Yaml::UInt(p as u64))
+}
+
+/// Renumber the GPUs of a `node`-GPU machine's NVLink list (`topology.intra.links`) so
+/// that the devices a log names (`ids`, in rank order) become GPUs 0, 1, ..., the others
+/// following in their order. Nothing changes without such a list, or where the log does
+/// not name distinct devices of the node (the run then takes the node's first GPUs).
+fn first_gpus(tree: &mut Yaml, node: usize, ids: &[usize]) -> Result<(), String> {
+    let mut seen = vec![false; node];
+    for &d in ids {
+        if d >= node || seen[d] {
+            return Ok(());
+        }
+        seen[d] = true;
+    }
+    let Some(Yaml::Seq(links)) = tree.get("topology.intra.links") else { return Ok(()) };
+    let order: Vec<usize> = ids.iter().copied().chain((0..node).filter(|&d| !seen[d])).collect();
+    let mut new = vec![0; node];
+    for (to, &from) in order.iter().enumerate() {
+        new[from] = to;
+    }
+    let links: Vec<Yaml> = links
+        .iter()
+        .map(|l| match l {
+            Yaml::Seq(v) if v.len() == 3 => {
+                let gpu = |y: &Yaml| match y {
+                    Yaml::UInt(u) if (*u as usize) < node => Yaml::UInt(new[*u as usize] as u64),
+                    other => other.clone(),
+                };
+                Yaml::Seq(vec![gpu(&v[0]), gpu(&v[1]), v[2].clone()])
+            }
+            other => other.clone(),
+        })
+        .collect();
+    tree.set("topology.intra.links", Yaml::Seq(links))
 }
 
 /// A run ready to simulate: its tree (shaped, with its algorithms and sizes), and per
@@ -556,6 +617,17 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
     Ok(Job { tree, ranks, points })
 }
 
+/// The jobs of `runs` on `m` with `params` set to `values`: what NCCL's model picks (the
+/// protocol, where the log does not force it) depends on the machine's bandwidths, so it
+/// is picked again at every trial of the values, as NCCL picks it on the machine it runs.
+fn jobs_at(m: &Machine, runs: &[Run], params: &[Param], values: &[f64]) -> Result<Vec<Job>, String> {
+    let mut at = m.clone();
+    for (p, v) in params.iter().zip(values) {
+        at.tree.set(&p.path, p.text(*v))?;
+    }
+    runs.iter().map(|r| job_for(&at, r)).collect()
+}
+
 /// The scenario of `tree` with `params` set to `values`.
 fn parse_tree(tree: &Yaml, file: &str, params: &[Param], values: &[f64]) -> Result<Scenario, String> {
     let mut t = tree.clone();
@@ -592,7 +664,6 @@ fn simulate(m: &Machine, jobs: &[Job], runs: &[Run], params: &[Param], values: &
 
 struct SimModel<'a> {
     machine: &'a Machine,
-    jobs: &'a [Job],
     runs: &'a [Run],
     params: &'a [Param],
     measured: Vec<f64>,
@@ -606,7 +677,8 @@ impl fit::Model for SimModel<'_> {
             .par_iter()
             .map(|t| {
                 let v: Vec<f64> = t.iter().map(|x| x.exp()).collect();
-                let sim = simulate(self.machine, self.jobs, self.runs, self.params, &v)?;
+                let jobs = jobs_at(self.machine, self.runs, self.params, &v)?;
+                let sim = simulate(self.machine, &jobs, self.runs, self.params, &v)?;
                 Ok(sim.iter().zip(&self.measured).map(|(s, m)| s / m - 1.0).collect())
             })
             .collect()
@@ -772,9 +844,10 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
     parse_tree(&machine.tree, &machine.file, &params, &params.iter().map(|p| p.start).collect::<Vec<_>>())
         .map_err(|e| format!("--fit: setting the parameters makes the machine unreadable: {e}"))?;
 
-    let jobs: Vec<Job> = fit_runs.iter().map(|r| job_for(machine, r)).collect::<Result<_, _>>()?;
+    // Every run must shape the machine before any trial.
+    fit_runs.iter().chain(hold_out).try_for_each(|r| job_for(machine, r).map(drop))?;
     let measured: Vec<f64> = fit_runs.iter().flat_map(|r| r.samples.iter().map(|s| s.time_s)).collect();
-    let model = SimModel { machine, jobs: &jobs, runs: fit_runs, params: &params, measured };
+    let model = SimModel { machine, runs: fit_runs, params: &params, measured };
     let start: Vec<f64> = params.iter().map(|p| p.start.ln()).collect();
     // Parameters nothing depends on are held. A derivative at the start is not enough
     // to tell: a link that is not the bottleneck there moves nothing until the others
@@ -872,10 +945,11 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
     // Errors per log, fitted and held out.
     let mut logs = Vec::new();
     let several = |runs: &[Run], r: &Run| runs.iter().filter(|x| x.file == r.file).count() > 1;
+    let jobs = jobs_at(machine, fit_runs, &params, &values)?;
     let sim_fit = simulate(machine, &jobs, fit_runs, &params, &values)?;
     push_logs(&mut logs, fit_runs, &jobs, &sim_fit, "fit", &several);
     if !hold_out.is_empty() {
-        let hjobs: Vec<Job> = hold_out.iter().map(|r| job_for(machine, r)).collect::<Result<_, _>>()?;
+        let hjobs = jobs_at(machine, hold_out, &params, &values)?;
         let sim = simulate(machine, &hjobs, hold_out, &params, &values)?;
         push_logs(&mut logs, hold_out, &hjobs, &sim, "hold-out", &several);
     }
