@@ -371,9 +371,7 @@ pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<
             let k = nccl::chain_segments(&x, proto, bytes, bytes / e.max(1));
             if k > 1 { vec![("segments".to_string(), ParamValue::Int(k))] } else { Vec::new() }
         }
-        Collective::Allreduce if cluster => {
-            vec![("channels".to_string(), ParamValue::Int(ring_channels(topo, algo).into()))]
-        }
+        Collective::Allreduce if cluster => vec![("channels".to_string(), ParamValue::Int(NCCL_CHANNELS.into()))],
         _ => Vec::new(),
     };
     let picked = if forced.is_empty() { "nccl_model: " } else { "" };
@@ -388,17 +386,19 @@ pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<
     })
 }
 
-/// The channels `algo` runs with on `topo`: [`NCCL_CHANNELS`], or on one node of
-/// explicit NVLinks, NCCL's ring on every ring its search lays over distinct NVLinks
-/// (`nccl_ring` puts channel k on ring `k mod R`, so fewer channels than rings would
-/// leave links idle that NCCL uses).
-fn ring_channels(topo: &dyn topology::Topology, algo: nccl::Algo) -> u32 {
-    match (algo, topo.nvlinks(), topo.node_shape()) {
-        (nccl::Algo::Ring, Some(links), Some((1, g))) if g > 2 => {
+/// The channels NCCL's ring runs with on one node of explicit NVLinks under the flow
+/// model: one on each ring its search lays over distinct NVLinks (`nccl_ring` puts
+/// channel k on ring `k mod R`, so fewer channels than rings would leave links idle that
+/// NCCL uses), at least [`NCCL_CHANNELS`]. `None` elsewhere, and under the ideal model,
+/// where a message holds a port rather than a share of its NVLinks, so that more channels
+/// would only add ports.
+fn nvlink_channels(topo: &dyn topology::Topology, flow: bool) -> Option<u32> {
+    match (topo.nvlinks(), topo.node_shape()) {
+        (Some(links), Some((1, g))) if flow && g > 2 => {
             let rings = crate::algos::nccl_ring::nvlink_rings(g, links).len() as u32;
-            rings.max(NCCL_CHANNELS)
+            Some(rings.max(NCCL_CHANNELS))
         }
-        _ => NCCL_CHANNELS,
+        _ => None,
     }
 }
 
@@ -575,8 +575,16 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
     let topo = topology::build(&first.topology, ranks).map_err(|e| format!("{}: {e}", run.file))?;
     let mut specs: Vec<AlgoSpec> = Vec::new();
     let mut points = Vec::new();
+    let nvlink = nvlink_channels(topo.as_ref(), first.network.model == scenario::NetworkModel::Flow);
     for s in &run.samples {
-        let ran = what_ran(run, topo.as_ref(), s.bytes)?;
+        let mut ran = what_ran(run, topo.as_ref(), s.bytes)?;
+        if let Some(c) = nvlink.filter(|_| ran.spec.name == "nccl_ring") {
+            for (k, v) in &mut ran.spec.params {
+                if k == "channels" {
+                    *v = ParamValue::Int(c.into());
+                }
+            }
+        }
         let k = match specs
             .iter()
             .position(|x| x.name == ran.spec.name && x.params == ran.spec.params && x.protocol == ran.spec.protocol)
