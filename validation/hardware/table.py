@@ -87,7 +87,11 @@ print()
 
 for path in sorted(glob.glob(os.path.join(res_dir, "*.json"))):
     name = os.path.basename(path)[:-5]
-    c = json.load(open(path))
+    c = load(name)
+    if c is None:
+        # A fit that did not finish leaves an empty file: say so rather than stop.
+        print(f"## {name}\n\nNot finished: `run.sh` was stopped before this fit ended.\n")
+        continue
     print(f"## {name}\n")
     cond = c["condition_number"]
     cond = "infinite (a value no point depends on)" if cond is None else f"{cond:.3g}"
