@@ -547,6 +547,10 @@ fn first_gpus(tree: &mut Yaml, node: usize, ids: &[usize]) -> Result<(), String>
     tree.set("topology.intra.links", Yaml::Seq(links))
 }
 
+/// The most rounds of fitting with NCCL's picks held, then picking again at the fitted
+/// values ([`calibrate`]).
+const PICK_ROUNDS: usize = 4;
+
 /// A run ready to simulate: its tree (shaped, with its algorithms and sizes), and per
 /// logged point the index of its algorithm and what ran.
 #[derive(Clone, Debug)]
@@ -627,7 +631,8 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
 
 /// The jobs of `runs` on `m` with `params` set to `values`: what NCCL's model picks (the
 /// protocol, where the log does not force it) depends on the machine's bandwidths, so it
-/// is picked again at every trial of the values, as NCCL picks it on the machine it runs.
+/// is picked again at the values of each round of the fit, as NCCL picks it on the
+/// machine it runs.
 fn jobs_at(m: &Machine, runs: &[Run], params: &[Param], values: &[f64]) -> Result<Vec<Job>, String> {
     let mut at = m.clone();
     for (p, v) in params.iter().zip(values) {
@@ -672,6 +677,8 @@ fn simulate(m: &Machine, jobs: &[Job], runs: &[Run], params: &[Param], values: &
 
 struct SimModel<'a> {
     machine: &'a Machine,
+    /// What NCCL runs at each point, held for one round of the fit (see [`calibrate`]).
+    jobs: &'a [Job],
     runs: &'a [Run],
     params: &'a [Param],
     measured: Vec<f64>,
@@ -685,8 +692,7 @@ impl fit::Model for SimModel<'_> {
             .par_iter()
             .map(|t| {
                 let v: Vec<f64> = t.iter().map(|x| x.exp()).collect();
-                let jobs = jobs_at(self.machine, self.runs, self.params, &v)?;
-                let sim = simulate(self.machine, &jobs, self.runs, self.params, &v)?;
+                let sim = simulate(self.machine, self.jobs, self.runs, self.params, &v)?;
                 Ok(sim.iter().zip(&self.measured).map(|(s, m)| s / m - 1.0).collect())
             })
             .collect()
@@ -855,8 +861,9 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
     // Every run must shape the machine before any trial.
     fit_runs.iter().chain(hold_out).try_for_each(|r| job_for(machine, r).map(drop))?;
     let measured: Vec<f64> = fit_runs.iter().flat_map(|r| r.samples.iter().map(|s| s.time_s)).collect();
-    let model = SimModel { machine, runs: fit_runs, params: &params, measured };
     let start: Vec<f64> = params.iter().map(|p| p.start.ln()).collect();
+    let mut jobs = jobs_at(machine, fit_runs, &params, &params.iter().map(|p| p.start).collect::<Vec<_>>())?;
+    let model = SimModel { machine, jobs: &jobs, runs: fit_runs, params: &params, measured: measured.clone() };
     // Parameters nothing depends on are held. A derivative at the start is not enough
     // to tell: a link that is not the bottleneck there moves nothing until the others
     // have moved, so each value is tried ten times larger and smaller instead.
@@ -882,7 +889,35 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
             ));
         }
     }
-    let outcome = fit::fit(&model, &start, &frozen, opts.patience.max(1))?;
+    // NCCL picks the protocol from the machine's bandwidths, so the picks move with the
+    // values. Re-picking inside every trial makes the residuals jump where a point
+    // switches protocol and the optimiser stalls there; instead each round fits with the
+    // picks held, then picks again at the fitted values, until the picks hold.
+    let mut theta = start.clone();
+    let mut evaluations = 0;
+    let mut rounds = 0;
+    let outcome = loop {
+        rounds += 1;
+        let model = SimModel { machine, jobs: &jobs, runs: fit_runs, params: &params, measured: measured.clone() };
+        let out = fit::fit(&model, &theta, &frozen, opts.patience.max(1))?;
+        evaluations += out.evaluations;
+        let v: Vec<f64> = out.theta.iter().map(|t| t.exp()).collect();
+        let next = jobs_at(machine, fit_runs, &params, &v)?;
+        let held = next.iter().zip(&jobs).all(|(a, b)| a.points == b.points);
+        jobs = next;
+        theta.clone_from(&out.theta);
+        if held {
+            break out;
+        }
+        if rounds == PICK_ROUNDS {
+            warnings.push(format!(
+                "NCCL's picks (algorithm, protocol) still changed after {PICK_ROUNDS} rounds of fitting with the \
+                 picks held; the values are those of the last round, and the errors below use the picks at them"
+            ));
+            break out;
+        }
+    };
+    let outcome = fit::Outcome { evaluations, ..outcome };
     let active: Vec<bool> = frozen.iter().map(|f| !f).collect();
     let st = fit::stats(&outcome, &active);
     let values: Vec<f64> = outcome.theta.iter().map(|t| t.exp()).collect();
