@@ -244,6 +244,35 @@ fn a_cluster_machine_fits_a_real_log() {
     assert_eq!(j["results"][0]["ranks"], 32);
 }
 
+/// A log of 2 GPUs on the DGX-1's 8-GPU cube-mesh runs on part of the node instead of
+/// being refused, and the held-out 4- and 8-GPU runs use a channel per ring over
+/// distinct NVLinks (4 and 6), which makes them faster per byte than 2 GPUs' one link.
+#[test]
+fn a_log_of_part_of_an_nvlink_node_runs_on_that_node() {
+    let m = Path::new(env!("CARGO_MANIFEST_DIR")).join("validation/hardware/machines/dgx1_v100.yaml");
+    let r = bin()
+        .arg("calibrate")
+        .arg(&m)
+        .arg(data("astrasim_hpe_v100_p2.txt"))
+        .arg("--hold-out")
+        .args([data("astrasim_hpe_v100_p4.txt"), data("astrasim_hpe_v100_p8.txt")])
+        .args(["--patience", "3", "--format", "json"])
+        .assert()
+        .success();
+    let j: serde_json::Value = serde_json::from_slice(&r.get_output().stdout).unwrap();
+    let logs = j["logs"].as_array().unwrap();
+    let busbw = |l: &serde_json::Value| {
+        let pts = l["points"].as_array().unwrap();
+        pts.last().unwrap()["simulated_busbw_Bps"].as_f64().unwrap()
+    };
+    for (l, channels) in logs.iter().zip(["channels=2", "channels=4", "channels=6"]) {
+        let a = l["points"][0]["algorithm"].as_str().unwrap();
+        assert!(a.starts_with("nccl_ring") && a.contains(channels), "{a}");
+    }
+    assert!(busbw(&logs[1]) > 3.0 * busbw(&logs[0]), "{} vs {}", busbw(&logs[1]), busbw(&logs[0]));
+    assert!(busbw(&logs[2]) > 5.0 * busbw(&logs[0]), "{} vs {}", busbw(&logs[2]), busbw(&logs[0]));
+}
+
 #[test]
 fn bad_input_is_one_message_and_status_2() {
     let m = tmp("m.yaml");

@@ -10,6 +10,17 @@
 //! that is not a cluster, unless `gpus_per_node` says otherwise) makes every channel the
 //! plain ring 0, 1, ..., P-1.
 //!
+//! **NVLink rings.** On one node whose GPUs are joined by explicit NVLinks (a cluster of
+//! kind `nvlink`, such as the DGX-1's hybrid cube-mesh) the rotated order above would put
+//! every channel on the same NVLinks, and some of its hops on no NVLink at all. NCCL's
+//! ring search instead lays each channel on its own links: a ring takes its bandwidth off
+//! every link it crosses, and the search looks for as many rings as the links can carry,
+//! until the channels together use all of a GPU's NVLinks. [`nvlink_rings`] does the
+//! same with a ring's share being one NVLink: it looks for the most rings through the
+//! run's GPUs (a node's first P) that go only over NVLinks, each directed bundle of `n`
+//! links carried by at most `n` rings. Channel k runs on ring `k mod R` of the R found.
+//! A node where no such ring exists keeps the rotated order.
+//!
 //! **Channels.** The vector is cut into c near-equal parts; channel k moves part k around
 //! its own ring, as a stream of its own on every rank (they share the rank's ports and
 //! compute unit).
@@ -27,6 +38,8 @@
 //!
 //! **Flow control.** Sends are eager: NCCL's 8-slot FIFO per peer never fills here, as
 //! each rank has at most one chunk of a channel in flight to its next GPU.
+
+use std::sync::Arc;
 
 use super::{AlgoInfo, Algorithm, Blocks, Machine, ParamError, Params, Problem, Topology};
 use crate::cost_model::{self, Hockney};
@@ -197,9 +210,20 @@ impl NcclRing {
     pub(crate) fn plan(&self, p: &Problem, topo: &dyn Topology) -> RingPlan {
         let e = p.elem_bytes.max(1);
         let proto = run_protocol(self.proto, topo);
+        let g = gpus_per_node(self.gpus_per_node, topo);
+        // NVLink rings only where the ranks are one node (NCCL's rings across nodes enter
+        // and leave each node through its NICs, which the rotated order keeps).
+        let rings = match topo.nvlinks() {
+            Some(links) if p.ranks == g && g > 2 && self.gpus_per_node == 0 => {
+                let r = nvlink_rings(g, links);
+                (!r.is_empty()).then(|| Arc::new(Rings::new(r)))
+            }
+            _ => None,
+        };
         RingPlan {
             np: p.ranks,
-            g: gpus_per_node(self.gpus_per_node, topo),
+            g,
+            rings,
             channels: self.channels,
             n: p.elems,
             elem_bytes: e,
@@ -210,13 +234,127 @@ impl NcclRing {
     }
 }
 
+/// Rings found over a node's NVLinks ([`nvlink_rings`]): each ring's GPUs in order, and
+/// every GPU's position on each ring.
+#[derive(Debug)]
+pub(crate) struct Rings {
+    order: Vec<Vec<usize>>,
+    position: Vec<Vec<usize>>,
+}
+
+impl Rings {
+    fn new(order: Vec<Vec<usize>>) -> Rings {
+        let position = order
+            .iter()
+            .map(|ring| {
+                let mut pos = vec![0; ring.len()];
+                for (q, &r) in ring.iter().enumerate() {
+                    pos[r] = q;
+                }
+                pos
+            })
+            .collect();
+        Rings { order, position }
+    }
+}
+
+/// The most rings through GPUs `0..g` of a node that go over NVLinks only (`links`: the
+/// node's bundles `(a, b, count)`), each directed bundle of `count` links carried by at
+/// most `count` rings; empty if no ring exists. Each ring starts at GPU 0 and goes on to
+/// the GPU with the most unused links (ties to the lowest), backtracking where it is
+/// stuck, as NCCL's search orders its candidates by remaining bandwidth; sets of rings
+/// are tried in that order too, with a fixed budget of steps, and the largest found is
+/// kept (it stops at the bound: the fewest NVLinks any GPU has to the others).
+pub(crate) fn nvlink_rings(g: usize, links: &[(usize, usize, u32)]) -> Vec<Vec<usize>> {
+    if g < 2 {
+        return Vec::new();
+    }
+    let mut cap = vec![0u32; g * g];
+    for &(a, b, c) in links {
+        if a < g && b < g {
+            cap[a * g + b] = c;
+            cap[b * g + a] = c;
+        }
+    }
+    let bound = (0..g).map(|a| (0..g).map(|b| cap[a * g + b]).sum::<u32>()).min().unwrap_or(0) as usize;
+    let mut search = RingSearch { g, cap, bound, budget: 200_000, rings: Vec::new(), best: Vec::new() };
+    search.more();
+    search.best
+}
+
+struct RingSearch {
+    g: usize,
+    cap: Vec<u32>,
+    bound: usize,
+    budget: usize,
+    rings: Vec<Vec<usize>>,
+    best: Vec<Vec<usize>>,
+}
+
+impl RingSearch {
+    /// Add rings to `rings` in every way the budget allows; true when the bound is met.
+    fn more(&mut self) -> bool {
+        if self.rings.len() > self.best.len() {
+            self.best = self.rings.clone();
+        }
+        if self.best.len() >= self.bound {
+            return true;
+        }
+        let mut ring = vec![0];
+        let mut seen = vec![false; self.g];
+        seen[0] = true;
+        self.extend(&mut ring, &mut seen)
+    }
+
+    /// Grow the ring being built; at its end, close it, take its links and look for more.
+    fn extend(&mut self, ring: &mut Vec<usize>, seen: &mut [bool]) -> bool {
+        if self.budget == 0 {
+            return false;
+        }
+        self.budget -= 1;
+        let g = self.g;
+        let last = ring[ring.len() - 1];
+        if ring.len() == g {
+            if self.cap[last * g] == 0 {
+                return false;
+            }
+            let hops: Vec<(usize, usize)> = (0..g).map(|q| (ring[q], ring[(q + 1) % g])).collect();
+            for &(a, b) in &hops {
+                self.cap[a * g + b] -= 1;
+            }
+            self.rings.push(ring.clone());
+            let done = self.more();
+            self.rings.pop();
+            for &(a, b) in &hops {
+                self.cap[a * g + b] += 1;
+            }
+            return done;
+        }
+        let mut next: Vec<usize> = (0..g).filter(|&b| !seen[b] && self.cap[last * g + b] > 0).collect();
+        next.sort_by_key(|&b| (std::cmp::Reverse(self.cap[last * g + b]), b));
+        for b in next {
+            seen[b] = true;
+            ring.push(b);
+            let done = self.extend(ring, seen);
+            ring.pop();
+            seen[b] = false;
+            if done {
+                return true;
+            }
+        }
+        false
+    }
+}
+
 /// One run's schedule: what every rank's program, the closed form and `explain` read.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct RingPlan {
     /// P.
     pub np: usize,
     /// GPUs per node.
     pub g: usize,
+    /// Rings over a node's NVLinks, channel k on ring `k mod R`; `None`: the rotated order.
+    pub rings: Option<Arc<Rings>>,
     /// Channels.
     pub channels: usize,
     /// n.
@@ -276,12 +414,18 @@ impl RingPlan {
     /// The rank at ring position q of channel k.
     pub fn rank_at(&self, k: usize, q: usize) -> usize {
         let q = q % self.np;
+        if let Some(r) = &self.rings {
+            return r.order[k % r.order.len()][q];
+        }
         let (node, j) = (q / self.g, q % self.g);
         node * self.g + (j + k) % self.g
     }
 
     /// Rank r's ring position on channel k.
     pub fn position(&self, k: usize, r: usize) -> usize {
+        if let Some(rings) = &self.rings {
+            return rings.position[k % rings.position.len()][r];
+        }
         let (node, local) = (r / self.g, r % self.g);
         node * self.g + (local + self.g - k % self.g) % self.g
     }
@@ -378,7 +522,7 @@ impl Algorithm for NcclRing {
         let plan = self.plan(&p, topo);
         (0..self.channels)
             .filter(|&k| plan.items(k) > 0)
-            .map(|k| Box::new(plan.program(k, rank as usize)) as Program<'_>)
+            .map(|k| Box::new(plan.clone().program(k, rank as usize)) as Program<'_>)
             .collect()
     }
 
@@ -500,7 +644,7 @@ mod tests {
     use super::*;
 
     fn plan(np: usize, g: usize, channels: usize, n: usize, chunk_elems: usize, slices: usize) -> RingPlan {
-        RingPlan { np, g, channels, n, elem_bytes: 4, chunk_elems, align: 4, slices }
+        RingPlan { np, g, rings: None, channels, n, elem_bytes: 4, chunk_elems, align: 4, slices }
     }
 
     /// Every channel's ring visits every rank once, a node's GPUs consecutively, entering
@@ -523,6 +667,54 @@ mod tests {
                 assert_eq!(ranks[node * 4 + 3] % 4, (k + 3) % 4);
             }
         }
+    }
+
+    /// The DGX-1's hybrid cube-mesh (NVLink counts per pair).
+    const DGX1: [(usize, usize, u32); 16] = [
+        (0, 1, 1),
+        (0, 2, 1),
+        (0, 3, 2),
+        (0, 4, 2),
+        (1, 2, 2),
+        (1, 3, 1),
+        (1, 5, 2),
+        (2, 3, 2),
+        (2, 6, 1),
+        (3, 7, 1),
+        (4, 5, 1),
+        (4, 6, 1),
+        (4, 7, 2),
+        (5, 6, 2),
+        (5, 7, 1),
+        (6, 7, 2),
+    ];
+
+    /// Rings over NVLinks: each visits every GPU once over direct links only, no directed
+    /// bundle carries more rings than it has links, and the search reaches the bound
+    /// (every NVLink of the GPU with the fewest used) on the cube-mesh's 8 GPUs and on
+    /// its first 4.
+    #[test]
+    fn nvlink_rings_use_distinct_links() {
+        for (g, want) in [(8, 6), (4, 4), (3, 2)] {
+            let rings = nvlink_rings(g, &DGX1);
+            assert_eq!(rings.len(), want, "g = {g}: {rings:?}");
+            let mut used = std::collections::BTreeMap::new();
+            for ring in &rings {
+                let mut sorted = ring.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, (0..g).collect::<Vec<_>>());
+                for q in 0..g {
+                    let (a, b) = (ring[q], ring[(q + 1) % g]);
+                    *used.entry((a, b)).or_insert(0u32) += 1;
+                }
+            }
+            for ((a, b), n) in used {
+                let c = DGX1.iter().find(|l| (l.0, l.1) == (a.min(b), a.max(b))).map_or(0, |l| l.2);
+                assert!(n <= c, "g = {g}: {a}->{b} carries {n} rings over {c} links");
+            }
+        }
+        // GPUs 0, 1 and 6 share no ring over direct NVLinks.
+        assert!(nvlink_rings(3, &[(0, 1, 1), (1, 2, 1)]).is_empty());
     }
 
     /// A channel's loops cover its part exactly; the last loop's chunks are 16-byte

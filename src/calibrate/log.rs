@@ -54,6 +54,9 @@ pub struct Run {
     pub gpus_per_node: Option<usize>,
     /// The device names the header lists, distinct, in order.
     pub devices: Vec<String>,
+    /// Each rank's device number on its host (`device 3`), in rank order, where the
+    /// header lists every rank's; empty otherwise.
+    pub device_ids: Vec<usize>,
     /// The NCCL version the log prints (`2.26.2`), where it does.
     pub nccl_version: Option<String>,
     /// NCCL environment variables the log shows (`NCCL_ALGO` -> `Ring`), by name.

@@ -388,6 +388,22 @@ pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<
     })
 }
 
+/// The channels NCCL's ring runs with on one node of explicit NVLinks under the flow
+/// model: one on each ring its search lays over distinct NVLinks (`nccl_ring` puts
+/// channel k on ring `k mod R`, so fewer channels than rings would leave links idle that
+/// NCCL uses), at least [`NCCL_CHANNELS`]. `None` elsewhere, and under the ideal model,
+/// where a message holds a port rather than a share of its NVLinks, so that more channels
+/// would only add ports.
+fn nvlink_channels(topo: &dyn topology::Topology, flow: bool) -> Option<u32> {
+    match (topo.nvlinks(), topo.node_shape()) {
+        (Some(links), Some((1, g))) if flow && g > 2 => {
+            let rings = crate::algos::nccl_ring::nvlink_rings(g, links).len() as u32;
+            Some(rings.max(NCCL_CHANNELS))
+        }
+        _ => None,
+    }
+}
+
 /// Bytes of an nccl-tests element type (4 when unknown).
 fn dtype_bytes(t: &str) -> u64 {
     match t {
@@ -460,8 +476,19 @@ pub fn shape(tree: &mut Yaml, kind: &str, run: &Run) -> Result<(), String> {
     match kind {
         "cluster" => {
             let (n, g) = nodes_needed()?;
+            let node = match tree.get("topology.gpus_per_node") {
+                Some(Yaml::UInt(u)) => *u as usize,
+                _ => 0,
+            };
             tree.set("topology.nodes", Yaml::UInt(n as u64))?;
-            tree.set("topology.gpus_per_node", Yaml::UInt(g as u64))?;
+            if n == 1 && g < node {
+                // Part of one node: the run's GPUs are some of the machine's, which keeps
+                // its node (an NVLink list names all of its GPUs). The cluster runs P
+                // ranks on a node's first P GPUs, so the GPUs the log names are moved there.
+                first_gpus(tree, node, &run.device_ids)?;
+            } else {
+                tree.set("topology.gpus_per_node", Yaml::UInt(g as u64))?;
+            }
         }
         "hierarchical" => {
             let levels = match tree.get("topology.levels") {
@@ -487,6 +514,44 @@ pub fn shape(tree: &mut Yaml, kind: &str, run: &Run) -> Result<(), String> {
     }
     tree.set("ranks", Yaml::UInt(p as u64))
 }
+
+/// Renumber the GPUs of a `node`-GPU machine's NVLink list (`topology.intra.links`) so
+/// that the devices a log names (`ids`, in rank order) become GPUs 0, 1, ..., the others
+/// following in their order. Nothing changes without such a list, or where the log does
+/// not name distinct devices of the node (the run then takes the node's first GPUs).
+fn first_gpus(tree: &mut Yaml, node: usize, ids: &[usize]) -> Result<(), String> {
+    let mut seen = vec![false; node];
+    for &d in ids {
+        if d >= node || seen[d] {
+            return Ok(());
+        }
+        seen[d] = true;
+    }
+    let Some(Yaml::Seq(links)) = tree.get("topology.intra.links") else { return Ok(()) };
+    let order: Vec<usize> = ids.iter().copied().chain((0..node).filter(|&d| !seen[d])).collect();
+    let mut new = vec![0; node];
+    for (to, &from) in order.iter().enumerate() {
+        new[from] = to;
+    }
+    let links: Vec<Yaml> = links
+        .iter()
+        .map(|l| match l {
+            Yaml::Seq(v) if v.len() == 3 => {
+                let gpu = |y: &Yaml| match y {
+                    Yaml::UInt(u) if (*u as usize) < node => Yaml::UInt(new[*u as usize] as u64),
+                    other => other.clone(),
+                };
+                Yaml::Seq(vec![gpu(&v[0]), gpu(&v[1]), v[2].clone()])
+            }
+            other => other.clone(),
+        })
+        .collect();
+    tree.set("topology.intra.links", Yaml::Seq(links))
+}
+
+/// The most rounds of fitting with NCCL's picks held, then picking again at the fitted
+/// values ([`calibrate`]).
+const PICK_ROUNDS: usize = 4;
 
 /// A run ready to simulate: its tree (shaped, with its algorithms and sizes), and per
 /// logged point the index of its algorithm and what ran.
@@ -516,8 +581,16 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
     let topo = topology::build(&first.topology, ranks).map_err(|e| format!("{}: {e}", run.file))?;
     let mut specs: Vec<AlgoSpec> = Vec::new();
     let mut points = Vec::new();
+    let nvlink = nvlink_channels(topo.as_ref(), first.network.is_flow());
     for s in &run.samples {
-        let ran = what_ran(run, topo.as_ref(), s.bytes)?;
+        let mut ran = what_ran(run, topo.as_ref(), s.bytes)?;
+        if let Some(c) = nvlink.filter(|_| ran.spec.name == "nccl_ring") {
+            for (k, v) in &mut ran.spec.params {
+                if k == "channels" {
+                    *v = ParamValue::Int(c.into());
+                }
+            }
+        }
         let k = match specs
             .iter()
             .position(|x| x.name == ran.spec.name && x.params == ran.spec.params && x.protocol == ran.spec.protocol)
@@ -558,6 +631,18 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
     Ok(Job { tree, ranks, points })
 }
 
+/// The jobs of `runs` on `m` with `params` set to `values`: what NCCL's model picks (the
+/// protocol, where the log does not force it) depends on the machine's bandwidths, so it
+/// is picked again at the values of each round of the fit, as NCCL picks it on the
+/// machine it runs.
+fn jobs_at(m: &Machine, runs: &[Run], params: &[Param], values: &[f64]) -> Result<Vec<Job>, String> {
+    let mut at = m.clone();
+    for (p, v) in params.iter().zip(values) {
+        at.tree.set(&p.path, p.text(*v))?;
+    }
+    runs.iter().map(|r| job_for(&at, r)).collect()
+}
+
 /// The scenario of `tree` with `params` set to `values`.
 fn parse_tree(tree: &Yaml, file: &str, params: &[Param], values: &[f64]) -> Result<Scenario, String> {
     let mut t = tree.clone();
@@ -594,6 +679,7 @@ fn simulate(m: &Machine, jobs: &[Job], runs: &[Run], params: &[Param], values: &
 
 struct SimModel<'a> {
     machine: &'a Machine,
+    /// What NCCL runs at each point, held for one round of the fit (see [`calibrate`]).
     jobs: &'a [Job],
     runs: &'a [Run],
     params: &'a [Param],
@@ -788,10 +874,12 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
         },
     )?;
 
-    let jobs: Vec<Job> = fit_runs.iter().map(|r| job_for(machine, r)).collect::<Result<_, _>>()?;
+    // Every run must shape the machine before any trial.
+    fit_runs.iter().chain(hold_out).try_for_each(|r| job_for(machine, r).map(drop))?;
     let measured: Vec<f64> = fit_runs.iter().flat_map(|r| r.samples.iter().map(|s| s.time_s)).collect();
-    let model = SimModel { machine, jobs: &jobs, runs: fit_runs, params: &params, measured };
     let start: Vec<f64> = params.iter().map(|p| p.start.ln()).collect();
+    let mut jobs = jobs_at(machine, fit_runs, &params, &params.iter().map(|p| p.start).collect::<Vec<_>>())?;
+    let model = SimModel { machine, jobs: &jobs, runs: fit_runs, params: &params, measured: measured.clone() };
     // Parameters nothing depends on are held. A derivative at the start is not enough
     // to tell: a link that is not the bottleneck there moves nothing until the others
     // have moved, so each value is tried ten times larger and smaller instead.
@@ -817,7 +905,35 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
             ));
         }
     }
-    let outcome = fit::fit(&model, &start, &frozen, opts.patience.max(1))?;
+    // NCCL picks the protocol from the machine's bandwidths, so the picks move with the
+    // values. Re-picking inside every trial makes the residuals jump where a point
+    // switches protocol and the optimiser stalls there; instead each round fits with the
+    // picks held, then picks again at the fitted values, until the picks hold.
+    let mut theta = start.clone();
+    let mut evaluations = 0;
+    let mut rounds = 0;
+    let outcome = loop {
+        rounds += 1;
+        let model = SimModel { machine, jobs: &jobs, runs: fit_runs, params: &params, measured: measured.clone() };
+        let out = fit::fit(&model, &theta, &frozen, opts.patience.max(1))?;
+        evaluations += out.evaluations;
+        let v: Vec<f64> = out.theta.iter().map(|t| t.exp()).collect();
+        let next = jobs_at(machine, fit_runs, &params, &v)?;
+        let held = next.iter().zip(&jobs).all(|(a, b)| a.points == b.points);
+        jobs = next;
+        theta.clone_from(&out.theta);
+        if held {
+            break out;
+        }
+        if rounds == PICK_ROUNDS {
+            warnings.push(format!(
+                "NCCL's picks (algorithm, protocol) still changed after {PICK_ROUNDS} rounds of fitting with the \
+                 picks held; the values are those of the last round, and the errors below use the picks at them"
+            ));
+            break out;
+        }
+    };
+    let outcome = fit::Outcome { evaluations, ..outcome };
     let active: Vec<bool> = frozen.iter().map(|f| !f).collect();
     let st = fit::stats(&outcome, &active);
     let values: Vec<f64> = outcome.theta.iter().map(|t| t.exp()).collect();
@@ -889,10 +1005,11 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
     // Errors per log, fitted and held out.
     let mut logs = Vec::new();
     let several = |runs: &[Run], r: &Run| runs.iter().filter(|x| x.file == r.file).count() > 1;
+    let jobs = jobs_at(machine, fit_runs, &params, &values)?;
     let sim_fit = simulate(machine, &jobs, fit_runs, &params, &values)?;
     push_logs(&mut logs, fit_runs, &jobs, &sim_fit, "fit", &several);
     if !hold_out.is_empty() {
-        let hjobs: Vec<Job> = hold_out.iter().map(|r| job_for(machine, r)).collect::<Result<_, _>>()?;
+        let hjobs = jobs_at(machine, hold_out, &params, &values)?;
         let sim = simulate(machine, &hjobs, hold_out, &params, &values)?;
         push_logs(&mut logs, hold_out, &hjobs, &sim, "hold-out", &several);
     }

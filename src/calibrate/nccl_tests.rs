@@ -109,6 +109,8 @@ struct Partial {
     hosts: Vec<String>,
     ranks: usize,
     devices: Vec<String>,
+    /// Each listed rank's device number, `None` where a line did not give one.
+    device_ids: Vec<Option<usize>>,
     columns: Option<Columns>,
     samples: Vec<Sample>,
     /// (redop, root, elems, bytes) of the first row: the collective when no test name says it.
@@ -274,6 +276,8 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
                 return Err(LogError::at(file, n, "a device line without its host (`on HOST`)"));
             };
             cur.ranks += 1;
+            let id = tokens.iter().position(|t| *t == "device").and_then(|k| tokens.get(k + 1)?.parse().ok());
+            cur.device_ids.push(id);
             if !cur.hosts.iter().any(|h| h == host) {
                 cur.hosts.push((*host).to_string());
             }
@@ -435,6 +439,7 @@ fn finish(p: Partial, file: &str, env: &BTreeMap<String, String>, version: &Opti
         nodes,
         gpus_per_node,
         devices: p.devices,
+        device_ids: p.device_ids.iter().copied().collect::<Option<Vec<usize>>>().unwrap_or_default(),
         nccl_version: version.clone(),
         env: env.clone(),
         dtype: p.dtype,

@@ -20,7 +20,9 @@
 //! [`Proto::efficiency`].
 //!
 //! **Interfaces** ([`Topology::interfaces`]): interface `r < P` is GPU `r`'s intra-node
-//! interface (one port each way; NVLink: one per GPU it has NVLinks to). Under the ideal
+//! interface (one port each way; NVLink: one per GPU it has NVLinks to under the ideal
+//! model, and no limit under the flow model, whose NVLink bundles are links the messages
+//! crossing them share). Under the ideal
 //! model interface `P + n K + i` is NIC `i` of node `n`, one port each way, shared by the
 //! GPUs of its rail: a NIC serves one of their messages at a time. Under the flow model
 //! ([`Cluster::for_flow`]) interface `P + r` is GPU `r`'s own port toward its NIC, and
@@ -46,6 +48,10 @@ use serde::{Deserialize, Serialize};
 
 use super::spec::LinkRepr;
 use super::{Fabric, Link, LinkId, Proto, Topology, oversubscription, oversubscription_text};
+
+/// Ports of an NVLink GPU's interface under the flow model: more than any schedule has
+/// messages in flight, so that only the bundles' bandwidth limits them.
+const NVLINK_FLOW_PORTS: u32 = 1 << 20;
 
 /// A value per protocol, seconds, indexed by [`Proto::index`] (LL, LL128, Simple).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -689,12 +695,25 @@ impl Topology for Cluster {
         self.spec.intra.kind == IntraKind::Nvswitch
     }
 
+    fn nvlinks(&self) -> Option<&[(usize, usize, u32)]> {
+        (self.spec.intra.kind == IntraKind::Nvlink).then_some(self.bundles.as_slice())
+    }
+
     fn interfaces(&self) -> usize {
         if self.flow { 2 * self.ranks } else { self.ranks + self.nodes * self.spec.nics_per_node }
     }
 
     fn interface_ports(&self, i: usize) -> u32 {
-        if i < self.ranks { self.nics(i) } else { 1 }
+        if i >= self.ranks {
+            1
+        } else if self.flow && self.spec.intra.kind == IntraKind::Nvlink {
+            // The flow model has every NVLink bundle as a link the messages crossing it
+            // share; a port per peer on top would hold back a second message (another
+            // channel's, or the next slice of the same) on a bundle with room for it.
+            NVLINK_FLOW_PORTS
+        } else {
+            self.nics(i)
+        }
     }
 
     fn route_interfaces(&self, a: usize, b: usize) -> (usize, usize) {

@@ -101,6 +101,13 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     fn intra_nvswitch(&self) -> bool {
         false
     }
+    /// The NVLink bundles inside a node, `(gpu a, gpu b, links)` with `a < b` in a node's
+    /// own GPU numbers, on a machine whose GPUs are joined by explicit NVLinks (a
+    /// `cluster` of kind `nvlink`); `None` on other kinds. NCCL's ring search lays its
+    /// channels over distinct links by them.
+    fn nvlinks(&self) -> Option<&[(usize, usize, u32)]> {
+        None
+    }
     /// The NCCL protocol this machine's costs are for, where a run's entry named one
     /// (its pair costs then are that protocol's); `None` otherwise. NCCL's algorithms
     /// (`nccl_ring`, `nccl_tree`) take their chunk from it unless their `protocol`

@@ -52,6 +52,12 @@ impl Topology for ProtoView {
     fn node_shape(&self) -> Option<(usize, usize)> {
         self.inner.node_shape()
     }
+    fn nvlinks(&self) -> Option<&[(usize, usize, u32)]> {
+        self.inner.nvlinks()
+    }
+    fn intra_nvswitch(&self) -> bool {
+        self.inner.intra_nvswitch()
+    }
     fn protocol(&self) -> Option<Proto> {
         Some(self.proto)
     }

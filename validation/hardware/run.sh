@@ -27,12 +27,12 @@ cal gcp_a3mega "$here/machines/h100_node.yaml" "$d/gcp_a3mega_2n_p16.txt"
 cal aws_p5 "$here/machines/h100_node.yaml" "$d/aws_p5_2n_p16.txt" --ranks 16 --gpus-per-node 8 --patience 150
 cal aws_p4de "$here/machines/h100_node.yaml" "$d/aws_p4de_2n_p16.txt" --ranks 16 --gpus-per-node 8 --patience 150
 # ASTRA-sim's validation points: fit P = 2, predict P = 4 and 8 (the ring, large sizes only).
-# HGX-H100 on one NVSwitch node. HPE V100 too: its cube-mesh (machines/dgx1_v100.yaml, the
-# NVLink counts written down) cannot be fitted on P = 2 yet, because calibrate shapes a
-# machine to a log's GPUs per node and the NVLink list names all 8 GPUs.
+# HGX-H100 on one NVSwitch node; HPE V100 on the DGX-1 cube-mesh (machines/dgx1_v100.yaml,
+# the NVLink counts written down): a run of fewer GPUs than the node has runs on the node's
+# GPUs its log names, and NCCL's rings go over distinct NVLinks.
 cal astrasim_hgx_h100 "$here/machines/single_node.yaml" "$d/astrasim_hgx_h100_p2.txt" \
     --hold-out "$d/astrasim_hgx_h100_p4.txt" "$d/astrasim_hgx_h100_p8.txt"
-cal astrasim_hpe_v100 "$here/machines/single_node.yaml" "$d/astrasim_hpe_v100_p2.txt" \
+cal astrasim_hpe_v100 "$here/machines/dgx1_v100.yaml" "$d/astrasim_hpe_v100_p2.txt" \
     --hold-out "$d/astrasim_hpe_v100_p4.txt" "$d/astrasim_hpe_v100_p8.txt"
 # L40S on PCIe: every NCCL_ALGO / NCCL_PROTO run at P = 2 fitted, the same runs at P = 4 predicted.
 cal l40s "$here/machines/l40s_pcie.yaml" "$d"/l40s_p2_*.txt --hold-out "$d"/l40s_p4_*.txt
