@@ -191,12 +191,10 @@ fn against_ideal(algo: &dyn Algorithm, topo: &dyn Topology, n: usize, c: f64, ne
         return Ok(Outcome::Shared);
     }
     // Faster than the ideal model although no message was: only a different order at a
-    // contended port can do that (a scheduling anomaly). Where the ideal model has a
-    // closed form its ports are served in a fixed order (docs/model.md, "The cases
-    // without a closed form"), and sharing may not beat it; where it has none, a port
-    // already goes to whichever message comes first, and a message slowed by sharing can
-    // change that.
-    if waits.0 == 0 || algo.closed_form(&p, &m).is_some() {
+    // contended port can do that (a scheduling anomaly; docs/flow-model.md). Even where
+    // the ideal model has a closed form a contended step is served greedily, and a
+    // message slowed by sharing can change that order; without any port wait it cannot.
+    if waits.0 == 0 {
         return Err(format!(
             "{what}: {} s is {:.3}% faster than the ideal {} s",
             flow.time,
