@@ -549,13 +549,16 @@ fn spread_charts(c: &Ctx, out: &mut Vec<(String, ReportChart)>) {
     }
 }
 
+/// The largest size that ran at `p` ranks: where the noise charts are drawn.
+fn largest_size(c: &Ctx, p: usize) -> Option<u64> {
+    c.sizes.iter().rev().copied().find(|&s| c.ran.iter().any(|q| q.ranks == p && q.bytes == s))
+}
+
 /// With `noise:` and `repeat:`: every seed's slowdown against its skew, at the largest
 /// size of each rank count.
 fn slowdown_charts(c: &Ctx, out: &mut Vec<(String, ReportChart)>) {
     for &p in &c.ranks {
-        let Some(&s) = c.sizes.iter().rev().find(|&&s| c.ran.iter().any(|q| q.ranks == p && q.bytes == s)) else {
-            continue;
-        };
+        let Some(s) = largest_size(c, p) else { continue };
         let mut series = Vec::new();
         for (i, a) in c.algos.iter().enumerate() {
             let Some(q) = c.ran.iter().find(|q| &q.algorithm == a && q.ranks == p && q.bytes == s) else { continue };
@@ -590,9 +593,7 @@ fn slowdown_charts(c: &Ctx, out: &mut Vec<(String, ReportChart)>) {
 /// largest size of each rank count.
 fn level_charts(c: &Ctx, out: &mut Vec<(String, ReportChart)>) {
     for &p in &c.ranks {
-        let Some(&s) = c.sizes.iter().rev().find(|&&s| c.ran.iter().any(|q| q.ranks == p && q.bytes == s)) else {
-            continue;
-        };
+        let Some(s) = largest_size(c, p) else { continue };
         let mut series = Vec::new();
         for (i, a) in c.algos.iter().enumerate() {
             let Some(q) = c.ran.iter().find(|q| &q.algorithm == a && q.ranks == p && q.bytes == s) else { continue };
