@@ -208,38 +208,30 @@ impl Inputs {
         // A cluster knows its nodes even where it is not two levels (one node, or NVLinks
         // of several widths): its ranks are whole nodes or part of one.
         let shape_nodes = topo.node_shape().map(|(_, g)| ranks.div_ceil(g.max(1)).max(1));
-        match topo.levels().filter(|l| l.len() >= 2) {
-            Some(levels) => {
-                let per_node = levels[0].0.max(1);
-                Inputs {
-                    ranks,
-                    nodes: shape_nodes.unwrap_or(ranks.div_ceil(per_node).max(1)),
-                    bw_intra: gbps(levels[0].1.bandwidth),
-                    bw_inter: gbps(levels[levels.len() - 1].1.bandwidth),
-                    channels,
-                    arch,
-                    avg: false,
-                    pcie: topo.intra_pcie(),
-                    ll128: !topo.intra_pcie(),
-                    nvls: topo.intra_nvswitch() && arch.comp_cap() >= 90,
-                }
-            }
+        // Two levels: the first is inside a node, the last between nodes; a flat machine
+        // is one rank per node on its best link.
+        let (nodes, bw_intra, bw_inter) = match topo.levels().filter(|l| l.len() >= 2) {
+            Some(levels) => (
+                ranks.div_ceil(levels[0].0.max(1)).max(1),
+                gbps(levels[0].1.bandwidth),
+                gbps(levels[levels.len() - 1].1.bandwidth),
+            ),
             None => {
-                let (best, _) = topo.best_link();
-                let bw = gbps(best.bandwidth);
-                Inputs {
-                    ranks,
-                    nodes: shape_nodes.unwrap_or(ranks.max(1)),
-                    bw_intra: bw,
-                    bw_inter: bw,
-                    channels,
-                    arch,
-                    avg: false,
-                    pcie: topo.intra_pcie(),
-                    ll128: !topo.intra_pcie(),
-                    nvls: topo.intra_nvswitch() && arch.comp_cap() >= 90,
-                }
+                let bw = gbps(topo.best_link().0.bandwidth);
+                (ranks.max(1), bw, bw)
             }
+        };
+        Inputs {
+            ranks,
+            nodes: shape_nodes.unwrap_or(nodes),
+            bw_intra,
+            bw_inter,
+            channels,
+            arch,
+            avg: false,
+            pcie: topo.intra_pcie(),
+            ll128: !topo.intra_pcie(),
+            nvls: topo.intra_nvswitch() && arch.comp_cap() >= 90,
         }
     }
 

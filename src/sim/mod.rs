@@ -122,12 +122,12 @@ pub fn simulate_noisy<A: Programs + ?Sized, O: Observer>(
     plane: Option<impl FnOnce(&[usize]) -> DataPlane>,
     obs: &mut O,
 ) -> Result<(SimStats, Option<DataPlane>), SimError> {
-    if algo.switch_agents() {
-        return run_with_agents(algo, topo, p, cost_per_byte, net, noise, plane.is_some(), obs);
-    }
     let scratch = algo.scratch_elems(&p);
     let scratch_bytes = (scratch.iter().sum::<usize>() * p.elem_bytes) as u64;
     let cfg = EngineConfig { elem_bytes: p.elem_bytes, cost_per_byte, scratch_bytes, envelope: net.envelope };
+    if algo.switch_agents() {
+        return run_with_agents(algo, topo, p, cfg, net, noise, plane.is_some(), obs);
+    }
     let mut plane = plane.map(|build| build(&scratch));
     let wants_loads = obs.wants_link_loads();
     let run = Run { algo, topo, p, cfg, plane: plane.as_mut(), obs, noise, programs_of: p };
@@ -155,15 +155,15 @@ pub fn simulate_logged<A: Programs + ?Sized, O: Observer>(
     Ok((stats, plane.and_then(DataPlane::into_log).expect("the plane was built as a log")))
 }
 
-/// [`simulate_noisy`] for programs with switch agents ([`Programs::switch_agents`]): the
-/// machine seen with its agents, every rank's and agent's program, and the statistics of
+/// [`simulate_noisy`] for programs with switch agents ([`Programs::switch_agents`]), with
+/// the engine's configuration `cfg` as it made it: the machine seen with its agents, every rank's and agent's program, and the statistics of
 /// the GPUs alone.
 #[allow(clippy::too_many_arguments)]
 fn run_with_agents<A: Programs + ?Sized, O: Observer>(
     algo: &A,
     topo: &dyn Topology,
     p: Problem,
-    cost_per_byte: f64,
+    cfg: EngineConfig,
     net: Network,
     noise: Option<&Noise>,
     data: bool,
@@ -177,9 +177,6 @@ fn run_with_agents<A: Programs + ?Sized, O: Observer>(
         ));
     }
     let agents = crate::topology::SwitchAgents::new(topo).map_err(SimError::Unsupported)?;
-    let scratch = algo.scratch_elems(&p);
-    let scratch_bytes = (scratch.iter().sum::<usize>() * p.elem_bytes) as u64;
-    let cfg = EngineConfig { elem_bytes: p.elem_bytes, cost_per_byte, scratch_bytes, envelope: net.envelope };
     let wants_loads = obs.wants_link_loads();
     let seen = Problem { ranks: 2 * p.ranks, ..p };
     let obs = &mut GpusOnly { inner: obs, gpus: p.ranks as Rank };
