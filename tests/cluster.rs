@@ -337,3 +337,33 @@ sizes: 4MiB
     close(flow.time_s, 5e-6 + 6.0 * (2e-6 + s / 32e9));
     assert_eq!(flow.links_shared, Some(true));
 }
+
+#[test]
+fn nvlink_rings_send_a_channels_slices_one_after_another() {
+    // GPUs 0 to 3 of a DGX-1 (its NVLink quad): NCCL's search lays 4 rings over distinct
+    // NVLinks, two of them on each 2-link bundle they share. S = 16 MiB over 4 channels:
+    // each channel's 4 MiB is one loop of four 1 MiB chunks, moved as 512 KiB slices.
+    // Each ring's flow has one link's bandwidth b to itself (two flows on a 2-link
+    // bundle), so the rings move in lockstep, and a channel sends its next slice when its
+    // previous one has arrived: 2(P-1) steps x 2 slices, each alpha + 512 KiB / b. With
+    // both slices of a step in flight at once the steps would take alpha + 1 MiB / b,
+    // 6 alpha less in all, and a ring could take a second share of a bundle another ring
+    // needs.
+    let text = "
+topology:
+  kind: cluster
+  nodes: 1
+  gpus_per_node: 4
+  intra:
+    kind: nvlink
+    alpha: 1us
+    bandwidth: 25GB/s
+    links: [[0, 1, 1], [0, 2, 1], [0, 3, 2], [1, 2, 2], [1, 3, 1], [2, 3, 2]]
+  launch: 5us
+network: { model: flow }
+algorithms: [{ name: nccl_ring, channels: 4, protocol: simple }]
+sizes: 16MiB
+";
+    let r = run(&scenario(text));
+    close(r.time_s, 5e-6 + 12.0 * (1e-6 + 524288.0 / 25e9));
+}

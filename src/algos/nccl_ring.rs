@@ -481,6 +481,12 @@ impl RingPlan {
         let q = self.position(k, r);
         let right = self.rank_at(k, q + 1) as Rank;
         let left = self.rank_at(k, q + self.np - 1) as Rank;
+        // A channel is one thread block writing its slices to the next GPU one after the
+        // other. Where several rings share an NVLink bundle (under the flow model, which
+        // shares a bundle between the messages on it) a channel with two slices in flight
+        // would take two shares of it and starve the ring beside it; so on NVLink rings a
+        // slice leaves when the channel's previous one has arrived.
+        let serial = self.rings.is_some();
         per_step(0..self.items(k), move |s| {
             let it = self.item(k, q, s);
             let tag = self.tag(k, s);
@@ -489,8 +495,10 @@ impl RingPlan {
                 Wait::Item(i) => Some(Op::Wait(i as u32)),
                 Wait::All => Some(Op::WaitAll),
             };
-            [Op::send(right, tag, it.send), Op::Recv { from: left, tag, dst: it.recv, action: it.action }]
+            (serial && s > 0)
+                .then_some(Op::WaitSends(0))
                 .into_iter()
+                .chain([Op::send(right, tag, it.send), Op::Recv { from: left, tag, dst: it.recv, action: it.action }])
                 .chain(wait)
         })
     }

@@ -33,7 +33,7 @@ cal aws_p4de "$here/machines/h100_node.yaml" "$d/aws_p4de_2n_p16.txt" --ranks 16
 cal astrasim_hgx_h100 "$here/machines/single_node.yaml" "$d/astrasim_hgx_h100_p2.txt" \
     --hold-out "$d/astrasim_hgx_h100_p4.txt" "$d/astrasim_hgx_h100_p8.txt"
 cal astrasim_hpe_v100 "$here/machines/dgx1_v100.yaml" "$d/astrasim_hpe_v100_p2.txt" \
-    --hold-out "$d/astrasim_hpe_v100_p4.txt" "$d/astrasim_hpe_v100_p8.txt"
+    --fit topology.intra.bandwidth,topology.launch --hold-out "$d/astrasim_hpe_v100_p4.txt" "$d/astrasim_hpe_v100_p8.txt"
 # L40S on PCIe: every NCCL_ALGO / NCCL_PROTO run at P = 2 fitted, the same runs at P = 4 predicted.
 cal l40s "$here/machines/l40s_pcie.yaml" "$d"/l40s_p2_*.txt --hold-out "$d"/l40s_p4_*.txt
 python3 "$here/table.py" "$out" "$d/astrasim_validation_digitized.csv" > "$here/RESULTS.md"
