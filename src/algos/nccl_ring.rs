@@ -220,6 +220,7 @@ impl NcclRing {
             }
             _ => None,
         };
+        let serial = rings.is_some() && topo.nvlinks_shared();
         RingPlan {
             np: p.ranks,
             g,
@@ -230,6 +231,7 @@ impl NcclRing {
             chunk_elems: (self.chunk_bytes(proto) as usize / e).max(1),
             align: (16 / e).max(1),
             slices: if proto == Proto::Simple && self.chunk.is_none() { SIMPLE_SLICES } else { 1 },
+            serial,
         }
     }
 }
@@ -367,6 +369,9 @@ pub(crate) struct RingPlan {
     pub align: usize,
     /// Pieces a chunk moves in.
     pub slices: usize,
+    /// A channel sends its next slice only once its previous one has arrived: on NVLink
+    /// rings whose bundles the messages share ([`Topology::nvlinks_shared`]).
+    pub serial: bool,
 }
 
 /// What position q does in one item of its channel's program: send `send` to the next
@@ -482,11 +487,11 @@ impl RingPlan {
         let right = self.rank_at(k, q + 1) as Rank;
         let left = self.rank_at(k, q + self.np - 1) as Rank;
         // A channel is one thread block writing its slices to the next GPU one after the
-        // other. Where several rings share an NVLink bundle (under the flow model, which
-        // shares a bundle between the messages on it) a channel with two slices in flight
-        // would take two shares of it and starve the ring beside it; so on NVLink rings a
-        // slice leaves when the channel's previous one has arrived.
-        let serial = self.rings.is_some();
+        // other. Where several rings share an NVLink bundle with no port holding a
+        // second message back (the flow model), a channel with two slices in flight
+        // would take two shares of it and starve the ring beside it; there a slice leaves
+        // when the channel's previous one has arrived.
+        let serial = self.serial;
         per_step(0..self.items(k), move |s| {
             let it = self.item(k, q, s);
             let tag = self.tag(k, s);
@@ -652,7 +657,7 @@ mod tests {
     use super::*;
 
     fn plan(np: usize, g: usize, channels: usize, n: usize, chunk_elems: usize, slices: usize) -> RingPlan {
-        RingPlan { np, g, rings: None, channels, n, elem_bytes: 4, chunk_elems, align: 4, slices }
+        RingPlan { np, g, rings: None, channels, n, elem_bytes: 4, chunk_elems, align: 4, slices, serial: false }
     }
 
     /// Every channel's ring visits every rank once, a node's GPUs consecutively, entering

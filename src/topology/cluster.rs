@@ -699,6 +699,10 @@ impl Topology for Cluster {
         (self.spec.intra.kind == IntraKind::Nvlink).then_some(self.bundles.as_slice())
     }
 
+    fn nvlinks_shared(&self) -> bool {
+        self.flow && self.spec.intra.kind == IntraKind::Nvlink
+    }
+
     fn interfaces(&self) -> usize {
         if self.flow { 2 * self.ranks } else { self.ranks + self.nodes * self.spec.nics_per_node }
     }

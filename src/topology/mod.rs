@@ -108,6 +108,12 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     fn nvlinks(&self) -> Option<&[(usize, usize, u32)]> {
         None
     }
+    /// Whether the messages crossing an NVLink bundle share its bandwidth with no port
+    /// to hold a second one back (an `nvlink` cluster under the flow model). NCCL's ring
+    /// then keeps each channel to one slice in flight itself, as NCCL's thread block does.
+    fn nvlinks_shared(&self) -> bool {
+        false
+    }
     /// The NCCL protocol this machine's costs are for, where a run's entry named one
     /// (its pair costs then are that protocol's); `None` otherwise. NCCL's algorithms
     /// (`nccl_ring`, `nccl_tree`) take their chunk from it unless their `protocol`

@@ -55,6 +55,9 @@ impl Topology for ProtoView {
     fn nvlinks(&self) -> Option<&[(usize, usize, u32)]> {
         self.inner.nvlinks()
     }
+    fn nvlinks_shared(&self) -> bool {
+        self.inner.nvlinks_shared()
+    }
     fn intra_nvswitch(&self) -> bool {
         self.inner.intra_nvswitch()
     }
