@@ -18,6 +18,7 @@ mod hierarchical_ring;
 mod kary_tree;
 mod naive;
 pub(crate) mod nccl_ring;
+mod nccl_streams;
 mod nccl_tree;
 mod neighbor_exchange;
 pub(crate) mod nvls;

@@ -527,9 +527,14 @@ impl Algorithm for NcclRing {
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        let h = cost_model::Hockney::of(m)?;
         let plan = self.plan(p, m.topo);
-        ring_time(&plan, &h).map(|t| (t, super::EXACT))
+        match cost_model::Hockney::of(m) {
+            Some(h) => ring_time(&plan, &h),
+            // Pairs that differ (a GPU cluster, a hierarchy): the same schedule booked
+            // on the interfaces each hop takes.
+            None => super::nccl_streams::ring_time(&plan, m.topo, m.cost_per_byte),
+        }
+        .map(|t| (t, super::EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {

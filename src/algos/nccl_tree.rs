@@ -249,8 +249,10 @@ impl Algorithm for NcclTree {
         (0..self.channels).flat_map(|k| plan.programs(k, rank as usize)).collect()
     }
 
-    fn closed_form(&self, _p: &Problem, _m: &Machine) -> Option<(f64, f64)> {
-        None
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let plan = self.plan(p, m.topo);
+        super::nccl_streams::tree_time(&plan, p.ranks, p.elem_bytes, FIFO as usize, m.topo, m.cost_per_byte)
+            .map(|t| (t, super::EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize {
