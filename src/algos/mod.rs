@@ -20,6 +20,7 @@ mod naive;
 pub(crate) mod nccl_ring;
 mod nccl_streams;
 mod nccl_tree;
+pub(crate) use nccl_tree::describe as nccl_tree_describe;
 mod neighbor_exchange;
 pub(crate) mod nvls;
 mod params;

@@ -384,3 +384,35 @@ pub(crate) fn tree_time(plan: &TreePlan, np: usize, elem_bytes: usize, fifo: usi
     }
     Some(end)
 }
+
+/// Why `nccl_ring` has no form on `topo` for lack of ports, if that is why: the first
+/// interface side that more channels use than it has ports.
+pub(crate) fn ring_contention(plan: &RingPlan, topo: &dyn Topology) -> Option<String> {
+    let live: Vec<usize> = (0..plan.channels).filter(|&k| plan.items(k) > 0).collect();
+    let mut uses: Vec<(usize, usize, usize)> = Vec::new();
+    for &k in &live {
+        for q in 0..plan.np {
+            let (a, b) = (plan.rank_at(k, q), plan.rank_at(k, q + 1));
+            let (o, i) = topo.route_interfaces(a, b);
+            uses.push((2 * o, k, a));
+            uses.push((2 * i + 1, k, b));
+        }
+    }
+    uses.sort_unstable();
+    uses.dedup_by_key(|u| (u.0, u.1));
+    let mut at = 0;
+    while at < uses.len() {
+        let side = uses[at].0;
+        let users = uses[at..].iter().take_while(|u| u.0 == side).count();
+        let ports = topo.interface_ports(side / 2).max(1) as usize;
+        if users > ports {
+            let (dir, gpu) = (if side % 2 == 0 { "outgoing" } else { "incoming" }, uses[at].2);
+            let what = if side / 2 == gpu { format!("GPU {gpu}'s own") } else { format!("GPU {gpu}'s NIC") };
+            return Some(format!(
+                "{what} {dir} side carries {users} channels on {ports} port(s): the engine's order between them sets the time"
+            ));
+        }
+        at += users;
+    }
+    None
+}
