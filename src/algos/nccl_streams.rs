@@ -275,7 +275,14 @@ impl Window {
 /// undelivered), then the down streams from the root (pass the chunk on to the children,
 /// at most `fifo - 1` per child undelivered). `None` where the conditions of the module
 /// docs fail, and with several channels and C > 0.
-pub(crate) fn tree_time(plan: &TreePlan, np: usize, elem_bytes: usize, fifo: usize, topo: &dyn Topology, c: f64) -> Option<f64> {
+pub(crate) fn tree_time(
+    plan: &TreePlan,
+    np: usize,
+    elem_bytes: usize,
+    fifo: usize,
+    topo: &dyn Topology,
+    c: f64,
+) -> Option<f64> {
     if np <= 1 {
         return Some(0.0);
     }
@@ -406,7 +413,7 @@ pub(crate) fn ring_contention(plan: &RingPlan, topo: &dyn Topology) -> Option<St
         let users = uses[at..].iter().take_while(|u| u.0 == side).count();
         let ports = topo.interface_ports(side / 2).max(1) as usize;
         if users > ports {
-            let (dir, gpu) = (if side % 2 == 0 { "outgoing" } else { "incoming" }, uses[at].2);
+            let (dir, gpu) = (if side.is_multiple_of(2) { "outgoing" } else { "incoming" }, uses[at].2);
             let what = if side / 2 == gpu { format!("GPU {gpu}'s own") } else { format!("GPU {gpu}'s NIC") };
             return Some(format!(
                 "{what} {dir} side carries {users} channels on {ports} port(s): the engine's order between them sets the time"

@@ -71,9 +71,8 @@ pub(crate) fn describe(params: &[(String, crate::units::ParamValue)], p: &Proble
         plan.chunk_elems * p.elem_bytes.max(1)
     );
     for k in 0..plan.channels {
-        let parents: Vec<String> = (0..p.ranks)
-            .map(|r| plan.place(k, r).parent.map_or_else(|| "-".to_string(), |q| q.to_string()))
-            .collect();
+        let parents: Vec<String> =
+            (0..p.ranks).map(|r| plan.place(k, r).parent.map_or_else(|| "-".to_string(), |q| q.to_string())).collect();
         let part = plan.part(k);
         out.push_str(&format!(
             "channel {k} (tree {}): parent of rank 0.. = {}; elements [{}, {}) in {} chunk(s), up and down at once\n",
