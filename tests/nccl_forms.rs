@@ -142,3 +142,33 @@ fn forms_meet_the_simulation_on_clusters() {
     eprintln!("{points} points: nccl_ring exact {ring_exact} ({ring_multi} multi-channel), nccl_tree {tree_exact}");
     assert!(ring_multi > 0 && tree_exact > 0);
 }
+
+/// `explain nccl_ring` on a cluster of 2 nodes of 4 GPUs: the rings node by node, the
+/// pipeline, each hop's cost and the form beside the simulation; with 2 channels on
+/// one NVSwitch port per GPU, no form and the port that lacks.
+#[test]
+fn explain_on_a_cluster() {
+    use allreduce_sim::explain::{Request, explain};
+    use allreduce_sim::scenario::TopologySpec;
+    let intra = (IntraKind::Nvswitch, PerProto::all(1e-6), 100e9);
+    let inter = InterSpec { alpha_s: PerProto::all(5e-6), bandwidth: 25e9 };
+    let spec = ClusterSpec::on_rails(2, 4, 2, intra, inter, PerProto::all(0.0));
+    let req = |channels: u64| Request {
+        algorithm: "nccl_ring".into(),
+        params: vec![("chunk".into(), int(64)), ("channels".into(), int(channels))],
+        ranks: 8,
+        bytes: 256,
+        cost_per_byte: 0.0,
+        topology: Some(TopologySpec::Cluster(spec.clone())),
+        ..Request::default()
+    };
+    let text = explain(&req(1)).unwrap();
+    assert!(text.contains("channel 0: ring 0 1 2 3 | 4 5 6 7 (back to 0)"), "{text}");
+    assert!(text.contains("per loop 14 steps"), "{text}");
+    assert!(text.contains("hop across nodes: alpha 5 us"), "{text}");
+    assert!(text.contains("(within tolerance 1e-9)"), "{text}");
+    let text = explain(&req(2)).unwrap();
+    assert!(text.contains("no exact form: GPU 1's own outgoing side carries 2 channels on 1 port(s)"), "{text}");
+    let tree = explain(&Request { algorithm: "nccl_tree".into(), ..req(2) }).unwrap();
+    assert!(tree.contains("channel 1 (tree 1): parent of rank 0.. = 4 0 1 2 - 4 5 6"), "{tree}");
+}
