@@ -210,6 +210,9 @@ pub fn explain(req: &Request) -> Result<String, String> {
     if c == Collective::Allreduce && req.algorithm == algos::nccl_ring::INFO.id {
         out.push_str(&algos::nccl_ring::describe(&req.params, &p, topo));
     }
+    if c == Collective::Allreduce && req.algorithm == "nccl_tree" {
+        out.push_str(&algos::nccl_tree_describe(&req.params, &p, topo));
+    }
     out.push('\n');
     schedule_table(&mut out, &rows);
 

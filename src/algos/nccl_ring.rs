@@ -129,7 +129,10 @@ pub const INFO: AlgoInfo = AlgoInfo {
     closed_form: "the recurrence of every channel's 2(P-1) steps per loop, each slice sent when its input has \
                   arrived (and been added), on each rank's port in order (ring_time in nccl_ring.rs); exact with \
                   one NIC and one channel, or with as many NICs as channels (C = 0 if channels > 1) where no \
-                  slice ever waits for a port; none otherwise",
+                  slice ever waits for a port. On a GPU cluster or a hierarchy each hop costs its pair's alpha + \
+                  m/B and is booked on the interfaces it leaves and enters by (nccl_streams.rs): exact with one \
+                  channel, and with several (C = 0) where no interface side carries more channels than it has \
+                  ports and no slice waits for its channel's previous one; none otherwise",
     params: &[
         "protocol=simple: NCCL protocol (simple, ll, ll128): sets the chunk (2 MiB in 2 slices, 32 KiB, 576000 B)",
         "channels=1: rings the vector is cut over, each entering every node at its own GPU",
@@ -171,6 +174,37 @@ pub(crate) fn describe(params: &[(String, crate::units::ParamValue)], p: &Proble
             plan.loops(k),
             p.ranks
         ));
+    }
+    // The pipeline: what every position does per loop, and what each hop costs.
+    if p.ranks > 1 {
+        out.push_str(&format!(
+            "pipeline: per loop {} steps (P-1 reduce-scatter, P-1 allgather) of {} slice(s) each; channel 0 sends {} \
+             slices per position\n",
+            2 * (p.ranks - 1),
+            plan.slices,
+            plan.items(0)
+        ));
+        let mut hops: Vec<(String, crate::topology::Link)> = Vec::new();
+        for q in 0..p.ranks {
+            let (a, b) = (plan.rank_at(0, q), plan.rank_at(0, q + 1));
+            let kind = if a / plan.g == b / plan.g { "inside a node" } else { "across nodes" };
+            let l = topo.link(a, b);
+            if !hops.iter().any(|(k, h)| k == kind && *h == l) {
+                hops.push((kind.to_string(), l));
+            }
+        }
+        for (kind, l) in hops {
+            out.push_str(&format!(
+                "  hop {kind}: alpha {} + chunk / {}\n",
+                crate::units::fmt_time(l.alpha),
+                crate::units::fmt_bandwidth(l.bandwidth)
+            ));
+        }
+        if topo.uniform().is_none()
+            && let Some(why) = super::nccl_streams::ring_contention(&plan, topo)
+        {
+            out.push_str(&format!("no exact form: {why}\n"));
+        }
     }
     out
 }
@@ -540,9 +574,14 @@ impl Algorithm for NcclRing {
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        let h = cost_model::Hockney::of(m)?;
         let plan = self.plan(p, m.topo);
-        ring_time(&plan, &h).map(|t| (t, super::EXACT))
+        match cost_model::Hockney::of(m) {
+            Some(h) => ring_time(&plan, &h),
+            // Pairs that differ (a GPU cluster, a hierarchy): the same schedule booked
+            // on the interfaces each hop takes.
+            None => super::nccl_streams::ring_time(&plan, m.topo, m.cost_per_byte),
+        }
+        .map(|t| (t, super::EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {

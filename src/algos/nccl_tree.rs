@@ -42,21 +42,49 @@ pub const INFO: AlgoInfo = AlgoInfo {
     source: "NCCL src/graph/trees.cc ncclGetBtree/ncclGetDtree, connect.cc connectTrees (the trees, channels); \
              src/device/all_reduce.h runTreeSplit (the pipeline); src/enqueue.cc (chunk sizes); docs/nccl.md",
     requires: "any P >= 1 that is whole nodes of gpus_per_node; any n",
-    closed_form: "none: the heads' four peers share their ports in the engine's order",
+    closed_form: "the recurrence of every channel's chunks, up from the leaves (add the children's, send to the \
+                  parent, at most 7 undelivered) and down from the root (pass on to the children), each message \
+                  booked on its stream's queue at the interfaces it takes (nccl_streams.rs); exact (C = 0 with \
+                  several channels) where no interface side carries more of the up and down streams than it has \
+                  ports and no message waits for a port its stream shares; none otherwise (a head's NIC then \
+                  serves its parent and children in the engine's order)",
     params: &[
         "protocol=simple: NCCL protocol (simple, ll, ll128): sets the chunk (512 KiB, 32 KiB, 576000 B)",
         "channels=2: channels; the first half run on tree 0, the rest on tree 1",
         "chunk=protocol's: bytes per chunk, overriding the protocol's",
         "gpus_per_node=machine's: GPUs per node (default: the cluster's, a hierarchy's innermost group, else 1)",
     ],
-    build: |params| {
-        let proto = protocol(params)?;
-        let channels = params.count("channels", 2)?;
-        let chunk = params.size("chunk")?;
-        let gpus_per_node = params.count("gpus_per_node", 0)?;
-        Ok(Box::new(NcclTree { proto, channels, chunk, gpus_per_node }))
-    },
+    build: |params| Ok(Box::new(NcclTree::from_params(params)?)),
 };
+
+/// What `explain nccl_tree` prints above the schedule: each channel's tree (every
+/// rank's parent, `-` at the root), its part and chunks.
+pub(crate) fn describe(params: &[(String, crate::units::ParamValue)], p: &Problem, topo: &dyn Topology) -> String {
+    let Ok(algo) = NcclTree::from_params(&mut super::Params::new(params.to_vec())) else { return String::new() };
+    let g = gpus_per_node(algo.gpus_per_node, topo);
+    if p.ranks == 0 || !p.ranks.is_multiple_of(g) {
+        return String::new();
+    }
+    let plan = algo.plan(p, topo);
+    let mut out = format!(
+        "{g} GPU(s) per node, chains inside nodes, double binary tree across; chunk {} B; FIFO of {FIFO} chunks per peer\n",
+        plan.chunk_elems * p.elem_bytes.max(1)
+    );
+    for k in 0..plan.channels {
+        let parents: Vec<String> =
+            (0..p.ranks).map(|r| plan.place(k, r).parent.map_or_else(|| "-".to_string(), |q| q.to_string())).collect();
+        let part = plan.part(k);
+        out.push_str(&format!(
+            "channel {k} (tree {}): parent of rank 0.. = {}; elements [{}, {}) in {} chunk(s), up and down at once\n",
+            usize::from(k >= plan.channels.div_ceil(2)),
+            parents.join(" "),
+            part.offset,
+            part.end(),
+            plan.chunks(k)
+        ));
+    }
+    out
+}
 
 /// See the module docs.
 #[derive(Debug)]
@@ -210,6 +238,15 @@ impl TreePlan {
 }
 
 impl NcclTree {
+    /// Built from its parameters (see [`INFO`]).
+    pub fn from_params(params: &mut super::Params) -> Result<NcclTree, super::ParamError> {
+        let proto = protocol(params)?;
+        let channels = params.count("channels", 2)?;
+        let chunk = params.size("chunk")?;
+        let gpus_per_node = params.count("gpus_per_node", 0)?;
+        Ok(NcclTree { proto, channels, chunk, gpus_per_node })
+    }
+
     /// Bytes per chunk on `topo`: the parameter, or NCCL's step for the protocol.
     pub fn chunk_bytes(&self, topo: &dyn Topology) -> u64 {
         self.chunk.unwrap_or_else(|| run_protocol(self.proto, topo).chunk_bytes())
@@ -249,8 +286,10 @@ impl Algorithm for NcclTree {
         (0..self.channels).flat_map(|k| plan.programs(k, rank as usize)).collect()
     }
 
-    fn closed_form(&self, _p: &Problem, _m: &Machine) -> Option<(f64, f64)> {
-        None
+    fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let plan = self.plan(p, m.topo);
+        super::nccl_streams::tree_time(&plan, p.ranks, p.elem_bytes, FIFO as usize, m.topo, m.cost_per_byte)
+            .map(|t| (t, super::EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize {
