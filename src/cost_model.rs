@@ -15,6 +15,7 @@ use crate::collective::Collective;
 use crate::topology::Topology;
 
 mod lockstep;
+pub(crate) mod nccl_streams;
 pub mod loggp;
 mod pipeline;
 pub use lockstep::{Step, Xfer, lockstep, lockstep_bounds};
