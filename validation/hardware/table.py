@@ -86,7 +86,7 @@ if tg is not None:
 bare = [(n, p["path"]) for n in sorted(os.path.basename(x)[:-5] for x in glob.glob(os.path.join(res_dir, "*.json")))
         for p in (load(n) or {}).get("parameters", []) if p["fitted"] and p.get("rel_uncertainty") is None]
 print("Fitted values without a finite uncertainty: " + ("none." if not bare else
-      ", ".join(f"`{n}`: `{q}`" for n, q in bare) + " (no logged point depends on them; each result's warnings name them)."))
+      ", ".join(f"`{n}`: `{q}`" for n, q in bare) + " (the logs do not determine them: no logged point depends on them, or only together with another value; each result's warnings say which)."))
 print()
 
 for path in sorted(glob.glob(os.path.join(res_dir, "*.json"))):
