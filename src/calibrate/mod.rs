@@ -954,7 +954,8 @@ pub struct Calibration {
     pub residual_rms: f64,
     /// Points fitted.
     pub points_fitted: usize,
-    /// Model evaluations (each simulates every point).
+    /// Model evaluations: the sets of values simulated (each simulates every point; a set
+    /// seen before is looked up, not simulated or counted again).
     pub evaluations: usize,
     /// Why the optimiser stopped.
     pub termination: String,
