@@ -654,27 +654,132 @@ fn parse_tree(tree: &Yaml, file: &str, params: &[Param], values: &[f64]) -> Resu
     Ok(s)
 }
 
+/// Whole loops of `nccl_ring` simulated before the steady state is checked
+/// ([`steady_period`]): the first loops fill the pipeline.
+const STEADY_FROM: u64 = 2;
+/// Loops whose times must step by the same amount before the rest are counted rather
+/// than simulated: three equal steps.
+const STEADY_CHECKS: u64 = 3;
+/// How close (relative to the time) the steps must be: rounding only.
+const STEADY_TOLERANCE: f64 = 1e-12;
+
+/// The bytes of one whole loop of a point's algorithm when it is `nccl_ring` with its
+/// own chunk (the only entry [`what_ran`] makes whose work grows with the size in
+/// identical loops): every channel's part gains P chunks per loop, so a size of `m`
+/// loops more is the same program with `m` more identical loops. `None` otherwise.
+fn steady_period(spec: &AlgoSpec, ranks: usize, elem: u64) -> Option<u64> {
+    if spec.name != "nccl_ring" || ranks < 2 {
+        return None;
+    }
+    let Some(ProtocolChoice::Fixed(proto)) = spec.protocol else { return None };
+    let mut channels = 1;
+    for (k, v) in &spec.params {
+        match (k.as_str(), v) {
+            ("channels", ParamValue::Int(c)) => channels = *c,
+            // A chunk or ring order of its own: not the schedule this argument is about.
+            _ => return None,
+        }
+    }
+    let ring = crate::algos::nccl_ring::NcclRing {
+        proto: Some(proto),
+        channels: channels as usize,
+        chunk: None,
+        gpus_per_node: 0,
+    };
+    let chunk = (ring.chunk_bytes(proto) / elem).max(1) * elem;
+    chunk.checked_mul(ranks as u64)?.checked_mul(channels)
+}
+
+/// How a logged point's time is obtained: simulated at its size, or, for a size of many
+/// whole loops beyond a remainder, from the simulated times of a few loops
+/// ([`steady_period`]).
+enum Plan {
+    /// The time of one simulation.
+    Direct(usize),
+    /// The simulations of `STEADY_FROM ..= STEADY_FROM + STEADY_CHECKS` loops (plus the
+    /// remainder), and how many loops the point has beyond the last of them.
+    Steady { sims: Vec<usize>, more: u64, direct: (usize, usize, u64) },
+}
+
 /// Simulated times of every point of every job, in order, at one set of values.
+///
+/// A size of many loops of `nccl_ring` (up to 8 GiB in 2 MiB chunks: a quarter of a
+/// million messages) is not simulated loop by loop. Its loops are identical, and once
+/// the pipeline is full each adds the same time: the point is simulated at the same
+/// remainder with 2, 3, 4 and 5 whole loops, and if those times step by the same amount
+/// (to rounding), its time is the last of them plus that step for every loop more. If
+/// they do not, the point is simulated whole. The simulations are shared by every size
+/// of a log with the same remainder (every power of two above a loop).
 fn simulate(m: &Machine, jobs: &[Job], runs: &[Run], params: &[Param], values: &[f64]) -> Result<Vec<f64>, String> {
     let scenarios: Vec<Scenario> =
         jobs.iter().map(|j| parse_tree(&j.tree, &m.file, params, values)).collect::<Result<_, _>>()?;
-    let work: Vec<(usize, usize)> =
-        jobs.iter().enumerate().flat_map(|(j, job)| (0..job.points.len()).map(move |i| (j, i))).collect();
-    work.par_iter()
-        .map(|&(j, i)| {
-            let s = &scenarios[j];
+    // The simulations, each (job, sample it is for (messages), algorithm, bytes), once.
+    let mut sims: Vec<(usize, usize, usize, u64)> = Vec::new();
+    let mut index: BTreeMap<(usize, usize, u64), usize> = BTreeMap::new();
+    let mut sim_of = |j: usize, i: usize, algo: usize, bytes: u64| {
+        *index.entry((j, algo, bytes)).or_insert_with(|| {
+            sims.push((j, i, algo, bytes));
+            sims.len() - 1
+        })
+    };
+    let mut plans = Vec::new();
+    for (j, job) in jobs.iter().enumerate() {
+        let e = scenarios[j].data.dtype.bytes() as u64;
+        for (i, (algo, _)) in job.points.iter().enumerate() {
             let bytes = runs[j].samples[i].bytes;
-            let pt = Point { algo: jobs[j].points[i].0, ranks: jobs[j].ranks, bytes };
-            let r = runner::run_point_observed(s, &pt, &mut NoObserver);
-            match (&r.not_applicable, r.time_s) {
-                (None, t) if t.is_finite() && t > 0.0 => Ok(t),
-                (Some(why), _) => {
-                    Err(format!("{}:{}: {} cannot run here: {why}", runs[j].file, runs[j].samples[i].line, r.algorithm))
+            let period = scenarios[j].algorithms.get(*algo).and_then(|a| steady_period(a, job.ranks, e));
+            let first = STEADY_FROM + STEADY_CHECKS;
+            plans.push(match period {
+                Some(l) if bytes.is_multiple_of(e) && bytes / l > first => {
+                    let (loops, rest) = (bytes / l, bytes % l);
+                    let sims = (STEADY_FROM..=first).map(|k| sim_of(j, i, *algo, rest + k * l)).collect();
+                    Plan::Steady { sims, more: loops - first, direct: (j, i, bytes) }
                 }
-                _ => Err(format!("{}:{}: {} did not run", runs[j].file, runs[j].samples[i].line, r.algorithm)),
+                _ => Plan::Direct(sim_of(j, i, *algo, bytes)),
+            });
+        }
+    }
+    let run = |&(j, i, algo, bytes): &(usize, usize, usize, u64)| -> Result<f64, String> {
+        let pt = Point { algo, ranks: jobs[j].ranks, bytes };
+        let r = runner::run_point_observed(&scenarios[j], &pt, &mut NoObserver);
+        match (&r.not_applicable, r.time_s) {
+            (None, t) if t.is_finite() && t > 0.0 => Ok(t),
+            (Some(why), _) => {
+                Err(format!("{}:{}: {} cannot run here: {why}", runs[j].file, runs[j].samples[i].line, r.algorithm))
+            }
+            _ => Err(format!("{}:{}: {} did not run", runs[j].file, runs[j].samples[i].line, r.algorithm)),
+        }
+    };
+    let times: Vec<f64> = sims.par_iter().map(run).collect::<Result<_, _>>()?;
+    // Points whose loops did not settle are simulated whole, in a second pass.
+    let mut whole = Vec::new();
+    let mut out: Vec<Option<f64>> = plans
+        .iter()
+        .map(|p| match p {
+            Plan::Direct(k) => Some(times[*k]),
+            Plan::Steady { sims, more, direct } => {
+                let t: Vec<f64> = sims.iter().map(|k| times[*k]).collect();
+                let step = t[t.len() - 1] - t[t.len() - 2];
+                let last = t[t.len() - 1];
+                let settled = t.windows(2).all(|w| ((w[1] - w[0]) - step).abs() <= STEADY_TOLERANCE * last);
+                if settled {
+                    Some(last + *more as f64 * step)
+                } else {
+                    let (j, i, bytes) = *direct;
+                    whole.push((j, i, jobs[j].points[i].0, bytes));
+                    None
+                }
             }
         })
-        .collect()
+        .collect();
+    let rest: Vec<f64> = whole.par_iter().map(run).collect::<Result<_, _>>()?;
+    let mut rest = rest.into_iter();
+    for t in &mut out {
+        if t.is_none() {
+            *t = rest.next();
+        }
+    }
+    Ok(out.into_iter().map(|t| t.unwrap_or(f64::NAN)).collect())
 }
 
 struct SimModel<'a> {
@@ -684,20 +789,64 @@ struct SimModel<'a> {
     runs: &'a [Run],
     params: &'a [Param],
     measured: Vec<f64>,
+    /// Residuals of every parameter vector simulated so far, by the bits of its values.
+    /// The optimiser asks again for points it has seen: it puts back the last accepted
+    /// values after a rejected step, the fit evaluates the final values once more for
+    /// its statistics, and their Jacobian repeats the optimiser's last one where no step
+    /// was accepted since. The simulation is deterministic, so a repeat is looked up.
+    seen: std::sync::Mutex<BTreeMap<Vec<u64>, Vec<f64>>>,
+    /// Parameter vectors simulated (not looked up).
+    simulated: std::sync::atomic::AtomicUsize,
+}
+
+impl<'a> SimModel<'a> {
+    fn new(machine: &'a Machine, jobs: &'a [Job], runs: &'a [Run], params: &'a [Param], measured: &[f64]) -> Self {
+        SimModel {
+            machine,
+            jobs,
+            runs,
+            params,
+            measured: measured.to_vec(),
+            seen: Default::default(),
+            simulated: Default::default(),
+        }
+    }
+
+    /// Parameter vectors simulated so far.
+    fn simulated(&self) -> usize {
+        self.simulated.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 impl fit::Model for SimModel<'_> {
     fn eval(&self, thetas: &[Vec<f64>]) -> Vec<Result<Vec<f64>, String>> {
+        let key = |t: &Vec<f64>| t.iter().map(|x| x.to_bits()).collect::<Vec<u64>>();
+        let known: Vec<Option<Vec<f64>>> = {
+            let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            thetas.iter().map(|t| seen.get(&key(t)).cloned()).collect()
+        };
         // Each trial's points in parallel; trials one after another keep the pool busy
         // and the results in order.
-        thetas
+        let out: Vec<Result<Vec<f64>, String>> = thetas
             .par_iter()
-            .map(|t| {
+            .zip(known)
+            .map(|(t, known)| {
+                if let Some(r) = known {
+                    return Ok(r);
+                }
+                self.simulated.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let v: Vec<f64> = t.iter().map(|x| x.exp()).collect();
                 let sim = simulate(self.machine, self.jobs, self.runs, self.params, &v)?;
                 Ok(sim.iter().zip(&self.measured).map(|(s, m)| s / m - 1.0).collect())
             })
-            .collect()
+            .collect();
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        for (t, r) in thetas.iter().zip(&out) {
+            if let Ok(r) = r {
+                seen.entry(key(t)).or_insert_with(|| r.clone());
+            }
+        }
+        out
     }
 }
 
@@ -805,7 +954,8 @@ pub struct Calibration {
     pub residual_rms: f64,
     /// Points fitted.
     pub points_fitted: usize,
-    /// Model evaluations (each simulates every point).
+    /// Model evaluations: the sets of values simulated (each simulates every point; a set
+    /// seen before is looked up, not simulated or counted again).
     pub evaluations: usize,
     /// Why the optimiser stopped.
     pub termination: String,
@@ -879,7 +1029,7 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
     let measured: Vec<f64> = fit_runs.iter().flat_map(|r| r.samples.iter().map(|s| s.time_s)).collect();
     let start: Vec<f64> = params.iter().map(|p| p.start.ln()).collect();
     let mut jobs = jobs_at(machine, fit_runs, &params, &params.iter().map(|p| p.start).collect::<Vec<_>>())?;
-    let model = SimModel { machine, jobs: &jobs, runs: fit_runs, params: &params, measured: measured.clone() };
+    let model = SimModel::new(machine, &jobs, fit_runs, &params, &measured);
     // Parameters nothing depends on are held. A derivative at the start is not enough
     // to tell: a link that is not the bottleneck there moves nothing until the others
     // have moved, so each value is tried ten times larger and smaller instead.
@@ -892,7 +1042,9 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
         }
     }
     let probe: Vec<Vec<f64>> = fit::Model::eval(&model, &trials).into_iter().collect::<Result<_, _>>()?;
-    let probe_evaluations = trials.len();
+    let probe_evaluations = model.simulated();
+    // The first round starts from these simulations (the same picks, the start among them).
+    let mut carried = Some(model.seen.into_inner().unwrap_or_else(|e| e.into_inner()));
     let frozen: Vec<bool> =
         (0..params.len()).map(|k| probe[1 + 2 * k] == probe[0] && probe[2 + 2 * k] == probe[0]).collect();
     for (p, f) in params.iter().zip(&frozen) {
@@ -914,9 +1066,12 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
     let mut rounds = 0;
     let outcome = loop {
         rounds += 1;
-        let model = SimModel { machine, jobs: &jobs, runs: fit_runs, params: &params, measured: measured.clone() };
+        let mut model = SimModel::new(machine, &jobs, fit_runs, &params, &measured);
+        if let Some(seen) = carried.take() {
+            model.seen = std::sync::Mutex::new(seen);
+        }
         let out = fit::fit(&model, &theta, &frozen, opts.patience.max(1))?;
-        evaluations += out.evaluations;
+        evaluations += model.simulated();
         let v: Vec<f64> = out.theta.iter().map(|t| t.exp()).collect();
         let next = jobs_at(machine, fit_runs, &params, &v)?;
         let held = next.iter().zip(&jobs).all(|(a, b)| a.points == b.points);

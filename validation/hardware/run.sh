@@ -1,17 +1,35 @@
 #!/bin/sh
 # Regenerate validation/hardware/RESULTS.md: calibrate every dataset of data/ on some of
 # its runs and predict the others (hold-out). Usage: validation/hardware/run.sh [BINARY]
+# Without BINARY it builds the release binary (cargo does nothing when it is up to date).
+# A fit that fails leaves its JSON empty and the others still run; RESULTS.md says which
+# did not finish, and the script exits 1 at the end.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-bin=${1:-$here/../../target/release/allreduce-sim}
-[ -x "$bin" ] || (cd "$here/../.." && cargo build --release --quiet)
+if [ $# -ge 1 ]; then
+    bin=$1
+else
+    (cd "$here/../.." && cargo build --release --quiet)
+    bin=$here/../../target/release/allreduce-sim
+fi
 d=$here/data
 out=$here/results
 mkdir -p "$out"
 python3 "$here/convert_astrasim.py" "$d/astrasim_validation_digitized.csv" "$d"
 python3 "$here/convert_l40s.py" "$d/l40s_nccl_allreduce.csv" "$d"
 
-cal() { name=$1; shift; "$bin" calibrate "$@" --format json --output "$out/$name.yaml" > "$out/$name.json"; }
+failed=""
+cal() {
+    name=$1; shift
+    started=$(date +%s)
+    if "$bin" calibrate "$@" --format json --output "$out/$name.yaml" > "$out/$name.json"; then
+        echo "$name: $(($(date +%s) - started)) s"
+    else
+        echo "$name: calibrate failed (status $?)" >&2
+        : > "$out/$name.json"
+        failed="$failed $name"
+    fi
+}
 
 # ABCI V100: one node (P = 4) and one two-node run (P = 8) fitted, 4 to 32 nodes predicted.
 cal abci_v100 "$here/machines/abci_v100.yaml" "$d/abci_v100_p4.txt" "$d/abci_v100_p8.txt" \
@@ -24,8 +42,8 @@ cal tg_h100 "$here/machines/h100_node.yaml" "$d/tg_h100_1n_p8_ring.txt" --env NC
     --hold-out "$d/tg_h100_1n_p8_nvls.txt"
 # Two-node H100 runs (GCP, AWS p5) and A100 (AWS p4de), each fitted on itself only.
 cal gcp_a3mega "$here/machines/h100_node.yaml" "$d/gcp_a3mega_2n_p16.txt"
-cal aws_p5 "$here/machines/h100_node.yaml" "$d/aws_p5_2n_p16.txt" --ranks 16 --gpus-per-node 8 --patience 150
-cal aws_p4de "$here/machines/h100_node.yaml" "$d/aws_p4de_2n_p16.txt" --ranks 16 --gpus-per-node 8 --patience 150
+cal aws_p5 "$here/machines/h100_node.yaml" "$d/aws_p5_2n_p16.txt" --ranks 16 --gpus-per-node 8
+cal aws_p4de "$here/machines/h100_node.yaml" "$d/aws_p4de_2n_p16.txt" --ranks 16 --gpus-per-node 8
 # ASTRA-sim's validation points: fit P = 2, predict P = 4 and 8 (the ring, large sizes only).
 # HGX-H100 on one NVSwitch node; HPE V100 on the DGX-1 cube-mesh (machines/dgx1_v100.yaml,
 # the NVLink counts written down): a run of fewer GPUs than the node has runs on the node's
@@ -38,3 +56,7 @@ cal astrasim_hpe_v100 "$here/machines/dgx1_v100.yaml" "$d/astrasim_hpe_v100_p2.t
 cal l40s "$here/machines/l40s_pcie.yaml" "$d"/l40s_p2_*.txt --hold-out "$d"/l40s_p4_*.txt
 python3 "$here/table.py" "$out" "$d/astrasim_validation_digitized.csv" > "$here/RESULTS.md"
 echo "wrote $here/RESULTS.md"
+if [ -n "$failed" ]; then
+    echo "not finished:$failed" >&2
+    exit 1
+fi

@@ -77,12 +77,16 @@ row("calibrate: one node plus one multi-node run fitted, larger node counts pred
     "abci_v100", [f"abci_v100_p{p}" for p in (16, 32, 64, 128)], 0.10)
 tg = load("tg_h100")
 if tg is not None:
-    print(f"\nFit time: the H100 node's 3 logs of 27 to 31 sizes took {tg['wall_time_s']:.1f} s here "
-          "(goal: 4 logs x 30 sizes under 30 s on 2 cores).")
+    every = [j for n in sorted(os.path.basename(x)[:-5] for x in glob.glob(os.path.join(res_dir, "*.json")))
+             if (j := load(n)) is not None]
+    print(f"\nFit time (wall, on the 2 shared cores `run.sh` ran on): the H100 node's 3 logs of 27 to 31 sizes "
+          f"took {tg['wall_time_s']:.1f} s ({tg['evaluations']} evaluations); the {len(every)} fits of this page "
+          f"took {sum(j['wall_time_s'] for j in every):.0f} s together "
+          "(goal: 4 logs x 30 sizes under 30 s on 2 cores; docs/calibrate.md, \"How long it takes\").")
 bare = [(n, p["path"]) for n in sorted(os.path.basename(x)[:-5] for x in glob.glob(os.path.join(res_dir, "*.json")))
         for p in (load(n) or {}).get("parameters", []) if p["fitted"] and p.get("rel_uncertainty") is None]
 print("Fitted values without a finite uncertainty: " + ("none." if not bare else
-      ", ".join(f"`{n}`: `{q}`" for n, q in bare) + " (no logged point depends on them; each result's warnings name them)."))
+      ", ".join(f"`{n}`: `{q}`" for n, q in bare) + " (the logs do not determine them: no logged point depends on them, or only together with another value; each result's warnings say which)."))
 print()
 
 for path in sorted(glob.glob(os.path.join(res_dir, "*.json"))):
@@ -90,7 +94,7 @@ for path in sorted(glob.glob(os.path.join(res_dir, "*.json"))):
     c = load(name)
     if c is None:
         # A fit that did not finish leaves an empty file: say so rather than stop.
-        print(f"## {name}\n\nNot finished: `run.sh` was stopped before this fit ended.\n")
+        print(f"## {name}\n\nNot finished: calibrate failed, or `run.sh` was stopped, before this fit ended.\n")
         continue
     print(f"## {name}\n")
     cond = c["condition_number"]
