@@ -430,7 +430,10 @@ pub const BIDIRECTIONAL_INFO: AlgoInfo = AlgoInfo {
     closed_form: "2P dividing n, half chunks h = S/(2P), T = alpha + h/B, R = h C, one NIC or C = 0: the two \
                   rings' steps on each rank's ports and one compute unit, in issue order (a recurrence); 2 NICs, \
                   C = 0: 2(P-1)(alpha + S/(2PB)), half the ring's bandwidth term; 1 NIC, C = 0: \
-                  4(P-1)(alpha + S/(2PB)), no gain and twice the alphas; otherwise none",
+                  4(P-1)(alpha + S/(2PB)), no gain and twice the alphas; otherwise (chunks of unequal size, \
+                  several NICs with compute, links that differ) the two rings' steps as two streams sharing the \
+                  ranks' ports and compute unit (cost_model::sweep; at a tie the unit adds the piece whose \
+                  message has the higher priority first)",
     params: &[],
     build: |_| Ok(Box::new(BidirectionalRing)),
 };

@@ -26,7 +26,8 @@
 //! instants, its incoming ports mirror its outgoing ones, and a recurrence over one
 //! rank's messages is the time. Otherwise chunks of different lengths put ranks out of
 //! step, a rank's incoming port carries data from the left and notifications from the
-//! right whose order the engine's priorities decide, and there is none.
+//! right in the order of the model's priorities, and the program's steps on every rank
+//! are taken together ([`ring_chunked_steps`]).
 
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
 use crate::cost_model;
@@ -41,8 +42,9 @@ pub const INFO: AlgoInfo = AlgoInfo {
     requires: "any P >= 1, any n (chunks of at least 256 elements; empty ones still send one)",
     closed_form: "2P equal chunks (n a multiple of 2P, n >= 512 P), T = alpha + (n/2P) e/B, R = (n/2P) e C: \
                   the recurrence of one rank's 4P-4 chunks and 4P-5 notifications (alpha each) on its k NICs; \
-                  one NIC and R <= T: (4P-4) T + (4P-5) alpha; unequal chunks with n >= 512 P: bounds, the recurrence at n rounded down and up to a multiple of 2P \
-                  (a rank's in-port then carries data and notifications in an order set by the arbitration)",
+                  one NIC and R <= T: (4P-4) T + (4P-5) alpha; otherwise (unequal chunks, links that differ) its \
+                  data and notification steps on every rank taken together (cost_model::sweep_posted: a rank's \
+                  in-port carries data and notifications in the model's priority order)",
     params: &[],
     build: |_| Ok(Box::new(RingChunked)),
 };
