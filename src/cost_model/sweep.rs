@@ -261,10 +261,10 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
                         while cu.issued < cu.sends.len() && cu.step < streams[j].len() {
                             // All but k - 1 of the sends before it must have landed.
                             let need = cu.issued + 1 - k;
-                            let mut landed: Vec<f64> = cu.ends.iter().copied().filter(|&e| e <= now).collect();
-                            if landed.len() < need {
+                            if cu.ends.iter().filter(|&&e| e <= now).count() < need {
                                 break;
                             }
+                            let mut landed: Vec<f64> = cu.ends.iter().copied().filter(|&e| e <= now).collect();
                             landed.sort_by(f64::total_cmp);
                             let at = cu.last_issue.max(landed[need - 1]);
                             let i = cu.sends[cu.issued];
