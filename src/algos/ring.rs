@@ -609,7 +609,7 @@ pub fn bidirectional_ring(p: &Problem, h: &Hockney) -> Option<f64> {
 }
 
 /// Two rings in opposite directions on any machine and any n: the two rings' steps as
-/// two streams of every rank, taken together by [`cost_model::sweep`] (each ring a
+/// two streams of every rank, taken together by [`cost_model::sweep()`] (each ring a
 /// step-synchronous program: a rank passes on step t's chunk once step t-1's has
 /// arrived and been added; the streams share the rank's ports and its compute unit).
 /// This is where [`bidirectional_ring`] has no symmetry to rest on: chunks of unequal
