@@ -44,6 +44,9 @@ pub const SWEEP_LIMIT: usize = 400_000;
 /// and index order a sender's messages as it issued them.
 type Key = (u64, usize, usize, usize, usize);
 
+/// A message that landed before its receive was posted: (end, bytes, reduce, key).
+type Early = (f64, u64, bool, Key);
+
 /// A piece waiting for a rank's compute unit: ready at `release` (bits), the key of
 /// the message that brought it, its stream, its time.
 type Job = Reverse<(u64, Key, usize, u64)>;
@@ -144,8 +147,7 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
     };
     // Arrivals before their receive is posted, by (stream, step, receiver): (end, bytes,
     // reduce, key).
-    let mut early: Vec<Vec<Vec<(f64, u64, bool, Key)>>> =
-        streams.iter().map(|st| vec![Vec::new(); st.len() * np]).collect();
+    let mut early: Vec<Vec<Vec<Early>>> = streams.iter().map(|st| vec![Vec::new(); st.len() * np]).collect();
     let mut cur: Vec<Vec<Cursor>> = vec![vec![Cursor::default(); ns]; np];
     let faces = topo.interfaces();
     let ports = |i: usize| topo.interface_ports(i).max(1) as usize;
@@ -162,7 +164,7 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
     let enter = |r: usize,
                  j: usize,
                  cur: &mut [Vec<Cursor>],
-                 early: &mut [Vec<Vec<(f64, u64, bool, Key)>>],
+                 early: &mut [Vec<Vec<Early>>],
                  waiting: &mut BTreeSet<Key>,
                  marks: &mut BinaryHeap<Reverse<u64>>,
                  jobs: &mut [BinaryHeap<Job>],
