@@ -18,8 +18,10 @@ mod lockstep;
 pub(crate) mod nccl_streams;
 pub mod loggp;
 mod pipeline;
+mod sweep;
 pub use lockstep::{Step, Xfer, lockstep, lockstep_bounds};
 pub use pipeline::{earliest, ring_items};
+pub use sweep::{Posted, SWEEP_LIMIT, sweep, sweep_posted, sweep_steps};
 
 /// The problem belongs to the engine's layer (the programs are built for it); the closed
 /// forms name it from here.

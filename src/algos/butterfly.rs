@@ -24,9 +24,9 @@ pub const INFO: AlgoInfo = AlgoInfo {
     summary: "recursive doubling, whole vector exchanged; non-powers of two by the fold",
     source: "course report (Butterfly); survey (Butterfly); Thakur, Rabenseifner & Gropp 2005",
     requires: "any P >= 1, any n",
-    closed_form: "T = alpha + S/B, R = S C: log2(P) (T + R) for P a power of two; otherwise bounds \
-                  (early messages queue behind the fold, in an order set by the port arbitration): above, \
-                  (log2 P' + 1)(T + R) + T; below, the fold's recurrence without port waits",
+    closed_form: "T = alpha + S/B, R = S C: log2(P) (T + R) for P a power of two; otherwise the step \
+                  recurrence of the fold, the core's swaps and the unfold, taken together where early messages \
+                  queue behind the fold (cost_model::sweep)",
     params: &["nonpow2=fold: P not a power of two by the fold (MPICH) or seed000 (the course report's catch-up sends)"],
     build: |params| Ok(Box::new(Butterfly { seed000: params.choice("nonpow2", &["fold", "seed000"])? == "seed000" })),
 };

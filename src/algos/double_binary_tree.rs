@@ -69,7 +69,8 @@ pub const INFO: AlgoInfo = AlgoInfo {
     requires: "any P >= 1, any n, any topology (flat)",
     closed_form: "the recurrence of its K + 2H - 1 rounds (cost_model::lockstep; K chunks per half, H tree \
                   height), each at most 4 messages (at most k in flight) and 2 additions of a chunk per rank; \
-                  none where a rank's later-round message takes a port ahead of a lagging peer's",
+                  where a rank's later-round message takes a port ahead of a lagging peer's, the rounds taken \
+                  together (cost_model::sweep)",
     params: &["chunk=64KiB: pipeline chunk (bytes); each half of the vector is cut into ceil(half / chunk) chunks"],
     build: |params| {
         let chunk = params.size("chunk")?.unwrap_or(DEFAULT_CHUNK);

@@ -24,9 +24,8 @@ pub const INFO: AlgoInfo = AlgoInfo {
     source: "Gloo allreduce_halving_doubling; survey (recursive halving and doubling); Thakur et al. 2005",
     requires: "any P >= 1, any n",
     closed_form: "P a power of two dividing n: 2 log2(P) alpha + 2 (P-1)/P S/B + (P-1)/P S C; \
-                  P a power of two not dividing n: bounds, the formula at n rounded down and up to a multiple of P \
-                  (ranks with smaller blocks run ahead and take ports in an order set by the arbitration); \
-                  none for the fold (P not a power of two)",
+                  otherwise (P not dividing n, or the fold for P not a power of two) the step recurrence of its \
+                  fold, halving, doubling and unfold steps, taken together where a rank runs ahead (cost_model::sweep)",
     params: &["nonpow2=fold: P not a power of two by the fold (MPICH) or binary_blocks (Gloo)"],
     build: |params| {
         let blocks = params.choice("nonpow2", &["fold", "binary_blocks"])? == "binary_blocks";

@@ -430,7 +430,10 @@ pub const BIDIRECTIONAL_INFO: AlgoInfo = AlgoInfo {
     closed_form: "2P dividing n, half chunks h = S/(2P), T = alpha + h/B, R = h C, one NIC or C = 0: the two \
                   rings' steps on each rank's ports and one compute unit, in issue order (a recurrence); 2 NICs, \
                   C = 0: 2(P-1)(alpha + S/(2PB)), half the ring's bandwidth term; 1 NIC, C = 0: \
-                  4(P-1)(alpha + S/(2PB)), no gain and twice the alphas; otherwise none",
+                  4(P-1)(alpha + S/(2PB)), no gain and twice the alphas; otherwise (chunks of unequal size, \
+                  several NICs with compute, links that differ) the two rings' steps as two streams sharing the \
+                  ranks' ports and compute unit (cost_model::sweep; at a tie the unit adds the piece whose \
+                  message has the higher priority first)",
     params: &[],
     build: |_| Ok(Box::new(BidirectionalRing)),
 };
@@ -463,8 +466,10 @@ impl Algorithm for BidirectionalRing {
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        let h = cost_model::Hockney::of(m)?;
-        bidirectional_ring(p, &h).map(|t| (t, EXACT))
+        if let Some(t) = cost_model::Hockney::of(m).and_then(|h| bidirectional_ring(p, &h)) {
+            return Some((t, EXACT));
+        }
+        bidirectional_ring_streams(p, m).map(|t| (t, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
@@ -601,6 +606,47 @@ pub fn bidirectional_ring(p: &Problem, h: &Hockney) -> Option<f64> {
         end = end.max(done);
     }
     Some(end)
+}
+
+/// Two rings in opposite directions on any machine and any n: the two rings' steps as
+/// two streams of every rank, taken together by [`cost_model::sweep()`] (each ring a
+/// step-synchronous program: a rank passes on step t's chunk once step t-1's has
+/// arrived and been added; the streams share the rank's ports and its compute unit).
+/// This is where [`bidirectional_ring`] has no symmetry to rest on: chunks of unequal
+/// size, several NICs with compute, or links that differ.
+pub fn bidirectional_ring_streams(p: &Problem, m: &Machine) -> Option<f64> {
+    let np = p.ranks;
+    if np <= 1 {
+        return Some(0.0);
+    }
+    let n = p.elems;
+    let stages = 2 * (np - 1);
+    let streams: Vec<Vec<cost_model::Step>> = [Direction::Forward, Direction::Backward]
+        .iter()
+        .enumerate()
+        .map(|(h, &dir)| {
+            let part = block(n, 2, h);
+            (0..stages)
+                .map(|t| {
+                    let phase = ALLREDUCE[t / (np - 1)];
+                    let xfers = (0..np)
+                        .map(|r| {
+                            let q = dir.position(r, np);
+                            let (send, _, action) = phase.step(q, np, t % (np - 1));
+                            cost_model::Xfer {
+                                from: r,
+                                to: dir.rank(q + 1, np) as usize,
+                                bytes: p.b(block(part.len, np, send).len) as u64,
+                                reduce: action == Action::Reduce,
+                            }
+                        })
+                        .collect();
+                    cost_model::Step { xfers, local: Vec::new() }
+                })
+                .collect()
+        })
+        .collect();
+    cost_model::sweep(m.topo, m.cost_per_byte, false, &streams)
 }
 
 /// The textbook ring over `phases` (one segment; `true` a reduce-scatter phase, `false`

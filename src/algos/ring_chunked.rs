@@ -26,7 +26,8 @@
 //! instants, its incoming ports mirror its outgoing ones, and a recurrence over one
 //! rank's messages is the time. Otherwise chunks of different lengths put ranks out of
 //! step, a rank's incoming port carries data from the left and notifications from the
-//! right whose order the engine's priorities decide, and there is none.
+//! right in the order of the model's priorities, and the program's steps on every rank
+//! are taken together ([`ring_chunked_steps`]).
 
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
 use crate::cost_model;
@@ -41,8 +42,9 @@ pub const INFO: AlgoInfo = AlgoInfo {
     requires: "any P >= 1, any n (chunks of at least 256 elements; empty ones still send one)",
     closed_form: "2P equal chunks (n a multiple of 2P, n >= 512 P), T = alpha + (n/2P) e/B, R = (n/2P) e C: \
                   the recurrence of one rank's 4P-4 chunks and 4P-5 notifications (alpha each) on its k NICs; \
-                  one NIC and R <= T: (4P-4) T + (4P-5) alpha; unequal chunks with n >= 512 P: bounds, the recurrence at n rounded down and up to a multiple of 2P \
-                  (a rank's in-port then carries data and notifications in an order set by the arbitration)",
+                  one NIC and R <= T: (4P-4) T + (4P-5) alpha; otherwise (unequal chunks, links that differ) its \
+                  data and notification steps on every rank taken together (cost_model::sweep_posted: a rank's \
+                  in-port carries data and notifications in the model's priority order)",
     params: &[],
     build: |_| Ok(Box::new(RingChunked)),
 };
@@ -117,7 +119,10 @@ impl Algorithm for RingChunked {
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        Some((ring_chunked(p, &cost_model::Hockney::of(m)?)?, EXACT))
+        if let Some(t) = cost_model::Hockney::of(m).and_then(|h| ring_chunked(p, &h)) {
+            return Some((t, EXACT));
+        }
+        Some((ring_chunked_steps(p, m)?, EXACT))
     }
 
     /// Unequal chunks with n at least `512 P` (2P chunks of at least Gloo's 256
@@ -137,6 +142,55 @@ impl Algorithm for RingChunked {
 
 // ---------------------------------------------------------------------------------------
 // Closed forms (docs/model.md): the time in the ideal model, without the engine
+
+/// Gloo's `allreduce_ring_chunked` for any n and on any machine: its program as steps
+/// of one stream, taken together by [`cost_model::sweep_posted`]. Rank r's steps are
+/// data steps `D_i` (`i` in `0..4P-4`: post the receive of the left neighbour's send i,
+/// add or copy it, wait) each followed, while there is a chunk left to pass on, by a
+/// notification step `N_i` (send the notification left, receive the right
+/// neighbour's, wait), and a last notification step. The send of chunk `i + 2` goes out
+/// when `N_i` ends, which is when `D_{i+1}` begins, and lands in the right neighbour's
+/// `D_{i+2}`: a receive posted two steps after the send (sends 0 and 1 go at the start).
+/// Every message then takes its ports as the model serves them, a rank's in-port
+/// carrying its left neighbour's chunks and its right neighbour's notifications in the
+/// order of the model's priorities, which is what the recurrence of one rank
+/// ([`ring_chunked`]) cannot follow once ranks fall out of step.
+pub fn ring_chunked_steps(p: &Problem, m: &Machine) -> Option<f64> {
+    let (np, n) = (p.ranks, p.elems);
+    if np <= 1 || n == 0 {
+        return Some(0.0);
+    }
+    let chunks = 2 * np;
+    let cs = chunk_elems(np, n);
+    let last = 4 * np - 5;
+    // Step of D_i and N_i; the final notification step.
+    let d = |i: usize| if i + 2 <= last { 2 * i } else { 2 * (last - 1) + (i + 1 - (last - 1)) - 1 };
+    let note = |i: usize| 2 * i + 1;
+    let fin = d(last) + 1;
+    let mut steps: Vec<cost_model::Posted> = vec![cost_model::Posted::default(); fin + 1];
+    // Send `tag` of rank q: its bytes and whether the receiver adds it.
+    let data = |q: usize, tag: usize| {
+        let c = chunk_at(q, np, if tag < chunks { tag } else { tag - chunks });
+        let offset = c * cs;
+        let len = if offset < n { cs.min(n - offset) } else { 0 };
+        let bytes = p.b(len.max(1)) as u64;
+        (bytes, tag + 2 < chunks && len > 0)
+    };
+    let xfer = |from: usize, to: usize, (bytes, reduce): (u64, bool)| cost_model::Xfer { from, to, bytes, reduce };
+    for q in 0..np {
+        let (left, right) = ((q + np - 1) % np, (q + 1) % np);
+        for tag in 0..=last {
+            // Sends 0 and 1 at the start; send i + 2 when D_{i+1} begins.
+            let at = if tag < 2 { 0 } else { d(tag - 1) };
+            steps[at].xfers.push((xfer(q, right, data(q, tag)), d(tag)));
+        }
+        for i in 0..=last.saturating_sub(2) {
+            steps[note(i)].xfers.push((xfer(q, left, (0, false)), note(i)));
+        }
+        steps[fin].xfers.push((xfer(q, left, (0, false)), fin));
+    }
+    cost_model::sweep_posted(m.topo, m.cost_per_byte, false, &[steps])
+}
 
 /// Gloo's `allreduce_ring_chunked` where all `2P` chunks are equal: `n` a multiple of
 /// `2P` and `n / 2P >= 256` (Gloo's smallest chunk), `c = n/(2P) e`, `T = T(c)`,

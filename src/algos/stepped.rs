@@ -160,12 +160,19 @@ fn fill_step(plan: &dyn Stepped, np: usize, elem_bytes: usize, sp: &mut StepPlan
     }
 }
 
-/// The plan's time on `topo` (the step recurrence), `None` where a port would serve
-/// messages out of step order.
+/// The plan's time on `topo`: the step recurrence, or where a port would serve messages
+/// out of step order the steps taken together ([`cost_model::sweep_steps`]); `None` only
+/// where the plan is too large for that ([`cost_model::SWEEP_LIMIT`]).
 pub(crate) fn time(plan: &dyn Stepped, topo: &dyn Topology, c: f64, elem_bytes: usize) -> Option<f64> {
     let mut sp = StepPlan::default();
-    cost_model::lockstep(topo, c, plan.steps(), plan.windowed(), |s, step: &mut Step| {
+    let fast = cost_model::lockstep(topo, c, plan.steps(), plan.windowed(), |s, step: &mut Step| {
         fill_step(plan, topo.ranks(), elem_bytes, &mut sp, s, step)
+    });
+    // Where a port serves a later step's message first, the steps taken together.
+    fast.or_else(|| {
+        cost_model::sweep_steps(topo, c, plan.steps(), plan.windowed(), |s, step: &mut Step| {
+            fill_step(plan, topo.ranks(), elem_bytes, &mut sp, s, step)
+        })
     })
 }
 

@@ -61,9 +61,9 @@
 //!   free port of one side at an instant when the other side had a port free, so that
 //!   the engine would have given the port to this one.
 //!
-//! Then the time hangs on the engine's port arbitration between the two, which has no
-//! closed form. (Messages between the same two ranks never overtake each other: same
-//! ports, and the earlier has the higher priority.) Where no booking trips either check,
+//! Then the steps must be taken together, which [`super::sweep()`] does. (Messages
+//! between the same two ranks never overtake each other: same ports, and the earlier
+//! has the higher priority.) Where no booking trips either check,
 //! every message starts where the engine starts it, by induction over the bookings in
 //! the order made.
 //!

@@ -1,0 +1,367 @@
+//! The step recurrence of [`super::lockstep`] taken over the whole run at once rather
+//! than step by step: the exact time of a step-synchronous program also where a rank
+//! that ran ahead takes a port before a lagging peer's message of an earlier step.
+//!
+//! [`super::lockstep`] books a step's messages only after every earlier step's, and
+//! gives up where the engine would have served a later step's message first. Here the
+//! messages of every step wait together, and the model's rules (docs/model.md) are
+//! applied as they read, instant by instant over the run:
+//!
+//! - a rank's stream enters step s when its step s-1 is over, at `d(s-1)`: it issues the
+//!   step's sends then (windowed: at most `k` undelivered at once, the i-th once all but
+//!   `k - 1` of those before it have landed) and posts the step's receives;
+//! - at every instant at which a message is issued or a port frees, the issued messages
+//!   still waiting take free ports greedily in priority order `(issue time, sender,
+//!   sender's sequence)`; a message holds one out-port of the interface it leaves by and
+//!   one in-port of the one it enters by for `alpha + m/B`;
+//! - a received piece is ready at `max(arrival, post)`; a copy is then done, a reduction
+//!   waits for the rank's one compute unit, which takes ready pieces in the order they
+//!   became ready (at a tie, in the priority order of the messages that brought them);
+//! - the step is over once every receive is done (windowed: and every send has landed),
+//!   plus its local reductions.
+//!
+//! Nothing here is chosen by an event order the model leaves open except the tie rule
+//! of the compute unit, which matters only where several streams share a rank (a single
+//! stream's step ends at the same instant whichever piece goes first). A rank's streams
+//! issue in their order at an instant: the sender's sequence numbers them so.
+//!
+//! The run is evaluated in time order: every time involved is a sum of the plan's own
+//! costs, with the engine's floating-point operations in the engine's order along every
+//! path, so it agrees with the engine to the last bit in practice.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
+
+use super::{Step, Xfer};
+use crate::topology::Topology;
+
+/// The most messages a run may have for [`sweep`] to evaluate it (its waiting set is
+/// scanned at every instant); beyond it the caller falls back on bounds.
+pub const SWEEP_LIMIT: usize = 400_000;
+
+/// A message's place in the waiting set: `(issue time's bits, sender, stream, step,
+/// index in the step)`; non-negative times order as their bits, and the stream, step
+/// and index order a sender's messages as it issued them.
+type Key = (u64, usize, usize, usize, usize);
+
+/// A message that landed before its receive was posted: (end, bytes, reduce, key).
+type Early = (f64, u64, bool, Key);
+
+/// A piece waiting for a rank's compute unit: ready at `release` (bits), the key of
+/// the message that brought it, its stream, its time.
+type Job = Reverse<(u64, Key, usize, u64)>;
+
+/// Where one stream of one rank is.
+#[derive(Clone, Debug, Default)]
+struct Cursor {
+    /// The step it is in (`plan.len()`: done).
+    step: usize,
+    /// When the step began, `d(step - 1)`.
+    post: f64,
+    /// Receives of the step not yet done.
+    need: usize,
+    /// The latest end of a done receive of the step (and of a landed send, windowed).
+    done: f64,
+    /// The step's sends of this rank (indices into the step's messages), how many of
+    /// them are issued and started, the issue time of the last issued, and the ends of
+    /// those started.
+    sends: Vec<usize>,
+    issued: usize,
+    started: usize,
+    last_issue: f64,
+    ends: Vec<f64>,
+}
+
+/// One step of a stream whose messages may be received in a later step of their
+/// receiver than the one they are sent in (a double-buffered ring sends a chunk two
+/// steps ahead of its receive): each message with the receiver's step that posts its
+/// receive, and the rank's local reductions after the step's receives.
+#[derive(Clone, Debug, Default)]
+pub struct Posted {
+    /// Messages sent in this step (each sender's in its program order), each with the
+    /// step (of the same stream) in which its receiver posts the receive.
+    pub xfers: Vec<(Xfer, usize)>,
+    /// `(rank, bytes)`: local reductions after the receives.
+    pub local: Vec<(usize, u64)>,
+}
+
+/// The exact time of step-synchronous `streams` on `topo` with `c` seconds per byte
+/// reduced: `streams[j][s]` is step s of stream j (every rank runs each stream's steps
+/// in order, the streams side by side, sharing its ports and compute unit). With
+/// `windowed`, a rank keeps at most `nics` of a step's sends undelivered and ends the
+/// step once all have landed. Local reductions are allowed only in a single stream.
+/// `None` where the run has more than [`SWEEP_LIMIT`] messages.
+pub fn sweep(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<Step>]) -> Option<f64> {
+    let posted: Vec<Vec<Posted>> = streams
+        .iter()
+        .map(|st| {
+            st.iter()
+                .enumerate()
+                .map(|(s, step)| Posted {
+                    xfers: step.xfers.iter().map(|&x| (x, s)).collect(),
+                    local: step.local.clone(),
+                })
+                .collect()
+        })
+        .collect();
+    sweep_posted(topo, c, windowed, &posted)
+}
+
+/// [`sweep`] of streams whose messages name the step that receives them ([`Posted`]).
+pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<Posted>]) -> Option<f64> {
+    let np = topo.ranks();
+    let total: usize = streams.iter().flat_map(|st| st.iter().map(|s| s.xfers.len())).sum();
+    if total > SWEEP_LIMIT || (streams.len() > 1 && streams.iter().flatten().any(|s| !s.local.is_empty())) {
+        return None;
+    }
+    let ns = streams.len();
+    // Per stream and step, the receives each rank waits for, and each rank's sends.
+    let mut incoming: Vec<Vec<Vec<usize>>> = Vec::with_capacity(ns);
+    for st in streams {
+        let mut per = vec![vec![0usize; np]; st.len()];
+        for step in st {
+            for &(x, at) in &step.xfers {
+                per.get_mut(at)?[x.to] += 1;
+            }
+        }
+        incoming.push(per);
+    }
+    // Each step's messages by sender, program order within a sender.
+    let by_sender: Vec<Vec<Vec<usize>>> = streams
+        .iter()
+        .map(|st| {
+            st.iter()
+                .map(|step| {
+                    let mut order: Vec<usize> = (0..step.xfers.len()).collect();
+                    order.sort_by_key(|&i| step.xfers[i].0.from);
+                    order
+                })
+                .collect()
+        })
+        .collect();
+    let sends_of = |j: usize, s: usize, r: usize| -> Vec<usize> {
+        let (order, xfers) = (&by_sender[j][s], &streams[j][s].xfers);
+        let lo = order.partition_point(|&i| xfers[i].0.from < r);
+        let hi = order.partition_point(|&i| xfers[i].0.from <= r);
+        order[lo..hi].to_vec()
+    };
+    // Arrivals before their receive is posted, by (stream, step, receiver): (end, bytes,
+    // reduce, key).
+    let mut early: Vec<Vec<Vec<Early>>> = streams.iter().map(|st| vec![Vec::new(); st.len() * np]).collect();
+    let mut cur: Vec<Vec<Cursor>> = vec![vec![Cursor::default(); ns]; np];
+    let faces = topo.interfaces();
+    let ports = |i: usize| topo.interface_ports(i).max(1) as usize;
+    let (mut out, mut inp): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (vec![Vec::new(); faces], vec![Vec::new(); faces]);
+    let mut waiting: BTreeSet<Key> = BTreeSet::new();
+    let mut marks: BinaryHeap<Reverse<u64>> = BinaryHeap::new();
+    let mut jobs: Vec<BinaryHeap<Job>> = vec![BinaryHeap::new(); np];
+    let mut unit = vec![0.0f64; np];
+    let mut end_max = 0.0f64;
+    let mut dirty: Vec<(usize, usize)> = Vec::new();
+    let window = |r: usize| if windowed { topo.nics(r).max(1) as usize } else { usize::MAX };
+
+    // Enter step `cur[r][j].step` at `post`; issue what it issues then.
+    let enter = |r: usize,
+                 j: usize,
+                 cur: &mut [Vec<Cursor>],
+                 early: &mut [Vec<Vec<Early>>],
+                 waiting: &mut BTreeSet<Key>,
+                 marks: &mut BinaryHeap<Reverse<u64>>,
+                 jobs: &mut [BinaryHeap<Job>],
+                 dirty: &mut Vec<(usize, usize)>| {
+        let cu = &mut cur[r][j];
+        let s = cu.step;
+        if s >= streams[j].len() {
+            return;
+        }
+        cu.need = incoming[j][s][r];
+        cu.done = cu.post;
+        cu.sends = sends_of(j, s, r);
+        cu.issued = cu.sends.len().min(window(r));
+        cu.started = 0;
+        cu.last_issue = cu.post;
+        cu.ends.clear();
+        for &i in &cu.sends[..cu.issued] {
+            waiting.insert((cu.post.to_bits(), r, j, s, i));
+        }
+        marks.push(Reverse(cu.post.to_bits()));
+        for (end, bytes, reduce, key) in early[j][s * np + r].drain(..) {
+            let release = end.max(cu.post);
+            if reduce {
+                jobs[r].push(Reverse((release.to_bits(), key, j, bytes)));
+                marks.push(Reverse(release.to_bits()));
+            } else {
+                cu.done = cu.done.max(release);
+                cu.need -= 1;
+            }
+        }
+        dirty.push((r, j));
+    };
+
+    for r in 0..np {
+        for j in 0..ns {
+            enter(r, j, &mut cur, &mut early, &mut waiting, &mut marks, &mut jobs, &mut dirty);
+        }
+    }
+    // Times are never negative: the run begins at 0.
+    let mut now = 0.0f64;
+    loop {
+        // Everything that happens at `now`, until nothing more does: pieces start on
+        // free compute units, steps end (and the next ones issue), windowed sends go,
+        // and then waiting messages take free ports in priority order.
+        loop {
+            let mut changed = false;
+            for r in 0..np {
+                while unit[r] <= now {
+                    let Some(&Reverse((bits, _, j, bytes))) = jobs[r].peek() else { break };
+                    let release = f64::from_bits(bits);
+                    if release > now {
+                        break;
+                    }
+                    jobs[r].pop();
+                    unit[r] = unit[r].max(release) + bytes as f64 * c;
+                    marks.push(Reverse(unit[r].to_bits()));
+                    let cu = &mut cur[r][j];
+                    cu.done = cu.done.max(unit[r]);
+                    cu.need -= 1;
+                    dirty.push((r, j));
+                    changed = true;
+                }
+            }
+            while let Some((r, j)) = dirty.pop() {
+                let cu = &mut cur[r][j];
+                let s = cu.step;
+                if s >= streams[j].len() || cu.need > 0 || (windowed && cu.started < cu.sends.len()) {
+                    continue;
+                }
+                let mut d = cu.done;
+                if windowed {
+                    d = cu.ends.iter().copied().fold(d, f64::max);
+                }
+                // Local reductions run on the compute unit after the receives (a single
+                // stream's: its unit is idle by then).
+                let mut local = false;
+                for &(q, bytes) in &streams[j][s].local {
+                    if q == r {
+                        d += bytes as f64 * c;
+                        local = true;
+                    }
+                }
+                if local {
+                    unit[r] = unit[r].max(d);
+                }
+                cu.step += 1;
+                cu.post = d;
+                end_max = end_max.max(d);
+                enter(r, j, &mut cur, &mut early, &mut waiting, &mut marks, &mut jobs, &mut dirty);
+                changed = true;
+            }
+            if windowed {
+                for (r, row) in cur.iter_mut().enumerate() {
+                    let k = window(r);
+                    for (j, cu) in row.iter_mut().enumerate() {
+                        while cu.issued < cu.sends.len() && cu.step < streams[j].len() {
+                            // All but k - 1 of the sends before it must have landed.
+                            let need = cu.issued + 1 - k;
+                            if cu.ends.iter().filter(|&&e| e <= now).count() < need {
+                                break;
+                            }
+                            let mut landed: Vec<f64> = cu.ends.iter().copied().filter(|&e| e <= now).collect();
+                            landed.sort_by(f64::total_cmp);
+                            let at = cu.last_issue.max(landed[need - 1]);
+                            let i = cu.sends[cu.issued];
+                            waiting.insert((at.to_bits(), r, j, cu.step, i));
+                            marks.push(Reverse(at.to_bits()));
+                            cu.last_issue = at;
+                            cu.issued += 1;
+                            changed = true;
+                        }
+                    }
+                }
+            }
+            for side in out.iter_mut().chain(inp.iter_mut()) {
+                side.retain(|&e| e > now);
+            }
+            let issued: Vec<Key> = waiting.range(..(now.to_bits() + 1, 0, 0, 0, 0)).copied().collect();
+            for key in issued {
+                let (_, from, j, s, i) = key;
+                let (x, at): (Xfer, usize) = streams[j][s].xfers[i];
+                let (oi, ii) = topo.route_interfaces(x.from, x.to);
+                if out[oi].len() >= ports(oi) || inp[ii].len() >= ports(ii) {
+                    continue;
+                }
+                waiting.remove(&key);
+                let end = now + topo.link(x.from, x.to).time(x.bytes as f64);
+                out[oi].push(end);
+                inp[ii].push(end);
+                marks.push(Reverse(end.to_bits()));
+                end_max = end_max.max(end);
+                let cu = &mut cur[from][j];
+                cu.started += 1;
+                cu.ends.push(end);
+                if windowed {
+                    dirty.push((from, j));
+                }
+                let b = x.to;
+                let rc = &mut cur[b][j];
+                if rc.step == at {
+                    let release = end.max(rc.post);
+                    if x.reduce {
+                        jobs[b].push(Reverse((release.to_bits(), key, j, x.bytes)));
+                        marks.push(Reverse(release.to_bits()));
+                    } else {
+                        rc.done = rc.done.max(release);
+                        rc.need -= 1;
+                        dirty.push((b, j));
+                    }
+                } else {
+                    early[j][at * np + b].push((end, x.bytes, x.reduce, key));
+                }
+                changed = true;
+            }
+            if !changed {
+                break;
+            }
+        }
+        // The next instant at which anything can happen.
+        let next = loop {
+            match marks.pop() {
+                Some(Reverse(bits)) if f64::from_bits(bits) <= now => continue,
+                Some(Reverse(bits)) => break Some(f64::from_bits(bits)),
+                None => break None,
+            }
+        };
+        match next {
+            Some(t) => now = t,
+            None => break,
+        }
+    }
+    let finished = cur.iter().all(|row| row.iter().enumerate().all(|(j, cu)| cu.step >= streams[j].len()));
+    if !finished || !waiting.is_empty() {
+        return None;
+    }
+    Some(unit.iter().copied().fold(end_max, f64::max))
+}
+
+/// [`sweep`] of one stream of `steps` steps, `fill(s, step)` describing step s (the
+/// arguments of [`super::lockstep`]).
+pub fn sweep_steps(
+    topo: &dyn Topology,
+    c: f64,
+    steps: usize,
+    windowed: bool,
+    mut fill: impl FnMut(usize, &mut Step),
+) -> Option<f64> {
+    let mut plan = Vec::with_capacity(steps);
+    let mut total = 0;
+    for s in 0..steps {
+        let mut step = Step::default();
+        fill(s, &mut step);
+        total += step.xfers.len();
+        if total > SWEEP_LIMIT {
+            return None;
+        }
+        plan.push(step);
+    }
+    sweep(topo, c, windowed, &[plan])
+}
