@@ -388,7 +388,14 @@ pub fn what_ran_with(
             let k = nccl::chain_segments(&x, proto, bytes, bytes / e.max(1));
             if k > 1 { vec![("segments".to_string(), ParamValue::Int(k))] } else { Vec::new() }
         }
-        Collective::Allreduce if cluster => vec![("channels".to_string(), ParamValue::Int(NCCL_CHANNELS.into()))],
+        Collective::Allreduce if cluster => {
+            let mut v = vec![("channels".to_string(), ParamValue::Int(NCCL_CHANNELS.into()))];
+            // NCCL's tree shrinks its chunk to fill its pipeline (nccl_tree's own is a step).
+            if let Some(chunk) = nccl::tree_chunk(&x, proto, bytes).filter(|_| algo == nccl::Algo::Tree) {
+                v.push(("chunk".to_string(), ParamValue::Str(format!("{chunk}B"))));
+            }
+            v
+        }
         _ => Vec::new(),
     };
     let picked = match (forced.is_empty(), tuning) {

@@ -611,6 +611,44 @@ pub fn best_protocol(x: &Inputs, c: Collective, algo: Algo, bytes: u64) -> Optio
     best
 }
 
+/// The chunk, in data bytes, NCCL's tree allreduce of `bytes` moves with `proto`
+/// (`computeColl` in 2.8, `calcCollChunking` later; the same rules): NCCL halves its step
+/// until every channel has enough chunks to fill the tree's pipeline. With Simple (a
+/// 512 KiB step) while a channel has fewer than 8, 4, 1 times the tree's depth
+/// (`P/N - 1 + log2(N)`) in chunks and the chunk is above 128, 64, 32 KiB; with LL128
+/// (a 614400-byte step of 128-byte lines, 120 of data) while it has fewer than
+/// `64/ppn` and `16/ppn` times `1 + log2(N) + ppn/10` and the chunk is above 128 and 32 KB.
+/// LL's 32 KiB step is kept. `None` for LL (the protocol's own chunk).
+pub fn tree_chunk(x: &Inputs, proto: Proto, bytes: u64) -> Option<u64> {
+    let nch = u64::from(x.channels.max(1));
+    let per_chunk = |chunk: u64| bytes / (nch * chunk);
+    let nodes = x.nodes.max(1);
+    let ppn = x.ranks as f64 / nodes as f64;
+    match proto {
+        Proto::Simple => {
+            let depth = (x.ranks / nodes).saturating_sub(1) as u64 + log2i(nodes as u64).max(0) as u64;
+            let mut chunk = 524_288u64;
+            for (times, floor) in [(8, 131_072), (4, 65_536), (1, 32_768)] {
+                while per_chunk(chunk) < depth * times && chunk > floor {
+                    chunk /= 2;
+                }
+            }
+            Some(chunk)
+        }
+        Proto::Ll128 => {
+            let steps = 1.0 + f64::from(log2i(nodes as u64)) + 0.1 * ppn;
+            let mut chunk = 614_400u64;
+            for (times, floor) in [(64.0, 131_072), (16.0, 32_768)] {
+                while (per_chunk(chunk) as f64) < steps * times / ppn && chunk > floor {
+                    chunk /= 2;
+                }
+            }
+            Some(chunk / 128 * 120)
+        }
+        Proto::Ll => None,
+    }
+}
+
 /// The segments our `chain` runs NCCL's ring broadcast or reduce of `bytes` with `proto`
 /// in: NCCL splits the buffer evenly over its channels and pipelines each part in chunks
 /// of [`Proto::chunk_bytes`]; the channels share our one link and move their i-th chunks
@@ -820,5 +858,21 @@ mod tests {
         ] {
             assert_eq!(Tuning::of_version(v), t, "{v}");
         }
+    }
+
+    /// The tree's chunk halved by hand: 16 ranks on 4 nodes (depth 3 + 2 = 5), 2 channels.
+    #[test]
+    fn tree_chunks_by_hand() {
+        let x = Inputs { nodes: 4, ..flat(16) };
+        // Simple, 1 MiB: 1 chunk of 512 KiB a channel < 40 -> 256 KiB (2) -> 128 KiB (4,
+        // at the 128 KiB floor); < 20 -> 64 KiB (8, floor); < 5? 8 is not: 64 KiB.
+        assert_eq!(tree_chunk(&x, Proto::Simple, 1 << 20), Some(65_536));
+        // 1 GiB: 1024 chunks a channel, no halving.
+        assert_eq!(tree_chunk(&x, Proto::Simple, 1 << 30), Some(524_288));
+        // LL128, 1 MiB: steps 1 + 2 + 0.4 = 3.4, ppn 4: halve while < 54.4 above 128 KiB
+        // (614400 -> 307200 -> 153600 -> 76800), then while < 13.6 above 32 KiB:
+        // 1048576 / (2 x 76800) = 6 -> 38400 (13) -> 19200; data 19200 / 128 x 120.
+        assert_eq!(tree_chunk(&x, Proto::Ll128, 1 << 20), Some(19_200 / 128 * 120));
+        assert_eq!(tree_chunk(&x, Proto::Ll, 1 << 20), None);
     }
 }
