@@ -255,9 +255,16 @@ impl NcclRing {
             _ => None,
         };
         let serial = rings.is_some() && topo.nvlinks_shared();
+        // NICs per node matter only across nodes, where each channel enters and leaves
+        // a node through one NIC.
+        let nics = match topo.node_nics() {
+            Some(k) if p.ranks > g && self.gpus_per_node == 0 => k,
+            _ => 0,
+        };
         RingPlan {
             np: p.ranks,
             g,
+            nics,
             rings,
             channels: self.channels,
             n: p.elems,
@@ -389,6 +396,8 @@ pub(crate) struct RingPlan {
     pub np: usize,
     /// GPUs per node.
     pub g: usize,
+    /// NICs per node when the ranks span nodes of a cluster (0: not known or one node).
+    pub nics: usize,
     /// Rings over a node's NVLinks, channel k on ring `k mod R`; `None`: the rotated order.
     pub rings: Option<Arc<Rings>>,
     /// Channels.
@@ -457,7 +466,25 @@ impl RingPlan {
             return r.order[k % r.order.len()][q];
         }
         let (node, j) = (q / self.g, q % self.g);
-        node * self.g + (j + k) % self.g
+        node * self.g + (j + self.entry(k)) % self.g
+    }
+
+    /// The GPU at which channel k enters every node; it leaves from the GPU before it
+    /// (`entry - 1 mod g`). NCCL's ring search gives each channel one NIC, which it enters
+    /// and leaves the node through. With one NIC per GPU that is GPU `k mod g`, each
+    /// channel on its own rails. Where `b = g / K` GPUs share each of K NICs (GPUs
+    /// `n b .. (n+1) b` on NIC n), channel k takes NIC `k mod K` and enters at the second
+    /// GPU of that NIC's block or a later one, so that the GPU before it, which it leaves
+    /// from, is on the same NIC: every NIC then carries one channel in and one out,
+    /// where entering at GPU `k mod g` would bring two channels in through NIC 0 and none
+    /// through the last.
+    pub fn entry(&self, k: usize) -> usize {
+        let kn = self.nics;
+        if kn == 0 || kn >= self.g || !self.g.is_multiple_of(kn) {
+            return k % self.g;
+        }
+        let b = self.g / kn;
+        (k % kn) * b + 1 + (k / kn) % (b - 1)
     }
 
     /// Rank r's ring position on channel k.
@@ -466,7 +493,7 @@ impl RingPlan {
             return rings.position[k % rings.position.len()][r];
         }
         let (node, local) = (r / self.g, r % self.g);
-        node * self.g + (local + self.g - k % self.g) % self.g
+        node * self.g + (local + self.g - self.entry(k)) % self.g
     }
 
     /// Chunk i of loop l of channel k.
@@ -696,7 +723,7 @@ mod tests {
     use super::*;
 
     fn plan(np: usize, g: usize, channels: usize, n: usize, chunk_elems: usize, slices: usize) -> RingPlan {
-        RingPlan { np, g, rings: None, channels, n, elem_bytes: 4, chunk_elems, align: 4, slices, serial: false }
+        RingPlan { np, g, rings: None, channels, n, elem_bytes: 4, chunk_elems, align: 4, slices, serial: false, nics: 0 }
     }
 
     /// Every channel's ring visits every rank once, a node's GPUs consecutively, entering
@@ -719,6 +746,41 @@ mod tests {
                 assert_eq!(ranks[node * 4 + 3] % 4, (k + 3) % 4);
             }
         }
+    }
+
+    /// With K NICs shared by g GPUs (GPUs n g/K .. (n+1) g/K on NIC n), channel k enters
+    /// and leaves every node through NIC k mod K, so K channels put one channel on each
+    /// NIC each way (by hand: 4 GPUs on 2 NICs, channel 0 enters at GPU 1 and leaves from
+    /// GPU 0, channel 1 enters at 3 and leaves from 2).
+    #[test]
+    fn channels_enter_and_leave_through_one_nic() {
+        for (g, kn, want) in [
+            (4, 2, vec![1, 3, 1, 3]),
+            (8, 4, vec![1, 3, 5, 7, 1]),
+            (8, 2, vec![1, 5, 2, 6, 3, 7, 1]),
+            (8, 8, vec![0, 1, 2, 3, 4, 5, 6, 7, 0]),
+            (4, 1, vec![1, 2, 3, 1]),
+        ] {
+            let p = RingPlan { nics: kn, ..plan(3 * g, g, want.len(), 1000, 8, 1) };
+            let nic = |gpu: usize| gpu * kn / g;
+            for (k, &e) in want.iter().enumerate() {
+                assert_eq!(p.entry(k), e, "g {g} K {kn} channel {k}");
+                let ranks: Vec<usize> = (0..3 * g).map(|q| p.rank_at(k, q)).collect();
+                for node in 0..3 {
+                    let (first, last) = (ranks[node * g] % g, ranks[node * g + g - 1] % g);
+                    assert_eq!(first, e);
+                    if kn < g {
+                        assert_eq!(nic(first), k % kn);
+                        assert_eq!(nic(last), k % kn, "g {g} K {kn} channel {k} leaves through its NIC");
+                    }
+                }
+                for (q, &r) in ranks.iter().enumerate() {
+                    assert_eq!(p.position(k, r), q);
+                }
+            }
+        }
+        // Without NICs (one node, or a machine without them) the rotated order.
+        assert_eq!(plan(8, 4, 2, 1000, 8, 1).entry(1), 1);
     }
 
     /// The DGX-1's hybrid cube-mesh (NVLink counts per pair).

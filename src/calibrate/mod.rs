@@ -303,6 +303,19 @@ fn allowed<'a>(value: Option<&String>, all: &[&'a str]) -> Vec<&'a str> {
 /// `ring` and tree as `double_binary_tree`. PAT runs as `pat` on a cluster, else as `halving_doubling`;
 /// broadcast and reduce as a pipelined `chain`.
 pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<Ran, String> {
+    what_ran_with(run, topo, bytes, None)
+}
+
+/// [`what_ran`] with the NCCL release the machine file's `nccl_model` entry names
+/// (`version`), for a log that does not print its own: NCCL's model of that release
+/// picks. The log's version, where it prints one, comes first; with neither, the latest
+/// model we have.
+pub fn what_ran_with(
+    run: &Run,
+    topo: &dyn topology::Topology,
+    bytes: u64,
+    machine_tuning: Option<nccl::Tuning>,
+) -> Result<Ran, String> {
     let c = run.collective;
     let e = run.dtype.as_deref().map_or(4, dtype_bytes);
     if run.bench == Bench::Osu {
@@ -327,6 +340,8 @@ pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<
     // Any NCCL_PROTO replaces NCCL's default list, in which LL128 is on only over NVLink:
     // under it LL128 is on or off as named (NCCL's parseList writes 0 or 1 for each).
     let base = nccl::Inputs::of(topo, NCCL_CHANNELS, arch_of(&run.devices));
+    let tuning = run.nccl_version.as_deref().and_then(nccl::Tuning::of_version).or(machine_tuning).unwrap_or_default();
+    let base = base.with_tuning(tuning);
     let x = nccl::Inputs { ll128: proto_env.is_some() || base.ll128, ..base };
     let algos: Vec<&str> = nccl::algorithms(c).iter().map(|a| a.name()).collect();
     let ok_algos = allowed(algo_env, &algos);
@@ -373,10 +388,21 @@ pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<
             let k = nccl::chain_segments(&x, proto, bytes, bytes / e.max(1));
             if k > 1 { vec![("segments".to_string(), ParamValue::Int(k))] } else { Vec::new() }
         }
-        Collective::Allreduce if cluster => vec![("channels".to_string(), ParamValue::Int(NCCL_CHANNELS.into()))],
+        Collective::Allreduce if cluster => {
+            let mut v = vec![("channels".to_string(), ParamValue::Int(NCCL_CHANNELS.into()))];
+            // NCCL's tree shrinks its chunk to fill its pipeline (nccl_tree's own is a step).
+            if let Some(chunk) = nccl::tree_chunk(&x, proto, bytes).filter(|_| algo == nccl::Algo::Tree) {
+                v.push(("chunk".to_string(), ParamValue::Str(format!("{chunk}B"))));
+            }
+            v
+        }
         _ => Vec::new(),
     };
-    let picked = if forced.is_empty() { "nccl_model: " } else { "" };
+    let picked = match (forced.is_empty(), tuning) {
+        (false, _) => String::new(),
+        (true, nccl::Tuning::V2_30) => "nccl_model: ".to_string(),
+        (true, t) => format!("nccl_model {}: ", t.release()),
+    };
     let (name, protocol) = if cluster {
         (algo.ours(c), (c == Collective::Allreduce).then_some(ProtocolChoice::Fixed(proto)))
     } else {
@@ -582,8 +608,13 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
     let mut specs: Vec<AlgoSpec> = Vec::new();
     let mut points = Vec::new();
     let nvlink = nvlink_channels(topo.as_ref(), first.network.is_flow());
+    let tuning = first
+        .algorithms
+        .iter()
+        .filter(|a| a.name == "nccl_model")
+        .find_map(|a| crate::selectors::selector_params(&a.name, &a.params).ok()?.tuning);
     for s in &run.samples {
-        let mut ran = what_ran(run, topo.as_ref(), s.bytes)?;
+        let mut ran = what_ran_with(run, topo.as_ref(), s.bytes, tuning)?;
         if let Some(c) = nvlink.filter(|_| ran.spec.name == "nccl_ring") {
             for (k, v) in &mut ran.spec.params {
                 if k == "channels" {

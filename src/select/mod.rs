@@ -199,7 +199,7 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                 avg: s.data.op == ReduceOp::Avg,
                 ..nccl::Inputs::of(topo.as_ref(), np.channels, np.arch)
             };
-            let x = nccl::Inputs { nvls: x.nvls && np.nvls, ..x };
+            let x = nccl::Inputs { nvls: x.nvls && np.nvls, ..x }.with_tuning(np.tuning.unwrap_or_default());
             let Some((algo, proto, t)) = nccl::choice(&x, c, bytes) else {
                 return Err(format!("NCCL's model has no algorithm for {ranks} rank(s)"));
             };

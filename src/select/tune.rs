@@ -219,7 +219,10 @@ fn nccl_inputs(s: &Scenario, spec: Option<&AlgoSpec>, ranks: usize) -> Option<nc
     let np = super::selector_params("nccl_model", &params).ok()?;
     let topo = topology::build(&s.topology, ranks).ok()?;
     let avg = s.data.op == crate::sim::data::ReduceOp::Avg;
-    Some(nccl::Inputs { avg, ..nccl::Inputs::of(topo.as_ref(), np.channels, np.arch) })
+    Some(
+        nccl::Inputs { avg, ..nccl::Inputs::of(topo.as_ref(), np.channels, np.arch) }
+            .with_tuning(np.tuning.unwrap_or_default()),
+    )
 }
 
 /// The NCCL rule at a point of collective `c`: of the algorithms NCCL's model weighs

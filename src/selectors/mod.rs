@@ -60,6 +60,8 @@ pub const SELECTORS: [SelectorInfo; 3] = [
             "arch=hopper: GPU generation whose constants apply: volta, ampere, hopper, blackwell",
             "nvls=1: 0 leaves NVLS out, as NCCL_NVLS_ENABLE=0 does (it is weighed on one node of an NVSwitch \
              cluster, Hopper or later, and runs as nvls)",
+            "version=2.30.7: the NCCL release whose tuning model picks, in quotes (\"2.8.4\"): before 2.10 NCCL \
+             2.8.4's constants and formulas (no NVLS or PAT), else 2.30.7's",
         ],
     },
 ];
@@ -104,11 +106,13 @@ pub(crate) struct NcclParams {
     pub(crate) arch: nccl::Arch,
     /// NVLS may be weighed (`nvls=0` leaves it out).
     pub(crate) nvls: bool,
+    /// The NCCL release whose model is evaluated (`version`), where given.
+    pub(crate) tuning: Option<nccl::Tuning>,
 }
 
 pub(crate) fn selector_params(id: &str, params: &[(String, ParamValue)]) -> Result<NcclParams, ParamError> {
     let mut p = Params::new(params.to_vec());
-    let mut out = NcclParams { channels: 2, arch: nccl::Arch::Hopper, nvls: true };
+    let mut out = NcclParams { channels: 2, arch: nccl::Arch::Hopper, nvls: true, tuning: None };
     if id == "nccl_model" {
         let channels = p.count("channels", 2)?;
         out.channels = u32::try_from(channels)
@@ -124,6 +128,22 @@ pub(crate) fn selector_params(id: &str, params: &[(String, ParamValue)]) -> Resu
             None | Some(ParamValue::Int(1)) => true,
             Some(ParamValue::Int(0)) => false,
             Some(v) => return Err(ParamError::new(Some("nvls"), format!("'nvls' must be 0 or 1, not '{v}'"))),
+        };
+        out.tuning = match p.take_value("version") {
+            None => None,
+            Some(ParamValue::Str(v)) => Some(nccl::Tuning::of_version(&v).ok_or_else(|| {
+                ParamError::new(
+                    Some("version"),
+                    format!("'version' must be an NCCL release such as \"2.8.4\", not '{v}'"),
+                )
+            })?),
+            // A YAML number loses the minor version's digits (2.10 reads as 2.1).
+            Some(v) => {
+                return Err(ParamError::new(
+                    Some("version"),
+                    format!("'version' must be an NCCL release in quotes, such as \"2.8.4\" or \"2.10\", not {v}"),
+                ));
+            }
         };
     }
     let info = SELECTORS.iter().find(|s| s.id == id);

@@ -31,8 +31,41 @@ use crate::collective::Collective;
 pub use crate::topology::Proto;
 use crate::topology::Topology;
 
-/// The NCCL release whose model and constants these are.
+/// The NCCL release whose model and constants these are, unless [`Tuning::V2_8`] is asked for.
 pub const VERSION: &str = "2.30.7";
+
+/// Which NCCL release's tuning model to evaluate. NCCL's constants and formulas changed
+/// between releases, and a log of an older NCCL was picked by the older model: 2.8's
+/// tree latency has no per-step network overhead and a fixed 28 us hop for Simple, its
+/// LL128 is off on Hopper and its ring plateau starts at another size, so the same
+/// machine gets other (algorithm, protocol) pairs at many sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Tuning {
+    /// NCCL 2.8 and 2.9 (`src/graph/tuning.cc` of 2.8.4; 2.9.6 has the same constants
+    /// and formulas), and older releases, which we have not read and treat alike.
+    V2_8,
+    /// NCCL 2.10 and later, as 2.30.7 evaluates it ([`VERSION`]).
+    #[default]
+    V2_30,
+}
+
+impl Tuning {
+    /// The tuning of NCCL release `version` (`2.8.4`, `2.8`, `2.26.2+cuda12.2`); `None`
+    /// for text that is not a version.
+    pub fn of_version(version: &str) -> Option<Tuning> {
+        let mut parts = version.trim().split(['.', '+', '-']);
+        let major: u32 = parts.next()?.parse().ok()?;
+        let minor: u32 = parts.next()?.parse().ok()?;
+        Some(if (major, minor) < (2, 10) { Tuning::V2_8 } else { Tuning::V2_30 })
+    }
+    /// The release whose constants apply, for reports.
+    pub fn release(self) -> &'static str {
+        match self {
+            Tuning::V2_8 => "2.8.4",
+            Tuning::V2_30 => VERSION,
+        }
+    }
+}
 
 /// NCCL's algorithms we model, in NCCL's order (`NCCL_ALGO_TREE` 0, `NCCL_ALGO_RING` 1,
 /// `NCCL_ALGO_PAT` 6), which breaks ties.
@@ -164,6 +197,27 @@ const TREE_CORRECTION: [[f64; 24]; 3] = [
 const NVLS_EFFICIENCY: [f64; 4] = [0.0, 0.0, 0.85, 0.74];
 const NVLS_LAT_NVLINK: f64 = 25.0;
 const NVLS_CHANNELS: f64 = crate::algos::nvls::DEFAULT_CHANNELS as f64;
+// NCCL 2.8.4's (`Tuning::V2_8`): [tree, ring][LL, LL128, Simple], microseconds; its
+// Simple tree hop is the latency of a 256 kB chunk, hence the 28 us.
+const BASE_LAT_28: [[f64; 3]; 2] = [[4.4, 4.4, 0.0], [3.6, 10.0, 8.4]];
+const HW_LAT_NVLINK_28: [[f64; 3]; 2] = [[0.52, 1.25, 28.0], [0.47, 1.9, 3.4]];
+const HW_LAT_PCI_28: [[f64; 3]; 2] = [[1.0, 1.9, 28.0], [1.0, 2.5, 5.7]];
+const HW_LAT_NET_28: [[f64; 3]; 2] = [[5.0, 8.5, 28.0], [2.7, 4.0, 9.6]];
+// LL128's bandwidth cap per channel, GB/s, per collective (broadcast, reduce, allgather,
+// reduce-scatter, allreduce), and LL's and the tree's caps [Volta or Intel, Ampere or
+// AMD][one node, two, more].
+const LL128_MAX_BW_PER_CH_28: [f64; 5] = [18.8, 12.0, 18.3, 15.2, 16.9];
+const LL_MAX_BWS_28: [[f64; 3]; 2] = [[39.0, 39.0, 20.4], [87.7, 22.5, 19.0]];
+const PER_CH_MAX_TREE_BWS_28: [[f64; 3]; 2] = [[26.5, 18.5, 10.0], [24.0, 22.5, 16.0]];
+const TREE_CORRECTION_28: [[f64; 23]; 3] = [
+    [1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.7, 0.7, 0.7, 0.7, 0.6, 0.5, 0.4, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.0, 1.0, 1.0],
+    [
+        1.0, 1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.8, 0.8, 0.7, 0.6, 0.6, 0.6, 0.5, 0.6, 0.6, 0.7, 0.7, 0.8, 0.9, 0.9, 0.92,
+        0.92,
+    ],
+    [0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.8, 0.7, 0.6, 0.6, 0.5, 0.5, 0.5, 0.5, 0.6, 0.7, 0.8, 0.7, 0.7, 0.8, 0.9, 0.9],
+];
+
 /// Network overhead per step on an x86 Intel host, microseconds (`getNetOverhead`).
 const NET_OVERHEAD_US: f64 = 1.0;
 
@@ -198,6 +252,8 @@ pub struct Inputs {
     /// off (`nccl_model`'s `nvls=0`, NCCL_NVLS_ENABLE=0). NCCL runs it across nodes only
     /// with CollNet, which we do not model, so it is weighed on one node only.
     pub nvls: bool,
+    /// Which NCCL release's model to evaluate.
+    pub tuning: Tuning,
 }
 
 impl Inputs {
@@ -232,13 +288,28 @@ impl Inputs {
             pcie: topo.intra_pcie(),
             ll128: !topo.intra_pcie(),
             nvls: topo.intra_nvswitch() && arch.comp_cap() >= 90,
+            tuning: Tuning::V2_30,
+        }
+    }
+
+    /// The same inputs for NCCL release `tuning`: 2.8 has neither NVLS nor PAT, and
+    /// enables LL128 by default only on Volta and Ampere (over NVLink, as later ones).
+    pub fn with_tuning(self, tuning: Tuning) -> Inputs {
+        match tuning {
+            Tuning::V2_30 => Inputs { tuning, ..self },
+            Tuning::V2_8 => Inputs {
+                tuning,
+                nvls: false,
+                ll128: self.ll128 && matches!(self.arch, Arch::Volta | Arch::Ampere),
+                ..self
+            },
         }
     }
 
     /// Whether NCCL enables PAT here (`ncclPatEnable`): one rank per node (and a GPU of
     /// compute capability 6.0 or more and a host-driven network, which ours all are).
     pub fn pat_enabled(&self) -> bool {
-        self.nodes == self.ranks
+        self.tuning == Tuning::V2_30 && self.nodes == self.ranks
     }
 }
 
@@ -285,6 +356,9 @@ pub fn lat_bw(x: &Inputs, c: Collective, algo: Algo, proto: Proto) -> (f64, f64)
     }
     if algo == Algo::Nvls {
         return nvls_lat_bw(x, c, proto);
+    }
+    if x.tuning == Tuning::V2_8 {
+        return lat_bw_28(x, c, algo, proto);
     }
     let (a, p) = (algo.index(), proto.index());
     let (n_ranks, n_nodes) = (x.ranks as f64, x.nodes as f64);
@@ -362,6 +436,85 @@ pub fn lat_bw(x: &Inputs, c: Collective, algo: Algo, proto: Proto) -> (f64, f64)
     (lat, bw)
 }
 
+/// [`lat_bw`] as NCCL 2.8.4's `ncclTopoTuneModel` has it (ring and tree only).
+/// Where it differs from the later model: LL's ring bandwidth is a quarter of the bus
+/// (capped per CPU and node count), LL128's ring keeps 0.92 of it (0.7 with one rank per
+/// node) under a per-channel cap per collective; the tree keeps 0.92 under its per-channel
+/// cap, LL 1/3.8 of that, LL128 0.915 (7/9 on one node). Latencies: a base per pair, plus
+/// per hop NVLink's or PCI's inside a node (LL's times 1.8 across nodes) and the network's
+/// between nodes, with no per-step network overhead: the ring's `2(P-1)` steps of which
+/// `2(N-1)` cross nodes, the tree's `2((P/N - 1) intra + log2(N) net)`; broadcast and
+/// reduce one hop.
+fn lat_bw_28(x: &Inputs, c: Collective, algo: Algo, proto: Proto) -> (f64, f64) {
+    if !matches!(algo, Algo::Ring | Algo::Tree) {
+        return (0.0, 0.0);
+    }
+    let (a, p) = (algo.index(), proto.index());
+    let (n_ranks, n_nodes) = (x.ranks as f64, x.nodes as f64);
+    let index2 = if x.nodes <= 2 { x.nodes - 1 } else { 2 };
+    // 2.8's tables have two rows: Volta (or an Intel host across nodes) and Ampere.
+    let cc80 = usize::from(x.arch == Arch::Ampere);
+    let index1 = if x.nodes == 1 { cc80 } else { 0 };
+    let nch = f64::from(x.channels);
+    let ppn = n_ranks / n_nodes;
+    let mut bus = if x.nodes <= 2 { x.bw_intra } else { x.bw_inter };
+    let ll128_cap = nch
+        * LL128_MAX_BW_PER_CH_28[match c {
+            Collective::Broadcast => 0,
+            Collective::Reduce => 1,
+            Collective::Allgather => 2,
+            Collective::ReduceScatter => 3,
+            _ => 4,
+        }];
+    if cc80 == 1 {
+        bus = bus.min(235.0);
+    }
+    match (algo, proto) {
+        (Algo::Ring, Proto::Ll) => {
+            let share =
+                if x.nodes > 1 || matches!(c, Collective::Allreduce | Collective::Reduce) { 0.25 } else { 1.0 / 3.0 };
+            bus = LL_MAX_BWS_28[index1][index2].min(bus * share);
+        }
+        (Algo::Ring, Proto::Ll128) => bus = (bus * if ppn < 2.0 { 0.7 } else { 0.92 }).min(ll128_cap),
+        (Algo::Tree, _) => {
+            bus = (bus * 0.92).min(nch * PER_CH_MAX_TREE_BWS_28[cc80][index2]);
+            if proto == Proto::Ll {
+                bus = (bus / 3.8).min(LL_MAX_BWS_28[index1][index2]);
+            }
+            if proto == Proto::Ll128 {
+                bus = (bus * if x.nodes == 1 { 7.0 / 9.0 } else { 0.915 }).min(ll128_cap);
+            }
+        }
+        _ => {}
+    }
+    let nsteps = nsteps(c, n_ranks);
+    let bw = if algo == Algo::Ring { bus * n_ranks / nsteps } else { bus * 0.5 };
+    let intra_hw = if x.pcie { HW_LAT_PCI_28 } else { HW_LAT_NVLINK_28 };
+    let net = HW_LAT_NET_28[a][p];
+    let mut intra_lat = intra_hw[a][p];
+    if x.nodes > 1 && proto == Proto::Ll {
+        intra_lat *= 1.8;
+    }
+    let mut lat = BASE_LAT_28[a][p];
+    match (algo, c) {
+        (Algo::Ring, Collective::Broadcast | Collective::Reduce) => {
+            lat += if x.nodes == 1 { intra_hw[a][p] } else { net };
+        }
+        (Algo::Ring, _) => {
+            let inter_steps = match c {
+                Collective::Allreduce => 2.0 * (n_nodes - 1.0),
+                _ => n_nodes - 1.0,
+            };
+            lat += (nsteps - inter_steps) * intra_lat + inter_steps * net;
+        }
+        _ => {
+            let per_node = (x.ranks / x.nodes) as f64;
+            lat += 2.0 * ((per_node - 1.0) * intra_lat + f64::from(log2i(x.nodes as u64)) * net);
+        }
+    }
+    (lat, bw)
+}
+
 /// NVLS's latency and algorithm bandwidth (`ncclTopoTuneModel`): Simple only, on one
 /// node whose NVSwitch supports it; the bus bandwidth is the NVLink bandwidth times the
 /// architecture's NVLS efficiency times `(c-1)/c` for its c channels, doubled for the
@@ -392,6 +545,21 @@ pub fn time(x: &Inputs, c: Collective, algo: Algo, proto: Proto, bytes: u64) -> 
         return None;
     }
     let log_size = log2i(bytes >> 6);
+    if x.tuning == Tuning::V2_8 {
+        if algo == Algo::Tree && (0..23).contains(&log_size) {
+            bw *= TREE_CORRECTION_28[proto.index()][log_size as usize];
+        }
+        // 2.8's ring plateau: from P/16 x 64 KiB, whatever the channels and GPU.
+        if algo == Algo::Ring
+            && proto == Proto::Simple
+            && c == Collective::Allreduce
+            && x.nodes > 1
+            && bytes as f64 >= x.ranks as f64 / 16.0 * 65536.0
+        {
+            lat *= 1.9;
+        }
+        return Some((lat + bytes as f64 / (1000.0 * bw)) * 1e-6);
+    }
     if algo == Algo::Tree && c == Collective::Allreduce && (0..23).contains(&log_size) {
         bw *= TREE_CORRECTION[proto.index()][log_size as usize];
     }
@@ -443,6 +611,44 @@ pub fn best_protocol(x: &Inputs, c: Collective, algo: Algo, bytes: u64) -> Optio
     best
 }
 
+/// The chunk, in data bytes, NCCL's tree allreduce of `bytes` moves with `proto`
+/// (`computeColl` in 2.8, `calcCollChunking` later; the same rules): NCCL halves its step
+/// until every channel has enough chunks to fill the tree's pipeline. With Simple (a
+/// 512 KiB step) while a channel has fewer than 8, 4, 1 times the tree's depth
+/// (`P/N - 1 + log2(N)`) in chunks and the chunk is above 128, 64, 32 KiB; with LL128
+/// (a 614400-byte step of 128-byte lines, 120 of data) while it has fewer than
+/// `64/ppn` and `16/ppn` times `1 + log2(N) + ppn/10` and the chunk is above 128 and 32 KB.
+/// LL's 32 KiB step is kept. `None` for LL (the protocol's own chunk).
+pub fn tree_chunk(x: &Inputs, proto: Proto, bytes: u64) -> Option<u64> {
+    let nch = u64::from(x.channels.max(1));
+    let per_chunk = |chunk: u64| bytes / (nch * chunk);
+    let nodes = x.nodes.max(1);
+    let ppn = x.ranks as f64 / nodes as f64;
+    match proto {
+        Proto::Simple => {
+            let depth = (x.ranks / nodes).saturating_sub(1) as u64 + log2i(nodes as u64).max(0) as u64;
+            let mut chunk = 524_288u64;
+            for (times, floor) in [(8, 131_072), (4, 65_536), (1, 32_768)] {
+                while per_chunk(chunk) < depth * times && chunk > floor {
+                    chunk /= 2;
+                }
+            }
+            Some(chunk)
+        }
+        Proto::Ll128 => {
+            let steps = 1.0 + f64::from(log2i(nodes as u64)) + 0.1 * ppn;
+            let mut chunk = 614_400u64;
+            for (times, floor) in [(64.0, 131_072), (16.0, 32_768)] {
+                while (per_chunk(chunk) as f64) < steps * times / ppn && chunk > floor {
+                    chunk /= 2;
+                }
+            }
+            Some(chunk / 128 * 120)
+        }
+        Proto::Ll => None,
+    }
+}
+
 /// The segments our `chain` runs NCCL's ring broadcast or reduce of `bytes` with `proto`
 /// in: NCCL splits the buffer evenly over its channels and pipelines each part in chunks
 /// of [`Proto::chunk_bytes`]; the channels share our one link and move their i-th chunks
@@ -472,6 +678,7 @@ mod tests {
             pcie: false,
             ll128: true,
             nvls: false,
+            tuning: Tuning::V2_30,
         }
     }
 
@@ -582,5 +789,90 @@ mod tests {
         assert_eq!(chain_segments(&x, Proto::Simple, (1 << 20) + 1, 1 << 20), 2);
         assert_eq!(chain_segments(&x, Proto::Ll, 4096, 1024), 1);
         assert_eq!(chain_segments(&x, Proto::Ll, 1 << 20, 3), 3);
+    }
+
+    /// NCCL 2.8.4's model worked by hand for 4 nodes of 4 Volta GPUs (16 ranks), 2
+    /// channels of 12 GB/s (ABCI's shape: one EDR NIC per channel).
+    #[test]
+    fn nccl_2_8_by_hand() {
+        let x = Inputs {
+            ranks: 16,
+            nodes: 4,
+            bw_intra: 24.0,
+            bw_inter: 24.0,
+            channels: 2,
+            arch: Arch::Volta,
+            avg: false,
+            pcie: false,
+            ll128: true,
+            nvls: false,
+            tuning: Tuning::V2_30,
+        }
+        .with_tuning(Tuning::V2_8);
+        // Tree LL: 4.4 + 2 (3 NVLink hops of 0.52 x 1.8 + log2(4) = 2 network hops of 5.0);
+        // bus min(24 x 0.92, 2 x 10) = 20, / 3.8 (under LL's cap 20.4), halved.
+        let (lat, bw) = lat_bw(&x, AR, Algo::Tree, Proto::Ll);
+        assert!((lat - (4.4 + 2.0 * (3.0 * 0.52 * 1.8 + 2.0 * 5.0))).abs() < 1e-9, "{lat}");
+        assert!((bw - 20.0 / 3.8 / 2.0).abs() < 1e-9, "{bw}");
+        // Ring LL: 3.6 + 24 NVLink steps of 0.47 x 1.8 + 6 network steps of 2.7; bus
+        // min(20.4, 24 / 4) = 6, times 16 / 30.
+        let (lat, bw) = lat_bw(&x, AR, Algo::Ring, Proto::Ll);
+        assert!((lat - (3.6 + 24.0 * 0.47 * 1.8 + 6.0 * 2.7)).abs() < 1e-9, "{lat}");
+        assert!((bw - 6.0 * 16.0 / 30.0).abs() < 1e-9, "{bw}");
+        // Ring Simple: 8.4 + 24 x 3.4 + 6 x 9.6 = 147.6; at 32 MiB past the plateau
+        // (16 / 16 x 64 KiB) x 1.9, plus 32 MiB at 24 x 16/30 = 12.8 GB/s.
+        let (lat, bw) = lat_bw(&x, AR, Algo::Ring, Proto::Simple);
+        assert!((lat - 147.6).abs() < 1e-9, "{lat}");
+        assert!((bw - 12.8).abs() < 1e-9, "{bw}");
+        let t = time(&x, AR, Algo::Ring, Proto::Simple, 32 << 20).unwrap();
+        assert!((t - (147.6 * 1.9 + 33_554_432.0 / 12_800.0) * 1e-6).abs() < 1e-15, "{t}");
+        // Tree Simple: no base, 2 (3 + 2) hops of 28 us; at 32 MiB the correction 0.7.
+        let (lat, bw) = lat_bw(&x, AR, Algo::Tree, Proto::Simple);
+        assert!((lat - 280.0).abs() < 1e-9 && (bw - 10.0).abs() < 1e-9, "{lat} {bw}");
+        let t = time(&x, AR, Algo::Tree, Proto::Simple, 32 << 20).unwrap();
+        assert!((t - (280.0 + 33_554_432.0 / 7_000.0) * 1e-6).abs() < 1e-15, "{t}");
+        // Small sizes take the tree with LL (30.0 us against the ring's 40.1), 32 MiB the
+        // ring with Simple; 2.30.7's model at the same inputs charges the tree more.
+        assert_eq!(choice(&x, AR, 4).map(|c| (c.0, c.1)), Some((Algo::Tree, Proto::Ll)));
+        assert_eq!(choice(&x, AR, 32 << 20).map(|c| (c.0, c.1)), Some((Algo::Ring, Proto::Simple)));
+        let new = Inputs { tuning: Tuning::V2_30, ..x };
+        assert!(time(&new, AR, Algo::Tree, Proto::Ll, 4).unwrap() > time(&x, AR, Algo::Tree, Proto::Ll, 4).unwrap());
+        // No PAT, no NVLS, and no LL128 on Hopper before 2.10.
+        assert!(!Inputs { nodes: 16, ..x }.pat_enabled());
+        let hopper = Inputs { arch: Arch::Hopper, ll128: true, nvls: true, ..new }.with_tuning(Tuning::V2_8);
+        assert!(!hopper.ll128 && !hopper.nvls);
+        assert_eq!(time(&hopper, AR, Algo::Ring, Proto::Ll128, 1 << 20), None);
+    }
+
+    #[test]
+    fn versions_map_to_their_tuning() {
+        for (v, t) in [
+            ("2.8.4", Some(Tuning::V2_8)),
+            ("2.9", Some(Tuning::V2_8)),
+            ("2.7.8-1", Some(Tuning::V2_8)),
+            ("2.10.3", Some(Tuning::V2_30)),
+            ("2.26.2+cuda12.2", Some(Tuning::V2_30)),
+            ("3.0", Some(Tuning::V2_30)),
+            ("2", None),
+            ("two", None),
+        ] {
+            assert_eq!(Tuning::of_version(v), t, "{v}");
+        }
+    }
+
+    /// The tree's chunk halved by hand: 16 ranks on 4 nodes (depth 3 + 2 = 5), 2 channels.
+    #[test]
+    fn tree_chunks_by_hand() {
+        let x = Inputs { nodes: 4, ..flat(16) };
+        // Simple, 1 MiB: 1 chunk of 512 KiB a channel < 40 -> 256 KiB (2) -> 128 KiB (4,
+        // at the 128 KiB floor); < 20 -> 64 KiB (8, floor); < 5? 8 is not: 64 KiB.
+        assert_eq!(tree_chunk(&x, Proto::Simple, 1 << 20), Some(65_536));
+        // 1 GiB: 1024 chunks a channel, no halving.
+        assert_eq!(tree_chunk(&x, Proto::Simple, 1 << 30), Some(524_288));
+        // LL128, 1 MiB: steps 1 + 2 + 0.4 = 3.4, ppn 4: halve while < 54.4 above 128 KiB
+        // (614400 -> 307200 -> 153600 -> 76800), then while < 13.6 above 32 KiB:
+        // 1048576 / (2 x 76800) = 6 -> 38400 (13) -> 19200; data 19200 / 128 x 120.
+        assert_eq!(tree_chunk(&x, Proto::Ll128, 1 << 20), Some(19_200 / 128 * 120));
+        assert_eq!(tree_chunk(&x, Proto::Ll, 1 << 20), None);
     }
 }

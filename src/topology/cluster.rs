@@ -687,6 +687,10 @@ impl Topology for Cluster {
         Some((self.nodes, self.gpus()))
     }
 
+    fn node_nics(&self) -> Option<usize> {
+        Some(self.spec.nics_per_node)
+    }
+
     fn intra_pcie(&self) -> bool {
         self.spec.intra.kind == IntraKind::Pcie
     }

@@ -91,6 +91,12 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     fn node_shape(&self) -> Option<(usize, usize)> {
         None
     }
+    /// NICs per node on a machine of GPU nodes (`cluster`), GPU `g` of a node on NIC
+    /// `floor(g K / G)`; `None` on other kinds. NCCL's rings enter and leave a node
+    /// through the same NIC.
+    fn node_nics(&self) -> Option<usize> {
+        None
+    }
     /// The GPUs of a node are joined by PCIe rather than NVLink (a `cluster` of kind
     /// `pcie`), which changes NCCL's latencies and the protocols it enables.
     fn intra_pcie(&self) -> bool {

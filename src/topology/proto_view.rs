@@ -52,6 +52,9 @@ impl Topology for ProtoView {
     fn node_shape(&self) -> Option<(usize, usize)> {
         self.inner.node_shape()
     }
+    fn node_nics(&self) -> Option<usize> {
+        self.inner.node_nics()
+    }
     fn nvlinks(&self) -> Option<&[(usize, usize, u32)]> {
         self.inner.nvlinks()
     }

@@ -86,6 +86,9 @@ impl Topology for SwitchAgents<'_> {
     fn node_shape(&self) -> Option<(usize, usize)> {
         self.inner.node_shape()
     }
+    fn node_nics(&self) -> Option<usize> {
+        self.inner.node_nics()
+    }
     fn intra_nvswitch(&self) -> bool {
         true
     }

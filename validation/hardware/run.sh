@@ -43,7 +43,7 @@ cal tg_h100 "$here/machines/h100_node.yaml" "$d/tg_h100_1n_p8_ring.txt" --env NC
 # Two-node H100 runs (GCP, AWS p5) and A100 (AWS p4de), each fitted on itself only.
 cal gcp_a3mega "$here/machines/h100_node.yaml" "$d/gcp_a3mega_2n_p16.txt"
 cal aws_p5 "$here/machines/h100_node.yaml" "$d/aws_p5_2n_p16.txt" --ranks 16 --gpus-per-node 8
-cal aws_p4de "$here/machines/h100_node.yaml" "$d/aws_p4de_2n_p16.txt" --ranks 16 --gpus-per-node 8
+cal aws_p4de "$here/machines/a100_p4de.yaml" "$d/aws_p4de_2n_p16.txt" --ranks 16 --gpus-per-node 8
 # ASTRA-sim's validation points: fit P = 2, predict P = 4 and 8 (the ring, large sizes only).
 # HGX-H100 on one NVSwitch node; HPE V100 on the DGX-1 cube-mesh (machines/dgx1_v100.yaml,
 # the NVLink counts written down): a run of fewer GPUs than the node has runs on the node's
