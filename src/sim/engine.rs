@@ -924,10 +924,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         // Deferring is exact only where a rank's messages alone leave by its own
         // interface (checked at every send, [`Engine::unlazy`]), nothing is held by a
         // detour, and no data is taken at the send.
-        self.lazy = N::LAZY_SENDS
-            && self.noise.is_none()
-            && self.data.is_none()
-            && self.topo.interfaces() == self.ranks.len();
+        self.lazy =
+            N::LAZY_SENDS && self.noise.is_none() && self.data.is_none() && self.topo.interfaces() == self.ranks.len();
         for r in 0..self.ranks.len() {
             if let Some(n) = self.noise {
                 let delay = n.start_delay(r as Rank);
