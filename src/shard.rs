@@ -118,6 +118,12 @@ pub fn merge(inputs: &[(String, String)]) -> Result<Report, MergeError> {
                 next[s], r.collective, r.ranks, r.bytes, pt.ranks
             )));
         }
+        if let Some((field, t)) = negative_time(r) {
+            return Err(MergeError(format!(
+                "{name}: result {} has {field} {t}, and no time of a run is negative; was it edited?",
+                next[s]
+            )));
+        }
         results.push(r.clone());
         next[s] += 1;
     }
@@ -134,6 +140,22 @@ pub fn merge(inputs: &[(String, String)]) -> Result<Report, MergeError> {
     // Each shard ranked its own points: rank them over the whole sweep.
     crate::select::rank(&mut results);
     Ok(Report { scenario, results, shard: None, interrupted: false })
+}
+
+/// A time of `r` below zero, which no run writes (an `n/a` row's null reads as NaN and
+/// passes), with its field's name.
+fn negative_time(r: &crate::results::PointResult) -> Option<(&'static str, f64)> {
+    let bounds = r.closed_form_bounds_s.unwrap_or_default();
+    [
+        ("time_s", Some(r.time_s)),
+        ("launch_s", r.launch_s),
+        ("closed_form_s", r.closed_form_s),
+        ("lower_bound_s", Some(r.lower_bound_s)),
+        ("closed_form_bounds_s", Some(bounds[0])),
+        ("closed_form_bounds_s", Some(bounds[1])),
+    ]
+    .into_iter()
+    .find_map(|(field, t)| t.filter(|&t| t < 0.0).map(|t| (field, t)))
 }
 
 fn not_a_shard(name: &str) -> MergeError {

@@ -406,3 +406,69 @@ fn a_fifo_baseline_is_refused_without_opening_it() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--baseline b.json: it is a FIFO"), "{stderr}");
 }
+
+#[test]
+fn calibrate_refuses_a_count_that_does_not_match_its_size_and_an_unknown_protocol() {
+    let d = Dir::new();
+    calibration_inputs(&d);
+    let log = d.read("a.txt");
+    let calibrate = |file: &str| {
+        cmd()
+            .current_dir(&d.0)
+            .args(["calibrate", "m.yaml", file, "--patience", "3"])
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap()
+    };
+    // 8 bytes of float are 2 elements: a count of 3 was read without a word.
+    let row = log.lines().position(|l| l.trim_start().starts_with("8 ")).expect("an 8-byte row") + 1;
+    d.write("count.txt", &log.replacen("           8             2   float", "           8             3   float", 1));
+    let out = calibrate("count.txt");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("count.txt:{row}: the count 3 does not match the size 8")), "{stderr}");
+    // Every count half what an allreduce prints: consistent, but not an allreduce's.
+    let halved: String = log
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            match (f.first().and_then(|b| b.parse::<u64>().ok()), f.get(2)) {
+                (Some(b), Some(&"float")) if b >= 8 => Some(format!("{} {} {}", f[0], b / 8, f[2..].join(" "))),
+                (Some(_), Some(&"float")) => None,
+                _ => Some(l.to_string()),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    d.write("halved.txt", &halved);
+    let out = calibrate("halved.txt");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("the count is the size in elements over 2"), "{stderr}");
+    // A protocol NCCL does not have was dropped from the list silently.
+    d.write("proto.txt", &format!("# NCCL_PROTO=Simpel\n{log}"));
+    let out = calibrate("proto.txt");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("NCCL_PROTO=Simpel names the protocol 'Simpel'"), "{stderr}");
+}
+
+#[test]
+fn merge_refuses_a_negative_time() {
+    let d = Dir::new();
+    d.write("s.yaml", &flat("100Gbps", "algorithms: [ring]\nsizes: [4KiB, 8KiB]\n"));
+    let run = cmd()
+        .current_dir(&d.0)
+        .args(["run", "s.yaml", "--quiet", "--shard", "0/1", "--format", "json", "--output", "s0.json"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let mut shard: serde_json::Value = serde_json::from_str(&d.read("s0.json")).unwrap();
+    shard["results"][1]["time_s"] = serde_json::json!(-1.0);
+    d.write("s0.json", &shard.to_string());
+    let out = cmd().current_dir(&d.0).args(["merge", "s0.json"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("s0.json: result 1 has time_s -1"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}

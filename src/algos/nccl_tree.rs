@@ -23,8 +23,6 @@
 //! NCCL's 8 FIFO slots of chunks undelivered per peer, so a leaf does not flood its
 //! parent's port ahead of the parent's other children.
 
-use std::sync::Arc;
-
 use super::double_binary_tree::nccl_btree;
 use super::nccl_ring::{check_nodes, gpus_per_node, nccl_label, protocol, run_protocol};
 use super::{AlgoInfo, Algorithm, Blocks, Machine, Problem, Topology};
@@ -108,13 +106,19 @@ pub(crate) struct Place {
 }
 
 /// The schedule of one run.
+///
+/// A rank's place in a channel's tree is worked out when asked for (a few bit
+/// operations, [`nccl_btree`]), not tabled: every rank's program holds a plan, so a table
+/// of every rank's places made P plans of P places, P^2 in time and memory (at 1,024
+/// ranks, a table built and kept per rank was most of the run's cost).
 #[derive(Clone, Debug)]
 pub(crate) struct TreePlan {
     pub channels: usize,
     pub n: usize,
     pub chunk_elems: usize,
-    /// Per channel, per rank.
-    places: Arc<Vec<Vec<Place>>>,
+    /// GPUs per node (at least 1) and nodes.
+    g: usize,
+    nodes: usize,
 }
 
 /// NCCL's `ncclGetDtree`: node `node`'s parent and children in tree `t` of `nodes`.
@@ -133,35 +137,27 @@ fn dtree(nodes: usize, node: usize, t: usize) -> (Option<usize>, [Option<usize>;
 
 impl TreePlan {
     fn new(np: usize, g: usize, channels: usize, n: usize, chunk_elems: usize) -> TreePlan {
-        let nodes = np / g.max(1);
-        let search = channels.div_ceil(2);
-        let places = (0..channels)
-            .map(|k| {
-                let (t, rot) = if k < search { (0, k % g) } else { (1, (k - search) % g) };
-                // GPU at chain position i of node `node`.
-                let at = |node: usize, i: usize| node * g + (i + rot) % g;
-                (0..np)
-                    .map(|r| {
-                        let (node, i) = (r / g, (r % g + g - rot) % g);
-                        let chain_child = (i + 1 < g).then(|| at(node, i + 1));
-                        if i > 0 {
-                            return Place { parent: Some(at(node, i - 1)), children: [chain_child, None, None] };
-                        }
-                        let (up, downs) = dtree(nodes, node, t);
-                        Place {
-                            parent: up.map(|u| at(u, 0)),
-                            children: [chain_child, downs[0].map(|d| at(d, 0)), downs[1].map(|d| at(d, 0))],
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
-        TreePlan { channels, n, chunk_elems, places: Arc::new(places) }
+        let g = g.max(1);
+        TreePlan { channels, n, chunk_elems, g, nodes: np / g }
     }
 
     /// Rank r's place in channel k's tree.
     pub fn place(&self, k: usize, r: usize) -> Place {
-        self.places[k][r]
+        let (g, nodes) = (self.g, self.nodes);
+        let search = self.channels.div_ceil(2);
+        let (t, rot) = if k < search { (0, k % g) } else { (1, (k - search) % g) };
+        // GPU at chain position i of node `node`.
+        let at = |node: usize, i: usize| node * g + (i + rot) % g;
+        let (node, i) = (r / g, (r % g + g - rot) % g);
+        let chain_child = (i + 1 < g).then(|| at(node, i + 1));
+        if i > 0 {
+            return Place { parent: Some(at(node, i - 1)), children: [chain_child, None, None] };
+        }
+        let (up, downs) = dtree(nodes, node, t);
+        Place {
+            parent: up.map(|u| at(u, 0)),
+            children: [chain_child, downs[0].map(|d| at(d, 0)), downs[1].map(|d| at(d, 0))],
+        }
     }
 
     /// Channel k's part of the vector.
@@ -232,7 +228,7 @@ impl TreePlan {
     /// A bound on the additions in sequence behind rank r's sum on channel k: it adds
     /// its children's sums one after another onto its own.
     fn depth_of_sums(&self, k: usize, r: usize) -> usize {
-        let kids: Vec<usize> = self.places[k][r].children.iter().flatten().copied().collect();
+        let kids: Vec<usize> = self.place(k, r).children.iter().flatten().copied().collect();
         kids.iter().map(|&c| self.depth_of_sums(k, c)).max().map_or(0, |d| d + kids.len())
     }
 }

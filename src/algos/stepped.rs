@@ -102,10 +102,26 @@ impl<S: Stepped> Iterator for StepProgram<S> {
             }
             self.fill();
         }
+        let op = self.ops[self.next];
         self.next += 1;
-        Some(self.ops[self.next - 1])
+        // A large step (`direct`'s P - 1 sends and receives) is handed out up to its
+        // first wait in one pull; what was handed out is dropped then, so that only
+        // the rank being pulled holds its step's ops, not every rank at once (P^2).
+        if self.ops.capacity() > LARGE
+            && (self.next == self.ops.len()
+                || matches!(op, Op::WaitAll | Op::WaitSends(_)) && 2 * self.next >= self.ops.len())
+        {
+            self.ops.drain(..self.next);
+            self.next = 0;
+            self.ops.shrink_to(LARGE);
+        }
+        Some(op)
     }
 }
+
+/// Ops (or sends, or receives) of a step above which a rank's buffers are not kept
+/// between steps: their memory would be P per rank.
+const LARGE: usize = 64;
 
 impl<S: Stepped> StepProgram<S> {
     /// Replace the buffer with the ops of the next step.
@@ -144,6 +160,9 @@ impl<S: Stepped> StepProgram<S> {
         ops.extend(sp.local.iter().map(|&(src, dst)| Op::reduce(src, dst)));
         if !sp.local.is_empty() {
             ops.push(Op::WaitAll);
+        }
+        if sp.sends.capacity().max(sp.recvs.capacity()).max(sp.local.capacity()) > LARGE {
+            *sp = StepPlan::default();
         }
     }
 }

@@ -337,6 +337,22 @@ pub fn what_ran_with(
     }
     let algo_env = run.env.get("NCCL_ALGO");
     let proto_env = run.env.get("NCCL_PROTO");
+    if let Some(v) = proto_env {
+        // NCCL warns of a name it does not know and goes on; a fit would then rest on a
+        // protocol the log's reader never meant, without a word.
+        let list = v.strip_prefix('^').unwrap_or(v);
+        if let Some(bad) = list
+            .split(',')
+            .map(str::trim)
+            .find(|p| !["ll", "ll128", "simple"].contains(&p.to_ascii_lowercase().as_str()))
+        {
+            return Err(format!(
+                "{}:{}: NCCL_PROTO={v} names the protocol '{bad}', which NCCL does not have; NCCL's are LL, LL128 and \
+                 Simple (a list, or ^ and a list to leave out)",
+                run.file, run.line
+            ));
+        }
+    }
     // Any NCCL_PROTO replaces NCCL's default list, in which LL128 is on only over NVLink:
     // under it LL128 is on or off as named (NCCL's parseList writes 0 or 1 for each).
     let base = nccl::Inputs::of(topo, NCCL_CHANNELS, arch_of(&run.devices));

@@ -387,6 +387,22 @@ fn read_row(body: &str, n: usize, file: &str, cur: &mut Partial) -> Result<Optio
     if cur.first.is_none() {
         cur.first = Some((f[cols.redop].to_string(), root, elems, bytes / esize));
     }
+    // nccl-tests prints the count as the size in elements, or (all_gather,
+    // reduce_scatter) as that over the ranks: every row of a run has the same ratio.
+    let ratio = |elems: u64, whole: u64| (elems > 0 && whole.is_multiple_of(elems)).then(|| whole / elems);
+    let first = cur.first.as_ref().map_or(0, |&(_, _, e, w)| ratio(e, w).unwrap_or(0));
+    if ratio(elems, bytes / esize).is_none_or(|k| k != first) {
+        return Err(LogError::at(
+            file,
+            n,
+            format!(
+                "the count {elems} does not match the size {bytes}: {bytes} bytes of {dtype} are {} elements, which \
+                 nccl-tests prints as the count, or as the count times the ranks, the same way on every row{}",
+                bytes / esize,
+                if first > 0 { format!(" (the run's first row: {first} times)") } else { String::new() }
+            ),
+        ));
+    }
     let Some(time_s) = time(cols.time, "out-of-place")?.filter(|t| *t > 0.0) else {
         return Err(LogError::at(file, n, "the out-of-place time must be a positive number of microseconds"));
     };
@@ -417,6 +433,30 @@ fn finish(p: Partial, file: &str, env: &BTreeMap<String, String>, version: &Opti
         },
     };
     let ranks = (p.ranks > 0).then_some(p.ranks);
+    if let Some((_, _, elems, whole)) = p.first {
+        // The ratio of size to count, the same on every row (`read_row`): 1, or the ranks
+        // for a collective whose count is a rank's part.
+        let k = whole / elems.max(1);
+        // (A rank's part: nccl-tests prints the count over the ranks; a log written
+        // with the whole buffer's count is read too.)
+        let want = match collective {
+            Collective::Allgather | Collective::ReduceScatter => ranks.map(|r| r as u64).filter(|_| k != 1),
+            _ => Some(1),
+        };
+        if let Some(want) = want
+            && k != want
+        {
+            return Err(LogError::at(
+                file,
+                line,
+                format!(
+                    "the count is the size in elements over {k}, where a {} run of {} ranks prints it over {want}",
+                    collective.name(),
+                    ranks.map_or("these".to_string(), |r| r.to_string())
+                ),
+            ));
+        }
+    }
     let nodes = (!p.hosts.is_empty()).then_some(p.hosts.len());
     let gpus_per_node = match (ranks, nodes) {
         (Some(r), Some(h)) if r.is_multiple_of(h) => Some(r / h),

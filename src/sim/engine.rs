@@ -454,6 +454,20 @@ struct Local {
     dst: Region,
 }
 
+/// A send issued while its sender's ports have messages waiting already, kept as this
+/// record in its sender's queue of deferred sends until a pass of
+/// [`Engine::match_ports`] could give it a port ([`Engine::materialize`]): 32 bytes
+/// written and read in order, where a message slot is touched again and again at random.
+#[derive(Clone, Copy, Debug)]
+struct Deferred {
+    to: Rank,
+    tag: u32,
+    seq: u32,
+    stream: u16,
+    len: usize,
+    issued: f64,
+}
+
 /// One sequential stream of a rank's program (a rank may run several at once).
 struct Stream<'p> {
     prog: Program<'p>,
@@ -675,6 +689,8 @@ struct RankState<'p> {
     jobs_head: u32,
     jobs_tail: u32,
     send_seq: u32,
+    /// Its queue of [`Deferred`] sends in the engine's pool (`NONE` while it has none).
+    deferred: u32,
 }
 
 /// An interface: a group of full-duplex ports ([`Topology::interfaces`]) and the
@@ -798,6 +814,13 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     net: N,
     /// Variability ([`super::noise`]); `None` takes none of its branches.
     noise: Option<&'a Noise>,
+    /// Whether sends behind busy ports are deferred (see [`Engine::materialize`]).
+    lazy: bool,
+    /// The ranks' queues of deferred sends ([`RankState::deferred`]), and those free.
+    deferred: Vec<std::collections::VecDeque<Deferred>>,
+    free_deferred: Vec<u32>,
+    /// An error found while deferred sends were matched in a pass, reported after it.
+    failed: Option<SimError>,
 }
 
 impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
@@ -833,6 +856,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 jobs_head: NONE,
                 jobs_tail: NONE,
                 send_seq: 0,
+                deferred: NONE,
                 held_bytes: cfg.scratch_bytes,
             })
             .collect();
@@ -882,6 +906,10 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             obs,
             net,
             noise: None,
+            lazy: false,
+            deferred: Vec::new(),
+            free_deferred: Vec::new(),
+            failed: None,
         })
     }
 
@@ -893,6 +921,11 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
 
     /// Run every program to its end.
     pub fn run(mut self) -> Result<SimStats, SimError> {
+        // Deferring is exact only where a rank's messages alone leave by its own
+        // interface (checked at every send, [`Engine::unlazy`]), nothing is held by a
+        // detour, and no data is taken at the send.
+        self.lazy =
+            N::LAZY_SENDS && self.noise.is_none() && self.data.is_none() && self.topo.interfaces() == self.ranks.len();
         for r in 0..self.ranks.len() {
             if let Some(n) = self.noise {
                 let delay = n.start_delay(r as Rank);
@@ -906,6 +939,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             }
         }
         self.match_ports();
+        self.check_failed()?;
         self.settle();
         while let Some((time, ev)) = self.events.pop() {
             // A delivery the model moved since is skipped, but may still be the last
@@ -933,6 +967,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             // that started or ended at `t` share their links.
             if self.events.peek_time().is_none_or(|next| next != self.now) {
                 self.match_ports();
+                self.check_failed()?;
                 self.settle();
             }
         }
@@ -950,6 +985,15 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let Engine { net, obs, mut stats, .. } = self;
         stats.flow = net.into_stats(obs);
         Ok(stats)
+    }
+
+    /// An error of a pass's deferred sends ([`Engine::failed`]).
+    #[inline]
+    fn check_failed(&mut self) -> Result<(), SimError> {
+        match self.failed.take() {
+            None => Ok(()),
+            Some(e) => Err(e),
+        }
     }
 
     /// The model's once-an-instant pass (the flow model gives the flows that started or
@@ -1156,6 +1200,16 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 self.ifaces.len()
             )));
         }
+        if self.lazy {
+            if (src_if, dst_if) != (r as usize, to as usize) {
+                self.unlazy();
+            } else if self.ranks[r as usize].deferred != NONE
+                || self.ifaces[src_if].lists[Link::Out as usize].head != NONE
+            {
+                self.defer(r, s, to, tag, src.len);
+                return Ok(());
+            }
+        }
         let (src_if, dst_if) = (src_if as u32, dst_if as u32);
         // The first receive `to` posted for it takes it; else it waits unbound in a slot
         // of its own.
@@ -1205,6 +1259,97 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         Ok(())
     }
 
+    /// Rank `r` issued a send while messages of its wait for its ports: a record in its
+    /// queue of deferred sends (`direct` issues P - 1 sends at once, of which a port
+    /// serves one at a time).
+    ///
+    /// Exact, because a deferred send could not have started yet. A pass of
+    /// [`Engine::match_ports`] hands ports out greedily in the order (issue time,
+    /// sender, sender's sequence), and a rank's deferred sends come after all its
+    /// messages in line (they were issued after them, and its interface is its own):
+    /// one of them could take a port only once the pass has walked the rank's whole
+    /// out-list with a port still free. That is where the pass takes it out of the queue
+    /// and puts it in line, in a slot, matched to its receive as at its issue
+    /// ([`Engine::materialize`]). The rank is marked dirty here so that a pass walks its
+    /// list; after a pass, a rank with deferred sends has every port busy, and when one
+    /// frees it is dirty again. Until then nothing but the slot and the lists' order can
+    /// tell the send apart from one in line, and neither changes what the run computes
+    /// (a receive posted meanwhile waits in a slot of its own and takes the send when it
+    /// comes, as a receive posted before its send always does).
+    #[inline(never)]
+    fn defer(&mut self, r: Rank, s: u16, to: Rank, tag: u32, len: usize) {
+        let st = &mut self.ranks[r as usize];
+        let seq = st.send_seq;
+        st.send_seq = seq.wrapping_add(1);
+        if st.deferred == NONE {
+            st.deferred = match self.free_deferred.pop() {
+                Some(q) => q,
+                None => slab_push(&mut self.deferred, std::collections::VecDeque::new()),
+            };
+        }
+        let d = Deferred { to, tag, seq, stream: s, len, issued: self.now };
+        self.deferred[st.deferred as usize].push_back(d);
+        st.streams[s as usize].sends_in_flight += 1;
+        self.stats.messages += 1;
+        let bytes = (len * self.cfg.elem_bytes) as u64;
+        self.stats.bytes_sent[r as usize] += bytes;
+        if self.per_rank {
+            self.stats.bytes_received[to as usize] += bytes;
+        }
+        self.mark_dirty(r);
+    }
+
+    /// Rank `a`'s oldest deferred send ([`Engine::defer`]) goes in line for its ports:
+    /// matched and put in a slot as [`Engine::issue_send`] does, and in the lists; the
+    /// interfaces are marked dirty only with `mark` (inside a pass they must not be: the
+    /// pass offers it through its sender's list, and a receiver marked mid-pass would
+    /// hide its own clean sends from the in-lists' offers). Its slot.
+    fn materialize(&mut self, a: Rank, mark: bool) -> u32 {
+        let st = &mut self.ranks[a as usize];
+        let q = &mut self.deferred[st.deferred as usize];
+        let d = q.pop_front().expect("a rank with deferred sends has one");
+        if q.is_empty() {
+            self.free_deferred.push(st.deferred);
+            st.deferred = NONE;
+        }
+        let posted = self.take_unmatched(d.to, a, d.tag, true);
+        let id = match posted {
+            Some(id) => {
+                let want = self.msgs[id as usize].len;
+                if want != d.len && self.failed.is_none() {
+                    self.failed = Some(self.mismatch(d.to, a, d.tag, want, d.len));
+                }
+                id
+            }
+            None => self.new_slot(),
+        };
+        let m = &mut self.msgs[id as usize];
+        (m.src, m.dst, m.tag, m.len, m.issued, m.seq, m.stream) = (a, d.to, d.tag, d.len, d.issued, d.seq, d.stream);
+        (m.src_if, m.dst_if) = (a, d.to);
+        if posted.is_none() {
+            self.put_unmatched(d.to, id);
+        }
+        self.link_ports(id);
+        if mark {
+            self.mark_dirty(a);
+            self.mark_dirty(d.to);
+        }
+        id
+    }
+
+    /// A send that leaves by another interface than its sender's own: no more
+    /// deferring, and every deferred send goes in line now (a pass has not run since
+    /// this send was issued, so none of them has missed a port).
+    #[inline(never)]
+    fn unlazy(&mut self) {
+        self.lazy = false;
+        for a in 0..self.ranks.len() {
+            while self.ranks[a].deferred != NONE {
+                self.materialize(a as Rank, true);
+            }
+        }
+    }
+
     /// Issued message `id` goes in line for its ports, after what a model that charges
     /// the host asks first.
     #[inline]
@@ -1244,6 +1389,14 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
 
     /// Put issued message `id` in line for its ports.
     fn queue_message(&mut self, id: u32) {
+        let (src_if, dst_if) = self.link_ports(id);
+        self.mark_dirty(src_if);
+        self.mark_dirty(dst_if);
+    }
+
+    /// Put message `id` in its interfaces' lists, in priority order; its interfaces.
+    #[inline]
+    fn link_ports(&mut self, id: u32) -> (u32, u32) {
         let m = &self.msgs[id as usize];
         let (src_if, dst_if) = (m.src_if, m.dst_if);
         let key = (m.issued, m.src, m.seq);
@@ -1263,8 +1416,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             }
             self.ifaces[i as usize].lists[l as usize].insert_after(&mut self.links, l, prev, id);
         }
-        self.mark_dirty(src_if);
-        self.mark_dirty(dst_if);
+        (src_if, dst_if)
     }
 
     fn post_recv(
@@ -1692,12 +1844,19 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         // in-lists would find nothing.
         let dirty_senders = self.dirty.iter().filter(|&&i| self.ifaces[i as usize].free_out > 0).count();
         let clean_senders = self.free_senders > dirty_senders;
-        for &i in &self.dirty {
+        for k in 0..self.dirty.len() {
+            let i = self.dirty[k];
             let st = &self.ifaces[i as usize];
-            if st.free_out > 0 {
-                first.extend(self.offer(st.lists[Link::Out as usize].head, Link::Out));
+            let (free_out, free_in) = (st.free_out, st.free_in);
+            if free_out > 0 {
+                let mut head = st.lists[Link::Out as usize].head;
+                if head == NONE && self.lazy && self.ranks[i as usize].deferred != NONE {
+                    head = self.materialize(i, false);
+                }
+                first.extend(self.offer(head, Link::Out));
             }
-            if st.free_in > 0 && clean_senders {
+            if free_in > 0 && clean_senders {
+                let st = &self.ifaces[i as usize];
                 first.extend(self.offer(st.lists[Link::In as usize].head, Link::In));
             }
         }
@@ -1726,7 +1885,12 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             let own =
                 if l == Link::Out { self.ifaces[src as usize].free_out } else { self.ifaces[dst as usize].free_in };
             if own > 0 {
-                let next = self.links[id as usize].next[l as usize];
+                let mut next = self.links[id as usize].next[l as usize];
+                // The end of a sender's line with a port still free: its next deferred
+                // send ([`Engine::defer`]) is next in line.
+                if next == NONE && l == Link::Out && self.lazy && self.ranks[src as usize].deferred != NONE {
+                    next = self.materialize(src, false);
+                }
                 if let Some(c) = self.offer(next, l) {
                     later.push(std::cmp::Reverse(c));
                 }

@@ -11,6 +11,7 @@ pub struct Ideal;
 
 impl NetworkModel for Ideal {
     const END_AT_START: bool = true;
+    const LAZY_SENDS: bool = true;
 
     #[inline]
     fn start(&mut self, s: &Start, q: &mut Sched<'_>) -> f64 {

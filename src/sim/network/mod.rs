@@ -231,6 +231,12 @@ pub trait NetworkModel {
     /// [`NetworkModel::recv_overhead`] and [`NetworkModel::rendezvous`].
     const HOST: bool = false;
 
+    /// Whether nothing of the model's depends on a message's slot number or on when a
+    /// waiting message entered the engine's lists, only on the messages it is handed
+    /// and when: then the engine may keep a rank's sends behind its busy ports as
+    /// records, not slots ([`crate::sim::engine`]'s deferred sends).
+    const LAZY_SENDS: bool = false;
+
     /// Seconds the sender's compute unit spends on a message of `wire` bytes before it
     /// may wait for ports (in line with the rank's reductions).
     #[inline]
