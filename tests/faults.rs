@@ -339,3 +339,34 @@ fn the_fault_scenario_reroutes_then_cuts_leaf0_off() {
         }
     }
 }
+
+/// Two DGX-like nodes of 4 GPUs on an NVSwitch, 2 NICs each, rail-optimized, under flow.
+fn cluster(extra: &str) -> String {
+    format!(
+        "ranks: 8\ntopology:\n  kind: cluster\n  nodes: 2\n  gpus_per_node: 4\n  \
+         intra: {{ kind: nvswitch, alpha: 1us, bandwidth: 100GB/s }}\n  nics_per_node: 2\n  \
+         inter: {{ alpha: 2us, bandwidth: 100Gbps }}\n  fabric: {{ kind: rail_optimized }}\n\
+         network: {{ model: flow }}\nalgorithms: [ring]\nsizes: [1MiB]\n{extra}"
+    )
+}
+
+#[test]
+fn a_cluster_reroutes_through_another_gpu_nic_or_reports_the_cut() {
+    use allreduce_sim::runner::run;
+    use allreduce_sim::scenario::parse_str;
+    let results = |extra: &str| run(&parse_str(&cluster(extra), "t.yaml").unwrap()).results;
+    let quiet = results("");
+    // GPU 0's NIC loses its rail: the ring's message into node 1 goes through the NVSwitch
+    // to a GPU on NIC 1, out through it; verified, slower.
+    let one = results("noise:\n  faults: [{ a: n0nic0, b: leaf0, at: 0 }]\n");
+    assert!(one[0].failures.is_empty(), "{:?}", one[0].failures);
+    assert_eq!(one[0].verified, Some(true));
+    assert!(one[0].time_s > quiet[0].time_s, "{} vs {}", one[0].time_s, quiet[0].time_s);
+    assert!(one[0].notes.iter().any(|n| n.contains("started on a detour")), "{:?}", one[0].notes);
+    // Both of node 0's NICs cut from their rails: node 0 is alone, and the point says who
+    // waits for whom.
+    let cut = results("noise:\n  faults: [{ a: n0nic0, b: leaf0, at: 0 }, { a: n0nic1, b: leaf1, at: 0 }]\n");
+    let c = cut[0].cut_off.as_ref().expect("cut off");
+    assert!(cut[0].only_cut_off(), "{:?}", cut[0].failures);
+    assert!(c.messages.iter().all(|m| (m.src < 4) != (m.dst < 4)), "{:?}", c.messages);
+}

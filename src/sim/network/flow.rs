@@ -772,9 +772,9 @@ impl<'a> FlowNet<'a> {
             // found its link (by the graph: no message crossed it to be named).
             for k in f.done..f.list.len() {
                 let (a, b, _) = &f.list[k];
-                let named = |want: &str| (0..self.fabric.nodes()).filter(|&n| self.fabric.node_name(n) == want);
+                let fabric = self.fabric;
                 let mut out = Vec::new();
-                let linked = named(a).any(|x| {
+                let linked = (0..fabric.nodes()).filter(|&n| fabric.node_name(n) == *a).any(|x| {
                     out.clear();
                     self.fabric.out_links(x, &mut out);
                     out.iter().any(|e| self.fabric.node_name(e.1) == *b)
