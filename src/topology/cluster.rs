@@ -1056,10 +1056,11 @@ mod tests {
         use crate::topology::detour;
         let mut s = spec(IntraKind::Nvswitch, 2, 4, 2);
         s.fabric = FabricSpec { kind: FabricKind::FatTree, hosts_per_leaf: Some(2), spines: 2, uplink: None };
-        let c = Cluster::new(&s, 8).unwrap();
-        routes_match(&c);
+        let owned = Cluster::new(&s, 8).unwrap();
+        let c = &owned;
+        routes_match(c);
         let names = |r: &[LinkId]| r.iter().map(|&id| c.link_name(id)).collect::<Vec<_>>();
-        let failed_between = |x: &str, y: &str| {
+        let failed_between = |x: &'static str, y: &'static str| {
             move |id: LinkId| {
                 let n = c.link_name(id);
                 n == format!("{x}->{y}") || n == format!("{y}->{x}")
@@ -1068,14 +1069,14 @@ mod tests {
         // Node 0's NICs under leaf 0, node 1's under leaf 1; 1 -> 6 goes by spine 1
         // (NIC 3 mod 2 spines); with leaf0-spine1 failed it takes spine 0.
         let mut r = Vec::new();
-        assert!(detour(&c, 1, 6, failed_between("leaf0", "spine1"), &mut r));
+        assert!(detour(c, 1, 6, failed_between("leaf0", "spine1"), &mut r));
         assert_eq!(
             names(&r),
             ["n0g1->n0nic0", "n0nic0->leaf0", "leaf0->spine0", "spine0->leaf1", "leaf1->n1nic1", "n1nic1->n1g2"]
         );
         // GPU 1's NIC cut from its leaf: through the NVSwitch to a GPU on the other NIC.
         r.clear();
-        assert!(detour(&c, 1, 6, failed_between("n0nic0", "leaf0"), &mut r));
+        assert!(detour(c, 1, 6, failed_between("n0nic0", "leaf0"), &mut r));
         assert_eq!(
             names(&r),
             [
