@@ -336,7 +336,10 @@ fn check_against_ideal(
 fn fault_notes(res: &mut PointResult, flow: &crate::sim::flow::FlowStats, launch: f64) {
     for f in &flow.faults {
         let at = f.at + launch;
-        res.notes.push(if f.matched {
+        res.notes.push(if f.after_end {
+            let what = if f.matched { "" } else { " (and no link of this machine joins these two nodes)" };
+            format!("fault {} at {at:e} s: due after the run ended; nothing failed{what}", f.link)
+        } else if f.matched {
             format!("fault {} at {at:e} s: {} message(s) in flight rerouted, {} cut off", f.link, f.rerouted, f.cut)
         } else {
             format!("fault {} at {at:e} s: no link of this machine joins these two nodes; nothing failed", f.link)

@@ -198,3 +198,175 @@ fn bad_faults_are_located() {
     .expect_err("ideal");
     assert!(err.message().contains("need network.model: flow"), "{err}");
 }
+
+#[test]
+fn random_faults_are_drawn_by_the_seed_from_the_machine_links() {
+    use allreduce_sim::sim::noise::{FaultPool, RandomFaults};
+    use allreduce_sim::topology::{Fabric, FatTree};
+    let l = Link { alpha: 1e-6, bandwidth: 1e9 };
+    let t = FatTree::new(2, 3, 2, l, l).unwrap();
+    let fabric: &dyn Fabric = &t;
+    let spec = |count, among| NoiseSpec {
+        random_faults: vec![RandomFaults { count, from_s: 1e-6, to_s: 5e-6, among }],
+        ..NoiseSpec::default()
+    };
+    let drawn = |seed, s: &NoiseSpec| Noise::draw(s, seed, 6, true).faults_on(fabric);
+    // 6 host links and 6 leaf-spine links: the fabric pool holds only the latter.
+    let pick = spec(3, FaultPool::Fabric);
+    let mut seen = std::collections::BTreeSet::new();
+    for seed in 0..20 {
+        let f = drawn(seed, &pick);
+        assert_eq!(f, drawn(seed, &pick), "seed {seed}: a pure function of the seed");
+        assert_eq!(f.len(), 3);
+        assert!(f.windows(2).all(|w| w[0].at_s <= w[1].at_s), "by time");
+        for x in &f {
+            assert!(x.a.starts_with("leaf") && x.b.starts_with("spine"), "{x:?}");
+            assert!((1e-6..=5e-6).contains(&x.at_s));
+            seen.insert((x.a.clone(), x.b.clone()));
+        }
+        let mut links: Vec<_> = f.iter().map(|x| (&x.a, &x.b)).collect();
+        links.sort();
+        links.dedup();
+        assert_eq!(links.len(), 3, "without replacement");
+    }
+    assert_eq!(seen.len(), 6, "every fabric link drawn by some seed: {seen:?}");
+    // More than the machine has: every link of the pool, once.
+    assert_eq!(drawn(1, &spec(100, FaultPool::All)).len(), 12);
+    assert_eq!(drawn(1, &spec(100, FaultPool::Fabric)).len(), 6);
+    // Listed faults come first among equal times; the drawn ones keep the seed's picks.
+    let mut both = spec(2, FaultPool::Fabric);
+    both.faults = vec![FaultSpec { a: "h0".into(), b: "leaf0".into(), at_s: 0.0 }];
+    let f = drawn(4, &both);
+    assert_eq!(f[0].a, "h0");
+    assert_eq!(&f[1..], &drawn(4, &spec(2, FaultPool::Fabric))[..]);
+}
+
+#[test]
+fn random_faults_in_a_scenario_are_reproducible_with_repeat() {
+    use allreduce_sim::runner::run;
+    use allreduce_sim::scenario::parse_str;
+    let text = scenario("noise:\n  faults: [{ random: 1, between: [0, 40us] }]\nrepeat: 6\n");
+    let a = run(&parse_str(&text, "t.yaml").unwrap()).results;
+    let b = run(&parse_str(&text, "t.yaml").unwrap()).results;
+    assert_eq!(a[0].times_s, b[0].times_s);
+    let times = a[0].times_s.as_ref().expect("repeat");
+    assert_eq!(times.len(), 6);
+    // One failed link of a ring of 4 leaves a route for every pair: verified, slower.
+    assert!(a[0].failures.is_empty(), "{:?}", a[0].failures);
+    let quiet = a[0].noise_free_time_s.unwrap();
+    assert!(times.iter().all(|&t| t > quiet), "{times:?} vs {quiet}");
+    let notes: Vec<_> = a[0].notes.iter().filter(|n| n.starts_with("fault r")).collect();
+    assert_eq!(notes.len(), 1, "{:?}", a[0].notes);
+    // Another seed draws another link or time.
+    let other = run(&parse_str(&text.replace("ranks: 4", "seed: 9\nranks: 4"), "t.yaml").unwrap()).results;
+    assert_ne!(other[0].times_s, a[0].times_s);
+}
+
+#[test]
+fn bad_random_faults_are_located() {
+    let base = scenario("");
+    let first = base.lines().count() as u64;
+    let cases = [
+        ("noise:\n  faults: [{ random: 2, a: r1 }]\n", "leave a and b out"),
+        ("noise:\n  faults: [{ random: -1 }]\n", "noise.faults.random"),
+        ("noise:\n  faults: [{ random: 1, between: [1us] }]\n", "two times"),
+        ("noise:\n  faults: [{ random: 1, between: [5us, 1us] }]\n", "before it starts"),
+        ("noise:\n  faults: [{ random: 1, among: spines }]\n", "allowed: all, fabric"),
+        ("noise:\n  faults: [{ random: 1, at: 1us, between: [0, 1us] }]\n", "not both"),
+        ("noise:\n  faults: [{ a: r1, b: r2, at: 1us, among: all }]\n", "goes with random"),
+    ];
+    for (extra, want) in cases {
+        let err = allreduce_sim::scenario::parse_str(&format!("{base}{extra}"), "t.yaml").expect_err(extra);
+        let (l, _) = err.position().unwrap_or_else(|| panic!("{extra}: no position in {err}"));
+        assert_eq!(l, first + 2, "{extra}: {err}");
+        assert!(err.message().contains(want), "{extra}: {err}");
+    }
+}
+
+#[test]
+fn the_fault_scenario_reroutes_then_cuts_leaf0_off() {
+    use allreduce_sim::runner::run;
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/faults.yaml");
+    let s = allreduce_sim::scenario::load_file(&path).unwrap();
+    let results = run(&s).results;
+    let point = |algo: &str, size: u64| {
+        results.iter().find(|r| r.algorithm == algo && r.bytes == size).unwrap_or_else(|| panic!("{algo} {size}"))
+    };
+    let (kib16, mib1, mib4): (u64, u64, u64) = (16 << 10, 1 << 20, 4 << 20);
+    // Runs that end before 1 ms survive the first fault: verified times, never faster than
+    // without it, and the second fault says it came after their end.
+    for (algo, size) in [
+        ("ring", kib16),
+        ("halving_doubling", kib16),
+        ("double_binary_tree", kib16),
+        ("binomial_tree", kib16),
+        ("ring", mib1),
+        ("halving_doubling", mib1),
+        ("double_binary_tree", mib1),
+        ("halving_doubling", mib4),
+    ] {
+        let r = point(algo, size);
+        assert!(r.failures.is_empty() && r.cut_off.is_none(), "{algo} {size}: {:?}", r.failures);
+        let free = r.noise_free_time_s.unwrap();
+        assert!(r.time_s >= free && r.time_s < 1e-3, "{algo} {size}: {} vs {free}", r.time_s);
+        assert!(
+            r.notes.iter().any(|n| n.starts_with("fault leaf0-spine0 at 1e-3 s: due after the run ended")),
+            "{algo} {size}: {:?}",
+            r.notes
+        );
+    }
+    // halving_doubling's exchanges across leaves share leaf 0's one uplink left: slower.
+    for size in [kib16, mib1, mib4] {
+        let r = point("halving_doubling", size);
+        assert!(r.time_s > r.noise_free_time_s.unwrap(), "{size}");
+    }
+    // The ring leaves and enters leaf 0 only toward hosts 16 and 0, both by spine 0 (D-mod-k):
+    // the first fault never touches it.
+    assert_eq!(point("ring", mib1).time_s, point("ring", mib1).noise_free_time_s.unwrap());
+    // Still running at 1 ms: cut off, each cut message on one of leaf 0's links, its
+    // receiver waiting for its sender, and the point failed only so.
+    for (algo, size) in [("binomial_tree", mib1), ("ring", mib4), ("double_binary_tree", mib4), ("binomial_tree", mib4)]
+    {
+        let r = point(algo, size);
+        let c = r.cut_off.as_ref().unwrap_or_else(|| panic!("{algo} {size}: not cut off"));
+        assert!(r.only_cut_off(), "{algo} {size}: {:?}", r.failures);
+        assert!(!c.messages.is_empty());
+        for m in &c.messages {
+            assert!(m.at_s >= 1e-3 && m.link.contains("leaf0") && m.link.contains("spine"), "{m:?}");
+            // One end under leaf 0 (hosts 0..16), the other under another leaf.
+            assert!((m.src < 16) != (m.dst < 16), "{m:?}");
+            assert!(m.moved_bytes < m.bytes as f64);
+        }
+    }
+}
+
+/// Two DGX-like nodes of 4 GPUs on an NVSwitch, 2 NICs each, rail-optimized, under flow.
+fn cluster(extra: &str) -> String {
+    format!(
+        "ranks: 8\ntopology:\n  kind: cluster\n  nodes: 2\n  gpus_per_node: 4\n  \
+         intra: {{ kind: nvswitch, alpha: 1us, bandwidth: 100GB/s }}\n  nics_per_node: 2\n  \
+         inter: {{ alpha: 2us, bandwidth: 100Gbps }}\n  fabric: {{ kind: rail_optimized }}\n\
+         network: {{ model: flow }}\nalgorithms: [ring]\nsizes: [1MiB]\n{extra}"
+    )
+}
+
+#[test]
+fn a_cluster_reroutes_through_another_gpu_nic_or_reports_the_cut() {
+    use allreduce_sim::runner::run;
+    use allreduce_sim::scenario::parse_str;
+    let results = |extra: &str| run(&parse_str(&cluster(extra), "t.yaml").unwrap()).results;
+    let quiet = results("");
+    // GPU 0's NIC loses its rail: the ring's message into node 1 goes through the NVSwitch
+    // to a GPU on NIC 1, out through it; verified, slower.
+    let one = results("noise:\n  faults: [{ a: n0nic0, b: leaf0, at: 0 }]\n");
+    assert!(one[0].failures.is_empty(), "{:?}", one[0].failures);
+    assert_eq!(one[0].verified, Some(true));
+    assert!(one[0].time_s > quiet[0].time_s, "{} vs {}", one[0].time_s, quiet[0].time_s);
+    assert!(one[0].notes.iter().any(|n| n.contains("started on a detour")), "{:?}", one[0].notes);
+    // Both of node 0's NICs cut from their rails: node 0 is alone, and the point says who
+    // waits for whom.
+    let cut = results("noise:\n  faults: [{ a: n0nic0, b: leaf0, at: 0 }, { a: n0nic1, b: leaf1, at: 0 }]\n");
+    let c = cut[0].cut_off.as_ref().expect("cut off");
+    assert!(cut[0].only_cut_off(), "{:?}", cut[0].failures);
+    assert!(c.messages.iter().all(|m| (m.src < 4) != (m.dst < 4)), "{:?}", c.messages);
+}

@@ -28,7 +28,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::op::Rank;
-use crate::topology::Link;
+use crate::topology::{Fabric, Link};
 
 /// `noise:` as the scenario gives it, units resolved.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -48,6 +48,10 @@ pub struct NoiseSpec {
     /// Physical links that fail (flow model only), in the order listed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultSpec>,
+    /// Links drawn by the seed to fail (flow model only): `noise.faults` entries
+    /// `{ random: k, ... }`, in the order listed ([`Noise::faults_on`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub random_faults: Vec<RandomFaults>,
     /// Noise levels to sweep (`noise.levels`): each point also runs with the skew's
     /// delays and the OS detours' duration multiplied by each ([`NoiseSpec::scaled`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -64,6 +68,32 @@ pub struct FaultSpec {
     pub b: String,
     /// Seconds from the start of the collective.
     pub at_s: f64,
+}
+
+/// `noise.faults` entry `{ random: k, between: [t0, t1], among: all | fabric }`: `count`
+/// links of the machine, drawn by the seed without replacement, each failing at a time
+/// drawn uniformly in `[from_s, to_s]` (docs/variability.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RandomFaults {
+    /// How many links fail (fewer when the machine has fewer).
+    pub count: usize,
+    /// The window's start, seconds from the start of the collective.
+    pub from_s: f64,
+    /// The window's end (equal to `from_s`: every drawn link fails at that time).
+    pub to_s: f64,
+    /// Which links may be drawn.
+    pub among: FaultPool,
+}
+
+/// The links a random fault is drawn from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultPool {
+    /// Every link of the machine's graph.
+    All,
+    /// Only links between network nodes (switches, NICs): none that ends at a rank's
+    /// own node, whose failure would only cut that rank off.
+    Fabric,
 }
 
 /// `noise.skew`.
@@ -173,7 +203,8 @@ impl NoiseSpec {
         let os = self.os.as_ref().is_some_and(|o| o.duration_s > 0.0);
         let ranks = self.slow_ranks.iter().any(|s| s.factor != 1.0);
         let links = self.slow_links.iter().any(|s| s.factor != 1.0);
-        !(skew || os || ranks || links || !self.faults.is_empty())
+        let random = self.random_faults.iter().any(|f| f.count > 0);
+        !(skew || os || ranks || links || !self.faults.is_empty() || random)
     }
 }
 
@@ -185,6 +216,8 @@ mod what {
     pub const DELAY2: u64 = 3;
     pub const PHASE: u64 = 4;
     pub const DETOUR: u64 = 5;
+    pub const FAULT_LINK: u64 = 6;
+    pub const FAULT_AT: u64 = 7;
 }
 
 /// SplitMix64's finaliser: a bijection of `u64` whose every output bit depends on every
@@ -287,6 +320,10 @@ pub struct Noise {
     links: Vec<(String, String, f64)>,
     /// The flow model's link faults, by time (ties in the order listed).
     faults: Vec<FaultSpec>,
+    /// Links the seed picks to fail, drawn on the machine ([`Noise::faults_on`]).
+    random_faults: Vec<RandomFaults>,
+    seed: u64,
+    ranks: usize,
 }
 
 impl Noise {
@@ -326,7 +363,8 @@ impl Noise {
         pairs.sort_by_key(|x| (x.0, x.1));
         let mut faults = spec.faults.clone();
         faults.sort_by(|x, y| x.at_s.total_cmp(&y.at_s));
-        Noise { start, slow, os, pairs, links, faults }
+        let random_faults = spec.random_faults.clone();
+        Noise { start, slow, os, pairs, links, faults, random_faults, seed, ranks }
     }
 
     /// When rank `r` starts its program.
@@ -384,6 +422,57 @@ impl Noise {
     /// Under the flow model: the link faults, by time.
     pub fn faults(&self) -> &[FaultSpec] {
         &self.faults
+    }
+
+    /// Under the flow model: every link fault on `fabric`, by time (ties: the listed
+    /// ones first, in their order, then the drawn ones in draw order). A `random` entry
+    /// `e` draws its links from the machine's undirected links, in the order a walk of
+    /// the nodes by index meets them through [`Fabric::out_links`] (each pair of nodes
+    /// once): the `i`-th pick is a partial Fisher-Yates step with
+    /// `uniform(seed, FAULT_LINK, e, i)`, its time `from + uniform(seed, FAULT_AT, e, i) *
+    /// (to - from)`. Every draw is a pure function of the seed, the entry and the pick.
+    /// A fabric that does not describe its graph has no links to draw from.
+    pub fn faults_on(&self, fabric: &dyn Fabric) -> Vec<FaultSpec> {
+        let mut out = self.faults.clone();
+        if self.random_faults.is_empty() {
+            return out;
+        }
+        let hosts: std::collections::BTreeSet<usize> = (0..self.ranks).map(|r| fabric.rank_node(r)).collect();
+        let mut all: Vec<(usize, usize)> = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        let mut edges = Vec::new();
+        for u in 0..fabric.nodes() {
+            edges.clear();
+            fabric.out_links(u, &mut edges);
+            for &(_, v) in &edges {
+                let pair = (u.min(v), u.max(v));
+                // A link inside one named node (a PCIe switch's in and out sides) is part
+                // of the switch, not a link of the machine to fail.
+                if u != v && seen.insert(pair) && fabric.node_name(u) != fabric.node_name(v) {
+                    all.push(pair);
+                }
+            }
+        }
+        let mut drawn = Vec::new();
+        for (e, r) in self.random_faults.iter().enumerate() {
+            let mut pool: Vec<(usize, usize)> = match r.among {
+                FaultPool::All => all.clone(),
+                FaultPool::Fabric => {
+                    all.iter().copied().filter(|(u, v)| !hosts.contains(u) && !hosts.contains(v)).collect()
+                }
+            };
+            for i in 0..r.count.min(pool.len()) {
+                let u = uniform(self.seed, what::FAULT_LINK, e as u64, i as u64);
+                let j = i + ((u * (pool.len() - i) as f64) as usize).min(pool.len() - i - 1);
+                pool.swap(i, j);
+                let at = r.from_s + uniform(self.seed, what::FAULT_AT, e as u64, i as u64) * (r.to_s - r.from_s);
+                let (a, b) = pool[i];
+                drawn.push(FaultSpec { a: fabric.node_name(a), b: fabric.node_name(b), at_s: at });
+            }
+        }
+        out.extend(drawn);
+        out.sort_by(|x, y| x.at_s.total_cmp(&y.at_s));
+        out
     }
 
     /// Whether the flow model must look at its links' names ([`Noise::link_factor`]).

@@ -849,6 +849,109 @@ impl Fabric for Cluster {
     fn link_count(&self) -> u64 {
         self.base_nvlink() + 2 * (self.nodes * self.bundles.len()) as u64
     }
+
+    // The graph, for routes around failed links (`noise.faults`): nodes are the GPUs
+    // (rank r is node r), then the NICs, the leaves, the spines, and each node's switch
+    // (NVSwitch; PCIe: its in side, then after them all their out sides, joined by the
+    // core link). A GPU's links: to its switch (or its NVLink bundles, by bundle), then
+    // to its NIC; a NIC's: to its leaf, then down to its GPUs; a leaf's: down to its
+    // NICs, then up to the spines by index; a spine's: down to the leaves by index.
+    fn nodes(&self) -> usize {
+        let switches = match self.spec.intra.kind {
+            IntraKind::Nvswitch => self.nodes,
+            IntraKind::Pcie => 2 * self.nodes,
+            IntraKind::Nvlink => 0,
+        };
+        self.graph_switch() + switches
+    }
+
+    fn node_name(&self, n: usize) -> String {
+        let (g, k) = (self.spec.gpus_per_node, self.spec.nics_per_node);
+        let (nics, leaves) = (self.ranks + self.nodes * k, self.ranks + self.nodes * k + self.leaves);
+        if n < self.ranks {
+            format!("n{}g{}", n / g, n % g)
+        } else if n < nics {
+            let j = n - self.ranks;
+            format!("n{}nic{}", j / k, j % k)
+        } else if n < leaves {
+            format!("leaf{}", n - nics)
+        } else if n < self.graph_switch() {
+            format!("spine{}", n - leaves)
+        } else {
+            let sw = if self.spec.intra.kind == IntraKind::Pcie { "pcie" } else { "nvswitch" };
+            format!("n{}{sw}", (n - self.graph_switch()) % self.nodes.max(1))
+        }
+    }
+
+    fn out_links(&self, n: usize, out: &mut Vec<(LinkId, usize)>) {
+        let (g, k, spines) = (self.spec.gpus_per_node, self.spec.nics_per_node, self.spec.fabric.spines);
+        let nic_node = |j: usize| self.ranks + j;
+        let leaf_node = |l: usize| self.ranks + self.nodes * k + l;
+        let spine_node = |s: usize| self.ranks + self.nodes * k + self.leaves + s;
+        let sw = self.graph_switch();
+        let nics = self.nodes * k;
+        if n < self.ranks {
+            let (node, x) = (n / g, n % g);
+            match self.spec.intra.kind {
+                IntraKind::Nvswitch | IntraKind::Pcie => out.push((2 * n as u64, sw + node)),
+                IntraKind::Nvlink => {
+                    for (e, &(a, b, _)) in self.bundles.iter().enumerate() {
+                        let other = if a == x {
+                            b
+                        } else if b == x {
+                            a
+                        } else {
+                            continue;
+                        };
+                        if node * g + other < self.ranks {
+                            out.push((self.bundle_id(node, x, e), node * g + other));
+                        }
+                    }
+                }
+            }
+            out.push((self.base_nic() + 2 * n as u64, nic_node(self.nic(n))));
+        } else if n < self.ranks + nics {
+            let j = n - self.ranks;
+            out.push((self.base_leaf() + 2 * j as u64, leaf_node(self.leaf_of_nic(j))));
+            let node = j / k;
+            for x in (0..g).filter(|&x| self.nic_of_gpu(x) == j % k) {
+                let r = node * g + x;
+                if r < self.ranks {
+                    out.push((self.base_nic() + 2 * r as u64 + 1, r));
+                }
+            }
+        } else if n < leaf_node(self.leaves) {
+            let l = n - leaf_node(0);
+            for j in (0..nics).filter(|&j| self.leaf_of_nic(j) == l) {
+                out.push((self.base_leaf() + 2 * j as u64 + 1, nic_node(j)));
+            }
+            for s in 0..spines {
+                out.push((self.base_spine() + 2 * (l * spines + s) as u64, spine_node(s)));
+            }
+        } else if n < sw {
+            let s = n - spine_node(0);
+            for l in 0..self.leaves {
+                out.push((self.base_spine() + 2 * (l * spines + s) as u64 + 1, leaf_node(l)));
+            }
+        } else if n < self.nodes() {
+            let (i, node) = (n - sw, (n - sw) % self.nodes.max(1));
+            if self.spec.intra.kind == IntraKind::Pcie && i < self.nodes {
+                out.push((self.base_core() + node as u64, sw + self.nodes + node));
+                return;
+            }
+            for r in (node * g..(node + 1) * g).filter(|&r| r < self.ranks) {
+                out.push((2 * r as u64 + 1, r));
+            }
+        }
+    }
+}
+
+impl Cluster {
+    /// The first switch node of the graph [`Fabric::out_links`] describes (after the
+    /// GPUs, NICs, leaves and spines).
+    fn graph_switch(&self) -> usize {
+        self.ranks + self.nodes * self.spec.nics_per_node + self.leaves + self.spec.fabric.spines
+    }
 }
 
 #[cfg(test)]
@@ -873,6 +976,21 @@ mod tests {
                         c.route(a, b, &mut r);
                         assert_eq!(route_cost(&c, &r), c.link(a, b), "{a} -> {b} ({})", p.name());
                         assert!(r.iter().all(|&id| id < c.link_count()));
+                        // The graph has every route: each link leaves the node the one
+                        // before it reached, named as the link names its ends.
+                        let mut at = c.rank_node(a);
+                        for &id in &r {
+                            let mut out = Vec::new();
+                            c.out_links(at, &mut out);
+                            let &(_, next) = out.iter().find(|e| e.0 == id).expect("route link in the graph");
+                            let name = c.link_name(id);
+                            let (from, to) = name.split_once("->").unwrap();
+                            if !name.contains("pcie.") {
+                                assert_eq!((from, to), (c.node_name(at).as_str(), c.node_name(next).as_str()));
+                            }
+                            at = next;
+                        }
+                        assert_eq!(at, c.rank_node(b), "{a} -> {b}");
                     }
                 }
             }
@@ -939,6 +1057,53 @@ mod tests {
         let mut r = Vec::new();
         one.route(0, 1, &mut r);
         assert_eq!(one.link_name(r[1]), "n0pcie.in->n0pcie.out");
+    }
+
+    #[test]
+    fn detours_around_failed_spine_and_nic_links() {
+        use crate::topology::detour;
+        let mut s = spec(IntraKind::Nvswitch, 2, 4, 2);
+        s.fabric = FabricSpec { kind: FabricKind::FatTree, hosts_per_leaf: Some(2), spines: 2, uplink: None };
+        let owned = Cluster::new(&s, 8).unwrap();
+        let c = &owned;
+        routes_match(c);
+        let names = |r: &[LinkId]| r.iter().map(|&id| c.link_name(id)).collect::<Vec<_>>();
+        let failed_between = |x: &'static str, y: &'static str| {
+            move |id: LinkId| {
+                let n = c.link_name(id);
+                n == format!("{x}->{y}") || n == format!("{y}->{x}")
+            }
+        };
+        // Node 0's NICs under leaf 0, node 1's under leaf 1; 1 -> 6 goes by spine 1
+        // (NIC 3 mod 2 spines); with leaf0-spine1 failed it takes spine 0.
+        let mut r = Vec::new();
+        assert!(detour(c, 1, 6, failed_between("leaf0", "spine1"), &mut r));
+        assert_eq!(
+            names(&r),
+            ["n0g1->n0nic0", "n0nic0->leaf0", "leaf0->spine0", "spine0->leaf1", "leaf1->n1nic1", "n1nic1->n1g2"]
+        );
+        // GPU 1's NIC cut from its leaf: through the NVSwitch to a GPU on the other NIC.
+        r.clear();
+        assert!(detour(c, 1, 6, failed_between("n0nic0", "leaf0"), &mut r));
+        assert_eq!(
+            names(&r),
+            [
+                "n0g1->n0nvswitch",
+                "n0nvswitch->n0g2",
+                "n0g2->n0nic1",
+                "n0nic1->leaf0",
+                "leaf0->spine0",
+                "spine0->leaf1",
+                "leaf1->n1nic1",
+                "n1nic1->n1g2"
+            ]
+        );
+        // The one GPU of a node on one NIC has no second way out.
+        let lone = Cluster::new(&spec(IntraKind::Nvswitch, 2, 1, 1), 2).unwrap();
+        routes_match(&lone);
+        r.clear();
+        let cut = |id: LinkId| lone.link_name(id).starts_with("n0nic0->leaf");
+        assert!(!detour(&lone, 0, 1, cut, &mut r));
     }
 
     #[test]

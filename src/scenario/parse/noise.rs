@@ -5,7 +5,9 @@ use serde_saphyr::{Location, Spanned};
 
 use super::{Scalar, Src, choice, time, whole};
 use crate::scenario::{NetworkSpec, ScenarioError};
-use crate::sim::noise::{FaultSpec, NoiseSpec, OsPattern, OsSpec, SkewDist, SkewSpec, SlowLink, SlowRank};
+use crate::sim::noise::{
+    FaultPool, FaultSpec, NoiseSpec, OsPattern, OsSpec, RandomFaults, SkewDist, SkewSpec, SlowLink, SlowRank,
+};
 
 /// The most seeds `repeat:` may ask for per point.
 pub const MAX_REPEAT: u64 = 100_000;
@@ -27,6 +29,9 @@ struct RawFault {
     a: Option<Spanned<Scalar>>,
     b: Option<Spanned<Scalar>>,
     at: Option<Spanned<Scalar>>,
+    random: Option<Spanned<Scalar>>,
+    between: Option<Spanned<Vec<Spanned<Scalar>>>>,
+    among: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -98,9 +103,13 @@ pub(super) fn noise(src: &Src, raw: Spanned<RawNoise>, net: &NetworkSpec) -> Res
         os: r.os.map(|o| os(src, o)).transpose()?,
         slow_ranks: r.slow_ranks.map_or(Ok(Vec::new()), |l| slow_ranks(src, l))?,
         slow_links: r.slow_links.map_or(Ok(Vec::new()), |l| slow_links(src, l, net))?,
-        faults: r.faults.map_or(Ok(Vec::new()), |l| faults(src, l, net))?,
+        faults: Vec::new(),
+        random_faults: Vec::new(),
         levels: Vec::new(),
     };
+    if let Some(list) = r.faults {
+        (spec.faults, spec.random_faults) = faults(src, list, net)?;
+    }
     if let Some(list) = r.levels {
         spec.levels = levels(src, list, &spec)?;
     }
@@ -146,9 +155,18 @@ fn levels(src: &Src, raw: Spanned<Vec<Spanned<Scalar>>>, spec: &NoiseSpec) -> Re
     Ok(out)
 }
 
-/// `noise.faults`: `{ a: NODE, b: NODE, at: TIME }` entries, flow model only (the ideal
-/// model has pairs of ranks, not physical links that could fail and be routed around).
-fn faults(src: &Src, raw: Spanned<Vec<Spanned<RawFault>>>, net: &NetworkSpec) -> Result<Vec<FaultSpec>, ScenarioError> {
+/// The most links one `random` fault entry may fail.
+pub const MAX_RANDOM_FAULTS: u64 = 1 << 20;
+
+/// `noise.faults`: `{ a: NODE, b: NODE, at: TIME }` entries and `{ random: K, between:
+/// [T0, T1], among: all | fabric }` entries (or `at: TIME` for one time), flow model
+/// only (the ideal model has pairs of ranks, not physical links that could fail and be
+/// routed around).
+fn faults(
+    src: &Src,
+    raw: Spanned<Vec<Spanned<RawFault>>>,
+    net: &NetworkSpec,
+) -> Result<(Vec<FaultSpec>, Vec<RandomFaults>), ScenarioError> {
     if !net.is_flow() {
         return Err(src.err(
             &raw.referenced,
@@ -156,10 +174,22 @@ fn faults(src: &Src, raw: Spanned<Vec<Spanned<RawFault>>>, net: &NetworkSpec) ->
              or to route around); set network: { model: flow }, or leave faults out",
         ));
     }
-    let what =
-        "a fault is { a: NODE, b: NODE, at: TIME }, with a and b the names the report gives links (h0, leaf0, r3)";
-    let mut out = Vec::new();
+    let what = "a fault is { a: NODE, b: NODE, at: TIME }, with a and b the names the report gives links (h0, \
+                leaf0, r3), or { random: K, between: [TIME, TIME], among: all | fabric } for K links drawn by the seed";
+    let (mut out, mut drawn) = (Vec::new(), Vec::new());
     for e in raw.value {
+        if let Some(k) = &e.value.random {
+            drawn.push(random_fault(src, &e, k, what)?);
+            continue;
+        }
+        for (key, given) in [("between", e.value.between.is_some()), ("among", e.value.among.is_some())] {
+            if given {
+                return Err(src.err(
+                    &e.referenced,
+                    format!("noise.faults.{key}: goes with random: K (links drawn by the seed); {what}"),
+                ));
+            }
+        }
         let mut ends = Vec::new();
         for (key, v) in [("a", &e.value.a), ("b", &e.value.b)] {
             let v = required(src, v, &e.referenced, key, what)?;
@@ -179,7 +209,64 @@ fn faults(src: &Src, raw: Spanned<Vec<Spanned<RawFault>>>, net: &NetworkSpec) ->
         let a = ends.pop().unwrap_or_default();
         out.push(FaultSpec { a, b, at_s: at });
     }
-    Ok(out)
+    Ok((out, drawn))
+}
+
+/// A `noise.faults` entry with `random: K`.
+fn random_fault(
+    src: &Src,
+    e: &Spanned<RawFault>,
+    k: &Spanned<Scalar>,
+    what: &str,
+) -> Result<RandomFaults, ScenarioError> {
+    for (key, given) in [("a", e.value.a.is_some()), ("b", e.value.b.is_some())] {
+        if given {
+            return Err(src.err(
+                &e.referenced,
+                format!("noise.faults.{key}: a random fault draws its links; leave a and b out, or random"),
+            ));
+        }
+    }
+    let count = whole(&k.value, 0, MAX_RANDOM_FAULTS).ok_or_else(|| {
+        src.err(
+            &k.referenced,
+            format!(
+                "noise.faults.random: how many links fail, a whole number from 0 to {MAX_RANDOM_FAULTS}, not {}",
+                k.value.shown()
+            ),
+        )
+    })? as usize;
+    let (from, to) = match (&e.value.between, &e.value.at) {
+        (Some(_), Some(at)) => {
+            return Err(src
+                .err(&at.referenced, "noise.faults: give a random fault at: TIME or between: [TIME, TIME], not both"));
+        }
+        (None, Some(at)) => {
+            let t = time(src, at, "noise.faults.at")?;
+            (t, t)
+        }
+        (None, None) => (0.0, 0.0),
+        (Some(list), None) => {
+            if list.value.len() != 2 {
+                return Err(src.err(
+                    &list.referenced,
+                    format!("noise.faults.between: two times [FROM, TO], the window the failures fall in; {what}"),
+                ));
+            }
+            let from = time(src, &list.value[0], "noise.faults.between")?;
+            let to = time(src, &list.value[1], "noise.faults.between")?;
+            if to < from {
+                return Err(src.err(
+                    &list.value[1].referenced,
+                    format!("noise.faults.between: the window ends ({to:e} s) before it starts ({from:e} s)"),
+                ));
+            }
+            (from, to)
+        }
+    };
+    let pools = [("all", FaultPool::All), ("fabric", FaultPool::Fabric)];
+    let among = choice(src, e.value.among.as_ref(), "noise.faults.among", &pools, &[])?;
+    Ok(RandomFaults { count, from_s: from, to_s: to, among })
 }
 
 fn skew(src: &Src, raw: Spanned<RawSkew>) -> Result<SkewSpec, ScenarioError> {

@@ -284,6 +284,8 @@ pub struct FaultStat {
     pub rerouted: u64,
     /// Flows it left without a route.
     pub cut: u64,
+    /// It was due after the run had ended, so it failed nothing.
+    pub after_end: bool,
 }
 
 /// The link faults of one run and what they did.
@@ -369,9 +371,9 @@ impl<'a> FlowNet<'a> {
     pub fn set_noise(&mut self, noise: &'a Noise) {
         self.capped = noise.has_slow_ranks();
         self.noise = Some(noise);
-        if !noise.faults().is_empty() {
-            let list: Vec<(String, String, f64)> =
-                noise.faults().iter().map(|f| (f.a.clone(), f.b.clone(), f.at_s)).collect();
+        let faults = noise.faults_on(self.fabric);
+        if !faults.is_empty() {
+            let list: Vec<(String, String, f64)> = faults.into_iter().map(|f| (f.a, f.b, f.at_s)).collect();
             let stats = list
                 .iter()
                 .map(|(a, b, at)| FaultStat { link: format!("{a}-{b}"), at: *at, ..FaultStat::default() })
@@ -766,6 +768,20 @@ impl<'a> FlowNet<'a> {
     pub fn link_stats(mut self) -> FlowStats {
         if let Some(f) = self.faults.take() {
             self.stats.faults = f.stats;
+            // A fault due after the run ended failed nothing; say whether it would have
+            // found its link (by the graph: no message crossed it to be named).
+            for k in f.done..f.list.len() {
+                let (a, b, _) = &f.list[k];
+                let fabric = self.fabric;
+                let mut out = Vec::new();
+                let linked = (0..fabric.nodes()).filter(|&n| fabric.node_name(n) == *a).any(|x| {
+                    out.clear();
+                    self.fabric.out_links(x, &mut out);
+                    out.iter().any(|e| self.fabric.node_name(e.1) == *b)
+                });
+                self.stats.faults[k].matched = linked;
+                self.stats.faults[k].after_end = true;
+            }
         }
         self.stats.links = self
             .ids
@@ -832,9 +848,11 @@ impl FlowNet<'_> {
         let mut out = Vec::new();
         for k in first..f.done {
             let (a, b) = (&f.list[k].0, &f.list[k].1);
-            let named = |want: &str| (0..fabric.nodes()).find(|&n| fabric.node_name(n) == want);
-            if let (Some(na), Some(nb)) = (named(a), named(b)) {
-                for (from, to) in [(na, nb), (nb, na)] {
+            // A name may stand for several nodes (a PCIe switch's in and out sides).
+            let named = |want: &str| (0..fabric.nodes()).filter(|&n| fabric.node_name(n) == want).collect::<Vec<_>>();
+            let (na, nb) = (named(a), named(b));
+            for (&x, &y) in na.iter().flat_map(|x| nb.iter().map(move |y| (x, y))) {
+                for (from, to) in [(x, y), (y, x)] {
                     out.clear();
                     fabric.out_links(from, &mut out);
                     f.ids.extend(out.iter().filter(|e| e.1 == to).map(|e| e.0));
