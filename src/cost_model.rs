@@ -15,8 +15,8 @@ use crate::collective::Collective;
 use crate::topology::Topology;
 
 mod lockstep;
-pub(crate) mod nccl_streams;
 pub mod loggp;
+pub(crate) mod nccl_streams;
 mod pipeline;
 mod sweep;
 pub use lockstep::{Step, Xfer, lockstep, lockstep_bounds};

@@ -723,7 +723,19 @@ mod tests {
     use super::*;
 
     fn plan(np: usize, g: usize, channels: usize, n: usize, chunk_elems: usize, slices: usize) -> RingPlan {
-        RingPlan { np, g, rings: None, channels, n, elem_bytes: 4, chunk_elems, align: 4, slices, serial: false, nics: 0 }
+        RingPlan {
+            np,
+            g,
+            rings: None,
+            channels,
+            n,
+            elem_bytes: 4,
+            chunk_elems,
+            align: 4,
+            slices,
+            serial: false,
+            nics: 0,
+        }
     }
 
     /// Every channel's ring visits every rank once, a node's GPUs consecutively, entering
