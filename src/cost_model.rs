@@ -16,7 +16,6 @@ use crate::topology::Topology;
 
 mod lockstep;
 pub mod loggp;
-pub(crate) mod nccl_streams;
 mod pipeline;
 mod sweep;
 pub use lockstep::{Step, Xfer, lockstep, lockstep_bounds};

@@ -130,7 +130,7 @@ pub const INFO: AlgoInfo = AlgoInfo {
                   arrived (and been added), on each rank's port in order (ring_time in nccl_ring.rs); exact with \
                   one NIC and one channel, or with as many NICs as channels (C = 0 if channels > 1) where no \
                   slice ever waits for a port. On a GPU cluster or a hierarchy each hop costs its pair's alpha + \
-                  m/B and is booked on the interfaces it leaves and enters by (cost_model/nccl_streams.rs): exact with one \
+                  m/B and is booked on the interfaces it leaves and enters by (nccl_streams.rs): exact with one \
                   channel, and with several (C = 0) where no interface side carries more channels than it has \
                   ports and no slice waits for its channel's previous one; none otherwise",
     params: &[
@@ -201,7 +201,7 @@ pub(crate) fn describe(params: &[(String, crate::units::ParamValue)], p: &Proble
             ));
         }
         if topo.uniform().is_none()
-            && let Some(why) = crate::cost_model::nccl_streams::ring_contention(&plan, topo)
+            && let Some(why) = super::nccl_streams::ring_contention(&plan, topo)
         {
             out.push_str(&format!("no exact form: {why}\n"));
         }
@@ -606,7 +606,7 @@ impl Algorithm for NcclRing {
             Some(h) => ring_time(&plan, &h),
             // Pairs that differ (a GPU cluster, a hierarchy): the same schedule booked
             // on the interfaces each hop takes.
-            None => crate::cost_model::nccl_streams::ring_time(&plan, m.topo, m.cost_per_byte),
+            None => super::nccl_streams::ring_time(&plan, m.topo, m.cost_per_byte),
         }
         .map(|t| (t, super::EXACT))
     }

@@ -42,7 +42,7 @@ pub const INFO: AlgoInfo = AlgoInfo {
     requires: "any P >= 1 that is whole nodes of gpus_per_node; any n",
     closed_form: "the recurrence of every channel's chunks, up from the leaves (add the children's, send to the \
                   parent, at most 7 undelivered) and down from the root (pass on to the children), each message \
-                  booked on its stream's queue at the interfaces it takes (cost_model/nccl_streams.rs); exact (C = 0 with \
+                  booked on its stream's queue at the interfaces it takes (nccl_streams.rs); exact (C = 0 with \
                   several channels) where no interface side carries more of the up and down streams than it has \
                   ports and no message waits for a port its stream shares; none otherwise (a head's NIC then \
                   serves its parent and children in the engine's order)",
@@ -284,7 +284,7 @@ impl Algorithm for NcclTree {
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let plan = self.plan(p, m.topo);
-        crate::cost_model::nccl_streams::tree_time(&plan, p.ranks, p.elem_bytes, FIFO as usize, m.topo, m.cost_per_byte)
+        super::nccl_streams::tree_time(&plan, p.ranks, p.elem_bytes, FIFO as usize, m.topo, m.cost_per_byte)
             .map(|t| (t, super::EXACT))
     }
 

@@ -24,8 +24,8 @@
 //! order the chunks become ready; with several channels on one compute unit (C > 0)
 //! that order is the engine's too, so the forms need C = 0 there.
 
-use crate::algos::nccl_ring::{RingPlan, Wait};
-use crate::algos::nccl_tree::TreePlan;
+use super::nccl_ring::{RingPlan, Wait};
+use super::nccl_tree::TreePlan;
 use crate::sim::op::Action;
 use crate::topology::{Link, Topology};
 
