@@ -163,12 +163,14 @@ fn explain_on_a_cluster() {
         ..Request::default()
     };
     let text = explain(&req(1)).unwrap();
-    assert!(text.contains("channel 0: ring 0 1 2 3 | 4 5 6 7 (back to 0)"), "{text}");
+    // Two GPUs share each NIC, so the channel enters and leaves each node by one NIC:
+    // in at GPU 1, out at GPU 0, both on NIC 0.
+    assert!(text.contains("channel 0: ring 1 2 3 0 | 5 6 7 4 (back to 1)"), "{text}");
     assert!(text.contains("per loop 14 steps"), "{text}");
     assert!(text.contains("hop across nodes: alpha 5 us"), "{text}");
     assert!(text.contains("(within tolerance 1e-9)"), "{text}");
     let text = explain(&req(2)).unwrap();
-    assert!(text.contains("no exact form: GPU 1's own outgoing side carries 2 channels on 1 port(s)"), "{text}");
+    assert!(text.contains("no exact form: GPU 0's own incoming side carries 2 channels on 1 port(s)"), "{text}");
     let tree = explain(&Request { algorithm: "nccl_tree".into(), ..req(2) }).unwrap();
     assert!(tree.contains("channel 1 (tree 1): parent of rank 0.. = 4 0 1 2 - 4 5 6"), "{tree}");
 }
