@@ -159,3 +159,23 @@ fn a_run_reports_the_mode_and_claims_no_closed_form() {
     assert!(text.contains("network.latency: pipelined"), "{text}");
     assert!(!text.contains("\"closed_form_s\": 0") && !text.contains("\"efficiency\": 0."), "{text}");
 }
+
+#[test]
+fn deferred_sends_change_no_time() {
+    // Without a data plane the engine may keep a rank's sends behind its busy ports as
+    // records (deferred sends); with one it may not. Early port release must not make
+    // the two disagree, on algorithms that queue many sends per port.
+    for name in ["direct", "ring", "butterfly", "binomial_tree", "chain", "star"] {
+        let algo = algos::build(name, Params::default()).unwrap();
+        for ranks in [4usize, 7] {
+            let p = Problem { ranks, elems: 1000, elem_bytes: 4 };
+            let topo = FullyConnected { ranks, link: Link { alpha: 3e-6, bandwidth: 1e10 }, nics: 1 };
+            let none = None::<fn(&[usize]) -> allreduce_sim::sim::data::DataPlane>;
+            let lazy = simulate_on(algo.as_ref(), &topo, p, 1e-10, PIPELINED, none, &mut NoObserver).unwrap().0;
+            let plane = Some(allreduce_sim::sim::log_plane(p));
+            let eager = simulate_on(algo.as_ref(), &topo, p, 1e-10, PIPELINED, plane, &mut NoObserver).unwrap().0;
+            assert_eq!(lazy.time, eager.time, "{name}, P = {ranks}");
+            assert_eq!(lazy.messages, eager.messages, "{name}, P = {ranks}");
+        }
+    }
+}
