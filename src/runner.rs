@@ -535,7 +535,8 @@ pub fn run_planned_point<O: Observer>(pl: Planned<'_>, obs: &mut O) -> PointResu
     };
 
     fill_counts(&mut res, &stats, launch, p.ranks);
-    check_lower_bound(&mut res, collective, &p, t, c, s.network.loggp().is_none());
+    let bound = s.network.loggp().is_none() && !s.network.is_pipelined();
+    check_lower_bound(&mut res, collective, &p, t, c, bound);
     check_closed_forms(&mut res, s, (a, programs), t, &p, &stats, launch);
     let depth = algo.reduction_depth(&p, t);
     let expect = collective.expectations(p.ranks, p.elems);
@@ -670,7 +671,8 @@ fn fill_counts(res: &mut PointResult, stats: &SimStats, launch: f64, ranks: usiz
 
 /// Section 3's lower bound, the bandwidths and the efficiency; a run below the bound
 /// fails. Without `bound` (the LogGP model, whose costs are not the topology's alpha
-/// and B the bound is made of) the bound is 0 and no efficiency is given.
+/// and B the bound is made of, and `latency: pipelined`, under which the bound's
+/// latency and bandwidth terms may overlap) the bound is 0 and no efficiency is given.
 fn check_lower_bound(
     res: &mut PointResult,
     collective: crate::collective::Collective,
@@ -744,7 +746,12 @@ fn check_closed_forms(
     // The closed forms count payload bytes on unshared links only.
     let shared_flow = stats.flow.as_ref().is_some_and(|f| f.shared());
     let closed_form = closed_form.and_then(|cf| {
-        let why = if shared_flow && !noisy {
+        let why = if net.is_pipelined() {
+            Some(
+                "network.latency: pipelined: the closed forms and bounds hold a message's ports for its alpha too, \
+                 so none is claimed under this mode (docs/model.md)",
+            )
+        } else if shared_flow && !noisy {
             Some("shared links slowed messages under the flow model; no closed form follows the sharing")
         } else if net.envelope > 0 {
             Some("the closed forms do not count network.envelope")
@@ -757,10 +764,22 @@ fn check_closed_forms(
     let shared = shared_flow || net.envelope > 0;
     // The bounds are the ideal model's.
     let loggp = net.loggp().is_some();
-    let bounds = if closed_form.is_none() && !shared && !loggp { algo.closed_form_bounds(p, &machine) } else { None };
+    let pipelined = net.is_pipelined();
+    let bounds = if closed_form.is_none() && !shared && !loggp && !pipelined {
+        algo.closed_form_bounds(p, &machine)
+    } else {
+        None
+    };
     if loggp && closed_form.is_none() && res.no_closed_form.is_none() {
         res.no_closed_form = Some(
             "no closed form under LogGP for this algorithm and problem (docs/loggp.md lists the ones there are)"
+                .to_string(),
+        );
+    }
+    if pipelined && res.no_closed_form.is_none() {
+        res.no_closed_form = Some(
+            "network.latency: pipelined: the closed forms and bounds hold a message's ports for its alpha too, \
+             so none is claimed under this mode (docs/model.md)"
                 .to_string(),
         );
     }

@@ -246,6 +246,10 @@ fn describe_network(n: &crate::scenario::NetworkSpec) -> String {
             None => "ideal network".to_string(),
             Some(e) => format!("ideal network ({e})"),
         },
+        NetworkModel::Pipelined => {
+            let parts: Vec<String> = std::iter::once("pipelined latency".to_string()).chain(envelope).collect();
+            format!("ideal network ({})", parts.join(", "))
+        }
         NetworkModel::Flow(sharing) => {
             let sharing = match sharing {
                 Sharing::Weighted => "weighted sharing",

@@ -20,6 +20,7 @@ use super::{
 };
 use crate::sim::data::{Init, ReduceOp};
 use crate::sim::flow::Sharing;
+use crate::sim::network::ideal::Latency;
 use crate::sim::network::loggp::{DEFAULT_EAGER_THRESHOLD, LogGP};
 
 mod cluster;
@@ -437,6 +438,9 @@ struct RawNetwork {
     #[serde(rename = "G")]
     per_byte: Option<Spanned<Scalar>>,
     eager_threshold: Option<Spanned<Scalar>>,
+    /// `latency` (the ideal model's port holding), not LogGP's `L`.
+    #[serde(rename = "latency")]
+    holding: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -1055,6 +1059,15 @@ fn network(src: &Src, raw: Option<RawNetwork>, topology: &TopologySpec) -> Resul
             ));
         }
     }
+    let latencies = [("holds_ports", Latency::HoldsPorts), ("pipelined", Latency::Pipelined)];
+    let latency = choice(src, raw.holding.as_ref(), "network.latency", &latencies, &[])?;
+    if let (Some(at), false) = (&raw.holding, name == Name::Ideal) {
+        return Err(src.err(
+            &at.referenced,
+            "network.latency: applies only under model: ideal (the flow model shares links by rate and LogGP \
+             has its own L and g); write model: ideal or leave latency out",
+        ));
+    }
     let envelope = match &raw.envelope {
         None => 0,
         Some(v) => {
@@ -1082,6 +1095,7 @@ fn network(src: &Src, raw: Option<RawNetwork>, topology: &TopologySpec) -> Resul
         }
     }
     let model = match name {
+        Name::Ideal if latency == Latency::Pipelined => NetworkModel::Pipelined,
         Name::Ideal => NetworkModel::Ideal,
         Name::Flow => NetworkModel::Flow(sharing),
         Name::LogGP => NetworkModel::LogGP(loggp(src, &raw)?),

@@ -1,12 +1,41 @@
 //! The ideal model (`network.model: ideal`, docs/model.md): a message of `m` bytes
-//! between `a` and `b` is delivered `alpha_ab + m / B_ab` after it takes its ports, and
-//! holds them until then. Nothing is shared but ports.
+//! between `a` and `b` is delivered `alpha_ab + m / B_ab` after it takes its ports.
+//! Nothing is shared but ports.
+//!
+//! How long it keeps them is `network.latency` ([`Latency`]): under `holds_ports` (the
+//! default) until it is delivered; under `pipelined` only while its bytes leave,
+//! `m / B_ab`, so that the next message through the same ports streams behind it while
+//! the first one's latency runs out on the wire (as a LogGP `g = 0` with `G = 1/B`, or
+//! NCCL keeping several chunks in flight per connection).
+
+use serde::{Deserialize, Serialize};
 
 use super::{NetworkModel, Sched, Start};
 use crate::sim::engine::Observer;
 use crate::sim::network::flow::FlowStats;
 
-/// The ideal model: no state.
+/// How long a message holds its ports under the ideal model (`network.latency`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Latency {
+    /// For its whole `alpha + m / B`: one message per port pair at a time.
+    #[default]
+    HoldsPorts,
+    /// For its bytes only, `m / B`; it is delivered `alpha` after its last byte left.
+    Pipelined,
+}
+
+impl Latency {
+    /// Its name in the scenario file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Latency::HoldsPorts => "holds_ports",
+            Latency::Pipelined => "pipelined",
+        }
+    }
+}
+
+/// The ideal model, ports held to delivery: no state.
 pub struct Ideal;
 
 impl NetworkModel for Ideal {
@@ -17,6 +46,31 @@ impl NetworkModel for Ideal {
     fn start(&mut self, s: &Start, q: &mut Sched<'_>) -> f64 {
         let end = s.now + s.link.time(s.wire as f64);
         q.deliver(end, s.id, 0);
+        end
+    }
+
+    fn into_stats<O: Observer>(self, _obs: &mut O) -> Option<FlowStats> {
+        None
+    }
+}
+
+/// The ideal model with `latency: pipelined`: no state either.
+pub struct Pipelined;
+
+impl NetworkModel for Pipelined {
+    const END_AT_START: bool = true;
+    const HOLDS_PORTS: bool = false;
+    const LAZY_SENDS: bool = true;
+
+    /// The ports are free once the last byte left, `m / B` after they were taken; the
+    /// message lands `alpha` later. Alone it costs `alpha + m / B`, as under
+    /// `holds_ports`.
+    #[inline]
+    fn start(&mut self, s: &Start, q: &mut Sched<'_>) -> f64 {
+        let sent = s.now + s.wire as f64 / s.link.bandwidth;
+        let end = sent + s.link.alpha;
+        q.deliver(end, s.id, 0);
+        q.free_ports(sent, s.ports);
         end
     }
 

@@ -39,7 +39,8 @@
 //! model and reads the associated constants at compile time, so the ideal model's hooks
 //! compile to nothing and a model without [`NetworkModel::HOST`] pays nothing for it.
 //!
-//! The models: [`ideal`] (docs/model.md), [`flow`] (docs/flow-model.md) and [`loggp`]
+//! The models: [`ideal`] (docs/model.md; with `latency: pipelined` a second model,
+//! [`ideal::Pipelined`]), [`flow`] (docs/flow-model.md) and [`loggp`]
 //! (docs/loggp.md). A new model is a file here, a variant of [`Model`] (with its name in
 //! the scenario file, [`Network`]'s serialised form) and a line in [`dispatch`]; the
 //! engine is not touched.
@@ -55,6 +56,7 @@ use super::noise::Noise;
 use super::queue::EventQueue;
 use crate::topology::{Link, Topology};
 use flow::{FlowNet, FlowStats, Sharing};
+use ideal::Latency;
 use loggp::{LogGP, LogGPNet};
 
 /// The network a run uses (`network:` in the scenario): the one representation from the
@@ -89,6 +91,13 @@ impl Network {
         matches!(self.model, Model::Flow(_))
     }
 
+    /// Whether it is the ideal model with `latency: pipelined` (ports held for a
+    /// message's bytes only), under which the closed forms and bounds, which hold ports
+    /// for `alpha` too, are not claimed.
+    pub fn is_pipelined(&self) -> bool {
+        matches!(self.model, Model::Pipelined)
+    }
+
     /// LogGP's parameters, under the LogGP model.
     pub fn loggp(&self) -> Option<&LogGP> {
         match &self.model {
@@ -100,7 +109,7 @@ impl Network {
     /// The model's name in the scenario file (`network.model`).
     pub fn name(&self) -> &'static str {
         match self.model {
-            Model::Ideal => "ideal",
+            Model::Ideal | Model::Pipelined => "ideal",
             Model::Flow(_) => "flow",
             Model::LogGP(_) => "loggp",
         }
@@ -110,8 +119,11 @@ impl Network {
 /// The models, with their parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Model {
-    /// [`ideal`].
+    /// [`ideal`], a message holding its ports until it is delivered
+    /// (`latency: holds_ports`, the default).
     Ideal,
+    /// [`ideal`] with `latency: pipelined`: a message holds its ports for its bytes only.
+    Pipelined,
     /// [`flow`], sharing links so.
     Flow(Sharing),
     /// [`loggp`], with these parameters.
@@ -120,7 +132,8 @@ pub enum Model {
 
 /// [`Network`] as the report writes it: `{model, sharing, envelope}` as it always was
 /// (`sharing` is `weighted` where the model shares nothing), and `loggp` with LogGP's
-/// parameters under that model only, so that every other scenario's output is unchanged.
+/// parameters under that model only, and `latency` only where it is `pipelined`, so that
+/// every other scenario's output is unchanged.
 #[derive(Serialize, Deserialize)]
 struct Fields {
     model: Name,
@@ -128,6 +141,8 @@ struct Fields {
     envelope: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     loggp: Option<LogGP>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    latency: Option<Latency>,
 }
 
 #[derive(Clone, Copy, Serialize, Deserialize)]
@@ -141,11 +156,12 @@ enum Name {
 impl From<Network> for Fields {
     fn from(n: Network) -> Fields {
         let (model, sharing, loggp) = match n.model {
-            Model::Ideal => (Name::Ideal, Sharing::Weighted, None),
+            Model::Ideal | Model::Pipelined => (Name::Ideal, Sharing::Weighted, None),
             Model::Flow(s) => (Name::Flow, s, None),
             Model::LogGP(l) => (Name::Loggp, Sharing::Weighted, Some(l)),
         };
-        Fields { model, sharing, envelope: n.envelope, loggp }
+        let latency = matches!(n.model, Model::Pipelined).then_some(Latency::Pipelined);
+        Fields { model, sharing, envelope: n.envelope, loggp, latency }
     }
 }
 
@@ -153,7 +169,11 @@ impl TryFrom<Fields> for Network {
     type Error = String;
     fn try_from(f: Fields) -> Result<Network, String> {
         let model = match (f.model, f.loggp) {
+            (Name::Ideal, None) if f.latency == Some(Latency::Pipelined) => Model::Pipelined,
             (Name::Ideal, None) => Model::Ideal,
+            (_, _) if f.latency == Some(Latency::Pipelined) => {
+                return Err("latency: pipelined applies only to model ideal".to_string());
+            }
             (Name::Flow, None) => Model::Flow(f.sharing),
             (Name::Loggp, Some(l)) => Model::LogGP(l),
             (Name::Loggp, None) => return Err("model loggp needs its parameters (loggp)".to_string()),
@@ -313,6 +333,7 @@ pub fn dispatch<'a, F: WithModel<'a>>(
 ) -> Result<F::Out, SimError> {
     match net.model {
         Model::Ideal => f.run(ideal::Ideal),
+        Model::Pipelined => f.run(ideal::Pipelined),
         Model::LogGP(params) => f.run(LogGPNet::new(params)),
         Model::Flow(sharing) => {
             let fabric = topo.fabric().ok_or_else(|| {
