@@ -624,6 +624,44 @@ impl Algorithm for NcclRing {
 // costs `alpha + m/B`, and a received chunk that is added takes `m C` on the receiver's
 // one compute unit, in arrival order.
 
+/// The receives of one channel's positions as its recurrences book them (here and in
+/// `nccl_streams`): the done times of each position's last `slices` receives and of its
+/// current loop, and the latest done time of all.
+pub(crate) struct Receives {
+    slices: usize,
+    done: Vec<f64>,
+    loop_done: Vec<f64>,
+    /// The latest receive done so far, over every channel booked since [`Receives::new`].
+    pub end: f64,
+}
+
+impl Receives {
+    /// Nothing received yet by any of `np` positions.
+    pub fn new(np: usize, slices: usize) -> Self {
+        Receives { slices, done: vec![0.0; np * slices], loop_done: vec![0.0; np], end: 0.0 }
+    }
+
+    /// Forget the positions' receives (not `end`), for the next channel.
+    pub fn clear(&mut self) {
+        self.done.fill(0.0);
+        self.loop_done.fill(0.0);
+    }
+
+    /// Position q's receive of item s is done at `d`: its next item is issued no sooner
+    /// than what `wait` waits for is done.
+    pub fn record(&mut self, q: usize, s: usize, d: f64, wait: Wait, issue: &mut f64) {
+        let slices = self.slices;
+        self.done[q * slices + s % slices] = d;
+        self.loop_done[q] = self.loop_done[q].max(d);
+        self.end = self.end.max(d);
+        match wait {
+            Wait::None => {}
+            Wait::Item(i) => *issue = issue.max(self.done[q * slices + i % slices]),
+            Wait::All => *issue = issue.max(self.loop_done[q]),
+        }
+    }
+}
+
 /// One channel of `nccl_ring`, every rank holding one port for it: the finish time, and
 /// whether any slice waited for its sender's port (was issued before the sender's
 /// previous slice of the channel had arrived).
@@ -641,18 +679,14 @@ fn ring_channel(plan: &RingPlan, k: usize, h: &Hockney) -> (f64, bool) {
         return (0.0, false);
     }
     let e = plan.elem_bytes as f64;
-    let slices = plan.slices;
     // Per position: when its next item is issued, when its port is free, when its
-    // compute unit is free, when the receives of the current loop are all done, and
-    // the done times of its last `slices` receives.
+    // compute unit is free, and its receives.
     let mut issue = vec![0.0f64; np];
     let mut port = vec![0.0f64; np];
     let mut compute = vec![0.0f64; np];
-    let mut loop_done = vec![0.0f64; np];
-    let mut done = vec![0.0f64; np * slices];
+    let mut recv = Receives::new(np, plan.slices);
     let mut arrive = vec![0.0f64; np];
     let mut waited = false;
-    let mut end = 0.0f64;
     for s in 0..items {
         // Slice s from every position to the next.
         for q in 0..np {
@@ -671,17 +705,10 @@ fn ring_channel(plan: &RingPlan, k: usize, h: &Hockney) -> (f64, bool) {
                 }
                 Action::Copy => arrive[q],
             };
-            done[q * slices + s % slices] = d;
-            loop_done[q] = loop_done[q].max(d);
-            end = end.max(d);
-            match it.wait {
-                Wait::None => {}
-                Wait::Item(i) => issue[q] = issue[q].max(done[q * slices + i % slices]),
-                Wait::All => issue[q] = issue[q].max(loop_done[q]),
-            }
+            recv.record(q, s, d, it.wait, &mut issue[q]);
         }
     }
-    (end, waited)
+    (recv.end, waited)
 }
 
 /// `nccl_ring`'s closed form on a machine whose every pair is joined alike: the latest channel's

@@ -24,7 +24,7 @@
 //! order the chunks become ready; with several channels on one compute unit (C > 0)
 //! that order is the engine's too, so the forms need C = 0 there.
 
-use super::nccl_ring::{RingPlan, Wait};
+use super::nccl_ring::{Receives, RingPlan};
 use super::nccl_tree::TreePlan;
 use crate::sim::op::Action;
 use crate::topology::{Link, Topology};
@@ -202,18 +202,14 @@ pub(crate) fn ring_time(plan: &RingPlan, topo: &dyn Topology, c: f64) -> Option<
         .collect();
     let mut sides = Sides::new(topo, &uses)?;
     let e = plan.elem_bytes as f64;
-    let slices = plan.slices;
-    let mut end = 0.0f64;
     let mut issue = vec![0.0f64; np];
-    let mut loop_done = vec![0.0f64; np];
-    let mut done = vec![0.0f64; np * slices];
+    let mut recv = Receives::new(np, plan.slices);
     let mut arrive = vec![0.0f64; np];
     let mut compute = vec![Compute::default(); np];
     let mut routes = Vec::with_capacity(np);
     for &k in &live {
         issue.fill(0.0);
-        loop_done.fill(0.0);
-        done.fill(0.0);
+        recv.clear();
         compute.fill(Compute::default());
         routes.clear();
         for q in 0..np {
@@ -234,18 +230,11 @@ pub(crate) fn ring_time(plan: &RingPlan, topo: &dyn Topology, c: f64) -> Option<
                     Action::Reduce => compute[q].add(ready, it.recv.len as f64 * e * c)?,
                     Action::Copy => ready,
                 };
-                done[q * slices + s % slices] = d;
-                loop_done[q] = loop_done[q].max(d);
-                end = end.max(d);
-                match it.wait {
-                    Wait::None => {}
-                    Wait::Item(i) => issue[q] = issue[q].max(done[q * slices + i % slices]),
-                    Wait::All => issue[q] = issue[q].max(loop_done[q]),
-                }
+                recv.record(q, s, d, it.wait, &mut issue[q]);
             }
         }
     }
-    Some(end)
+    Some(recv.end)
 }
 
 /// The `(W+1)`-th latest of a stream's delivery times: with `W` sends allowed
