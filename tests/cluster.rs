@@ -367,3 +367,23 @@ sizes: 16MiB
     let r = run(&scenario(text));
     close(r.time_s, 5e-6 + 12.0 * (1e-6 + 524288.0 / 25e9));
 }
+
+/// `explain --scenario` on a cluster counts the launch as `run` does: once, before every
+/// rank's first operation, in the simulated time and the closed form.
+#[test]
+fn explain_on_a_cluster_counts_the_launch() {
+    let s = scenario(TWO_BY_ONE);
+    let req = allreduce_sim::explain::Request {
+        ranks: 2,
+        bytes: 8_000_000,
+        cost_per_byte: s.cost_per_byte,
+        topology: Some(s.topology.clone()),
+        ..Default::default()
+    };
+    let text = allreduce_sim::explain::explain(&req).unwrap();
+    assert!(text.contains("launch 4 us"), "{text}");
+    assert!(text.contains("simulated:    328 us (3.28e-4 s)"), "{text}");
+    assert!(text.contains("= 328 us (3.28e-4 s)"), "{text}");
+    // The schedule's first message leaves after the launch.
+    assert!(text.contains("reduce    4 us  166 us"), "{text}");
+}
