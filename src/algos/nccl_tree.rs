@@ -288,6 +288,13 @@ impl Algorithm for NcclTree {
             .map(|t| (t, super::EXACT))
     }
 
+    /// Where there is no form: the bounds of `nccl_streams::tree_bounds` (docs/nccl.md,
+    /// "Bounds").
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let plan = self.plan(p, m.topo);
+        Some(super::nccl_streams::tree_bounds(&plan, p.ranks, p.elem_bytes, m.topo, m.cost_per_byte))
+    }
+
     fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize {
         if p.ranks <= 1 {
             return 0;
