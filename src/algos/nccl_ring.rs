@@ -133,7 +133,7 @@ pub const INFO: AlgoInfo = AlgoInfo {
                   slice ever waits for a port. On a GPU cluster or a hierarchy each hop costs its pair's alpha + \
                   m/B and is booked on the interfaces it leaves and enters by (nccl_streams.rs): exact with one \
                   channel, and with several (C = 0) where no interface side carries more channels than it has \
-                  ports and no slice waits for its channel's previous one; none otherwise",
+                  ports and no slice waits for its channel's previous one; bounds otherwise (docs/nccl.md)",
     params: &[
         "protocol=simple: NCCL protocol (simple, ll, ll128): sets the chunk (2 MiB in 2 slices, 32 KiB, 576000 B)",
         "channels=1: rings the vector is cut over, each entering every node at its own GPU",
@@ -153,7 +153,7 @@ pub const RS_INFO: AlgoInfo = AlgoInfo {
              docs/nccl.md",
     requires: "any P >= 1 that is whole nodes of gpus_per_node; any n",
     closed_form: "the recurrence of every channel's P-1 steps per loop, as nccl_ring's allreduce (ring_time, \
-                  nccl_streams.rs), exact under the same conditions; none otherwise",
+                  nccl_streams.rs), exact under the same conditions; bounds otherwise",
     params: INFO.params,
     build: |params| Ok(Box::new(NcclRing { collective: Collective::ReduceScatter, ..NcclRing::from_params(params)? })),
 };
@@ -167,7 +167,7 @@ pub const AG_INFO: AlgoInfo = AlgoInfo {
              docs/nccl.md",
     requires: "any P >= 1 that is whole nodes of gpus_per_node; any n",
     closed_form: "the recurrence of every channel's P-1 steps per loop, as nccl_ring's allreduce (ring_time, \
-                  nccl_streams.rs), exact under the same conditions; none otherwise",
+                  nccl_streams.rs), exact under the same conditions; bounds otherwise",
     params: INFO.params,
     build: |params| Ok(Box::new(NcclRing { collective: Collective::Allgather, ..NcclRing::from_params(params)? })),
 };

@@ -44,8 +44,8 @@ pub const INFO: AlgoInfo = AlgoInfo {
                   parent, at most 7 undelivered) and down from the root (pass on to the children), each message \
                   booked on its stream's queue at the interfaces it takes (nccl_streams.rs); exact (C = 0 with \
                   several channels) where no interface side carries more of the up and down streams than it has \
-                  ports and no message waits for a port its stream shares; none otherwise (a head's NIC then \
-                  serves its parent and children in the engine's order)",
+                  ports and no message waits for a port its stream shares; bounds otherwise (a head's NIC then \
+                  serves its parent and children in the engine's order; docs/nccl.md)",
     params: &[
         "protocol=simple: NCCL protocol (simple, ll, ll128): sets the chunk (512 KiB, 32 KiB, 576000 B)",
         "channels=2: channels; the first half run on tree 0, the rest on tree 1",
