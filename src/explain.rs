@@ -217,8 +217,8 @@ pub fn explain(req: &Request) -> Result<String, String> {
             fmt_time(launch)
         );
     }
-    if c == Collective::Allreduce && req.algorithm == algos::nccl_ring::INFO.id {
-        out.push_str(&algos::nccl_ring::describe(&req.params, &p, topo));
+    if req.algorithm == algos::nccl_ring::INFO.id {
+        out.push_str(&algos::nccl_ring::describe(c, &req.params, &p, topo));
     }
     if c == Collective::Allreduce && req.algorithm == "nccl_tree" {
         out.push_str(&algos::nccl_tree_describe(&req.params, &p, topo));

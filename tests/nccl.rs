@@ -48,7 +48,15 @@ fn run(algo: &dyn Algorithm, topo: &dyn Topology, n: usize, c: f64) -> Result<Si
 fn point(algo: &dyn Algorithm, topo: &dyn Topology, n: usize, c: f64) -> Result<bool, String> {
     let stats = run(algo, topo, n, c)?;
     let p = Problem { ranks: topo.ranks(), elems: n, elem_bytes: 4 };
-    let Some((closed, tol)) = algo.closed_form(&p, &Machine { topo, cost_per_byte: c }) else { return Ok(false) };
+    let m = Machine { topo, cost_per_byte: c };
+    let Some((closed, tol)) = algo.closed_form(&p, &m) else {
+        // No form: the bounds (docs/nccl.md, "Bounds") must hold the time.
+        let (lo, hi) = algo.closed_form_bounds(&p, &m).ok_or("neither a form nor bounds")?;
+        if !(lo <= stats.time * (1.0 + 1e-9) && stats.time <= hi * (1.0 + 1e-9)) {
+            return Err(format!("simulated {:e} outside the bounds [{lo:e}, {hi:e}]", stats.time));
+        }
+        return Ok(false);
+    };
     let err = if closed == 0.0 { stats.time.abs() } else { (stats.time / closed - 1.0).abs() };
     if err > tol {
         return Err(format!("simulated {:e} but closed form {closed:e} (rel err {err:e})", stats.time));

@@ -26,13 +26,35 @@ fn cluster(nodes: usize, gpus: usize, nics: usize, kind: IntraKind, proto: Proto
     Cluster::new(&spec, nodes * gpus).unwrap().with_protocol(proto)
 }
 
-/// The simulated time and the closed form of one point (timing only).
+/// The simulated time and the closed form of one point (timing only); where there is
+/// no form, the bounds must be given and hold the simulated time.
 fn point(algo: &dyn Algorithm, topo: &dyn Topology, n: usize, c: f64) -> (f64, Option<f64>) {
     let p = Problem { ranks: topo.ranks(), elems: n, elem_bytes: 4 };
     let m = Machine { topo, cost_per_byte: c };
     algo.applicable(&p, &m).unwrap();
     let (stats, _) = simulate(algo, topo, p, c, None, &mut NoObserver).unwrap();
-    (stats.time, algo.closed_form(&p, &m).map(|(t, _)| t))
+    let form = algo.closed_form(&p, &m).map(|(t, _)| t);
+    if form.is_none() {
+        let (lo, hi) = algo.closed_form_bounds(&p, &m).expect("bounds where there is no form");
+        let t = stats.time;
+        assert!(
+            lo <= t * (1.0 + 1e-9) && t <= hi * (1.0 + 1e-9),
+            "{}: simulated {t:e} outside the bounds [{lo:e}, {hi:e}]",
+            algo.label()
+        );
+        BOUNDED.with(|b| {
+            let mut b = b.borrow_mut();
+            b.0 += 1;
+            b.1 = b.1.max(t / lo);
+            b.2 = b.2.max(hi / t);
+        });
+    }
+    (stats.time, form)
+}
+
+thread_local! {
+    /// Points checked against bounds, and the largest ratios time / lower and upper / time.
+    static BOUNDED: std::cell::RefCell<(usize, f64, f64)> = const { std::cell::RefCell::new((0, 1.0, 1.0)) };
 }
 
 fn close(got: f64, want: f64) {
@@ -141,6 +163,10 @@ fn forms_meet_the_simulation_on_clusters() {
     }
     eprintln!("{points} points: nccl_ring exact {ring_exact} ({ring_multi} multi-channel), nccl_tree {tree_exact}");
     assert!(ring_multi > 0 && tree_exact > 0);
+    // Every point without a form was held to its bounds (in `point`).
+    let (bounded, below, above) = BOUNDED.with(|b| *b.borrow());
+    eprintln!("{bounded} points within bounds; time / lower at most {below:.3}, upper / time at most {above:.3}");
+    assert_eq!(bounded, 2 * points - ring_exact - tree_exact);
 }
 
 /// `explain nccl_ring` on a cluster of 2 nodes of 4 GPUs: the rings node by node, the

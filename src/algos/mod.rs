@@ -23,6 +23,7 @@ mod nccl_tree;
 pub(crate) use nccl_tree::describe as nccl_tree_describe;
 mod neighbor_exchange;
 pub(crate) mod nvls;
+mod nvls_halves;
 mod params;
 pub(crate) mod pat;
 mod ring;
@@ -267,6 +268,8 @@ pub fn registry_of(c: Collective) -> &'static [AlgoInfo] {
         scatter_gather::RS_BUTTERFLY_INFO,
         scatter_gather::RS_RECURSIVE_HALVING_INFO,
         pat::RS_INFO,
+        nccl_ring::RS_INFO,
+        nvls_halves::RS_INFO,
     ];
     static ALLGATHER: &[AlgoInfo] = &[
         ring::AG_INFO,
@@ -274,6 +277,8 @@ pub fn registry_of(c: Collective) -> &'static [AlgoInfo] {
         scatter_gather::AG_DIRECT_INFO,
         neighbor_exchange::INFO,
         pat::AG_INFO,
+        nccl_ring::AG_INFO,
+        nvls_halves::AG_INFO,
     ];
     static BROADCAST: &[AlgoInfo] = &[
         star::ONE_TO_ALL_INFO,

@@ -42,6 +42,7 @@
 use std::sync::Arc;
 
 use super::{AlgoInfo, Algorithm, Blocks, Machine, ParamError, Params, Problem, Topology};
+use crate::collective::Collective;
 use crate::cost_model::{self, Hockney};
 use crate::sim::op::{Action, Op, Program, Rank, Region, per_step};
 use crate::topology::Proto;
@@ -132,7 +133,7 @@ pub const INFO: AlgoInfo = AlgoInfo {
                   slice ever waits for a port. On a GPU cluster or a hierarchy each hop costs its pair's alpha + \
                   m/B and is booked on the interfaces it leaves and enters by (nccl_streams.rs): exact with one \
                   channel, and with several (C = 0) where no interface side carries more channels than it has \
-                  ports and no slice waits for its channel's previous one; none otherwise",
+                  ports and no slice waits for its channel's previous one; bounds otherwise (docs/nccl.md)",
     params: &[
         "protocol=simple: NCCL protocol (simple, ll, ll128): sets the chunk (2 MiB in 2 slices, 32 KiB, 576000 B)",
         "channels=1: rings the vector is cut over, each entering every node at its own GPU",
@@ -143,10 +144,47 @@ pub const INFO: AlgoInfo = AlgoInfo {
     build: |params| Ok(Box::new(NcclRing::from_params(params)?)),
 };
 
+/// Registry entry: NCCL's ring reduce-scatter.
+pub const RS_INFO: AlgoInfo = AlgoInfo {
+    id: "nccl_ring",
+    summary: "NCCL's ring reduce-scatter: the allreduce's rings and channels, each loop one chunk of every rank's \
+              block added around the ring in P-1 steps, the last step leaving each rank its own block reduced",
+    source: "NCCL src/device/reduce_scatter.h runRing, src/enqueue.cc calcCollChunking (REDUCESCATTER_CHUNKSTEPS); \
+             docs/nccl.md",
+    requires: "any P >= 1 that is whole nodes of gpus_per_node; any n",
+    closed_form: "the recurrence of every channel's P-1 steps per loop, as nccl_ring's allreduce (ring_time, \
+                  nccl_streams.rs), exact under the same conditions; bounds otherwise",
+    params: INFO.params,
+    build: |params| Ok(Box::new(NcclRing { collective: Collective::ReduceScatter, ..NcclRing::from_params(params)? })),
+};
+
+/// Registry entry: NCCL's ring allgather.
+pub const AG_INFO: AlgoInfo = AlgoInfo {
+    id: "nccl_ring",
+    summary: "NCCL's ring allgather: the allreduce's rings and channels, each loop one chunk of every rank's block \
+              passed around the ring in P-1 steps",
+    source: "NCCL src/device/all_gather.h runRing, src/enqueue.cc calcCollChunking (ALLGATHER_CHUNKSTEPS); \
+             docs/nccl.md",
+    requires: "any P >= 1 that is whole nodes of gpus_per_node; any n",
+    closed_form: "the recurrence of every channel's P-1 steps per loop, as nccl_ring's allreduce (ring_time, \
+                  nccl_streams.rs), exact under the same conditions; bounds otherwise",
+    params: INFO.params,
+    build: |params| Ok(Box::new(NcclRing { collective: Collective::Allgather, ..NcclRing::from_params(params)? })),
+};
+
 /// What `explain nccl_ring` prints above the schedule: each channel's ring, `|` between
-/// nodes, and its loops and chunk.
-pub(crate) fn describe(params: &[(String, crate::units::ParamValue)], p: &Problem, topo: &dyn Topology) -> String {
+/// nodes, and its loops and chunk (of collective `c`: allreduce, reduce-scatter or allgather).
+pub(crate) fn describe(
+    c: Collective,
+    params: &[(String, crate::units::ParamValue)],
+    p: &Problem,
+    topo: &dyn Topology,
+) -> String {
     let Ok(algo) = NcclRing::from_params(&mut Params::new(params.to_vec())) else { return String::new() };
+    if !matches!(c, Collective::Allreduce | Collective::ReduceScatter | Collective::Allgather) {
+        return String::new();
+    }
+    let algo = NcclRing { collective: c, ..algo };
     let plan = algo.plan(p, topo);
     if p.ranks == 0 || !p.ranks.is_multiple_of(plan.g) {
         return String::new();
@@ -165,12 +203,14 @@ pub(crate) fn describe(params: &[(String, crate::units::ParamValue)], p: &Proble
             })
             .collect();
         let part = plan.part(k);
+        let what = match plan.coll {
+            Collective::Allreduce => format!("elements [{}, {})", part.offset, part.end()),
+            _ => format!("{} element(s) of each block", part.len),
+        };
         out.push_str(&format!(
-            "channel {k}: ring {} (back to {}); elements [{}, {}) in {} loop(s) of {} chunks\n",
+            "channel {k}: ring {} (back to {}); {what} in {} loop(s) of {} chunks\n",
             nodes.join(" | "),
             plan.rank_at(k, 0),
-            part.offset,
-            part.end(),
             plan.loops(k),
             p.ranks
         ));
@@ -178,9 +218,13 @@ pub(crate) fn describe(params: &[(String, crate::units::ParamValue)], p: &Proble
     // The pipeline: what every position does per loop, and what each hop costs.
     if p.ranks > 1 {
         out.push_str(&format!(
-            "pipeline: per loop {} steps (P-1 reduce-scatter, P-1 allgather) of {} slice(s) each; channel 0 sends {} \
-             slices per position\n",
-            2 * (p.ranks - 1),
+            "pipeline: per loop {} steps ({}) of {} slice(s) each; channel 0 sends {} slices per position\n",
+            plan.steps(),
+            match plan.coll {
+                Collective::Allreduce => "P-1 reduce-scatter, P-1 allgather",
+                Collective::ReduceScatter => "P-1 reduce-scatter",
+                _ => "P-1 allgather",
+            },
             plan.slices,
             plan.items(0)
         ));
@@ -220,16 +264,18 @@ pub struct NcclRing {
     pub chunk: Option<u64>,
     /// GPUs per node for the ring order (0: the machine's).
     pub gpus_per_node: usize,
+    /// The collective: the allreduce, or one of its halves (reduce-scatter, allgather).
+    pub collective: Collective,
 }
 
 impl NcclRing {
-    /// Built from its parameters (see [`INFO`]).
+    /// Built from its parameters (see [`INFO`]), as an allreduce.
     pub fn from_params(params: &mut Params) -> Result<NcclRing, ParamError> {
         let proto = protocol(params)?;
         let channels = params.count("channels", 1)?;
         let chunk = params.size("chunk")?;
         let gpus_per_node = params.count("gpus_per_node", 0)?;
-        Ok(NcclRing { proto, channels, chunk, gpus_per_node })
+        Ok(NcclRing { proto, channels, chunk, gpus_per_node, collective: Collective::Allreduce })
     }
 
     /// Bytes per chunk with protocol `proto`: the parameter, or NCCL's for the protocol.
@@ -262,6 +308,7 @@ impl NcclRing {
             _ => 0,
         };
         RingPlan {
+            coll: self.collective,
             np: p.ranks,
             g,
             nics,
@@ -392,6 +439,8 @@ impl RingSearch {
 /// One run's schedule: what every rank's program, the closed form and `explain` read.
 #[derive(Clone, Debug)]
 pub(crate) struct RingPlan {
+    /// The collective: allreduce (both halves per loop), reduce-scatter or allgather (one).
+    pub coll: Collective,
     /// P.
     pub np: usize,
     /// GPUs per node.
@@ -439,19 +488,44 @@ pub(crate) enum Wait {
 }
 
 impl RingPlan {
-    /// Channel k's part of the vector.
+    /// Channel k's part of the vector (of the allreduce's whole vector; of the largest
+    /// block, block 0, for a reduce-scatter or an allgather).
     pub fn part(&self, k: usize) -> Region {
-        Blocks::new(self.n, self.channels).get(k)
+        match self.coll {
+            Collective::Allreduce => Blocks::new(self.n, self.channels).get(k),
+            _ => self.block_part(0, k),
+        }
     }
 
-    /// Loops channel k runs.
+    /// Channel k's part of block b of the vector (reduce-scatter, allgather): NCCL cuts
+    /// every rank's block alike over the channels.
+    fn block_part(&self, b: usize, k: usize) -> Region {
+        let blk = Blocks::new(self.n, self.np).get(b);
+        let part = Blocks::new(blk.len, self.channels).get(k);
+        Region::vec(blk.offset + part.offset, part.len)
+    }
+
+    /// Loops channel k runs: of P chunks of its part (allreduce), of one chunk of its
+    /// part of every block (reduce-scatter, allgather: as many as block 0, the longest,
+    /// needs).
     pub fn loops(&self, k: usize) -> usize {
-        self.part(k).len.div_ceil(self.np * self.chunk_elems)
+        match self.coll {
+            Collective::Allreduce => self.part(k).len.div_ceil(self.np * self.chunk_elems),
+            _ => self.part(k).len.div_ceil(self.chunk_elems),
+        }
     }
 
-    /// Items (slices sent) per loop: 2(P-1) steps of `slices` each.
+    /// Ring steps per loop: 2(P-1) for the allreduce, P-1 for either half.
+    pub fn steps(&self) -> usize {
+        match self.coll {
+            Collective::Allreduce => 2 * (self.np - 1),
+            _ => self.np - 1,
+        }
+    }
+
+    /// Items (slices sent) per loop: [`RingPlan::steps`] of `slices` each.
     pub fn per_loop(&self) -> usize {
-        2 * (self.np - 1) * self.slices
+        self.steps() * self.slices
     }
 
     /// Items of channel k's program.
@@ -496,8 +570,17 @@ impl RingPlan {
         node * self.g + (local + self.g - self.entry(k)) % self.g
     }
 
-    /// Chunk i of loop l of channel k.
+    /// Chunk i of loop l of channel k. Allreduce: the i-th of the loop's P pieces of the
+    /// channel's part. Reduce-scatter and allgather: the loop's chunk of the channel's
+    /// part of the block of the rank at ring position i (the block that position ends
+    /// with, or starts with), possibly short or empty in the last loop, as NCCL's kernel
+    /// takes `min(chunk, rest)` of each block.
     pub fn chunk(&self, k: usize, l: usize, i: usize) -> Region {
+        if self.coll != Collective::Allreduce {
+            let part = self.block_part(self.rank_at(k, i), k);
+            let start = (l * self.chunk_elems).min(part.len);
+            return Region::vec(part.offset + start, self.chunk_elems.min(part.len - start));
+        }
         let part = self.part(k);
         let whole = self.np * self.chunk_elems;
         let rest = part.len - l * whole;
@@ -514,8 +597,9 @@ impl RingPlan {
         let (l, u) = (s / per_loop, s % per_loop);
         let (t, j) = (u / self.slices, u % self.slices);
         // Reduce-scatter steps send chunk q-1-t (position q ends with chunk q reduced);
-        // allgather steps send chunk q-t', starting with the one just finished. What
-        // arrives is the chunk before the one sent.
+        // allgather steps send chunk q-t', starting with the one just finished (or, in an
+        // allgather alone, with its own). What arrives is the chunk before the one sent.
+        let t = if self.coll == Collective::Allgather { t + np - 1 } else { t };
         let (send, action) = if t < np - 1 {
             ((q + 2 * np - 1 - t) % np, Action::Reduce)
         } else {
@@ -611,8 +695,14 @@ impl Algorithm for NcclRing {
         .map(|t| (t, super::EXACT))
     }
 
+    /// Where there is no form: the bounds of `nccl_streams::ring_bounds` (docs/nccl.md,
+    /// "Bounds"), on every machine.
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        Some(super::nccl_streams::ring_bounds(&self.plan(p, m.topo), m.topo, m.cost_per_byte))
+    }
+
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
-        p.ranks.saturating_sub(1)
+        if self.collective == Collective::Allgather { 0 } else { p.ranks.saturating_sub(1) }
     }
 }
 
@@ -751,6 +841,7 @@ mod tests {
 
     fn plan(np: usize, g: usize, channels: usize, n: usize, chunk_elems: usize, slices: usize) -> RingPlan {
         RingPlan {
+            coll: Collective::Allreduce,
             np,
             g,
             rings: None,

@@ -412,3 +412,151 @@ pub(crate) fn ring_contention(plan: &RingPlan, topo: &dyn Topology) -> Option<St
     }
     None
 }
+
+// ---------------------------------------------------------------------------------------
+// Bounds where there is no form (docs/nccl.md, "Bounds"). Both read the same schedule as
+// the forms and apply two facts of the ideal model that hold whatever order the engine
+// serves streams in:
+//
+// - every message holds one outgoing port of its sender's interface and one incoming
+//   port of its receiver's for `alpha + m/B` of its pair, starts no earlier than it is
+//   issued, and an added chunk takes `m C` on its receiver's one compute unit;
+// - while the run is not over, something is always under way: a message on the wire or
+//   an addition. (Were nothing under way, every unfinished stream would wait for a
+//   receive whose message has not started; that message's ports are free, so it is not
+//   yet issued, so its sender's stream waits too, and so on: a circle of waits that
+//   never ends, which a program that finishes does not have.)
+//
+// Below: the largest of (a) any side's busy time over its ports, (b) any rank's additions,
+// (c) the schedule's dependencies alone, every message starting when it is issued (by
+// induction over the schedule, nothing in the real run happens sooner). Above: every
+// message and addition of the run one after another, by the second fact.
+
+/// The busy time of every interface side (`2 i` outgoing, `2 i + 1` incoming) and of
+/// every rank's compute unit, and their sum, as messages and additions are booked.
+struct Load<'a> {
+    topo: &'a dyn Topology,
+    sides: Vec<f64>,
+    compute: Vec<f64>,
+    total: f64,
+}
+
+impl<'a> Load<'a> {
+    fn new(topo: &'a dyn Topology, np: usize) -> Self {
+        Load { topo, sides: vec![0.0; 2 * topo.interfaces().max(np)], compute: vec![0.0; np], total: 0.0 }
+    }
+
+    /// A message from a to b taking `t`.
+    fn message(&mut self, a: usize, b: usize, t: f64) {
+        let (o, i) = self.topo.route_interfaces(a, b);
+        for side in [2 * o, 2 * i + 1] {
+            if side >= self.sides.len() {
+                self.sides.resize(side + 1, 0.0);
+            }
+            self.sides[side] += t;
+        }
+        self.total += t;
+    }
+
+    /// An addition at rank r taking `t`.
+    fn add(&mut self, r: usize, t: f64) {
+        self.compute[r] += t;
+        self.total += t;
+    }
+
+    /// The busiest side over its ports, or compute unit.
+    fn busiest(&self) -> f64 {
+        let sides = self
+            .sides
+            .iter()
+            .enumerate()
+            .map(|(s, &t)| t / f64::from(self.topo.interface_ports(s / 2).max(1)))
+            .fold(0.0, f64::max);
+        self.compute.iter().copied().fold(sides, f64::max)
+    }
+}
+
+/// `nccl_ring`'s bounds on `topo` with C = `c`: below, the busiest side or compute unit
+/// and every channel's schedule with no port or compute unit ever busy; above, every
+/// message and addition one after another.
+pub(crate) fn ring_bounds(plan: &RingPlan, topo: &dyn Topology, c: f64) -> (f64, f64) {
+    let np = plan.np;
+    if np <= 1 {
+        return (0.0, 0.0);
+    }
+    let e = plan.elem_bytes as f64;
+    let mut load = Load::new(topo, np);
+    let mut chain = 0.0f64;
+    let mut issue = vec![0.0f64; np];
+    let mut sent = vec![0.0f64; np];
+    let mut arrive = vec![0.0f64; np];
+    let mut recv = Receives::new(np, plan.slices);
+    let mut links = Vec::with_capacity(np);
+    for k in (0..plan.channels).filter(|&k| plan.items(k) > 0) {
+        issue.fill(0.0);
+        sent.fill(0.0);
+        recv.clear();
+        links.clear();
+        links.extend((0..np).map(|q| (plan.rank_at(k, q), plan.rank_at(k, q + 1))));
+        for s in 0..plan.items(k) {
+            for q in 0..np {
+                let (a, b) = links[q];
+                let t = topo.link(a, b).time(plan.item(k, q, s).send.len as f64 * e);
+                load.message(a, b, t);
+                // A serial channel sends only once its previous slice has arrived.
+                let start = if plan.serial { issue[q].max(sent[q]) } else { issue[q] };
+                sent[q] = start + t;
+                arrive[(q + 1) % np] = sent[q];
+            }
+            for q in 0..np {
+                let it = plan.item(k, q, s);
+                let ready = arrive[q].max(issue[q]);
+                let d = match it.action {
+                    Action::Reduce => {
+                        let r = it.recv.len as f64 * e * c;
+                        load.add(links[q].0, r);
+                        ready + r
+                    }
+                    Action::Copy => ready,
+                };
+                recv.record(q, s, d, it.wait, &mut issue[q]);
+            }
+        }
+        chain = chain.max(recv.end);
+    }
+    (chain.max(load.busiest()), load.total)
+}
+
+/// `nccl_tree`'s bounds on `topo` with C = `c`: below, the busiest side or compute unit,
+/// and for each channel the path of its largest chunk from each rank up to the root
+/// (each hop and the addition at its end) and back down to it; above, every message and
+/// addition one after another.
+pub(crate) fn tree_bounds(plan: &TreePlan, np: usize, elem_bytes: usize, topo: &dyn Topology, c: f64) -> (f64, f64) {
+    let e = elem_bytes as f64;
+    let mut load = Load::new(topo, np);
+    let mut chain = 0.0f64;
+    for k in (0..plan.channels).filter(|&k| plan.chunks(k) > 0) {
+        let parents: Vec<Option<usize>> = (0..np).map(|r| plan.place(k, r).parent).collect();
+        for j in 0..plan.chunks(k) {
+            let bytes = plan.chunk(k, j).len as f64 * e;
+            for (r, p) in parents.iter().enumerate() {
+                if let Some(p) = *p {
+                    load.message(r, p, topo.link(r, p).time(bytes));
+                    load.add(p, bytes * c);
+                    load.message(p, r, topo.link(p, r).time(bytes));
+                }
+            }
+        }
+        // Chunk 0 is the largest: its trip from every rank to the root and back.
+        let bytes = plan.chunk(k, 0).len as f64 * e;
+        for r in 0..np {
+            let (mut at, mut trip) = (r, 0.0);
+            while let Some(p) = parents[at] {
+                trip += topo.link(at, p).time(bytes) + bytes * c + topo.link(p, at).time(bytes);
+                at = p;
+            }
+            chain = chain.max(trip);
+        }
+    }
+    (chain.max(load.busiest()), load.total)
+}

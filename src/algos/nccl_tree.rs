@@ -44,8 +44,8 @@ pub const INFO: AlgoInfo = AlgoInfo {
                   parent, at most 7 undelivered) and down from the root (pass on to the children), each message \
                   booked on its stream's queue at the interfaces it takes (nccl_streams.rs); exact (C = 0 with \
                   several channels) where no interface side carries more of the up and down streams than it has \
-                  ports and no message waits for a port its stream shares; none otherwise (a head's NIC then \
-                  serves its parent and children in the engine's order)",
+                  ports and no message waits for a port its stream shares; bounds otherwise (a head's NIC then \
+                  serves its parent and children in the engine's order; docs/nccl.md)",
     params: &[
         "protocol=simple: NCCL protocol (simple, ll, ll128): sets the chunk (512 KiB, 32 KiB, 576000 B)",
         "channels=2: channels; the first half run on tree 0, the rest on tree 1",
@@ -286,6 +286,13 @@ impl Algorithm for NcclTree {
         let plan = self.plan(p, m.topo);
         super::nccl_streams::tree_time(&plan, p.ranks, p.elem_bytes, FIFO as usize, m.topo, m.cost_per_byte)
             .map(|t| (t, super::EXACT))
+    }
+
+    /// Where there is no form: the bounds of `nccl_streams::tree_bounds` (docs/nccl.md,
+    /// "Bounds").
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let plan = self.plan(p, m.topo);
+        Some(super::nccl_streams::tree_bounds(&plan, p.ranks, p.elem_bytes, m.topo, m.cost_per_byte))
     }
 
     fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize {

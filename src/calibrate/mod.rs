@@ -299,7 +299,8 @@ fn allowed<'a>(value: Option<&String>, all: &[&'a str]) -> Vec<&'a str> {
 /// (a machine with nodes, `kind: cluster`) an allreduce runs as NCCL's own algorithms:
 /// ring as `nccl_ring`, tree as `nccl_tree`, with the entry's `protocol` set to the
 /// protocol decided (so per-protocol costs of the machine apply) and the channels NCCL's
-/// model was asked about. On other machines, which have no protocols, ring runs as
+/// model was asked about; a reduce-scatter or allgather likewise runs NCCL's ring as
+/// `nccl_ring` and NVLS as `nvls`. On other machines, which have no protocols, ring runs as
 /// `ring` and tree as `double_binary_tree`. PAT runs as `pat` on a cluster, else as `halving_doubling`;
 /// broadcast and reduce as a pipelined `chain`.
 pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<Ran, String> {
@@ -404,6 +405,9 @@ pub fn what_ran_with(
             let k = nccl::chain_segments(&x, proto, bytes, bytes / e.max(1));
             if k > 1 { vec![("segments".to_string(), ParamValue::Int(k))] } else { Vec::new() }
         }
+        Collective::ReduceScatter | Collective::Allgather if cluster && algo == nccl::Algo::Ring => {
+            vec![("channels".to_string(), ParamValue::Int(NCCL_CHANNELS.into()))]
+        }
         Collective::Allreduce if cluster => {
             let mut v = vec![("channels".to_string(), ParamValue::Int(NCCL_CHANNELS.into()))];
             // NCCL's tree shrinks its chunk to fill its pipeline (nccl_tree's own is a step).
@@ -420,7 +424,9 @@ pub fn what_ran_with(
         (true, t) => format!("nccl_model {}: ", t.release()),
     };
     let (name, protocol) = if cluster {
-        (algo.ours(c), (c == Collective::Allreduce).then_some(ProtocolChoice::Fixed(proto)))
+        let fixed = c == Collective::Allreduce
+            || (c != Collective::Broadcast && c != Collective::Reduce && algo != nccl::Algo::Pat);
+        (algo.ours(c), fixed.then_some(ProtocolChoice::Fixed(proto)))
     } else {
         (algo.textbook(c), None)
     };
@@ -732,6 +738,7 @@ fn steady_period(spec: &AlgoSpec, ranks: usize, elem: u64) -> Option<u64> {
         channels: channels as usize,
         chunk: None,
         gpus_per_node: 0,
+        collective: spec.collective,
     };
     let chunk = (ring.chunk_bytes(proto) / elem).max(1) * elem;
     chunk.checked_mul(ranks as u64)?.checked_mul(channels)

@@ -210,25 +210,37 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                     if k > 1 { vec![("segments".to_string(), ParamValue::Int(k))] } else { Vec::new() }
                 }
                 // NVLS with its own channels (Simple only).
-                Collective::Allreduce if algo == nccl::Algo::Nvls => Vec::new(),
-                // NCCL's ring and tree as NCCL runs them, with its protocol and channels.
-                Collective::Allreduce => vec![
-                    ("protocol".to_string(), ParamValue::Str(proto.name().to_string())),
-                    ("channels".to_string(), ParamValue::Int(u64::from(np.channels))),
-                ],
+                _ if algo == nccl::Algo::Nvls => Vec::new(),
+                // NCCL's ring and tree as NCCL runs them, with its protocol and channels,
+                // and the tree's chunk shrunk to fill its pipeline as NCCL shrinks it
+                // (calibrate's `what_ran` does the same).
+                Collective::Allreduce | Collective::ReduceScatter | Collective::Allgather
+                    if algo != nccl::Algo::Pat =>
+                {
+                    let mut v = vec![
+                        ("protocol".to_string(), ParamValue::Str(proto.name().to_string())),
+                        ("channels".to_string(), ParamValue::Int(u64::from(np.channels))),
+                    ];
+                    if let Some(chunk) = nccl::tree_chunk(&x, proto, bytes).filter(|_| algo == nccl::Algo::Tree) {
+                        v.push(("chunk".to_string(), ParamValue::Str(format!("{chunk}B"))));
+                    }
+                    v
+                }
                 _ if algo == nccl::Algo::Pat => {
                     vec![("channels".to_string(), ParamValue::Int(u64::from(np.channels)))]
                 }
                 _ => Vec::new(),
             };
+            // The links cost what the picked protocol costs, as the chunk size follows it.
+            let fixed = algo != nccl::Algo::Pat
+                && matches!(c, Collective::Allreduce | Collective::ReduceScatter | Collective::Allgather);
             Ok(Some(Wanted {
                 spec: AlgoSpec {
                     name: algo.ours(c).to_string(),
                     collective: c,
                     params,
                     location: String::new(),
-                    // The links cost what the picked protocol costs, as the chunk size follows it.
-                    protocol: (c == Collective::Allreduce).then_some(crate::scenario::ProtocolChoice::Fixed(proto)),
+                    protocol: fixed.then_some(crate::scenario::ProtocolChoice::Fixed(proto)),
                 },
                 library: Some(format!("NCCL {}", nccl::VERSION)),
                 choice: Some(format!("{}/{}", algo.name(), proto.name())),

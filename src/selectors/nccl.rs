@@ -75,8 +75,8 @@ pub enum Algo {
     Tree,
     /// Ring.
     Ring,
-    /// NVLS (NVLink SHARP): the NVSwitch adds and multicasts; allreduce on one node of
-    /// an NVSwitch of Hopper or later.
+    /// NVLS (NVLink SHARP): the NVSwitch adds and multicasts; allreduce, reduce-scatter
+    /// and allgather on one node of an NVSwitch of Hopper or later.
     Nvls,
     /// PAT (parallel aggregated trees): reduce-scatter and allgather in rounds whose
     /// partners are a power of two apart, one rank per node only.
@@ -97,13 +97,14 @@ impl Algo {
     /// ring also takes [`chain_segments`], allreduce's the protocol and channels):
     /// - allreduce: ring as `nccl_ring`, tree as `nccl_tree` (NCCL's own, with the
     ///   picked protocol's chunks and the model's channels);
-    /// - reduce-scatter and allgather: ring as `ring`, PAT as `pat` (NCCL's own, with the
-    ///   model's channels);
+    /// - reduce-scatter and allgather: ring as `nccl_ring` (with the picked protocol's
+    ///   chunks and the model's channels), NVLS as `nvls`, PAT as `pat` (NCCL's own, with
+    ///   the model's channels);
     /// - broadcast and reduce: ring as `chain` (the pipeline from the root along the ring).
     pub fn ours(self, c: Collective) -> &'static str {
         match (self, c) {
             (Algo::Ring, Collective::Broadcast | Collective::Reduce) => "chain",
-            (Algo::Ring, Collective::Allreduce) => "nccl_ring",
+            (Algo::Ring, Collective::Allreduce | Collective::ReduceScatter | Collective::Allgather) => "nccl_ring",
             (Algo::Ring, _) => "ring",
             (Algo::Tree, _) => "nccl_tree",
             (Algo::Nvls, _) => "nvls",
@@ -117,7 +118,7 @@ impl Algo {
     /// of two); otherwise [`Algo::ours`].
     pub fn textbook(self, c: Collective) -> &'static str {
         match (self, c) {
-            (Algo::Ring, Collective::Allreduce) => "ring",
+            (Algo::Ring, Collective::Allreduce | Collective::ReduceScatter | Collective::Allgather) => "ring",
             (Algo::Tree, _) => "double_binary_tree",
             (Algo::Pat, _) => "halving_doubling",
             _ => self.ours(c),
@@ -327,12 +328,12 @@ pub fn collective_name(c: Collective) -> Option<&'static str> {
 }
 
 /// The algorithms NCCL's model weighs for `c` (of those we model), in NCCL's order:
-/// allreduce tree, ring and NVLS; reduce-scatter and allgather ring and PAT; broadcast and
-/// reduce ring; none for the barrier.
+/// allreduce tree, ring and NVLS; reduce-scatter and allgather ring, NVLS and PAT;
+/// broadcast and reduce ring; none for the barrier.
 pub fn algorithms(c: Collective) -> &'static [Algo] {
     match c {
         Collective::Allreduce => &[Algo::Tree, Algo::Ring, Algo::Nvls],
-        Collective::ReduceScatter | Collective::Allgather => &[Algo::Ring, Algo::Pat],
+        Collective::ReduceScatter | Collective::Allgather => &[Algo::Ring, Algo::Nvls, Algo::Pat],
         Collective::Broadcast | Collective::Reduce => &[Algo::Ring],
         Collective::Barrier => &[],
     }
@@ -516,18 +517,28 @@ fn lat_bw_28(x: &Inputs, c: Collective, algo: Algo, proto: Proto) -> (f64, f64) 
 }
 
 /// NVLS's latency and algorithm bandwidth (`ncclTopoTuneModel`): Simple only, on one
-/// node whose NVSwitch supports it; the bus bandwidth is the NVLink bandwidth times the
-/// architecture's NVLS efficiency times `(c-1)/c` for its c channels, doubled for the
-/// allreduce ("pipelines two operations"), turned into algorithm bandwidth like the
-/// ring's (`P / 2(P-1)`); the latency a flat 25 us.
+/// node whose NVSwitch supports it (across nodes NCCL needs CollNet for it); the bus
+/// bandwidth is the NVLink bandwidth times the architecture's NVLS efficiency times
+/// `(c-1)/c` for its c channels. For the allreduce it is doubled ("pipelines two
+/// operations") and turned into algorithm bandwidth like the ring's (`P / 2(P-1)`); for
+/// reduce-scatter and allgather it is cut by `(ppn-1)/ppn` and, as for every algorithm
+/// but the ring there, taken as the algorithm bandwidth as it is. The latency is a flat
+/// 25 us.
 fn nvls_lat_bw(x: &Inputs, c: Collective, proto: Proto) -> (f64, f64) {
-    if !x.nvls || x.nodes != 1 || proto != Proto::Simple || c != Collective::Allreduce {
+    if !x.nvls || x.nodes != 1 || proto != Proto::Simple {
         return (0.0, 0.0);
     }
     let nc = NVLS_CHANNELS;
-    let bus = x.bw_intra * NVLS_EFFICIENCY[x.arch.index()] * (nc - 1.0) / nc * 2.0;
+    let bus = x.bw_intra * NVLS_EFFICIENCY[x.arch.index()] * (nc - 1.0) / nc;
     let n_ranks = x.ranks as f64;
-    (NVLS_LAT_NVLINK, bus * n_ranks / nsteps(c, n_ranks))
+    match c {
+        Collective::Allreduce => (NVLS_LAT_NVLINK, bus * 2.0 * n_ranks / nsteps(c, n_ranks)),
+        Collective::ReduceScatter | Collective::Allgather => {
+            let ppn = n_ranks / x.nodes as f64;
+            (NVLS_LAT_NVLINK, bus * (ppn - 1.0) / ppn)
+        }
+        _ => (0.0, 0.0),
+    }
 }
 
 /// NCCL's predicted time in seconds for collective `c` of `bytes` (NCCL's `nBytes`) by
