@@ -24,6 +24,11 @@
 //! - GPU a sends it back to agent a (its multicast store);
 //! - agent a sends a copy to every GPU, starting with GPU a and going round.
 //!
+//! A GPU sends a loop's loads only once it has its own previous loop's sum: the switch
+//! reads a head's chunks when the head's reduce warps ask, one chunk at a time. Messages
+//! to and from the agents move at the machine's `intra.nvls_efficiency` times the GPU's
+//! bandwidth (the switch's own rate).
+//!
 //! The agents hold no vector, so `nvls` runs timing only (`data: { mode: off }`).
 //! Across nodes NCCL needs CollNet (SHARP in the network) for NVLS, or runs NVLS Tree;
 //! neither is modelled, so `nvls` runs on one node.
