@@ -106,13 +106,13 @@ fn efficiency_is_checked() {
     for (bad, says) in [("0", "above 0 and at most 1"), ("1.5", "above 0 and at most 1"), ("fast", "above 0")] {
         let text = node("[nvls]", "[1MiB]", "data: { mode: off }\n")
             .replace("bandwidth: 100GB/s", &format!("bandwidth: 100GB/s, nvls_efficiency: {bad}"));
-        let e = parse_str(&text, "nvls.yaml").unwrap_err().to_string();
+        let e = parse_str(&text, "nvls.yaml").err().unwrap().to_string();
         assert!(e.contains("topology.intra.nvls_efficiency") && e.contains(says), "{e}");
     }
     let pcie = node("[ring]", "[1MiB]", "")
         .replace("kind: nvswitch", "kind: pcie")
         .replace("bandwidth: 100GB/s", "bandwidth: 100GB/s, nvls_efficiency: 0.8");
-    let e = parse_str(&pcie, "nvls.yaml").unwrap_err().to_string();
+    let e = parse_str(&pcie, "nvls.yaml").err().unwrap().to_string();
     assert!(e.contains("nvswitch only"), "{e}");
 }
 
