@@ -78,3 +78,60 @@ fn nccl_model_picks_nvls_on_hopper_nvswitch() {
     let off = report.results[1].selection.as_ref().unwrap();
     assert_eq!(off.library_choice.as_deref(), Some("ring/simple"));
 }
+
+/// `intra.nvls_efficiency` slows every message to and from the switch: the case by hand
+/// above at half the link's rate, h = 1 us + 131072 B / 50 GB/s, 18 h; the closed form
+/// agrees. Messages between GPUs (`nccl_ring`) keep the whole bandwidth.
+#[test]
+fn efficiency_slows_the_switch_operations() {
+    let text = node(
+        "[{ name: nvls, channels: 1, chunk: 128KiB }, { name: nccl_ring, channels: 1 }]",
+        "[1MiB]",
+        "data: { mode: off }\n",
+    )
+    .replace("bandwidth: 100GB/s", "bandwidth: 100GB/s, nvls_efficiency: 0.5");
+    let report = runner::run(&parse_str(&text, "nvls.yaml").unwrap());
+    let r = &report.results[0];
+    assert!(r.not_applicable.is_none() && r.passed(), "{r:?}");
+    let want = 18.0 * (1e-6 + 131072.0 / 50e9);
+    assert!((r.time_s / want - 1.0).abs() < 1e-9, "{} {want}", r.time_s);
+    let plain = node("[{ name: nccl_ring, channels: 1 }]", "[1MiB]", "data: { mode: off }\n");
+    let ring = runner::run(&parse_str(&plain, "nvls.yaml").unwrap()).results[0].time_s;
+    assert_eq!(report.results[1].time_s, ring);
+}
+
+/// Out of (0, 1], or on a machine without an NVSwitch, it is refused with where and why.
+#[test]
+fn efficiency_is_checked() {
+    for (bad, says) in [("0", "above 0 and at most 1"), ("1.5", "above 0 and at most 1"), ("fast", "above 0")] {
+        let text = node("[nvls]", "[1MiB]", "data: { mode: off }\n")
+            .replace("bandwidth: 100GB/s", &format!("bandwidth: 100GB/s, nvls_efficiency: {bad}"));
+        let e = parse_str(&text, "nvls.yaml").err().unwrap().to_string();
+        assert!(e.contains("topology.intra.nvls_efficiency") && e.contains(says), "{e}");
+    }
+    let pcie = node("[ring]", "[1MiB]", "")
+        .replace("kind: nvswitch", "kind: pcie")
+        .replace("bandwidth: 100GB/s", "bandwidth: 100GB/s, nvls_efficiency: 0.8");
+    let e = parse_str(&pcie, "nvls.yaml").err().unwrap().to_string();
+    assert!(e.contains("nvswitch only"), "{e}");
+}
+
+/// A channel's next loop's loads wait for its previous loop's sum: under pipelined latency
+/// with bytes that cost next to nothing, each of L loops costs a load and a sum (alpha),
+/// then the last store and copies one more: (L + 1) alpha. Were the loads of 8 loops in
+/// the switch at once (the buffer's steps), 4 loops would take about 2 alpha.
+#[test]
+fn one_loop_of_loads_in_the_switch_at_a_time() {
+    let loops = 4.0;
+    let text = node(
+        "[{ name: nvls, channels: 1, chunk: 16KiB }]",
+        "[512KiB]",
+        "data: { mode: off }\nnetwork: { model: ideal, latency: pipelined }\n",
+    )
+    .replace("bandwidth: 100GB/s", "bandwidth: 100TB/s");
+    let report = runner::run(&parse_str(&text, "nvls.yaml").unwrap());
+    let r = &report.results[0];
+    assert!(r.not_applicable.is_none() && r.passed(), "{r:?}");
+    let want = (loops + 1.0) * 2e-6;
+    assert!((r.time_s / want - 1.0).abs() < 1e-3, "{} {want}", r.time_s);
+}

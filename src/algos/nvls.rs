@@ -24,6 +24,11 @@
 //! - GPU a sends it back to agent a (its multicast store);
 //! - agent a sends a copy to every GPU, starting with GPU a and going round.
 //!
+//! A GPU sends a loop's loads only once it has its own previous loop's sum: the switch
+//! reads a head's chunks when the head's reduce warps ask, one chunk at a time. Messages
+//! to and from the agents move at the machine's `intra.nvls_efficiency` times the GPU's
+//! bandwidth (the switch's own rate).
+//!
 //! The agents hold no vector, so `nvls` runs timing only (`data: { mode: off }`).
 //! Across nodes NCCL needs CollNet (SHARP in the network) for NVLS, or runs NVLS Tree;
 //! neither is modelled, so `nvls` runs on one node.
@@ -155,41 +160,52 @@ impl NvlsPlan {
         ((l * 4 + phase as usize) * self.channels + k) as u32
     }
 
-    /// GPU r's two streams on channel k. Data: per loop, its copies of the P heads'
-    /// chunks to their agents (starting with its own), the P copies of the sums posted,
-    /// and before the next loop the copies of the loop [`WINDOW`] - 1 back waited for
-    /// (NCCL's buffer has that many steps, and a step is free again only once its copies
-    /// are out of it). Head: the sum of its chunk in, its store out.
-    fn gpu(self, k: usize, r: usize) -> [Program<'static>; 2] {
+    /// GPU r's stream on channel k, per loop: its copies of the P heads' chunks to their
+    /// agents (starting with its own), then, as head r, the sum of its own chunk in and
+    /// its store out, then the P copies of the sums posted; before the next loop, the
+    /// copies of the loop [`WINDOW`] - 1 back waited for (NCCL's buffer has that many
+    /// steps, and a step is free again only once its copies are out of it).
+    ///
+    /// The next loop's loads wait for this loop's sum: the switch reads a head's chunks
+    /// only when the head's reduce warps ask for them (`multimem.ld_reduce` is a load,
+    /// and the warps store its result before they load the next chunk), so a channel has
+    /// one loop's loads in the switch at a time, not the buffer's 8 steps' worth. The
+    /// copies of one loop still overlap the next loop's loads. Every head is at the same
+    /// point of its loop, so GPU r's own head role paces its loads for the others.
+    fn gpu(self, k: usize, r: usize) -> [Program<'static>; 1] {
         let np = self.np;
         let agent = move |a: usize| (np + a) as Rank;
         let loops = self.loops(k);
-        let per_loop = 3 * np;
+        // Loads, sum in, its wait, store out, copies posted, window waits.
+        let per_loop = 3 * np + 3;
+        // Receives per loop: the sum, then the P copies.
+        let recvs = np + 1;
         let data = per_step(0..loops * per_loop + 1, move |s| {
             if s == loops * per_loop {
                 return Some(Op::WaitAll);
             }
             let (l, u) = (s / per_loop, s % per_loop);
+            let mine = self.chunk(k, l, r);
             if u < np {
                 let a = (r + u) % np;
                 Some(Op::send(agent(a), self.tag(k, l, Phase::Load), self.chunk(k, l, a)))
-            } else if u < 2 * np {
-                let a = (r + 2 * np - u) % np;
+            } else if u == np {
+                Some(Op::recv_copy(agent(r), self.tag(k, l, Phase::Sum), mine))
+            } else if u == np + 1 {
+                Some(Op::Wait((l * recvs) as u32))
+            } else if u == np + 2 {
+                Some(Op::send(agent(r), self.tag(k, l, Phase::Store), mine))
+            } else if u < 2 * np + 3 {
+                let j = u - (np + 3);
+                let a = (r + np - j) % np;
                 Some(Op::recv_copy(agent(a), self.tag(k, l, Phase::Copy), self.chunk(k, l, a)))
             } else {
                 // The copies of loop l + 1 - WINDOW, handle by handle.
-                (l + 1 >= WINDOW).then(|| Op::Wait(((l + 1 - WINDOW) * np + u - 2 * np) as u32))
+                let j = u - (2 * np + 3);
+                (l + 1 >= WINDOW).then(|| Op::Wait(((l + 1 - WINDOW) * recvs + 1 + j) as u32))
             }
         });
-        let head = per_step(0..loops, move |l| {
-            let mine = self.chunk(k, l, r);
-            [
-                Op::recv_copy(agent(r), self.tag(k, l, Phase::Sum), mine),
-                Op::Wait(l as u32),
-                Op::send(agent(r), self.tag(k, l, Phase::Store), mine),
-            ]
-        });
-        [Box::new(data), Box::new(head)]
+        [Box::new(data)]
     }
 
     /// Agent a's two streams on channel k: reduce (per loop, the P copies of head a's
@@ -340,7 +356,7 @@ fn switch_hop(m: &Machine) -> Option<crate::topology::Link> {
         return None;
     }
     let l = m.topo.link(0, 1);
-    Some(crate::topology::Link { alpha: l.alpha / 2.0, bandwidth: l.bandwidth })
+    Some(crate::topology::Link { alpha: l.alpha / 2.0, bandwidth: l.bandwidth * m.topo.nvls_efficiency() })
 }
 
 /// `nvls`'s time for one loop of one channel of P equal chunks of `chunk` bytes, the

@@ -118,6 +118,18 @@ pub struct IntraSpec {
     /// NVLink only: `[gpu a, gpu b, links]`, each pair once.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<[usize; 3]>,
+    /// NVSwitch only: the fraction of `bandwidth` at which NVLS's switch operations
+    /// (loads the switch adds, stores it copies to every GPU) move data; 1 unless given.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub nvls_efficiency: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
 }
 
 /// `inter:` of a cluster: one message between GPUs of different nodes, alone.
@@ -223,7 +235,7 @@ impl ClusterSpec {
         ClusterSpec {
             nodes,
             gpus_per_node: gpus,
-            intra: IntraSpec { kind, alpha_s, bandwidth, links: Vec::new() },
+            intra: IntraSpec { kind, alpha_s, bandwidth, links: Vec::new(), nvls_efficiency: 1.0 },
             nics_per_node: nics,
             inter,
             fabric: FabricSpec { kind: FabricKind::RailOptimized, hosts_per_leaf: None, spines: 1, uplink: None },
@@ -697,6 +709,10 @@ impl Topology for Cluster {
 
     fn intra_nvswitch(&self) -> bool {
         self.spec.intra.kind == IntraKind::Nvswitch
+    }
+
+    fn nvls_efficiency(&self) -> f64 {
+        self.spec.intra.nvls_efficiency
     }
 
     fn nvlinks(&self) -> Option<&[(usize, usize, u32)]> {

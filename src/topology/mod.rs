@@ -107,6 +107,11 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     fn intra_nvswitch(&self) -> bool {
         false
     }
+    /// The fraction of a GPU's link bandwidth at which NVLS's switch operations move data
+    /// (`intra.nvls_efficiency` of a `cluster`; 1 elsewhere).
+    fn nvls_efficiency(&self) -> f64 {
+        1.0
+    }
     /// The NVLink bundles inside a node, `(gpu a, gpu b, links)` with `a < b` in a node's
     /// own GPU numbers, on a machine whose GPUs are joined by explicit NVLinks (a
     /// `cluster` of kind `nvlink`); `None` on other kinds. NCCL's ring search lays its

@@ -11,7 +11,8 @@
 //!   the switch: under `flow` the one link the GPU's messages inside the node take on
 //!   that side (`n0g3->n0nvswitch` or back), under `ideal` half the alpha of a message
 //!   between two GPUs of the node (the switch's link carries half of it under `flow`
-//!   too) at the same bandwidth;
+//!   too), at the machine's `intra.nvls_efficiency` times its bandwidth under both
+//!   (NVLS runs on one node, so only messages to and from the agents cross these links);
 //! - on the GPU's side it holds a port of the GPU's intra-node interface, as any message
 //!   inside the node; each agent is an interface of its own, one port each way, which
 //!   mirrors the GPU link it serves and so never binds before that link does;
@@ -70,7 +71,7 @@ impl Topology for SwitchAgents<'_> {
             None => self.inner.link(a, b),
             Some((g, _)) => {
                 let l = self.inner.link(g, self.peer(g));
-                Link { alpha: l.alpha / 2.0, bandwidth: l.bandwidth }
+                Link { alpha: l.alpha / 2.0, bandwidth: l.bandwidth * self.inner.nvls_efficiency() }
             }
         }
     }
@@ -91,6 +92,9 @@ impl Topology for SwitchAgents<'_> {
     }
     fn intra_nvswitch(&self) -> bool {
         true
+    }
+    fn nvls_efficiency(&self) -> f64 {
+        self.inner.nvls_efficiency()
     }
     fn protocol(&self) -> Option<Proto> {
         self.inner.protocol()
@@ -135,7 +139,9 @@ impl Fabric for SwitchAgents<'_> {
         }
     }
     fn hop(&self, id: LinkId) -> Link {
-        self.inner.fabric().expect("built only where the machine has a fabric").hop(id)
+        // Only messages to and from the agents cross these links (NVLS runs on one node).
+        let l = self.inner.fabric().expect("built only where the machine has a fabric").hop(id);
+        Link { alpha: l.alpha, bandwidth: l.bandwidth * self.inner.nvls_efficiency() }
     }
     fn link_name(&self, id: LinkId) -> String {
         self.inner.fabric().expect("built only where the machine has a fabric").link_name(id)

@@ -75,6 +75,8 @@ pub(super) struct RawIntra {
     bandwidth: Option<Spanned<Scalar>>,
     #[serde(default, deserialize_with = "present")]
     links: Option<Spanned<RawLinks>>,
+    #[serde(default, deserialize_with = "present")]
+    nvls_efficiency: Option<Spanned<Scalar>>,
 }
 
 /// `intra.links`: `[[a, b, count], ...]`, each entry and number with where it stands.
@@ -262,6 +264,37 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
         (_, None) => Vec::new(),
         (_, Some(l)) => nvlinks(src, l, gpus)?,
     };
+    let nvls_efficiency = match &ri.nvls_efficiency {
+        None => 1.0,
+        Some(v) => {
+            let f = match &v.value {
+                Scalar::UInt(n) => *n as f64,
+                Scalar::Float(f) => *f,
+                _ => f64::NAN,
+            };
+            if kind != IntraKind::Nvswitch {
+                return Err(src.err(
+                    &v.referenced,
+                    format!(
+                        "topology.intra.nvls_efficiency: applies to kind nvswitch only (NVLS needs an NVSwitch), \
+                         not {}; leave it out",
+                        kind.name()
+                    ),
+                ));
+            }
+            if !(f > 0.0 && f <= 1.0) {
+                return Err(src.err(
+                    &v.referenced,
+                    format!(
+                        "topology.intra.nvls_efficiency: expected a number above 0 and at most 1 (the fraction of \
+                         the GPU's bandwidth NVLS's switch operations reach, e.g. 0.85), got {}",
+                        v.value.text()
+                    ),
+                ));
+            }
+            f
+        }
+    };
     let nics = match &t.nics_per_node {
         None => 1,
         Some(v) => {
@@ -313,7 +346,7 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
     let spec = ClusterSpec {
         nodes,
         gpus_per_node: gpus,
-        intra: IntraSpec { kind, alpha_s: intra_alpha, bandwidth: intra_bw, links },
+        intra: IntraSpec { kind, alpha_s: intra_alpha, bandwidth: intra_bw, links, nvls_efficiency },
         nics_per_node: nics,
         inter,
         fabric,
