@@ -211,11 +211,18 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                 }
                 // NVLS with its own channels (Simple only).
                 Collective::Allreduce if algo == nccl::Algo::Nvls => Vec::new(),
-                // NCCL's ring and tree as NCCL runs them, with its protocol and channels.
-                Collective::Allreduce => vec![
-                    ("protocol".to_string(), ParamValue::Str(proto.name().to_string())),
-                    ("channels".to_string(), ParamValue::Int(u64::from(np.channels))),
-                ],
+                // NCCL's ring and tree as NCCL runs them, with its protocol and channels
+                // (2.8 opens twice the channels its search found and cuts them by the size).
+                Collective::Allreduce => {
+                    let channels = match x.tuning {
+                        nccl::Tuning::V2_8 => nccl::run_channels_28(&x, algo, proto, bytes),
+                        nccl::Tuning::V2_30 => np.channels,
+                    };
+                    vec![
+                        ("protocol".to_string(), ParamValue::Str(proto.name().to_string())),
+                        ("channels".to_string(), ParamValue::Int(u64::from(channels))),
+                    ]
+                }
                 _ if algo == nccl::Algo::Pat => {
                     vec![("channels".to_string(), ParamValue::Int(u64::from(np.channels)))]
                 }
