@@ -304,3 +304,31 @@ fn bad_input_is_one_message_and_status_2() {
     assert!(err.contains("--ranks"), "{err}");
     bin().arg("calibrate").arg(&m).arg(tmp("missing.log")).assert().code(2);
 }
+
+/// ABCI's 2-node log, picked by NCCL 2.8.4's model (the machine file names the release):
+/// each allreduce runs on the channels 2.8.4 opens for the call, twice the 2 its search
+/// finds at large sizes and one for a small call (the ring's LL adds one per 32 KiB of
+/// 512 threads x 8 bytes x 8 ranks).
+#[test]
+fn nccl_2_8_runs_its_channels_per_call() {
+    let m = Path::new(env!("CARGO_MANIFEST_DIR")).join("validation/hardware/machines/abci_v100.yaml");
+    let r = bin()
+        .arg("calibrate")
+        .arg(&m)
+        .arg(data("abci_v100_p8.txt"))
+        .args(["--fit", "topology.launch.ll", "--format", "json"])
+        .assert()
+        .success();
+    let j: serde_json::Value = serde_json::from_slice(&r.get_output().stdout).unwrap();
+    let pts = j["logs"][0]["points"].as_array().unwrap();
+    let ran = |bytes: u64| {
+        let p = pts.iter().find(|p| p["bytes"] == bytes).unwrap();
+        (p["algorithm"].as_str().unwrap().to_string(), p["ran"].as_str().unwrap().to_string())
+    };
+    let (a, how) = ran(4);
+    assert!(how.ends_with("ring/ll") && a.contains("channels=1"), "{a} {how}");
+    let (a, how) = ran(65_536);
+    assert!(how.ends_with("ring/ll") && a.contains("channels=2"), "{a} {how}");
+    let (a, how) = ran(32 << 20);
+    assert!(a.starts_with("nccl_ring") && a.contains("channels=4"), "{a} {how}");
+}

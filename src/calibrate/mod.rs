@@ -409,8 +409,15 @@ pub fn what_ran_with(
             vec![("channels".to_string(), ParamValue::Int(NCCL_CHANNELS.into()))]
         }
         Collective::Allreduce if cluster => {
-            let mut v = vec![("channels".to_string(), ParamValue::Int(NCCL_CHANNELS.into()))];
-            // NCCL's tree shrinks its chunk to fill its pipeline (nccl_tree's own is a step).
+            // 2.8 opens twice the channels its search found and cuts them by the size.
+            let channels = match tuning {
+                nccl::Tuning::V2_8 => nccl::run_channels_28(&x, algo, proto, bytes),
+                nccl::Tuning::V2_30 => NCCL_CHANNELS,
+            };
+            let mut v = vec![("channels".to_string(), ParamValue::Int(channels.into()))];
+            // NCCL's tree shrinks its chunk to fill its pipeline (nccl_tree's own is a step),
+            // for the channels the call runs on.
+            let x = nccl::Inputs { channels, ..x };
             if let Some(chunk) = nccl::tree_chunk(&x, proto, bytes).filter(|_| algo == nccl::Algo::Tree) {
                 v.push(("chunk".to_string(), ParamValue::Str(format!("{chunk}B"))));
             }

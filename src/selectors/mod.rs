@@ -56,7 +56,8 @@ pub const SELECTORS: [SelectorInfo; 3] = [
         covers: "allreduce, reduce_scatter, allgather, broadcast, reduce (NCCL has no barrier)",
         params: &[
             "channels=2: NCCL channels; the bus bandwidth is the link's, shared by them (sets the per-channel caps); \
-             the allreduce runs with as many",
+             the allreduce runs with as many (with version 2.8.4: twice as many, fewer for a small call, as 2.8.4 \
+             opens them)",
             "arch=hopper: GPU generation whose constants apply: volta, ampere, hopper, blackwell",
             "nvls=1: 0 leaves NVLS out, as NCCL_NVLS_ENABLE=0 does (it is weighed on one node of an NVSwitch \
              cluster, Hopper or later, and runs as nvls)",

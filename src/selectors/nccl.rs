@@ -660,6 +660,29 @@ pub fn tree_chunk(x: &Inputs, proto: Proto, bytes: u64) -> Option<u64> {
     }
 }
 
+/// The channels NCCL 2.8.4 runs one allreduce call of `bytes` on with `algo` and `proto`
+/// (its `ncclTopoPostset` and `getAlgoInfo`), for `x.channels` channels found by its graph
+/// search. Every ring and tree the search found is opened twice (`nChannels * 2`, at most
+/// 32), and a call then gives up channels, one at a time, while each would carry less
+/// than `threads x threshold` bytes (512 threads for LL and Simple, 640 for LL128;
+/// a threshold of 8 bytes a thread for LL and LL128, LL's times P on the ring, 64 for
+/// Simple); below one channel it halves its threads instead, which we do not model.
+/// So a small call runs on one channel and a large one on twice the search's. Later
+/// releases open and cut channels by other rules (`nccl_model` keeps `channels` there).
+pub fn run_channels_28(x: &Inputs, algo: Algo, proto: Proto, bytes: u64) -> u32 {
+    let threads: u64 = if proto == Proto::Ll128 { 640 } else { 512 };
+    let threshold: u64 = match (proto, algo) {
+        (Proto::Ll, Algo::Ring) => 8 * x.ranks as u64,
+        (Proto::Ll | Proto::Ll128, _) => 8,
+        (Proto::Simple, _) => 64,
+    };
+    let mut nc = (2 * x.channels.max(1)).min(32);
+    while nc >= 2 && bytes < u64::from(nc) * threads * threshold {
+        nc -= 1;
+    }
+    nc
+}
+
 /// The segments our `chain` runs NCCL's ring broadcast or reduce of `bytes` with `proto`
 /// in: NCCL splits the buffer evenly over its channels and pipelines each part in chunks
 /// of [`Proto::chunk_bytes`]; the channels share our one link and move their i-th chunks
@@ -869,6 +892,25 @@ mod tests {
         ] {
             assert_eq!(Tuning::of_version(v), t, "{v}");
         }
+    }
+
+    /// NCCL 2.8.4's channels per call by hand, for 2 searched channels (4 opened): the
+    /// ring's LL threshold is 8 bytes a thread times P, its 512 threads a channel.
+    #[test]
+    fn channels_per_call_by_hand() {
+        let x = Inputs { nodes: 2, ..flat(8) }.with_tuning(Tuning::V2_8);
+        // LL ring at P = 8: 512 x 64 = 32 KiB a channel.
+        for (bytes, nc) in [(4, 1), (32_767, 1), (65_536, 2), (98_304, 3), (131_071, 3), (131_072, 4), (1 << 30, 4)] {
+            assert_eq!(run_channels_28(&x, Algo::Ring, Proto::Ll, bytes), nc, "{bytes}");
+        }
+        // LL tree: 512 x 8 = 4 KiB; LL128: 640 x 8 = 5 KiB; Simple: 512 x 64 = 32 KiB.
+        assert_eq!(run_channels_28(&x, Algo::Tree, Proto::Ll, 12_288), 3);
+        assert_eq!(run_channels_28(&x, Algo::Tree, Proto::Ll, 16_384), 4);
+        assert_eq!(run_channels_28(&x, Algo::Ring, Proto::Ll128, 15_360), 3);
+        assert_eq!(run_channels_28(&x, Algo::Ring, Proto::Simple, 65_536), 2);
+        // At most 32 opened; never fewer than one.
+        assert_eq!(run_channels_28(&Inputs { channels: 24, ..x }, Algo::Ring, Proto::Simple, 1 << 40), 32);
+        assert_eq!(run_channels_28(&Inputs { channels: 0, ..x }, Algo::Ring, Proto::Simple, 0), 1);
     }
 
     /// The tree's chunk halved by hand: 16 ranks on 4 nodes (depth 3 + 2 = 5), 2 channels.
