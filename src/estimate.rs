@@ -34,9 +34,11 @@ use std::sync::OnceLock;
 
 use crate::algos::{Algorithm, Machine, Params, Problem};
 use crate::results::Point;
+use crate::scenario::AlgoSpec;
 use crate::scenario::{DataMode, Scenario};
 use crate::sim::data::SAMPLE_GRID;
 use crate::timeline::{DETAIL_MAX_RANKS, MAX_INTERVALS};
+use crate::topology::Topology;
 use crate::units::fmt_bytes;
 
 /// Engine state per rank, bytes: its program, port and message queues, counters.
@@ -143,11 +145,14 @@ impl<'s> Planned<'s> {
         if let Some(m) = algo.messages(&prob) {
             return (m, true);
         }
-        if pt.ranks > WALK_MAX_RANKS {
-            return bound;
-        }
         let Ok(topo) = crate::topology::build(&s.topology, pt.ranks) else { return bound };
         if algo.applicable(&prob, &Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte }).is_err() {
+            return bound;
+        }
+        if let Some(m) = schedule_messages(&s.algorithms[pt.algo], &prob, topo.as_ref()) {
+            return (m, true);
+        }
+        if pt.ranks > WALK_MAX_RANKS {
             return bound;
         }
         (crate::algos::messages_of(algo, &prob, topo.as_ref()), true)
@@ -336,6 +341,87 @@ pub fn checked_plan<'s>(
     };
     check_memory(&plans, limit, &source)?;
     Ok((plans, Some(limit)))
+}
+
+/// The messages of algorithm `spec` on `p` and `topo`, counted from its schedule
+/// (what each rank sends in each step, as its module docs lay it out) rather than by
+/// walking every rank's program: for the algorithms whose own
+/// [`Algorithm::messages`] is `None` and whose walk is long at thousands of ranks and
+/// large vectors (`double_binary_tree`, `nccl_tree`, `ring_chunked` each take seconds at
+/// 2,048 ranks and 1 GiB, and `auto` walks them all). `None` for any other algorithm, or
+/// parameters it would refuse. Call it only where the algorithm is applicable;
+/// `tests/estimate_counts.rs` holds every count to the walked programs.
+pub fn schedule_messages(spec: &AlgoSpec, p: &Problem, topo: &dyn Topology) -> Option<u64> {
+    use crate::collective::Collective::{Allgather, Allreduce, Barrier, ReduceScatter};
+    let np = p.ranks as u64;
+    let pairs = np * np.saturating_sub(1);
+    let mut params = Params::new(spec.params.clone());
+    let n = p.elems;
+    let e = p.elem_bytes.max(1);
+    let count = match (spec.collective, spec.name.as_str()) {
+        // Every rank sends every other rank one message per phase (`exchange`).
+        (Allreduce, "direct") => 2 * pairs,
+        (ReduceScatter | Allgather, "direct") | (Allreduce, "naive") | (Barrier, "all_to_all") => pairs,
+        // P rounds: P - 1 vectors passed on and P - 1 notifications (none for n = 0).
+        (Allreduce, "ring_gloo") => {
+            if n == 0 {
+                0
+            } else {
+                2 * pairs
+            }
+        }
+        // 2P chunks: the first pair, then each reduce-scatter round a notification and a
+        // chunk (2P - 2 rounds), each allgather round but the last four the same, and the
+        // closing notification: 8P - 9 a rank.
+        (Allreduce, "ring_chunked") => {
+            if np <= 1 || n == 0 {
+                0
+            } else {
+                np * (8 * np - 9)
+            }
+        }
+        // Two rings, each a reduce-scatter and an allgather of P - 1 steps.
+        (Allreduce, "bidirectional_ring") => 4 * pairs,
+        // One reduce-scatter of P - 1 steps per phase, then one allgather.
+        (Allreduce, "ring_segmented") => {
+            let segment = params.size("segment").ok()?.unwrap_or(1 << 20);
+            let phases = crate::algos::RingSegmented { segment }.phases(p.ranks, n, e) as u64;
+            pairs * (phases + 1)
+        }
+        // Every edge of each tree (P - 1 of them) carries every non-empty chunk of its
+        // half up and down.
+        (Allreduce, "double_binary_tree") => {
+            let chunk = params.size("chunk").ok()?.unwrap_or(crate::algos::DBT_DEFAULT_CHUNK);
+            let chunk_elems = (usize::try_from(chunk).unwrap_or(usize::MAX) / e).max(1);
+            let chunks = n.div_ceil(2).div_ceil(chunk_elems).max(1);
+            let sent: usize = (0..2).map(|t| chunks.min(crate::algos::block(n, 2, t).len)).sum();
+            2 * np.saturating_sub(1) * sent as u64
+        }
+        // Each channel's items, on every rank.
+        (Allreduce, "nccl_ring") => {
+            let algo = crate::algos::nccl_ring::NcclRing::from_params(&mut params).ok()?;
+            let plan = algo.plan(p, topo);
+            np * (0..algo.channels).map(|k| plan.items(k) as u64).sum::<u64>()
+        }
+        // Each channel's tree spans every rank (a chain in each node, a tree across
+        // nodes): its P - 1 edges carry every chunk of the channel's part up and down.
+        (Allreduce, "nccl_tree") => {
+            let proto = crate::algos::nccl_ring::protocol(&mut params).ok()?;
+            let channels = params.count("channels", 2).ok()?;
+            let chunk = match params.size("chunk").ok()? {
+                Some(c) => c,
+                None => crate::algos::nccl_ring::run_protocol(proto, topo).chunk_bytes(),
+            };
+            let chunk_elems = (usize::try_from(chunk).unwrap_or(usize::MAX) / e).max(1);
+            let parts = crate::algos::Blocks::new(n, channels);
+            let chunks: u64 = (0..channels).map(|k| parts.get(k).len.div_ceil(chunk_elems) as u64).sum();
+            2 * np.saturating_sub(1) * chunks
+        }
+        // Pairs swap at each of P/2 steps.
+        (Allgather, "neighbor_exchange") => np * (np / 2),
+        _ => return None,
+    };
+    Some(count)
 }
 
 /// Whether point `pt` of `s`'s timeline would certainly outgrow [`MAX_INTERVALS`]

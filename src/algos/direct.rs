@@ -14,7 +14,7 @@
 //! `reduce_scatter` and `allgather` collectives reuse; [`exchange`] is the pattern they
 //! share with `naive` (every rank sends every other rank something, all at once).
 
-use super::stepped::{self, Recv, Send, StepPlan, Stepped};
+use super::stepped::{self, Exchange, Part, Recv, Send, StepPlan, Stepped};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block};
 use crate::cost_model;
 use crate::cost_model::{Hockney, gather_reduce};
@@ -90,6 +90,17 @@ pub(crate) struct DirectPlan {
 impl Stepped for DirectPlan {
     fn steps(&self) -> usize {
         if self.np <= 1 { 0 } else { usize::from(self.reduce_scatter) + usize::from(self.allgather) }
+    }
+
+    fn exchange(&self, rank: usize, s: usize) -> Option<Exchange> {
+        let (np, n) = (self.np, self.n);
+        let mine = Part::Fixed(block(n, np, rank));
+        let (give, take, action) = if self.reduce_scatter && s == 0 {
+            (Part::PeersBlock(n), mine, Action::Reduce)
+        } else {
+            (mine, Part::PeersBlock(n), Action::Copy)
+        };
+        Some(Exchange { rank, np, give, take, action })
     }
 
     fn plan(&self, rank: usize, s: usize, out: &mut StepPlan) {

@@ -39,6 +39,7 @@ mod tree;
 pub(crate) use bcube::BcubePlan;
 pub(crate) use blueconnect::plan as bc_plan;
 pub(crate) use direct::DirectPlan;
+pub(crate) use double_binary_tree::DEFAULT_CHUNK as DBT_DEFAULT_CHUNK;
 pub(crate) use double_binary_tree::plan as dbt_plan;
 pub use hierarchical_ring::GroupMethod;
 pub(crate) use hierarchical_ring::plan as hr_plan;

@@ -8,7 +8,7 @@
 //! wanted twice (the pattern of [`super::direct::exchange`]).
 
 use super::direct::exchange;
-use super::stepped::{self, StepPlan, Stepped};
+use super::stepped::{self, Exchange, Part, StepPlan, Stepped};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
 use crate::cost_model::{Hockney, gather_reduce};
 use crate::sim::op::{Action, Program, Rank, Region};
@@ -39,6 +39,11 @@ struct NaivePlan {
 impl Stepped for NaivePlan {
     fn steps(&self) -> usize {
         usize::from(self.np > 1)
+    }
+
+    fn exchange(&self, rank: usize, _s: usize) -> Option<Exchange> {
+        let all = Part::Fixed(Region::vec(0, self.n));
+        Some(Exchange { rank, np: self.np, give: all, take: all, action: Action::Reduce })
     }
 
     fn plan(&self, rank: usize, _s: usize, out: &mut StepPlan) {

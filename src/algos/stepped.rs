@@ -65,6 +65,47 @@ pub(crate) trait Stepped: std::marker::Send + Sync {
     fn windowed(&self) -> bool {
         false
     }
+    /// Where step `s` of `rank` is one all-at-once exchange ([`Exchange`]; `direct`,
+    /// `naive`), it, so that the program makes its ops one at a time by index rather
+    /// than through a buffer of `2(P - 1)` ops. It must be exactly what [`Stepped::plan`]
+    /// gives for the step (`tests/messages.rs`, the differential tests and every
+    /// scenario's report check the runs they make).
+    fn exchange(&self, _rank: usize, _s: usize) -> Option<Exchange> {
+        None
+    }
+}
+
+/// One rank's step of an all-at-once exchange among `np` ranks
+/// ([`super::direct::exchange`]): a send to each of `rank + 1, rank + 2, ...`
+/// (mod `np`), then a receive from each of `rank - 1, rank - 2, ...`, then a wait; no
+/// local reductions, not windowed, message kind 0.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Exchange {
+    pub rank: usize,
+    pub np: usize,
+    /// What is sent to a peer.
+    pub give: Part,
+    /// Where what comes from a peer lands.
+    pub take: Part,
+    pub action: Action,
+}
+
+/// A region of an [`Exchange`] as a function of the peer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Part {
+    /// The same region for every peer.
+    Fixed(Region),
+    /// The peer's block of the vector of `n` elements ([`crate::sim::op::block`] of `np`).
+    PeersBlock(usize),
+}
+
+impl Part {
+    fn at(self, peer: usize, np: usize) -> Region {
+        match self {
+            Part::Fixed(r) => r,
+            Part::PeersBlock(n) => crate::sim::op::block(n, np, peer),
+        }
+    }
 }
 
 /// Rank `rank`'s program (`nics` ports): each step's sends, receives, a wait, its local
@@ -73,7 +114,17 @@ pub(crate) trait Stepped: std::marker::Send + Sync {
 pub(crate) fn program<'a, S: Stepped + 'a>(plan: S, rank: usize, nics: u32) -> Program<'a> {
     let steps = plan.steps();
     let window = plan.windowed().then_some(nics.max(1));
-    Box::new(StepProgram { plan, rank, window, step: 0, steps, sp: StepPlan::default(), ops: Vec::new(), next: 0 })
+    Box::new(StepProgram {
+        plan,
+        rank,
+        window,
+        step: 0,
+        steps,
+        sp: StepPlan::default(),
+        ops: Vec::new(),
+        next: 0,
+        exchange: None,
+    })
 }
 
 /// The program of one rank of a [`Stepped`] plan: a step's ops at a time, written into a
@@ -89,16 +140,47 @@ struct StepProgram<S> {
     /// The current step's ops, and how many of them have been handed out.
     ops: Vec<Op>,
     next: usize,
+    /// The current step where it is an exchange, with its tag and the index of the next
+    /// op (sends `0..np-1`, receives `np-1..2(np-1)`, then the wait): it is made op by
+    /// op, and `ops` stays empty.
+    exchange: Option<(Exchange, u32, usize)>,
 }
 
 impl<S: Stepped> Iterator for StepProgram<S> {
     type Item = Op;
 
     fn next(&mut self) -> Option<Op> {
+        if let Some((ex, tag, i)) = &mut self.exchange {
+            let others = ex.np - 1;
+            let k = *i;
+            *i += 1;
+            if k < others {
+                let to = (ex.rank + 1 + k) % ex.np;
+                return Some(Op::send(to as Rank, *tag, ex.give.at(to, ex.np)));
+            }
+            if k < 2 * others {
+                let from = (ex.rank + ex.np - 1 - (k - others)) % ex.np;
+                return Some(Op::Recv {
+                    from: from as Rank,
+                    tag: *tag,
+                    dst: ex.take.at(from, ex.np),
+                    action: ex.action,
+                });
+            }
+            self.exchange = None;
+            return Some(Op::WaitAll);
+        }
         // A step with nothing to do gives no ops: go on to the next.
         while self.next == self.ops.len() {
             if self.step == self.steps {
                 return None;
+            }
+            if self.window.is_none()
+                && let Some(ex) = self.plan.exchange(self.rank, self.step).filter(|ex| ex.np > 1)
+            {
+                self.exchange = Some((ex, self.step as u32 * TAGS, 0));
+                self.step += 1;
+                return self.next();
             }
             self.fill();
         }

@@ -1,0 +1,174 @@
+//! The estimates' message counts read off an algorithm's schedule
+//! ([`estimate::schedule_messages`]) are the counts of its programs walked, on a grid of
+//! small machines, sizes and parameters; the algorithms whose walk was long at thousands
+//! of ranks have one; and a point beyond the walk's rank limit gets the exact count.
+
+use allreduce_sim::algos::{self, Algorithm, Machine, Params, Problem};
+use allreduce_sim::collective::Collective;
+use allreduce_sim::estimate;
+use allreduce_sim::scenario::{AlgoSpec, ParamValue};
+use allreduce_sim::topology::{FullyConnected, Hierarchical, Level, Link, Topology};
+
+fn machines() -> Vec<Box<dyn Topology>> {
+    let l = Link { alpha: 1e-6, bandwidth: 12.5e9 };
+    let lv = |size| Level { size, link: l, nics: None };
+    let mut out: Vec<Box<dyn Topology>> = Vec::new();
+    for ranks in [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16] {
+        out.push(Box::new(FullyConnected { ranks, link: l, nics: 1 }));
+    }
+    out.push(Box::new(FullyConnected { ranks: 6, link: l, nics: 2 }));
+    out.push(Box::new(Hierarchical::new(vec![lv(4), lv(3)], 1).unwrap()));
+    // NCCL's algorithms read the nodes' GPUs: clusters of 2 and 3 nodes of 4 GPUs.
+    for nodes in [2, 3] {
+        let text = format!(
+            "name: n\ntopology: {{ kind: cluster, nodes: {nodes}, gpus_per_node: 4, \
+             intra: {{ kind: nvswitch, alpha: 1us, bandwidth: 100GB/s }}, \
+             inter: {{ alpha: 2us, bandwidth: 25GB/s }} }}\nalgorithms: [ring]\nsizes: [1KiB]\n"
+        );
+        let s = allreduce_sim::scenario::parse_str(&text, "n.yaml").unwrap();
+        out.push(allreduce_sim::topology::build(&s.topology, nodes * 4).unwrap());
+    }
+    out
+}
+
+fn param(key: &str, v: ParamValue) -> Vec<(String, ParamValue)> {
+    vec![(key.to_string(), v)]
+}
+
+/// The parameter sets tried for `id`: the defaults, and small chunks or segments where
+/// it takes them, so that the counts' divisions are exercised.
+fn variants(id: &str) -> Vec<Vec<(String, ParamValue)>> {
+    let mut out = vec![Vec::new()];
+    let size = |s: &str| ParamValue::Str(s.to_string());
+    match id {
+        "ring_segmented" => {
+            out.push(param("segment", size("8B")));
+            out.push(param("segment", size("100B")));
+        }
+        "double_binary_tree" => {
+            out.push(param("chunk", size("4B")));
+            out.push(param("chunk", size("100B")));
+        }
+        "nccl_ring" | "nccl_tree" => {
+            out.push(vec![("chunk".into(), size("64B")), ("channels".into(), ParamValue::Int(3))]);
+            out.push(param("protocol", size("ll")));
+        }
+        _ => {}
+    }
+    out
+}
+
+fn spec(c: Collective, id: &str, params: &[(String, ParamValue)]) -> AlgoSpec {
+    AlgoSpec { name: id.to_string(), collective: c, params: params.to_vec(), location: String::new(), protocol: None }
+}
+
+#[test]
+fn schedule_counts_are_the_walked_counts() {
+    let mut checked = 0;
+    let mut counted = std::collections::BTreeSet::new();
+    for c in Collective::ALL {
+        for info in algos::registry_of(c) {
+            for params in variants(info.id) {
+                let algo: Box<dyn Algorithm> = algos::build_for(c, info.id, Params::new(params.clone())).unwrap();
+                for topo in machines() {
+                    for elems in [0, 1, 7, 64, 1000, 5000] {
+                        let p = Problem { ranks: topo.ranks(), elems, elem_bytes: 4 };
+                        if algo.applicable(&p, &Machine { topo: topo.as_ref(), cost_per_byte: 1e-10 }).is_err() {
+                            continue;
+                        }
+                        let Some(count) = estimate::schedule_messages(&spec(c, info.id, &params), &p, topo.as_ref())
+                        else {
+                            continue;
+                        };
+                        let walked = algos::messages_of(algo.as_ref(), &p, topo.as_ref());
+                        assert_eq!(
+                            count,
+                            walked,
+                            "{c} {} at P = {}, n = {elems} on {}",
+                            algo.label(),
+                            p.ranks,
+                            topo.describe()
+                        );
+                        counted.insert(format!("{c} {}", info.id));
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    // Every algorithm the estimates count from its schedule was held to its walk.
+    let expected = [
+        "allgather direct",
+        "allgather neighbor_exchange",
+        "allreduce bidirectional_ring",
+        "allreduce direct",
+        "allreduce double_binary_tree",
+        "allreduce naive",
+        "allreduce nccl_ring",
+        "allreduce nccl_tree",
+        "allreduce ring_chunked",
+        "allreduce ring_gloo",
+        "allreduce ring_segmented",
+        "barrier all_to_all",
+        "reduce_scatter direct",
+    ];
+    assert_eq!(counted.iter().map(String::as_str).collect::<Vec<_>>(), expected);
+    assert!(checked > 500, "{checked} points checked");
+}
+
+/// The algorithms whose count is neither the algorithm's own nor read off its schedule
+/// (so the estimate walks their programs, up to 4,096 ranks): an explicit list, each
+/// cheap to walk (its messages grow as P log P or P, or the walk is under a second at
+/// 2,048 ranks and 1 GiB: `pat`). `auto`'s candidates among them walk quickly.
+#[test]
+fn only_the_listed_algorithms_are_walked() {
+    let topo = FullyConnected { ranks: 16, link: Link { alpha: 1e-6, bandwidth: 12.5e9 }, nics: 1 };
+    let p = Problem { ranks: 16, elems: 1 << 20, elem_bytes: 4 };
+    let mut walked = Vec::new();
+    for c in Collective::ALL {
+        for info in algos::registry_of(c) {
+            let algo = algos::build_for(c, info.id, Params::default()).unwrap();
+            if algo.messages(&p).is_none() && estimate::schedule_messages(&spec(c, info.id, &[]), &p, &topo).is_none() {
+                walked.push(format!("{c} {}", info.id));
+            }
+        }
+    }
+    let expected = [
+        "allreduce butterfly",
+        "allreduce halving_doubling",
+        "allreduce hierarchical_ring",
+        "allreduce blueconnect",
+        "allreduce torus_2d",
+        "allreduce mesh_2d",
+        "allreduce bcube",
+        "reduce_scatter halving_doubling",
+        "reduce_scatter butterfly",
+        "reduce_scatter recursive_halving",
+        "reduce_scatter pat",
+        "allgather halving_doubling",
+        "allgather pat",
+        "broadcast binary_tree",
+        "broadcast knomial",
+        "broadcast scatter_allgather",
+        "reduce binary_tree",
+        "reduce in_order_binary_tree",
+        "barrier all_to_one",
+        "barrier recursive_doubling",
+        "barrier bruck",
+    ];
+    assert_eq!(walked, expected);
+}
+
+/// Beyond the walk's 4,096 ranks an algorithm without a count of its own got only the
+/// bound `4 P (P - 1)`, not claimed exact; read off its schedule it is exact.
+#[test]
+fn a_point_beyond_the_walk_limit_is_counted_exactly() {
+    let text = "name: big\nranks: [8192]\ntopology: { kind: fully_connected, link: { alpha: 1us, \
+                bandwidth: 100Gbps }, nics: 1 }\ndata: { mode: off }\nalgorithms: [direct, naive]\nsizes: [1GiB]\n";
+    let s = allreduce_sim::scenario::parse_str(text, "big.yaml").unwrap();
+    let p = 8192u64;
+    for (pt, want) in s.points().iter().zip([2 * p * (p - 1), p * (p - 1)]) {
+        let est = estimate::estimate(&s, pt, false);
+        assert_eq!((est.messages, est.messages_exact), (want, true), "{}", estimate::label(&s, pt));
+    }
+}
