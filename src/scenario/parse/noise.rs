@@ -133,10 +133,10 @@ fn levels(src: &Src, raw: Spanned<Vec<Spanned<Scalar>>>, spec: &NoiseSpec) -> Re
         let x = number(src, v, "noise.levels")?;
         if x <= 0.0 {
             return Err(src
-                .err(&v.referenced, format!("noise.levels: a level multiplies the noise; give one above 0, not {x}")));
+                .err(&v.referenced, format!("noise.levels: a level multiplies the noise; give one above 0, not {x:?}")));
         }
         if out.contains(&x) {
-            return Err(src.err(&v.referenced, format!("noise.levels: {x} is listed twice")));
+            return Err(src.err(&v.referenced, format!("noise.levels: {x:?} is listed twice")));
         }
         if let Some(o) = &spec.os
             && o.duration_s * x >= o.interval_s
@@ -144,7 +144,7 @@ fn levels(src: &Src, raw: Spanned<Vec<Spanned<Scalar>>>, spec: &NoiseSpec) -> Re
             return Err(src.err(
                 &v.referenced,
                 format!(
-                    "noise.levels: at {x} an OS detour ({:e} s) would not end before the next (interval {:e} s)",
+                    "noise.levels: at {x:?} an OS detour ({:e} s) would not end before the next (interval {:e} s)",
                     o.duration_s * x,
                     o.interval_s
                 ),
@@ -300,7 +300,7 @@ fn skew(src: &Src, raw: Spanned<RawSkew>) -> Result<SkewSpec, ScenarioError> {
             if !(0.0..=1.0).contains(&f) {
                 return Err(src.err(
                     &v.referenced,
-                    format!("noise.skew.fraction: the share of ranks that are late, from 0 to 1, not {f}"),
+                    format!("noise.skew.fraction: the share of ranks that are late, from 0 to 1, not {f:?}"),
                 ));
             }
             f
@@ -362,7 +362,7 @@ fn slow_ranks(src: &Src, raw: Spanned<Vec<Spanned<RawSlowRank>>>) -> Result<Vec<
         if factor < 1.0 {
             return Err(src.err(
                 &factor_at.referenced,
-                format!("noise.slow_ranks.factor: {factor} would make the rank faster; give 1 or more"),
+                format!("noise.slow_ranks.factor: {factor:?} would make the rank faster; give 1 or more"),
             ));
         }
         out.push(SlowRank { rank, factor });
@@ -414,7 +414,7 @@ fn slow_links(
             return Err(src.err(
                 &factor_at.referenced,
                 format!(
-                    "noise.slow_links.factor: the share of the bandwidth left, above 0 and at most 1, not {factor}"
+                    "noise.slow_links.factor: the share of the bandwidth left, above 0 and at most 1, not {factor:?}"
                 ),
             ));
         }
