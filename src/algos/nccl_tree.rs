@@ -240,7 +240,10 @@ impl NcclTree {
         let channels = params.count("channels", 2)?;
         // NCCL's MAXCHANNELS; more would only make a schedule too large to build.
         if channels > 64 {
-            return Err(super::ParamError::new(Some("channels"), format!("'channels' must be 1 to 64, not {channels}")));
+            return Err(super::ParamError::new(
+                Some("channels"),
+                format!("'channels' must be 1 to 64, not {channels}"),
+            ));
         }
         let chunk = params.size("chunk")?;
         let gpus_per_node = params.count("gpus_per_node", 0)?;

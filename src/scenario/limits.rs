@@ -49,6 +49,11 @@ fn worst_time(s: &Scenario) -> f64 {
     s.topology.links().into_iter().map(|l| one(l) * messages).fold(0.0, f64::max)
 }
 
+/// A factor for people: `2`, `1.5`, `1e308`.
+fn factor(x: f64) -> String {
+    if (1e-3..1e6).contains(&x) { format!("{}", (x * 1000.0).round() / 1000.0) } else { format!("{x:.3e}") }
+}
+
 /// How far past its scale a skew draw can reach: `-ln u` for the smallest `u` a 53-bit
 /// draw gives is 36.7 (exponential); the folded normal's `sqrt(2 * 36.7)` is below it.
 const LONGEST_DRAW: f64 = 37.0;
@@ -85,12 +90,12 @@ pub fn check_noise(s: &Scenario) -> Result<(), String> {
     }
     Err(format!(
         "with this noise the sweep's worst run could take {} (skew {}, slowdown x{}, detours x{}), and \
-         the statistics over {} seeds square and sum such times: keep the worst run under {}: lower the \
+         the statistics over {} seed(s) square and sum such times: keep the worst run under {}: lower the \
          skew, the slowdowns, the detours' share of their interval or the noise levels",
         fmt_time(worst),
         fmt_time(skew),
-        format!("{slow:.3e}"),
-        format!("{stretch:.3e}"),
+        factor(slow),
+        factor(stretch),
         seeds,
         fmt_time(limit),
     ))
@@ -115,7 +120,7 @@ pub fn check_times(s: &Scenario) -> Result<(), String> {
                 fmt_time(link.alpha),
                 fmt_bandwidth(link.bandwidth),
                 fmt_time(s.cost_per_byte),
-                fmt_time(one),
+                if one.is_finite() { fmt_time(one) } else { format!("longer than {}", fmt_time(f64::MAX)) },
                 messages,
                 p,
                 fmt_time(f64::MAX).trim_end_matches(" s"),

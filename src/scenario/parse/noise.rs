@@ -132,8 +132,10 @@ fn levels(src: &Src, raw: Spanned<Vec<Spanned<Scalar>>>, spec: &NoiseSpec) -> Re
     for v in &raw.value {
         let x = number(src, v, "noise.levels")?;
         if x <= 0.0 {
-            return Err(src
-                .err(&v.referenced, format!("noise.levels: a level multiplies the noise; give one above 0, not {x:?}")));
+            return Err(src.err(
+                &v.referenced,
+                format!("noise.levels: a level multiplies the noise; give one above 0, not {x:?}"),
+            ));
         }
         if out.contains(&x) {
             return Err(src.err(&v.referenced, format!("noise.levels: {x:?} is listed twice")));
