@@ -126,6 +126,26 @@ pub fn explain(req: &Request) -> Result<String, String> {
     positive(req.alpha, "--alpha", true)?;
     positive(req.bandwidth, "--bandwidth", false)?;
     positive(req.cost_per_byte, "--cost-per-byte", true)?;
+    // As `run` refuses (scenario::limits): every message of the schedule, and the sum of
+    // them all, must take a finite time, or the table fills with `inf`.
+    let links = match &req.topology {
+        Some(spec) => spec.links(),
+        None => vec![Link { alpha: req.alpha, bandwidth: req.bandwidth }],
+    };
+    let (p_f, s_f) = (req.ranks as f64, req.bytes as f64);
+    for l in links {
+        let one = p_f * l.alpha + s_f / l.bandwidth + s_f * req.cost_per_byte;
+        if !(one * 4.0 * p_f * p_f).is_finite() {
+            return Err(format!(
+                "a message of {} over a link of alpha={}, B={} (with C={}/B) would make times that are \
+                 not finite numbers: raise the bandwidth, or lower the latency, cost_per_byte or --size",
+                crate::units::fmt_bytes(req.bytes),
+                crate::units::fmt_time(l.alpha),
+                crate::units::fmt_bandwidth(l.bandwidth),
+                crate::units::fmt_time(req.cost_per_byte),
+            ));
+        }
+    }
 
     // A barrier moves nothing, whatever --size says.
     let elems = if c.has_data() { (req.bytes / ELEM_BYTES as u64) as usize } else { 0 };

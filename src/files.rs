@@ -65,6 +65,10 @@ pub struct Output {
     /// Write straight into `target` (a device or a FIFO: `/dev/null`, `/dev/stdout`),
     /// which a rename would replace rather than write to.
     direct: bool,
+    /// A FIFO's write end, opened when checked (which proved a reader was there) and held
+    /// until the output is dropped, so the reader does not see the end of the data before
+    /// the report is written.
+    _held: Option<std::sync::Arc<fs::File>>,
 }
 
 impl Output {
@@ -190,6 +194,14 @@ pub fn plan(plan: &Plan<'_>) -> Result<Vec<Output>, String> {
     Ok(outputs)
 }
 
+/// `open(2)`'s flag to return at once instead of waiting (for a FIFO's reader).
+#[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd"))]
+const O_NONBLOCK: i32 = 0x0004;
+#[cfg(not(any(target_os = "macos", target_os = "ios", target_os = "freebsd")))]
+const O_NONBLOCK: i32 = 0o4000;
+/// `open(2)`'s error for a FIFO opened for writing, without waiting, that no process reads.
+const ENXIO: i32 = 6;
+
 /// One output file: it or its directory must be writable.
 fn check_file(flag: &str, path: &Path) -> Result<Output, String> {
     let at = |why: String| format!("{flag} {}: {why}", path.display());
@@ -202,9 +214,25 @@ fn check_file(flag: &str, path: &Path) -> Result<Output, String> {
             fs::OpenOptions::new().append(true).open(path).map_err(|e| at(format!("cannot write it: {e}")))?;
             let target = fs::canonicalize(path).map_err(|e| at(e.to_string()))?;
             probe_dir(flag, path, &target)?;
-            Ok(Output { path: path.to_path_buf(), target, direct: false })
+            Ok(Output { path: path.to_path_buf(), target, direct: false, _held: None })
         }
-        Ok(_) => Ok(Output { path: path.to_path_buf(), target: path.to_path_buf(), direct: true }),
+        Ok(m) if std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type()) => {
+            // Opening a FIFO for writing waits, without end and without a word, for a
+            // reader; open it without waiting and refuse it when no one reads.
+            use std::os::unix::fs::OpenOptionsExt;
+            let held = fs::OpenOptions::new().write(true).custom_flags(O_NONBLOCK).open(path).map_err(|e| {
+                if e.raw_os_error() == Some(ENXIO) {
+                    at("it is a FIFO that no process reads, and writing it would wait for ever; start \
+                        its reader first, or give a file"
+                        .to_string())
+                } else {
+                    at(format!("cannot write it: {e}"))
+                }
+            })?;
+            let held = Some(std::sync::Arc::new(held));
+            Ok(Output { path: path.to_path_buf(), target: path.to_path_buf(), direct: true, _held: held })
+        }
+        Ok(_) => Ok(Output { path: path.to_path_buf(), target: path.to_path_buf(), direct: true, _held: None }),
         Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
             if fs::symlink_metadata(path).is_ok() {
                 return Err(at("it is a symbolic link to a file that does not exist".to_string()));
@@ -224,7 +252,7 @@ fn check_file(flag: &str, path: &Path) -> Result<Output, String> {
                 Err(e) => return Err(at(format!("cannot use the directory {}: {e}", dir.display()))),
             }
             probe_dir(flag, path, path)?;
-            Ok(Output { path: path.to_path_buf(), target: path.to_path_buf(), direct: false })
+            Ok(Output { path: path.to_path_buf(), target: path.to_path_buf(), direct: false, _held: None })
         }
         Err(e) => Err(at(e.to_string())),
     }

@@ -386,6 +386,9 @@ fn main() -> ExitCode {
 /// any other write error is reported and ends it with status 2.
 fn write_stdout(text: &str) {
     use std::io::Write;
+    // Whatever reached the text (a scenario's name, a log's NCCL setting, a path), no
+    // control character reaches the terminal.
+    let text = allreduce_sim::scenario::units::escape_controls(text);
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -394,6 +397,11 @@ fn write_stdout(text: &str) {
         eprintln!("error: cannot write to standard output: {e}");
         std::process::exit(2);
     }
+}
+
+/// `text` with its control characters escaped, for stderr.
+fn esc(text: &str) -> std::borrow::Cow<'_, str> {
+    allreduce_sim::scenario::units::escape_controls(text)
 }
 
 /// `--ranks` values: whole numbers (clap's own message for `-1` suggests `-- -1`, which
@@ -486,7 +494,7 @@ fn cmd_plot(args: PlotArgs) -> Result<ExitCode, BadInput> {
         .map_err(BadInput)?;
     let files = plots::plot_data(&data, &out).map_err(BadInput)?;
     if files.is_empty() {
-        eprintln!("{}: nothing to plot (no point ran)", report.display());
+        eprintln!("{}: nothing to plot (no point ran)", esc(&report.display().to_string()));
     }
     for f in &files {
         write_stdout(&format!("{}\n", f.display()));
@@ -625,11 +633,11 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
             let points = measured_points(&measured, &report).map_err(BadInput)?;
             files.extend(plots::plot_measured(&report, &points, dir).map_err(BadInput)?);
         }
-        eprintln!("wrote {} plot file(s) to {}", files.len(), dir.display());
+        eprintln!("wrote {} plot file(s) to {}", files.len(), esc(&dir.display().to_string()));
     }
     if let Some(g) = &gantt {
         g.write(|tmp| plots::write_gantt(recorded, tmp)).map_err(BadInput)?;
-        eprintln!("wrote {}", g.path.display());
+        eprintln!("wrote {}", esc(&g.path.display().to_string()));
     }
     let gate_held = match &baseline {
         Some(b) => gate(b, &report, tolerance, junit.as_ref())?,
@@ -660,7 +668,7 @@ fn plan_run_outputs(
 fn pick_recorded(s: &Scenario) -> Result<Option<Scenario>, BadInput> {
     let run = |s: &Scenario, pt: &runner::Point| runner::run_point_observed(s, pt, &mut NoObserver);
     Ok(select::pick_single(s, &run).map_err(BadInput)?.map(|(one, note)| {
-        eprintln!("{note}");
+        eprintln!("{}", esc(&note));
         one
     }))
 }
@@ -846,7 +854,7 @@ fn gate(
     junit: Option<&Output>,
 ) -> Result<bool, BadInput> {
     let cmp = allreduce_sim::baseline::compare(baseline, report, tolerance);
-    eprint!("{}", cmp.render());
+    eprint!("{}", esc(&cmp.render()));
     if let Some(out) = junit {
         out.write_text(&cmp.junit()).map_err(BadInput)?;
     }

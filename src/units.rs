@@ -29,6 +29,10 @@ impl std::fmt::Display for ParamValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ParamValue::Int(v) => write!(f, "{v}"),
+            // Far from 1 in scientific notation: `2.5e-310`, not 310 digits.
+            ParamValue::Float(v) if *v != 0.0 && v.is_finite() && !(1e-5..1e16).contains(&v.abs()) => {
+                write!(f, "{v:?}")
+            }
             ParamValue::Float(v) => write!(f, "{v}"),
             ParamValue::Str(s) => f.write_str(s),
         }

@@ -472,3 +472,147 @@ fn merge_refuses_a_negative_time() {
     assert!(stderr.contains("s0.json: result 1 has time_s -1"), "{stderr}");
     assert!(out.stdout.is_empty());
 }
+
+// ---------------------------------------------------------------------------------------
+// The third trial of docs/hardening.md (new inputs of issue 25's kinds): each of these
+// once printed `inf` or `NaN`, hung, or echoed an escape sequence.
+
+/// A skew of 1e308 s made every time `inf`, the mean `inf` and the time lost per second
+/// of skew `NaN`, with exit status 0.
+#[test]
+fn noise_that_would_overflow_the_times_is_refused() {
+    let topo = "topology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n";
+    for noise in [
+        "noise: { skew: { per_rank: [1e308s, 1e308s, 1e308s, 1e308s] } }\nrepeat: 2\n",
+        "noise: { skew: { dist: exponential, scale: 1e300s, fraction: 1 } }\nrepeat: 1000\n",
+        "noise: { slow_ranks: [{ rank: 0, factor: 1e308 }] }\n",
+    ] {
+        let f = File::new(&format!("ranks: 4\n{topo}algorithms: [ring]\nsizes: [4KiB]\n{noise}"));
+        cmd()
+            .args(["run", "--quiet"])
+            .arg(&f.0)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(predicate::str::contains(":5:8: noise: with this noise the sweep's worst run could take"));
+    }
+    // A skew of an hour is noise, not an overflow.
+    let f = File::new(&format!(
+        "ranks: 4\n{topo}algorithms: [ring]\nsizes: [4KiB]\nnoise: {{ skew: {{ per_rank: [3600s] }} }}\nrepeat: 2\n"
+    ));
+    let out = stdout(cmd().args(["run", "--quiet"]).arg(&f.0));
+    assert!(!out.contains("inf") && !out.contains("NaN"), "{out}");
+}
+
+/// Numbers far from 1 in a message are written as `1e-320`, not as 320 digits.
+#[test]
+fn tiny_and_huge_numbers_in_messages_are_in_scientific_notation() {
+    for (rest, want) in [
+        ("algorithms: [ring]\nsizes: [4KiB]\ncompute: { cost_per_byte: -1e-320 }\n", "-1e-320"),
+        ("algorithms: [ring]\nsizes: [4KiB]\nnoise: { slow_links: [{ a: r0, b: r1, factor: 1e308 }] }\n", "1e308"),
+        ("algorithms: [ring]\nsizes: [4KiB]\nnoise: { levels: [1e300, 1e300] }\n", "1e300"),
+        ("algorithms: [{ name: double_binary_tree, chunk: 2.5e-310 }]\nsizes: [4KiB]\n", "2.5e-310"),
+    ] {
+        let f = File::new(&flat("100Gbps", rest));
+        let out = cmd().args(["run", "--quiet"]).arg(&f.0).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{rest}: {err}");
+        assert!(err.contains(want) && !err.contains("00000000"), "{rest}: {err}");
+    }
+    // A refused machine's message gives the bound, not `inf s`.
+    let f = File::new(&flat("2.5e-310", "algorithms: [ring]\nsizes: [4KiB]\n"));
+    let out = cmd().args(["run", "--quiet"]).arg(&f.0).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("takes longer than 1.8e308 s") && !err.contains("inf"), "{err}");
+}
+
+/// `explain` on a machine where times overflow printed `inf` with exit status 0.
+#[test]
+fn explain_refuses_a_machine_of_infinite_times() {
+    cmd()
+        .args(["explain", "ring", "--bandwidth", "1e-320"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not finite numbers"));
+}
+
+/// NCCL has at most 64 channels; 2^32 of them built a schedule for minutes.
+#[test]
+fn nccl_channels_stop_at_sixty_four() {
+    for algo in ["nccl_ring", "nccl_tree"] {
+        cmd()
+            .args(["explain", algo, "--param", "channels=4294967296"])
+            .timeout(std::time::Duration::from_secs(20))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("'channels' must be 1 to 64, not 4294967296"));
+    }
+    let f = File::new(&flat("100Gbps", "algorithms: [{ name: nccl_ring, channels: 65 }]\nsizes: [4KiB]\n"));
+    cmd().arg("run").arg(&f.0).assert().code(2).stderr(predicate::str::contains("1 to 64, not 65"));
+}
+
+/// Writing into a FIFO no process reads waited in `open()` for ever, with no word.
+#[test]
+fn a_fifo_output_without_a_reader_is_refused_before_the_run() {
+    let d = Dir::new();
+    d.write("s.yaml", &flat("100Gbps", "algorithms: [ring]\nsizes: [4KiB]\n"));
+    let fifo = d.0.join("f.json");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    for flag in ["--output", "--trace"] {
+        cmd()
+            .current_dir(&d.0)
+            .args(["run", "s.yaml", "--quiet", flag, "f.json"])
+            .timeout(std::time::Duration::from_secs(20))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!("{flag} f.json: it is a FIFO that no process reads")));
+    }
+    // With a reader, the report goes through the FIFO. The read end is opened without
+    // waiting (O_NONBLOCK), so it is there before the run looks; the report is far below
+    // a pipe's buffer, so the run never waits for it to be read.
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut reader = std::fs::OpenOptions::new().read(true).custom_flags(0o4000).open(&fifo).unwrap();
+    let out = cmd()
+        .current_dir(&d.0)
+        .args(["run", "s.yaml", "--quiet", "--format", "csv", "--output", "f.json"])
+        .timeout(std::time::Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut got = String::new();
+    reader.read_to_string(&mut got).unwrap();
+    assert!(got.starts_with("collective,algorithm,"), "{got}");
+}
+
+/// `calibrate --env NCCL_ALGO=<escape>` echoed the escape sequence in its table.
+#[test]
+fn calibrate_escapes_what_it_echoes() {
+    let d = Dir::new();
+    calibration_inputs(&d);
+    let out = cmd()
+        .current_dir(&d.0)
+        .args(["calibrate", "m.yaml", "a.txt", "--patience", "2", "--env", "NCCL_ALGO=\u{1b}]0;x\u{7}"])
+        .output()
+        .unwrap();
+    assert!(!out.stdout.contains(&0x1b) && !out.stderr.contains(&0x1b), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// Issue 25's documentation items, as the code has them: `explain` leaves the symbol a
+/// condition is about (it printed "for 6 a power of two"), docs/model.md names the
+/// generator the engine uses, docs/sources.md says the bidirectional ring is built.
+#[test]
+fn the_docs_say_what_the_code_does() {
+    let out = stdout(cmd().args(["explain", "butterfly", "--ranks", "6"]));
+    assert!(out.contains("for P a power of two") && !out.contains("for 6 a power"), "{out}");
+    let root = env!("CARGO_MANIFEST_DIR");
+    let model = std::fs::read_to_string(format!("{root}/docs/model.md")).unwrap();
+    assert!(model.contains("SplitMix64") && !model.contains("ChaCha"));
+    let generator = std::fs::read_to_string(format!("{root}/src/sim/data/generator.rs")).unwrap();
+    assert!(generator.contains("SplitMix64") || generator.contains("splitmix"));
+    let sources = std::fs::read_to_string(format!("{root}/docs/sources.md")).unwrap();
+    assert!(sources.contains("built as `bidirectional_ring`"), "docs/sources.md");
+    assert!(
+        allreduce_sim::algos::find_in(allreduce_sim::collective::Collective::Allreduce, "bidirectional_ring").is_some()
+    );
+}

@@ -3,7 +3,9 @@
 //! The fuzz-style properties feed random bytes and mutated scenarios with numbers at
 //! their edges to the parser, and those that parse to the command line with
 //! `--max-memory 64MiB` and a timeout; `merge` gets edited and broken shard reports, and
-//! `run` and `tune` every output flag with colliding, missing and odd paths.
+//! `run` and `tune` every output flag with colliding, missing and odd paths, `merge`,
+//! `plot` and `run --junit` theirs beside their inputs, and `calibrate` broken logs and
+//! machines with odd flags and outputs.
 //!
 //! The fuzz is deterministic: a fixed seed ([`FUZZ_SEED`]), so a run in CI tries the cases
 //! a run at a desk tries. A case that ever fails is kept: proptest writes its seed to
@@ -609,6 +611,201 @@ proptest! {
             .filter(|n| n.contains(".tmp"))
             .collect();
         prop_assert!(left.is_empty(), "{left:?}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
+
+/// Output paths for `merge --output`, `plot --out`, `run --junit` and `calibrate
+/// --output`/`--plot`, relative to a case directory that also holds the inputs those
+/// commands read (`b.json`, `s0.json`, `s1.json`, `m.yaml`, `a.txt`).
+const MORE_OUT_PATHS: &[&str] = &[
+    "out.json",
+    "b.json",
+    "./s0.json",
+    "s1.json",
+    "s.yaml",
+    "link.yaml",
+    "m.yaml",
+    "a.txt",
+    "dir",
+    "dir/",
+    "nodir/x",
+    "g.svg",
+    "/dev/null",
+    "x.xml",
+];
+
+/// The inputs every case of [`more_outputs_never_lose_an_input`] starts with, and the
+/// symbolic link that must stay one.
+fn output_case(d: &std::path::Path) -> Vec<(&'static str, Vec<u8>)> {
+    use allreduce_sim::runner::{RunOptions, run_with};
+    let scenario = "name: s\nranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+                    algorithms: [ring]\nsizes: [4KiB]\n";
+    let report = run_with(&parse_str(scenario, "s.yaml").unwrap(), &RunOptions::default());
+    let shards = shard_reports(2);
+    let inputs: Vec<(&str, Vec<u8>)> = vec![
+        ("s.yaml", scenario.into()),
+        ("b.json", serde_json::to_vec(&report).unwrap()),
+        ("s0.json", shards[0].to_string().into()),
+        ("s1.json", shards[1].to_string().into()),
+        ("m.yaml", CAL_MACHINE.into()),
+        ("a.txt", CAL_LOG.into()),
+        ("old.json", "old".into()),
+    ];
+    for (name, bytes) in &inputs {
+        std::fs::write(d.join(name), bytes).unwrap();
+    }
+    std::os::unix::fs::symlink("s.yaml", d.join("link.yaml")).unwrap();
+    std::fs::create_dir(d.join("dir")).unwrap();
+    inputs
+}
+
+/// The command's inputs (`read` of [`output_case`]'s files) as they were, the link still
+/// a link, no temporary file left.
+fn inputs_kept(
+    d: &std::path::Path,
+    inputs: &[(&str, Vec<u8>)],
+    read: &[&str],
+    what: &str,
+) -> Result<(), TestCaseError> {
+    for (name, bytes) in inputs.iter().filter(|(n, _)| read.contains(n)) {
+        prop_assert!(&std::fs::read(d.join(name)).unwrap() == bytes, "{name} changed by {what}");
+    }
+    prop_assert!(std::fs::symlink_metadata(d.join("link.yaml")).unwrap().file_type().is_symlink());
+    let left: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    prop_assert!(left.is_empty(), "{left:?} left by {what}");
+    Ok(())
+}
+
+/// A small machine and log for `calibrate` (four GPUs of one node, six sizes).
+const CAL_MACHINE: &str = include_str!("../validation/hardware/machines/single_node.yaml");
+const CAL_LOG: &str = include_str!("../validation/hardware/data/astrasim_hgx_h100_p4.txt");
+
+/// Values a field of the log or the machine is replaced with.
+const CAL_EDGES: &[&str] =
+    &["0", "-1", "nan", "inf", "1e400", "1e-320", "18446744073709551616", "x", "", "1e308", "0.5", "\u{1b}[2J"];
+
+/// The log with an edit: a data field replaced, a line cut, bytes changed.
+fn cal_log() -> impl Strategy<Value = Vec<u8>> {
+    let rows: Vec<usize> = CAL_LOG.lines().enumerate().filter(|(_, l)| !l.starts_with('#')).map(|(i, _)| i).collect();
+    prop_oneof![
+        (proptest::sample::select(rows), 0..13usize, pick(CAL_EDGES)).prop_map(|(row, field, v)| {
+            let mut lines: Vec<String> = CAL_LOG.lines().map(str::to_string).collect();
+            let mut fields: Vec<&str> = lines[row].split_whitespace().collect();
+            let at = field % fields.len();
+            fields[at] = v;
+            lines[row] = fields.join("  ");
+            (lines.join("\n") + "\n").into_bytes()
+        }),
+        (0..CAL_LOG.len()).prop_map(|cut| CAL_LOG.as_bytes()[..cut].to_vec()),
+        (any::<prop::sample::Index>(), any::<u8>()).prop_map(|(at, b)| {
+            let mut v = CAL_LOG.as_bytes().to_vec();
+            let i = at.index(v.len());
+            v[i] = b;
+            v
+        }),
+        proptest::collection::vec(any::<u8>(), 0..400),
+    ]
+}
+
+/// The machine with one value replaced.
+fn cal_machine() -> impl Strategy<Value = String> {
+    let keys =
+        proptest::sample::select(vec!["3.4us", "300GB/s", "8.4us", "gpus_per_node: 8", "nodes: 1", "cost_per_byte: 0"]);
+    prop_oneof![
+        3 => Just(CAL_MACHINE.to_string()),
+        2 => (keys, pick(CAL_EDGES)).prop_map(|(k, v)| match k.split_once(": ") {
+            Some((key, _)) => CAL_MACHINE.replacen(k, &format!("{key}: {v}"), 1),
+            None => CAL_MACHINE.replacen(k, v, 1),
+        }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(fuzz_config(30))]
+
+    /// `calibrate` on broken logs and machines, with odd flags and outputs: a documented
+    /// status, a message on every refusal, its inputs never written over.
+    #[test]
+    fn calibrate_always_exits_with_a_documented_status(
+        log in cal_log(),
+        machine in cal_machine(),
+        flags in proptest::collection::vec(
+            proptest::sample::select(vec![
+                "--ranks=0", "--ranks=4", "--ranks=1099511627776", "--gpus-per-node=0", "--gpus-per-node=3",
+                "--env=NCCL_ALGO=Tree", "--env=NCCL_PROTO=Simpel", "--env=NCCL_ALGO=\u{1b}[2J", "--env==",
+                "--fit=topology.intra.bandwidth", "--fit=topology.levels.9.alpha", "--fit=name", "--fit=",
+                "--hold-out=a.txt", "--format=json",
+            ]),
+            0..3,
+        ),
+        outputs in proptest::collection::vec((proptest::sample::select(vec!["--output=", "--plot="]), pick(MORE_OUT_PATHS)), 0..3),
+    ) {
+        let d = case_dir("calibrate");
+        let mut inputs = output_case(&d);
+        std::fs::write(d.join("m.yaml"), &machine).unwrap();
+        std::fs::write(d.join("a.txt"), &log).unwrap();
+        for (name, bytes) in inputs.iter_mut() {
+            if *name == "m.yaml" {
+                *bytes = machine.clone().into_bytes();
+            } else if *name == "a.txt" {
+                *bytes = log.clone();
+            }
+        }
+        let mut c = cmd();
+        c.current_dir(&d).args(["calibrate", "m.yaml", "a.txt", "--patience", "2"]).args(&flags);
+        for (flag, path) in &outputs {
+            c.arg(format!("{flag}{path}"));
+        }
+        let out = c.timeout(Duration::from_secs(20)).output().unwrap();
+        let what = format!("calibrate {flags:?} {outputs:?} on\n{machine}\n{}", String::from_utf8_lossy(&log));
+        documented(&out, &what)?;
+        prop_assert!(!out.stdout.contains(&0x1b) && !out.stderr.contains(&0x1b), "an escape on the terminal: {what}");
+        inputs_kept(&d, &inputs, &["m.yaml", "a.txt"], &what)?;
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// The outputs of `merge`, `plot`, `run --baseline ... --junit` beside `--output`:
+    /// paths that collide with an input or one another, do not exist, are directories or
+    /// devices. A documented status, every input kept.
+    #[test]
+    fn more_outputs_never_lose_an_input(
+        command in proptest::sample::select(vec!["merge", "plot", "junit"]),
+        first in pick(MORE_OUT_PATHS),
+        second in proptest::option::of(pick(MORE_OUT_PATHS)),
+        format in proptest::sample::select(vec!["json", "table", "csv"]),
+    ) {
+        let d = case_dir("more-outputs");
+        let inputs = output_case(&d);
+        let mut c = cmd();
+        c.current_dir(&d);
+        let read: &[&str] = match command {
+            "merge" => &["s0.json", "s1.json"],
+            "plot" => &["b.json"],
+            _ => &["s.yaml", "b.json"],
+        };
+        match command {
+            "merge" => {
+                c.args(["merge", "s0.json", "s1.json", "--format", format, "--output", first]);
+            }
+            "plot" => {
+                c.args(["plot", "b.json", "--out", first]);
+            }
+            _ => {
+                c.args(["run", "s.yaml", "--quiet", "--format", format, "--baseline", "b.json", "--junit", first]);
+                if let Some(o) = second {
+                    c.args(["--output", o]);
+                }
+            }
+        }
+        let out = c.timeout(Duration::from_secs(20)).output().unwrap();
+        let what = format!("{command} {first} {second:?}");
+        documented(&out, &what)?;
+        inputs_kept(&d, &inputs, read, &what)?;
         let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -273,6 +273,10 @@ impl NcclRing {
     pub fn from_params(params: &mut Params) -> Result<NcclRing, ParamError> {
         let proto = protocol(params)?;
         let channels = params.count("channels", 1)?;
+        // NCCL's MAXCHANNELS; more would only make a schedule too large to build.
+        if channels > 64 {
+            return Err(ParamError::new(Some("channels"), format!("'channels' must be 1 to 64, not {channels}")));
+        }
         let chunk = params.size("chunk")?;
         let gpus_per_node = params.count("gpus_per_node", 0)?;
         Ok(NcclRing { proto, channels, chunk, gpus_per_node, collective: Collective::Allreduce })

@@ -238,6 +238,13 @@ impl NcclTree {
     pub fn from_params(params: &mut super::Params) -> Result<NcclTree, super::ParamError> {
         let proto = protocol(params)?;
         let channels = params.count("channels", 2)?;
+        // NCCL's MAXCHANNELS; more would only make a schedule too large to build.
+        if channels > 64 {
+            return Err(super::ParamError::new(
+                Some("channels"),
+                format!("'channels' must be 1 to 64, not {channels}"),
+            ));
+        }
         let chunk = params.size("chunk")?;
         let gpus_per_node = params.count("gpus_per_node", 0)?;
         Ok(NcclTree { proto, channels, chunk, gpus_per_node })

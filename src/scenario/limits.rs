@@ -39,6 +39,68 @@ pub fn check_bytes(s: &Scenario) -> Result<(), String> {
     ))
 }
 
+/// The longest the sweep's worst run could take on this machine without noise, seconds
+/// (infinite when [`check_times`] refuses the machine).
+fn worst_time(s: &Scenario) -> f64 {
+    let p = s.ranks.iter().copied().max().unwrap_or(1) as f64;
+    let size = s.sizes.iter().copied().max().unwrap_or(0) as f64 + s.network.envelope as f64;
+    let messages = worst_messages(p as u64) as f64;
+    let one = |l: crate::topology::Link| p * l.alpha + size / l.bandwidth + size * s.cost_per_byte;
+    s.topology.links().into_iter().map(|l| one(l) * messages).fold(0.0, f64::max)
+}
+
+/// A factor for people: `2`, `1.5`, `1e308`.
+fn factor(x: f64) -> String {
+    if (1e-3..1e6).contains(&x) { format!("{}", (x * 1000.0).round() / 1000.0) } else { format!("{x:.3e}") }
+}
+
+/// How far past its scale a skew draw can reach: `-ln u` for the smallest `u` a 53-bit
+/// draw gives is 36.7 (exponential); the folded normal's `sqrt(2 * 36.7)` is below it.
+const LONGEST_DRAW: f64 = 37.0;
+
+/// Refuse noise under which a run's time, or the statistics over the seeds (the mean, the
+/// spread, the time lost per second of skew, which square and sum the times), would not
+/// be finite: a skew, slowdown or detour so large that the worst run times itself
+/// overflows.
+pub fn check_noise(s: &Scenario) -> Result<(), String> {
+    use crate::sim::noise::{SkewDist, SkewSpec};
+    let Some(n) = &s.noise else { return Ok(()) };
+    let level = n.levels.iter().copied().fold(1.0, f64::max);
+    let skew = match &n.skew {
+        None => 0.0,
+        Some(SkewSpec::PerRank(v)) => v.iter().copied().fold(0.0, f64::max),
+        Some(SkewSpec::Drawn { dist, scale_s, .. }) => match dist {
+            SkewDist::Fixed | SkewDist::Uniform => *scale_s,
+            SkewDist::Normal | SkewDist::Exponential => scale_s * LONGEST_DRAW,
+        },
+    } * level;
+    let slow = n.slow_ranks.iter().map(|r| r.factor).fold(1.0, f64::max)
+        / n.slow_links.iter().map(|l| l.factor).fold(1.0, f64::min);
+    // A detour of d every i stretches the busy time by i / (i - d) at most.
+    let stretch = n.os.as_ref().map_or(1.0, |o| {
+        let d = o.duration_s * level;
+        if d < o.interval_s { o.interval_s / (o.interval_s - d) } else { f64::INFINITY }
+    });
+    let worst = worst_time(s) * slow * stretch + skew;
+    let seeds = f64::from(s.repeat.unwrap_or(1).max(1)) * (n.levels.len() + 1) as f64;
+    // The statistics sum squares of times over the seeds.
+    let limit = (f64::MAX / seeds).sqrt();
+    if worst < limit {
+        return Ok(());
+    }
+    Err(format!(
+        "with this noise the sweep's worst run could take {} (skew {}, slowdown x{}, detours x{}), and \
+         the statistics over {} seed(s) square and sum such times: keep the worst run under {}: lower the \
+         skew, the slowdowns, the detours' share of their interval or the noise levels",
+        fmt_time(worst),
+        fmt_time(skew),
+        factor(slow),
+        factor(stretch),
+        seeds,
+        fmt_time(limit),
+    ))
+}
+
 /// Refuse a machine on which the sweep's messages would take a time that is not a finite
 /// number: a bandwidth so small (or a latency or `cost_per_byte` so large) that `S / B`
 /// overflows.
@@ -58,7 +120,7 @@ pub fn check_times(s: &Scenario) -> Result<(), String> {
                 fmt_time(link.alpha),
                 fmt_bandwidth(link.bandwidth),
                 fmt_time(s.cost_per_byte),
-                fmt_time(one),
+                if one.is_finite() { fmt_time(one) } else { format!("longer than {}", fmt_time(f64::MAX)) },
                 messages,
                 p,
                 fmt_time(f64::MAX).trim_end_matches(" s"),

@@ -204,11 +204,13 @@ enum Scalar {
 }
 
 impl Scalar {
-    /// The text the unit parsers read: numbers in shortest round-trip form.
+    /// The text the unit parsers read: numbers in shortest round-trip form, in
+    /// scientific notation far from 1 (`1e-320`, not 320 digits, in a message).
     fn text(&self) -> String {
         match self {
             Scalar::UInt(v) => v.to_string(),
             Scalar::Int(v) => v.to_string(),
+            Scalar::Float(v) if *v != 0.0 && !(1e-5..1e16).contains(&v.abs()) => format!("{v:?}"),
             Scalar::Float(v) => v.to_string(),
             Scalar::Str(s) => s.clone(),
             Scalar::Bool(b) => b.to_string(),
@@ -872,6 +874,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
 
     // network
     let network = network(src, r.network.map(|n| n.value), &topology)?;
+    let noise_at = r.noise.as_ref().map(|n| n.referenced);
     let noise = r.noise.map(|n| noise::noise(src, n, &network)).transpose()?;
     let repeat = r.repeat.map(|v| noise::repeat(src, &v)).transpose()?;
 
@@ -1024,6 +1027,9 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     };
     limits::check_bytes(&s).map_err(|e| src.err(&largest, format!("sizes: {e}")))?;
     limits::check_times(&s).map_err(|e| src.err(&topology_at, format!("topology: {e}")))?;
+    if let Some(at) = noise_at {
+        limits::check_noise(&s).map_err(|e| src.err(&at, format!("noise: {e}")))?;
+    }
     Ok(s)
 }
 
@@ -1316,6 +1322,7 @@ impl Overrides {
             let flag = if self.sizes.is_some() { "--sizes" } else { "--ranks" };
             limits::check_bytes(s).map_err(|e| ScenarioError::flag(flag, e))?;
             limits::check_times(s).map_err(|e| ScenarioError::flag(flag, e))?;
+            limits::check_noise(s).map_err(|e| ScenarioError::flag(flag, e))?;
         }
         Ok(())
     }

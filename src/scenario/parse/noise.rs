@@ -132,11 +132,13 @@ fn levels(src: &Src, raw: Spanned<Vec<Spanned<Scalar>>>, spec: &NoiseSpec) -> Re
     for v in &raw.value {
         let x = number(src, v, "noise.levels")?;
         if x <= 0.0 {
-            return Err(src
-                .err(&v.referenced, format!("noise.levels: a level multiplies the noise; give one above 0, not {x}")));
+            return Err(src.err(
+                &v.referenced,
+                format!("noise.levels: a level multiplies the noise; give one above 0, not {}", num(x)),
+            ));
         }
         if out.contains(&x) {
-            return Err(src.err(&v.referenced, format!("noise.levels: {x} is listed twice")));
+            return Err(src.err(&v.referenced, format!("noise.levels: {} is listed twice", num(x))));
         }
         if let Some(o) = &spec.os
             && o.duration_s * x >= o.interval_s
@@ -144,7 +146,8 @@ fn levels(src: &Src, raw: Spanned<Vec<Spanned<Scalar>>>, spec: &NoiseSpec) -> Re
             return Err(src.err(
                 &v.referenced,
                 format!(
-                    "noise.levels: at {x} an OS detour ({:e} s) would not end before the next (interval {:e} s)",
+                    "noise.levels: at {} an OS detour ({:e} s) would not end before the next (interval {:e} s)",
+                    num(x),
                     o.duration_s * x,
                     o.interval_s
                 ),
@@ -300,7 +303,7 @@ fn skew(src: &Src, raw: Spanned<RawSkew>) -> Result<SkewSpec, ScenarioError> {
             if !(0.0..=1.0).contains(&f) {
                 return Err(src.err(
                     &v.referenced,
-                    format!("noise.skew.fraction: the share of ranks that are late, from 0 to 1, not {f}"),
+                    format!("noise.skew.fraction: the share of ranks that are late, from 0 to 1, not {}", num(f)),
                 ));
             }
             f
@@ -362,7 +365,7 @@ fn slow_ranks(src: &Src, raw: Spanned<Vec<Spanned<RawSlowRank>>>) -> Result<Vec<
         if factor < 1.0 {
             return Err(src.err(
                 &factor_at.referenced,
-                format!("noise.slow_ranks.factor: {factor} would make the rank faster; give 1 or more"),
+                format!("noise.slow_ranks.factor: {} would make the rank faster; give 1 or more", num(factor)),
             ));
         }
         out.push(SlowRank { rank, factor });
@@ -414,7 +417,8 @@ fn slow_links(
             return Err(src.err(
                 &factor_at.referenced,
                 format!(
-                    "noise.slow_links.factor: the share of the bandwidth left, above 0 and at most 1, not {factor}"
+                    "noise.slow_links.factor: the share of the bandwidth left, above 0 and at most 1, not {}",
+                    num(factor)
                 ),
             ));
         }
@@ -423,4 +427,10 @@ fn slow_links(
         out.push(SlowLink { a, b, factor });
     }
     Ok(out)
+}
+
+/// A number in a message: as written for everyday values (`3`, `0.5`), in scientific
+/// notation far from 1 (`1e308`, not 309 digits).
+fn num(x: f64) -> String {
+    if x != 0.0 && !(1e-5..1e16).contains(&x.abs()) { format!("{x:?}") } else { format!("{x}") }
 }
