@@ -281,9 +281,10 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
             let id = tokens.iter().position(|t| *t == "device").and_then(|k| tokens.get(k + 1)?.parse().ok());
             cur.device_ids.push(id);
             // The bracket after the device number: `[0000:4a:00]`.
-            let bus = comment.find('[').zip(comment.find(']')).and_then(|(a, b)| {
-                (a < b).then(|| crate::topology::pci_bus_key(&comment[a + 1..b])).flatten()
-            });
+            let bus = comment
+                .find('[')
+                .zip(comment.find(']'))
+                .and_then(|(a, b)| (a < b).then(|| crate::topology::pci_bus_key(&comment[a + 1..b])).flatten());
             cur.device_buses.push(bus);
             if !cur.hosts.iter().any(|h| h == host) {
                 cur.hosts.push((*host).to_string());

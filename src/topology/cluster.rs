@@ -1176,7 +1176,7 @@ mod tests {
                             let &(_, next) = out.iter().find(|e| e.0 == id).expect("route link in the graph");
                             let name = c.link_name(id);
                             let (from, to) = name.split_once("->").unwrap();
-                            if !name.contains("pcie.") {
+                            if !name.contains(".in->") {
                                 assert_eq!((from, to), (c.node_name(at).as_str(), c.node_name(next).as_str()));
                             }
                             at = next;
@@ -1248,6 +1248,118 @@ mod tests {
         let mut r = Vec::new();
         one.route(0, 1, &mut r);
         assert_eq!(one.link_name(r[1]), "n0pcie.in->n0pcie.out");
+    }
+
+    /// 2 nodes x 4 GPUs on PCIe, GPUs 0, 1 under socket 0 and 2, 3 under socket 1.
+    fn two_sockets() -> ClusterSpec {
+        let mut s = spec(IntraKind::Pcie, 2, 4, 1);
+        s.intra.sockets = vec![vec![0, 1], vec![2, 3]];
+        s.intra.socket_link =
+            Some(SocketLink { alpha_s: PerProto { ll: 0.25e-6, ll128: 0.5e-6, simple: 1e-6 }, bandwidth: 40e9 });
+        s
+    }
+
+    fn near_link(got: Link, alpha: f64, bandwidth: f64) {
+        assert!((got.alpha - alpha).abs() < 1e-18 && got.bandwidth == bandwidth, "{got:?}, want {alpha} {bandwidth}");
+    }
+
+    #[test]
+    fn pcie_pairs_cost_by_socket() {
+        let c = Cluster::new(&two_sockets(), 8).unwrap();
+        routes_match(&c);
+        // Under one CPU: intra as given; across: the socket link's alpha added and its
+        // bandwidth the cap; across nodes: the NIC, whatever the sockets.
+        near_link(c.link(0, 1), 2e-6, 100e9);
+        near_link(c.link(6, 7), 2e-6, 100e9);
+        near_link(c.link(1, 2), 3e-6, 40e9);
+        near_link(c.link(7, 4), 3e-6, 40e9);
+        near_link(c.link(0, 6), 3e-6, 25e9);
+        let ll = c.clone().with_protocol(Proto::Ll);
+        near_link(ll.link(0, 3), 0.75e-6, 20e9);
+        near_link(ll.link(2, 3), 0.5e-6, 50e9);
+        let name = |a, b| {
+            let mut r = Vec::new();
+            c.route(a, b, &mut r);
+            r.iter().map(|&id| c.link_name(id)).collect::<Vec<_>>()
+        };
+        assert_eq!(name(0, 1), ["n0g0->n0cpu0", "n0cpu0.in->n0cpu0.out", "n0cpu0->n0g1"]);
+        assert_eq!(
+            name(5, 6),
+            ["n1g1->n1cpu0", "n1cpu0.in->n1cpu0.out", "n1cpu0->n1cpu1", "n1cpu1.in->n1cpu1.out", "n1cpu1->n1g2"]
+        );
+        assert_eq!(name(3, 0)[2], "n0cpu1->n0cpu0");
+        // Two pair classes inside a node: no single level, not uniform; the best link
+        // is the pair under one CPU.
+        assert!(c.levels().is_none() && c.uniform().is_none());
+        assert_eq!(c.best_link().0, Link { alpha: 2e-6, bandwidth: 100e9 });
+        assert_eq!(c.describe(), "cluster 2 nodes x 4 GPUs (pcie, 2 sockets), 1 NIC per node, rail-optimized");
+        // Two ranks on GPUs 0 and 1 (one socket): one class again; four span both.
+        let one = Cluster::new(&two_sockets(), 2).unwrap();
+        routes_match(&one);
+        assert_eq!(one.uniform(), Some((Link { alpha: 2e-6, bandwidth: 100e9 }, 1)));
+        assert_eq!(one.levels().unwrap().len(), 1);
+        let four = Cluster::new(&two_sockets(), 4).unwrap();
+        routes_match(&four);
+        assert!(four.uniform().is_none() && four.levels().is_none());
+        // Three sockets, one GPU each and one GPU alone under the last: every ordered
+        // pair of sockets has its own link.
+        let mut s3 = spec(IntraKind::Pcie, 1, 4, 1);
+        s3.intra.sockets = vec![vec![0, 1], vec![3], vec![2]];
+        s3.intra.socket_link = two_sockets().intra.socket_link;
+        let c3 = Cluster::new(&s3, 4).unwrap();
+        routes_match(&c3);
+        let mut r = Vec::new();
+        c3.route(3, 2, &mut r);
+        assert_eq!(c3.link_name(r[2]), "n0cpu1->n0cpu2");
+        near_link(c3.link(2, 1), 3e-6, 40e9);
+    }
+
+    #[test]
+    fn a_pair_across_sockets_detours_through_the_nic() {
+        use crate::topology::detour;
+        let c = Cluster::new(&two_sockets(), 8).unwrap();
+        let mut r = Vec::new();
+        assert!(detour(&c, 1, 2, |id| c.link_name(id) == "n0cpu0->n0cpu1", &mut r));
+        let names: Vec<String> = r.iter().map(|&id| c.link_name(id)).collect();
+        assert_eq!(names, ["n0g1->n0nic0", "n0nic0->n0g2"]);
+    }
+
+    #[test]
+    fn sockets_are_checked() {
+        let bad = |f: &dyn Fn(&mut ClusterSpec)| {
+            let mut s = two_sockets();
+            f(&mut s);
+            Cluster::new(&s, 8).unwrap_err()
+        };
+        assert!(bad(&|s| s.intra.sockets = vec![vec![0, 1], vec![2]]).contains("GPU 3 is under no socket"));
+        assert!(
+            bad(&|s| s.intra.sockets = vec![vec![0, 1], vec![1, 2, 3]]).contains("GPU 1 is already under socket 0")
+        );
+        assert!(bad(&|s| s.intra.sockets = vec![vec![0, 1, 2, 3], vec![]]).contains("a socket without GPUs"));
+        assert!(bad(&|s| s.intra.sockets = vec![vec![0, 1], vec![2, 4]]).contains("GPU 4 is not one of"));
+        assert!(bad(&|s| s.intra.socket_link = None).contains("need intra.socket_link"));
+        assert!(bad(&|s| s.intra.sockets = vec![vec![0, 1, 2, 3]]).contains("applies only where"));
+        assert!(bad(&|s| s.intra.kind = IntraKind::Nvswitch).contains("applies to kind pcie only"));
+        assert!(bad(&|s| s.intra.socket_link.as_mut().unwrap().bandwidth = 0.0).contains("a bandwidth above 0"));
+        assert!(bad(&|s| s.intra.pci_bus = vec!["0000:4a".into()]).contains("names 1 GPUs but a node has 4"));
+    }
+
+    #[test]
+    fn pci_buses_as_logs_and_lspci_write_them() {
+        for (text, want) in [
+            ("4a", "0000:4a"),
+            ("0x4A", "0000:4a"),
+            ("61", "0000:61"),
+            ("[0000:ca:00]", "0000:ca"),
+            ("0000:e1:00.0", "0000:e1"),
+            ("e1:00.0", "0000:e1"),
+            ("0001:4a", "0001:4a"),
+        ] {
+            assert_eq!(pci_bus_key(text).as_deref(), Some(want), "{text}");
+        }
+        for text in ["", "0x0g", "14a", "4a:zz", "0:1:2:3", "[]"] {
+            assert_eq!(pci_bus_key(text), None, "{text}");
+        }
     }
 
     #[test]
