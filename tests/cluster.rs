@@ -408,28 +408,32 @@ fn bad_sockets_are_located_and_explained() {
         (
             "sockets: [[0, 1], [2, 3]]",
             "sockets: [[0, 1], [1, 2, 3]]",
-            "bad.yaml:11:14: topology: intra.sockets[1]: GPU 1",
+            "bad.yaml:10:14: topology: intra.sockets[1]: GPU 1",
         ),
         (
             "sockets: [[0, 1], [2, 3]]",
             "sockets: [[0, 1], [2, 4]]",
-            "bad.yaml:11:26: topology.intra.sockets[1]: 4 is not",
+            "bad.yaml:10:27: topology.intra.sockets[1]: 4 is not",
         ),
         (
             "    socket_link: { alpha: 0us, bandwidth: 20GB/s }\n",
             "",
-            "bad.yaml:11:14: topology.intra: missing key 'socket_link'",
+            "bad.yaml:10:14: topology.intra: missing key 'socket_link'",
         ),
         (
             "sockets: [[0, 1], [2, 3]]",
             "sockets: [[0, 1, 2, 3]]",
-            "bad.yaml:12:18: topology.intra.socket_link: applies only",
+            "bad.yaml:11:18: topology.intra.socket_link: applies only",
         ),
         ("kind: pcie", "kind: nvswitch", "topology.intra.sockets: applies to kind pcie only"),
         ("{ alpha: 0us, bandwidth: 20GB/s }", "{ alpha: 0us }", "socket_link: missing key 'bandwidth'"),
         ("{ alpha: 0us,", "{ alpha: { ll: 1us },", "socket_link.alpha: missing ll128, simple"),
         ("kind: pcie", "kind: pcie\n    pci_bus: [\"4a\", \"61\"]", "pci_bus: names 2 GPUs but a node has 4"),
-        ("kind: pcie", "kind: pcie\n    pci_bus: [\"4a\", \"61\", \"zz\", \"e1\"]", "pci_bus[2]: zz is not a PCI bus"),
+        (
+            "kind: pcie",
+            "kind: pcie\n    pci_bus: [\"4a\", \"61\", \"zz\", \"e1\"]",
+            "pci_bus[2]: 'zz' is not a PCI bus",
+        ),
         (
             "kind: pcie",
             "kind: pcie\n    pci_bus: [\"4a\", \"61\", \"0000:4a:00\", \"e1\"]",

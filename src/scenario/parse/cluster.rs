@@ -490,7 +490,7 @@ fn pci_buses(src: &Src, raw: Spanned<Vec<Spanned<Scalar>>>, gpus: usize) -> Resu
                 &v.referenced,
                 format!(
                     "topology.intra.pci_bus[{g}]: {} is not a PCI bus; write it as lspci or nccl-tests does, \
-                     e.g. \"4a\" or \"0000:4a:00\" (quote it: a bus such as 61 would read as a number)",
+                     e.g. \"4a\" or \"0000:4a:00\"",
                     v.value.shown()
                 ),
             )
