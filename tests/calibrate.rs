@@ -276,6 +276,42 @@ fn a_log_of_part_of_an_nvlink_node_runs_on_that_node() {
     assert!(busbw(&logs[2]) > 5.0 * busbw(&logs[0]), "{} vs {}", busbw(&logs[2]), busbw(&logs[0]));
 }
 
+/// The L40S machine names its GPUs by PCI bus: the P = 2 log's ranks (buses 4a and ca)
+/// run on GPUs under different CPU sockets, so the log's large sizes fit the link between
+/// the sockets. Without the buses the two ranks take GPUs 0 and 1, under one CPU, and no
+/// point depends on that link.
+#[test]
+fn a_pcie_log_runs_on_the_gpus_its_buses_name() {
+    let m = Path::new(env!("CARGO_MANIFEST_DIR")).join("validation/hardware/machines/l40s_pcie.yaml");
+    let fit = |machine: &Path| {
+        let r = bin()
+            .arg("calibrate")
+            .arg(machine)
+            .arg(data("l40s_p2_ring.txt"))
+            .args(["--fit", "topology.intra.socket_link.bandwidth,topology.launch.ll,topology.launch.simple"])
+            .args(["--patience", "3", "--format", "json"])
+            .assert()
+            .success();
+        let j: serde_json::Value = serde_json::from_slice(&r.get_output().stdout).unwrap();
+        j["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["path"] == "topology.intra.socket_link.bandwidth")
+            .cloned()
+            .unwrap()
+    };
+    let across = fit(&m);
+    let bw = across["value"].as_f64().unwrap();
+    assert!(across["fitted"] == true && (14e9..17e9).contains(&bw), "{across}");
+    let text = std::fs::read_to_string(&m).unwrap();
+    let bus_line = text.lines().find(|l| l.trim_start().starts_with("pci_bus:")).unwrap();
+    let unnamed = tmp("l40s_no_buses.yaml");
+    std::fs::write(&unnamed, text.replace(bus_line, "")).unwrap();
+    let under_one = fit(&unnamed);
+    assert!(under_one["fitted"] == false, "{under_one}");
+}
+
 #[test]
 fn bad_input_is_one_message_and_status_2() {
     let m = tmp("m.yaml");

@@ -387,3 +387,82 @@ fn explain_on_a_cluster_counts_the_launch() {
     // The schedule's first message leaves after the launch.
     assert!(text.contains("reduce    4 us  166 us"), "{text}");
 }
+
+/// A PCIe node of 4 GPUs, two under each CPU socket.
+const SOCKETS: &str = "
+topology:
+  kind: cluster
+  nodes: 1
+  gpus_per_node: 4
+  intra:
+    kind: pcie
+    alpha: 2us
+    bandwidth: 32GB/s
+    sockets: [[0, 1], [2, 3]]
+    socket_link: { alpha: 0us, bandwidth: 20GB/s }
+  launch: 5us
+algorithms: [ring]
+sizes: 4MiB
+";
+
+#[test]
+fn a_ring_across_cpu_sockets_runs_at_the_socket_link() {
+    let s = (4 << 20) as f64;
+    // Two ranks take GPUs 0 and 1, under one CPU: the pair as given.
+    let two = run(&scenario(&SOCKETS.replace("sizes:", "ranks: 2\nsizes:")));
+    close(two.time_s, 5e-6 + 2.0 * (2e-6 + s / 2.0 / 32e9));
+    // Four: GPUs 1 and 3 send across the sockets at 20 GB/s and hold the ring back in
+    // every step; the pairs under one CPU wait for them.
+    let four = run(&scenario(SOCKETS));
+    close(four.time_s, 5e-6 + 6.0 * (2e-6 + s / 4.0 / 20e9));
+    // Under flow each socket's PCIe core carries three of a step's four messages (its
+    // own pair's and both crossings): a third of 32 GB/s each, below the link's 20.
+    let flow = run(&scenario(&format!("{SOCKETS}network: {{ model: flow, sharing: maxmin }}\n")));
+    close(flow.time_s, 5e-6 + 6.0 * (2e-6 + s / 4.0 / (32e9 / 3.0)));
+    assert_eq!(flow.links_shared, Some(true));
+}
+
+#[test]
+fn bad_sockets_are_located_and_explained() {
+    let cases = [
+        (
+            "sockets: [[0, 1], [2, 3]]",
+            "sockets: [[0, 1], [1, 2, 3]]",
+            "bad.yaml:10:14: topology: intra.sockets[1]: GPU 1",
+        ),
+        (
+            "sockets: [[0, 1], [2, 3]]",
+            "sockets: [[0, 1], [2, 4]]",
+            "bad.yaml:10:27: topology.intra.sockets[1]: 4 is not",
+        ),
+        (
+            "    socket_link: { alpha: 0us, bandwidth: 20GB/s }\n",
+            "",
+            "bad.yaml:10:14: topology.intra: missing key 'socket_link'",
+        ),
+        (
+            "sockets: [[0, 1], [2, 3]]",
+            "sockets: [[0, 1, 2, 3]]",
+            "bad.yaml:11:18: topology.intra.socket_link: applies only",
+        ),
+        ("kind: pcie", "kind: nvswitch", "topology.intra.sockets: applies to kind pcie only"),
+        ("{ alpha: 0us, bandwidth: 20GB/s }", "{ alpha: 0us }", "socket_link: missing key 'bandwidth'"),
+        ("{ alpha: 0us,", "{ alpha: { ll: 1us },", "socket_link.alpha: missing ll128, simple"),
+        ("kind: pcie", "kind: pcie\n    pci_bus: [\"4a\", \"61\"]", "pci_bus: names 2 GPUs but a node has 4"),
+        (
+            "kind: pcie",
+            "kind: pcie\n    pci_bus: [\"4a\", \"61\", \"zz\", \"e1\"]",
+            "pci_bus[2]: 'zz' is not a PCI bus",
+        ),
+        (
+            "kind: pcie",
+            "kind: pcie\n    pci_bus: [\"4a\", \"61\", \"0000:4a:00\", \"e1\"]",
+            "bus 0000:4a is GPU 0's already",
+        ),
+    ];
+    for (from, to, want) in cases {
+        assert!(SOCKETS.contains(from), "{from}");
+        let msg = error(&SOCKETS.replace(from, to));
+        assert!(msg.contains(want), "{to}:\n{msg}\nwanted: {want}");
+    }
+}

@@ -57,6 +57,9 @@ pub struct Run {
     /// Each rank's device number on its host (`device 3`), in rank order, where the
     /// header lists every rank's; empty otherwise.
     pub device_ids: Vec<usize>,
+    /// Each rank's PCI bus (`0000:4a`, [`crate::topology::pci_bus_key`]), in rank order,
+    /// where the header gives every rank's; empty otherwise.
+    pub device_buses: Vec<String>,
     /// The NCCL version the log prints (`2.26.2`), where it does.
     pub nccl_version: Option<String>,
     /// NCCL environment variables the log shows (`NCCL_ALGO` -> `Ring`), by name.

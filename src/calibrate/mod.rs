@@ -539,8 +539,9 @@ pub fn shape(tree: &mut Yaml, kind: &str, run: &Run) -> Result<(), String> {
             if n == 1 && g < node {
                 // Part of one node: the run's GPUs are some of the machine's, which keeps
                 // its node (an NVLink list names all of its GPUs). The cluster runs P
-                // ranks on a node's first P GPUs, so the GPUs the log names are moved there.
-                first_gpus(tree, node, &run.device_ids)?;
+                // ranks on a node's first P GPUs, so the GPUs the log names (by PCI bus
+                // or device number) are moved there.
+                first_gpus(tree, node, &run.device_ids, &run.device_buses)?;
             } else {
                 tree.set("topology.gpus_per_node", Yaml::UInt(g as u64))?;
             }
@@ -570,11 +571,29 @@ pub fn shape(tree: &mut Yaml, kind: &str, run: &Run) -> Result<(), String> {
     tree.set("ranks", Yaml::UInt(p as u64))
 }
 
-/// Renumber the GPUs of a `node`-GPU machine's NVLink list (`topology.intra.links`) so
-/// that the devices a log names (`ids`, in rank order) become GPUs 0, 1, ..., the others
-/// following in their order. Nothing changes without such a list, or where the log does
-/// not name distinct devices of the node (the run then takes the node's first GPUs).
-fn first_gpus(tree: &mut Yaml, node: usize, ids: &[usize]) -> Result<(), String> {
+/// Renumber the GPUs of a `node`-GPU machine (its NVLink list `topology.intra.links`,
+/// its sockets `topology.intra.sockets`) so that the devices a log names become GPUs 0,
+/// 1, ..., in rank order, the others following in their order. A log's devices are the
+/// GPUs whose PCI buses (`topology.intra.pci_bus`) its device lines give, where the
+/// machine lists the buses and every rank's is one of them; else its device numbers
+/// (`ids`). Nothing changes where the log does not name distinct devices of the node (the
+/// run then takes the node's first GPUs).
+fn first_gpus(tree: &mut Yaml, node: usize, ids: &[usize], buses: &[String]) -> Result<(), String> {
+    let machine_buses: Vec<Option<String>> = match tree.get("topology.intra.pci_bus") {
+        Some(Yaml::Seq(v)) => v
+            .iter()
+            .map(|y| match y {
+                Yaml::Str(s) => topology::pci_bus_key(s),
+                Yaml::UInt(u) => topology::pci_bus_key(&u.to_string()),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let by_bus: Option<Vec<usize>> = (!buses.is_empty() && !machine_buses.is_empty())
+        .then(|| buses.iter().map(|b| machine_buses.iter().position(|m| m.as_ref() == Some(b))).collect())
+        .flatten();
+    let ids = by_bus.as_deref().unwrap_or(ids);
     let mut seen = vec![false; node];
     for &d in ids {
         if d >= node || seen[d] {
@@ -582,26 +601,46 @@ fn first_gpus(tree: &mut Yaml, node: usize, ids: &[usize]) -> Result<(), String>
         }
         seen[d] = true;
     }
-    let Some(Yaml::Seq(links)) = tree.get("topology.intra.links") else { return Ok(()) };
     let order: Vec<usize> = ids.iter().copied().chain((0..node).filter(|&d| !seen[d])).collect();
     let mut new = vec![0; node];
     for (to, &from) in order.iter().enumerate() {
         new[from] = to;
     }
-    let links: Vec<Yaml> = links
-        .iter()
-        .map(|l| match l {
-            Yaml::Seq(v) if v.len() == 3 => {
-                let gpu = |y: &Yaml| match y {
-                    Yaml::UInt(u) if (*u as usize) < node => Yaml::UInt(new[*u as usize] as u64),
-                    other => other.clone(),
-                };
-                Yaml::Seq(vec![gpu(&v[0]), gpu(&v[1]), v[2].clone()])
-            }
-            other => other.clone(),
-        })
-        .collect();
-    tree.set("topology.intra.links", Yaml::Seq(links))
+    let gpu = |y: &Yaml| match y {
+        Yaml::UInt(u) if (*u as usize) < node => Yaml::UInt(new[*u as usize] as u64),
+        other => other.clone(),
+    };
+    if let Some(Yaml::Seq(links)) = tree.get("topology.intra.links") {
+        let links: Vec<Yaml> = links
+            .iter()
+            .map(|l| match l {
+                Yaml::Seq(v) if v.len() == 3 => Yaml::Seq(vec![gpu(&v[0]), gpu(&v[1]), v[2].clone()]),
+                other => other.clone(),
+            })
+            .collect();
+        tree.set("topology.intra.links", Yaml::Seq(links))?;
+    }
+    if let Some(Yaml::Seq(sockets)) = tree.get("topology.intra.sockets") {
+        let sockets: Vec<Yaml> = sockets
+            .iter()
+            .map(|l| match l {
+                Yaml::Seq(v) => Yaml::Seq(v.iter().map(gpu).collect()),
+                other => other.clone(),
+            })
+            .collect();
+        tree.set("topology.intra.sockets", Yaml::Seq(sockets))?;
+    }
+    if !machine_buses.is_empty()
+        && let Some(Yaml::Seq(v)) = tree.get("topology.intra.pci_bus")
+        && v.len() == node
+    {
+        let mut moved = v.clone();
+        for (from, y) in v.iter().enumerate() {
+            moved[new[from]] = y.clone();
+        }
+        tree.set("topology.intra.pci_bus", Yaml::Seq(moved))?;
+    }
+    Ok(())
 }
 
 /// The most rounds of fitting with NCCL's picks held, then picking again at the fitted

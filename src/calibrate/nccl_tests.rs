@@ -111,6 +111,8 @@ struct Partial {
     devices: Vec<String>,
     /// Each listed rank's device number, `None` where a line did not give one.
     device_ids: Vec<Option<usize>>,
+    /// Each listed rank's PCI bus, `None` where a line did not give one.
+    device_buses: Vec<Option<String>>,
     columns: Option<Columns>,
     samples: Vec<Sample>,
     /// (redop, root, elems, bytes) of the first row: the collective when no test name says it.
@@ -278,6 +280,12 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
             cur.ranks += 1;
             let id = tokens.iter().position(|t| *t == "device").and_then(|k| tokens.get(k + 1)?.parse().ok());
             cur.device_ids.push(id);
+            // The bracket after the device number: `[0000:4a:00]`.
+            let bus = comment
+                .find('[')
+                .zip(comment.find(']'))
+                .and_then(|(a, b)| (a < b).then(|| crate::topology::pci_bus_key(&comment[a + 1..b])).flatten());
+            cur.device_buses.push(bus);
             if !cur.hosts.iter().any(|h| h == host) {
                 cur.hosts.push((*host).to_string());
             }
@@ -480,6 +488,7 @@ fn finish(p: Partial, file: &str, env: &BTreeMap<String, String>, version: &Opti
         gpus_per_node,
         devices: p.devices,
         device_ids: p.device_ids.iter().copied().collect::<Option<Vec<usize>>>().unwrap_or_default(),
+        device_buses: p.device_buses.into_iter().collect::<Option<Vec<String>>>().unwrap_or_default(),
         nccl_version: version.clone(),
         env: env.clone(),
         dtype: p.dtype,

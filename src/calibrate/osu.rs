@@ -96,6 +96,7 @@ pub fn parse(text: &str, file: &str, ranks: Option<usize>) -> Result<Run, LogErr
         gpus_per_node: None,
         devices: Vec::new(),
         device_ids: Vec::new(),
+        device_buses: Vec::new(),
         nccl_version: None,
         env: BTreeMap::new(),
         dtype: dtype.map(|d| match d.as_str() {

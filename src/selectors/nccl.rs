@@ -274,7 +274,16 @@ impl Inputs {
                 gbps(levels[levels.len() - 1].1.bandwidth),
             ),
             None => {
-                let bw = gbps(topo.best_link().0.bandwidth);
+                // One PCIe node whose pairs differ (GPUs under two CPU sockets): NCCL's
+                // search lays its ring and its chain in rank order at the speed of their
+                // slowest hop, the one across sockets.
+                let bw = match shape_nodes {
+                    Some(1) if topo.intra_pcie() && ranks > 1 => {
+                        (0..ranks).map(|r| topo.link(r, (r + 1) % ranks).bandwidth).fold(f64::INFINITY, f64::min)
+                    }
+                    _ => topo.best_link().0.bandwidth,
+                };
+                let bw = gbps(bw);
                 (ranks.max(1), bw, bw)
             }
         };

@@ -122,6 +122,28 @@ pub struct IntraSpec {
     /// (loads the switch adds, stores it copies to every GPU) move data; 1 unless given.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub nvls_efficiency: f64,
+    /// PCIe only: the node's GPUs under each CPU socket, every GPU once; empty is one
+    /// socket holding them all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sockets: Vec<Vec<usize>>,
+    /// PCIe with two or more sockets: the link between two CPUs, which a pair across
+    /// sockets crosses on top of the pair cost inside one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_link: Option<SocketLink>,
+    /// Each GPU's PCI bus (`4a`, `0000:4a:00`), where given: only `calibrate` reads it,
+    /// to put a log's ranks on the GPUs its device lines name by bus.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pci_bus: Vec<String>,
+}
+
+/// `intra.socket_link` of a PCIe node: between two CPU sockets, each way.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SocketLink {
+    /// Seconds a message crossing it adds, per protocol.
+    pub alpha_s: PerProto,
+    /// Bytes per second each way between two sockets.
+    #[serde(rename = "bandwidth_Bps")]
+    pub bandwidth: f64,
 }
 
 fn one() -> f64 {
@@ -235,7 +257,16 @@ impl ClusterSpec {
         ClusterSpec {
             nodes,
             gpus_per_node: gpus,
-            intra: IntraSpec { kind, alpha_s, bandwidth, links: Vec::new(), nvls_efficiency: 1.0 },
+            intra: IntraSpec {
+                kind,
+                alpha_s,
+                bandwidth,
+                links: Vec::new(),
+                nvls_efficiency: 1.0,
+                sockets: Vec::new(),
+                socket_link: None,
+                pci_bus: Vec::new(),
+            },
             nics_per_node: nics,
             inter,
             fabric: FabricSpec { kind: FabricKind::RailOptimized, hosts_per_leaf: None, spines: 1, uplink: None },
@@ -263,6 +294,9 @@ pub struct Cluster {
     bundles: Vec<(usize, usize, u32)>,
     nv_routes: Vec<NvRoute>,
     nv_ports: Vec<u32>,
+    /// PCIe: the socket of each of a node's GPUs, and how many sockets a node has.
+    socket_of: Vec<usize>,
+    sockets: usize,
 }
 
 impl Cluster {
@@ -299,6 +333,7 @@ impl Cluster {
         } else {
             (Vec::new(), Vec::new(), Vec::new())
         };
+        let (socket_of, sockets) = socket_map(g, &spec.intra.sockets)?;
         Ok(Cluster {
             spec: spec.clone(),
             ranks,
@@ -311,6 +346,8 @@ impl Cluster {
             bundles,
             nv_routes,
             nv_ports,
+            socket_of,
+            sockets,
         })
     }
 
@@ -371,6 +408,12 @@ impl Cluster {
     fn pcie_core(&self) -> Link {
         Link { alpha: 0.0, bandwidth: self.spec.intra.bandwidth * self.eff() }
     }
+    /// Between two CPU sockets (only a machine with two or more has one).
+    fn socket_hop(&self) -> Link {
+        let l =
+            self.spec.intra.socket_link.unwrap_or(SocketLink { alpha_s: PerProto::all(0.0), bandwidth: f64::INFINITY });
+        Link { alpha: l.alpha_s.of(self.proto), bandwidth: l.bandwidth * self.eff() }
+    }
     fn bundle(&self, e: usize) -> Link {
         let count = f64::from(self.bundles[e].2);
         Link {
@@ -398,6 +441,9 @@ impl Cluster {
     fn near(&self, ga: usize, gb: usize) -> Link {
         match self.spec.intra.kind {
             IntraKind::Nvswitch => fold(&[self.intra_half(), self.intra_half()]),
+            IntraKind::Pcie if self.socket_of[ga] != self.socket_of[gb] => {
+                fold(&[self.intra_half(), self.pcie_core(), self.socket_hop(), self.pcie_core(), self.intra_half()])
+            }
             IntraKind::Pcie => fold(&[self.intra_half(), self.pcie_core(), self.intra_half()]),
             IntraKind::Nvlink => match self.nv_routes[ga * self.spec.gpus_per_node + gb] {
                 NvRoute::Direct(e) => fold(&[self.bundle(e)]),
@@ -446,14 +492,22 @@ impl Cluster {
         oversubscription(self.per_leaf, self.spec.fabric.spines, self.spec.inter.bandwidth, self.uplink.bandwidth)
     }
 
+    /// Whether the GPUs the ranks use sit under more than one CPU socket: then pairs
+    /// inside a node cost two ways.
+    fn spans_sockets(&self) -> bool {
+        (0..self.gpus()).any(|x| self.socket_of[x] != self.socket_of[0])
+    }
+
     fn intra_ports(&self, g: usize) -> u32 {
         if self.spec.intra.kind == IntraKind::Nvlink { self.nv_ports[g].max(1) } else { 1 }
     }
 
     // LinkId layout: [0, 2P) GPU r to its switch (2r up, 2r + 1 down); [2P, 4P) GPU r to
     // its NIC; then NIC j to its leaf (2j up); then leaf l to spine s (2 (l S + s) up);
-    // then each node's PCIe core (one id per node); then NVLink bundle e of node n
-    // (2 (n E + e) from its lower GPU).
+    // then each socket's PCIe core (n S + s, S sockets per node: one per node without
+    // sockets); then the links between sockets (s to t of node n: n S (S - 1) + s (S - 1)
+    // + t, less one where t > s); then NVLink bundle e of node n (2 (n E + e) from its
+    // lower GPU).
     fn base_nic(&self) -> u64 {
         2 * self.ranks as u64
     }
@@ -466,8 +520,23 @@ impl Cluster {
     fn base_core(&self) -> u64 {
         self.base_spine() + 2 * (self.leaves * self.spec.fabric.spines) as u64
     }
+    fn base_socket(&self) -> u64 {
+        self.base_core() + if self.spec.intra.kind == IntraKind::Pcie { (self.nodes * self.sockets) as u64 } else { 0 }
+    }
     fn base_nvlink(&self) -> u64 {
-        self.base_core() + if self.spec.intra.kind == IntraKind::Pcie { self.nodes as u64 } else { 0 }
+        let s = self.sockets;
+        self.base_socket() + if self.spec.intra.kind == IntraKind::Pcie { (self.nodes * s * (s - 1)) as u64 } else { 0 }
+    }
+    fn core_id(&self, node: usize, socket: usize) -> LinkId {
+        self.base_core() + (node * self.sockets + socket) as u64
+    }
+    fn socket_id(&self, node: usize, from: usize, to: usize) -> LinkId {
+        let s = self.sockets;
+        self.base_socket() + (node * s * (s - 1) + from * (s - 1) + if to < from { to } else { to - 1 }) as u64
+    }
+    /// The name of a node's PCIe switch (one socket) or of one of its CPU sockets.
+    fn pcie_name(&self, node: usize, socket: usize) -> String {
+        if self.sockets == 1 { format!("n{node}pcie") } else { format!("n{node}cpu{socket}") }
     }
     fn bundle_id(&self, node: usize, from: usize, e: usize) -> LinkId {
         let up = self.bundles[e].0 == from;
@@ -524,12 +593,93 @@ fn check(spec: &ClusterSpec) -> Result<(), String> {
             return Err(format!("{what} must be above 0 and finite, not {b}"));
         }
     }
+    let many = spec.intra.sockets.len() > 1;
+    if !spec.intra.sockets.is_empty() && spec.intra.kind != IntraKind::Pcie {
+        return Err(format!(
+            "intra.sockets: applies to kind pcie only (an {} joins its GPUs without the CPUs)",
+            spec.intra.kind.name()
+        ));
+    }
+    if many && spec.intra.socket_link.is_none() {
+        return Err("intra.sockets: two or more sockets need intra.socket_link (the link between two CPUs, e.g. \
+                    { alpha: 1us, bandwidth: 20GB/s })"
+            .to_string());
+    }
+    if !many && spec.intra.socket_link.is_some() {
+        return Err("intra.socket_link: applies only where intra.sockets lists two or more sockets".to_string());
+    }
+    if let Some(l) = spec.intra.socket_link
+        && !([l.alpha_s.ll, l.alpha_s.ll128, l.alpha_s.simple].into_iter().all(finite)
+            && l.bandwidth > 0.0
+            && l.bandwidth.is_finite())
+    {
+        return Err("intra.socket_link needs an alpha of at least 0 and a bandwidth above 0, both finite".to_string());
+    }
+    if !spec.intra.pci_bus.is_empty() && spec.intra.pci_bus.len() != spec.gpus_per_node {
+        return Err(format!(
+            "intra.pci_bus names {} GPUs but a node has {}; give every GPU's bus, in GPU order",
+            spec.intra.pci_bus.len(),
+            spec.gpus_per_node
+        ));
+    }
     if let Some(u) = spec.fabric.uplink
         && !(finite(u.alpha) && u.bandwidth > 0.0 && u.bandwidth.is_finite())
     {
         return Err("fabric.uplink needs an alpha of at least 0 and a bandwidth above 0, both finite".to_string());
     }
     Ok(())
+}
+
+/// A PCI bus as `dddd:bb` (domain, bus; lower case hex), from how a machine file or a
+/// log writes it: `4a`, `0x4a`, `0000:4a`, `4a:00`, `0000:4a:00`, `[0000:4a:00.0]`. The
+/// device and function are left out (a GPU has its bus to itself); `None` where it is not
+/// such a bus.
+pub fn pci_bus_key(text: &str) -> Option<String> {
+    let t = text.trim().trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    let t = t.strip_prefix("0x").unwrap_or(&t);
+    let parts: Vec<&str> = t.split(':').collect();
+    let hex =
+        |p: &str, most: usize| (!p.is_empty() && p.len() <= most).then(|| u32::from_str_radix(p, 16).ok()).flatten();
+    // A device number after the bus (`4a:00`, `4a:00.0`) must itself be one.
+    let device = |dev: &str| hex(dev.split('.').next().unwrap_or(""), 2).is_some();
+    let (domain, bus) = match parts.as_slice() {
+        [b] => (Some(0), hex(b, 2)),
+        [d, b] if d.len() > 2 => (hex(d, 8), hex(b, 2)),
+        [b, dev] => (Some(0), hex(b, 2).filter(|_| device(dev))),
+        [d, b, dev] => (hex(d, 8), hex(b, 2).filter(|_| device(dev))),
+        _ => (None, None),
+    };
+    Some(format!("{:04x}:{:02x}", domain?, bus?))
+}
+
+/// The socket of each of a node's `g` GPUs and the number of sockets, from `sockets`
+/// (every GPU in exactly one list; none given: one socket).
+fn socket_map(g: usize, sockets: &[Vec<usize>]) -> Result<(Vec<usize>, usize), String> {
+    if sockets.is_empty() {
+        return Ok((vec![0; g], 1));
+    }
+    let mut of = vec![usize::MAX; g];
+    for (s, gpus) in sockets.iter().enumerate() {
+        if gpus.is_empty() {
+            return Err(format!("intra.sockets[{s}]: a socket without GPUs; list only sockets that hold some"));
+        }
+        for &x in gpus {
+            if x >= g {
+                return Err(format!("intra.sockets[{s}]: GPU {x} is not one of the node's GPUs 0 to {}", g - 1));
+            }
+            if of[x] != usize::MAX {
+                return Err(format!(
+                    "intra.sockets[{s}]: GPU {x} is already under socket {}; give each GPU once",
+                    of[x]
+                ));
+            }
+            of[x] = s;
+        }
+    }
+    if let Some(x) = of.iter().position(|&s| s == usize::MAX) {
+        return Err(format!("intra.sockets: GPU {x} is under no socket; list every GPU of the node once"));
+    }
+    Ok((of, sockets.len()))
 }
 
 /// NVLink bundles (`a < b`), every ordered pair's route and every GPU's NVLink peers,
@@ -664,7 +814,7 @@ impl Topology for Cluster {
                 let one = (0..g).all(|a| self.intra_ports(a) == 1);
                 return (same && one).then_some((first, 1));
             }
-            return Some((self.near(0, 1), 1));
+            return (!self.spans_sockets()).then_some((self.near(0, 1), 1));
         }
         if g > 1 {
             // Messages inside and across nodes: two classes, and NICs possibly shared.
@@ -681,10 +831,13 @@ impl Topology for Cluster {
         }
         let near = if self.gpus() > 1 { self.near(0, 1) } else { self.nominal() };
         if self.nodes == 1 {
+            if self.spans_sockets() {
+                return None;
+            }
             return Some(vec![(self.ranks, near)]);
         }
         let (same, cross) = self.leaf_pairs();
-        if same && cross && self.far(false) != self.far(true) {
+        if (same && cross && self.far(false) != self.far(true)) || self.spans_sockets() {
             return None;
         }
         let far = self.far(cross);
@@ -754,11 +907,15 @@ impl Topology for Cluster {
     fn describe(&self) -> String {
         let s = &self.spec;
         let plural = |k: usize, one: &str| format!("{k} {one}{}", if k == 1 { "" } else { "s" });
+        let kind = if self.sockets > 1 {
+            format!("{}, {}", s.intra.kind.name(), plural(self.sockets, "socket"))
+        } else {
+            s.intra.kind.name().to_string()
+        };
         let mut d = format!(
-            "cluster {} x {} ({}), {} per node",
+            "cluster {} x {} ({kind}), {} per node",
             plural(self.nodes, "node"),
             plural(self.gpus(), "GPU"),
-            s.intra.kind.name(),
             plural(s.nics_per_node, "NIC")
         );
         if self.nodes > 1 {
@@ -786,7 +943,14 @@ impl Fabric for Cluster {
         if na == nb {
             match self.spec.intra.kind {
                 IntraKind::Nvswitch => out.extend([2 * a as u64, 2 * b as u64 + 1]),
-                IntraKind::Pcie => out.extend([2 * a as u64, self.base_core() + na as u64, 2 * b as u64 + 1]),
+                IntraKind::Pcie => {
+                    let (sa, sb) = (self.socket_of[a % g], self.socket_of[b % g]);
+                    out.extend([2 * a as u64, self.core_id(na, sa)]);
+                    if sa != sb {
+                        out.extend([self.socket_id(na, sa, sb), self.core_id(na, sb)]);
+                    }
+                    out.push(2 * b as u64 + 1);
+                }
                 IntraKind::Nvlink => match self.nv_routes[(a % g) * g + b % g] {
                     NvRoute::Direct(e) => out.push(self.bundle_id(na, a % g, e)),
                     NvRoute::Via(e, e2) => {
@@ -820,8 +984,10 @@ impl Fabric for Cluster {
             self.nic_leaf()
         } else if id < self.base_core() {
             self.spine()
-        } else if id < self.base_nvlink() {
+        } else if id < self.base_socket() {
             self.pcie_core()
+        } else if id < self.base_nvlink() {
+            self.socket_hop()
         } else {
             let e = ((id - self.base_nvlink()) / 2) as usize % self.bundles.len();
             self.bundle(e)
@@ -839,8 +1005,12 @@ impl Fabric for Cluster {
         let up = id.is_multiple_of(2);
         if id < self.base_nic() {
             let r = (id / 2) as usize;
-            let sw = if self.spec.intra.kind == IntraKind::Pcie { "pcie" } else { "nvswitch" };
-            dir(gpu(r), format!("n{}{sw}", r / g), up)
+            let sw = if self.spec.intra.kind == IntraKind::Pcie {
+                self.pcie_name(r / g, self.socket_of[r % g])
+            } else {
+                format!("n{}nvswitch", r / g)
+            };
+            dir(gpu(r), sw, up)
         } else if id < self.base_leaf() {
             let r = ((id - self.base_nic()) / 2) as usize;
             dir(gpu(r), nic(self.nic(r)), up)
@@ -851,9 +1021,17 @@ impl Fabric for Cluster {
             let i = ((id - self.base_spine()) / 2) as usize;
             let s = self.spec.fabric.spines;
             dir(format!("leaf{}", i / s), format!("spine{}", i % s), up)
+        } else if id < self.base_socket() {
+            let i = (id - self.base_core()) as usize;
+            let name = self.pcie_name(i / self.sockets, i % self.sockets);
+            format!("{name}.in->{name}.out")
         } else if id < self.base_nvlink() {
-            let n = id - self.base_core();
-            format!("n{n}pcie.in->n{n}pcie.out")
+            let s = self.sockets;
+            let i = (id - self.base_socket()) as usize;
+            let (n, k) = (i / (s * (s - 1)), i % (s * (s - 1)));
+            let (from, t) = (k / (s - 1), k % (s - 1));
+            let to = if t < from { t } else { t + 1 };
+            format!("{}->{}", self.pcie_name(n, from), self.pcie_name(n, to))
         } else {
             let i = ((id - self.base_nvlink()) / 2) as usize;
             let (n, e) = (i / self.bundles.len(), i % self.bundles.len());
@@ -868,14 +1046,15 @@ impl Fabric for Cluster {
 
     // The graph, for routes around failed links (`noise.faults`): nodes are the GPUs
     // (rank r is node r), then the NICs, the leaves, the spines, and each node's switch
-    // (NVSwitch; PCIe: its in side, then after them all their out sides, joined by the
-    // core link). A GPU's links: to its switch (or its NVLink bundles, by bundle), then
+    // (NVSwitch; PCIe: each socket's in side, then after them all their out sides, joined
+    // by the core link; an out side leads down to its GPUs and across to the other
+    // sockets' in sides). A GPU's links: to its switch (or its NVLink bundles, by bundle), then
     // to its NIC; a NIC's: to its leaf, then down to its GPUs; a leaf's: down to its
     // NICs, then up to the spines by index; a spine's: down to the leaves by index.
     fn nodes(&self) -> usize {
         let switches = match self.spec.intra.kind {
             IntraKind::Nvswitch => self.nodes,
-            IntraKind::Pcie => 2 * self.nodes,
+            IntraKind::Pcie => 2 * self.nodes * self.sockets,
             IntraKind::Nvlink => 0,
         };
         self.graph_switch() + switches
@@ -893,9 +1072,11 @@ impl Fabric for Cluster {
             format!("leaf{}", n - nics)
         } else if n < self.graph_switch() {
             format!("spine{}", n - leaves)
+        } else if self.spec.intra.kind == IntraKind::Pcie {
+            let k = (n - self.graph_switch()) % (self.nodes * self.sockets).max(1);
+            self.pcie_name(k / self.sockets, k % self.sockets)
         } else {
-            let sw = if self.spec.intra.kind == IntraKind::Pcie { "pcie" } else { "nvswitch" };
-            format!("n{}{sw}", (n - self.graph_switch()) % self.nodes.max(1))
+            format!("n{}nvswitch", (n - self.graph_switch()) % self.nodes.max(1))
         }
     }
 
@@ -909,7 +1090,8 @@ impl Fabric for Cluster {
         if n < self.ranks {
             let (node, x) = (n / g, n % g);
             match self.spec.intra.kind {
-                IntraKind::Nvswitch | IntraKind::Pcie => out.push((2 * n as u64, sw + node)),
+                IntraKind::Nvswitch => out.push((2 * n as u64, sw + node)),
+                IntraKind::Pcie => out.push((2 * n as u64, sw + node * self.sockets + self.socket_of[x])),
                 IntraKind::Nvlink => {
                     for (e, &(a, b, _)) in self.bundles.iter().enumerate() {
                         let other = if a == x {
@@ -949,12 +1131,22 @@ impl Fabric for Cluster {
             for l in 0..self.leaves {
                 out.push((self.base_spine() + 2 * (l * spines + s) as u64 + 1, leaf_node(l)));
             }
-        } else if n < self.nodes() {
-            let (i, node) = (n - sw, (n - sw) % self.nodes.max(1));
-            if self.spec.intra.kind == IntraKind::Pcie && i < self.nodes {
-                out.push((self.base_core() + node as u64, sw + self.nodes + node));
+        } else if n < self.nodes() && self.spec.intra.kind == IntraKind::Pcie {
+            let (i, ns) = (n - sw, self.sockets);
+            let cores = self.nodes * ns;
+            let (node, s) = ((i % cores) / ns, i % ns);
+            if i < cores {
+                out.push((self.core_id(node, s), sw + cores + i));
                 return;
             }
+            for r in (node * g..(node + 1) * g).filter(|&r| r < self.ranks && self.socket_of[r % g] == s) {
+                out.push((2 * r as u64 + 1, r));
+            }
+            for t in (0..ns).filter(|&t| t != s) {
+                out.push((self.socket_id(node, s, t), sw + node * ns + t));
+            }
+        } else if n < self.nodes() {
+            let node = (n - sw) % self.nodes.max(1);
             for r in (node * g..(node + 1) * g).filter(|&r| r < self.ranks) {
                 out.push((2 * r as u64 + 1, r));
             }
@@ -1001,7 +1193,7 @@ mod tests {
                             let &(_, next) = out.iter().find(|e| e.0 == id).expect("route link in the graph");
                             let name = c.link_name(id);
                             let (from, to) = name.split_once("->").unwrap();
-                            if !name.contains("pcie.") {
+                            if !name.contains(".in->") {
                                 assert_eq!((from, to), (c.node_name(at).as_str(), c.node_name(next).as_str()));
                             }
                             at = next;
@@ -1073,6 +1265,118 @@ mod tests {
         let mut r = Vec::new();
         one.route(0, 1, &mut r);
         assert_eq!(one.link_name(r[1]), "n0pcie.in->n0pcie.out");
+    }
+
+    /// 2 nodes x 4 GPUs on PCIe, GPUs 0, 1 under socket 0 and 2, 3 under socket 1.
+    fn two_sockets() -> ClusterSpec {
+        let mut s = spec(IntraKind::Pcie, 2, 4, 1);
+        s.intra.sockets = vec![vec![0, 1], vec![2, 3]];
+        s.intra.socket_link =
+            Some(SocketLink { alpha_s: PerProto { ll: 0.25e-6, ll128: 0.5e-6, simple: 1e-6 }, bandwidth: 40e9 });
+        s
+    }
+
+    fn near_link(got: Link, alpha: f64, bandwidth: f64) {
+        assert!((got.alpha - alpha).abs() < 1e-18 && got.bandwidth == bandwidth, "{got:?}, want {alpha} {bandwidth}");
+    }
+
+    #[test]
+    fn pcie_pairs_cost_by_socket() {
+        let c = Cluster::new(&two_sockets(), 8).unwrap();
+        routes_match(&c);
+        // Under one CPU: intra as given; across: the socket link's alpha added and its
+        // bandwidth the cap; across nodes: the NIC, whatever the sockets.
+        near_link(c.link(0, 1), 2e-6, 100e9);
+        near_link(c.link(6, 7), 2e-6, 100e9);
+        near_link(c.link(1, 2), 3e-6, 40e9);
+        near_link(c.link(7, 4), 3e-6, 40e9);
+        near_link(c.link(0, 6), 3e-6, 25e9);
+        let ll = c.clone().with_protocol(Proto::Ll);
+        near_link(ll.link(0, 3), 0.75e-6, 20e9);
+        near_link(ll.link(2, 3), 0.5e-6, 50e9);
+        let name = |a, b| {
+            let mut r = Vec::new();
+            c.route(a, b, &mut r);
+            r.iter().map(|&id| c.link_name(id)).collect::<Vec<_>>()
+        };
+        assert_eq!(name(0, 1), ["n0g0->n0cpu0", "n0cpu0.in->n0cpu0.out", "n0cpu0->n0g1"]);
+        assert_eq!(
+            name(5, 6),
+            ["n1g1->n1cpu0", "n1cpu0.in->n1cpu0.out", "n1cpu0->n1cpu1", "n1cpu1.in->n1cpu1.out", "n1cpu1->n1g2"]
+        );
+        assert_eq!(name(3, 0)[2], "n0cpu1->n0cpu0");
+        // Two pair classes inside a node: no single level, not uniform; the best link
+        // is the pair under one CPU.
+        assert!(c.levels().is_none() && c.uniform().is_none());
+        assert_eq!(c.best_link().0, Link { alpha: 2e-6, bandwidth: 100e9 });
+        assert_eq!(c.describe(), "cluster 2 nodes x 4 GPUs (pcie, 2 sockets), 1 NIC per node, rail-optimized");
+        // Two ranks on GPUs 0 and 1 (one socket): one class again; four span both.
+        let one = Cluster::new(&two_sockets(), 2).unwrap();
+        routes_match(&one);
+        assert_eq!(one.uniform(), Some((Link { alpha: 2e-6, bandwidth: 100e9 }, 1)));
+        assert_eq!(one.levels().unwrap().len(), 1);
+        let four = Cluster::new(&two_sockets(), 4).unwrap();
+        routes_match(&four);
+        assert!(four.uniform().is_none() && four.levels().is_none());
+        // Three sockets, one GPU each and one GPU alone under the last: every ordered
+        // pair of sockets has its own link.
+        let mut s3 = spec(IntraKind::Pcie, 1, 4, 1);
+        s3.intra.sockets = vec![vec![0, 1], vec![3], vec![2]];
+        s3.intra.socket_link = two_sockets().intra.socket_link;
+        let c3 = Cluster::new(&s3, 4).unwrap();
+        routes_match(&c3);
+        let mut r = Vec::new();
+        c3.route(3, 2, &mut r);
+        assert_eq!(c3.link_name(r[2]), "n0cpu1->n0cpu2");
+        near_link(c3.link(2, 1), 3e-6, 40e9);
+    }
+
+    #[test]
+    fn a_pair_across_sockets_detours_through_the_nic() {
+        use crate::topology::detour;
+        let c = Cluster::new(&two_sockets(), 8).unwrap();
+        let mut r = Vec::new();
+        assert!(detour(&c, 1, 2, |id| c.link_name(id) == "n0cpu0->n0cpu1", &mut r));
+        let names: Vec<String> = r.iter().map(|&id| c.link_name(id)).collect();
+        assert_eq!(names, ["n0g1->n0nic0", "n0nic0->n0g2"]);
+    }
+
+    #[test]
+    fn sockets_are_checked() {
+        let bad = |f: &dyn Fn(&mut ClusterSpec)| {
+            let mut s = two_sockets();
+            f(&mut s);
+            Cluster::new(&s, 8).unwrap_err()
+        };
+        assert!(bad(&|s| s.intra.sockets = vec![vec![0, 1], vec![2]]).contains("GPU 3 is under no socket"));
+        assert!(
+            bad(&|s| s.intra.sockets = vec![vec![0, 1], vec![1, 2, 3]]).contains("GPU 1 is already under socket 0")
+        );
+        assert!(bad(&|s| s.intra.sockets = vec![vec![0, 1, 2, 3], vec![]]).contains("a socket without GPUs"));
+        assert!(bad(&|s| s.intra.sockets = vec![vec![0, 1], vec![2, 4]]).contains("GPU 4 is not one of"));
+        assert!(bad(&|s| s.intra.socket_link = None).contains("need intra.socket_link"));
+        assert!(bad(&|s| s.intra.sockets = vec![vec![0, 1, 2, 3]]).contains("applies only where"));
+        assert!(bad(&|s| s.intra.kind = IntraKind::Nvswitch).contains("applies to kind pcie only"));
+        assert!(bad(&|s| s.intra.socket_link.as_mut().unwrap().bandwidth = 0.0).contains("a bandwidth above 0"));
+        assert!(bad(&|s| s.intra.pci_bus = vec!["0000:4a".into()]).contains("names 1 GPUs but a node has 4"));
+    }
+
+    #[test]
+    fn pci_buses_as_logs_and_lspci_write_them() {
+        for (text, want) in [
+            ("4a", "0000:4a"),
+            ("0x4A", "0000:4a"),
+            ("61", "0000:61"),
+            ("[0000:ca:00]", "0000:ca"),
+            ("0000:e1:00.0", "0000:e1"),
+            ("e1:00.0", "0000:e1"),
+            ("0001:4a", "0001:4a"),
+        ] {
+            assert_eq!(pci_bus_key(text).as_deref(), Some(want), "{text}");
+        }
+        for text in ["", "0x0g", "14a", "4a:zz", "0:1:2:3", "[]"] {
+            assert_eq!(pci_bus_key(text), None, "{text}");
+        }
     }
 
     #[test]

@@ -25,7 +25,9 @@ mod protocol;
 pub mod spec;
 mod switch_agents;
 
-pub use cluster::{Cluster, ClusterSpec, FabricKind, FabricSpec, InterSpec, IntraKind, IntraSpec, PerProto};
+pub use cluster::{
+    Cluster, ClusterSpec, FabricKind, FabricSpec, InterSpec, IntraKind, IntraSpec, PerProto, SocketLink, pci_bus_key,
+};
 pub use fabric::{Fabric, LinkId, detour, route_cost};
 pub use fat_tree::{FatTree, oversubscription, oversubscription_text};
 pub use fully_connected::FullyConnected;

@@ -9,6 +9,11 @@ src, out = sys.argv[1], sys.argv[2]
 # The table's config column and the NCCL setting that run was made with.
 ENV = {"ring": "NCCL_ALGO=Ring", "tree": "NCCL_ALGO=Tree", "proto_LL": "NCCL_PROTO=LL",
        "proto_LL128": "NCCL_PROTO=LL128", "proto_Simple": "NCCL_PROTO=Simple"}
+# Each run's GPUs by PCI bus, from the device lines of the source logs (the table does
+# not carry them; every config at one P ran on the same GPUs): the P = 2 runs used the
+# first and third of the four GPUs, so `calibrate` puts those ranks on the machine's GPUs
+# of those buses (machines/l40s_pcie.yaml, `intra.pci_bus`).
+BUSES = {2: ["0000:4a:00", "0000:ca:00"], 4: ["0000:4a:00", "0000:61:00", "0000:ca:00", "0000:e1:00"]}
 groups = {}
 for r in csv.DictReader(open(src)):
     groups.setdefault((int(r["P"]), r["config"]), []).append(r)
@@ -19,7 +24,7 @@ for (p, config), rs in sorted(groups.items()):
         f.write(f"# nccl-tests all_reduce_perf, NCCL {rs[0]['nccl']}\n")
         f.write(f"# Collective test starting: all_reduce_perf\n# {ENV[config]}\n# Using devices\n")
         for r in range(p):
-            f.write(f"#  Rank {r:2d} Group  0 Pid 1 on {rs[0]['host']} device {r} [0x0] NVIDIA L40S\n")
+            f.write(f"#  Rank {r:2d} Group  0 Pid 1 on {rs[0]['host']} device {r} [{BUSES[p][r]}] NVIDIA L40S\n")
         f.write("#       size         count      type   redop    root     time   algbw   busbw #wrong"
                 "     time   algbw   busbw #wrong\n")
         for r in sorted(rs, key=lambda r: int(r["bytes"])):

@@ -10,7 +10,8 @@ use serde_saphyr::{Location, Spanned};
 use super::{RawLink, Scalar, Src, bandwidth, present, time, whole};
 use crate::scenario::ScenarioError;
 use crate::topology::{
-    Cluster, ClusterSpec, FabricKind, FabricSpec, InterSpec, IntraKind, IntraSpec, Link, PerProto, Proto,
+    Cluster, ClusterSpec, FabricKind, FabricSpec, InterSpec, IntraKind, IntraSpec, Link, PerProto, Proto, SocketLink,
+    pci_bus_key,
 };
 
 /// A value for every protocol: one (`1us`) or one per protocol (`{ simple: 3.4us, ll:
@@ -77,6 +78,22 @@ pub(super) struct RawIntra {
     links: Option<Spanned<RawLinks>>,
     #[serde(default, deserialize_with = "present")]
     nvls_efficiency: Option<Spanned<Scalar>>,
+    #[serde(default, deserialize_with = "present")]
+    sockets: Option<Spanned<RawLinks>>,
+    #[serde(default, deserialize_with = "present")]
+    socket_link: Option<Spanned<RawSocketLink>>,
+    #[serde(default, deserialize_with = "present")]
+    pci_bus: Option<Spanned<Vec<Spanned<Scalar>>>>,
+}
+
+/// `intra.socket_link:`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSocketLink {
+    #[serde(default, deserialize_with = "present")]
+    alpha: Option<Spanned<RawPerProto>>,
+    #[serde(default, deserialize_with = "present")]
+    bandwidth: Option<Spanned<Scalar>>,
 }
 
 /// `intra.links`: `[[a, b, count], ...]`, each entry and number with where it stands.
@@ -295,6 +312,60 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
             f
         }
     };
+    let sockets_at = ri.sockets.as_ref().map(|l| l.referenced);
+    let sockets = match ri.sockets {
+        None => Vec::new(),
+        Some(l) if kind != IntraKind::Pcie => {
+            return Err(src.err(
+                &l.referenced,
+                format!(
+                    "topology.intra.sockets: applies to kind pcie only (an {} joins its GPUs without the CPUs); \
+                     leave it out",
+                    kind.name()
+                ),
+            ));
+        }
+        Some(l) => socket_lists(src, l, gpus)?,
+    };
+    let socket_link = match ri.socket_link {
+        None if sockets.len() > 1 => {
+            return Err(src.err(
+                &sockets_at.unwrap_or(intra_at),
+                "topology.intra: missing key 'socket_link'; two or more sockets need the link between two CPUs, \
+                 e.g. socket_link: { alpha: 1us, bandwidth: 20GB/s }",
+            ));
+        }
+        None => None,
+        Some(l) if sockets.len() < 2 => {
+            return Err(src.err(
+                &l.referenced,
+                "topology.intra.socket_link: applies only where topology.intra.sockets lists two or more sockets",
+            ));
+        }
+        Some(l) => {
+            let Some(alpha) = &l.value.alpha else {
+                return Err(src.err(
+                    &l.referenced,
+                    "topology.intra.socket_link: missing key 'alpha' (what a message across sockets adds, e.g. 1us, \
+                     or one per protocol)",
+                ));
+            };
+            let Some(bw) = &l.value.bandwidth else {
+                return Err(src.err(
+                    &l.referenced,
+                    "topology.intra.socket_link: missing key 'bandwidth' (between two CPUs, each way, e.g. 20GB/s)",
+                ));
+            };
+            Some(SocketLink {
+                alpha_s: per_proto(src, alpha, "topology.intra.socket_link.alpha")?,
+                bandwidth: bandwidth(src, bw, "topology.intra.socket_link.bandwidth")?,
+            })
+        }
+    };
+    let pci_bus = match ri.pci_bus {
+        None => Vec::new(),
+        Some(l) => pci_buses(src, l, gpus)?,
+    };
     let nics = match &t.nics_per_node {
         None => 1,
         Some(v) => {
@@ -346,7 +417,16 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
     let spec = ClusterSpec {
         nodes,
         gpus_per_node: gpus,
-        intra: IntraSpec { kind, alpha_s: intra_alpha, bandwidth: intra_bw, links, nvls_efficiency },
+        intra: IntraSpec {
+            kind,
+            alpha_s: intra_alpha,
+            bandwidth: intra_bw,
+            links,
+            nvls_efficiency,
+            sockets,
+            socket_link,
+            pci_bus,
+        },
         nics_per_node: nics,
         inter,
         fabric,
@@ -355,7 +435,13 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
     };
     let all = nodes.checked_mul(gpus).ok_or_else(|| src.err(&at, "topology: more GPUs than this machine can count"))?;
     if let Err(why) = Cluster::new(&spec, all) {
-        let loc = if why.starts_with("intra.links") { links_at.unwrap_or(intra_at) } else { at };
+        let loc = if why.starts_with("intra.links") {
+            links_at.unwrap_or(intra_at)
+        } else if why.starts_with("intra.sockets") {
+            sockets_at.unwrap_or(intra_at)
+        } else {
+            at
+        };
         return Err(src.err(&loc, format!("topology: {why}")));
     }
     Ok(spec)
@@ -401,6 +487,63 @@ fn nvlinks(
             };
         }
         out.push(v);
+    }
+    Ok(out)
+}
+
+/// `intra.sockets: [[gpu, ...], ...]`: the GPUs under each CPU socket (that each GPU
+/// is listed once is checked with the machine).
+fn socket_lists(src: &Src, raw: Spanned<RawLinks>, gpus: usize) -> Result<Vec<Vec<usize>>, ScenarioError> {
+    let mut out = Vec::new();
+    for (i, entry) in raw.value.iter().enumerate() {
+        let mut list = Vec::new();
+        for x in &entry.value {
+            list.push(whole(&x.value, 0, gpus as u64 - 1).map(|n| n as usize).ok_or_else(|| {
+                src.err(
+                    &x.referenced,
+                    format!(
+                        "topology.intra.sockets[{i}]: {} is not a GPU of the node; GPUs are 0 to {}",
+                        x.value.shown(),
+                        gpus - 1
+                    ),
+                )
+            })?);
+        }
+        out.push(list);
+    }
+    Ok(out)
+}
+
+/// `intra.pci_bus: [bus, ...]`: each GPU's PCI bus in GPU order, distinct.
+fn pci_buses(src: &Src, raw: Spanned<Vec<Spanned<Scalar>>>, gpus: usize) -> Result<Vec<String>, ScenarioError> {
+    if raw.value.len() != gpus {
+        return Err(src.err(
+            &raw.referenced,
+            format!(
+                "topology.intra.pci_bus: names {} GPUs but a node has {gpus}; give every GPU's bus, in GPU order",
+                raw.value.len()
+            ),
+        ));
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (g, v) in raw.value.iter().enumerate() {
+        let key = pci_bus_key(&v.value.text()).ok_or_else(|| {
+            src.err(
+                &v.referenced,
+                format!(
+                    "topology.intra.pci_bus[{g}]: {} is not a PCI bus; write it as lspci or nccl-tests does, \
+                     e.g. \"4a\" or \"0000:4a:00\"",
+                    v.value.shown()
+                ),
+            )
+        })?;
+        if let Some(h) = out.iter().position(|b| *b == key) {
+            return Err(src.err(
+                &v.referenced,
+                format!("topology.intra.pci_bus[{g}]: bus {key} is GPU {h}'s already; each GPU has its own"),
+            ));
+        }
+        out.push(key);
     }
     Ok(out)
 }
