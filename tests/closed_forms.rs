@@ -74,7 +74,7 @@ fn matrix(alpha: f64, bw: f64, c: f64, nics: u32) -> Count {
                         count.misses.push(format!("{name}: {} vs exact {closed}", stats.time));
                     }
                     count.exact += 1;
-                } else if let Some((lo, hi)) = algo.closed_form_bounds(&p, &m) {
+                } else if let Some((lo, hi)) = algo.bounds(&p, &m) {
                     let t = stats.time;
                     if !(t >= lo * (1.0 - 1e-9) && t <= hi * (1.0 + 1e-9)) {
                         count.misses.push(format!("{name}: {t} outside [{lo}, {hi}]"));
@@ -219,12 +219,14 @@ proptest! {
             if let Some((closed, tol)) = algo.closed_form(&p, &m) {
                 let err = if closed == 0.0 { t.abs() } else { (t / closed - 1.0).abs() };
                 prop_assert!(err <= tol, "{name}: simulated {t} but exact {closed}");
-            } else if let Some((lo, hi)) = algo.closed_form_bounds(&p, &m) {
+            } else if let Some((lo, hi)) = algo.bounds(&p, &m) {
                 prop_assert!(lo <= hi * (1.0 + 1e-9), "{name}: bounds {lo} > {hi}");
                 prop_assert!(
                     t >= lo * (1.0 - 1e-9) && t <= hi * (1.0 + 1e-9),
                     "{name}: simulated {t} outside [{lo}, {hi}]"
                 );
+            } else {
+                prop_assert!(exception(id).is_some(), "{name}: neither an exact form nor bounds, and not an exception");
             }
         }
     }
@@ -255,6 +257,7 @@ fn clusters_meet_their_forms_and_bounds() {
         (IntraKind::Nvswitch, 4, 1, 1),
         (IntraKind::Nvswitch, 1, 8, 1),
     ];
+    let mut neither = Vec::new();
     for (kind, nodes, gpus, nics) in machines {
         let spec = cluster(kind, nodes, gpus, nics, 8e-6);
         let np = nodes * gpus;
@@ -279,11 +282,13 @@ fn clusters_meet_their_forms_and_bounds() {
                             if err > tol {
                                 misses.push(format!("{name}: simulated {t} but exact {closed}"));
                             }
-                        } else if let Some((lo, hi)) = algo.closed_form_bounds(&p, &m) {
+                        } else if let Some((lo, hi)) = algo.bounds(&p, &m) {
                             bound += 1;
                             if !(t >= lo * (1.0 - 1e-9) && t <= hi * (1.0 + 1e-9)) {
                                 misses.push(format!("{name}: simulated {t} outside [{lo}, {hi}]"));
                             }
+                        } else if exception(info.id).is_none() {
+                            neither.push(name);
                         }
                     }
                 }
@@ -292,4 +297,5 @@ fn clusters_meet_their_forms_and_bounds() {
     }
     println!("clusters: {runnable} runnable, {exact} exact, {bound} bound");
     assert!(misses.is_empty(), "{misses:#?}");
+    assert!(neither.is_empty(), "neither an exact form nor bounds, and not an exception: {neither:#?}");
 }
