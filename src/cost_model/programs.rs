@@ -174,7 +174,7 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
     let faces = topo.interfaces();
     let (mut w_out, mut w_in, mut w_c) = (vec![0.0f64; faces], vec![0.0f64; faces], vec![0.0f64; np]);
     let mut messages = 0u64;
-    for r in 0..np {
+    for (r, wc) in w_c.iter_mut().enumerate() {
         for prog in programs.rank_program(r as _, *p, topo) {
             for op in prog {
                 match op {
@@ -189,7 +189,7 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
                         w_in[ii] += t;
                     }
                     Op::Recv { dst, action: Action::Reduce, .. } | Op::Reduce { dst, .. } => {
-                        w_c[r] += (dst.len as u64 * eb) as f64 * c;
+                        *wc += (dst.len as u64 * eb) as f64 * c;
                     }
                     _ => {}
                 }
