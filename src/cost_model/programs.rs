@@ -27,6 +27,7 @@
 //! channel. A channel used by two streams at once makes the bounds `None`.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::sim::op::{Action, Op, Program};
 use crate::sim::{Problem, Programs};
@@ -60,9 +61,38 @@ struct Channel {
 /// A channel's key: sender, receiver, tag.
 type Key = (usize, usize, u32);
 
+/// The channel maps' hasher: a multiply and rotate per word (as rustc's FxHash). The
+/// keys are the programs' own small integers, not an adversary's, and SipHash's rounds
+/// were most of the bounds' cost (one lookup per message on each side).
+#[derive(Default)]
+struct Fx(u64);
+
+impl Hasher for Fx {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(x as u64);
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
+}
+
+/// A map keyed by channel.
+type ByChannel<V> = HashMap<Key, V, BuildHasherDefault<Fx>>;
+
 /// Record that stream `s` uses channel `key` on side `side` (0: sends, 1: receives);
 /// false where another stream of the same rank did.
-fn own(owners: &mut HashMap<Key, [usize; 2]>, key: Key, side: usize, s: usize) -> bool {
+fn own(owners: &mut ByChannel<[usize; 2]>, key: Key, side: usize, s: usize) -> bool {
     let o = owners.entry(key).or_insert([usize::MAX; 2]);
     if o[side] == usize::MAX {
         o[side] = s;
@@ -219,11 +249,11 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
                 .collect()
         })
         .collect();
-    let mut channels: HashMap<Key, Channel> = HashMap::new();
+    let mut channels: ByChannel<Channel> = ByChannel::default();
     // Which stream sends and which receives on each channel, kept only for ranks of
     // several streams (one stream cannot disagree with itself).
     let one_stream: Vec<bool> = ranks.iter().map(|streams| streams.len() <= 1).collect();
-    let mut owners: HashMap<Key, [usize; 2]> = HashMap::new();
+    let mut owners: ByChannel<[usize; 2]> = ByChannel::default();
     let mut work: Vec<(usize, usize)> = (0..np).flat_map(|r| (0..ranks[r].len()).map(move |s| (r, s))).collect();
     work.reverse();
     let mut end = (0.0f64, 0.0f64);
