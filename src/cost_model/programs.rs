@@ -294,8 +294,16 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
                     let (oi, ii) = topo.route_interfaces(r, to);
                     let wait = ((w_out[oi] - t) / ports(oi)).max(0.0) + ((w_in[ii] - t) / ports(ii)).max(0.0);
                     let lands = (st.now.0 + t, st.now.1 + wait + t);
-                    st.in_flight.0.push(lands.0);
-                    st.in_flight.1.push(lands.1);
+                    // Sends landed by the stream's present are behind it for good
+                    // (whatever WaitSends comes later), so a stream that never waits for
+                    // its sends keeps only those in flight.
+                    let fl = &mut st.in_flight;
+                    if fl.0.len() >= 64 {
+                        fl.0.retain(|&x| x > st.now.0);
+                        fl.1.retain(|&x| x > st.now.1);
+                    }
+                    fl.0.push(lands.0);
+                    fl.1.push(lands.1);
                     end = max2(end, lands);
                     if !one_stream[r] && !own(&mut owners, (r, to, tag), 0, s) {
                         return None;
