@@ -34,9 +34,10 @@ use crate::sim::{Problem, Programs};
 use crate::topology::Topology;
 
 /// The most messages a run may have for [`program_bounds`]: the programs are walked
-/// twice and every message is booked, as many operations as a run of the engine
-/// takes, so a larger run is left without bounds rather than paying that again.
-pub const PROGRAM_BOUNDS_LIMIT: u64 = 4_000_000;
+/// twice and every message is booked, a good part of what the run itself costs, so a
+/// larger run (ring on 1024 GPUs, 2 million messages) is left without bounds rather
+/// than paying that again. The same as the sweep's [`super::SWEEP_LIMIT`].
+pub const PROGRAM_BOUNDS_LIMIT: u64 = 400_000;
 
 /// A time below and above.
 type Pair = (f64, f64);
