@@ -285,15 +285,17 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
                     }
                 }
             }
+            // Ports freed by now are dropped once per pass, before any is taken: a message
+            // of no time taken in this pass holds its port until the next one.
+            for side in out.iter_mut().chain(inp.iter_mut()) {
+                side.retain(|&e| e > now);
+            }
             issued.clear();
             issued.extend(waiting.range(..(now.to_bits() + 1, 0, 0, 0, 0)).copied());
             for &key in &issued {
                 let (_, from, j, s, i) = key;
                 let (x, at): (Xfer, usize) = streams[j][s].xfers[i];
                 let (oi, ii) = topo.route_interfaces(x.from, x.to);
-                // A side's ports that freed by now are dropped where they are asked for.
-                out[oi].retain(|&e| e > now);
-                inp[ii].retain(|&e| e > now);
                 if out[oi].len() >= ports(oi) || inp[ii].len() >= ports(ii) {
                     continue;
                 }
