@@ -765,11 +765,7 @@ fn check_closed_forms(
     // The bounds are the ideal model's.
     let loggp = net.loggp().is_some();
     let pipelined = net.is_pipelined();
-    let bounds = if closed_form.is_none() && !shared && !loggp && !pipelined {
-        algo.closed_form_bounds(p, &machine)
-    } else {
-        None
-    };
+    let bounds = if closed_form.is_none() && !shared && !loggp && !pipelined { algo.bounds(p, &machine) } else { None };
     if loggp && closed_form.is_none() && res.no_closed_form.is_none() {
         res.no_closed_form = Some(
             "no closed form under LogGP for this algorithm and problem (docs/loggp.md lists the ones there are)"

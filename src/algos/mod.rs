@@ -135,6 +135,18 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     fn closed_form_bounds(&self, _p: &Problem, _m: &Machine) -> Option<(f64, f64)> {
         None
     }
+    /// The bounds a point without an exact form is held to: the algorithm's own
+    /// ([`Algorithm::closed_form_bounds`]), else those read off its programs
+    /// ([`crate::cost_model::program_bounds`]), except for NCCL's ring and tree
+    /// ([`OWN_BOUNDS`]), whose forms and bounds are their own (docs/nccl.md).
+    fn bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        self.closed_form_bounds(p, m).or_else(|| {
+            if OWN_BOUNDS.contains(&self.id()) {
+                return None;
+            }
+            crate::cost_model::program_bounds(&*self.prepare(p, m.topo), p, m.topo, m.cost_per_byte)
+        })
+    }
     /// The most rounded additions any result element goes through in sequence:
     /// the height of its summation tree, which sets the error bound.
     fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize;
@@ -208,6 +220,11 @@ static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(
 /// The ids of NCCL's algorithms as NCCL runs them (docs/nccl.md), which `auto` leaves
 /// out of its candidates.
 pub const NCCL_IDS: &[&str] = &["nccl_ring", "nccl_tree", "nvls", "pat"];
+
+/// The algorithms whose points without an exact form get no bounds read off their
+/// programs ([`Algorithm::bounds`]): NCCL's ring and tree, whose schedules have their
+/// own recurrences and bounds (docs/nccl.md).
+pub const OWN_BOUNDS: &[&str] = &["nccl_ring", "nccl_tree"];
 
 /// The tolerance of an exact closed form: only floating-point summation order differs.
 pub const EXACT: f64 = 1e-9;

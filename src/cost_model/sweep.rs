@@ -150,7 +150,10 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
     let mut early: Vec<Vec<Vec<Early>>> = streams.iter().map(|st| vec![Vec::new(); st.len() * np]).collect();
     let mut cur: Vec<Vec<Cursor>> = vec![vec![Cursor::default(); ns]; np];
     let faces = topo.interfaces();
-    let ports = |i: usize| topo.interface_ports(i).max(1) as usize;
+    // Looked up once: the topology's answers are not free (a hierarchy computes a
+    // rank's level), and the loop below asks at every instant.
+    let port_count: Vec<usize> = (0..faces).map(|i| topo.interface_ports(i).max(1) as usize).collect();
+    let ports = |i: usize| port_count[i];
     let (mut out, mut inp): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (vec![Vec::new(); faces], vec![Vec::new(); faces]);
     let mut waiting: BTreeSet<Key> = BTreeSet::new();
     let mut marks: BinaryHeap<Reverse<u64>> = BinaryHeap::new();
@@ -158,7 +161,10 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
     let mut unit = vec![0.0f64; np];
     let mut end_max = 0.0f64;
     let mut dirty: Vec<(usize, usize)> = Vec::new();
-    let window = |r: usize| if windowed { topo.nics(r).max(1) as usize } else { usize::MAX };
+    let windows: Vec<usize> =
+        (0..np).map(|r| if windowed { topo.nics(r).max(1) as usize } else { usize::MAX }).collect();
+    let window = |r: usize| windows[r];
+    let mut issued: Vec<Key> = Vec::new();
 
     // Enter step `cur[r][j].step` at `post`; issue what it issues then.
     let enter = |r: usize,
@@ -279,11 +285,14 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
                     }
                 }
             }
+            // Ports freed by now are dropped once per pass, before any is taken: a message
+            // of no time taken in this pass holds its port until the next one.
             for side in out.iter_mut().chain(inp.iter_mut()) {
                 side.retain(|&e| e > now);
             }
-            let issued: Vec<Key> = waiting.range(..(now.to_bits() + 1, 0, 0, 0, 0)).copied().collect();
-            for key in issued {
+            issued.clear();
+            issued.extend(waiting.range(..(now.to_bits() + 1, 0, 0, 0, 0)).copied());
+            for &key in &issued {
                 let (_, from, j, s, i) = key;
                 let (x, at): (Xfer, usize) = streams[j][s].xfers[i];
                 let (oi, ii) = topo.route_interfaces(x.from, x.to);
