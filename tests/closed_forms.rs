@@ -204,7 +204,14 @@ fn machine(kind: u8, np: usize, link: Link, nics: u32) -> Box<dyn Topology> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, failure_persistence: None, ..ProptestConfig::default() })]
+    // A fixed seed: CI draws the cases a desk run draws (change it to explore; keep a
+    // failing case as a test of its own).
+    #![proptest_config(ProptestConfig {
+        cases: 160,
+        failure_persistence: None,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x5eed_c105_ed00_0030),
+        ..ProptestConfig::default()
+    })]
 
     /// Every registered algorithm of every collective, on a random machine (flat, torus,
     /// mesh, two-level hierarchy, GPU cluster): the simulated time meets the exact form
@@ -318,15 +325,9 @@ fn clusters_meet_their_forms_and_bounds() {
 /// table), and a witness point that has neither today: `(collective, id, machine kind of
 /// [`machine`], P, NICs, n, C)`.
 type Witness = (Collective, &'static str, u8, usize, u32, usize, f64);
-const EXCEPTIONS: &[(&str, &str, &str, Witness)] = &[
-    (
-        "nccl_ring",
-        "nccl",
-        "where its recurrence gives up (docs/nccl.md); its bounds are NCCL's to state",
-        (Collective::Allreduce, "nccl_ring", 0, 2, 2, 1000, 0.0),
-    ),
-    ("nccl_tree", "nccl", "likewise", (Collective::Allreduce, "nccl_tree", 0, 2, 1, 1000, 0.0)),
-];
+// Empty since NCCL's ring and tree state their own bounds where their recurrences give
+// up (docs/nccl.md, 'Bounds'); a new algorithm without either must be listed here.
+const EXCEPTIONS: &[(&str, &str, &str, Witness)] = &[];
 
 /// Why `id` may have neither form nor bounds, if it is an exception.
 fn exception(id: &str) -> Option<&'static str> {
@@ -364,4 +365,24 @@ fn the_exceptions_are_exact() {
         .collect();
     let listed: Vec<(String, String)> = EXCEPTIONS.iter().map(|e| (e.0.to_string(), e.1.to_string())).collect();
     assert_eq!(rows, listed, "docs/model.md's table of exceptions differs from EXCEPTIONS");
+}
+
+/// The point the random test once drew where the sweep and the engine differed by one
+/// 4-byte chunk (alpha = 0: a notification takes and frees its ports within one
+/// instant): no exact form is claimed there, and the time lies within the bounds.
+#[test]
+fn ring_chunked_at_zero_alpha_is_bounded_not_exact() {
+    let topo = machine(0, 5, Link { alpha: 0.0, bandwidth: 1e8 }, 2);
+    let topo = topo.as_ref();
+    let p = Problem { ranks: 5, elems: 513, elem_bytes: 4 };
+    let m = Machine { topo, cost_per_byte: 0.0 };
+    let algo = algos::build_for(Collective::Allreduce, "ring_chunked", Params::new(Default::default())).unwrap();
+    assert!(algo.closed_form(&p, &m).is_none());
+    let (lo, hi) = algo.bounds(&p, &m).expect("bounds");
+    let t = simulate(algo.as_ref(), topo, p, 0.0, None, &mut NoObserver).unwrap().0.time;
+    assert!(lo <= t * (1.0 + 1e-12) && t <= hi * (1.0 + 1e-12), "{lo:e} <= {t:e} <= {hi:e}");
+    // Any alpha above 0 keeps the exact form.
+    let topo = machine(0, 5, Link { alpha: 1e-12, bandwidth: 1e8 }, 2);
+    let m = Machine { topo: topo.as_ref(), cost_per_byte: 0.0 };
+    assert!(algo.closed_form(&p, &m).is_some());
 }
