@@ -437,6 +437,18 @@ fn nccl_model_on_every_collective() {
             }
             // NCCL's PAT runs as `pat` with the model's 2 channels.
             c if algo == nccl::Algo::Pat => format!("{}(channels=2)", algo.ours(c)),
+            // NCCL's ring of reduce_scatter and allgather runs as `nccl_ring` with the
+            // picked protocol and the model's 2 channels.
+            Collective::ReduceScatter | Collective::Allgather if algo == nccl::Algo::Ring => {
+                let label = &sel.selected;
+                assert!(
+                    label.starts_with("nccl_ring(")
+                        && label.contains(&format!("protocol={}", proto.name()))
+                        && label.contains("channels=2"),
+                    "{label}"
+                );
+                label.clone()
+            }
             c => algo.ours(c).to_string(),
         };
         assert_eq!(sel.selected, want, "{} P {} S {}", r.collective, r.ranks, r.bytes);
