@@ -252,33 +252,15 @@ impl Algorithm for Nvls {
     }
 
     fn label(&self) -> String {
-        let mut parts = Vec::new();
-        if self.channels != DEFAULT_CHANNELS {
-            parts.push(format!("channels={}", self.channels));
-        }
-        if let Some(c) = self.chunk {
-            parts.push(format!("chunk={c}"));
-        }
-        if parts.is_empty() { INFO.id.into() } else { format!("{}({})", INFO.id, parts.join(",")) }
+        label(INFO.id, self.channels, self.chunk)
     }
 
     fn applicable(&self, p: &Problem, m: &Machine) -> Result<(), String> {
-        if !m.topo.intra_nvswitch() {
-            return Err(
-                "NVLS needs an NVSwitch that adds and multicasts: a cluster whose intra kind is nvswitch".into()
-            );
-        }
-        let g = m.topo.node_shape().map_or(0, |(_, g)| g);
-        if p.ranks > g {
-            return Err(format!(
-                "NVLS across nodes needs CollNet (SHARP in the network) or NVLS Tree, neither modelled; \
-                 {} ranks are more than one node of {g} GPUs",
-                p.ranks
-            ));
-        }
-        if p.ranks < 2 {
-            return Err("NVLS needs two or more GPUs".into());
-        }
+        on_one_nvswitch_node(
+            p,
+            m,
+            "NVLS across nodes needs CollNet (SHARP in the network) or NVLS Tree, neither modelled",
+        )?;
         let loops = (0..self.channels).map(|k| self.plan(p).loops(k)).max().unwrap_or(0);
         if loops.saturating_mul(4 * self.channels) > u32::MAX as usize {
             return Err(format!("{loops} loops over {} channels are more than the tags can tell apart", self.channels));
@@ -379,6 +361,34 @@ pub fn nvls_one_loop(np: usize, chunk: f64, alpha: f64, bandwidth: f64) -> f64 {
 /// carries `(P+1)/P S` each way: `2(P-1)/(P+1)` of the link's bandwidth.
 pub fn nvls_steady(np: usize, bandwidth: f64) -> f64 {
     2.0 * (np as f64 - 1.0) / (np as f64 + 1.0) * bandwidth
+}
+
+/// `id(channels=..,chunk=..)`, naming only what differs from NCCL's defaults.
+pub(crate) fn label(id: &str, channels: usize, chunk: Option<u64>) -> String {
+    let mut parts = Vec::new();
+    if channels != DEFAULT_CHANNELS {
+        parts.push(format!("channels={channels}"));
+    }
+    if let Some(c) = chunk {
+        parts.push(format!("chunk={c}"));
+    }
+    if parts.is_empty() { id.into() } else { format!("{id}({})", parts.join(",")) }
+}
+
+/// NVLS runs on one node's NVSwitch, on two GPUs or more; `across` says why not across
+/// nodes (it differs by collective).
+pub(crate) fn on_one_nvswitch_node(p: &Problem, m: &Machine, across: &str) -> Result<(), String> {
+    if !m.topo.intra_nvswitch() {
+        return Err("NVLS needs an NVSwitch that adds and multicasts: a cluster whose intra kind is nvswitch".into());
+    }
+    let g = m.topo.node_shape().map_or(0, |(_, g)| g);
+    if p.ranks > g {
+        return Err(format!("{across}; {} ranks are more than one node of {g} GPUs", p.ranks));
+    }
+    if p.ranks < 2 {
+        return Err("NVLS needs two or more GPUs".into());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

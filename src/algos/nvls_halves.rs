@@ -206,33 +206,18 @@ impl Algorithm for NvlsHalf {
     }
 
     fn label(&self) -> String {
-        let mut parts = Vec::new();
-        if self.channels != DEFAULT_CHANNELS {
-            parts.push(format!("channels={}", self.channels));
-        }
-        if let Some(c) = self.chunk {
-            parts.push(format!("chunk={c}"));
-        }
-        if parts.is_empty() { RS_INFO.id.into() } else { format!("{}({})", RS_INFO.id, parts.join(",")) }
+        super::nvls::label(RS_INFO.id, self.channels, self.chunk)
     }
 
     fn applicable(&self, p: &Problem, m: &Machine) -> Result<(), String> {
-        if !m.topo.intra_nvswitch() {
-            return Err(
-                "NVLS needs an NVSwitch that adds and multicasts: a cluster whose intra kind is nvswitch".into()
-            );
-        }
-        let g = m.topo.node_shape().map_or(0, |(_, g)| g);
-        if p.ranks > g {
-            return Err(format!(
-                "NCCL runs NVLS {} across nodes only with CollNet (SHARP in the network), not modelled; {} ranks \
-                 are more than one node of {g} GPUs",
-                self.collective, p.ranks
-            ));
-        }
-        if p.ranks < 2 {
-            return Err("NVLS needs two or more GPUs".into());
-        }
+        super::nvls::on_one_nvswitch_node(
+            p,
+            m,
+            &format!(
+                "NCCL runs NVLS {} across nodes only with CollNet (SHARP in the network), not modelled",
+                self.collective
+            ),
+        )?;
         let plan = self.plan(p);
         let loops = (0..plan.channels).map(|k| plan.loops(k)).max().unwrap_or(0);
         if loops.saturating_mul(self.channels) > u32::MAX as usize {
