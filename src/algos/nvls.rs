@@ -261,7 +261,8 @@ impl Algorithm for Nvls {
             m,
             "NVLS across nodes needs CollNet (SHARP in the network) or NVLS Tree, neither modelled",
         )?;
-        let loops = (0..self.channels).map(|k| self.plan(p).loops(k)).max().unwrap_or(0);
+        let plan = self.plan(p);
+        let loops = (0..self.channels).map(|k| plan.loops(k)).max().unwrap_or(0);
         if loops.saturating_mul(4 * self.channels) > u32::MAX as usize {
             return Err(format!("{loops} loops over {} channels are more than the tags can tell apart", self.channels));
         }

@@ -405,20 +405,14 @@ pub fn what_ran_with(
             let k = nccl::chain_segments(&x, proto, bytes, bytes / e.max(1));
             if k > 1 { vec![("segments".to_string(), ParamValue::Int(k))] } else { Vec::new() }
         }
-        Collective::ReduceScatter | Collective::Allgather if cluster && algo == nccl::Algo::Ring => {
-            vec![("channels".to_string(), ParamValue::Int(NCCL_CHANNELS.into()))]
-        }
-        Collective::Allreduce if cluster => {
-            // 2.8 opens twice the channels its search found and cuts them by the size.
-            let channels = match tuning {
-                nccl::Tuning::V2_8 => nccl::run_channels_28(&x, algo, proto, bytes),
-                nccl::Tuning::V2_30 => NCCL_CHANNELS,
-            };
+        // NCCL's allreduce, and its ring of the halves, on the channels and chunk `run`'s
+        // nccl_model gives them (nccl_tree's own chunk is a step; NCCL shrinks it).
+        Collective::Allreduce | Collective::ReduceScatter | Collective::Allgather
+            if cluster && (c == Collective::Allreduce || algo == nccl::Algo::Ring) =>
+        {
+            let (channels, chunk) = nccl::call_params(&x, c, algo, proto, bytes);
             let mut v = vec![("channels".to_string(), ParamValue::Int(channels.into()))];
-            // NCCL's tree shrinks its chunk to fill its pipeline (nccl_tree's own is a step),
-            // for the channels the call runs on.
-            let x = nccl::Inputs { channels, ..x };
-            if let Some(chunk) = nccl::tree_chunk(&x, proto, bytes).filter(|_| algo == nccl::Algo::Tree) {
+            if let Some(chunk) = chunk {
                 v.push(("chunk".to_string(), ParamValue::Str(format!("{chunk}B"))));
             }
             v

@@ -211,23 +211,17 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                 }
                 // NVLS with its own channels (Simple only).
                 _ if algo == nccl::Algo::Nvls => Vec::new(),
-                // NCCL's ring and tree as NCCL runs them, with its protocol and channels
-                // (2.8 opens twice the channels its search found and cuts them by the size),
-                // and the tree's chunk shrunk to fill its pipeline on those channels as NCCL
-                // shrinks it (calibrate's `what_ran` does the same).
+                // NCCL's ring and tree as NCCL runs them: its protocol, and the channels and
+                // chunk of `call_params` (calibrate's `what_ran` asks it too).
                 Collective::Allreduce | Collective::ReduceScatter | Collective::Allgather
                     if algo != nccl::Algo::Pat =>
                 {
-                    let channels = match x.tuning {
-                        nccl::Tuning::V2_8 => nccl::run_channels_28(&x, algo, proto, bytes),
-                        nccl::Tuning::V2_30 => np.channels,
-                    };
+                    let (channels, chunk) = nccl::call_params(&x, c, algo, proto, bytes);
                     let mut v = vec![
                         ("protocol".to_string(), ParamValue::Str(proto.name().to_string())),
                         ("channels".to_string(), ParamValue::Int(u64::from(channels))),
                     ];
-                    let x = nccl::Inputs { channels, ..x };
-                    if let Some(chunk) = nccl::tree_chunk(&x, proto, bytes).filter(|_| algo == nccl::Algo::Tree) {
+                    if let Some(chunk) = chunk {
                         v.push(("chunk".to_string(), ParamValue::Str(format!("{chunk}B"))));
                     }
                     v

@@ -669,6 +669,21 @@ pub fn tree_chunk(x: &Inputs, proto: Proto, bytes: u64) -> Option<u64> {
     }
 }
 
+/// The channels and chunk NCCL runs one call of `c` of `bytes` with, as the parameters
+/// of our `nccl_ring` / `nccl_tree`: `x.channels`, except that under 2.8's tuning an
+/// allreduce opens twice the channels its search found and cuts them by the size
+/// ([`run_channels_28`]); the tree's chunk shrunk to fill its pipeline on those channels
+/// ([`tree_chunk`]), `None` for the ring. `run`'s `nccl_model` and `calibrate` both ask
+/// here, so both simulate the same call.
+pub fn call_params(x: &Inputs, c: Collective, algo: Algo, proto: Proto, bytes: u64) -> (u32, Option<u64>) {
+    let channels = match x.tuning {
+        Tuning::V2_8 if c == Collective::Allreduce => run_channels_28(x, algo, proto, bytes),
+        _ => x.channels,
+    };
+    let chunk = if algo == Algo::Tree { tree_chunk(&Inputs { channels, ..*x }, proto, bytes) } else { None };
+    (channels, chunk)
+}
+
 /// The channels NCCL 2.8.4 runs one allreduce call of `bytes` on with `algo` and `proto`
 /// (its `ncclTopoPostset` and `getAlgoInfo`), for `x.channels` channels found by its graph
 /// search. Every ring and tree the search found is opened twice (`nChannels * 2`, at most
