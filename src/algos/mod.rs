@@ -156,6 +156,13 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     fn messages(&self, _p: &Problem) -> Option<u64> {
         None
     }
+    /// Steps inside a node of the pipeline NCCL's kernel runs for this algorithm, each
+    /// of which costs a call the machine's `intra.step_latency` once, before its first
+    /// operation (docs/gpu-clusters.md, "Step latency"): NCCL's ring and tree; 0 for
+    /// the others.
+    fn start_steps(&self, _p: &Problem, _topo: &dyn Topology) -> usize {
+        0
+    }
     /// Whether it needs switch agents ([`crate::sim::Programs::switch_agents`]): then
     /// [`Algorithm::program`] is asked for ranks `P..2P` too, the NVSwitch's share of
     /// the work for each GPU.

@@ -708,6 +708,18 @@ impl Algorithm for NcclRing {
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         if self.collective == Collective::Allgather { 0 } else { p.ranks.saturating_sub(1) }
     }
+
+    /// One pass around the ring is P-1 steps, of which one per node boundary crosses
+    /// nodes (NCCL's `nInterSteps`): P - N inside a node on N nodes; the allreduce
+    /// makes two passes.
+    fn start_steps(&self, p: &Problem, topo: &dyn Topology) -> usize {
+        let g = gpus_per_node(self.gpus_per_node, topo).max(1);
+        if p.ranks < 2 || !p.ranks.is_multiple_of(g) {
+            return 0;
+        }
+        let inside = p.ranks - p.ranks / g;
+        if self.collective == Collective::Allreduce { 2 * inside } else { inside }
+    }
 }
 
 // ---------------------------------------------------------------------------------------

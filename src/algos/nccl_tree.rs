@@ -302,6 +302,16 @@ impl Algorithm for NcclTree {
         Some(super::nccl_streams::tree_bounds(&plan, p.ranks, p.elem_bytes, m.topo, m.cost_per_byte))
     }
 
+    /// Up and down the chain inside a node: `2(g-1)` steps for g GPUs per node (NCCL's
+    /// `2 (nRanks/nNodes - 1)` intra-node latencies of the tree).
+    fn start_steps(&self, p: &Problem, topo: &dyn Topology) -> usize {
+        let g = gpus_per_node(self.gpus_per_node, topo).max(1);
+        if p.ranks < 2 || !p.ranks.is_multiple_of(g) {
+            return 0;
+        }
+        2 * (g - 1)
+    }
+
     fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize {
         if p.ranks <= 1 {
             return 0;

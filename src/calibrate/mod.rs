@@ -122,7 +122,7 @@ pub struct Param {
     pub start: f64,
 }
 
-const TIME_KEYS: [&str; 6] = ["alpha", "launch", "cost_per_byte", "latency", "overhead", "gap"];
+const TIME_KEYS: [&str; 7] = ["alpha", "launch", "cost_per_byte", "latency", "overhead", "gap", "step_latency"];
 const PROTOCOLS: [&str; 3] = ["simple", "ll", "ll128"];
 
 /// The key a value is known by: the last segment, or the one above a protocol's name.

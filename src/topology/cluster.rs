@@ -115,6 +115,12 @@ pub struct IntraSpec {
     /// Bytes per second each way: per GPU (NVSwitch, PCIe) or per NVLink.
     #[serde(rename = "bandwidth_Bps")]
     pub bandwidth: f64,
+    /// Seconds per protocol that NCCL's ring and tree pay once per call for every step
+    /// of their pipeline inside a node (NCCL's tuning model's per-step hardware
+    /// latency, charged at every size; docs/gpu-clusters.md, "Step latency"); 0 unless
+    /// given.
+    #[serde(default = "zero_per_proto", skip_serializing_if = "is_zero_per_proto")]
+    pub step_latency_s: PerProto,
     /// NVLink only: `[gpu a, gpu b, links]`, each pair once.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<[usize; 3]>,
@@ -225,6 +231,14 @@ pub struct ClusterSpec {
     pub efficiency: PerProto,
 }
 
+fn zero_per_proto() -> PerProto {
+    PerProto::all(0.0)
+}
+
+fn is_zero_per_proto(v: &PerProto) -> bool {
+    *v == PerProto::all(0.0)
+}
+
 fn nccl_efficiency() -> PerProto {
     PerProto::NCCL_EFFICIENCY
 }
@@ -261,6 +275,7 @@ impl ClusterSpec {
                 kind,
                 alpha_s,
                 bandwidth,
+                step_latency_s: PerProto::all(0.0),
                 links: Vec::new(),
                 nvls_efficiency: 1.0,
                 sockets: Vec::new(),
@@ -372,6 +387,11 @@ impl Cluster {
     /// `launch` for this view's protocol.
     pub fn launch(&self) -> f64 {
         self.spec.launch_s.of(self.proto)
+    }
+
+    /// `intra.step_latency` for this view's protocol.
+    pub fn step_latency(&self) -> f64 {
+        self.spec.intra.step_latency_s.of(self.proto)
     }
 
     /// GPUs per node the ranks use (fewer than the machine's on a partial node).
@@ -581,9 +601,12 @@ fn check(spec: &ClusterSpec) -> Result<(), String> {
         return Err("fabric.hosts_per_leaf must be at least 1".to_string());
     }
     let finite = |v: f64| v >= 0.0 && v.is_finite();
-    for (what, a) in
-        [("intra.alpha", spec.intra.alpha_s), ("inter.alpha", spec.inter.alpha_s), ("launch", spec.launch_s)]
-    {
+    for (what, a) in [
+        ("intra.alpha", spec.intra.alpha_s),
+        ("intra.step_latency", spec.intra.step_latency_s),
+        ("inter.alpha", spec.inter.alpha_s),
+        ("launch", spec.launch_s),
+    ] {
         if ![a.ll, a.ll128, a.simple].into_iter().all(finite) {
             return Err(format!("{what} must be at least 0 and finite for every protocol"));
         }

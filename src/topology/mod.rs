@@ -234,6 +234,15 @@ pub fn build_for_run(
     Ok(if proto == Proto::Simple { topo } else { Box::new(ProtoView::new(topo, proto)) })
 }
 
+/// Seconds NCCL's ring and tree pay once per call for each step of their pipeline
+/// inside a node with `proto` (`intra.step_latency`; 0 on every kind but `cluster`).
+pub fn step_latency(spec: &spec::TopologySpec, proto: Proto) -> f64 {
+    match spec {
+        spec::TopologySpec::Cluster(c) => c.intra.step_latency_s.of(proto),
+        _ => 0.0,
+    }
+}
+
 /// Seconds every rank spends once per collective before its first operation with
 /// `proto` (`launch`; 0 on every kind but `cluster`).
 pub fn launch(spec: &spec::TopologySpec, proto: Proto) -> f64 {

@@ -75,6 +75,8 @@ pub(super) struct RawIntra {
     #[serde(default, deserialize_with = "present")]
     bandwidth: Option<Spanned<Scalar>>,
     #[serde(default, deserialize_with = "present")]
+    step_latency: Option<Spanned<RawPerProto>>,
+    #[serde(default, deserialize_with = "present")]
     links: Option<Spanned<RawLinks>>,
     #[serde(default, deserialize_with = "present")]
     nvls_efficiency: Option<Spanned<Scalar>>,
@@ -259,6 +261,12 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
         ));
     };
     let intra_bw = bandwidth(src, bw, "topology.intra.bandwidth")?;
+    let step_latency = ri
+        .step_latency
+        .as_ref()
+        .map(|l| per_proto(src, l, "topology.intra.step_latency"))
+        .transpose()?
+        .unwrap_or(PerProto::all(0.0));
     let links_at = ri.links.as_ref().map(|l| l.referenced);
     let links = match (kind, ri.links) {
         (IntraKind::Nvlink, None) if gpus > 1 => {
@@ -421,6 +429,7 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
             kind,
             alpha_s: intra_alpha,
             bandwidth: intra_bw,
+            step_latency_s: step_latency,
             links,
             nvls_efficiency,
             sockets,
