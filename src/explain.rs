@@ -184,13 +184,17 @@ pub fn explain(req: &Request) -> Result<String, String> {
         }
     }
 
+    let steps = algo.start_steps(&p, topo);
     let mut rec = Recorder::new(req.ranks);
     let (stats, _) = simulate(algo.as_ref(), topo, p, req.cost_per_byte, None, &mut rec)
         .map_err(|e| format!("{} does not run on {} ranks: {e}", algo.label(), req.ranks))?;
     let timeline = rec.finish().ok_or("too many messages to explain")?;
     // As `run` does: a cluster's start-up shifts the whole run (Simple's, the protocol
     // explain builds the machine with).
-    let launch = req.topology.as_ref().map_or(0.0, |spec| topology::launch(spec, topology::Proto::Simple));
+    let launch = req.topology.as_ref().map_or(0.0, |spec| {
+        topology::launch(spec, topology::Proto::Simple)
+            + if steps > 0 { steps as f64 * topology::step_latency(spec, topology::Proto::Simple) } else { 0.0 }
+    });
 
     let rows: Vec<Row> = timeline
         .messages

@@ -107,3 +107,20 @@ fn a_bad_step_latency_is_located_and_explained() {
         assert!(e.contains("bad.yaml:"), "{bad}: {e}");
     }
 }
+
+/// `explain` shifts the schedule by the same start-up as `run`.
+#[test]
+fn explain_counts_the_steps_as_run_does() {
+    let s = scenario(&MACHINE.replace(" STEP", ", step_latency: 3us"));
+    let req = allreduce_sim::explain::Request {
+        algorithm: "nccl_ring".to_string(),
+        ranks: 4,
+        bytes: 3 << 20,
+        cost_per_byte: s.cost_per_byte,
+        topology: Some(s.topology.clone()),
+        ..Default::default()
+    };
+    let text = allreduce_sim::explain::explain(&req).unwrap();
+    // launch 4 us + 6 steps x 3 us.
+    assert!(text.contains("launch 22 us"), "{text}");
+}
