@@ -102,7 +102,8 @@ fn a_bad_step_latency_is_located_and_explained() {
         (", step_latency: { simple: 1us }", "topology.intra.step_latency: missing ll, ll128"),
         (", step_latency: { simple: 1us, ll: 1us, ll128: 1us, tcp: 1us }", "unknown protocol 'tcp'"),
     ] {
-        let e = parse_str(&MACHINE.replace(" STEP", bad), "bad.yaml").err().expect(bad).to_string();
+        let Err(e) = parse_str(&MACHINE.replace(" STEP", bad), "bad.yaml") else { panic!("{bad} was accepted") };
+        let e = e.to_string();
         assert!(e.contains(want), "{bad}: {e}");
         assert!(e.contains("bad.yaml:"), "{bad}: {e}");
     }
