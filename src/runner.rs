@@ -608,17 +608,21 @@ fn build_point(pl: Planned<'_>) -> Result<(PointResult, Setup), Box<PointResult>
         }
     };
     res.protocol = spec.protocol.map(|_| proto.name().to_string());
+    // Every rank starts the collective together after `launch` and, for NCCL's ring and
+    // tree, the step latency of each of their steps inside a node (added once the point
+    // is known to run): the whole run shifts.
+    let mut launch = topology::launch(&s.topology, proto);
+    res.launch_s = (launch > 0.0).then_some(launch);
     let machine = Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte };
     if let Err(why) = algo.applicable(&p, &machine) {
         res.not_applicable = Some(why);
         return Err(Box::new(res));
     }
-    // Every rank starts the collective together after `launch` and, for NCCL's ring and
-    // tree, the step latency of each of their steps inside a node: the whole run shifts.
     let steps = algo.start_steps(&p, topo.as_ref());
-    let launch = topology::launch(&s.topology, proto)
-        + if steps > 0 { steps as f64 * topology::step_latency(&s.topology, proto) } else { 0.0 };
-    res.launch_s = (launch > 0.0).then_some(launch);
+    if steps > 0 {
+        launch += steps as f64 * topology::step_latency(&s.topology, proto);
+        res.launch_s = (launch > 0.0).then_some(launch);
+    }
     // Switch agents (NVLS) hold no vector and draw no noise.
     if algo.switch_agents() && (s.data.mode != DataMode::Off || s.noise.is_some()) {
         res.not_applicable = Some(format!(
