@@ -8,7 +8,8 @@
 //! channels NCCL found, cut by per-protocol efficiencies and caps, and turned into an
 //! algorithm bandwidth. The constants below are NCCL's defaults (its
 //! `ncclTunerConstantsDefaults` and `treeCorrectionFactor`), facts; the code is ours and
-//! keeps ring, tree and PAT (NVLS and CollNet need hardware we do not model).
+//! keeps ring, tree, NVLS, NVLS Tree and PAT (CollNet needs SHARP switches, which we do
+//! not model).
 //!
 //! Per collective ([`algorithms`]): allreduce by tree or ring, `2(P-1)` ring steps;
 //! reduce-scatter and allgather by ring (`P-1` steps) or PAT; broadcast and reduce by
@@ -94,8 +95,16 @@ impl Algo {
             Algo::Tree => "tree",
             Algo::Ring => "ring",
             Algo::Nvls => "nvls",
-            Algo::NvlsTree => "nvlstree",
+            Algo::NvlsTree => "nvls_tree",
             Algo::Pat => "pat",
+        }
+    }
+    /// Its name as `NCCL_ALGO` spells it, lowercased (`nvlstree` for NVLS Tree; the
+    /// others as [`Algo::name`]).
+    pub fn env_name(self) -> &'static str {
+        match self {
+            Algo::NvlsTree => "nvlstree",
+            _ => self.name(),
         }
     }
     /// Our algorithm of collective `c` that runs it (its id; broadcast's and reduce's
