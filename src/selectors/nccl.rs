@@ -775,7 +775,7 @@ pub fn call_params(x: &Inputs, c: Collective, algo: Algo, proto: Proto, bytes: u
 /// NICs of 48 GB/s or more, else 24 from 48 GB/s; the tree's chunk 64 KiB with the NIC
 /// under the GPU's PCIe switch, as on the DGX and HGX boards), else 32 channels and
 /// Hopper's chunks. Then the chunk shrinks for small sizes
-/// ([`crate::algos::nvls_tree::chunk_bytes`]).
+/// (`chunk_bytes` in `src/algos/nvls_tree.rs`).
 pub fn nvls_tree_call(x: &Inputs, bytes: u64) -> (u32, u64) {
     let heads = x.nvls_heads.max(1);
     let ppn = x.ranks / x.nodes.max(1);
