@@ -252,6 +252,7 @@ fn nccl_model_runs_nccl_ring_for_the_halves() {
         pcie: false,
         ll128: true,
         nvls: true,
+        nvls_heads: 0,
         tuning: Tuning::V2_30,
     };
     let s = 1u64 << 30;

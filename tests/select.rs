@@ -79,6 +79,7 @@ fn selector_rows_pick_what_they_say() {
                 pcie: false,
                 ll128: true,
                 nvls: false,
+                nvls_heads: 0,
                 tuning: nccl::Tuning::V2_30,
             };
             let (algo, proto, t) = nccl::choice(&x, Collective::Allreduce, b).unwrap();
@@ -421,6 +422,7 @@ fn nccl_model_on_every_collective() {
             pcie: false,
             ll128: true,
             nvls: false,
+            nvls_heads: 0,
             tuning: nccl::Tuning::V2_30,
         };
         let (algo, proto, t) = nccl::choice(&x, r.collective, r.bytes).unwrap();
@@ -527,6 +529,7 @@ fn nccl_tuner_rows_for_every_collective() {
             pcie: false,
             ll128: true,
             nvls: false,
+            nvls_heads: 0,
             tuning: nccl::Tuning::V2_30,
         };
         // The protocol is the one NCCL's model ranks first for that algorithm ...

@@ -24,6 +24,7 @@ pub(crate) use nccl_tree::describe as nccl_tree_describe;
 mod neighbor_exchange;
 pub(crate) mod nvls;
 mod nvls_halves;
+pub(crate) mod nvls_tree;
 mod params;
 pub(crate) mod pat;
 mod ring;
@@ -226,7 +227,7 @@ static BUILDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(
 
 /// The ids of NCCL's algorithms as NCCL runs them (docs/nccl.md), which `auto` leaves
 /// out of its candidates.
-pub const NCCL_IDS: &[&str] = &["nccl_ring", "nccl_tree", "nvls", "pat"];
+pub const NCCL_IDS: &[&str] = &["nccl_ring", "nccl_tree", "nvls", "nvls_tree", "pat"];
 
 /// The algorithms whose points without an exact form get no bounds read off their
 /// programs ([`Algorithm::bounds`]): NCCL's ring and tree, whose schedules have their
@@ -278,6 +279,7 @@ pub fn registry() -> &'static [AlgoInfo] {
         nccl_ring::INFO,
         nccl_tree::INFO,
         nvls::INFO,
+        nvls_tree::INFO,
     ];
     REGISTRY
 }

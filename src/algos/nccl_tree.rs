@@ -122,7 +122,7 @@ pub(crate) struct TreePlan {
 }
 
 /// NCCL's `ncclGetDtree`: node `node`'s parent and children in tree `t` of `nodes`.
-fn dtree(nodes: usize, node: usize, t: usize) -> (Option<usize>, [Option<usize>; 2]) {
+pub(crate) fn dtree(nodes: usize, node: usize, t: usize) -> (Option<usize>, [Option<usize>; 2]) {
     if t == 0 {
         return nccl_btree(nodes, node);
     }

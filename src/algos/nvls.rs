@@ -30,8 +30,8 @@
 //! bandwidth (the switch's own rate).
 //!
 //! The agents hold no vector, so `nvls` runs timing only (`data: { mode: off }`).
-//! Across nodes NCCL needs CollNet (SHARP in the network) for NVLS, or runs NVLS Tree;
-//! neither is modelled, so `nvls` runs on one node.
+//! Across nodes NCCL needs CollNet (SHARP in the network) for NVLS, not modelled, or runs
+//! NVLS Tree ([`super::nvls_tree`]), so `nvls` runs on one node.
 
 use super::{AlgoInfo, Algorithm, Blocks, Machine, ParamError, Params, Problem, Topology};
 use crate::sim::op::{Op, Program, Rank, Region, per_step};
@@ -259,7 +259,7 @@ impl Algorithm for Nvls {
         on_one_nvswitch_node(
             p,
             m,
-            "NVLS across nodes needs CollNet (SHARP in the network) or NVLS Tree, neither modelled",
+            "NVLS across nodes needs CollNet (SHARP in the network), not modelled; nvls_tree is NCCL's NVLS Tree",
         )?;
         let plan = self.plan(p);
         let loops = (0..self.channels).map(|k| plan.loops(k)).max().unwrap_or(0);

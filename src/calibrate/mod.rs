@@ -359,13 +359,15 @@ pub fn what_ran_with(
     let base = nccl::Inputs::of(topo, NCCL_CHANNELS, arch_of(&run.devices));
     let tuning = run.nccl_version.as_deref().and_then(nccl::Tuning::of_version).or(machine_tuning).unwrap_or_default();
     let base = base.with_tuning(tuning);
+    // NVLS and NVLS Tree came within 2.30.7's tuning (2.17, 2.18): a log's older release has neither.
+    let base = run.nccl_version.as_deref().map_or(base, |v| base.with_release(v));
     let x = nccl::Inputs { ll128: proto_env.is_some() || base.ll128, ..base };
-    let algos: Vec<&str> = nccl::algorithms(c).iter().map(|a| a.name()).collect();
+    let algos: Vec<&str> = nccl::algorithms(c).iter().map(|a| a.env_name()).collect();
     let ok_algos = allowed(algo_env, &algos);
     let ok_protos = allowed(proto_env, &["ll", "ll128", "simple"]);
     let mut best: Option<(nccl::Algo, nccl::Proto, f64)> = None;
     for &a in nccl::algorithms(c) {
-        if !ok_algos.contains(&a.name()) {
+        if !ok_algos.contains(&a.env_name()) {
             continue;
         }
         for p in nccl::Proto::ALL {

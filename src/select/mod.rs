@@ -211,6 +211,14 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                 }
                 // NVLS with its own channels (Simple only).
                 _ if algo == nccl::Algo::Nvls => Vec::new(),
+                // NVLS Tree on the channels and chunk NCCL gives the call (Simple only).
+                _ if algo == nccl::Algo::NvlsTree => {
+                    let (channels, chunk) = nccl::nvls_tree_call(&x, bytes);
+                    vec![
+                        ("channels".to_string(), ParamValue::Int(u64::from(channels))),
+                        ("chunk".to_string(), ParamValue::Str(format!("{chunk}B"))),
+                    ]
+                }
                 // NCCL's ring and tree as NCCL runs them: its protocol, and the channels and
                 // chunk of `call_params` (calibrate's `what_ran` asks it too).
                 Collective::Allreduce | Collective::ReduceScatter | Collective::Allgather

@@ -50,7 +50,7 @@ pub const SELECTORS: [SelectorInfo; 3] = [
     SelectorInfo {
         id: "nccl_model",
         summary: "the (algorithm, protocol) of least time in NCCL's tuning model; allreduce ring -> nccl_ring, tree \
-                  -> nccl_tree, with that protocol and the channels, NVLS -> nvls; reduce_scatter and allgather ring -> ring, pat -> pat; broadcast \
+                  -> nccl_tree, with that protocol and the channels, NVLS -> nvls, NVLS Tree -> nvls_tree; reduce_scatter and allgather ring -> ring, pat -> pat; broadcast \
                   and reduce ring -> chain in NCCL's chunks; NCCL's predicted time beside our simulation",
         source: "NCCL 2.30.7, src/graph/tuning.cc and src/enqueue.cc",
         covers: "allreduce, reduce_scatter, allgather, broadcast, reduce (NCCL has no barrier)",
@@ -59,8 +59,9 @@ pub const SELECTORS: [SelectorInfo; 3] = [
              the allreduce runs with as many (with version 2.8.4: twice as many, fewer for a small call, as 2.8.4 \
              opens them)",
             "arch=hopper: GPU generation whose constants apply: volta, ampere, hopper, blackwell",
-            "nvls=1: 0 leaves NVLS out, as NCCL_NVLS_ENABLE=0 does (it is weighed on one node of an NVSwitch \
-             cluster, Hopper or later, and runs as nvls)",
+            "nvls=1: 0 leaves NVLS and NVLS Tree out, as NCCL_NVLS_ENABLE=0 does (NVLS is weighed on one node of \
+             an NVSwitch cluster, Hopper or later, and runs as nvls; NVLS Tree on more than one, with two NICs or \
+             more per node, and runs as nvls_tree)",
             "version=2.30.7: the NCCL release whose tuning model picks, in quotes (\"2.8.4\"): before 2.10 NCCL \
              2.8.4's constants and formulas (no NVLS or PAT), else 2.30.7's",
         ],

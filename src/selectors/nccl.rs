@@ -8,7 +8,8 @@
 //! channels NCCL found, cut by per-protocol efficiencies and caps, and turned into an
 //! algorithm bandwidth. The constants below are NCCL's defaults (its
 //! `ncclTunerConstantsDefaults` and `treeCorrectionFactor`), facts; the code is ours and
-//! keeps ring, tree and PAT (NVLS and CollNet need hardware we do not model).
+//! keeps ring, tree, NVLS, NVLS Tree and PAT (CollNet needs SHARP switches, which we do
+//! not model).
 //!
 //! Per collective ([`algorithms`]): allreduce by tree or ring, `2(P-1)` ring steps;
 //! reduce-scatter and allgather by ring (`P-1` steps) or PAT; broadcast and reduce by
@@ -78,6 +79,10 @@ pub enum Algo {
     /// NVLS (NVLink SHARP): the NVSwitch adds and multicasts; allreduce, reduce-scatter
     /// and allgather on one node of an NVSwitch of Hopper or later.
     Nvls,
+    /// NVLS Tree (`NCCL_ALGO_NVLS_TREE`, NCCL 2.18 and later): NVLS inside each node, a
+    /// double binary tree across nodes between the GPUs that own a NIC; allreduce on
+    /// more than one node.
+    NvlsTree,
     /// PAT (parallel aggregated trees): reduce-scatter and allgather in rounds whose
     /// partners are a power of two apart, one rank per node only.
     Pat,
@@ -90,7 +95,16 @@ impl Algo {
             Algo::Tree => "tree",
             Algo::Ring => "ring",
             Algo::Nvls => "nvls",
+            Algo::NvlsTree => "nvls_tree",
             Algo::Pat => "pat",
+        }
+    }
+    /// Its name as `NCCL_ALGO` spells it, lowercased (`nvlstree` for NVLS Tree; the
+    /// others as [`Algo::name`]).
+    pub fn env_name(self) -> &'static str {
+        match self {
+            Algo::NvlsTree => "nvlstree",
+            _ => self.name(),
         }
     }
     /// Our algorithm of collective `c` that runs it (its id; broadcast's and reduce's
@@ -108,6 +122,7 @@ impl Algo {
             (Algo::Ring, _) => "ring",
             (Algo::Tree, _) => "nccl_tree",
             (Algo::Nvls, _) => "nvls",
+            (Algo::NvlsTree, _) => "nvls_tree",
             (Algo::Pat, _) => "pat",
         }
     }
@@ -127,7 +142,7 @@ impl Algo {
     /// Row of the tables indexed [tree, ring] (PAT has its own constants).
     fn index(self) -> usize {
         match self {
-            Algo::Tree | Algo::Pat | Algo::Nvls => 0,
+            Algo::Tree | Algo::Pat | Algo::Nvls | Algo::NvlsTree => 0,
             Algo::Ring => 1,
         }
     }
@@ -198,6 +213,13 @@ const TREE_CORRECTION: [[f64; 24]; 3] = [
 const NVLS_EFFICIENCY: [f64; 4] = [0.0, 0.0, 0.85, 0.74];
 const NVLS_LAT_NVLINK: f64 = 25.0;
 const NVLS_CHANNELS: f64 = crate::algos::nvls::DEFAULT_CHANNELS as f64;
+// NVLS Tree: its latency on NVLink inside a node and per network hop, and its bus
+// bandwidth cap per channel, GB/s, [architecture][one node, two nodes, more]
+// (`perChMaxNVLSTreeBws`; none on one node, none before Hopper).
+const NVLS_TREE_LAT_NVLINK: f64 = 25.0;
+const NVLS_TREE_LAT_NET: f64 = 20.9;
+const PER_CH_MAX_NVLS_TREE_BWS: [[f64; 3]; 4] =
+    [[26.5, 18.5, 10.0], [24.0, 23.6, 17.8], [0.0, 57.7, 45.5], [0.0, 96.0, 80.0]];
 // NCCL 2.8.4's (`Tuning::V2_8`): [tree, ring][LL, LL128, Simple], microseconds; its
 // Simple tree hop is the latency of a 256 kB chunk, hence the 28 us.
 const BASE_LAT_28: [[f64; 3]; 2] = [[4.4, 4.4, 0.0], [3.6, 10.0, 8.4]];
@@ -253,6 +275,11 @@ pub struct Inputs {
     /// off (`nccl_model`'s `nvls=0`, NCCL_NVLS_ENABLE=0). NCCL runs it across nodes only
     /// with CollNet, which we do not model, so it is weighed on one node only.
     pub nvls: bool,
+    /// NVLS Tree's heads per node, the GPUs that own a NIC (NCCL's NVLS search: one per
+    /// NIC, at most one per GPU), which are also its channels in NCCL's model; 0 where
+    /// NCCL has no NVLS Tree (before 2.18, or no NVLS). Weighed only with [`Inputs::nvls`]
+    /// and on more than one node.
+    pub nvls_heads: usize,
     /// Which NCCL release's model to evaluate.
     pub tuning: Tuning,
 }
@@ -298,6 +325,10 @@ impl Inputs {
             pcie: topo.intra_pcie(),
             ll128: !topo.intra_pcie(),
             nvls: topo.intra_nvswitch() && arch.comp_cap() >= 90,
+            nvls_heads: match (topo.intra_nvswitch(), topo.node_shape(), topo.node_nics()) {
+                (true, Some((_, g)), Some(nics)) => nics.min(g),
+                _ => 0,
+            },
             tuning: Tuning::V2_30,
         }
     }
@@ -310,9 +341,27 @@ impl Inputs {
             Tuning::V2_8 => Inputs {
                 tuning,
                 nvls: false,
+                nvls_heads: 0,
                 ll128: self.ll128 && matches!(self.arch, Arch::Volta | Arch::Ampere),
                 ..self
             },
+        }
+    }
+
+    /// The same inputs for the NCCL release `version` (`2.18.3`) within its [`Tuning`]:
+    /// NVLS came with 2.17 and NVLS Tree with 2.18, so earlier releases weigh neither.
+    /// Text that is not a version changes nothing.
+    pub fn with_release(self, version: &str) -> Inputs {
+        let mut parts = version.trim().split(['.', '+', '-']);
+        let (Some(Ok(major)), Some(Ok(minor))) =
+            (parts.next().map(str::parse::<u32>), parts.next().map(str::parse::<u32>))
+        else {
+            return self;
+        };
+        Inputs {
+            nvls: self.nvls && (major, minor) >= (2, 17),
+            nvls_heads: if (major, minor) >= (2, 18) { self.nvls_heads } else { 0 },
+            ..self
         }
     }
 
@@ -341,7 +390,7 @@ pub fn collective_name(c: Collective) -> Option<&'static str> {
 /// broadcast and reduce ring; none for the barrier.
 pub fn algorithms(c: Collective) -> &'static [Algo] {
     match c {
-        Collective::Allreduce => &[Algo::Tree, Algo::Ring, Algo::Nvls],
+        Collective::Allreduce => &[Algo::Tree, Algo::Ring, Algo::Nvls, Algo::NvlsTree],
         Collective::ReduceScatter | Collective::Allgather => &[Algo::Ring, Algo::Nvls, Algo::Pat],
         Collective::Broadcast | Collective::Reduce => &[Algo::Ring],
         Collective::Barrier => &[],
@@ -366,6 +415,9 @@ pub fn lat_bw(x: &Inputs, c: Collective, algo: Algo, proto: Proto) -> (f64, f64)
     }
     if algo == Algo::Nvls {
         return nvls_lat_bw(x, c, proto);
+    }
+    if algo == Algo::NvlsTree {
+        return nvls_tree_lat_bw(x, c, proto);
     }
     if x.tuning == Tuning::V2_8 {
         return lat_bw_28(x, c, algo, proto);
@@ -402,7 +454,7 @@ pub fn lat_bw(x: &Inputs, c: Collective, algo: Algo, proto: Proto) -> (f64, f64)
     // bus bandwidth is its algorithm bandwidth.
     let nsteps = nsteps(c, n_ranks);
     let bw = match algo {
-        Algo::Ring | Algo::Nvls => bus * n_ranks / nsteps,
+        Algo::Ring | Algo::Nvls | Algo::NvlsTree => bus * n_ranks / nsteps,
         Algo::Tree => bus * 0.5,
         Algo::Pat => bus,
     };
@@ -437,7 +489,7 @@ pub fn lat_bw(x: &Inputs, c: Collective, algo: Algo, proto: Proto) -> (f64, f64)
             let per_node = (x.ranks / x.nodes) as f64;
             lat += 2.0 * ((per_node - 1.0) * intra_lat + f64::from(log2i(x.nodes as u64)) * inter_lat);
         }
-        (Algo::Nvls, _) => {}
+        (Algo::Nvls | Algo::NvlsTree, _) => {}
         (Algo::Pat, _) => {
             // A logarithmic part, and "still a linear part" (NCCL's comment).
             lat += f64::from(log2i(x.nodes as u64)) * (inter_lat / 3.5) + n_ranks * 2.8;
@@ -550,6 +602,30 @@ fn nvls_lat_bw(x: &Inputs, c: Collective, proto: Proto) -> (f64, f64) {
     }
 }
 
+/// NVLS Tree's latency and algorithm bandwidth (`ncclTopoTuneModel`): Simple only, an
+/// allreduce on more than one node whose NVSwitch supports NVLS, with two heads or more
+/// per node (NCCL's NVLS graph has a channel per head and needs two). Per channel (a
+/// head) the bus bandwidth is the least of: the head's share of the NVLink bandwidth
+/// times the NVLS efficiency times `(H-1)/H`, doubled ("pipelines two operations"); the
+/// head's NIC, doubled on two nodes (each node is the root of one of the two trees); and
+/// NCCL's cap per channel (57.7 GB/s on two Hopper nodes, 45.5 on more). It is turned
+/// into algorithm bandwidth as the ring's (`P / 2(P-1)`). The latency is NVLS's 25 us
+/// inside the node plus `2 log2(N)` network hops of 20.9 us.
+fn nvls_tree_lat_bw(x: &Inputs, c: Collective, proto: Proto) -> (f64, f64) {
+    let heads = x.nvls_heads;
+    if !x.nvls || x.nodes < 2 || heads < 2 || proto != Proto::Simple || c != Collective::Allreduce {
+        return (0.0, 0.0);
+    }
+    let h = heads as f64;
+    let index2 = if x.nodes <= 2 { x.nodes - 1 } else { 2 };
+    let intra = x.bw_intra / h * NVLS_EFFICIENCY[x.arch.index()] * (h - 1.0) / h * 2.0;
+    let inter = x.bw_inter * if x.nodes <= 2 { 2.0 } else { 1.0 };
+    let bus = h * intra.min(inter).min(PER_CH_MAX_NVLS_TREE_BWS[x.arch.index()][index2]);
+    let n_ranks = x.ranks as f64;
+    let lat = NVLS_TREE_LAT_NVLINK + 2.0 * f64::from(log2i(x.nodes as u64)) * NVLS_TREE_LAT_NET;
+    (lat, bus * n_ranks / nsteps(c, n_ranks))
+}
+
 /// NCCL's predicted time in seconds for collective `c` of `bytes` (NCCL's `nBytes`) by
 /// `algo` with `proto` (`ncclTopoGetAlgoTime`, one operation); `None` where NCCL would
 /// not use the pair.
@@ -581,6 +657,10 @@ pub fn time(x: &Inputs, c: Collective, algo: Algo, proto: Proto, bytes: u64) -> 
         return Some((lat + bytes as f64 / (1000.0 * bw)) * 1e-6);
     }
     if algo == Algo::Tree && c == Collective::Allreduce && (0..23).contains(&log_size) {
+        bw *= TREE_CORRECTION[proto.index()][log_size as usize];
+    }
+    // NCCL corrects NVLS Tree like the tree on Blackwell (and later) with an x86 host.
+    if algo == Algo::NvlsTree && x.arch.comp_cap() >= 100 && (0..24).contains(&log_size) {
         bw *= TREE_CORRECTION[proto.index()][log_size as usize];
     }
     // The ring's plateau across nodes: its latency grows once each rank's share of
@@ -676,12 +756,55 @@ pub fn tree_chunk(x: &Inputs, proto: Proto, bytes: u64) -> Option<u64> {
 /// ([`tree_chunk`]), `None` for the ring. `run`'s `nccl_model` and `calibrate` both ask
 /// here, so both simulate the same call.
 pub fn call_params(x: &Inputs, c: Collective, algo: Algo, proto: Proto, bytes: u64) -> (u32, Option<u64>) {
+    if algo == Algo::NvlsTree {
+        let (channels, chunk) = nvls_tree_call(x, bytes);
+        return (channels, Some(chunk));
+    }
     let channels = match x.tuning {
         Tuning::V2_8 if c == Collective::Allreduce => run_channels_28(x, algo, proto, bytes),
         _ => x.channels,
     };
     let chunk = if algo == Algo::Tree { tree_chunk(&Inputs { channels, ..*x }, proto, bytes) } else { None };
     (channels, chunk)
+}
+
+/// The channels and chunk NCCL runs an NVLS Tree allreduce of `bytes` with
+/// (`src/transport/nvls.cc` `ncclNvlsTuning`, `enqueue.cc` `calcCollChunking`): on
+/// Hopper its 16 NVLS channels, a 128 KiB chunk, at most 64 KiB from 4 nodes; on
+/// Blackwell NCCL's own multi-node tuning by NIC speed (32 channels on two nodes with
+/// NICs of 48 GB/s or more, else 24 from 48 GB/s; the tree's chunk 64 KiB with the NIC
+/// under the GPU's PCIe switch, as on the DGX and HGX boards), else 32 channels and
+/// Hopper's chunks. Then the chunk shrinks for small sizes
+/// (`chunk_bytes` in `src/algos/nvls_tree.rs`).
+pub fn nvls_tree_call(x: &Inputs, bytes: u64) -> (u32, u64) {
+    let heads = x.nvls_heads.max(1);
+    let ppn = x.ranks / x.nodes.max(1);
+    let (channels, max) = if x.arch.comp_cap() >= 100 {
+        let nic = x.bw_inter;
+        if x.nodes == 2 && nic >= 48.0 {
+            let (chunk, tree) = if ppn <= 4 {
+                (262144, 262144)
+            } else if ppn >= 16 || (ppn <= 8 && nic < 96.0) {
+                (131072, 65536)
+            } else {
+                (131072, 131072)
+            };
+            (32, Some((chunk, tree)))
+        } else if nic >= 96.0 {
+            if ppn <= 8 {
+                (24, Some((262144, 262144)))
+            } else {
+                (32, Some((131072, if ppn < 32 { 131072 } else { 65536 })))
+            }
+        } else if nic >= 48.0 {
+            (24, Some((131072, 65536)))
+        } else {
+            (32, None)
+        }
+    } else {
+        (crate::algos::nvls_tree::DEFAULT_CHANNELS, None)
+    };
+    (channels as u32, crate::algos::nvls_tree::chunk_bytes(bytes, channels, heads, x.nodes, max))
 }
 
 /// The channels NCCL 2.8.4 runs one allreduce call of `bytes` on with `algo` and `proto`
@@ -736,6 +859,7 @@ mod tests {
             pcie: false,
             ll128: true,
             nvls: false,
+            nvls_heads: 0,
             tuning: Tuning::V2_30,
         }
     }
@@ -864,6 +988,7 @@ mod tests {
             pcie: false,
             ll128: true,
             nvls: false,
+            nvls_heads: 0,
             tuning: Tuning::V2_30,
         }
         .with_tuning(Tuning::V2_8);

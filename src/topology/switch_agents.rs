@@ -12,7 +12,8 @@
 //!   that side (`n0g3->n0nvswitch` or back), under `ideal` half the alpha of a message
 //!   between two GPUs of the node (the switch's link carries half of it under `flow`
 //!   too), at the machine's `intra.nvls_efficiency` times its bandwidth under both
-//!   (NVLS runs on one node, so only messages to and from the agents cross these links);
+//!   (only these links, a GPU's to and from its switch, are scaled: between nodes,
+//!   `nvls_tree`'s messages from GPU to GPU cross NICs at their own rate);
 //! - on the GPU's side it holds a port of the GPU's intra-node interface, as any message
 //!   inside the node; each agent is an interface of its own, one port each way, which
 //!   mirrors the GPU link it serves and so never binds before that link does;
@@ -26,6 +27,9 @@ pub struct SwitchAgents<'a> {
     inner: &'a dyn Topology,
     gpus: usize,
     per_node: usize,
+    /// Under `flow`, the links between the GPUs and their switch (sorted), which the
+    /// agents' messages cross at the switch's rate.
+    switch_links: Vec<LinkId>,
 }
 
 impl<'a> SwitchAgents<'a> {
@@ -41,7 +45,22 @@ impl<'a> SwitchAgents<'a> {
                 inner.describe()
             ));
         }
-        Ok(SwitchAgents { inner, gpus, per_node })
+        let mut agents = SwitchAgents { inner, gpus, per_node, switch_links: Vec::new() };
+        if inner.fabric().is_some() {
+            let mut route = Vec::new();
+            let mut links = Vec::with_capacity(2 * gpus);
+            for g in 0..gpus {
+                for (a, b) in [(g, gpus), (gpus, g)] {
+                    route.clear();
+                    Fabric::route(&agents, a, b, &mut route);
+                    links.extend_from_slice(&route);
+                }
+            }
+            links.sort_unstable();
+            links.dedup();
+            agents.switch_links = links;
+        }
+        Ok(agents)
     }
 
     /// Another GPU of `gpu`'s node, through which its link to the switch is found.
@@ -139,9 +158,14 @@ impl Fabric for SwitchAgents<'_> {
         }
     }
     fn hop(&self, id: LinkId) -> Link {
-        // Only messages to and from the agents cross these links (NVLS runs on one node).
+        // Only messages to and from the agents cross a GPU's links to its switch (NVLS's
+        // GPUs talk to each other only across nodes, through the NICs).
         let l = self.inner.fabric().expect("built only where the machine has a fabric").hop(id);
-        Link { alpha: l.alpha, bandwidth: l.bandwidth * self.inner.nvls_efficiency() }
+        if self.switch_links.binary_search(&id).is_ok() {
+            Link { alpha: l.alpha, bandwidth: l.bandwidth * self.inner.nvls_efficiency() }
+        } else {
+            l
+        }
     }
     fn link_name(&self, id: LinkId) -> String {
         self.inner.fabric().expect("built only where the machine has a fabric").link_name(id)
