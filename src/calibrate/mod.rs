@@ -415,6 +415,9 @@ pub fn what_ran_with(
             if let Some(chunk) = chunk {
                 v.push(("chunk".to_string(), ParamValue::Str(format!("{chunk}B"))));
             }
+            if let Some(pattern) = nccl::tree_pattern(&x, algo) {
+                v.push(("pattern".to_string(), ParamValue::Str(pattern.to_string())));
+            }
             v
         }
         _ => Vec::new(),
