@@ -461,4 +461,82 @@ mod tests {
         // Shift on 5: node i takes tree 0's place of i - 1: root 1, whose child is 4 + 1 = 0.
         assert_eq!(dtree(5, 1, 1), (None, [None, Some(0)]));
     }
+
+    /// NCCL's split pattern on 4 nodes of 4 GPUs, one chain per NIC of 2: the chain's
+    /// first GPU is the only one of its node with a parent in another node, its second
+    /// the only one with children in other nodes, and the two share a NIC.
+    #[test]
+    fn split_puts_the_parent_on_the_first_gpu_and_the_children_on_the_second() {
+        let plan = TreePlan::new(16, 4, 2, 100, 10).with_pattern(TreePattern::Split, 2);
+        for k in 0..2 {
+            for node in 0..4 {
+                let gpus: Vec<usize> = (node * 4..node * 4 + 4).collect();
+                let across = |r: usize, q: usize| r / 4 != q / 4;
+                let up: Vec<usize> =
+                    gpus.iter().copied().filter(|&r| plan.place(k, r).parent.is_some_and(|q| across(r, q))).collect();
+                let down: Vec<usize> = gpus
+                    .iter()
+                    .copied()
+                    .filter(|&r| plan.place(k, r).children.iter().flatten().any(|&q| across(r, q)))
+                    .collect();
+                // Chain k starts on NIC k's block (GPUs 2k, 2k + 1).
+                let (a, b) = (node * 4 + 2 * k, node * 4 + 2 * k + 1);
+                let root = node == if k == 0 { 0 } else { 3 };
+                assert_eq!(up, if root { vec![] } else { vec![a] }, "k={k} node={node}");
+                assert_eq!(plan.place(k, b).parent, Some(a), "k={k} node={node}");
+                assert!(down.iter().all(|&r| r == b), "k={k} node={node}: {down:?}");
+                // A parent across nodes is that node's second GPU.
+                if let Some(q) = plan.place(k, a).parent {
+                    assert_eq!(q % 4, (2 * k + 1) % 4, "k={k} node={node}");
+                }
+            }
+        }
+    }
+
+    /// NCCL's balanced pattern: the first GPU takes the parent and the second child node,
+    /// the second GPU the first child node; a node hangs off the parent node's GPU that
+    /// takes that child. Tree 0 on 4 nodes: 0 -> 2 (its second child), 2 -> {1, 3}.
+    #[test]
+    fn balanced_splits_the_children_between_the_first_two_gpus() {
+        let plan = TreePlan::new(8, 2, 1, 100, 10).with_pattern(TreePattern::Balanced, 0);
+        // Node 2 (GPUs 4, 5) is node 0's second child: it hangs off GPU 0.
+        assert_eq!(plan.place(0, 4).parent, Some(0));
+        // Node 2's children: node 1 (first) on GPU 5, node 3 (second) on GPU 4.
+        assert_eq!(plan.place(0, 2).parent, Some(5));
+        assert_eq!(plan.place(0, 6).parent, Some(4));
+        assert_eq!(plan.place(0, 5).parent, Some(4));
+        // One-GPU nodes keep one head whatever the pattern.
+        let flat = TreePlan::new(4, 1, 1, 100, 10).with_pattern(TreePattern::Split, 0);
+        let head = TreePlan::new(4, 1, 1, 100, 10);
+        for r in 0..4 {
+            assert_eq!(flat.place(0, r), head.place(0, r));
+        }
+    }
+
+    /// Every pattern's trees span the ranks, as the one-head tree's do.
+    #[test]
+    fn every_pattern_spans_every_rank() {
+        for pattern in [TreePattern::Split, TreePattern::Balanced] {
+            for (np, g, nics) in [(8, 4, 2), (12, 4, 2), (24, 8, 4), (6, 3, 1), (10, 2, 2), (16, 4, 0)] {
+                for channels in [1, 2, 3, 4] {
+                    let plan = TreePlan::new(np, g, channels, 100, 10).with_pattern(pattern, nics);
+                    for k in 0..channels {
+                        let roots: Vec<usize> = (0..np).filter(|&r| plan.place(k, r).parent.is_none()).collect();
+                        assert_eq!(roots.len(), 1, "{pattern:?} P={np} g={g} k={k}");
+                        let mut seen = vec![false; np];
+                        let mut todo = roots.clone();
+                        while let Some(r) = todo.pop() {
+                            assert!(!seen[r]);
+                            seen[r] = true;
+                            for &c in plan.place(k, r).children.iter().flatten() {
+                                assert_eq!(plan.place(k, c).parent, Some(r), "{pattern:?} P={np} g={g} k={k}");
+                                todo.push(c);
+                            }
+                        }
+                        assert!(seen.iter().all(|&s| s), "{pattern:?} P={np} g={g} k={k}");
+                    }
+                }
+            }
+        }
+    }
 }

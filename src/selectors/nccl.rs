@@ -689,9 +689,9 @@ pub fn call_params(x: &Inputs, c: Collective, algo: Algo, proto: Proto, bytes: u
 /// (`init.cc`, `search.cc`) searches its tree with one head on one or two nodes and with
 /// the balanced pattern on more, which on GPUs before Ampere it replaces by the split
 /// pattern ("SPLIT_TREE works better on older archs", until 2.17): the parent node on
-/// the chain's first GPU, the child nodes on its second. Later releases keep the
-/// balanced pattern on every generation; `nccl_model` under 2.30.7's tuning keeps one
-/// head (not yet written for it).
+/// the chain's first GPU, the child nodes on its second. Later releases search the
+/// balanced pattern on any number of nodes and generation; under 2.30.7's tuning this
+/// keeps one head (not yet checked against a log there).
 pub fn tree_pattern(x: &Inputs, algo: Algo) -> Option<&'static str> {
     if algo != Algo::Tree || x.nodes <= 2 || x.tuning != Tuning::V2_8 || x.ranks <= x.nodes {
         return None;
