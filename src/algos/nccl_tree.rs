@@ -219,17 +219,15 @@ impl TreePlan {
         let (up, downs) = dtree(nodes, node, t);
         let head = |d: usize| at(d, 0);
         match (self.pattern, i) {
-            (TreePattern::Tree, _) => Place {
-                parent: up.map(head),
-                children: [chain_child, downs[0].map(head), downs[1].map(head)],
-            },
+            (TreePattern::Tree, _) => {
+                Place { parent: up.map(head), children: [chain_child, downs[0].map(head), downs[1].map(head)] }
+            }
             // The first GPU: the parent node's second GPU above, its own second below.
             (TreePattern::Split, 0) => Place { parent: up.map(|u| at(u, 1)), children: [chain_child, None, None] },
             // The second: its first GPU above, both child nodes' first GPUs below.
-            (TreePattern::Split, _) => Place {
-                parent: Some(at(node, 0)),
-                children: [chain_child, downs[0].map(head), downs[1].map(head)],
-            },
+            (TreePattern::Split, _) => {
+                Place { parent: Some(at(node, 0)), children: [chain_child, downs[0].map(head), downs[1].map(head)] }
+            }
             // The first GPU: above, the parent node's GPU for its first child (the second)
             // or for its second child (the first); below, its second GPU and the second
             // child node.
