@@ -465,8 +465,10 @@ mod tests {
     /// the only one with children in other nodes, and the two share a NIC.
     #[test]
     fn split_puts_the_parent_on_the_first_gpu_and_the_children_on_the_second() {
-        let plan = TreePlan::new(16, 4, 2, 100, 10).with_pattern(TreePattern::Split, 2);
-        for k in 0..2 {
+        // 4 channels: 0 and 1 on tree 0 with chains 0 and 1, 2 and 3 on tree 1 with the same.
+        let plan = TreePlan::new(16, 4, 4, 100, 10).with_pattern(TreePattern::Split, 2);
+        for k in 0..4 {
+            let (j, t) = (k % 2, k / 2);
             for node in 0..4 {
                 let gpus: Vec<usize> = (node * 4..node * 4 + 4).collect();
                 let across = |r: usize, q: usize| r / 4 != q / 4;
@@ -477,15 +479,15 @@ mod tests {
                     .copied()
                     .filter(|&r| plan.place(k, r).children.iter().flatten().any(|&q| across(r, q)))
                     .collect();
-                // Chain k starts on NIC k's block (GPUs 2k, 2k + 1).
-                let (a, b) = (node * 4 + 2 * k, node * 4 + 2 * k + 1);
-                let root = node == if k == 0 { 0 } else { 3 };
+                // Chain j starts on NIC j's block (GPUs 2j, 2j + 1).
+                let (a, b) = (node * 4 + 2 * j, node * 4 + 2 * j + 1);
+                let root = node == if t == 0 { 0 } else { 3 };
                 assert_eq!(up, if root { vec![] } else { vec![a] }, "k={k} node={node}");
                 assert_eq!(plan.place(k, b).parent, Some(a), "k={k} node={node}");
                 assert!(down.iter().all(|&r| r == b), "k={k} node={node}: {down:?}");
                 // A parent across nodes is that node's second GPU.
                 if let Some(q) = plan.place(k, a).parent {
-                    assert_eq!(q % 4, (2 * k + 1) % 4, "k={k} node={node}");
+                    assert_eq!(q % 4, 2 * j + 1, "k={k} node={node}");
                 }
             }
         }
