@@ -213,6 +213,10 @@ struct CalibrateArgs {
     /// The optimiser's budget: model evaluations per fitted value.
     #[arg(long, value_name = "N")]
     patience: Option<usize>,
+    /// Where NCCL's model picks for logs that do not force it: at the fitted values
+    /// (fitted, the default) or at the machine file's nominal ones (file).
+    #[arg(long, value_name = "fitted|file")]
+    picks: Option<String>,
 }
 
 // The flags of `validate` (its help is the variant's).
@@ -440,8 +444,20 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
 
 /// `calibrate`.
 fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode, BadInput> {
-    let CalibrateArgs { machine, logs, fit, hold_out, output, format, plot, ranks, gpus_per_node, env, patience } =
-        args;
+    let CalibrateArgs {
+        machine,
+        logs,
+        fit,
+        hold_out,
+        output,
+        format,
+        plot,
+        ranks,
+        gpus_per_node,
+        env,
+        patience,
+        picks,
+    } = args;
     let args = allreduce_sim::calibrate::cli::Args {
         machine,
         logs,
@@ -454,6 +470,7 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode, BadInput> {
         gpus_per_node,
         env,
         patience,
+        picks,
     };
     if matches!(format, Format::Csv) {
         return Err(BadInput("--format: calibrate writes table or json".into()));

@@ -51,6 +51,9 @@ pub const INFO: AlgoInfo = AlgoInfo {
         "channels=2: channels; the first half run on tree 0, the rest on tree 1",
         "chunk=protocol's: bytes per chunk, overriding the protocol's",
         "gpus_per_node=machine's: GPUs per node (default: the cluster's, a hierarchy's innermost group, else 1)",
+        "pattern=tree: which GPUs of a node talk to the other nodes: tree (the chain's first GPU, to parent and \
+         children), split (the first to the parent, the second to the children: NCCL's pattern on GPUs before \
+         Ampere until 2.17), balanced (the first to the parent and one child, the second to the other child)",
     ],
     build: |params| Ok(Box::new(NcclTree::from_params(params)?)),
 };
@@ -84,6 +87,36 @@ pub(crate) fn describe(params: &[(String, crate::units::ParamValue)], p: &Proble
     out
 }
 
+/// Which GPUs of a node talk to the other nodes (NCCL's tree graph patterns, `graph.h`;
+/// `connect.cc` `ncclTopoPreset` places the parent and the two child nodes on the chain's
+/// first or second GPU).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TreePattern {
+    /// `NCCL_TOPO_PATTERN_TREE`: the chain's first GPU, the head, takes the parent node
+    /// and both child nodes.
+    #[default]
+    Tree,
+    /// `NCCL_TOPO_PATTERN_SPLIT_TREE`: the first GPU takes the parent node, the second
+    /// both child nodes. NCCL's search tries it first on GPUs before Ampere (2.8 to 2.17)
+    /// across more than two nodes, so a sum coming up (or a result going down) crosses
+    /// one NVLink hop inside every node it passes, besides the network hop between nodes.
+    Split,
+    /// `NCCL_TOPO_PATTERN_BALANCED_TREE`: the first GPU takes the parent node and the
+    /// second child node, the second GPU the first child node.
+    Balanced,
+}
+
+impl TreePattern {
+    /// The names the `pattern` parameter takes.
+    pub const NAMES: [(&'static str, TreePattern); 3] =
+        [("tree", TreePattern::Tree), ("split", TreePattern::Split), ("balanced", TreePattern::Balanced)];
+
+    /// The parameter's name of the pattern.
+    pub fn name(self) -> &'static str {
+        TreePattern::NAMES.iter().find(|(_, p)| *p == self).map_or("tree", |(n, _)| *n)
+    }
+}
+
 /// See the module docs.
 #[derive(Debug)]
 pub struct NcclTree {
@@ -95,6 +128,8 @@ pub struct NcclTree {
     pub chunk: Option<u64>,
     /// GPUs per node (0: the machine's).
     pub gpus_per_node: usize,
+    /// Which GPUs of a node talk to the other nodes.
+    pub pattern: TreePattern,
 }
 
 /// A rank's place in one channel's tree.
@@ -119,6 +154,12 @@ pub(crate) struct TreePlan {
     /// GPUs per node (at least 1) and nodes.
     g: usize,
     nodes: usize,
+    /// Which GPUs of a node talk to the other nodes ([`TreePattern::Tree`] where a node
+    /// has one GPU).
+    pattern: TreePattern,
+    /// NICs per node where a split or balanced chain must keep its first two GPUs on
+    /// one NIC (0: not asked).
+    nics: usize,
 }
 
 /// NCCL's `ncclGetDtree`: node `node`'s parent and children in tree `t` of `nodes`.
@@ -138,25 +179,68 @@ pub(crate) fn dtree(nodes: usize, node: usize, t: usize) -> (Option<usize>, [Opt
 impl TreePlan {
     fn new(np: usize, g: usize, channels: usize, n: usize, chunk_elems: usize) -> TreePlan {
         let g = g.max(1);
-        TreePlan { channels, n, chunk_elems, g, nodes: np / g }
+        TreePlan { channels, n, chunk_elems, g, nodes: np / g, pattern: TreePattern::Tree, nics: 0 }
+    }
+
+    /// The plan with `pattern` (kept as [`TreePattern::Tree`] on one-GPU nodes, where
+    /// there is no second GPU) and the node's `nics` (0: unknown).
+    fn with_pattern(self, pattern: TreePattern, nics: usize) -> TreePlan {
+        let pattern = if self.g < 2 { TreePattern::Tree } else { pattern };
+        TreePlan { pattern, nics, ..self }
+    }
+
+    /// The chain position at which chain j starts. With the one-head pattern, GPU j mod g.
+    /// A split or balanced chain talks to the other nodes from its first two GPUs, which
+    /// NCCL's search keeps on one NIC (a tree goes back to the NIC it came in by): where
+    /// `b = g / K >= 2` GPUs share each of K NICs, chain j starts on NIC `j mod K`'s block
+    /// at a GPU whose successor is on the same NIC.
+    fn chain_start(&self, j: usize) -> usize {
+        let (g, kn) = (self.g, self.nics);
+        if self.pattern == TreePattern::Tree || kn == 0 || kn >= g || !g.is_multiple_of(kn) {
+            return j % g;
+        }
+        let b = g / kn;
+        (j % kn) * b + (j / kn) % (b - 1)
     }
 
     /// Rank r's place in channel k's tree.
     pub fn place(&self, k: usize, r: usize) -> Place {
         let (g, nodes) = (self.g, self.nodes);
         let search = self.channels.div_ceil(2);
-        let (t, rot) = if k < search { (0, k % g) } else { (1, (k - search) % g) };
+        let (t, rot) = if k < search { (0, self.chain_start(k)) } else { (1, self.chain_start(k - search)) };
         // GPU at chain position i of node `node`.
         let at = |node: usize, i: usize| node * g + (i + rot) % g;
         let (node, i) = (r / g, (r % g + g - rot) % g);
         let chain_child = (i + 1 < g).then(|| at(node, i + 1));
-        if i > 0 {
+        let tree = |i: usize| i == 0 || (i == 1 && self.pattern != TreePattern::Tree);
+        if !tree(i) {
             return Place { parent: Some(at(node, i - 1)), children: [chain_child, None, None] };
         }
         let (up, downs) = dtree(nodes, node, t);
-        Place {
-            parent: up.map(|u| at(u, 0)),
-            children: [chain_child, downs[0].map(|d| at(d, 0)), downs[1].map(|d| at(d, 0))],
+        let head = |d: usize| at(d, 0);
+        match (self.pattern, i) {
+            (TreePattern::Tree, _) => {
+                Place { parent: up.map(head), children: [chain_child, downs[0].map(head), downs[1].map(head)] }
+            }
+            // The first GPU: the parent node's second GPU above, its own second below.
+            (TreePattern::Split, 0) => Place { parent: up.map(|u| at(u, 1)), children: [chain_child, None, None] },
+            // The second: its first GPU above, both child nodes' first GPUs below.
+            (TreePattern::Split, _) => {
+                Place { parent: Some(at(node, 0)), children: [chain_child, downs[0].map(head), downs[1].map(head)] }
+            }
+            // The first GPU: above, the parent node's GPU for its first child (the second)
+            // or for its second child (the first); below, its second GPU and the second
+            // child node.
+            (TreePattern::Balanced, 0) => {
+                let first_child = |u: usize| dtree(nodes, u, t).1[0] == Some(node);
+                Place {
+                    parent: up.map(|u| at(u, usize::from(first_child(u)))),
+                    children: [chain_child, downs[1].map(head), None],
+                }
+            }
+            (TreePattern::Balanced, _) => {
+                Place { parent: Some(at(node, 0)), children: [chain_child, downs[0].map(head), None] }
+            }
         }
     }
 
@@ -247,7 +331,10 @@ impl NcclTree {
         }
         let chunk = params.size("chunk")?;
         let gpus_per_node = params.count("gpus_per_node", 0)?;
-        Ok(NcclTree { proto, channels, chunk, gpus_per_node })
+        let names: Vec<&'static str> = TreePattern::NAMES.iter().map(|(n, _)| *n).collect();
+        let pattern = params.choice("pattern", &names)?;
+        let pattern = TreePattern::NAMES.iter().find(|(n, _)| *n == pattern).map_or(TreePattern::Tree, |(_, p)| *p);
+        Ok(NcclTree { proto, channels, chunk, gpus_per_node, pattern })
     }
 
     /// Bytes per chunk on `topo`: the parameter, or NCCL's step for the protocol.
@@ -258,7 +345,11 @@ impl NcclTree {
     pub(crate) fn plan(&self, p: &Problem, topo: &dyn Topology) -> TreePlan {
         let g = gpus_per_node(self.gpus_per_node, topo);
         let chunk_elems = (self.chunk_bytes(topo) as usize / p.elem_bytes.max(1)).max(1);
-        TreePlan::new(p.ranks, g, self.channels, p.elems, chunk_elems)
+        let nics = match topo.node_nics() {
+            Some(k) if self.gpus_per_node == 0 => k,
+            _ => 0,
+        };
+        TreePlan::new(p.ranks, g, self.channels, p.elems, chunk_elems).with_pattern(self.pattern, nics)
     }
 }
 
@@ -268,7 +359,15 @@ impl Algorithm for NcclTree {
     }
 
     fn label(&self) -> String {
-        nccl_label(INFO.id, self.proto, self.channels, 2, self.chunk, self.gpus_per_node)
+        let label = nccl_label(INFO.id, self.proto, self.channels, 2, self.chunk, self.gpus_per_node);
+        if self.pattern == TreePattern::Tree {
+            return label;
+        }
+        let pattern = format!("pattern={}", self.pattern.name());
+        match label.strip_suffix(')') {
+            Some(open) => format!("{open},{pattern})"),
+            None => format!("{label}({pattern})"),
+        }
     }
 
     fn applicable(&self, p: &Problem, m: &Machine) -> Result<(), String> {
@@ -369,5 +468,85 @@ mod tests {
         assert_eq!(dtree(4, 1, 1), (Some(3), [Some(2), Some(0)]));
         // Shift on 5: node i takes tree 0's place of i - 1: root 1, whose child is 4 + 1 = 0.
         assert_eq!(dtree(5, 1, 1), (None, [None, Some(0)]));
+    }
+
+    /// NCCL's split pattern on 4 nodes of 4 GPUs, one chain per NIC of 2: the chain's
+    /// first GPU is the only one of its node with a parent in another node, its second
+    /// the only one with children in other nodes, and the two share a NIC.
+    #[test]
+    fn split_puts_the_parent_on_the_first_gpu_and_the_children_on_the_second() {
+        // 4 channels: 0 and 1 on tree 0 with chains 0 and 1, 2 and 3 on tree 1 with the same.
+        let plan = TreePlan::new(16, 4, 4, 100, 10).with_pattern(TreePattern::Split, 2);
+        for k in 0..4 {
+            let (j, t) = (k % 2, k / 2);
+            for node in 0..4 {
+                let gpus: Vec<usize> = (node * 4..node * 4 + 4).collect();
+                let across = |r: usize, q: usize| r / 4 != q / 4;
+                let up: Vec<usize> =
+                    gpus.iter().copied().filter(|&r| plan.place(k, r).parent.is_some_and(|q| across(r, q))).collect();
+                let down: Vec<usize> = gpus
+                    .iter()
+                    .copied()
+                    .filter(|&r| plan.place(k, r).children.iter().flatten().any(|&q| across(r, q)))
+                    .collect();
+                // Chain j starts on NIC j's block (GPUs 2j, 2j + 1).
+                let (a, b) = (node * 4 + 2 * j, node * 4 + 2 * j + 1);
+                let root = node == if t == 0 { 0 } else { 3 };
+                assert_eq!(up, if root { vec![] } else { vec![a] }, "k={k} node={node}");
+                assert_eq!(plan.place(k, b).parent, Some(a), "k={k} node={node}");
+                assert!(down.iter().all(|&r| r == b), "k={k} node={node}: {down:?}");
+                // A parent across nodes is that node's second GPU.
+                if let Some(q) = plan.place(k, a).parent {
+                    assert_eq!(q % 4, 2 * j + 1, "k={k} node={node}");
+                }
+            }
+        }
+    }
+
+    /// NCCL's balanced pattern: the first GPU takes the parent and the second child node,
+    /// the second GPU the first child node; a node hangs off the parent node's GPU that
+    /// takes that child. Tree 0 on 4 nodes: 0 -> 2 (its second child), 2 -> {1, 3}.
+    #[test]
+    fn balanced_splits_the_children_between_the_first_two_gpus() {
+        let plan = TreePlan::new(8, 2, 1, 100, 10).with_pattern(TreePattern::Balanced, 0);
+        // Node 2 (GPUs 4, 5) is node 0's second child: it hangs off GPU 0.
+        assert_eq!(plan.place(0, 4).parent, Some(0));
+        // Node 2's children: node 1 (first) on GPU 5, node 3 (second) on GPU 4.
+        assert_eq!(plan.place(0, 2).parent, Some(5));
+        assert_eq!(plan.place(0, 6).parent, Some(4));
+        assert_eq!(plan.place(0, 5).parent, Some(4));
+        // One-GPU nodes keep one head whatever the pattern.
+        let flat = TreePlan::new(4, 1, 1, 100, 10).with_pattern(TreePattern::Split, 0);
+        let head = TreePlan::new(4, 1, 1, 100, 10);
+        for r in 0..4 {
+            assert_eq!(flat.place(0, r), head.place(0, r));
+        }
+    }
+
+    /// Every pattern's trees span the ranks, as the one-head tree's do.
+    #[test]
+    fn every_pattern_spans_every_rank() {
+        for pattern in [TreePattern::Split, TreePattern::Balanced] {
+            for (np, g, nics) in [(8, 4, 2), (12, 4, 2), (24, 8, 4), (6, 3, 1), (10, 2, 2), (16, 4, 0)] {
+                for channels in [1, 2, 3, 4] {
+                    let plan = TreePlan::new(np, g, channels, 100, 10).with_pattern(pattern, nics);
+                    for k in 0..channels {
+                        let roots: Vec<usize> = (0..np).filter(|&r| plan.place(k, r).parent.is_none()).collect();
+                        assert_eq!(roots.len(), 1, "{pattern:?} P={np} g={g} k={k}");
+                        let mut seen = vec![false; np];
+                        let mut todo = roots.clone();
+                        while let Some(r) = todo.pop() {
+                            assert!(!seen[r]);
+                            seen[r] = true;
+                            for &c in plan.place(k, r).children.iter().flatten() {
+                                assert_eq!(plan.place(k, c).parent, Some(r), "{pattern:?} P={np} g={g} k={k}");
+                                todo.push(c);
+                            }
+                        }
+                        assert!(seen.iter().all(|&s| s), "{pattern:?} P={np} g={g} k={k}");
+                    }
+                }
+            }
+        }
     }
 }

@@ -30,6 +30,8 @@ pub struct Args {
     pub env: Vec<String>,
     /// Optimiser budget.
     pub patience: Option<usize>,
+    /// `--picks`: where NCCL's model picks (`fitted` or `file`).
+    pub picks: Option<String>,
 }
 
 /// Run `calibrate`: the text for standard output, or the one message of a bad input.
@@ -59,6 +61,11 @@ pub fn execute(a: &Args) -> Result<(String, Calibration), String> {
         gpus_per_node: a.gpus_per_node,
         env,
         patience: a.patience.unwrap_or(super::DEFAULT_PATIENCE),
+        picks: match a.picks.as_deref() {
+            None | Some("fitted") => super::Picks::Fitted,
+            Some("file") => super::Picks::File,
+            Some(v) => return Err(format!("--picks must be fitted or file, not '{v}'")),
+        },
     };
     let read = |paths: &[PathBuf]| -> Result<Vec<Run>, String> {
         let mut out = Vec::new();

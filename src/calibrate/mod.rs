@@ -50,6 +50,22 @@ pub struct Options {
     pub env: Vec<(String, String)>,
     /// The optimiser's budget: evaluations per parameter (plus one).
     pub patience: usize,
+    /// Where NCCL's model makes its picks (algorithm, protocol, channels) for logs that
+    /// do not force them: at the fitted values (the default) or at the machine file's.
+    pub picks: Picks,
+}
+
+/// The machine NCCL's tuning model is asked on, for the logs' points it picks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Picks {
+    /// At the values of each round of the fit, picked again until no pick changes.
+    #[default]
+    Fitted,
+    /// At the machine file's values, held through the fit and the hold-out: NCCL's model
+    /// rates a machine by the links and NICs its topology detection finds (line rates,
+    /// link types, from the system), not by the times it achieves, so where the file
+    /// gives those nominal figures the picks stay NCCL's whatever the fit makes of them.
+    File,
 }
 
 /// The default budget of [`Options::patience`].
@@ -416,6 +432,9 @@ pub fn what_ran_with(
             let mut v = vec![("channels".to_string(), ParamValue::Int(channels.into()))];
             if let Some(chunk) = chunk {
                 v.push(("chunk".to_string(), ParamValue::Str(format!("{chunk}B"))));
+            }
+            if let Some(pattern) = nccl::tree_pattern(&x, algo) {
+                v.push(("pattern".to_string(), ParamValue::Str(pattern.to_string())));
             }
             v
         }
@@ -1169,11 +1188,14 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
         let out = fit::fit(&model, &theta, &frozen, opts.patience.max(1))?;
         evaluations += model.simulated();
         let v: Vec<f64> = out.theta.iter().map(|t| t.exp()).collect();
-        let next = jobs_at(machine, fit_runs, &params, &v)?;
+        let next = match opts.picks {
+            Picks::Fitted => jobs_at(machine, fit_runs, &params, &v)?,
+            Picks::File => jobs.clone(),
+        };
         let held = next.iter().zip(&jobs).all(|(a, b)| a.points == b.points);
         jobs = next;
         theta.clone_from(&out.theta);
-        if held {
+        if held || opts.picks == Picks::File {
             break out;
         }
         if rounds == PICK_ROUNDS {
@@ -1256,11 +1278,13 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
     // Errors per log, fitted and held out.
     let mut logs = Vec::new();
     let several = |runs: &[Run], r: &Run| runs.iter().filter(|x| x.file == r.file).count() > 1;
-    let jobs = jobs_at(machine, fit_runs, &params, &values)?;
+    let starts: Vec<f64> = params.iter().map(|p| p.start).collect();
+    let pick_at = if opts.picks == Picks::File { &starts } else { &values };
+    let jobs = jobs_at(machine, fit_runs, &params, pick_at)?;
     let sim_fit = simulate(machine, &jobs, fit_runs, &params, &values)?;
     push_logs(&mut logs, fit_runs, &jobs, &sim_fit, "fit", &several);
     if !hold_out.is_empty() {
-        let hjobs = jobs_at(machine, hold_out, &params, &values)?;
+        let hjobs = jobs_at(machine, hold_out, &params, pick_at)?;
         let sim = simulate(machine, &hjobs, hold_out, &params, &values)?;
         push_logs(&mut logs, hold_out, &hjobs, &sim, "hold-out", &several);
     }

@@ -232,6 +232,9 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                     if let Some(chunk) = chunk {
                         v.push(("chunk".to_string(), ParamValue::Str(format!("{chunk}B"))));
                     }
+                    if let Some(pattern) = nccl::tree_pattern(&x, algo) {
+                        v.push(("pattern".to_string(), ParamValue::Str(pattern.to_string())));
+                    }
                     v
                 }
                 _ if algo == nccl::Algo::Pat => {

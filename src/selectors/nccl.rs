@@ -807,6 +807,21 @@ pub fn nvls_tree_call(x: &Inputs, bytes: u64) -> (u32, u64) {
     (channels as u32, crate::algos::nvls_tree::chunk_bytes(bytes, channels, heads, x.nodes, max))
 }
 
+/// Which GPUs of each node NCCL's tree talks to the other nodes through, as our
+/// `nccl_tree`'s `pattern` parameter, where it is not the one-head `tree`. NCCL 2.8.4
+/// (`init.cc`, `search.cc`) searches its tree with one head on one or two nodes and with
+/// the balanced pattern on more, which on GPUs before Ampere it replaces by the split
+/// pattern ("SPLIT_TREE works better on older archs", until 2.17): the parent node on
+/// the chain's first GPU, the child nodes on its second. Later releases search the
+/// balanced pattern on any number of nodes and generation; under 2.30.7's tuning this
+/// keeps one head (not yet checked against a log there).
+pub fn tree_pattern(x: &Inputs, algo: Algo) -> Option<&'static str> {
+    if algo != Algo::Tree || x.nodes <= 2 || x.tuning != Tuning::V2_8 || x.ranks <= x.nodes {
+        return None;
+    }
+    Some(if x.arch.comp_cap() < 80 { "split" } else { "balanced" })
+}
+
 /// The channels NCCL 2.8.4 runs one allreduce call of `bytes` on with `algo` and `proto`
 /// (its `ncclTopoPostset` and `getAlgoInfo`), for `x.channels` channels found by its graph
 /// search. Every ring and tree the search found is opened twice (`nChannels * 2`, at most

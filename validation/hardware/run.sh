@@ -32,10 +32,18 @@ cal() {
 }
 
 # ABCI V100: one node (P = 4) and one two-node run (P = 8) fitted, 4 to 32 nodes predicted.
+# NCCL's picks are made at the machine file's nominal figures (NVLink's and EDR's line
+# rates, as NCCL's topology detection rates them) and held (--picks file). The NVLink hop
+# latencies stay at NCCL's (one node cannot tell them from launch; left free they ran to
+# zero, and the tree's NVLink hops with them); the rest is fitted.
+abci_fit=topology.intra.bandwidth,topology.inter.alpha.simple,topology.inter.alpha.ll,topology.inter.alpha.ll128
+abci_fit=$abci_fit,topology.inter.bandwidth,topology.launch.simple,topology.launch.ll,topology.launch.ll128
+abci_fit=$abci_fit,topology.efficiency.ll,topology.efficiency.ll128
 cal abci_v100 "$here/machines/abci_v100.yaml" "$d/abci_v100_p4.txt" "$d/abci_v100_p8.txt" \
+    --picks file --fit "$abci_fit" \
     --hold-out "$d/abci_v100_p16.txt" "$d/abci_v100_p32.txt" "$d/abci_v100_p64.txt" "$d/abci_v100_p128.txt"
 # The same with every rank count fitted: how far the model itself is from the data.
-cal abci_v100_all "$here/machines/abci_v100.yaml" "$d"/abci_v100_p*.txt
+cal abci_v100_all "$here/machines/abci_v100.yaml" "$d"/abci_v100_p*.txt --picks file
 # One H100 node: the ring-forced run (allreduce, allgather, reduce-scatter) fitted, the
 # NVLS-enabled run of the same node predicted.
 cal tg_h100 "$here/machines/h100_node.yaml" "$d/tg_h100_1n_p8_ring.txt" --env NCCL_ALGO=Ring \

@@ -1,0 +1,73 @@
+//! `nccl_tree`'s patterns (`pattern=split|balanced`, NCCL's tree graph patterns): the
+//! result is right on every shape, and a split tree pays an NVLink hop inside each node
+//! a sum or a result crosses, worked by hand.
+
+use allreduce_sim::algos::{self, Algorithm, Machine, Params, Problem};
+use allreduce_sim::scenario::ParamValue;
+use allreduce_sim::sim::data::{Expectations, Init, ReduceOp, Reference, Vectors, initial_values};
+use allreduce_sim::sim::engine::NoObserver;
+use allreduce_sim::sim::simulate;
+use allreduce_sim::topology::{Cluster, ClusterSpec, InterSpec, IntraKind, PerProto, Topology};
+
+fn build(params: &[(&str, ParamValue)]) -> Box<dyn Algorithm> {
+    let params = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    algos::build("nccl_tree", Params::new(params)).expect("builds")
+}
+
+fn cluster(nodes: usize, gpus: usize, nics: usize) -> Cluster {
+    let intra = (IntraKind::Nvswitch, PerProto::all(1e-6), 100e9);
+    let inter = InterSpec { alpha_s: PerProto::all(5e-6), bandwidth: 25e9 };
+    let spec = ClusterSpec::on_rails(nodes, gpus, nics, intra, inter, PerProto::all(0.0));
+    Cluster::new(&spec, nodes * gpus).unwrap()
+}
+
+/// Simulate with data, check every element, return the time.
+fn run(algo: &dyn Algorithm, topo: &dyn Topology, n: usize) -> f64 {
+    let p = Problem { ranks: topo.ranks(), elems: n, elem_bytes: 4 };
+    algo.applicable(&p, &Machine { topo, cost_per_byte: 0.0 }).unwrap();
+    let inputs: Vectors = (0..p.ranks).map(|r| initial_values(Init::Random, 3, r, n)).collect::<Vec<Vec<f32>>>().into();
+    let reference = Reference::of(&inputs, ReduceOp::Sum);
+    let (stats, v) = simulate(algo, topo, p, 0.0, Some((inputs, ReduceOp::Sum)), &mut NoObserver).unwrap();
+    let check = reference.check(&v.unwrap(), algo.reduction_depth(&p, topo), &Expectations::Allreduce);
+    assert!(check.verified, "{}: {:?}", algo.label(), check.first_violation);
+    stats.time
+}
+
+#[test]
+fn every_pattern_gives_the_sum() {
+    for pattern in ["split", "balanced"] {
+        for (nodes, gpus, nics) in [(1, 4, 1), (2, 2, 1), (3, 4, 2), (4, 4, 2), (5, 2, 2), (6, 8, 4)] {
+            let topo = cluster(nodes, gpus, nics);
+            for channels in [1u64, 2, 3] {
+                let algo = build(&[
+                    ("pattern", ParamValue::Str(pattern.into())),
+                    ("channels", ParamValue::Int(channels)),
+                    ("chunk", ParamValue::Int(64)),
+                ]);
+                for n in [0, 1, 7, 100] {
+                    run(algo.as_ref(), &topo, n);
+                }
+            }
+        }
+    }
+}
+
+/// Two nodes of two GPUs (a NIC each), one channel, one element. Split: node 1's second
+/// GPU (3) hands its sum to its first (2, `near`), which sends it to node 0's second GPU
+/// (1, `far`), which adds it and hands it to the root (0, `near`); down the same way
+/// back: `4 near + 2 far`. One head: 3 -> 2 (`near`) -> 0 (`far`) up, 0 -> 2 (`far`) ->
+/// 3 (`near`) down, GPU 1 alongside: `2 near + 2 far`, the split's two NVLink hops fewer.
+#[test]
+fn split_pays_an_nvlink_hop_per_node_crossed() {
+    let topo = cluster(2, 2, 2);
+    let near = 1e-6 + 4.0 / 100e9;
+    let far = 5e-6 + 4.0 / 25e9;
+    let split = build(&[("pattern", ParamValue::Str("split".into())), ("channels", ParamValue::Int(1))]);
+    let head = build(&[("channels", ParamValue::Int(1))]);
+    let (ts, th) = (run(split.as_ref(), &topo, 1), run(head.as_ref(), &topo, 1));
+    assert!((ts / (4.0 * near + 2.0 * far) - 1.0).abs() < 1e-12, "{ts:e}");
+    assert!((th / (2.0 * near + 2.0 * far) - 1.0).abs() < 1e-12, "{th:e}");
+    assert_eq!(split.label(), "nccl_tree(channels=1,pattern=split)");
+    let bad = algos::build("nccl_tree", Params::new(vec![("pattern".into(), ParamValue::Str("ring".into()))]));
+    assert!(bad.unwrap_err().message.contains("tree, split, balanced"));
+}
