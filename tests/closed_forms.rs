@@ -386,3 +386,44 @@ fn ring_chunked_at_zero_alpha_is_bounded_not_exact() {
     let m = Machine { topo: topo.as_ref(), cost_per_byte: 0.0 };
     assert!(algo.closed_form(&p, &m).is_some());
 }
+
+/// The width of the bounds users are given: over a grid of machines where forms are
+/// scarce (two-level hierarchies, GPU clusters with shared NICs, tori), every point
+/// without an exact form, the ratio upper / lower of its bounds, worst per algorithm.
+/// No engine runs here (the bounds are read off the programs), so the grid is wide;
+/// the random test above checks that simulated times fall between them.
+#[test]
+fn bound_widths() {
+    let mut worst: std::collections::BTreeMap<String, (f64, String)> = Default::default();
+    for coll in Collective::ALL {
+        for info in algos::registry_of(coll) {
+            let algo = algos::build_for(coll, info.id, Params::new(Default::default())).expect("builds");
+            for kind in [1u8, 3, 4] {
+                for np in [4usize, 6, 8, 12, 16] {
+                    for nics in [1u32, 2] {
+                        for n in [1000 * np + 1, 1 << 16] {
+                            for c in [0.0, 1e-10] {
+                                let topo = machine(kind, np, Link { alpha: 1e-6, bandwidth: 1e10 }, nics);
+                                let topo = topo.as_ref();
+                                let p = Problem { ranks: topo.ranks(), elems: n, elem_bytes: 4 };
+                                let m = Machine { topo, cost_per_byte: c };
+                                if algo.applicable(&p, &m).is_err() || algo.closed_form(&p, &m).is_some() {
+                                    continue;
+                                }
+                                let Some((lo, hi)) = algo.bounds(&p, &m) else { continue };
+                                let ratio = if lo > 0.0 { hi / lo } else { 1.0 };
+                                let e = worst.entry(format!("{coll} {}", info.id)).or_insert((0.0, String::new()));
+                                if ratio > e.0 {
+                                    *e = (ratio, format!("{} P={} n={n} C={c}", topo.describe(), p.ranks));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (k, (r, at)) in &worst {
+        println!("{k:40} {r:8.3}  {at}");
+    }
+}
