@@ -9,17 +9,31 @@
 //! happens at the latest of its predecessors plus a duration, plus a wait for a busy
 //! port or compute unit. The graph is evaluated twice, with each wait replaced by:
 //!
-//! - **below**, nothing: a message lands `alpha + m/B` after it is issued, a reduction
-//!   starts once its piece is ready. Every time is a max-plus expression growing in
-//!   every duration and wait, so by induction over the run's events in time order no
-//!   event of the run happens sooner;
-//! - **above**, the most it can be. While a message waits, every out-port of the
+//! - **below**, no wait but one: a message lands `alpha + m/B` after it is issued, or
+//!   after one of the last `min(k_out, k_in)` messages of its stream on the same pair of
+//!   sides (out-interface, in-interface) has landed if that is later; a reduction starts
+//!   once its piece is ready. A stream's messages on one pair of sides start in program
+//!   order: a later one is issued no sooner and comes later in the sender's sequence, so
+//!   every port pass that finds the earlier one blocked (its out-side or in-side full)
+//!   finds the later one blocked too. So when one starts, the last `min(k_out, k_in)`
+//!   before it have started, and not all of them still hold a port. Every time is a
+//!   max-plus expression growing in every duration and wait, so by induction over the
+//!   run's events in time order no event of the run happens sooner;
+//! - **above**, the most it can be. While a message m waits, every out-port of the
 //!   interface it leaves by or every in-port of the one it enters by is busy (the
-//!   waiting messages take free ports greedily), so it waits at most
-//!   `(W_out - t)/k_out + (W_in - t)/k_in`, the other messages' time on those two sides
-//!   over the whole run; a piece waits for the compute unit at most the other
-//!   reductions' time on that rank, `W_c - r`. By the same induction no event happens
-//!   later.
+//!   waiting messages take free ports greedily). For any set G of messages on those two
+//!   sides already known to have landed by `tau`, from `max(issue, tau)` on only
+//!   messages outside G hold those ports, so m waits after that at most
+//!   `U_out/k_out + U_in/k_in`, the time of the other messages outside G on each side;
+//!   the later messages of m's stream on the same pair of sides never go first (above)
+//!   and leave U. G is taken empty and as every message on either side booked so far,
+//!   the better of the two kept. A piece waits for its compute unit, which serves ready
+//!   pieces in turn and never idles while one waits, likewise: from `max(ready, tau)` on
+//!   at most the work of the rank's pieces outside a set G done by `tau`, G empty or
+//!   every piece settled so far; a piece is settled when its stream waits for it, and
+//!   the reductions that stream posts after the wait are ready only once it is done, so
+//!   they leave the sum. Each rule uses only upper times already shown, so by induction
+//!   over the evaluation no event happens later.
 //!
 //! Both need the messages of a channel (sender, receiver, tag) to be matched in the
 //! same order in every run: receives match sends in the order each was issued, which
@@ -191,10 +205,19 @@ struct Stream<'a> {
     unknown: usize,
     /// Landing times of its sends not yet waited past, below and above.
     in_flight: (Vec<f64>, Vec<f64>),
-    /// Work of its reductions not yet posted, and its messages' time on its followed
-    /// pairs of sides not yet sent.
+    /// Work of its reductions not yet posted, and its followed pairs of sides.
     future_work: f64,
-    pairs: Vec<(usize, usize, f64)>,
+    pairs: Vec<Pairing>,
+}
+
+/// One of a stream's followed pairs of sides: its messages' time there not yet sent,
+/// and the landings (below) of the last few sent, as many as the pair has ports.
+#[derive(Debug)]
+struct Pairing {
+    out: usize,
+    inp: usize,
+    later: f64,
+    landed: VecDeque<f64>,
 }
 
 impl Stream<'_> {
@@ -298,10 +321,10 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
                         let (oi, ii) = topo.route_interfaces(r, to as usize);
                         out[oi].total += t;
                         inp[ii].total += t;
-                        match tot.pairs.iter_mut().find(|x| x.0 == oi && x.1 == ii) {
-                            Some(x) => x.2 += t,
-                            None if tot.pairs.len() < PAIRS => tot.pairs.push((oi, ii, t)),
-                            None => {}
+                        if let Some(x) = tot.pairs.iter_mut().find(|x| x.0 == oi && x.1 == ii) {
+                            x.2 += t;
+                        } else if tot.pairs.len() < PAIRS {
+                            tot.pairs.push((oi, ii, t));
                         }
                     }
                     Op::Recv { dst, action: Action::Reduce, .. } | Op::Reduce { dst, .. } => {
@@ -338,7 +361,11 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
                         unknown: 0,
                         in_flight: (Vec::new(), Vec::new()),
                         future_work: tot.work,
-                        pairs: tot.pairs,
+                        pairs: tot
+                            .pairs
+                            .into_iter()
+                            .map(|(out, inp, later)| Pairing { out, inp, later, landed: VecDeque::new() })
+                            .collect(),
                     }
                 })
                 .collect()
@@ -385,21 +412,31 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
                     let bytes = src.len as u64 * eb;
                     let t = topo.link(r, to).time(bytes as f64);
                     let (oi, ii) = topo.route_interfaces(r, to);
-                    // The stream's later messages on this very pair of sides cannot
-                    // start before this one (module docs): their time is left out.
-                    let later = match st.pairs.iter_mut().find(|x| x.0 == oi && x.1 == ii) {
-                        Some(x) => {
-                            x.2 -= t;
-                            x.2.max(0.0)
-                        }
-                        None => 0.0,
-                    };
-                    let (o, i) = (out[oi], inp[ii]);
                     let (ko, ki) = (ports(oi), ports(ii));
+                    // The stream's messages on this very pair of sides start in program
+                    // order (module docs): the later ones' time is left out above, and
+                    // below this one starts once one of the last min(k_out, k_in) has
+                    // landed.
+                    let (mut later, mut queue) = (0.0, 0.0);
+                    let pairing = st.pairs.iter_mut().find(|x| x.out == oi && x.inp == ii);
+                    if let Some(x) = &pairing {
+                        later = (x.later - t).max(0.0);
+                        if x.landed.len() >= ko.min(ki) as usize {
+                            queue = x.landed.iter().copied().fold(f64::INFINITY, f64::min);
+                        }
+                    }
+                    let (o, i) = (out[oi], inp[ii]);
                     let rest = |side: &Side, k: f64, done: f64| ((side.total - t - later - done) / k).max(0.0);
                     let alone = st.now.1 + rest(&o, ko, 0.0) + rest(&i, ki, 0.0);
                     let after = st.now.1.max(o.latest).max(i.latest) + rest(&o, ko, o.booked) + rest(&i, ki, i.booked);
-                    let lands = (st.now.0 + t, alone.min(after) + t);
+                    let lands = (st.now.0.max(queue) + t, alone.min(after) + t);
+                    if let Some(x) = pairing {
+                        x.later -= t;
+                        x.landed.push_back(lands.0);
+                        if x.landed.len() > ko.min(ki) as usize {
+                            x.landed.pop_front();
+                        }
+                    }
                     for side in [&mut out[oi], &mut inp[ii]] {
                         side.booked += t;
                         side.latest = side.latest.max(lands.1);
