@@ -394,7 +394,9 @@ fn family(id: &str) -> &'static str {
         "nccl_ring" | "nccl_tree" => "NCCL's ring and tree (their own bounds)",
         "nvls" => "NVLS (its own bounds)",
         _ if id.contains("ring") || id == "chain" => "rings and chains",
-        "star" | "one_to_all" | "all_to_one" | "all_to_all" | "naive" | "direct" => "one to all, all to one, all to all",
+        "star" | "one_to_all" | "all_to_one" | "all_to_all" | "naive" | "direct" => {
+            "one to all, all to one, all to all"
+        }
         "butterfly" | "halving_doubling" | "recursive_doubling" | "bruck" | "pat" => "recursive doubling and halving",
         _ => "trees",
     }
@@ -428,7 +430,8 @@ fn bound_widths() {
                                 let ratio = if lo > 0.0 { hi / lo } else { 1.0 };
                                 let e = worst.entry(family(info.id)).or_insert((0.0, String::new()));
                                 if ratio > e.0 {
-                                    *e = (ratio, format!("{coll} {} on {}, n = {n}, C = {c}", info.id, topo.describe()));
+                                    *e =
+                                        (ratio, format!("{coll} {} on {}, n = {n}, C = {c}", info.id, topo.describe()));
                                 }
                             }
                         }

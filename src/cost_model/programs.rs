@@ -269,7 +269,8 @@ impl Stream<'_> {
     /// Settles every piece among its handles (in the order they are ready, above) and
     /// returns the latest completion of them all.
     fn settle_all(&mut self, unit: &mut Unit, future: f64) -> Pair {
-        let mut pieces: Vec<usize> = (0..self.handles.len()).filter(|&i| matches!(self.handles[i], Slot::Piece(..))).collect();
+        let mut pieces: Vec<usize> =
+            (0..self.handles.len()).filter(|&i| matches!(self.handles[i], Slot::Piece(..))).collect();
         pieces.sort_by(|&a, &b| {
             let key = |i: usize| if let Slot::Piece(r, _) = self.handles[i] { r.1 } else { 0.0 };
             key(a).total_cmp(&key(b))
