@@ -21,7 +21,7 @@ mod programs;
 mod sweep;
 pub use lockstep::{Step, Xfer, lockstep, lockstep_bounds};
 pub use pipeline::{earliest, ring_items};
-pub use programs::{PROGRAM_BOUNDS_LIMIT, program_bounds};
+pub use programs::program_bounds;
 pub use sweep::{Posted, SWEEP_LIMIT, sweep, sweep_posted, sweep_steps};
 
 /// The problem belongs to the engine's layer (the programs are built for it); the closed

@@ -386,3 +386,98 @@ fn ring_chunked_at_zero_alpha_is_bounded_not_exact() {
     let m = Machine { topo: topo.as_ref(), cost_per_byte: 0.0 };
     assert!(algo.closed_form(&p, &m).is_some());
 }
+
+/// The family an algorithm's bounds are reported under in docs/model.md's table of
+/// bound widths.
+fn family(id: &str) -> &'static str {
+    match id {
+        "nccl_ring" | "nccl_tree" => "NCCL's ring and tree (their own bounds)",
+        "nvls" => "NVLS (its own bounds)",
+        _ if id.contains("ring") || id == "chain" => "rings and chains",
+        "star" | "one_to_all" | "all_to_one" | "all_to_all" | "naive" | "direct" => {
+            "one to all, all to one, all to all"
+        }
+        "butterfly" | "halving_doubling" | "recursive_doubling" | "bruck" | "pat" => "recursive doubling and halving",
+        _ => "trees",
+    }
+}
+
+/// The width of the bounds users are given: over a grid of machines where forms are
+/// scarce (two-level hierarchies, GPU clusters with shared NICs, 2-D tori), every point
+/// without an exact form, the ratio upper / lower of its bounds, worst per family; the
+/// figures must be docs/model.md's (to 0.01). No engine runs here (the bounds are read
+/// off the programs), so the grid is wide; the random test above checks that simulated
+/// times fall between them.
+#[test]
+fn bound_widths() {
+    let mut worst: std::collections::BTreeMap<&str, (f64, String)> = Default::default();
+    for coll in Collective::ALL {
+        for info in algos::registry_of(coll) {
+            let algo = algos::build_for(coll, info.id, Params::new(Default::default())).expect("builds");
+            for kind in [1u8, 3, 4] {
+                for np in [4usize, 6, 8, 12, 16] {
+                    for nics in [1u32, 2] {
+                        for n in [1000 * np + 1, 1 << 16] {
+                            for c in [0.0, 1e-10] {
+                                let topo = machine(kind, np, Link { alpha: 1e-6, bandwidth: 1e10 }, nics);
+                                let topo = topo.as_ref();
+                                let p = Problem { ranks: topo.ranks(), elems: n, elem_bytes: 4 };
+                                let m = Machine { topo, cost_per_byte: c };
+                                if algo.applicable(&p, &m).is_err() || algo.closed_form(&p, &m).is_some() {
+                                    continue;
+                                }
+                                let Some((lo, hi)) = algo.bounds(&p, &m) else { continue };
+                                let ratio = if lo > 0.0 { hi / lo } else { 1.0 };
+                                let e = worst.entry(family(info.id)).or_insert((0.0, String::new()));
+                                if ratio > e.0 {
+                                    *e =
+                                        (ratio, format!("{coll} {} on {}, n = {n}, C = {c}", info.id, topo.describe()));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (k, (r, at)) in &worst {
+        println!("{k:45} {r:8.2}  {at}");
+    }
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/model.md")).expect("docs");
+    let section = docs.split("**How wide the bounds are**").nth(1).expect("the table of widths");
+    let quoted: std::collections::BTreeMap<&str, f64> = section
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            (cells[1], cells[2].parse().expect("a ratio"))
+        })
+        .collect();
+    let measured: std::collections::BTreeMap<&str, f64> = worst.iter().map(|(k, v)| (*k, v.0)).collect();
+    assert_eq!(quoted.keys().collect::<Vec<_>>(), measured.keys().collect::<Vec<_>>(), "families differ from the docs");
+    for (k, r) in &measured {
+        assert!((quoted[k] - r).abs() <= 0.01, "{k}: widest {r:.3}, docs/model.md says {}", quoted[k]);
+    }
+}
+
+/// A run beyond the sweep's 400,000 messages still gets bounds, read off its programs
+/// without the engine: a ring on a two-level hierarchy of 460 ranks (2 P (P-1) =
+/// 422,280 messages) has no exact form, and its simulated time lies between them; on
+/// this machine the ring is a queue per link, so they are close.
+#[test]
+fn runs_beyond_the_sweep_limit_get_bounds() {
+    let topo = machine(3, 460, Link { alpha: 1e-6, bandwidth: 1e10 }, 1);
+    let topo = topo.as_ref();
+    let p = Problem { ranks: 460, elems: 460 * 64 + 1, elem_bytes: 4 };
+    let c = 1e-10;
+    let m = Machine { topo, cost_per_byte: c };
+    let algo = algos::build_for(Collective::Allreduce, "ring", Params::new(Default::default())).expect("builds");
+    assert!(algo.messages(&p).expect("counted") > allreduce_sim::cost_model::SWEEP_LIMIT as u64);
+    assert!(algo.closed_form(&p, &m).is_none());
+    let (lo, hi) = algo.bounds(&p, &m).expect("bounds");
+    let t = simulate(algo.as_ref(), topo, p, c, None, &mut NoObserver).expect("runs").0.time;
+    assert!(lo <= t * (1.0 + 1e-9) && t <= hi * (1.0 + 1e-9), "{lo:e} <= {t:e} <= {hi:e}");
+    assert!(hi / lo < 1.5, "{lo:e}, {hi:e}");
+}

@@ -9,17 +9,31 @@
 //! happens at the latest of its predecessors plus a duration, plus a wait for a busy
 //! port or compute unit. The graph is evaluated twice, with each wait replaced by:
 //!
-//! - **below**, nothing: a message lands `alpha + m/B` after it is issued, a reduction
-//!   starts once its piece is ready. Every time is a max-plus expression growing in
-//!   every duration and wait, so by induction over the run's events in time order no
-//!   event of the run happens sooner;
-//! - **above**, the most it can be. While a message waits, every out-port of the
+//! - **below**, no wait but one: a message lands `alpha + m/B` after it is issued, or
+//!   after one of the last `min(k_out, k_in)` messages of its stream on the same pair of
+//!   sides (out-interface, in-interface) has landed if that is later; a reduction starts
+//!   once its piece is ready. A stream's messages on one pair of sides start in program
+//!   order: a later one is issued no sooner and comes later in the sender's sequence, so
+//!   every port pass that finds the earlier one blocked (its out-side or in-side full)
+//!   finds the later one blocked too. So when one starts, the last `min(k_out, k_in)`
+//!   before it have started, and not all of them still hold a port. Every time is a
+//!   max-plus expression growing in every duration and wait, so by induction over the
+//!   run's events in time order no event of the run happens sooner;
+//! - **above**, the most it can be. While a message m waits, every out-port of the
 //!   interface it leaves by or every in-port of the one it enters by is busy (the
-//!   waiting messages take free ports greedily), so it waits at most
-//!   `(W_out - t)/k_out + (W_in - t)/k_in`, the other messages' time on those two sides
-//!   over the whole run; a piece waits for the compute unit at most the other
-//!   reductions' time on that rank, `W_c - r`. By the same induction no event happens
-//!   later.
+//!   waiting messages take free ports greedily). For any set G of messages on those two
+//!   sides already known to have landed by `tau`, from `max(issue, tau)` on only
+//!   messages outside G hold those ports, so m waits after that at most
+//!   `U_out/k_out + U_in/k_in`, the time of the other messages outside G on each side;
+//!   the later messages of m's stream on the same pair of sides never go first (above)
+//!   and leave U. G is taken empty and as every message on either side booked so far,
+//!   the better of the two kept. A piece waits for its compute unit, which serves ready
+//!   pieces in turn and never idles while one waits, likewise: from `max(ready, tau)` on
+//!   at most the work of the rank's pieces outside a set G done by `tau`, G empty or
+//!   every piece settled so far; a piece is settled when its stream waits for it, and
+//!   the reductions that stream posts after the wait are ready only once it is done, so
+//!   they leave the sum. Each rule uses only upper times already shown, so by induction
+//!   over the evaluation no event happens later.
 //!
 //! Both need the messages of a channel (sender, receiver, tag) to be matched in the
 //! same order in every run: receives match sends in the order each was issued, which
@@ -33,12 +47,6 @@ use crate::sim::op::{Action, Op, Program};
 use crate::sim::{Problem, Programs};
 use crate::topology::Topology;
 
-/// The most messages a run may have for [`program_bounds`]: the programs are walked
-/// twice and every message is booked, a good part of what the run itself costs, so a
-/// larger run (ring on 1024 GPUs, 2 million messages) is left without bounds rather
-/// than paying that again. The same as the sweep's [`super::SWEEP_LIMIT`].
-pub const PROGRAM_BOUNDS_LIMIT: u64 = 400_000;
-
 /// A time below and above.
 type Pair = (f64, f64);
 
@@ -50,6 +58,15 @@ struct Pending {
     post: Pair,
     bytes: u64,
     reduce: bool,
+}
+
+/// A handle's state: not yet known, a piece waiting for the compute unit (ready at,
+/// its own work), or done.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Slot {
+    Unknown,
+    Piece(Pair, f64),
+    Done(Pair),
 }
 
 /// One channel's unmatched sends (their landing times) or receives.
@@ -125,64 +142,151 @@ enum Block {
     Done,
 }
 
+/// How many pairs of sides (out-interface, in-interface) a stream's later messages are
+/// followed on: a ring's stream uses one, a tree's a few; an algorithm that sends to
+/// every peer keeps only its first few (memory stays linear in the streams).
+const PAIRS: usize = 4;
+
+/// What the first walk learns of one stream: its reductions' total work, and its
+/// messages' total time on each of its first [`PAIRS`] pairs of sides.
+#[derive(Clone, Debug, Default)]
+struct Totals {
+    work: f64,
+    pairs: Vec<(usize, usize, f64)>,
+}
+
+/// One side of an interface (its out-ports or its in-ports): its messages' total time
+/// over the run, and of those booked so far, their time and their latest landing
+/// (above).
+#[derive(Clone, Copy, Debug, Default)]
+struct Side {
+    total: f64,
+    booked: f64,
+    latest: f64,
+}
+
+/// A rank's compute unit: its reductions' total work, and of those settled so far,
+/// their work and their latest end (above).
+#[derive(Clone, Copy, Debug, Default)]
+struct Unit {
+    total: f64,
+    settled: f64,
+    latest: f64,
+}
+
+impl Unit {
+    /// When a piece ready at `ready` with `own` work is done, below and above, where
+    /// `future` is the work of reductions its stream has not posted yet (its stream
+    /// waits for this piece before posting them, so they cannot go first). Above, the
+    /// better of two sets of pieces known to be done before it starts: none, or every
+    /// piece settled so far (see the module docs).
+    fn settle(&mut self, ready: Pair, own: f64, future: f64) -> Pair {
+        let others = (self.total - own - future).max(0.0);
+        let alone = ready.1 + others;
+        let after = ready.1.max(self.latest) + (others - self.settled).max(0.0);
+        let done = (ready.0 + own, alone.min(after) + own);
+        self.settled += own;
+        self.latest = self.latest.max(done.1);
+        done
+    }
+}
+
 /// One stream of one rank as the evaluation goes.
 struct Stream<'a> {
     prog: Program<'a>,
     /// When it reaches its next operation.
     now: Pair,
     block: Block,
-    /// Completion times of its handles from `base` on (`None`: not yet known).
-    handles: VecDeque<Option<Pair>>,
+    /// Its handles from `base` on.
+    handles: VecDeque<Slot>,
     base: u64,
     next: u64,
-    /// Handles not yet known, and the latest completion of those known, since the
-    /// last `WaitAll` (the earlier ones are behind `now`).
+    /// Handles not yet known.
     unknown: usize,
-    latest: Pair,
     /// Landing times of its sends not yet waited past, below and above.
     in_flight: (Vec<f64>, Vec<f64>),
+    /// Work of its reductions not yet posted, and its followed pairs of sides.
+    future_work: f64,
+    pairs: Vec<Pairing>,
+}
+
+/// One of a stream's followed pairs of sides: its messages' time there not yet sent,
+/// and the landings (below) of the last few sent, as many as the pair has ports.
+#[derive(Debug)]
+struct Pairing {
+    out: usize,
+    inp: usize,
+    later: f64,
+    landed: VecDeque<f64>,
 }
 
 impl Stream<'_> {
-    fn resolve(&mut self, h: u64, at: Pair) {
+    fn resolve(&mut self, h: u64, at: Slot) {
         if h < self.base {
             return;
         }
         if let Some(slot) = self.handles.get_mut((h - self.base) as usize)
-            && slot.is_none()
+            && *slot == Slot::Unknown
         {
-            *slot = Some(at);
+            *slot = at;
             self.unknown -= 1;
-            self.latest = max2(self.latest, at);
         }
     }
-    /// Whether its block is over (and if so, `now` moved past it).
-    fn unblocked(&mut self) -> bool {
+    /// Whether its block is over (and if so, `now` moved past it); pieces it waits for
+    /// are settled on `unit` here, where what the stream posts next cannot go first.
+    fn unblocked(&mut self, unit: &mut Unit) -> bool {
         match self.block {
             Block::Running => true,
             Block::Done => false,
             Block::Handle(h) => {
-                let known = if h < self.base { Some(self.now) } else { self.handles[(h - self.base) as usize] };
-                match known {
-                    Some(at) => {
-                        self.now = max2(self.now, at);
-                        self.block = Block::Running;
-                        true
-                    }
-                    None => false,
+                if h < self.base {
+                    self.block = Block::Running;
+                    return true;
                 }
+                let i = (h - self.base) as usize;
+                let at = match self.handles[i] {
+                    Slot::Unknown => return false,
+                    Slot::Piece(ready, own) => unit.settle(ready, own, self.future_work),
+                    Slot::Done(at) => at,
+                };
+                self.handles[i] = Slot::Done(at);
+                self.now = max2(self.now, at);
+                self.block = Block::Running;
+                true
             }
             Block::All => {
                 if self.unknown > 0 {
                     return false;
                 }
-                self.now = max2(self.now, self.latest);
+                self.now = max2(self.now, self.settle_all(unit, self.future_work));
                 self.base = self.next;
                 self.handles.clear();
                 self.block = Block::Running;
                 true
             }
         }
+    }
+    /// Settles every piece among its handles (in the order they are ready, above) and
+    /// returns the latest completion of them all.
+    fn settle_all(&mut self, unit: &mut Unit, future: f64) -> Pair {
+        let mut pieces: Vec<usize> =
+            (0..self.handles.len()).filter(|&i| matches!(self.handles[i], Slot::Piece(..))).collect();
+        pieces.sort_by(|&a, &b| {
+            let key = |i: usize| if let Slot::Piece(r, _) = self.handles[i] { r.1 } else { 0.0 };
+            key(a).total_cmp(&key(b))
+        });
+        for i in pieces {
+            if let Slot::Piece(ready, own) = self.handles[i] {
+                self.handles[i] = Slot::Done(unit.settle(ready, own, future));
+            }
+        }
+        let mut latest = (0.0, 0.0);
+        for slot in &self.handles {
+            if let Slot::Done(at) = *slot {
+                latest = max2(latest, at);
+            }
+        }
+        latest
     }
 }
 
@@ -192,7 +296,7 @@ fn max2(a: Pair, b: Pair) -> Pair {
 
 /// Lower and upper bounds on the time of `programs` on `topo` for `p` with `c` seconds
 /// per byte reduced, in the ideal model with ports held to delivery (see the module
-/// docs). `None` where the run has more than [`PROGRAM_BOUNDS_LIMIT`] messages, uses
+/// docs). Linear in the run's messages and operations. `None` where the run uses
 /// switch agents, shares a channel between streams, or does not finish (a program that
 /// waits for what is never sent).
 pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology, c: f64) -> Option<(f64, f64)> {
@@ -201,31 +305,40 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
     }
     let np = p.ranks;
     let eb = p.elem_bytes as u64;
-    // The first walk: every side's and every compute unit's total busy time.
+    // The first walk: every side's and every compute unit's total busy time, and each
+    // stream's own totals.
     let faces = topo.interfaces();
-    let (mut w_out, mut w_in, mut w_c) = (vec![0.0f64; faces], vec![0.0f64; faces], vec![0.0f64; np]);
-    let mut messages = 0u64;
-    for (r, wc) in w_c.iter_mut().enumerate() {
+    let (mut out, mut inp) = (vec![Side::default(); faces], vec![Side::default(); faces]);
+    let mut units = vec![Unit::default(); np];
+    let mut totals: Vec<Vec<Totals>> = Vec::with_capacity(np);
+    for (r, unit) in units.iter_mut().enumerate() {
+        let mut row = Vec::new();
         for prog in programs.rank_program(r as _, *p, topo) {
+            let mut tot = Totals::default();
             for op in prog {
                 match op {
                     Op::Send { to, src, .. } => {
-                        messages += 1;
-                        if messages > PROGRAM_BOUNDS_LIMIT {
-                            return None;
-                        }
                         let t = topo.link(r, to as usize).time((src.len as u64 * eb) as f64);
                         let (oi, ii) = topo.route_interfaces(r, to as usize);
-                        w_out[oi] += t;
-                        w_in[ii] += t;
+                        out[oi].total += t;
+                        inp[ii].total += t;
+                        if let Some(x) = tot.pairs.iter_mut().find(|x| x.0 == oi && x.1 == ii) {
+                            x.2 += t;
+                        } else if tot.pairs.len() < PAIRS {
+                            tot.pairs.push((oi, ii, t));
+                        }
                     }
                     Op::Recv { dst, action: Action::Reduce, .. } | Op::Reduce { dst, .. } => {
-                        *wc += (dst.len as u64 * eb) as f64 * c;
+                        let w = (dst.len as u64 * eb) as f64 * c;
+                        unit.total += w;
+                        tot.work += w;
                     }
                     _ => {}
                 }
             }
+            row.push(tot);
         }
+        totals.push(row);
     }
     let ports = |i: usize| topo.interface_ports(i).max(1) as f64;
 
@@ -236,20 +349,30 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
             programs
                 .rank_program(r as _, *p, topo)
                 .into_iter()
-                .map(|prog| Stream {
-                    prog,
-                    now: (0.0, 0.0),
-                    block: Block::Running,
-                    handles: VecDeque::new(),
-                    base: 0,
-                    next: 0,
-                    unknown: 0,
-                    latest: (0.0, 0.0),
-                    in_flight: (Vec::new(), Vec::new()),
+                .enumerate()
+                .map(|(j, prog)| {
+                    let tot = totals[r].get(j).cloned().unwrap_or_default();
+                    Stream {
+                        prog,
+                        now: (0.0, 0.0),
+                        block: Block::Running,
+                        handles: VecDeque::new(),
+                        base: 0,
+                        next: 0,
+                        unknown: 0,
+                        in_flight: (Vec::new(), Vec::new()),
+                        future_work: tot.work,
+                        pairs: tot
+                            .pairs
+                            .into_iter()
+                            .map(|(out, inp, later)| Pairing { out, inp, later, landed: VecDeque::new() })
+                            .collect(),
+                    }
                 })
                 .collect()
         })
         .collect();
+    drop(totals);
     let mut channels: ByChannel<Channel> = ByChannel::default();
     // Which stream sends and which receives on each channel, kept only for ranks of
     // several streams (one stream cannot disagree with itself).
@@ -258,18 +381,15 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
     let mut work: Vec<(usize, usize)> = (0..np).flat_map(|r| (0..ranks[r].len()).map(move |s| (r, s))).collect();
     work.reverse();
     let mut end = (0.0f64, 0.0f64);
-    // A received piece ready at `ready`: when it is done.
-    let piece = |r: usize, ready: Pair, bytes: u64, reduce: bool| -> Pair {
-        if !reduce {
-            return ready;
-        }
-        let own = bytes as f64 * c;
-        (ready.0 + own, ready.1 + (w_c[r] - own).max(0.0) + own)
+    // A received piece ready at `ready`: done at once (a copy), or waiting for the
+    // compute unit (a reduction), settled when its stream waits for it.
+    let piece = |ready: Pair, bytes: u64, reduce: bool| -> Slot {
+        if reduce { Slot::Piece(ready, bytes as f64 * c) } else { Slot::Done(ready) }
     };
     while let Some((r, s)) = work.pop() {
         loop {
             let st = &mut ranks[r][s];
-            if !st.unblocked() {
+            if !st.unblocked(&mut units[r]) {
                 break;
             }
             let Some(op) = st.prog.next() else {
@@ -293,8 +413,35 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
                     let bytes = src.len as u64 * eb;
                     let t = topo.link(r, to).time(bytes as f64);
                     let (oi, ii) = topo.route_interfaces(r, to);
-                    let wait = ((w_out[oi] - t) / ports(oi)).max(0.0) + ((w_in[ii] - t) / ports(ii)).max(0.0);
-                    let lands = (st.now.0 + t, st.now.1 + wait + t);
+                    let (ko, ki) = (ports(oi), ports(ii));
+                    // The stream's messages on this very pair of sides start in program
+                    // order (module docs): the later ones' time is left out above, and
+                    // below this one starts once one of the last min(k_out, k_in) has
+                    // landed.
+                    let (mut later, mut queue) = (0.0, 0.0);
+                    let pairing = st.pairs.iter_mut().find(|x| x.out == oi && x.inp == ii);
+                    if let Some(x) = &pairing {
+                        later = (x.later - t).max(0.0);
+                        if x.landed.len() >= ko.min(ki) as usize {
+                            queue = x.landed.iter().copied().fold(f64::INFINITY, f64::min);
+                        }
+                    }
+                    let (o, i) = (out[oi], inp[ii]);
+                    let rest = |side: &Side, k: f64, done: f64| ((side.total - t - later - done) / k).max(0.0);
+                    let alone = st.now.1 + rest(&o, ko, 0.0) + rest(&i, ki, 0.0);
+                    let after = st.now.1.max(o.latest).max(i.latest) + rest(&o, ko, o.booked) + rest(&i, ki, i.booked);
+                    let lands = (st.now.0.max(queue) + t, alone.min(after) + t);
+                    if let Some(x) = pairing {
+                        x.later -= t;
+                        x.landed.push_back(lands.0);
+                        if x.landed.len() > ko.min(ki) as usize {
+                            x.landed.pop_front();
+                        }
+                    }
+                    for side in [&mut out[oi], &mut inp[ii]] {
+                        side.booked += t;
+                        side.latest = side.latest.max(lands.1);
+                    }
                     // Sends landed by the stream's present are behind it for good
                     // (whatever WaitSends comes later), so a stream that never waits for
                     // its sends keeps only those in flight.
@@ -312,14 +459,13 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
                     let ch = channels.entry((r, to, tag)).or_default();
                     match ch.recvs.pop_front() {
                         Some(pd) => {
-                            let ready = max2(lands, pd.post);
-                            let done = piece(to, ready, pd.bytes, pd.reduce);
+                            let slot = piece(max2(lands, pd.post), pd.bytes, pd.reduce);
                             let recv_stream = pd.stream;
                             if ch.sends.is_empty() && ch.recvs.is_empty() {
                                 channels.remove(&(r, to, tag));
                             }
                             let rs = &mut ranks[to][recv_stream];
-                            rs.resolve(pd.handle, done);
+                            rs.resolve(pd.handle, slot);
                             if rs.block != Block::Running && rs.block != Block::Done {
                                 work.push((to, recv_stream));
                             }
@@ -333,6 +479,9 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
                     st.next += 1;
                     let bytes = dst.len as u64 * eb;
                     let reduce = action == Action::Reduce;
+                    if reduce {
+                        st.future_work -= bytes as f64 * c;
+                    }
                     let post = st.now;
                     if !one_stream[r] && !own(&mut owners, (from, r, tag), 1, s) {
                         return None;
@@ -343,22 +492,20 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
                             if ch.sends.is_empty() && ch.recvs.is_empty() {
                                 channels.remove(&(from, r, tag));
                             }
-                            let done = piece(r, max2(lands, post), bytes, reduce);
-                            st.handles.push_back(Some(done));
-                            st.latest = max2(st.latest, done);
+                            st.handles.push_back(piece(max2(lands, post), bytes, reduce));
                         }
                         None => {
                             ch.recvs.push_back(Pending { stream: s, handle: h, post, bytes, reduce });
-                            st.handles.push_back(None);
+                            st.handles.push_back(Slot::Unknown);
                             st.unknown += 1;
                         }
                     }
                 }
                 Op::Reduce { dst, .. } => {
                     st.next += 1;
-                    let done = piece(r, st.now, dst.len as u64 * eb, true);
-                    st.handles.push_back(Some(done));
-                    st.latest = max2(st.latest, done);
+                    let own = (dst.len as u64 * eb) as f64 * c;
+                    st.future_work -= own;
+                    st.handles.push_back(Slot::Piece(st.now, own));
                 }
             }
         }
@@ -367,9 +514,12 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
     if !finished || !channels.is_empty() {
         return None;
     }
-    // The run ends when its last stream is done and its last message has landed.
-    for st in ranks.iter().flatten() {
-        end = max2(end, st.latest);
+    // The run ends when its last stream is done, its last piece added and its last
+    // message landed.
+    for (r, row) in ranks.iter_mut().enumerate() {
+        for st in row {
+            end = max2(end, st.settle_all(&mut units[r], 0.0));
+        }
     }
     Some(end)
 }
