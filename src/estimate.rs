@@ -145,11 +145,13 @@ impl<'s> Planned<'s> {
         if let Some(m) = algo.messages(&prob) {
             return (m, true);
         }
-        let Ok(topo) = crate::topology::build(&s.topology, pt.ranks) else { return bound };
+        let spec = &s.algorithms[pt.algo];
+        let bytes = if spec.collective.has_data() { pt.bytes } else { 0 };
+        let Ok((_, topo)) = point_machine(s, spec, pt.ranks, bytes) else { return bound };
         if algo.applicable(&prob, &Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte }).is_err() {
             return bound;
         }
-        if let Some(m) = schedule_messages(&s.algorithms[pt.algo], &prob, topo.as_ref()) {
+        if let Some(m) = schedule_messages(spec, &prob, topo.as_ref()) {
             return (m, true);
         }
         if pt.ranks > WALK_MAX_RANKS {
@@ -348,7 +350,9 @@ pub fn checked_plan<'s>(
 /// walking every rank's program: for the algorithms whose own
 /// [`Algorithm::messages`] is `None` and whose walk is long at thousands of ranks and
 /// large vectors (`double_binary_tree`, `nccl_tree`, `ring_chunked` each take seconds at
-/// 2,048 ranks and 1 GiB, and `auto` walks them all). `None` for any other algorithm, or
+/// 2,048 ranks and 1 GiB, `pat` 0.6 s, and `auto` walks them all). `topo` is the machine
+/// as the point's protocol sees it ([`point_machine`]): NCCL's algorithms cut their
+/// chunks by it. `None` for any other algorithm, or
 /// parameters it would refuse. Call it only where the algorithm is applicable;
 /// `tests/estimate_counts.rs` holds every count to the walked programs.
 pub fn schedule_messages(spec: &AlgoSpec, p: &Problem, topo: &dyn Topology) -> Option<u64> {
@@ -419,9 +423,36 @@ pub fn schedule_messages(spec: &AlgoSpec, p: &Problem, topo: &dyn Topology) -> O
         }
         // Pairs swap at each of P/2 steps.
         (Allgather, "neighbor_exchange") => np * (np / 2),
+        // Every chunk of every block's part leaves each rank but its owner once.
+        (ReduceScatter | Allgather, "pat") => {
+            crate::algos::pat::Pat::from_params(&mut params, spec.collective == ReduceScatter).ok()?.message_count(p)
+        }
         _ => return None,
     };
     Some(count)
+}
+
+/// The protocol entry `spec`'s point of `ranks` ranks and `bytes` bytes runs with (its
+/// `protocol:`, resolved for `auto` by NCCL's model; Simple without one), and the machine
+/// as that protocol sees it, as the runner runs the point: NCCL's algorithms read their
+/// chunk off it, so the estimate counts their messages on it too. `Err` says why the
+/// point cannot run (the runner reports it as not applicable).
+pub fn point_machine(
+    s: &Scenario,
+    spec: &AlgoSpec,
+    ranks: usize,
+    bytes: u64,
+) -> Result<(crate::topology::Proto, Box<dyn Topology>), String> {
+    use crate::topology::{self, Proto};
+    let proto = match spec.protocol {
+        None => Proto::Simple,
+        Some(choice) => {
+            let t = topology::build(&s.topology, ranks)?;
+            let avg = s.data.op == crate::sim::data::ReduceOp::Avg;
+            choice.resolve(spec.collective, &spec.name, t.as_ref(), bytes, avg)?
+        }
+    };
+    Ok((proto, topology::build_for_run(&s.topology, ranks, proto, s.network.is_flow())?))
 }
 
 /// Whether point `pt` of `s`'s timeline would certainly outgrow [`MAX_INTERVALS`]
