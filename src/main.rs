@@ -220,6 +220,11 @@ struct CalibrateArgs {
     /// The optimiser's budget: model evaluations per fitted value.
     #[arg(long, value_name = "N")]
     patience: Option<usize>,
+    /// No progress on stderr. (Without it, a line every 5 seconds while it fits: the
+    /// model evaluations so far, each a simulation of every logged point, and events
+    /// per second.)
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 // The flags of `validate` (its help is the variant's).
@@ -447,8 +452,20 @@ fn execute(cli: Cli) -> Result<ExitCode, BadInput> {
 
 /// `calibrate`.
 fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode, BadInput> {
-    let CalibrateArgs { machine, logs, fit, hold_out, output, format, plot, ranks, gpus_per_node, env, patience } =
-        args;
+    let CalibrateArgs {
+        machine,
+        logs,
+        fit,
+        hold_out,
+        output,
+        format,
+        plot,
+        ranks,
+        gpus_per_node,
+        env,
+        patience,
+        quiet,
+    } = args;
     let args = allreduce_sim::calibrate::cli::Args {
         machine,
         logs,
@@ -465,9 +482,42 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode, BadInput> {
     if matches!(format, Format::Csv) {
         return Err(BadInput("--format: calibrate writes table or json".into()));
     }
-    let (text, _) = allreduce_sim::calibrate::cli::execute(&args).map_err(BadInput)?;
+    let progress = (!quiet).then(calibrate_progress);
+    let result = allreduce_sim::calibrate::cli::execute(&args);
+    if let Some((stop, handle)) = progress {
+        drop(stop);
+        let _ = handle.join();
+    }
+    let (text, _) = result.map_err(BadInput)?;
     write_stdout(&text);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `calibrate`'s progress: a line on stderr every [`runner::PROGRESS_EVERY`] (as `run`'s
+/// lines), from a thread of its own until the sender is dropped. A fit of logs up to
+/// 8 GiB runs for minutes, and its length is not known beforehand (the optimiser stops
+/// when it converges), so the line says what was done, not what is left.
+fn calibrate_progress() -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    use allreduce_sim::calibrate::EVALUATIONS;
+    use allreduce_sim::sim::engine::EVENTS_DONE;
+    use std::sync::atomic::Ordering::Relaxed;
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let handle = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        let (events0, evaluations0) = (EVENTS_DONE.load(Relaxed), EVALUATIONS.load(Relaxed));
+        while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(runner::PROGRESS_EVERY) {
+            let elapsed = started.elapsed().as_secs_f64();
+            let events = EVENTS_DONE.load(Relaxed).saturating_sub(events0);
+            let speed = if events > 0 {
+                format!("{:.3e} events/s", events as f64 / elapsed.max(1e-9))
+            } else {
+                "events/s not counted yet".to_string()
+            };
+            let done = EVALUATIONS.load(Relaxed).saturating_sub(evaluations0);
+            eprintln!("progress: calibrate: {done} model evaluations, {elapsed:.0}s elapsed, {speed}");
+        }
+    });
+    (tx, handle)
 }
 
 /// `validate`.
