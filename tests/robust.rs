@@ -893,8 +893,9 @@ fn a_selector_whose_pick_cannot_be_recorded_is_refused_before_it_runs() {
     let f = TempFile::new(format!("{QUICK}data: {{ mode: off }}\n").as_bytes());
     let trace = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("robust-selector-trace.json");
     let _ = std::fs::remove_file(&trace);
-    for flag in ["--trace", "--gantt"] {
-        let out = if flag == "--trace" { trace.clone() } else { trace.with_extension("svg") };
+    // (--gantt draws at most 64 ranks, which is refused first here.)
+    for flag in ["--trace"] {
+        let out = trace.clone();
         cmd()
             .args(["run", "--ranks", "1000002", "--sizes", "4", "--algorithms", "auto", "--max-memory", "1TiB", flag])
             .arg(&out)
@@ -908,7 +909,7 @@ fn a_selector_whose_pick_cannot_be_recorded_is_refused_before_it_runs() {
             ))
             .stderr(predicate::str::contains("messages, more than the 1000000 intervals a recording holds"))
             .stderr(predicate::str::contains("fewer ranks"))
-            .stderr(predicate::str::contains("recording").not());
+            .stderr(predicate::str::contains("auto picks").not());
         assert!(!out.exists());
     }
     cmd()
@@ -918,7 +919,7 @@ fn a_selector_whose_pick_cannot_be_recorded_is_refused_before_it_runs() {
         .timeout(Duration::from_secs(20))
         .assert()
         .code(2)
-        .stderr(predicate::str::is_match("--trace: nccl_model picks nccl_(ring|tree)[^ ]* at P = 1000, S = 1 GiB, which sends [0-9]+ messages, more than the 1000000 intervals").unwrap());
+        .stderr(predicate::str::is_match("--trace: nccl_model picks nccl_(ring|tree)(\\([^)]*\\))? at P = 1000, S = 1 GiB, which sends [0-9]+ messages, more than the 1000000 intervals").unwrap());
     assert!(!trace.exists());
 }
 
