@@ -145,11 +145,13 @@ impl<'s> Planned<'s> {
         if let Some(m) = algo.messages(&prob) {
             return (m, true);
         }
-        let Ok(topo) = crate::topology::build(&s.topology, pt.ranks) else { return bound };
+        let spec = &s.algorithms[pt.algo];
+        let bytes = if spec.collective.has_data() { pt.bytes } else { 0 };
+        let Ok((_, topo)) = point_machine(s, spec, pt.ranks, bytes) else { return bound };
         if algo.applicable(&prob, &Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte }).is_err() {
             return bound;
         }
-        if let Some(m) = schedule_messages(&s.algorithms[pt.algo], &prob, topo.as_ref()) {
+        if let Some(m) = schedule_messages(spec, &prob, topo.as_ref()) {
             return (m, true);
         }
         if pt.ranks > WALK_MAX_RANKS {
@@ -159,13 +161,27 @@ impl<'s> Planned<'s> {
     }
 
     /// Whether the point's timeline would certainly outgrow [`MAX_INTERVALS`]: the
-    /// algorithm's exact message count alone is above it. Such a recording would be
+    /// algorithm's exact message count alone (or where it has none, the least any
+    /// algorithm sends there) is above it. Such a recording would be
     /// dropped with everything derived from it, so the runner does not make it: the report
     /// is the same, without the recorder's cost per message and its two port tables per
     /// rank.
     pub fn timeline_overflows(&self) -> bool {
+        self.messages_at_least() > MAX_INTERVALS as u64
+    }
+
+    /// Messages the point sends at the least: its exact count where known, else P - 1
+    /// (with anything to move, or for a barrier, every rank but one must send to another
+    /// or hear from one: the reduce-scatter's first block needs every other rank's
+    /// share, the allgather's every other rank its copy, and so on), which is all
+    /// beyond the walk's rank limit where an algorithm has no count of its own.
+    pub fn messages_at_least(&self) -> u64 {
         let (messages, exact) = self.messages();
-        exact && messages > MAX_INTERVALS as u64
+        if exact {
+            return messages;
+        }
+        let nothing = self.s.algorithms[self.pt.algo].collective.has_data() && self.elems() == 0;
+        if nothing { 0 } else { self.pt.ranks.saturating_sub(1) as u64 }
     }
 
     /// Whether the point records its timeline (or tracks its critical path): at most
@@ -309,6 +325,68 @@ impl<'s> Planned<'s> {
     pub fn label(&self) -> String {
         label(self.s, &self.pt)
     }
+
+    /// The label of the point's row, as the runner gives it: the algorithm's, with its
+    /// parameters and the entry's protocol (`nccl_ring(channels=2, protocol=ll)`).
+    pub fn row_label(&self) -> String {
+        let spec = &self.s.algorithms[self.pt.algo];
+        match self.algo() {
+            Ok(a) => crate::scenario::ProtocolChoice::label(a.label(), spec.protocol),
+            Err(_) => spec.name.clone(),
+        }
+    }
+
+    /// Whether the point's algorithm runs here: it builds, its protocol resolves and it
+    /// is applicable on the machine as that protocol sees it (as the runner decides).
+    fn runs_here(&self) -> bool {
+        let Ok(algo) = self.algo() else { return false };
+        let spec = &self.s.algorithms[self.pt.algo];
+        let bytes = if spec.collective.has_data() { self.pt.bytes } else { 0 };
+        let e = self.s.data.dtype.bytes();
+        let Ok(elems) = usize::try_from(bytes / (e as u64).max(1)) else { return false };
+        let Ok((_, topo)) = point_machine(self.s, spec, self.pt.ranks, bytes) else { return false };
+        let prob = Problem { ranks: self.pt.ranks, elems, elem_bytes: e };
+        algo.applicable(&prob, &Machine { topo: topo.as_ref(), cost_per_byte: self.s.cost_per_byte }).is_ok()
+    }
+}
+
+/// One algorithm a selector's point may pick, as `run --trace` and `--gantt` see it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    /// Its row's label (`ring`, `nccl_ring(channels=2, protocol=ll)`).
+    pub label: String,
+    /// Its messages: the exact count, an upper bound, or (beyond the walk's rank limit,
+    /// where it overflows) the least it sends.
+    pub messages: u64,
+    /// Whether `messages` is the exact count.
+    pub exact: bool,
+    /// Whether a recording of it would certainly outgrow [`MAX_INTERVALS`]: its exact
+    /// message count alone is above it ([`Planned::timeline_overflows`]).
+    pub overflows: bool,
+}
+
+/// The algorithms selector point `pt` of `s` may pick ([`crate::select::candidate_specs`])
+/// that run there, each with its messages and whether it could be recorded: `run --trace`
+/// and `--gantt` record the pick, and refuse before anything runs when no candidate
+/// could be recorded. Empty for a point that is not a selector's.
+pub fn candidates(s: &Scenario, pt: &Point) -> Vec<Candidate> {
+    if !crate::select::is_selector(&s.algorithms[pt.algo].name) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for spec in crate::select::candidate_specs(s, pt) {
+        let mut one = s.clone();
+        one.algorithms = vec![spec];
+        let planned = Planned::new(&one, &Point { algo: 0, ranks: pt.ranks, bytes: pt.bytes }, true);
+        if !planned.runs_here() {
+            continue;
+        }
+        let overflows = planned.timeline_overflows();
+        let (count, exact) = planned.messages();
+        let messages = if overflows { planned.messages_at_least() } else { count };
+        out.push(Candidate { label: planned.row_label(), messages, exact, overflows });
+    }
+    out
 }
 
 /// The points of `s` that shard `shard` runs ([`Scenario::points_of`]), each with its
@@ -348,7 +426,9 @@ pub fn checked_plan<'s>(
 /// walking every rank's program: for the algorithms whose own
 /// [`Algorithm::messages`] is `None` and whose walk is long at thousands of ranks and
 /// large vectors (`double_binary_tree`, `nccl_tree`, `ring_chunked` each take seconds at
-/// 2,048 ranks and 1 GiB, and `auto` walks them all). `None` for any other algorithm, or
+/// 2,048 ranks and 1 GiB, `pat` 0.6 s, and `auto` walks them all). `topo` is the machine
+/// as the point's protocol sees it ([`point_machine`]): NCCL's algorithms cut their
+/// chunks by it. `None` for any other algorithm, or
 /// parameters it would refuse. Call it only where the algorithm is applicable;
 /// `tests/estimate_counts.rs` holds every count to the walked programs.
 pub fn schedule_messages(spec: &AlgoSpec, p: &Problem, topo: &dyn Topology) -> Option<u64> {
@@ -419,9 +499,36 @@ pub fn schedule_messages(spec: &AlgoSpec, p: &Problem, topo: &dyn Topology) -> O
         }
         // Pairs swap at each of P/2 steps.
         (Allgather, "neighbor_exchange") => np * (np / 2),
+        // Every chunk of every block's part leaves each rank but its owner once.
+        (ReduceScatter | Allgather, "pat") => {
+            crate::algos::pat::Pat::from_params(&mut params, spec.collective == ReduceScatter).ok()?.message_count(p)
+        }
         _ => return None,
     };
     Some(count)
+}
+
+/// The protocol entry `spec`'s point of `ranks` ranks and `bytes` bytes runs with (its
+/// `protocol:`, resolved for `auto` by NCCL's model; Simple without one), and the machine
+/// as that protocol sees it, as the runner runs the point: NCCL's algorithms read their
+/// chunk off it, so the estimate counts their messages on it too. `Err` says why the
+/// point cannot run (the runner reports it as not applicable).
+pub fn point_machine(
+    s: &Scenario,
+    spec: &AlgoSpec,
+    ranks: usize,
+    bytes: u64,
+) -> Result<(crate::topology::Proto, Box<dyn Topology>), String> {
+    use crate::topology::{self, Proto};
+    let proto = match spec.protocol {
+        None => Proto::Simple,
+        Some(choice) => {
+            let t = topology::build(&s.topology, ranks)?;
+            let avg = s.data.op == crate::sim::data::ReduceOp::Avg;
+            choice.resolve(spec.collective, &spec.name, t.as_ref(), bytes, avg)?
+        }
+    };
+    Ok((proto, topology::build_for_run(&s.topology, ranks, proto, s.network.is_flow())?))
 }
 
 /// Whether point `pt` of `s`'s timeline would certainly outgrow [`MAX_INTERVALS`]

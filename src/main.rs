@@ -131,6 +131,13 @@ struct RunArgs {
     /// https://ui.perfetto.dev and chrome://tracing): a process per rank with a track
     /// per port's sends and receives and one for the compute unit, an arrow from every
     /// send to its receive. One point only: pick it with --algorithms, --ranks, --sizes.
+    /// A recording holds at most 1,000,000 intervals: a point certain to send more
+    /// messages is refused before it runs. A selector's point (`auto`, `nccl_model`,
+    /// `ompi_fixed`) records its pick: refused before anything runs when none of the
+    /// algorithms it chooses from could be recorded; when only some could not (said on
+    /// stderr first), the selector runs and a pick among those is refused, naming the
+    /// candidates that could be recorded (the pick is never swapped for one). --gantt
+    /// alike.
     #[arg(long, value_name = "FILE", conflicts_with = "shard")]
     trace: Option<PathBuf>,
     /// No progress on stderr. (On a terminal a bar, drawn when the sweep has more than
@@ -217,6 +224,11 @@ struct CalibrateArgs {
     /// (fitted, the default) or at the machine file's nominal ones (file).
     #[arg(long, value_name = "fitted|file")]
     picks: Option<String>,
+    /// No progress on stderr. (Without it, a line every 5 seconds while it fits: the
+    /// model evaluations so far, each a simulation of every logged point, and events
+    /// per second.)
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 // The flags of `validate` (its help is the variant's).
@@ -457,6 +469,7 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode, BadInput> {
         env,
         patience,
         picks,
+        quiet,
     } = args;
     let args = allreduce_sim::calibrate::cli::Args {
         machine,
@@ -475,9 +488,42 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode, BadInput> {
     if matches!(format, Format::Csv) {
         return Err(BadInput("--format: calibrate writes table or json".into()));
     }
-    let (text, _) = allreduce_sim::calibrate::cli::execute(&args).map_err(BadInput)?;
+    let progress = (!quiet).then(calibrate_progress);
+    let result = allreduce_sim::calibrate::cli::execute(&args);
+    if let Some((stop, handle)) = progress {
+        drop(stop);
+        let _ = handle.join();
+    }
+    let (text, _) = result.map_err(BadInput)?;
     write_stdout(&text);
     Ok(ExitCode::SUCCESS)
+}
+
+/// `calibrate`'s progress: a line on stderr every [`runner::PROGRESS_EVERY`] (as `run`'s
+/// lines), from a thread of its own until the sender is dropped. A fit of logs up to
+/// 8 GiB runs for minutes, and its length is not known beforehand (the optimiser stops
+/// when it converges), so the line says what was done, not what is left.
+fn calibrate_progress() -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    use allreduce_sim::calibrate::EVALUATIONS;
+    use allreduce_sim::sim::engine::EVENTS_DONE;
+    use std::sync::atomic::Ordering::Relaxed;
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let handle = std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        let (events0, evaluations0) = (EVENTS_DONE.load(Relaxed), EVALUATIONS.load(Relaxed));
+        while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(runner::PROGRESS_EVERY) {
+            let elapsed = started.elapsed().as_secs_f64();
+            let events = EVENTS_DONE.load(Relaxed).saturating_sub(events0);
+            let speed = if events > 0 {
+                format!("{:.3e} events/s", events as f64 / elapsed.max(1e-9))
+            } else {
+                "events/s not counted yet".to_string()
+            };
+            let done = EVALUATIONS.load(Relaxed).saturating_sub(evaluations0);
+            eprintln!("progress: calibrate: {done} model evaluations, {elapsed:.0}s elapsed, {speed}");
+        }
+    });
+    (tx, handle)
 }
 
 /// `validate`.
@@ -621,11 +667,19 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
     let [output, trace, gantt, junit] = plan_run_outputs(&s, &inputs, [output, trace, gantt, junit], plot.as_deref())?;
     let (plans, memory_limit) =
         estimate::checked_plan(&s, shard, max_memory.as_deref(), "--max-memory").map_err(BadInput)?;
-    let picked = if trace.is_some() || gantt.is_some() { pick_recorded(&s)? } else { None };
+    let recording = if trace.is_some() { Some("--trace") } else { gantt.is_some().then_some("--gantt") };
+    let picked = match recording {
+        Some(flag) => {
+            // A selector's pick is known only once its candidates ran: refuse first what
+            // no pick could make recordable, then what the pick cannot.
+            let fit = refuse_unrecordable_selector(&s, flag)?;
+            let picked = pick_recorded(&s)?;
+            refuse_long_recording(picked.as_ref().unwrap_or(&s), flag, picked.as_ref().map(|_| (&s, fit.as_slice())))?;
+            picked
+        }
+        None => None,
+    };
     let recorded = picked.as_ref().unwrap_or(&s);
-    if trace.is_some() || gantt.is_some() {
-        refuse_long_recording(recorded, if trace.is_some() { "--trace" } else { "--gantt" })?;
-    }
     // Ctrl-C: stop between points and write what finished. A second Ctrl-C
     // while a long point runs ends the process at once.
     let _ = ctrlc::set_handler(|| {
@@ -769,21 +823,105 @@ fn plan_file(
 /// `--trace` and `--gantt` record every interval of their point, up to
 /// [`allreduce_sim::timeline::MAX_INTERVALS`]: refuse, before simulating, a point whose
 /// exact message count is already above that (a point of an algorithm with only an upper
-/// bound on its messages is run, and refused after if it overflowed).
-fn refuse_long_recording(s: &Scenario, flag: &str) -> Result<(), BadInput> {
+/// bound on its messages is run, and refused after if it overflowed). `picked`: the
+/// point is a selector's pick, with the selector's scenario and the candidates that
+/// could have been recorded (named in the message).
+fn refuse_long_recording(s: &Scenario, flag: &str, picked: Option<(&Scenario, &[String])>) -> Result<(), BadInput> {
     let points = runner::points(s);
     let [pt] = points.as_slice() else { return Ok(()) };
     if !estimate::timeline_overflows(s, pt) {
         return Ok(());
     }
-    let est = estimate::estimate(s, pt, true);
+    let planned = estimate::Planned::new(s, pt, true);
+    let sends = match planned.messages() {
+        (m, true) => format!("{m}"),
+        (_, false) => format!("at least {}", planned.messages_at_least()),
+    };
+    let limit = allreduce_sim::timeline::MAX_INTERVALS;
+    let advice = format!("choose fewer ranks (--ranks) or a smaller size (--sizes), or run it without {flag}");
+    let Some((selector, fit)) = picked else {
+        return Err(BadInput(format!(
+            "{flag}: {} sends {sends} messages, more than the {limit} intervals a recording holds; {advice}",
+            estimate::label(s, pt),
+        )));
+    };
+    let (entry, ranks, bytes) = (&selector.algorithms[0].name, pt.ranks, pt.bytes);
+    let others = if fit.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; of the algorithms it chose from, {} can be recorded: name one in --algorithms to record it",
+            some_of(fit)
+        )
+    };
     Err(BadInput(format!(
-        "{flag}: {} sends {} messages, more than the {} intervals a recording holds; \
-         choose fewer ranks (--ranks) or a smaller size (--sizes), or run it without {flag}",
-        estimate::label(s, pt),
-        est.messages,
-        allreduce_sim::timeline::MAX_INTERVALS
+        "{flag}: {entry} picks {} at P = {ranks}, S = {}, which sends {sends} messages, more than the {limit} \
+         intervals a recording holds{others}; or {advice}",
+        planned.row_label(),
+        allreduce_sim::units::fmt_bytes(bytes),
     )))
+}
+
+/// `--trace` and `--gantt` on a selector's single point record its pick, known only once
+/// the candidates ran (`auto` runs them all). Refuse, before anything runs, a point none
+/// of whose candidates could be recorded: even the cheapest one's exact message count
+/// is above [`allreduce_sim::timeline::MAX_INTERVALS`]. Where some could and some could
+/// not, the selector runs and its pick is recorded if it can be (a recording never
+/// swaps the pick for another algorithm); a line on standard error says beforehand
+/// which candidates could not. The labels of the candidates that may be recorded.
+fn refuse_unrecordable_selector(s: &Scenario, flag: &str) -> Result<Vec<String>, BadInput> {
+    let points = runner::points(s);
+    let [pt] = points.as_slice() else { return Ok(Vec::new()) };
+    let candidates = estimate::candidates(s, pt);
+    let (over, fit): (Vec<_>, Vec<_>) = candidates.into_iter().partition(|c| c.overflows);
+    let fit: Vec<String> = fit.into_iter().map(|c| c.label).collect();
+    let limit = allreduce_sim::timeline::MAX_INTERVALS;
+    let entry = &s.algorithms[pt.algo].name;
+    let at = format!("P = {}, S = {}", pt.ranks, allreduce_sim::units::fmt_bytes(pt.bytes));
+    match over.iter().min_by_key(|c| c.messages) {
+        None => Ok(fit),
+        Some(cheapest) if fit.is_empty() => {
+            let what = if over.len() == 1 {
+                format!("{entry} picks {} at {at}, which sends", cheapest.label)
+            } else {
+                format!(
+                    "none of the {} algorithms {entry} chooses from at {at} can be recorded: the cheapest, {}, sends",
+                    over.len(),
+                    cheapest.label
+                )
+            };
+            Err(BadInput(format!(
+                "{flag}: {what} {}{} messages, more than the {limit} intervals a recording holds; choose fewer ranks \
+                 (--ranks) or a smaller size (--sizes), or run it without {flag}",
+                if cheapest.exact { "" } else { "at least " },
+                cheapest.messages
+            )))
+        }
+        Some(_) => {
+            let labels: Vec<String> = over.iter().map(|c| c.label.clone()).collect();
+            eprintln!(
+                "{}",
+                esc(&format!(
+                    "{flag}: {} of the {} algorithms {entry} chooses from at {at} cannot be recorded (more than \
+                     {limit} intervals): {}; if it picks one of them, {flag} is refused once the pick is known",
+                    over.len(),
+                    over.len() + fit.len(),
+                    some_of(&labels)
+                ))
+            );
+            Ok(fit)
+        }
+    }
+}
+
+/// Up to five of `labels`, then how many more.
+fn some_of(labels: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut out = labels.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+    if labels.len() > SHOWN {
+        out.push_str(&format!(" and {} more", labels.len() - SHOWN));
+    }
+    out
 }
 
 fn list_text() -> String {

@@ -591,16 +591,7 @@ fn build_point(pl: Planned<'_>) -> Result<(PointResult, Setup), Box<PointResult>
         }
     };
     res.algorithm = crate::scenario::ProtocolChoice::label(algo.label(), spec.protocol);
-    let flow = s.network.is_flow();
-    let proto = match spec.protocol {
-        None => Ok(Proto::Simple),
-        Some(choice) => topology::build(&s.topology, pt.ranks).and_then(|t| {
-            let avg = s.data.op == crate::sim::data::ReduceOp::Avg;
-            choice.resolve(collective, &spec.name, t.as_ref(), bytes, avg)
-        }),
-    };
-    let built = proto.and_then(|p| topology::build_for_run(&s.topology, pt.ranks, p, flow).map(|t| (p, t)));
-    let (proto, topo): (Proto, Box<dyn Topology>) = match built {
+    let (proto, topo): (Proto, Box<dyn Topology>) = match crate::estimate::point_machine(s, spec, pt.ranks, bytes) {
         Ok(t) => t,
         Err(why) => {
             res.not_applicable = Some(why);

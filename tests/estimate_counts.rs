@@ -49,6 +49,10 @@ fn variants(id: &str) -> Vec<Vec<(String, ParamValue)>> {
             out.push(param("chunk", size("4B")));
             out.push(param("chunk", size("100B")));
         }
+        "pat" => {
+            out.push(vec![("chunk".into(), size("16B")), ("channels".into(), ParamValue::Int(3))]);
+            out.push(param("chunk", size("100B")));
+        }
         "nccl_ring" | "nccl_tree" => {
             out.push(vec![("chunk".into(), size("64B")), ("channels".into(), ParamValue::Int(3))]);
             out.push(param("protocol", size("ll")));
@@ -100,6 +104,7 @@ fn schedule_counts_are_the_walked_counts() {
     let expected = [
         "allgather direct",
         "allgather neighbor_exchange",
+        "allgather pat",
         "allreduce bidirectional_ring",
         "allreduce direct",
         "allreduce double_binary_tree",
@@ -111,6 +116,7 @@ fn schedule_counts_are_the_walked_counts() {
         "allreduce ring_segmented",
         "barrier all_to_all",
         "reduce_scatter direct",
+        "reduce_scatter pat",
     ];
     assert_eq!(counted.iter().map(String::as_str).collect::<Vec<_>>(), expected);
     assert!(checked > 500, "{checked} points checked");
@@ -118,8 +124,8 @@ fn schedule_counts_are_the_walked_counts() {
 
 /// The algorithms whose count is neither the algorithm's own nor read off its schedule
 /// (so the estimate walks their programs, up to 4,096 ranks): an explicit list, each
-/// cheap to walk (its messages grow as P log P or P, or the walk is under a second at
-/// 2,048 ranks and 1 GiB: `pat`). `auto`'s candidates among them walk quickly.
+/// cheap to walk (its messages grow as P log P or P). `auto`'s candidates among them
+/// walk quickly.
 #[test]
 fn only_the_listed_algorithms_are_walked() {
     let topo = FullyConnected { ranks: 16, link: Link { alpha: 1e-6, bandwidth: 12.5e9 }, nics: 1 };
@@ -144,10 +150,8 @@ fn only_the_listed_algorithms_are_walked() {
         "reduce_scatter halving_doubling",
         "reduce_scatter butterfly",
         "reduce_scatter recursive_halving",
-        "reduce_scatter pat",
         "reduce_scatter nccl_ring",
         "allgather halving_doubling",
-        "allgather pat",
         "allgather nccl_ring",
         "broadcast binary_tree",
         "broadcast knomial",
@@ -173,4 +177,42 @@ fn a_point_beyond_the_walk_limit_is_counted_exactly() {
         let est = estimate::estimate(&s, pt, false);
         assert_eq!((est.messages, est.messages_exact), (want, true), "{}", estimate::label(&s, pt));
     }
+}
+
+/// An entry's `protocol:` sets the chunk of NCCL's algorithms, and so their messages:
+/// the estimate counts what the run sends with that protocol (`auto` as NCCL's model
+/// resolves it at each point), not what Simple would send.
+#[test]
+fn an_entrys_protocol_is_counted() {
+    let text = "name: proto\nranks: [8]\nsizes: [64KiB, 1MiB, 4MiB]\ndata: { mode: off }\n\
+                topology: { kind: cluster, nodes: 2, gpus_per_node: 4, \
+                intra: { kind: nvswitch, alpha: 1us, bandwidth: 100GB/s }, \
+                inter: { alpha: 2us, bandwidth: 25GB/s } }\n\
+                algorithms:\n\
+                \x20 - { name: nccl_ring, protocol: ll }\n\
+                \x20 - { name: nccl_ring, protocol: ll128, channels: 2 }\n\
+                \x20 - { name: nccl_ring, protocol: auto }\n\
+                \x20 - { name: nccl_tree, protocol: ll }\n\
+                \x20 - { name: nccl_tree, protocol: ll128 }\n\
+                \x20 - { name: nccl_ring, collective: reduce_scatter, protocol: ll }\n\
+                \x20 - { name: nccl_ring, collective: allgather, protocol: ll128 }\n\
+                \x20 - { name: ring, protocol: ll }\n";
+    let s = allreduce_sim::scenario::parse_str(text, "proto.yaml").unwrap();
+    let report = allreduce_sim::runner::run(&s);
+    let topo = allreduce_sim::topology::build(&s.topology, 8).unwrap();
+    let mut differs = 0;
+    for (pt, r) in s.points().iter().zip(&report.results) {
+        assert!(r.not_applicable.is_none() && r.failures.is_empty(), "{}: {r:?}", r.algorithm);
+        let est = estimate::estimate(&s, pt, false);
+        assert_eq!((est.messages, est.messages_exact), (r.messages, true), "{} at {} B", r.algorithm, r.bytes);
+        // What the same entry would send with Simple's chunks.
+        let spec = &s.algorithms[pt.algo];
+        let algo = algos::build_for(spec.collective, &spec.name, Params::new(spec.params.clone())).unwrap();
+        let p = Problem { ranks: 8, elems: (pt.bytes / 4) as usize, elem_bytes: 4 };
+        if algos::messages_of(algo.as_ref(), &p, topo.as_ref()) != r.messages {
+            differs += 1;
+        }
+    }
+    // Most NCCL rows send other counts than Simple would (the protocol is not ignored).
+    assert!(differs >= 15, "{differs} rows differ from Simple's count");
 }

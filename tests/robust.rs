@@ -882,3 +882,64 @@ fn points_too_large_to_run_together_run_one_at_a_time() {
     let times = |r: &allreduce_sim::report::Report| r.results.iter().map(|p| p.time_s).collect::<Vec<_>>();
     assert_eq!(times(&free), times(&tight));
 }
+
+/// `--trace` (and `--gantt`) of a selector's point records its pick, known only once the
+/// candidates ran: where no candidate could be recorded it is refused before anything
+/// runs (at a million ranks `auto` would otherwise run every candidate first: hours),
+/// naming the entry, the point, the cheapest count and the limit; a pick known before
+/// anything runs (`nccl_model`) that cannot be recorded names the selector.
+#[test]
+fn a_selector_whose_pick_cannot_be_recorded_is_refused_before_it_runs() {
+    let f = TempFile::new(format!("{QUICK}data: {{ mode: off }}\n").as_bytes());
+    let trace = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("robust-selector-trace.json");
+    let _ = std::fs::remove_file(&trace);
+    // (--gantt draws at most 64 ranks, which is refused first here.)
+    for flag in ["--trace"] {
+        let out = trace.clone();
+        cmd()
+            .args(["run", "--ranks", "1000002", "--sizes", "4", "--algorithms", "auto", "--max-memory", "1TiB", flag])
+            .arg(&out)
+            .arg(&f.0)
+            .timeout(Duration::from_secs(20))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!("{flag}: none of the")))
+            .stderr(predicate::str::contains(
+                "auto chooses from at P = 1000002, S = 4 B can be recorded: the cheapest,",
+            ))
+            .stderr(predicate::str::contains("messages, more than the 1000000 intervals a recording holds"))
+            .stderr(predicate::str::contains("fewer ranks"))
+            .stderr(predicate::str::contains("auto picks").not());
+        assert!(!out.exists());
+    }
+    cmd()
+        .args(["run", "--ranks", "1000", "--sizes", "1GiB", "--algorithms", "nccl_model", "--trace"])
+        .arg(&trace)
+        .arg(&f.0)
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::is_match("--trace: nccl_model picks nccl_(ring|tree)(\\([^)]*\\))? at P = 1000, S = 1 GiB, which sends [0-9]+ messages, more than the 1000000 intervals").unwrap());
+    assert!(!trace.exists());
+}
+
+/// Where some of `auto`'s candidates could be recorded and some could not, the estimate
+/// tells them apart before anything runs: ring's 2 P (P - 1) messages overflow at 1,000
+/// ranks, the binomial tree's 2 (P - 1) do not.
+#[test]
+fn a_selectors_candidates_are_told_apart_before_they_run() {
+    let s = parse_str(&format!("name: c\n{QUICK}"), "c.yaml").unwrap();
+    let mut s = s;
+    s.algorithms.retain(|a| a.name == "ring");
+    s.algorithms[0].name = "auto".into();
+    s.ranks = vec![1000];
+    let pt = &s.points()[0];
+    let cands = estimate::candidates(&s, pt);
+    let find = |l: &str| cands.iter().find(|c| c.label == l).unwrap_or_else(|| panic!("{l} in {cands:?}"));
+    assert_eq!((find("ring").messages, find("ring").overflows), (2 * 1000 * 999, true));
+    assert_eq!((find("binomial_tree").messages, find("binomial_tree").overflows), (2 * 999, false));
+    // An algorithm's own point has no candidates.
+    let mut one = s.clone();
+    one.algorithms[0].name = "ring".into();
+    assert!(estimate::candidates(&one, pt).is_empty());
+}

@@ -94,7 +94,10 @@ pub(crate) fn check_nodes(np: usize, g: usize) -> Result<(), String> {
 }
 
 /// The label of one of NCCL's algorithms: its id, then the parameters that differ from
-/// their defaults (`channels` defaults to `default_channels`).
+/// their defaults (`channels` defaults to `default_channels`), as every label writes
+/// them (`id(key=value, key=value)`), the protocol last as an entry's `protocol:` is
+/// written ([`crate::scenario::ProtocolChoice::label`]): `nccl_ring(channels=2,
+/// protocol=ll)` whichever of the two names the protocol.
 pub(crate) fn nccl_label(
     id: &str,
     proto: Option<Proto>,
@@ -104,9 +107,6 @@ pub(crate) fn nccl_label(
     gpus_per_node: usize,
 ) -> String {
     let mut parts = Vec::new();
-    if let Some(p) = proto.filter(|&p| p != Proto::Simple) {
-        parts.push(format!("protocol={}", p.name()));
-    }
     if channels != default_channels {
         parts.push(format!("channels={channels}"));
     }
@@ -116,7 +116,10 @@ pub(crate) fn nccl_label(
     if gpus_per_node != 0 {
         parts.push(format!("gpus_per_node={gpus_per_node}"));
     }
-    if parts.is_empty() { id.into() } else { format!("{id}({})", parts.join(",")) }
+    if let Some(p) = proto.filter(|&p| p != Proto::Simple) {
+        parts.push(format!("protocol={}", p.name()));
+    }
+    if parts.is_empty() { id.into() } else { format!("{id}({})", parts.join(", ")) }
 }
 
 /// Registry entry.

@@ -364,7 +364,7 @@ pub fn nvls_steady(np: usize, bandwidth: f64) -> f64 {
     2.0 * (np as f64 - 1.0) / (np as f64 + 1.0) * bandwidth
 }
 
-/// `id(channels=..,chunk=..)`, naming only what differs from NCCL's defaults.
+/// `id(channels=.., chunk=..)`, naming only what differs from NCCL's defaults.
 pub(crate) fn label(id: &str, channels: usize, chunk: Option<u64>) -> String {
     let mut parts = Vec::new();
     if channels != DEFAULT_CHANNELS {
@@ -373,7 +373,7 @@ pub(crate) fn label(id: &str, channels: usize, chunk: Option<u64>) -> String {
     if let Some(c) = chunk {
         parts.push(format!("chunk={c}"));
     }
-    if parts.is_empty() { id.into() } else { format!("{id}({})", parts.join(",")) }
+    if parts.is_empty() { id.into() } else { format!("{id}({})", parts.join(", ")) }
 }
 
 /// NVLS runs on one node's NVSwitch, on two GPUs or more; `across` says why not across

@@ -75,12 +75,7 @@ pub const AG_INFO: AlgoInfo = AlgoInfo {
 };
 
 fn build(p: &mut Params, reduce: bool) -> Result<Box<dyn Algorithm>, ParamError> {
-    let channels = p.count("channels", 1)?;
-    if channels > 64 {
-        return Err(ParamError::new(Some("channels"), format!("'channels' must be 1 to 64, not {channels}")));
-    }
-    let chunk = p.size("chunk")?;
-    Ok(Box::new(Pat { reduce, channels, chunk }))
+    Ok(Box::new(Pat::from_params(p, reduce)?))
 }
 
 /// PAT reduce-scatter (`reduce`) or allgather; see the module docs.
@@ -210,6 +205,42 @@ impl Shape {
 }
 
 impl Pat {
+    /// Built from its parameters (see [`RS_INFO`]): the reduce-scatter if `reduce`, else
+    /// the allgather.
+    pub(crate) fn from_params(p: &mut Params, reduce: bool) -> Result<Pat, ParamError> {
+        let channels = p.count("channels", 1)?;
+        if channels > 64 {
+            return Err(ParamError::new(Some("channels"), format!("'channels' must be 1 to 64, not {channels}")));
+        }
+        let chunk = p.size("chunk")?;
+        Ok(Pat { reduce, channels, chunk })
+    }
+
+    /// The messages of a run on `p`, read off the schedule rather than by walking it:
+    /// on every channel, each chunk of a block's part leaves every rank but the block's
+    /// owner once (up its tree in the reduce-scatter; the allgather runs the same
+    /// messages backwards), and a part with nothing in it still sends its first chunk.
+    /// Blocks come in two lengths (`Blocks`), and so do a block's parts on the channels,
+    /// so the count takes constant time at any P. `tests/estimate_counts.rs` holds it to
+    /// the walked programs.
+    pub(crate) fn message_count(&self, p: &Problem) -> u64 {
+        let np = p.ranks;
+        if np <= 1 {
+            return 0;
+        }
+        let (chunk_elems, chunks, _) = self.plan(p);
+        let per_part = |len: usize| len.div_ceil(chunk_elems).clamp(1, chunks) as u64;
+        let ch = self.channels;
+        let per_block = |len: usize| {
+            let (q, r) = (len / ch, len % ch);
+            (r as u64).saturating_mul(per_part(q + 1)).saturating_add(((ch - r) as u64).saturating_mul(per_part(q)))
+        };
+        let (q, r) = (p.elems / np, p.elems % np);
+        let blocks =
+            (r as u64).saturating_mul(per_block(q + 1)).saturating_add(((np - r) as u64).saturating_mul(per_block(q)));
+        (np as u64 - 1).saturating_mul(blocks)
+    }
+
     /// The chunk in bytes for a buffer of `bytes` (NCCL's rule, or the parameter).
     fn chunk_bytes(&self, bytes: u64) -> u64 {
         self.chunk.unwrap_or_else(|| {

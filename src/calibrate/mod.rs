@@ -897,6 +897,10 @@ fn simulate(m: &Machine, jobs: &[Job], runs: &[Run], params: &[Param], values: &
     Ok(out.into_iter().map(|t| t.unwrap_or(f64::NAN)).collect())
 }
 
+/// Parameter vectors simulated (every logged point at one set of values) since the
+/// process started, for `calibrate`'s progress line.
+pub static EVALUATIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 struct SimModel<'a> {
     machine: &'a Machine,
     /// What NCCL runs at each point, held for one round of the fit (see [`calibrate`]).
@@ -950,6 +954,7 @@ impl fit::Model for SimModel<'_> {
                     return Ok(r);
                 }
                 self.simulated.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                EVALUATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let v: Vec<f64> = t.iter().map(|x| x.exp()).collect();
                 let sim = simulate(self.machine, self.jobs, self.runs, self.params, &v)?;
                 Ok(sim.iter().zip(&self.measured).map(|(s, m)| s / m - 1.0).collect())

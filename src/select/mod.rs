@@ -585,7 +585,8 @@ pub fn pick_single(s: &Scenario, run: RunPoint<'_>) -> Result<Option<(Scenario, 
             specs[at].clone()
         }
     };
-    let label = label_of(spec.collective, &chosen.name, &chosen.params);
+    // As the recorded row is labelled (its protocol included).
+    let label = row_label(spec.collective, &chosen);
     let mut one = s.clone();
     one.algorithms = vec![AlgoSpec { location: spec.location.clone(), ..chosen }];
     let note = format!(

@@ -750,19 +750,21 @@ pub fn tree_chunk(x: &Inputs, proto: Proto, bytes: u64) -> Option<u64> {
 }
 
 /// The channels and chunk NCCL runs one call of `c` of `bytes` with, as the parameters
-/// of our `nccl_ring` / `nccl_tree`: `x.channels`, except that under 2.8's tuning an
-/// allreduce opens twice the channels its search found and cuts them by the size
-/// ([`run_channels_28`]); the tree's chunk shrunk to fill its pipeline on those channels
+/// of our `nccl_ring` / `nccl_tree`: `x.channels`, except that under 2.8's tuning a call
+/// of any collective opens twice the channels its search found and cuts them by the size
+/// ([`run_channels_28`]: 2.8.4's `getAlgoInfo` in `src/enqueue.cc`, which every
+/// collective's `computeColl` calls, with `nBytes` the whole buffer of a reduce-scatter
+/// or allgather); the tree's chunk shrunk to fill its pipeline on those channels
 /// ([`tree_chunk`]), `None` for the ring. `run`'s `nccl_model` and `calibrate` both ask
 /// here, so both simulate the same call.
-pub fn call_params(x: &Inputs, c: Collective, algo: Algo, proto: Proto, bytes: u64) -> (u32, Option<u64>) {
+pub fn call_params(x: &Inputs, _c: Collective, algo: Algo, proto: Proto, bytes: u64) -> (u32, Option<u64>) {
     if algo == Algo::NvlsTree {
         let (channels, chunk) = nvls_tree_call(x, bytes);
         return (channels, Some(chunk));
     }
     let channels = match x.tuning {
-        Tuning::V2_8 if c == Collective::Allreduce => run_channels_28(x, algo, proto, bytes),
-        _ => x.channels,
+        Tuning::V2_8 => run_channels_28(x, algo, proto, bytes),
+        Tuning::V2_30 => x.channels,
     };
     let chunk = if algo == Algo::Tree { tree_chunk(&Inputs { channels, ..*x }, proto, bytes) } else { None };
     (channels, chunk)
@@ -822,7 +824,7 @@ pub fn tree_pattern(x: &Inputs, algo: Algo) -> Option<&'static str> {
     Some(if x.arch.comp_cap() < 80 { "split" } else { "balanced" })
 }
 
-/// The channels NCCL 2.8.4 runs one allreduce call of `bytes` on with `algo` and `proto`
+/// The channels NCCL 2.8.4 runs one call of `bytes` on with `algo` and `proto`
 /// (its `ncclTopoPostset` and `getAlgoInfo`), for `x.channels` channels found by its graph
 /// search. Every ring and tree the search found is opened twice (`nChannels * 2`, at most
 /// 32), and a call then gives up channels, one at a time, while each would carry less
@@ -852,7 +854,12 @@ pub fn run_channels_28(x: &Inputs, algo: Algo, proto: Proto, bytes: u64) -> u32 
 /// `ceil(bytes / (channels chunk))`, at least 1 and at most `elems` (our chain sends no
 /// empty piece).
 pub fn chain_segments(x: &Inputs, proto: Proto, bytes: u64, elems: u64) -> u64 {
-    let per_segment = u64::from(x.channels.max(1)) * proto.chunk_bytes();
+    // Under 2.8 the call's channels, cut by its size as every collective's are.
+    let channels = match x.tuning {
+        Tuning::V2_8 => run_channels_28(x, Algo::Ring, proto, bytes),
+        Tuning::V2_30 => x.channels,
+    };
+    let per_segment = u64::from(channels.max(1)) * proto.chunk_bytes();
     bytes.div_ceil(per_segment).clamp(1, elems.max(1))
 }
 
@@ -1056,6 +1063,24 @@ mod tests {
         ] {
             assert_eq!(Tuning::of_version(v), t, "{v}");
         }
+    }
+
+    /// NCCL 2.8.4's `getAlgoInfo` cuts the channels of every collective's call (each
+    /// one's `computeColl` calls it), not only an allreduce's: reduce-scatter and
+    /// allgather as the allreduce, and the ring broadcast's and reduce's segments follow
+    /// the channels of the call. 2.30's model keeps the searched channels.
+    #[test]
+    fn under_2_8_every_collective_cuts_its_channels() {
+        let x = Inputs { nodes: 2, ..flat(8) }.with_tuning(Tuning::V2_8);
+        for c in [Collective::Allreduce, Collective::ReduceScatter, Collective::Allgather] {
+            assert_eq!(call_params(&x, c, Algo::Ring, Proto::Simple, 4096).0, 1, "{c}");
+            assert_eq!(call_params(&x, c, Algo::Ring, Proto::Simple, 1 << 30).0, 4, "{c}");
+            let new = Inputs { tuning: Tuning::V2_30, ..x };
+            assert_eq!(call_params(&new, c, Algo::Ring, Proto::Simple, 4096).0, 2, "{c}");
+        }
+        // 64 MiB: 4 channels of 512 KiB chunks a segment under 2.8, 2 under 2.30.
+        assert_eq!(chain_segments(&x, Proto::Simple, 64 << 20, 16 << 20), 32);
+        assert_eq!(chain_segments(&Inputs { tuning: Tuning::V2_30, ..x }, Proto::Simple, 64 << 20, 16 << 20), 64);
     }
 
     /// NCCL 2.8.4's channels per call by hand, for 2 searched channels (4 opened): the
