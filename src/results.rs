@@ -49,6 +49,11 @@ pub struct PointResult {
     /// The topology's `launch` this point paid (included in `time_s`), where above 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch_s: Option<f64>,
+    /// The scenario's `host` floor (GPUs per host thread x `host.issue`) where it was
+    /// above the simulated time and so became `time_s`: back-to-back calls that the host
+    /// cannot issue faster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_bound_s: Option<f64>,
     /// Why the algorithm did not run here; every other field is empty/zero then.
     pub not_applicable: Option<String>,
     /// Simulated time, seconds.

@@ -538,6 +538,7 @@ pub fn run_planned_point<O: Observer>(pl: Planned<'_>, obs: &mut O) -> PointResu
     let bound = s.network.loggp().is_none() && !s.network.is_pipelined();
     check_lower_bound(&mut res, collective, &p, t, c, bound);
     check_closed_forms(&mut res, s, (a, programs), t, &p, &stats, launch);
+    apply_host_floor(&mut res, s, p.ranks);
     let depth = algo.reduction_depth(&p, t);
     let expect = collective.expectations(p.ranks, p.elems);
     let verification = match (vectors, reference, log) {
@@ -652,6 +653,32 @@ fn data_plane(
 fn draw_noise(s: &Scenario, seed: u64, ranks: usize) -> Option<Noise> {
     let flow = s.network.is_flow();
     s.noise.as_ref().map(|spec| Noise::draw(spec, seed, ranks, flow))
+}
+
+/// Back-to-back calls come no faster than the host threads issue them
+/// ([`crate::scenario::HostSpec`]): where that floor is above the simulated time it is
+/// the point's time, and the bandwidths and efficiency follow it. The closed forms and
+/// bounds were checked against the machine's own time before, as they describe the GPUs.
+fn apply_host_floor(res: &mut PointResult, s: &Scenario, ranks: usize) {
+    let Some(floor) = s.host.map(|h| h.floor(ranks)) else { return };
+    if floor <= res.time_s {
+        return;
+    }
+    res.notes.push(format!(
+        "host-bound: the GPUs finish in {:e} s, but back-to-back calls come one per {floor:e} s (host.issue x GPUs \
+         per thread)",
+        res.time_s
+    ));
+    res.time_s = floor;
+    res.host_bound_s = Some(floor);
+    if let Some(factor) = res.collective.busbw_factor(ranks) {
+        let algbw = res.bytes as f64 / floor;
+        res.algbw_bps = Some(algbw);
+        res.busbw_bps = Some(algbw * factor);
+    }
+    if res.efficiency.is_some() {
+        res.efficiency = Some(res.lower_bound_s / floor);
+    }
 }
 
 /// The engine's counters, and the time with the launch.

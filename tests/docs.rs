@@ -64,6 +64,7 @@ fn parser_words() -> Vec<(String, Vec<String>)> {
     add("topology keys", scenario(&format!("{{ link: {LINK}, bogus: 1 }}"), ""));
     add("link keys", scenario("{ link: { alpha: 1us, bandwidth: 1Gbps, bogus: 1 } }", ""));
     add("compute keys", format!("{top}compute: {{ bogus: 1 }}\n"));
+    add("host keys", format!("{top}host: {{ bogus: 1 }}\n"));
     add("network keys", format!("{top}network: {{ bogus: 1 }}\n"));
     add("data keys", format!("{top}data: {{ bogus: 1 }}\n"));
     add("check keys", format!("{top}check: {{ bogus: 1 }}\n"));

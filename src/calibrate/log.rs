@@ -68,6 +68,10 @@ pub struct Run {
     pub dtype: Option<String>,
     /// The measured points, in log order.
     pub samples: Vec<Sample>,
+    /// The GPUs one host thread of the benchmark drove (nccl-tests' `nGpus`), where the
+    /// log says it; `calibrate` sets a machine's `host.gpus_per_thread` from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus_per_thread: Option<usize>,
 }
 
 impl Run {

@@ -138,7 +138,7 @@ pub struct Param {
     pub start: f64,
 }
 
-const TIME_KEYS: [&str; 7] = ["alpha", "launch", "cost_per_byte", "latency", "overhead", "gap", "step_latency"];
+const TIME_KEYS: [&str; 8] = ["alpha", "launch", "cost_per_byte", "latency", "overhead", "gap", "step_latency", "issue"];
 const PROTOCOLS: [&str; 3] = ["simple", "ll", "ll128"];
 
 /// The key a value is known by: the last segment, or the one above a protocol's name.
@@ -582,6 +582,10 @@ pub fn shape(tree: &mut Yaml, kind: &str, run: &Run) -> Result<(), String> {
             }
         }
         _ => {}
+    }
+    // A machine that costs the host's issue runs each log with its own threads' GPUs.
+    if let (Some(g), Some(Yaml::Map(_))) = (run.gpus_per_thread, tree.get("host")) {
+        tree.set("host.gpus_per_thread", Yaml::UInt(g as u64))?;
     }
     tree.set("ranks", Yaml::UInt(p as u64))
 }

@@ -120,6 +120,8 @@ struct Partial {
     dtype: Option<String>,
     /// Whether anything of a run (header or rows) was seen.
     started: bool,
+    /// `nGpus` of the `# nThread T nGpus G ...` line: the GPUs each thread drives.
+    gpus_per_thread: Option<usize>,
 }
 
 /// The element size of an nccl-tests type name.
@@ -271,6 +273,11 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
             }
         }
         let tokens: Vec<&str> = comment.split_whitespace().collect();
+        if tokens.first() == Some(&"nThread") {
+            // `nThread 1 nGpus 4 minBytes ...`: each thread drives nGpus GPUs.
+            let g = tokens.iter().position(|t| *t == "nGpus").and_then(|k| tokens.get(k + 1)?.parse().ok());
+            cur.gpus_per_thread = g.filter(|&g: &usize| g > 0);
+        }
         if tokens.first() == Some(&"Rank") && tokens.len() >= 2 && tokens[1].parse::<usize>().is_ok() {
             // `Rank  0 [Group 0] Pid 123 on HOST device 0 [bus] NAME`.
             let host = tokens.iter().position(|t| *t == "on").and_then(|k| tokens.get(k + 1));
@@ -493,5 +500,6 @@ fn finish(p: Partial, file: &str, env: &BTreeMap<String, String>, version: &Opti
         env: env.clone(),
         dtype: p.dtype,
         samples: p.samples,
+        gpus_per_thread: p.gpus_per_thread,
     })
 }

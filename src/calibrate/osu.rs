@@ -97,6 +97,7 @@ pub fn parse(text: &str, file: &str, ranks: Option<usize>) -> Result<Run, LogErr
         devices: Vec::new(),
         device_ids: Vec::new(),
         device_buses: Vec::new(),
+        gpus_per_thread: None,
         nccl_version: None,
         env: BTreeMap::new(),
         dtype: dtype.map(|d| match d.as_str() {

@@ -43,6 +43,7 @@ pub(crate) fn scenario() -> Scenario {
         sizes: vec![4096, 1 << 20],
         check: CheckSpec { closed_form: true, bitwise: false },
         noise: None,
+        host: None,
         repeat: None,
     }
 }

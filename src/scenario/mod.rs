@@ -52,6 +52,33 @@ pub struct Scenario {
     /// Seeds per point (`repeat:`); `None`: one run, no spread reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<u32>,
+    /// The host threads that issue the collective (`host:`); `None`: issue costs
+    /// nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostSpec>,
+}
+
+/// `host: { issue: 4.4us, gpus_per_thread: 4 }`: what the CPU side of a call costs.
+///
+/// A host thread that drives several GPUs (nccl-tests' `-g`, a single-process job)
+/// enqueues the call on each of its GPUs in turn, `issue` seconds of its time each, so
+/// calls made back to back, as a benchmark makes them, cannot come faster than one per
+/// `gpus_per_thread x issue` however quickly the GPUs finish: a point's time is the
+/// larger of the two ([`HostSpec::floor`]; docs/gpu-clusters.md, "Host threads").
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostSpec {
+    /// Seconds of a host thread's time to issue one call on one GPU.
+    pub issue_s: f64,
+    /// GPUs (ranks) each host thread drives.
+    pub gpus_per_thread: usize,
+}
+
+impl HostSpec {
+    /// The shortest time between back-to-back calls on `ranks` ranks: the thread's
+    /// GPUs (at most the ranks that run) times the issue cost.
+    pub fn floor(&self, ranks: usize) -> f64 {
+        self.gpus_per_thread.min(ranks) as f64 * self.issue_s
+    }
 }
 
 impl Scenario {

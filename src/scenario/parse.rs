@@ -410,6 +410,17 @@ struct RawScenario {
     check: Option<Spanned<RawCheck>>,
     noise: Option<Spanned<noise::RawNoise>>,
     repeat: Option<Spanned<Scalar>>,
+    host: Option<Spanned<RawHost>>,
+}
+
+/// `host:` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHost {
+    #[serde(default, deserialize_with = "present")]
+    issue: Option<Spanned<Scalar>>,
+    #[serde(default, deserialize_with = "present")]
+    gpus_per_thread: Option<Spanned<Scalar>>,
 }
 
 #[derive(Deserialize)]
@@ -592,6 +603,35 @@ fn time(src: &Src, v: &Spanned<Scalar>, key: &str) -> Result<f64, ScenarioError>
         )),
         s => units::parse_time(&s.text()).map_err(|e| src.err(&v.referenced, format!("{key}: {e}"))),
     }
+}
+
+/// `host: { issue: TIME, gpus_per_thread: N }`: issue at least 0 (default 0), at least
+/// one GPU per thread (default 1).
+fn host(src: &Src, raw: Spanned<RawHost>) -> Result<crate::scenario::HostSpec, ScenarioError> {
+    let issue_s = match &raw.value.issue {
+        None => 0.0,
+        Some(v) => {
+            let t = time(src, v, "host.issue")?;
+            if !(t >= 0.0 && t.is_finite()) {
+                return Err(src.err(&v.referenced, format!("host.issue: expected a time of at least 0, got {t:e} s")));
+            }
+            t
+        }
+    };
+    let gpus_per_thread = match &raw.value.gpus_per_thread {
+        None => 1,
+        Some(v) => whole(&v.value, 1, u32::MAX as u64).ok_or_else(|| {
+            src.err(
+                &v.referenced,
+                format!(
+                    "host.gpus_per_thread: must be a whole number of at least 1 (the GPUs one host thread drives), \
+                     not {}",
+                    v.value.shown()
+                ),
+            )
+        })? as usize,
+    };
+    Ok(crate::scenario::HostSpec { issue_s, gpus_per_thread })
 }
 
 /// A bandwidth value in bytes per second.
@@ -866,6 +906,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
             ranks
         }
     };
+    let host = r.host.map(|h| host(src, h)).transpose()?;
     // compute
     let cost_per_byte = match r.compute.and_then(|c| c.value.cost_per_byte) {
         None => 0.0,
@@ -1024,6 +1065,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
         check: CheckSpec { closed_form, bitwise },
         noise,
         repeat,
+        host,
     };
     limits::check_bytes(&s).map_err(|e| src.err(&largest, format!("sizes: {e}")))?;
     limits::check_times(&s).map_err(|e| src.err(&topology_at, format!("topology: {e}")))?;

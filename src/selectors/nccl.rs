@@ -719,12 +719,20 @@ pub fn best_protocol(x: &Inputs, c: Collective, algo: Algo, bytes: u64) -> Optio
 /// (a 614400-byte step of 128-byte lines, 120 of data) while it has fewer than
 /// `64/ppn` and `16/ppn` times `1 + log2(N) + ppn/10` and the chunk is above 128 and 32 KB.
 /// LL's 32 KiB step is kept. `None` for LL (the protocol's own chunk).
+///
+/// The Simple rule is 2.8's (and up to 2.19's); from 2.20 on NCCL keeps the tree's whole
+/// 512 KiB Simple step whatever the size (`calcCollChunking` halves only LL128's), so
+/// under [`Tuning::V2_30`] a channel with less than a step has one chunk and the chain
+/// does not pipeline it: a PCIe node's tree at 1 MiB crosses its chain's hops one after
+/// the other (docs/nccl.md, "PCIe servers"). Releases 2.10 to 2.19 fall under `V2_30`
+/// and so lose their halving here.
 pub fn tree_chunk(x: &Inputs, proto: Proto, bytes: u64) -> Option<u64> {
     let nch = u64::from(x.channels.max(1));
     let per_chunk = |chunk: u64| bytes / (nch * chunk);
     let nodes = x.nodes.max(1);
     let ppn = x.ranks as f64 / nodes as f64;
     match proto {
+        Proto::Simple if x.tuning != Tuning::V2_8 => Some(524_288),
         Proto::Simple => {
             let depth = (x.ranks / nodes).saturating_sub(1) as u64 + log2i(nodes as u64).max(0) as u64;
             let mut chunk = 524_288u64;
@@ -1105,7 +1113,13 @@ mod tests {
     /// The tree's chunk halved by hand: 16 ranks on 4 nodes (depth 3 + 2 = 5), 2 channels.
     #[test]
     fn tree_chunks_by_hand() {
-        let x = Inputs { nodes: 4, ..flat(16) };
+        let later = Inputs { nodes: 4, ..flat(16) };
+        // From 2.20 on the Simple step is kept at every size; LL128 is still halved.
+        for bytes in [1 << 16, 1 << 20, 1 << 30] {
+            assert_eq!(tree_chunk(&later, Proto::Simple, bytes), Some(524_288));
+        }
+        assert_eq!(tree_chunk(&later, Proto::Ll128, 1 << 20), Some(19_200 / 128 * 120));
+        let x = later.with_tuning(Tuning::V2_8);
         // Simple, 1 MiB: 1 chunk of 512 KiB a channel < 40 -> 256 KiB (2) -> 128 KiB (4,
         // at the 128 KiB floor); < 20 -> 64 KiB (8, floor); < 5? 8 is not: 64 KiB.
         assert_eq!(tree_chunk(&x, Proto::Simple, 1 << 20), Some(65_536));

@@ -14,6 +14,10 @@ ENV = {"ring": "NCCL_ALGO=Ring", "tree": "NCCL_ALGO=Tree", "proto_LL": "NCCL_PRO
 # first and third of the four GPUs, so `calibrate` puts those ranks on the machine's GPUs
 # of those buses (machines/l40s_pcie.yaml, `intra.pci_bus`).
 BUSES = {2: ["0000:4a:00", "0000:ca:00"], 4: ["0000:4a:00", "0000:61:00", "0000:ca:00", "0000:e1:00"]}
+# How each run was driven, from the same source logs: one process, one thread driving
+# all P GPUs (`nThread 1 nGpus P`), 20 timed iterations back to back; `calibrate` reads
+# nGpus as the GPUs per host thread (the machine's `host.gpus_per_thread`).
+THREADS = "# nThread 1 nGpus {p} minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0\n"
 groups = {}
 for r in csv.DictReader(open(src)):
     groups.setdefault((int(r["P"]), r["config"]), []).append(r)
@@ -22,7 +26,8 @@ for (p, config), rs in sorted(groups.items()):
     with open(os.path.join(out, f"{name}.txt"), "w") as f:
         f.write(f"# Converted from {os.path.basename(src)} (source: {rs[0]['source']})\n")
         f.write(f"# nccl-tests all_reduce_perf, NCCL {rs[0]['nccl']}\n")
-        f.write(f"# Collective test starting: all_reduce_perf\n# {ENV[config]}\n# Using devices\n")
+        f.write("# Collective test starting: all_reduce_perf\n" + THREADS.format(p=p))
+        f.write(f"# {ENV[config]}\n# Using devices\n")
         for r in range(p):
             f.write(f"#  Rank {r:2d} Group  0 Pid 1 on {rs[0]['host']} device {r} [{BUSES[p][r]}] NVIDIA L40S\n")
         f.write("#       size         count      type   redop    root     time   algbw   busbw #wrong"

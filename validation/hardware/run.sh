@@ -63,9 +63,11 @@ cal astrasim_hpe_v100 "$here/machines/dgx1_v100.yaml" "$d/astrasim_hpe_v100_p2.t
 # L40S on PCIe: every NCCL_ALGO / NCCL_PROTO run at P = 2 fitted, the same runs at P = 4 predicted.
 # The P = 2 pair crosses between the CPU sockets, so its cost fixes the socket link's
 # bandwidth; a GPU's own link (intra.bandwidth) and the alphas (NCCL's PCI hop latencies,
-# which one rank count cannot tell from launch) stay at the machine file's values.
+# which one rank count cannot tell from launch) stay at the machine file's values. One
+# thread drove all the GPUs of each run: host.issue, its time per GPU, is fitted (the
+# flat small LL sizes and the bend above them).
 l40s_fit=topology.intra.socket_link.bandwidth,topology.launch.simple,topology.launch.ll
-l40s_fit=$l40s_fit,topology.launch.ll128,topology.efficiency.ll,topology.efficiency.ll128
+l40s_fit=$l40s_fit,topology.launch.ll128,topology.efficiency.ll,topology.efficiency.ll128,host.issue
 cal l40s "$here/machines/l40s_pcie.yaml" "$d"/l40s_p2_*.txt --fit "$l40s_fit" --hold-out "$d"/l40s_p4_*.txt
 python3 "$here/table.py" "$out" "$d/astrasim_validation_digitized.csv" > "$here/RESULTS.md"
 echo "wrote $here/RESULTS.md"
