@@ -177,11 +177,12 @@ struct Posted {
     action: Action,
 }
 
-/// A slot of the message slab: a message, bound to its receive once one is posted.
+/// A slot of the message slab: a message, a receive posted before its message was sent,
+/// or the two matched.
 ///
-/// A receive posted before its message is not a slot but a record ([`Early`]), which the
-/// send reads into the slot it takes: a slot is written when its message is issued and
-/// touched while it is in flight, not a whole step earlier. 64 bytes, one cache line:
+/// A receive posted first takes a slot of its own, which the matching send then fills
+/// in: a rank's unmatched receives cost no inline list in its state, and a slot never
+/// holds a receive and a message that are not each other's. 64 bytes, one cache line:
 /// the receive's source, tag and length are the message's, and the slot's list links
 /// live apart ([`Links`]), touched only when a list changes.
 #[derive(Clone, Copy, Debug)]
@@ -260,11 +261,11 @@ enum Link {
     /// Messages into the interface waiting for ports, in priority order.
     In = 1,
     /// What waits to be matched at the rank: messages to it not yet bound to a
-    /// receive, in issue order, and its receives posted before their messages ([`Early`]
-    /// records), in post order, in one list ([`Entries`]). A receive and a message that
-    /// match are never both in it, so a search for one kind meets the other only with
-    /// another source or tag. A rank with many ([`INDEX_FROM`]) keeps them in a
-    /// [`Table`] instead, one chain per bucket of sources, linked the same way.
+    /// receive, in issue order, and its receives posted before their messages, in post
+    /// order (`recv_handle` set), in one list. A receive and a message that match are
+    /// never both in it, so a search for one kind meets the other only with another
+    /// source or tag. A rank with many ([`INDEX_FROM`]) keeps them in a [`Table`]
+    /// instead, one chain per bucket of sources, linked the same way.
     Unmatched = 2,
 }
 
@@ -294,11 +295,23 @@ struct List {
 impl List {
     const EMPTY: List = List { head: NONE, tail: NONE };
 
-    /// Put `id` after `prev` (`NONE`: first) in port list `l`.
+    /// The messages in order.
+    fn iter<'m>(&self, links: &'m [Links], l: Link) -> impl Iterator<Item = u32> + Clone + 'm {
+        let mut at = self.head;
+        std::iter::from_fn(move || {
+            let id = at;
+            if id == NONE {
+                return None;
+            }
+            at = links[id as usize].next[l as usize];
+            Some(id)
+        })
+    }
+
+    /// Put `id` after `prev` (`NONE`: first).
     #[inline]
     fn insert_after(&mut self, links: &mut [Links], l: Link, prev: u32, id: u32) {
         let k = l as usize;
-        debug_assert!(l != Link::Unmatched);
         let next = if prev == NONE { self.head } else { links[prev as usize].next[k] };
         links[id as usize].next[k] = next;
         if prev == NONE {
@@ -309,10 +322,18 @@ impl List {
         if next == NONE {
             self.tail = id;
         }
-        links[id as usize].prev[k] = prev;
-        if next != NONE {
-            links[next as usize].prev[k] = id;
+        if l != Link::Unmatched {
+            links[id as usize].prev[k] = prev;
+            if next != NONE {
+                links[next as usize].prev[k] = id;
+            }
         }
+    }
+
+    #[inline]
+    fn push_back(&mut self, links: &mut [Links], l: Link, id: u32) {
+        let tail = self.tail;
+        self.insert_after(links, l, tail, id);
     }
 
     /// Take `id` out of port list `l` (doubly linked). Its own links stay as they
@@ -342,112 +363,24 @@ impl List {
             links[next as usize].prev[k] = prev;
         }
     }
-}
 
-/// Set in a matching list's entry ([`Entries`]) when it names a receive record
-/// ([`Early`]) rather than a message slot: entry `EARLY | i` is record `i`. (Slabs stay
-/// far below 2^31 entries; [`NONE`] is neither.)
-const EARLY: u32 = 1 << 31;
-
-/// A receive posted before its message: what the send needs to bind it, in the engine's
-/// slab of records ([`Engine::recvs`]), while it waits in its rank's matching list.
-///
-/// A program that posts many receives ahead (`direct` posts P - 1 per rank at once, a
-/// million at P = 1024) held a 64-byte message slot and its list links for each until its
-/// message came, and the send then bound itself to that slot, last touched a step
-/// earlier. A record is 40 bytes; the send reads it once, frees it, and takes a slot that
-/// is still in the cache (the one freed last).
-#[derive(Clone, Copy, Debug)]
-struct Early {
-    src: Rank,
-    tag: u32,
-    handle: u32,
-    /// The next entry of its matching list or chain ([`Entries`]).
-    next: u32,
-    stream: u16,
-    buf: u8,
-    action: Action,
-    offset: usize,
-    len: usize,
-}
-
-impl Early {
-    /// The receive, as it is bound to its message.
-    fn posted(&self) -> Posted {
-        let dst = Region { buf: self.buf, offset: self.offset, len: self.len };
-        Posted { stream: self.stream, handle: self.handle, dst, action: self.action }
-    }
-}
-
-/// The entry after `id` in its matching list.
-#[inline]
-fn entry_next(links: &[Links], recvs: &[Early], id: u32) -> u32 {
-    if id & EARLY == 0 { links[id as usize].next[Link::Unmatched as usize] } else { recvs[(id & !EARLY) as usize].next }
-}
-
-/// The entries of the matching lists ([`Link::Unmatched`]): message slots (linked through
-/// [`Links`]) and receive records (linked through [`Early::next`]) in one singly linked
-/// list, told apart by [`EARLY`].
-struct Entries<'e> {
-    msgs: &'e [Msg],
-    links: &'e mut [Links],
-    recvs: &'e mut [Early],
-}
-
-impl Entries<'_> {
-    fn set_next(&mut self, id: u32, next: u32) {
-        if id & EARLY == 0 {
-            self.links[id as usize].next[Link::Unmatched as usize] = next;
-        } else {
-            self.recvs[(id & !EARLY) as usize].next = next;
-        }
-    }
-
-    /// The source entry `id` waits for or comes from (what a [`Table`] files it under).
-    fn src(&self, id: u32) -> Rank {
-        if id & EARLY == 0 { self.msgs[id as usize].src } else { self.recvs[(id & !EARLY) as usize].src }
-    }
-
+    /// Take out the first message of matching list `l` passing `f`, if any.
     #[inline]
-    fn push_back(&mut self, list: &mut List, id: u32) {
-        self.set_next(id, NONE);
-        if list.tail == NONE {
-            list.head = id;
-        } else {
-            self.set_next(list.tail, id);
-        }
-        list.tail = id;
-    }
-
-    /// Take out the first entry, if any.
-    fn pop_front(&self, list: &mut List) -> Option<u32> {
-        let id = list.head;
-        if id == NONE {
-            return None;
-        }
-        list.head = entry_next(self.links, self.recvs, id);
-        if list.head == NONE {
-            list.tail = NONE;
-        }
-        Some(id)
-    }
-
-    /// Take out the first entry passing `f`, if any.
-    #[inline]
-    fn remove_first(&mut self, list: &mut List, f: impl Fn(&Self, u32) -> bool) -> Option<u32> {
-        let (mut prev, mut at) = (NONE, list.head);
+    fn remove_first(&mut self, links: &mut [Links], msgs: &[Msg], l: Link, f: impl Fn(&Msg) -> bool) -> Option<u32> {
+        let k = l as usize;
+        let (mut prev, mut at) = (NONE, self.head);
         while at != NONE {
             // The tail's link is NONE: not loaded, a cache miss saved where a bucket
             // holds one entry.
-            let next = if at == list.tail { NONE } else { entry_next(self.links, self.recvs, at) };
-            if f(self, at) {
+            let next = if at == self.tail { NONE } else { links[at as usize].next[k] };
+            if f(&msgs[at as usize]) {
                 if prev == NONE {
-                    list.head = next;
+                    self.head = next;
                 } else {
-                    self.set_next(prev, next);
+                    links[prev as usize].next[k] = next;
                 }
                 if next == NONE {
-                    list.tail = prev;
+                    self.tail = prev;
                 }
                 return Some(at);
             }
@@ -455,22 +388,18 @@ impl Entries<'_> {
         }
         None
     }
-}
 
-/// Whether matching entry `id` is what a search at its rank wants: a receive posted for
-/// a message from `src` with `tag` (`posted`), or such a message.
-#[inline(always)]
-fn wanted(e: &Entries, id: u32, src: Rank, tag: u32, posted: bool) -> bool {
-    if posted {
-        id & EARLY != 0 && {
-            let rec = &e.recvs[(id & !EARLY) as usize];
-            rec.src == src && rec.tag == tag
+    /// Take out the first message, if any.
+    fn pop_front(&mut self, links: &[Links], l: Link) -> Option<u32> {
+        let id = self.head;
+        if id == NONE {
+            return None;
         }
-    } else {
-        id & EARLY == 0 && {
-            let m = &e.msgs[id as usize];
-            m.src == src && m.tag == tag
+        self.head = links[id as usize].next[l as usize];
+        if self.head == NONE {
+            self.tail = NONE;
         }
+        Some(id)
     }
 }
 
@@ -849,9 +778,6 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     /// Each message slot's list links, beside `msgs`.
     links: Vec<Links>,
     free_msgs: Vec<u32>,
-    /// Receives posted before their messages ([`Early`]), and the free records.
-    recvs: Vec<Early>,
-    free_recvs: Vec<u32>,
     /// The matching tables of indexed ranks ([`RankState::table`]), and those free
     /// (empty, keeping their capacity).
     tables: Vec<Table>,
@@ -958,8 +884,6 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             msgs: Vec::new(),
             links: Vec::new(),
             free_msgs: Vec::new(),
-            recvs: Vec::new(),
-            free_recvs: Vec::new(),
             tables: Vec::new(),
             free_tables: Vec::new(),
             max_buckets: p.next_power_of_two(),
@@ -1287,14 +1211,19 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             }
         }
         let (src_if, dst_if) = (src_if as u32, dst_if as u32);
-        // The first receive `to` posted for it takes it; else it waits unbound.
-        let posted = self.take_posted(to, r, tag);
-        if let Some(p) = posted
-            && p.dst.len != src.len
-        {
-            return Err(self.mismatch(to, r, tag, p.dst.len, src.len));
-        }
-        let id = self.new_slot();
+        // The first receive `to` posted for it takes it; else it waits unbound in a slot
+        // of its own.
+        let posted = self.take_unmatched(to, r, tag, true);
+        let id = match posted {
+            Some(id) => {
+                let want = self.msgs[id as usize].len;
+                if want != src.len {
+                    return Err(self.mismatch(to, r, tag, want, src.len));
+                }
+                id
+            }
+            None => self.new_slot(),
+        };
         if let Some(d) = self.data.as_deref() {
             if self.payloads.len() <= id as usize {
                 self.payloads.resize_with(id as usize + 1, Payload::default);
@@ -1307,10 +1236,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let m = &mut self.msgs[id as usize];
         (m.src, m.dst, m.tag, m.len, m.issued, m.seq, m.stream) = (r, to, tag, src.len, self.now, seq, s);
         (m.src_if, m.dst_if) = (src_if, dst_if);
-        match posted {
-            Some(p) => m.set_recv(p),
+        if posted.is_none() {
             // It waits for its receive, filed under its source and tag (set just above).
-            None => self.put_unmatched(to, id),
+            self.put_unmatched(to, id);
         }
         self.ranks[r as usize].streams[s as usize].sends_in_flight += 1;
         self.stats.messages += 1;
@@ -1384,20 +1312,22 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             self.free_deferred.push(st.deferred);
             st.deferred = NONE;
         }
-        let posted = self.take_posted(d.to, a, d.tag);
-        if let Some(p) = posted
-            && p.dst.len != d.len
-            && self.failed.is_none()
-        {
-            self.failed = Some(self.mismatch(d.to, a, d.tag, p.dst.len, d.len));
-        }
-        let id = self.new_slot();
+        let posted = self.take_unmatched(d.to, a, d.tag, true);
+        let id = match posted {
+            Some(id) => {
+                let want = self.msgs[id as usize].len;
+                if want != d.len && self.failed.is_none() {
+                    self.failed = Some(self.mismatch(d.to, a, d.tag, want, d.len));
+                }
+                id
+            }
+            None => self.new_slot(),
+        };
         let m = &mut self.msgs[id as usize];
         (m.src, m.dst, m.tag, m.len, m.issued, m.seq, m.stream) = (a, d.to, d.tag, d.len, d.issued, d.seq, d.stream);
         (m.src_if, m.dst_if) = (a, d.to);
-        match posted {
-            Some(p) => m.set_recv(p),
-            None => self.put_unmatched(d.to, id),
+        if posted.is_none() {
+            self.put_unmatched(d.to, id);
         }
         self.link_ports(id);
         if mark {
@@ -1507,8 +1437,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             self.check_region(r, dst)?;
         }
         let handle = self.new_handle(r, s);
+        let p = Posted { stream: s, handle, dst, action };
         let found = self.take_unmatched(r, from, tag, false);
-        debug_assert!(found.is_none_or(|id| id & EARLY == 0));
         match found {
             Some(id) => {
                 let m = &mut self.msgs[id as usize];
@@ -1516,7 +1446,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                     let len = m.len;
                     return Err(self.mismatch(r, from, tag, dst.len, len));
                 }
-                m.set_recv(Posted { stream: s, handle, dst, action });
+                m.set_recv(p);
                 let delivered = m.delivered;
                 if N::HOST && m.parked {
                     // A rendezvous message waited for this receive.
@@ -1526,52 +1456,28 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 if delivered { self.consume(id) } else { Ok(()) }
             }
             None => {
-                // The receive waits as a record the matching send reads.
-                let rec = Early {
-                    src: from,
-                    tag,
-                    handle,
-                    next: NONE,
-                    stream: s,
-                    buf: dst.buf,
-                    action,
-                    offset: dst.offset,
-                    len: dst.len,
-                };
-                let at = match self.free_recvs.pop() {
-                    Some(at) => {
-                        self.recvs[at as usize] = rec;
-                        at
-                    }
-                    None => slab_push(&mut self.recvs, rec),
-                };
-                debug_assert!(at < EARLY);
-                self.put_unmatched(r, EARLY | at);
+                // The receive waits in a slot the matching send fills in.
+                let id = self.new_slot();
+                let m = &mut self.msgs[id as usize];
+                (m.src, m.dst, m.tag, m.len) = (from, r, tag, dst.len);
+                m.set_recv(p);
+                self.put_unmatched(r, id);
                 Ok(())
             }
         }
     }
 
-    /// Take out the first receive rank `r` posted for a message from `src` with `tag`,
-    /// if one waits; its record goes back to the pool.
-    #[inline(always)]
-    fn take_posted(&mut self, r: Rank, src: Rank, tag: u32) -> Option<Posted> {
-        let at = self.take_unmatched(r, src, tag, true)? & !EARLY;
-        self.free_recvs.push(at);
-        Some(self.recvs[at as usize].posted())
-    }
-
     /// Take out what waits to be matched at rank `r` from `src` with `tag`: the first
-    /// receive posted for it (`posted`: a record, [`EARLY`] set), or else the first
-    /// message (a slot).
+    /// receive posted for it (`posted`), or else the first message.
     #[inline(always)]
     fn take_unmatched(&mut self, r: Rank, src: Rank, tag: u32, posted: bool) -> Option<u32> {
         let st = &mut self.ranks[r as usize];
         if st.table != NONE {
             return self.take_indexed(r, src, tag, posted);
         }
-        let mut e = Entries { msgs: &self.msgs, links: &mut self.links, recvs: &mut self.recvs };
-        let found = e.remove_first(&mut st.unmatched, |e, id| wanted(e, id, src, tag, posted));
+        let found = st.unmatched.remove_first(&mut self.links, &self.msgs, Link::Unmatched, |m| {
+            (m.recv_handle != NONE) == posted && m.src == src && m.tag == tag
+        });
         if found.is_some() {
             st.unmatched_len -= 1;
         }
@@ -1586,8 +1492,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let table = &mut self.tables[st.table as usize];
         let mask = table.len() - 1;
         let bucket = &mut table[src as usize & mask];
-        let mut e = Entries { msgs: &self.msgs, links: &mut self.links, recvs: &mut self.recvs };
-        let found = e.remove_first(bucket, |e, id| wanted(e, id, src, tag, posted))?;
+        let found = bucket.remove_first(&mut self.links, &self.msgs, Link::Unmatched, |m| {
+            m.src == src && m.tag == tag && (m.recv_handle != NONE) == posted
+        })?;
         st.unmatched_len -= 1;
         // An empty rank goes back to its list, and its table (all buckets empty) to
         // the pool, so tables are held only by ranks with something waiting.
@@ -1598,15 +1505,13 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         Some(found)
     }
 
-    /// Entry `id` (a message slot with its source and tag set, or a receive record
-    /// with [`EARLY`]) waits to be matched at rank `r`.
+    /// Slot `id` (its source and tag set) waits to be matched at rank `r`.
     #[inline]
     fn put_unmatched(&mut self, r: Rank, id: u32) {
         let st = &mut self.ranks[r as usize];
         if st.table == NONE && st.unmatched_len < INDEX_FROM {
             st.unmatched_len += 1;
-            let mut e = Entries { msgs: &self.msgs, links: &mut self.links, recvs: &mut self.recvs };
-            e.push_back(&mut st.unmatched, id);
+            st.unmatched.push_back(&mut self.links, Link::Unmatched, id);
             return;
         }
         self.put_indexed(r, id);
@@ -1618,10 +1523,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     fn put_indexed(&mut self, r: Rank, id: u32) {
         let st = &mut self.ranks[r as usize];
         st.unmatched_len += 1;
-        let mut e = Entries { msgs: &self.msgs, links: &mut self.links, recvs: &mut self.recvs };
         if st.table == NONE {
             // Too many to walk: move the list into a table, in order.
-            e.push_back(&mut st.unmatched, id);
+            st.unmatched.push_back(&mut self.links, Link::Unmatched, id);
             let buckets = TABLE_FROM.min(self.max_buckets);
             st.table = match self.free_tables.pop() {
                 Some(t) => t,
@@ -1631,9 +1535,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             table.clear();
             table.resize(buckets, List::EMPTY);
             let mut list = std::mem::replace(&mut st.unmatched, List::EMPTY);
-            while let Some(at) = e.pop_front(&mut list) {
-                let b = e.src(at) as usize & (buckets - 1);
-                e.push_back(&mut table[b], at);
+            while let Some(at) = list.pop_front(&self.links, Link::Unmatched) {
+                let b = self.msgs[at as usize].src as usize & (buckets - 1);
+                table[b].push_back(&mut self.links, Link::Unmatched, at);
             }
             return;
         }
@@ -1645,43 +1549,29 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             table.resize(2 * half, List::EMPTY);
             for b in 0..half {
                 let mut chain = std::mem::replace(&mut table[b], List::EMPTY);
-                while let Some(at) = e.pop_front(&mut chain) {
-                    let to = e.src(at) as usize & (2 * half - 1);
-                    e.push_back(&mut table[to], at);
+                while let Some(at) = chain.pop_front(&self.links, Link::Unmatched) {
+                    let to = self.msgs[at as usize].src as usize & (2 * half - 1);
+                    table[to].push_back(&mut self.links, Link::Unmatched, at);
                 }
             }
         }
-        let b = e.src(id) as usize & (table.len() - 1);
-        e.push_back(&mut table[b], id);
+        let b = self.msgs[id as usize].src as usize & (table.len() - 1);
+        table[b].push_back(&mut self.links, Link::Unmatched, id);
     }
 
-    /// What waits to be matched at rank `r`, as entries ([`Entries`]): in the order it
-    /// came while the rank keeps a list, and once indexed in a fixed order (messages by
-    /// issue, then receives by source, stream and handle), for describing a deadlock.
+    /// What waits to be matched at rank `r`: in the order it came while the rank keeps
+    /// a list, and once indexed in a fixed order (messages by issue, then receives by
+    /// stream and handle), for describing a deadlock.
     fn unmatched_at(&self, r: Rank) -> Vec<u32> {
-        let chain = |list: &List| {
-            let mut at = list.head;
-            std::iter::from_fn(move || {
-                let id = at;
-                (id != NONE).then(|| {
-                    at = entry_next(&self.links, &self.recvs, id);
-                    id
-                })
-            })
-        };
         let st = &self.ranks[r as usize];
         if st.table == NONE {
-            return chain(&st.unmatched).collect();
+            return st.unmatched.iter(&self.links, Link::Unmatched).collect();
         }
         let table = &self.tables[st.table as usize];
-        let mut all: Vec<u32> = table.iter().flat_map(chain).collect();
+        let mut all: Vec<u32> = table.iter().flat_map(|chain| chain.iter(&self.links, Link::Unmatched)).collect();
         all.sort_by_key(|&id| {
-            if id & EARLY == 0 {
-                (false, priority(&self.msgs[id as usize]), 0, 0)
-            } else {
-                let rec = &self.recvs[(id & !EARLY) as usize];
-                (true, (0, u64::from(rec.src) << 32), rec.stream, rec.handle)
-            }
+            let m = &self.msgs[id as usize];
+            (m.recv_handle != NONE, priority(m), m.recv_stream, m.recv_handle)
         });
         all
     }
@@ -2069,9 +1959,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let mut waiting = Vec::new();
         for (r, st) in self.ranks.iter().enumerate() {
             let ids = self.unmatched_at(r as Rank);
-            let early = ids.iter().filter(|&&id| id & EARLY != 0).map(|&id| &self.recvs[(id & !EARLY) as usize]);
-            if let Some(&id) = ids.iter().find(|&&id| id & EARLY == 0) {
-                let m = &self.msgs[id as usize];
+            let unmatched = ids.iter().map(|&id| &self.msgs[id as usize]);
+            if let Some(m) = unmatched.clone().find(|m| m.recv_handle == NONE) {
                 waiting.push(format!("rank {r} never received a message from rank {} (tag {})", m.src, m.tag));
                 continue;
             }
@@ -2087,7 +1976,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                     Block::Wait(h) => h,
                     _ => s.outstanding.first().unwrap_or(NONE),
                 };
-                let what = match early.clone().find(|e| e.handle == h && e.stream as usize == si) {
+                let what = match unmatched.clone().find(|m| m.recv_handle == h && m.recv_stream as usize == si) {
                     Some(m) => format!("a message from rank {} with tag {} that was never sent", m.src, m.tag),
                     None => format!("operation {h}"),
                 };

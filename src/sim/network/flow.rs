@@ -882,10 +882,6 @@ impl FlowNet<'_> {
         }
         // Cached routes may cross the failed links.
         self.drop_routes();
-        // The flows hit go in the order of their ends (sender, receiver), not of their
-        // slots: a slot number is the engine's message slot, reused in an order that
-        // follows its bookkeeping, not the run (a cut-off report lists them in this order).
-        let mut hit = Vec::new();
         for id in 0..self.flows.len() as u32 {
             let f = &self.flows[id as usize];
             if !f.live || f.due <= now {
@@ -894,12 +890,8 @@ impl FlowNet<'_> {
             let on =
                 (f.start..f.start + f.len).map(|i| self.route_buf[i as usize]).find(|&s| self.links[s as usize].failed);
             if let Some(slot) = on {
-                hit.push((f.src, f.dst, id, slot));
+                self.reroute(id, slot, now, q);
             }
-        }
-        hit.sort_unstable();
-        for (_, _, id, slot) in hit {
-            self.reroute(id, slot, now, q);
         }
     }
 
