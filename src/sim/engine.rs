@@ -819,6 +819,9 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     /// The ranks' queues of deferred sends ([`RankState::deferred`]), and those free.
     deferred: Vec<std::collections::VecDeque<Deferred>>,
     free_deferred: Vec<u32>,
+    /// How many ranks have deferred sends: while none has (always, in a ring), a send and
+    /// a pass test this one counter instead of a rank's queue.
+    deferring: u32,
     /// An error found while deferred sends were matched in a pass, reported after it.
     failed: Option<SimError>,
 }
@@ -909,6 +912,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             lazy: false,
             deferred: Vec::new(),
             free_deferred: Vec::new(),
+            deferring: 0,
             failed: None,
         })
     }
@@ -1203,8 +1207,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         if self.lazy {
             if (src_if, dst_if) != (r as usize, to as usize) {
                 self.unlazy();
-            } else if self.ranks[r as usize].deferred != NONE
-                || self.ifaces[src_if].lists[Link::Out as usize].head != NONE
+            } else if self.ifaces[src_if].lists[Link::Out as usize].head != NONE
+                || (self.deferring != 0 && self.ranks[r as usize].deferred != NONE)
             {
                 self.defer(r, s, to, tag, src.len);
                 return Ok(());
@@ -1282,6 +1286,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let seq = st.send_seq;
         st.send_seq = seq.wrapping_add(1);
         if st.deferred == NONE {
+            self.deferring += 1;
             st.deferred = match self.free_deferred.pop() {
                 Some(q) => q,
                 None => slab_push(&mut self.deferred, std::collections::VecDeque::new()),
@@ -1311,6 +1316,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         if q.is_empty() {
             self.free_deferred.push(st.deferred);
             st.deferred = NONE;
+            self.deferring -= 1;
         }
         let posted = self.take_unmatched(d.to, a, d.tag, true);
         let id = match posted {
@@ -1395,7 +1401,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     }
 
     /// Put message `id` in its interfaces' lists, in priority order; its interfaces.
-    #[inline]
+    // `always`: with the deferred sends' and LogGP's callers `#[inline]` alone left it
+    // out of line in a ring's hot path.
+    #[inline(always)]
     fn link_ports(&mut self, id: u32) -> (u32, u32) {
         let m = &self.msgs[id as usize];
         let (src_if, dst_if) = (m.src_if, m.dst_if);
@@ -1774,7 +1782,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     }
 
     /// A port out of `src_if` and one into `dst_if` are free.
-    #[inline]
+    // `always`: see [`Engine::link_ports`].
+    #[inline(always)]
     fn free_ports(&mut self, src_if: u32, dst_if: u32) {
         self.ifaces[src_if as usize].free_out += 1;
         if self.ifaces[src_if as usize].free_out == 1 {
@@ -1850,7 +1859,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             let (free_out, free_in) = (st.free_out, st.free_in);
             if free_out > 0 {
                 let mut head = st.lists[Link::Out as usize].head;
-                if head == NONE && self.lazy && self.ranks[i as usize].deferred != NONE {
+                if head == NONE && self.deferring != 0 && self.ranks[i as usize].deferred != NONE {
                     head = self.materialize(i, false);
                 }
                 first.extend(self.offer(head, Link::Out));
@@ -1888,7 +1897,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 let mut next = self.links[id as usize].next[l as usize];
                 // The end of a sender's line with a port still free: its next deferred
                 // send ([`Engine::defer`]) is next in line.
-                if next == NONE && l == Link::Out && self.lazy && self.ranks[src as usize].deferred != NONE {
+                if next == NONE && l == Link::Out && self.deferring != 0 && self.ranks[src as usize].deferred != NONE {
                     next = self.materialize(src, false);
                 }
                 if let Some(c) = self.offer(next, l) {
