@@ -186,7 +186,7 @@ fn the_command_on_real_logs() {
 
 /// A GPU cluster machine on a real two-node H100 log (its rows up to 16 MiB, to keep the
 /// test short): the per-protocol times, bandwidths and launch are fitted, what ran is
-/// NCCL's own ring and tree with the protocol NCCL's model picks, and the fitted file
+/// NCCL's own ring, tree or NVLS Tree with the protocol NCCL's model picks, and the fitted file
 /// runs at another node count.
 #[test]
 fn a_cluster_machine_fits_a_real_log() {
@@ -227,7 +227,11 @@ fn a_cluster_machine_fits_a_real_log() {
     let pts = j["logs"][0]["points"].as_array().unwrap();
     assert!(pts.len() > 10);
     let algos: Vec<&str> = pts.iter().map(|p| p["algorithm"].as_str().unwrap()).collect();
-    assert!(algos.iter().all(|a| a.starts_with("nccl_ring") || a.starts_with("nccl_tree")), "{algos:?}");
+    // Two Hopper nodes: NCCL's model runs NVLS Tree where it beats the ring and the tree.
+    assert!(
+        algos.iter().all(|a| a.starts_with("nccl_ring") || a.starts_with("nccl_tree") || a.starts_with("nvls_tree")),
+        "{algos:?}"
+    );
     assert!(algos.iter().any(|a| a.contains("protocol=ll")), "{algos:?}");
     for p in pts {
         assert!(p["simulated_s"].as_f64().unwrap() > 0.0);

@@ -392,7 +392,7 @@ fn ring_chunked_at_zero_alpha_is_bounded_not_exact() {
 fn family(id: &str) -> &'static str {
     match id {
         "nccl_ring" | "nccl_tree" => "NCCL's ring and tree (their own bounds)",
-        "nvls" => "NVLS (its own bounds)",
+        "nvls" | "nvls_halves" | "nvls_tree" => "NVLS (its own bounds)",
         _ if id.contains("ring") || id == "chain" => "rings and chains",
         "star" | "one_to_all" | "all_to_one" | "all_to_all" | "naive" | "direct" => {
             "one to all, all to one, all to all"

@@ -147,6 +147,7 @@ fn only_the_listed_algorithms_are_walked() {
         "allreduce torus_2d",
         "allreduce mesh_2d",
         "allreduce bcube",
+        "allreduce nvls_tree",
         "reduce_scatter halving_doubling",
         "reduce_scatter butterfly",
         "reduce_scatter recursive_halving",

@@ -23,16 +23,27 @@ fn machines() -> Vec<Box<dyn Topology>> {
     out
 }
 
-/// The machines `id` is tried on: [`machines`], and for `nvls`, which needs one, a node
-/// of 8 GPUs on an NVSwitch.
+/// The machines `id` is tried on: [`machines`]; for `nvls`, which needs one, a node of 8
+/// GPUs on an NVSwitch; for `nvls_tree`, which needs several, 3 such nodes of 4 GPUs with
+/// 2 NICs each.
 fn machines_for(id: &str) -> Vec<Box<dyn Topology>> {
-    if id != "nvls" {
-        return machines();
-    }
-    let text = "name: n\ntopology: { kind: cluster, nodes: 1, gpus_per_node: 8, \
-                intra: { kind: nvswitch, alpha: 1us, bandwidth: 100GB/s } }\nalgorithms: [nvls]\nsizes: [1KiB]\n";
+    let (text, ranks) = match id {
+        "nvls" => (
+            "name: n\ntopology: { kind: cluster, nodes: 1, gpus_per_node: 8, \
+             intra: { kind: nvswitch, alpha: 1us, bandwidth: 100GB/s } }\nalgorithms: [nvls]\nsizes: [1KiB]\n",
+            8,
+        ),
+        "nvls_tree" => (
+            "name: n\ntopology: { kind: cluster, nodes: 3, gpus_per_node: 4, \
+             intra: { kind: nvswitch, alpha: 1us, bandwidth: 100GB/s }, nics_per_node: 2, \
+             inter: { alpha: 2us, bandwidth: 50GB/s }, fabric: { kind: rail_optimized } }\n\
+             algorithms: [nvls_tree]\nsizes: [1KiB]\ndata: { mode: off }\n",
+            12,
+        ),
+        _ => return machines(),
+    };
     let s = allreduce_sim::scenario::parse_str(text, "n.yaml").unwrap();
-    vec![allreduce_sim::topology::build(&s.topology, 8).unwrap()]
+    vec![allreduce_sim::topology::build(&s.topology, ranks).unwrap()]
 }
 
 /// The variants of an algorithm tried: its defaults, and three segments where it takes

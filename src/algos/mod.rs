@@ -213,7 +213,9 @@ pub fn messages_of(algo: &dyn Algorithm, p: &Problem, topo: &dyn Topology) -> u6
             let streams = run.rank_program(r as Rank, *p, topo);
             streams.into_iter().flatten().filter(|op| matches!(op, crate::sim::op::Op::Send { .. })).count() as u64
         };
-        (0..p.ranks).map(sends).sum()
+        // An NVSwitch's agents (ranks P..2P) send too: the loads and stores of NVLS.
+        let ranks = if algo.switch_agents() { 2 * p.ranks } else { p.ranks };
+        (0..ranks).map(sends).sum()
     })
 }
 

@@ -138,7 +138,8 @@ pub struct Param {
     pub start: f64,
 }
 
-const TIME_KEYS: [&str; 8] = ["alpha", "launch", "cost_per_byte", "latency", "overhead", "gap", "step_latency", "issue"];
+const TIME_KEYS: [&str; 8] =
+    ["alpha", "launch", "cost_per_byte", "latency", "overhead", "gap", "step_latency", "issue"];
 const PROTOCOLS: [&str; 3] = ["simple", "ll", "ll128"];
 
 /// The key a value is known by: the last segment, or the one above a protocol's name.
@@ -725,9 +726,6 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
         .iter()
         .map(|s| {
             let mut m = vec![("name".to_string(), Yaml::Str(s.name.clone()))];
-            if let Some(p) = s.protocol {
-                m.push(("protocol".to_string(), Yaml::Str(p.name().to_string())));
-            }
             for (k, v) in &s.params {
                 m.push((
                     k.clone(),
@@ -737,6 +735,10 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
                         ParamValue::Str(t) => Yaml::Str(t.clone()),
                     },
                 ));
+            }
+            // Protocol last, as in every algorithm label (`nccl_ring(channels=2, protocol=ll)`).
+            if let Some(p) = s.protocol {
+                m.push(("protocol".to_string(), Yaml::Str(p.name().to_string())));
             }
             Yaml::Map(m)
         })
