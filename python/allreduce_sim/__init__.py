@@ -295,6 +295,7 @@ def calibrate(
     gpus_per_node: Optional[int] = None,
     env: Optional[Mapping[str, str]] = None,
     patience: Optional[int] = None,
+    picks: Optional[str] = None,
 ) -> Calibration:
     """Fit a machine file to nccl-tests or OSU logs, as ``allreduce-sim calibrate``.
 
@@ -302,7 +303,9 @@ def calibrate(
     (default: every alpha, bandwidth, launch and protocol efficiency, and C where the logs
     can tell it); ``output`` writes the fitted machine file, ``plot`` draws the plots into
     that directory; ``ranks`` / ``gpus_per_node`` / ``env`` (``{"NCCL_ALGO": "Ring"}``)
-    supply what a log does not print; ``patience`` is the optimiser's budget.
+    supply what a log does not print; ``patience`` is the optimiser's budget; ``picks``
+    (``"fitted"`` or ``"file"``) is ``--picks``: where NCCL's model picks for logs that do
+    not force it, at the fitted values or at the machine file's.
 
     Raises :class:`ScenarioError` for a bad machine file or log, and ``KeyboardInterrupt``
     on Ctrl-C.
@@ -323,6 +326,8 @@ def calibrate(
         kwargs["gpus_per_node"] = gpus_per_node
     if patience is not None:
         kwargs["patience"] = patience
+    if picks is not None:
+        kwargs["picks"] = picks
     text, fitted = _native_call(_native.calibrate_json, os.fspath(machine), [os.fspath(p) for p in logs], **kwargs)
     return Calibration(text, fitted)
 

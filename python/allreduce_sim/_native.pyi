@@ -65,4 +65,5 @@ def calibrate_json(
     gpus_per_node: Optional[int] = None,
     env: Sequence[str] = ...,
     patience: Optional[int] = None,
+    picks: Optional[str] = None,
 ) -> Tuple[str, str]: ...
