@@ -72,15 +72,21 @@ pub struct Nvls {
     pub chunk: Option<u64>,
 }
 
+/// The `channels` (1 to 64, default [`DEFAULT_CHANNELS`]) and `chunk` parameters of
+/// NCCL's NVLS algorithms (`nvls`, `nvls_tree`).
+pub(crate) fn channels_and_chunk(params: &mut Params) -> Result<(usize, Option<u64>), ParamError> {
+    let channels = params.count("channels", DEFAULT_CHANNELS)?;
+    // NCCL's MAXCHANNELS; more would only make a schedule too large to build.
+    if channels > 64 {
+        return Err(ParamError::new(Some("channels"), format!("'channels' must be 1 to 64, not {channels}")));
+    }
+    Ok((channels, params.size("chunk")?))
+}
+
 impl Nvls {
     /// Built from its parameters (see [`INFO`]).
     pub fn from_params(params: &mut Params) -> Result<Nvls, ParamError> {
-        let channels = params.count("channels", DEFAULT_CHANNELS)?;
-        // NCCL's MAXCHANNELS; more would only make a schedule too large to build.
-        if channels > 64 {
-            return Err(ParamError::new(Some("channels"), format!("'channels' must be 1 to 64, not {channels}")));
-        }
-        let chunk = params.size("chunk")?;
+        let (channels, chunk) = channels_and_chunk(params)?;
         Ok(Nvls { channels, chunk })
     }
 

@@ -86,12 +86,7 @@ pub struct NvlsTree {
 impl NvlsTree {
     /// Built from its parameters (see [`INFO`]).
     pub fn from_params(params: &mut Params) -> Result<NvlsTree, ParamError> {
-        let channels = params.count("channels", DEFAULT_CHANNELS)?;
-        // NCCL's MAXCHANNELS; more would only make a schedule too large to build.
-        if channels > 64 {
-            return Err(ParamError::new(Some("channels"), format!("'channels' must be 1 to 64, not {channels}")));
-        }
-        let chunk = params.size("chunk")?;
+        let (channels, chunk) = super::nvls::channels_and_chunk(params)?;
         Ok(NvlsTree { channels, chunk })
     }
 
