@@ -22,11 +22,16 @@
 //! bucket's rest (it is at this instant or later, and newer).
 //!
 //! Buckets are recycled with their capacity, so once warm the queue allocates nothing;
-//! but the free buckets together keep at most as many slots as the queue has ever held
-//! events at once ([`EventQueue::push`]'s high-water mark), and a bucket drained beyond
-//! that budget gives its memory back. Waves of P events split over several instants
-//! would otherwise leave each of the eight or so buckets with room for half a wave, four
-//! and a half events a rank where one is ever needed.
+//! but the free buckets together keep at most the room one bucket holding the queue's
+//! high-water mark of events may have (the mark, an eighth more and 16, as a bucket
+//! grows: [`EventQueue::budget`]), and a bucket drained beyond that budget gives its
+//! memory back. Waves of P events split over several instants would otherwise leave each
+//! of the eight or so buckets with room for half a wave, four and a half events a rank
+//! where one is ever needed. The budget is a whole grown bucket, not the mark itself: a
+//! wave's bucket grows past the mark by up to an eighth, and with the mark as the budget
+//! a ring (waves of deliveries and of reductions in turn, each as large as the mark)
+//! gave back every drained bucket and grew the next one anew, a dozen reallocations a
+//! wave.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -61,7 +66,7 @@ pub struct EventQueue<T> {
     seq: u64,
     len: usize,
     /// The most events ever held at once, and the capacity the free buckets keep (at
-    /// most that).
+    /// most [`EventQueue::budget`] of it).
     high_water: usize,
     spare: usize,
 }
@@ -150,7 +155,7 @@ impl<T> EventQueue<T> {
                 // Drained: recycle it; it must not grow any more.
                 self.current = None;
                 let cap = bucket.events.capacity();
-                if self.spare + cap > self.high_water {
+                if self.spare + cap > Self::budget(self.high_water) {
                     bucket.events = VecDeque::new();
                 } else {
                     self.spare += cap;
@@ -161,6 +166,12 @@ impl<T> EventQueue<T> {
             let Reverse((_, _, b)) = self.heap.pop()?;
             self.current = Some(b);
         }
+    }
+
+    /// The most slots the free buckets keep between them: what a bucket grown (by
+    /// [`EventQueue::push`]'s eighths) to hold `high_water` events may have.
+    fn budget(high_water: usize) -> usize {
+        high_water + high_water / 8 + 16
     }
 
     /// Take bucket `b` out of the open ones, if it is there.
@@ -243,8 +254,8 @@ mod tests {
     }
 
     /// Waves split over more instants than there are open buckets: the free buckets keep
-    /// no more room between them than the queue ever held events at once, and `spare`
-    /// counts exactly what they keep.
+    /// no more room between them than one bucket grown to the most events the queue ever
+    /// held at once, and `spare` counts exactly what they keep.
     #[test]
     fn free_buckets_keep_at_most_the_high_water_mark() {
         let mut q = EventQueue::default();
@@ -257,8 +268,37 @@ mod tests {
             while q.pop().is_some() {}
             let kept: usize = q.free.iter().map(|&b| q.buckets[b as usize].events.capacity()).sum();
             assert_eq!(kept, q.spare, "wave {wave}");
-            assert!(kept <= q.high_water, "wave {wave}: {kept} slots kept, at most {} events held", q.high_water);
+            let budget = EventQueue::<u64>::budget(q.high_water);
+            assert!(kept <= budget, "wave {wave}: {kept} slots kept, at most {} events held", q.high_water);
         }
         assert_eq!(q.high_water, 1000);
+        assert_eq!(EventQueue::<u64>::budget(1000), 1141);
+    }
+
+    /// Waves as large as the high-water mark in turn (a ring's deliveries and
+    /// reductions): once warm, a drained bucket keeps its room for the next wave, and no
+    /// push grows a bucket.
+    #[test]
+    fn alternating_waves_reuse_their_buckets() {
+        let mut q = EventQueue::default();
+        let wave = 1000u64;
+        for i in 0..wave {
+            q.push(0.0, i);
+        }
+        let mut held = Vec::new();
+        for t in 0..20u64 {
+            // Each event popped schedules one of the next instant's wave.
+            for _ in 0..wave {
+                let (time, i) = q.pop().expect("a wave");
+                assert_eq!(time, t as f64);
+                q.push((t + 1) as f64, i);
+                if t >= 2 {
+                    held.push(q.buckets.iter().map(|b| b.events.capacity()).sum::<usize>());
+                }
+            }
+        }
+        assert_eq!(q.buckets.len(), 2);
+        let (lo, hi) = (held.iter().min(), held.iter().max());
+        assert_eq!(lo, hi, "memory given back or grown once warm");
     }
 }
