@@ -13,13 +13,13 @@
 //! **Why the order is exact.** At most [`OPEN`] buckets are *open* (may still grow), at
 //! most one per instant; a bucket that stops being open (evicted to make room, or
 //! drained) never grows again. So of two buckets of one instant, the older stopped
-//! growing before the newer one was made, and every event of the older has a smaller
-//! sequence number than every event of the newer. Buckets are ordered in the heap by
-//! `(time, sequence of their first event)`, so two buckets of one instant pop oldest
-//! first, and within a bucket events pop in insertion order. Buckets of different
-//! instants are ordered by their times alone. The queue drains the bucket it popped
-//! before it looks at the heap again: nothing scheduled meanwhile can come before the
-//! bucket's rest (it is at this instant or later, and newer).
+//! growing before the newer one was made, and every event of the older was scheduled
+//! before every event of the newer. Buckets are ordered in the heap by `(time, order
+//! they were made in)`, so two buckets of one instant pop oldest first, and within a
+//! bucket events pop in insertion order. Buckets of different instants are ordered by
+//! their times alone. The queue drains the bucket it popped before it looks at the heap
+//! again: nothing scheduled meanwhile can come before the bucket's rest (it is at this
+//! instant or later, and newer).
 //!
 //! Buckets are recycled with their capacity, so once warm the queue allocates nothing;
 //! but the free buckets together keep at most the room one bucket holding the queue's
@@ -32,26 +32,45 @@
 //! a ring (waves of deliveries and of reductions in turn, each as large as the mark)
 //! gave back every drained bucket and grew the next one anew, a dozen reallocations a
 //! wave.
+//!
+//! Every event is one push and one pop, so both are a few instructions on their common
+//! path (the newest bucket's instant again, the drained bucket's next event), inlined;
+//! opening a bucket, growing one and taking the next from the heap are out of line.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 /// A bucket: the events of one instant, in insertion order.
+///
+/// A vector read from `head` on, not a ring buffer: a bucket is filled (mostly) before
+/// it is drained, and emptied whole before it is used again, so the wrap-around a
+/// `VecDeque` pays at every push and pop buys nothing. A bucket that grows while it is
+/// drained (events scheduled for the instant being run) moves its rest to the front
+/// when it fills, rather than growing, once the part already read is half of it: its
+/// room stays within about twice what it holds.
 #[derive(Debug)]
 struct Bucket<T> {
     /// The instant's bits (times are never negative, so the bits order like the times).
     time: u64,
-    events: VecDeque<T>,
+    /// The next event to pop is `events[head]`.
+    head: usize,
+    events: Vec<T>,
 }
 
 /// Buckets open at once: enough for the few instants a wave's pushes interleave, few
 /// enough that finding one is a short scan of one cache line.
 pub const OPEN: usize = 8;
 
+/// No bucket (in [`EventQueue::current`]).
+const NONE: u32 = u32::MAX;
+
+/// No time: a NaN's bits, which no time has (in [`EventQueue::last_time`]).
+const NO_TIME: u64 = u64::MAX;
+
 /// Events of type `T`, popped in `(time, insertion order)`.
 #[derive(Debug)]
 pub struct EventQueue<T> {
-    /// `(time bits, sequence of the first event, bucket)`, earliest first.
+    /// `(time bits, the order buckets were made in, bucket)`, earliest first.
     heap: BinaryHeap<Reverse<(u64, u64, u32)>>,
     buckets: Vec<Bucket<T>>,
     free: Vec<u32>,
@@ -61,9 +80,14 @@ pub struct EventQueue<T> {
     open_id: [u32; OPEN],
     open_len: usize,
     open_next: usize,
-    /// The bucket being drained.
-    current: Option<u32>,
-    seq: u64,
+    /// The open bucket pushed to last and its time ([`NO_TIME`] once it is closed):
+    /// most pushes go to the same instant as the one before, found without a scan.
+    last_time: u64,
+    last_id: u32,
+    /// The bucket being drained, or [`NONE`].
+    current: u32,
+    /// Buckets made so far (their order in the heap).
+    made: u64,
     len: usize,
     /// The most events ever held at once, and the capacity the free buckets keep (at
     /// most [`EventQueue::budget`] of it).
@@ -81,8 +105,10 @@ impl<T> Default for EventQueue<T> {
             open_id: [0; OPEN],
             open_len: 0,
             open_next: 0,
-            current: None,
-            seq: 0,
+            last_time: NO_TIME,
+            last_id: NONE,
+            current: NONE,
+            made: 0,
             len: 0,
             high_water: 0,
             spare: 0,
@@ -96,26 +122,35 @@ fn bits(time: f64) -> u64 {
     (time + 0.0).to_bits()
 }
 
-impl<T> EventQueue<T> {
+impl<T: Copy> EventQueue<T> {
     /// Schedule `event` at `time` (never negative), after every event already scheduled
     /// at that time.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, time: f64, event: T) {
         let t = bits(time);
-        let seq = self.seq;
-        self.seq += 1;
         self.len += 1;
         self.high_water = self.high_water.max(self.len);
-        if let Some(i) = self.open_time[..self.open_len].iter().position(|&o| o == t) {
-            let events = &mut self.buckets[self.open_id[i] as usize].events;
-            // A wave's bucket holds an event per rank; grown by an eighth, not doubled
-            // (see the engine's slabs).
-            if events.len() == events.capacity() {
-                events.reserve_exact(events.len() / 8 + 16);
-            }
-            events.push_back(event);
-            return;
+        let b = if t == self.last_time {
+            self.last_id
+        } else if let Some(i) = self.open_time[..self.open_len].iter().position(|&o| o == t) {
+            self.last_time = t;
+            self.last_id = self.open_id[i];
+            self.last_id
+        } else {
+            return self.open(t, event);
+        };
+        let bucket = &mut self.buckets[b as usize];
+        if bucket.events.len() == bucket.events.capacity() {
+            bucket.make_room();
         }
+        bucket.events.push(event);
+    }
+
+    /// [`EventQueue::push`] of the first event of an instant with no open bucket: a
+    /// bucket for it, opened, closing the oldest open bucket for good if all slots are
+    /// taken.
+    #[inline(never)]
+    fn open(&mut self, t: u64, event: T) {
         let b = match self.free.pop() {
             Some(b) => {
                 self.buckets[b as usize].time = t;
@@ -123,13 +158,17 @@ impl<T> EventQueue<T> {
                 b
             }
             None => {
-                self.buckets.push(Bucket { time: t, events: VecDeque::new() });
+                self.buckets.push(Bucket { time: t, head: 0, events: Vec::new() });
                 (self.buckets.len() - 1) as u32
             }
         };
-        self.buckets[b as usize].events.push_back(event);
-        self.heap.push(Reverse((t, seq, b)));
-        // Open it, closing the oldest open bucket for good if all slots are taken.
+        let bucket = &mut self.buckets[b as usize];
+        if bucket.events.capacity() == 0 {
+            bucket.make_room();
+        }
+        bucket.events.push(event);
+        self.heap.push(Reverse((t, self.made, b)));
+        self.made += 1;
         let slot = if self.open_len < OPEN {
             self.open_len += 1;
             self.open_len - 1
@@ -140,42 +179,59 @@ impl<T> EventQueue<T> {
         };
         self.open_time[slot] = t;
         self.open_id[slot] = b;
+        // (If the bucket closed was the last pushed to, this replaces it.)
+        (self.last_time, self.last_id) = (t, b);
     }
 
     /// The earliest event and its time.
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<(f64, T)> {
-        loop {
-            if let Some(b) = self.current {
-                let bucket = &mut self.buckets[b as usize];
-                if let Some(ev) = bucket.events.pop_front() {
-                    self.len -= 1;
-                    return Some((f64::from_bits(bucket.time), ev));
-                }
-                // Drained: recycle it; it must not grow any more.
-                self.current = None;
-                let cap = bucket.events.capacity();
-                if self.spare + cap > Self::budget(self.high_water) {
-                    bucket.events = VecDeque::new();
-                } else {
-                    self.spare += cap;
-                }
-                self.free.push(b);
-                self.close(b);
+        if self.current != NONE {
+            let bucket = &mut self.buckets[self.current as usize];
+            if let Some(&ev) = bucket.events.get(bucket.head) {
+                bucket.head += 1;
+                self.len -= 1;
+                return Some((f64::from_bits(bucket.time), ev));
             }
-            let Reverse((_, _, b)) = self.heap.pop()?;
-            self.current = Some(b);
         }
+        self.pop_next()
     }
 
-    /// The most slots the free buckets keep between them: what a bucket grown (by
-    /// [`EventQueue::push`]'s eighths) to hold `high_water` events may have.
-    fn budget(high_water: usize) -> usize {
-        high_water + high_water / 8 + 16
+    /// [`EventQueue::pop`] once the current bucket is drained: recycle it (it must not
+    /// grow any more) and take the next one off the heap.
+    #[inline(never)]
+    fn pop_next(&mut self) -> Option<(f64, T)> {
+        if self.current != NONE {
+            let b = self.current;
+            self.current = NONE;
+            let budget = Self::budget(self.high_water);
+            let bucket = &mut self.buckets[b as usize];
+            bucket.events.clear();
+            bucket.head = 0;
+            let cap = bucket.events.capacity();
+            if self.spare + cap > budget {
+                bucket.events = Vec::new();
+            } else {
+                self.spare += cap;
+            }
+            self.free.push(b);
+            self.close(b);
+        }
+        let Reverse((_, _, b)) = self.heap.pop()?;
+        self.current = b;
+        // A bucket in the heap holds at least the event that made it.
+        let bucket = &mut self.buckets[b as usize];
+        let ev = bucket.events[0];
+        bucket.head = 1;
+        self.len -= 1;
+        Some((f64::from_bits(bucket.time), ev))
     }
 
     /// Take bucket `b` out of the open ones, if it is there.
     fn close(&mut self, b: u32) {
+        if b == self.last_id {
+            self.last_time = NO_TIME;
+        }
         let n = self.open_len;
         if let Some(i) = self.open_id[..n].iter().position(|&o| o == b) {
             // Keep the slots packed; the eviction turn stays within them.
@@ -191,10 +247,11 @@ impl<T> EventQueue<T> {
     /// The time of the earliest event.
     #[inline]
     pub fn peek_time(&self) -> Option<f64> {
-        if let Some(b) = self.current
-            && !self.buckets[b as usize].events.is_empty()
-        {
-            return Some(f64::from_bits(self.buckets[b as usize].time));
+        if self.current != NONE {
+            let bucket = &self.buckets[self.current as usize];
+            if bucket.head < bucket.events.len() {
+                return Some(f64::from_bits(bucket.time));
+            }
         }
         self.heap.peek().map(|Reverse((t, _, _))| f64::from_bits(*t))
     }
@@ -207,6 +264,32 @@ impl<T> EventQueue<T> {
     /// Whether no event is waiting.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+}
+
+impl<T> EventQueue<T> {
+    /// The most slots the free buckets keep between them: what a bucket grown (by
+    /// [`Bucket::make_room`]'s eighths) to hold `high_water` events may have.
+    fn budget(high_water: usize) -> usize {
+        high_water + high_water / 8 + 16
+    }
+}
+
+impl<T: Copy> Bucket<T> {
+    /// Room for one more event in a full bucket: its unread rest moved to the front
+    /// when what was read is at least half of it, else an eighth more (a wave's bucket
+    /// holds an event per rank, so it grows by an eighth, not double, as the engine's
+    /// slabs do).
+    #[inline(never)]
+    fn make_room(&mut self) {
+        let len = self.events.len();
+        if self.head > 0 && 2 * self.head >= len {
+            self.events.copy_within(self.head.., 0);
+            self.events.truncate(len - self.head);
+            self.head = 0;
+        } else {
+            self.events.reserve_exact(len / 8 + 16);
+        }
     }
 }
 
@@ -273,6 +356,25 @@ mod tests {
         }
         assert_eq!(q.high_water, 1000);
         assert_eq!(EventQueue::<u64>::budget(1000), 1141);
+    }
+
+    /// Events scheduled for the instant being drained, one for each popped, 100 times
+    /// as many as it holds: the bucket's room stays within about twice what it holds,
+    /// though it is never emptied, and the order is kept.
+    #[test]
+    fn a_bucket_fed_while_drained_keeps_its_room() {
+        let mut q = EventQueue::default();
+        for i in 0..1000u64 {
+            q.push(5.0, i);
+        }
+        for i in 1000..101_000u64 {
+            assert_eq!(q.pop(), Some((5.0, i - 1000)));
+            q.push(5.0, i);
+            let room: usize = q.buckets.iter().map(|b| b.events.capacity()).sum();
+            assert!(room <= 2 * 1000 + 1000 / 4 + 32, "{room} slots for 1,000 events");
+        }
+        assert_eq!(q.len(), 1000);
+        assert_eq!(q.buckets.len(), 1);
     }
 
     /// Waves as large as the high-water mark in turn (a ring's deliveries and
