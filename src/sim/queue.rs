@@ -24,7 +24,7 @@
 //! Buckets are recycled with their capacity, so once warm the queue allocates nothing;
 //! but the free buckets together keep at most the room one bucket holding the queue's
 //! high-water mark of events may have (the mark, an eighth more and 16, as a bucket
-//! grows: [`EventQueue::budget`]), and a bucket drained beyond that budget gives its
+//! grows: `EventQueue::budget`), and a bucket drained beyond that budget gives its
 //! memory back. Waves of P events split over several instants would otherwise leave each
 //! of the eight or so buckets with room for half a wave, four and a half events a rank
 //! where one is ever needed. The budget is a whole grown bucket, not the mark itself: a
