@@ -1120,7 +1120,21 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
                         .to_string(),
                 );
             }
-            default_paths(&machine.tree, c_told)
+            let mut paths = default_paths(&machine.tree, c_told);
+            // NCCL's ring, all it runs on one or two nodes, gives a GPU one connection
+            // across nodes: such logs see the proxy only added to the network alpha.
+            let trees = fit_runs.iter().any(|r| r.nodes.is_some_and(|n| n >= 3));
+            if !trees && paths.iter().any(|p| key_name(p) == "proxy") {
+                paths.retain(|p| key_name(p) != "proxy");
+                warnings.push(
+                    "topology.inter.proxy is kept at the file's value and not fitted: on one and two nodes NCCL \
+                     runs its ring, whose GPUs have one connection across nodes, so these logs see the proxy only \
+                     added to inter.alpha. A log of 3 or more nodes (small sizes, where NCCL's tree runs) would \
+                     separate them."
+                        .to_string(),
+                );
+            }
+            paths
         }
     };
     if paths.is_empty() {
