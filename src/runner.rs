@@ -517,7 +517,12 @@ pub fn run_planned_point<O: Observer>(pl: Planned<'_>, obs: &mut O) -> PointResu
     let programs = prepared.as_ref();
     // A cluster's network proxy (inter.proxy) prices each message across nodes by its
     // sender's connections: the run, its closed form and its bounds all see that machine.
-    let view = if t.proxy() > 0.0 { crate::sim::proxy::ProxyView::of(programs, p, t) } else { None };
+    // Not with switch agents, which simulate_noisy runs on the machine as it is.
+    let view = if t.proxy() > 0.0 && !programs.switch_agents() {
+        crate::sim::proxy::ProxyView::of(programs, p, t)
+    } else {
+        None
+    };
     let t: &dyn Topology = match &view {
         Some(v) => v,
         None => t,
