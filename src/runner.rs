@@ -515,6 +515,18 @@ pub fn run_planned_point<O: Observer>(pl: Planned<'_>, obs: &mut O) -> PointResu
     // The programs of every run of this point (the checks and `repeat:` run it again).
     let prepared = a.prepare(&p, t);
     let programs = prepared.as_ref();
+    // A cluster's network proxy (inter.proxy) prices each message across nodes by its
+    // sender's connections: the run, its closed form and its bounds all see that machine.
+    // Not with switch agents, which simulate_noisy runs on the machine as it is.
+    let view = if t.proxy() > 0.0 && !programs.switch_agents() {
+        crate::sim::proxy::ProxyView::of(programs, p, t)
+    } else {
+        None
+    };
+    let t: &dyn Topology = match &view {
+        Some(v) => v,
+        None => t,
+    };
     let run = if logged {
         simulate_noisy(programs, t, p, c, net, noise.as_ref(), Some(log_plane(p)), &mut obs)
             .map(|(st, log)| (st, None, log.and_then(DataPlane::into_log)))

@@ -256,7 +256,7 @@ proptest! {
 /// `nics` NICs per node on rails.
 fn cluster(kind: IntraKind, nodes: usize, gpus: usize, nics: usize, launch: f64) -> ClusterSpec {
     let intra = (kind, PerProto { ll: 0.6e-6, ll128: 1.9e-6, simple: 3.4e-6 }, 300e9);
-    let inter = InterSpec { alpha_s: PerProto { ll: 2.7e-6, ll128: 4e-6, simple: 14e-6 }, bandwidth: 50e9 };
+    let inter = InterSpec::new(PerProto { ll: 2.7e-6, ll128: 4e-6, simple: 14e-6 }, 50e9);
     ClusterSpec::on_rails(nodes, gpus, nics, intra, inter, PerProto::all(launch))
 }
 

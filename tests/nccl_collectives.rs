@@ -58,7 +58,7 @@ fn flat(ranks: usize, nics: u32) -> FullyConnected {
 
 fn cluster(nodes: usize, gpus: usize, nics: usize, proto: Proto) -> Cluster {
     let intra = (IntraKind::Nvswitch, PerProto { ll: 0.6e-6, ll128: 1.9e-6, simple: 3.4e-6 }, 100e9);
-    let inter = InterSpec { alpha_s: PerProto { ll: 2.7e-6, ll128: 4e-6, simple: 14e-6 }, bandwidth: 25e9 };
+    let inter = InterSpec::new(PerProto { ll: 2.7e-6, ll128: 4e-6, simple: 14e-6 }, 25e9);
     let spec = ClusterSpec::on_rails(nodes, gpus, nics, intra, inter, PerProto::all(0.0));
     Cluster::new(&spec, nodes * gpus).unwrap().with_protocol(proto)
 }
@@ -162,7 +162,7 @@ fn explain_shows_the_reduce_scatter_ring() {
     use allreduce_sim::explain::{Request, explain};
     use allreduce_sim::scenario::TopologySpec;
     let intra = (IntraKind::Nvswitch, PerProto::all(1e-6), 100e9);
-    let inter = InterSpec { alpha_s: PerProto::all(5e-6), bandwidth: 25e9 };
+    let inter = InterSpec::new(PerProto::all(5e-6), 25e9);
     let spec = ClusterSpec::on_rails(2, 4, 2, intra, inter, PerProto::all(0.0));
     for (c, steps) in [(RS, "P-1 reduce-scatter"), (AG, "P-1 allgather")] {
         let req = Request {

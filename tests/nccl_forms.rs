@@ -21,7 +21,7 @@ fn int(v: u64) -> ParamValue {
 
 fn cluster(nodes: usize, gpus: usize, nics: usize, kind: IntraKind, proto: Proto) -> Cluster {
     let intra = (kind, PerProto { ll: 0.6e-6, ll128: 1.9e-6, simple: 3.4e-6 }, 100e9);
-    let inter = InterSpec { alpha_s: PerProto { ll: 2.7e-6, ll128: 4e-6, simple: 14e-6 }, bandwidth: 25e9 };
+    let inter = InterSpec::new(PerProto { ll: 2.7e-6, ll128: 4e-6, simple: 14e-6 }, 25e9);
     let spec = ClusterSpec::on_rails(nodes, gpus, nics, intra, inter, PerProto::all(0.0));
     Cluster::new(&spec, nodes * gpus).unwrap().with_protocol(proto)
 }
@@ -70,7 +70,7 @@ fn close(got: f64, want: f64) {
 #[test]
 fn ring_two_by_two_by_hand() {
     let intra = (IntraKind::Nvswitch, PerProto::all(1e-6), 100e9);
-    let inter = InterSpec { alpha_s: PerProto::all(14e-6), bandwidth: 25e9 };
+    let inter = InterSpec::new(PerProto::all(14e-6), 25e9);
     let spec = ClusterSpec::on_rails(2, 2, 1, intra, inter, PerProto::all(0.0));
     let topo = Cluster::new(&spec, 4).unwrap();
     let algo = build("nccl_ring", &[("chunk", int(256))]);
@@ -90,7 +90,7 @@ fn ring_two_by_two_by_hand() {
 #[test]
 fn tree_two_nodes_by_hand() {
     let intra = (IntraKind::Nvswitch, PerProto::all(1e-6), 100e9);
-    let inter = InterSpec { alpha_s: PerProto::all(5e-6), bandwidth: 25e9 };
+    let inter = InterSpec::new(PerProto::all(5e-6), 25e9);
     let spec = ClusterSpec::on_rails(2, 1, 1, intra, inter, PerProto::all(0.0));
     let topo = Cluster::new(&spec, 2).unwrap();
     let algo = build("nccl_tree", &[("chunk", int(400)), ("channels", int(1))]);
@@ -177,7 +177,7 @@ fn explain_on_a_cluster() {
     use allreduce_sim::explain::{Request, explain};
     use allreduce_sim::scenario::TopologySpec;
     let intra = (IntraKind::Nvswitch, PerProto::all(1e-6), 100e9);
-    let inter = InterSpec { alpha_s: PerProto::all(5e-6), bandwidth: 25e9 };
+    let inter = InterSpec::new(PerProto::all(5e-6), 25e9);
     let spec = ClusterSpec::on_rails(2, 4, 2, intra, inter, PerProto::all(0.0));
     let req = |channels: u64| Request {
         algorithm: "nccl_ring".into(),

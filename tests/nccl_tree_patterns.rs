@@ -16,7 +16,7 @@ fn build(params: &[(&str, ParamValue)]) -> Box<dyn Algorithm> {
 
 fn cluster(nodes: usize, gpus: usize, nics: usize) -> Cluster {
     let intra = (IntraKind::Nvswitch, PerProto::all(1e-6), 100e9);
-    let inter = InterSpec { alpha_s: PerProto::all(5e-6), bandwidth: 25e9 };
+    let inter = InterSpec::new(PerProto::all(5e-6), 25e9);
     let spec = ClusterSpec::on_rails(nodes, gpus, nics, intra, inter, PerProto::all(0.0));
     Cluster::new(&spec, nodes * gpus).unwrap()
 }

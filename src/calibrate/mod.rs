@@ -138,8 +138,8 @@ pub struct Param {
     pub start: f64,
 }
 
-const TIME_KEYS: [&str; 8] =
-    ["alpha", "launch", "cost_per_byte", "latency", "overhead", "gap", "step_latency", "issue"];
+const TIME_KEYS: [&str; 9] =
+    ["alpha", "launch", "cost_per_byte", "latency", "overhead", "gap", "step_latency", "issue", "proxy"];
 const PROTOCOLS: [&str; 3] = ["simple", "ll", "ll128"];
 
 /// The key a value is known by: the last segment, or the one above a protocol's name.
@@ -246,14 +246,16 @@ impl Param {
     }
 }
 
-/// The default parameters of a machine: every alpha, bandwidth, launch and protocol
-/// efficiency under `topology` (per protocol too), and C when `with_c`.
+/// The default parameters of a machine: every alpha, bandwidth, launch, protocol
+/// efficiency and network proxy (`inter.proxy`, where the file has it) under `topology`
+/// (per protocol too), and C when `with_c`.
 pub fn default_paths(tree: &Yaml, with_c: bool) -> Vec<String> {
     let mut out: Vec<String> = tree
         .leaves()
         .into_iter()
         .filter(|p| {
-            p.starts_with("topology.") && matches!(key_name(p), "alpha" | "bandwidth" | "launch" | "efficiency")
+            p.starts_with("topology.")
+                && matches!(key_name(p), "alpha" | "bandwidth" | "launch" | "efficiency" | "proxy")
         })
         .collect();
     if with_c {
@@ -1118,7 +1120,21 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
                         .to_string(),
                 );
             }
-            default_paths(&machine.tree, c_told)
+            let mut paths = default_paths(&machine.tree, c_told);
+            // NCCL's ring, all it runs on one or two nodes, gives a GPU one connection
+            // across nodes: such logs see the proxy only added to the network alpha.
+            let trees = fit_runs.iter().any(|r| r.nodes.is_some_and(|n| n >= 3));
+            if !trees && paths.iter().any(|p| key_name(p) == "proxy") {
+                paths.retain(|p| key_name(p) != "proxy");
+                warnings.push(
+                    "topology.inter.proxy is kept at the file's value and not fitted: on one and two nodes NCCL \
+                     runs its ring, whose GPUs have one connection across nodes, so these logs see the proxy only \
+                     added to inter.alpha. A log of 3 or more nodes (small sizes, where NCCL's tree runs) would \
+                     separate them."
+                        .to_string(),
+                );
+            }
+            paths
         }
     };
     if paths.is_empty() {
@@ -1413,7 +1429,13 @@ pub fn pair_warning(a: &str, b: &str, r: f64) -> String {
     let (ka, kb) = (key_name(a), key_name(b));
     let has = |k: &str| ka == k || kb == k;
     let proto = |p: &str| p.ends_with(".ll") || p.ends_with(".ll128") || p.ends_with(".simple");
-    let advice = if has("bandwidth") && has("cost_per_byte") {
+    let advice = if has("proxy") && (has("alpha") || has("launch")) {
+        "network proxy and latency: a GPU of NCCL's ring has one connection across nodes, so on rings alone \
+         (one or two nodes) the proxy's time per connection adds to the network hop's alpha as one constant. \
+         A run on 3 or more nodes, where NCCL's tree gives a GPU several connections across nodes (small \
+         sizes of a 4-node log), separates them; without one, hold inter.proxy at a value of your own."
+            .to_string()
+    } else if has("bandwidth") && has("cost_per_byte") {
         "B and C: a ring allreduce sees only 1/B + C/2. Logs of all_gather_perf (no reduction) beside \
          reduce_scatter_perf on the same machine separate them."
             .to_string()

@@ -11,6 +11,7 @@ pub mod engine;
 pub mod network;
 pub mod noise;
 pub mod op;
+pub mod proxy;
 pub mod queue;
 
 /// The flow model, where it has always been found.
@@ -128,6 +129,13 @@ pub fn simulate_noisy<A: Programs + ?Sized, O: Observer>(
     if algo.switch_agents() {
         return run_with_agents(algo, topo, p, cfg, net, noise, plane.is_some(), obs);
     }
+    // A cluster's network proxy (inter.proxy): the pairs as the programs' connections
+    // make them. Nothing is read or wrapped where the machine has none.
+    let view = if topo.proxy() > 0.0 { proxy::ProxyView::of(algo, p, topo) } else { None };
+    let topo: &dyn Topology = match &view {
+        Some(v) => v,
+        None => topo,
+    };
     let mut plane = plane.map(|build| build(&scratch));
     let wants_loads = obs.wants_link_loads();
     let run = Run { algo, topo, p, cfg, plane: plane.as_mut(), obs, noise, programs_of: p };

@@ -168,6 +168,19 @@ pub struct InterSpec {
     /// Bytes per second each way, per NIC.
     #[serde(rename = "bandwidth_Bps")]
     pub bandwidth: f64,
+    /// Seconds per protocol that a GPU's network proxy spends on each of its network
+    /// connections before a message leaves it (`inter.proxy`, docs/gpu-clusters.md,
+    /// "Network proxy"): a message across nodes pays it once for every connection across
+    /// nodes its sender has in the running collective. 0 unless given.
+    #[serde(default = "zero_per_proto", skip_serializing_if = "is_zero_per_proto")]
+    pub proxy_s: PerProto,
+}
+
+impl InterSpec {
+    /// `alpha_s` and `bandwidth` with no proxy cost.
+    pub fn new(alpha_s: PerProto, bandwidth: f64) -> InterSpec {
+        InterSpec { alpha_s, bandwidth, proxy_s: PerProto::all(0.0) }
+    }
 }
 
 /// How the NICs' leaf switches are arranged.
@@ -389,6 +402,11 @@ impl Cluster {
         self.spec.launch_s.of(self.proto)
     }
 
+    /// `inter.proxy` for this view's protocol.
+    pub fn proxy(&self) -> f64 {
+        self.spec.inter.proxy_s.of(self.proto)
+    }
+
     /// `intra.step_latency` for this view's protocol.
     pub fn step_latency(&self) -> f64 {
         self.spec.intra.step_latency_s.of(self.proto)
@@ -605,6 +623,7 @@ fn check(spec: &ClusterSpec) -> Result<(), String> {
         ("intra.alpha", spec.intra.alpha_s),
         ("intra.step_latency", spec.intra.step_latency_s),
         ("inter.alpha", spec.inter.alpha_s),
+        ("inter.proxy", spec.inter.proxy_s),
         ("launch", spec.launch_s),
     ] {
         if ![a.ll, a.ll128, a.simple].into_iter().all(finite) {
@@ -769,6 +788,9 @@ fn nvlink_routes(g: usize, links: &[[usize; 3]]) -> Result<NvTables, String> {
 impl Topology for Cluster {
     fn protocol(&self) -> Option<Proto> {
         Some(Cluster::protocol(self))
+    }
+    fn proxy(&self) -> f64 {
+        if self.nodes > 1 { Cluster::proxy(self) } else { 0.0 }
     }
     fn ranks(&self) -> usize {
         self.ranks
@@ -1192,7 +1214,7 @@ mod tests {
 
     fn spec(kind: IntraKind, nodes: usize, gpus: usize, nics: usize) -> ClusterSpec {
         let intra = (kind, PerProto { ll: 0.5e-6, ll128: 1e-6, simple: 2e-6 }, 100e9);
-        let inter = InterSpec { alpha_s: PerProto { ll: 1e-6, ll128: 2e-6, simple: 3e-6 }, bandwidth: 25e9 };
+        let inter = InterSpec::new(PerProto { ll: 1e-6, ll128: 2e-6, simple: 3e-6 }, 25e9);
         ClusterSpec::on_rails(nodes, gpus, nics, intra, inter, PerProto::all(4e-6))
     }
 

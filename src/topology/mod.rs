@@ -134,6 +134,13 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     fn protocol(&self) -> Option<Proto> {
         None
     }
+    /// Seconds a GPU's network proxy spends on each of its connections across nodes
+    /// before a message across nodes leaves it (`inter.proxy` of a `cluster` of two or
+    /// more nodes, for its protocol; 0 elsewhere). The engine's run adds it to a pair's
+    /// alpha once per connection of the sender ([`crate::sim::proxy`]).
+    fn proxy(&self) -> f64 {
+        0.0
+    }
     /// How many interfaces (groups of ports) the machine has. A message holds one
     /// outgoing port of its sender's interface and one incoming port of its receiver's
     /// for the route it takes ([`Topology::route_interfaces`]). By default every rank

@@ -35,7 +35,9 @@ cal() {
 # NCCL's picks are made at the machine file's nominal figures (NVLink's and EDR's line
 # rates, as NCCL's topology detection rates them) and held (--picks file). The NVLink hop
 # latencies stay at NCCL's (one node cannot tell them from launch; left free they ran to
-# zero, and the tree's NVLink hops with them); the rest is fitted.
+# zero, and the tree's NVLink hops with them); the rest is fitted. The network proxy's
+# time per connection (inter.proxy) is held too: on one and two nodes NCCL runs rings,
+# whose GPUs have one connection across nodes, so these logs see only alpha + proxy.
 abci_fit=topology.intra.bandwidth,topology.inter.alpha.simple,topology.inter.alpha.ll,topology.inter.alpha.ll128
 abci_fit=$abci_fit,topology.inter.bandwidth,topology.launch.simple,topology.launch.ll,topology.launch.ll128
 abci_fit=$abci_fit,topology.efficiency.ll,topology.efficiency.ll128

@@ -109,6 +109,8 @@ pub(super) struct RawInter {
     alpha: Option<Spanned<RawPerProto>>,
     #[serde(default, deserialize_with = "present")]
     bandwidth: Option<Spanned<Scalar>>,
+    #[serde(default, deserialize_with = "present")]
+    proxy: Option<Spanned<RawPerProto>>,
 }
 
 /// `fabric:`.
@@ -397,7 +399,7 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
                 "how GPUs of different nodes talk through one NIC, e.g. inter: { alpha: 3us, bandwidth: 400Gbps }",
             ));
         }
-        None => InterSpec { alpha_s: intra_alpha, bandwidth: intra_bw },
+        None => InterSpec::new(intra_alpha, intra_bw),
         Some(raw) => {
             let ia = raw.referenced;
             let Some(alpha) = &raw.value.alpha else {
@@ -408,9 +410,11 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
             let Some(bw) = &raw.value.bandwidth else {
                 return Err(src.err(&ia, "topology.inter: missing key 'bandwidth' (per NIC, each way, e.g. 400Gbps)"));
             };
+            let proxy = raw.value.proxy.as_ref().map(|p| per_proto(src, p, "topology.inter.proxy")).transpose()?;
             InterSpec {
                 alpha_s: per_proto(src, alpha, "topology.inter.alpha")?,
                 bandwidth: bandwidth(src, bw, "topology.inter.bandwidth")?,
+                proxy_s: proxy.unwrap_or(PerProto::all(0.0)),
             }
         }
     };
