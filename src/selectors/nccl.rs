@@ -282,6 +282,11 @@ pub struct Inputs {
     pub nvls_heads: usize,
     /// Which NCCL release's model to evaluate.
     pub tuning: Tuning,
+    /// The channels and speeds NCCL 2.8's graph search finds on this machine
+    /// ([`search_28`]), where we replicate it and [`Inputs::searched`] was asked; under
+    /// [`Tuning::V2_8`] the ring's replace `channels`, `bw_intra` and `bw_inter`, and the
+    /// tree's bandwidth comes from the tree's own graph. `None`: the fields as they are.
+    pub search: Option<Search28>,
 }
 
 impl Inputs {
@@ -330,6 +335,27 @@ impl Inputs {
                 _ => 0,
             },
             tuning: Tuning::V2_30,
+            search: None,
+        }
+    }
+
+    /// Under [`Tuning::V2_8`], the same inputs with the channels and bus bandwidths NCCL
+    /// 2.8's graph search finds on `topo` ([`search_28`]) in place of the link's
+    /// bandwidth and the given channels: NCCL rates the machine by the graph it found, so
+    /// its picks follow that graph. Unchanged under later tunings, and where we do not
+    /// replicate the search.
+    pub fn searched(self, topo: &dyn Topology) -> Inputs {
+        if self.tuning != Tuning::V2_8 {
+            return self;
+        }
+        let Some(found) = search_28(topo) else { return self };
+        let ch = f64::from(found.ring.channels);
+        Inputs {
+            channels: found.ring.channels,
+            bw_intra: ch * found.ring.speed_intra,
+            bw_inter: ch * found.ring.speed_inter,
+            search: Some(found),
+            ..self
         }
     }
 
@@ -370,6 +396,165 @@ impl Inputs {
     pub fn pat_enabled(&self) -> bool {
         self.tuning == Tuning::V2_30 && self.nodes == self.ranks
     }
+}
+
+// NCCL 2.8's graph search (`src/graph/search.cc`, `topo.h`): the speeds per channel it
+// tries, GB/s, fastest first (`speedArray`); the most channels a search may find
+// (`MAXCHANNELS/2`); the width it rates one NVLink at from Volta on
+// (`SM70_NVLINK_WIDTH`, `SM80_NVLINK_WIDTH`; 2.8 gives later GPUs the same); the speed
+// from which it opens every channel twice at half the speed.
+const SPEEDS_28: [f64; 18] =
+    [42.0, 30.0, 24.0, 21.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12];
+const MAX_CHANNELS_28: u32 = 16;
+const NVLINK_WIDTH_28: f64 = 21.0;
+const DUP_SPEED_28: f64 = 25.0;
+
+/// One graph NCCL 2.8's search settled on: its channels and the speed each carries
+/// inside a node and through a NIC, GB/s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Graph28 {
+    /// nChannels.
+    pub channels: u32,
+    /// speedIntra, GB/s per channel.
+    pub speed_intra: f64,
+    /// speedInter, GB/s per channel.
+    pub speed_inter: f64,
+}
+
+/// The ring's and the tree's graphs of NCCL 2.8 on one machine, with the channels both
+/// keep (`init.cc`: the fewer of the two).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Search28 {
+    /// The ring's graph.
+    pub ring: Graph28,
+    /// The tree's graph.
+    pub tree: Graph28,
+}
+
+/// NCCL 2.8's first speed: the fastest of its speeds not above `max_width`.
+fn first_speed_28(max_width: f64) -> usize {
+    SPEEDS_28.iter().position(|&s| s <= max_width).unwrap_or(SPEEDS_28.len() - 1)
+}
+
+/// The channels and speed NCCL 2.8's first pass settles at (`ncclTopoCompute`):
+/// from the fastest speed not above `max_width` it searches the most channels
+/// (`channels_at`, at most `max_channels`), then tries slower speeds while they are above
+/// 0.49 of the best found, keeping a graph only if its channels times speed is larger
+/// (ties keep the faster); it stops once that total reaches `total_width` (a GPU's
+/// NVLinks, or its PCIe link) or the channels reach `max_channels`.
+fn settle_28(max_width: f64, total_width: f64, max_channels: u32, channels_at: impl Fn(f64) -> u32) -> Option<Graph28> {
+    let mut i = first_speed_28(max_width);
+    let mut best: Option<(u32, f64)> = None;
+    loop {
+        let s = SPEEDS_28[i];
+        let n = channels_at(s).min(max_channels);
+        if n > 0 && best.is_none_or(|(bn, bs)| f64::from(n) * s > f64::from(bn) * bs) {
+            best = Some((n, s));
+        }
+        if let Some((bn, bs)) = best
+            && (bn >= max_channels || f64::from(bn) * bs >= total_width || SPEEDS_28.get(i + 1).is_none_or(|&next| next / bs <= 0.49))
+        {
+            break;
+        }
+        if i + 1 >= SPEEDS_28.len() {
+            break;
+        }
+        i += 1;
+    }
+    best.map(|(channels, s)| Graph28 { channels, speed_intra: s, speed_inter: s })
+}
+
+/// NCCL 2.8's last step of a search: a graph of `DUP_SPEED_28` or more inside a node is
+/// opened twice (up to `max_channels`), each copy at the speed divided accordingly.
+fn dup_28(g: Graph28, max_channels: u32) -> Graph28 {
+    if g.speed_intra < DUP_SPEED_28 {
+        return g;
+    }
+    let channels = (2 * g.channels).min(max_channels).max(g.channels);
+    let div = f64::from(channels.div_ceil(g.channels));
+    Graph28 { channels, speed_intra: g.speed_intra / div, speed_inter: g.speed_inter / div }
+}
+
+/// The ring and tree graphs NCCL 2.8's search (`src/graph/search.cc`, `init.cc`) finds
+/// on a cluster, as far as its rules can be read off the machine file: NCCL rates a NIC
+/// at its line rate, an NVLink at its own 21 GB/s a link whatever the machine says, an
+/// NVSwitch or PCIe link at its nominal rate.
+///
+/// Across nodes every channel enters a node through a NIC and leaves through it: the
+/// first speed is the fastest not above the NIC's rate, each NIC carries as many
+/// channels as its rate holds at that speed, and [`settle_28`] tries slower speeds for
+/// more channels. The ring keeps that speed inside the node; the tree's search then
+/// raises its speed inside the node one step at a time while it is below twice the NIC
+/// speed and the node's best GPU pair can carry it (its second pass), and is held to the
+/// ring's channels. On one node (NCCL leaves the NICs out) the ring's channels are the
+/// rings it lays over the NVLinks at each speed, a bundle of `n` links of width `21 n`
+/// carrying `floor(21 n / speed)` of them ([`nvlink_rings`]), or on an NVSwitch as many
+/// as a GPU's link holds; the tree's chains, a ring less one hop, are taken as the
+/// ring's. A graph of 25 GB/s or more a channel is opened twice at half the speed, and
+/// both graphs keep the fewer channels of the two.
+///
+/// `None` where we do not replicate the search: a machine that is not a cluster, one
+/// GPU, a one-node PCIe machine (whose rings go through CPUs), or no link at all. Not
+/// modelled: a GPU's PCIe link to its NIC (NCCL's PCIe Gen3 x16, 12 GB/s, would bound a
+/// faster NIC), the tree's Volta rule that also charges a GPU's link back for an eighth
+/// of what enters it from a NIC, and the search's time-out.
+///
+/// [`nvlink_rings`]: crate::algos::nccl_ring
+pub fn search_28(topo: &dyn Topology) -> Option<Search28> {
+    let (nodes, gpus) = topo.node_shape()?;
+    let ranks = topo.ranks();
+    let g = gpus.min(ranks);
+    let gbps = |b: f64| b / 1e9;
+    // The NVLink widths of every pair of the node's GPUs in use, where they are explicit.
+    let nv: Option<Vec<(usize, usize, f64)>> = topo.nvlinks().map(|links| {
+        links.iter().filter(|l| l.0 < g && l.1 < g).map(|&(a, b, n)| (a, b, NVLINK_WIDTH_28 * f64::from(n))).collect()
+    });
+    // The widest GPU pair of the node and the most a GPU has in all.
+    let (pair_width, total_width) = match &nv {
+        Some(w) => {
+            let best = w.iter().map(|l| l.2).fold(0.0, f64::max);
+            let total = (0..g).map(|x| w.iter().filter(|l| l.0 == x || l.1 == x).map(|l| l.2).sum::<f64>()).fold(0.0, f64::max);
+            (best, total)
+        }
+        None if g > 1 => {
+            let w = gbps(topo.link(0, 1).bandwidth);
+            (w, w)
+        }
+        None => (f64::INFINITY, 0.0),
+    };
+    let (ring, tree) = if nodes > 1 && ranks > gpus {
+        let nic = gbps(topo.link(0, gpus).bandwidth);
+        let nics = topo.node_nics()?.clamp(1, g.max(1)) as u32;
+        let per_nic = |s: f64| nics * (nic / s + 1e-9).floor() as u32;
+        let ring = dup_28(settle_28(nic, total_width, MAX_CHANNELS_28, per_nic)?, MAX_CHANNELS_28);
+        let tree = settle_28(nic, total_width, ring.channels, per_nic)?;
+        let mut i = first_speed_28(tree.speed_inter);
+        let mut intra = tree.speed_intra;
+        while intra < 2.0 * tree.speed_inter && i > 0 && SPEEDS_28[i - 1] <= pair_width {
+            i -= 1;
+            intra = SPEEDS_28[i];
+        }
+        (ring, dup_28(Graph28 { speed_intra: intra, ..tree }, ring.channels))
+    } else {
+        if g < 2 || topo.intra_pcie() {
+            return None;
+        }
+        let ring = match &nv {
+            Some(w) => {
+                let at = |s: f64| {
+                    let links: Vec<(usize, usize, u32)> =
+                        w.iter().map(|&(a, b, width)| (a, b, (width / s + 1e-9).floor() as u32)).collect();
+                    crate::algos::nccl_ring::nvlink_rings(g, &links).len() as u32
+                };
+                settle_28(pair_width, total_width, MAX_CHANNELS_28, at)?
+            }
+            None => settle_28(pair_width, total_width, MAX_CHANNELS_28, |s| (pair_width / s + 1e-9).floor() as u32)?,
+        };
+        let ring = dup_28(ring, MAX_CHANNELS_28);
+        (ring, ring)
+    };
+    let channels = ring.channels.min(tree.channels);
+    Some(Search28 { ring: Graph28 { channels, ..ring }, tree: Graph28 { channels, ..tree } })
 }
 
 /// NCCL's name of collective `c` (its tuner plugin's CSV); `None` for the barrier, which
@@ -519,7 +704,16 @@ fn lat_bw_28(x: &Inputs, c: Collective, algo: Algo, proto: Proto) -> (f64, f64) 
     let index1 = if x.nodes == 1 { cc80 } else { 0 };
     let nch = f64::from(x.channels);
     let ppn = n_ranks / n_nodes;
-    let mut bus = if x.nodes <= 2 { x.bw_intra } else { x.bw_inter };
+    // NCCL's speed: inside a node's on two nodes or fewer, else between nodes; the
+    // tree's from its own graph, whose search may have raised its speed inside a node.
+    let (intra, inter) = match (algo, x.search) {
+        (Algo::Tree, Some(found)) => {
+            let ch = f64::from(found.tree.channels);
+            (ch * found.tree.speed_intra, ch * found.tree.speed_inter)
+        }
+        _ => (x.bw_intra, x.bw_inter),
+    };
+    let mut bus = if x.nodes <= 2 { intra } else { inter };
     let ll128_cap = nch
         * LL128_MAX_BW_PER_CH_28[match c {
             Collective::Broadcast => 0,
@@ -891,6 +1085,7 @@ mod tests {
             nvls: false,
             nvls_heads: 0,
             tuning: Tuning::V2_30,
+            search: None,
         }
     }
 
@@ -1020,6 +1215,7 @@ mod tests {
             nvls: false,
             nvls_heads: 0,
             tuning: Tuning::V2_30,
+            search: None,
         }
         .with_tuning(Tuning::V2_8);
         // Tree LL: 4.4 + 2 (3 NVLink hops of 0.52 x 1.8 + log2(4) = 2 network hops of 5.0);
