@@ -1253,6 +1253,105 @@ mod tests {
         assert_eq!(time(&hopper, AR, Algo::Ring, Proto::Ll128, 1 << 20), None);
     }
 
+    /// A cluster of `nodes` nodes of 4 GPUs, every pair joined by 2 NVLinks, with
+    /// `nics` NICs of `nic` a node (ABCI's node with 2 EDR NICs of 100 Gb/s).
+    fn nvlink_cluster(ranks: usize, nics: usize, nic: &str) -> Box<dyn Topology> {
+        let text = format!(
+            "name: c\nranks: [{ranks}]\ntopology:\n  kind: cluster\n  nodes: {}\n  gpus_per_node: 4\n  intra:\n    \
+             kind: nvlink\n    alpha: 1us\n    bandwidth: 25GB/s\n    links: [[0, 1, 2], [0, 2, 2], [0, 3, 2], [1, 2, 2], \
+             [1, 3, 2], [2, 3, 2]]\n  nics_per_node: {nics}\n  inter: {{ alpha: 5us, bandwidth: {nic} }}\n\
+             algorithms: [ring]\nsizes: [1KiB]\n",
+            ranks.div_ceil(4)
+        );
+        let s = crate::scenario::parse_str(&text, "c.yaml").unwrap();
+        crate::topology::build(&s.topology, ranks).unwrap()
+    }
+
+    fn graph(channels: u32, speed_intra: f64, speed_inter: f64) -> Graph28 {
+        Graph28 { channels, speed_intra, speed_inter }
+    }
+
+    /// NCCL 2.8's search on ABCI's node, by hand from search.cc. Across nodes: a
+    /// 12.5 GB/s NIC starts at speed 12 (the fastest of NCCL's speeds not above it), one
+    /// channel a NIC; 10, 9 and 7 hold one too (less in all), 6 holds two (24, not more
+    /// than 24: the faster kept), 5 is under 0.49 of 12: 2 channels of 12. The tree then
+    /// raises its speed inside the node 15, 18, 21, 24 (below twice 12, and an NVLink pair
+    /// of 2 x 21 GB/s carries it). On one node: at 42 GB/s a pair's bundle carries one
+    /// ring (2 rings: 84), at 30 and 24 one (60, 48), at 21 two, and the 6 rings over
+    /// the doubled 4-GPU mesh reach a GPU's 6 x 21 = 126: 6 channels of 21.
+    #[test]
+    fn search_28_by_hand() {
+        for ranks in [8, 16, 32, 128] {
+            let found = search_28(nvlink_cluster(ranks, 2, "100Gbps").as_ref()).unwrap();
+            assert_eq!(found.ring, graph(2, 12.0, 12.0), "{ranks}");
+            assert_eq!(found.tree, graph(2, 24.0, 12.0), "{ranks}");
+        }
+        let one = search_28(nvlink_cluster(4, 2, "100Gbps").as_ref()).unwrap();
+        assert_eq!((one.ring, one.tree), (graph(6, 21.0, 21.0), graph(6, 21.0, 21.0)));
+        // A 20 GB/s NIC: 18, 15 and 12 hold one channel, 10 two (20 > 18: kept); 9, 7
+        // and 6 hold less in all, 5 four (20, not more), 4 is under 0.49 of 10.
+        let found = search_28(nvlink_cluster(8, 1, "160Gbps").as_ref()).unwrap();
+        assert_eq!(found.ring, graph(2, 10.0, 10.0));
+        // Its tree rises to 21: 18 is still below twice 10.
+        assert_eq!(found.tree, graph(2, 21.0, 10.0));
+        // One node of 8 GPUs on an NVSwitch, 300 GB/s each: 42 holds 7 channels (294),
+        // 30 holds 10 (300, a GPU's whole link: the search stops); at 25 or more NCCL
+        // opens twice the channels, at most 16, at 30 / ceil(16 / 10) = 15 each.
+        let text = "name: s\nranks: [8]\ntopology:\n  kind: cluster\n  nodes: 1\n  gpus_per_node: 8\n  intra: \
+                    { kind: nvswitch, alpha: 1us, bandwidth: 300GB/s }\n  nics_per_node: 8\n  inter: { alpha: 5us, \
+                    bandwidth: 400Gbps }\nalgorithms: [ring]\nsizes: [1KiB]\n";
+        let s = crate::scenario::parse_str(text, "s.yaml").unwrap();
+        let found = search_28(crate::topology::build(&s.topology, 8).unwrap().as_ref()).unwrap();
+        assert_eq!((found.ring, found.tree), (graph(16, 15.0, 15.0), graph(16, 15.0, 15.0)));
+    }
+
+    /// NCCL 2.8.4's picks on ABCI's nodes, from its search's graphs, by hand. 8 nodes
+    /// (32 ranks), bus 2 x 12 = 24 GB/s for both. At 512 KiB: the tree with LL128,
+    /// 4.4 + 2 (3 x 1.25 + 3 x 8.5) = 62.9 us and min(24 x 0.92, 2 x 10) x 0.915 / 2 =
+    /// 9.15 GB/s corrected by 0.5: 177.5 us; the ring with LL128, 10 + 48 x 1.9 + 14 x 4
+    /// = 157.2 us and 24 x 0.92 x 32/62 = 11.40 GB/s: 203.2 us; with LL, 3.6 + 48 x 0.846
+    /// + 14 x 2.7 = 82.0 us and 6 x 32/62: 251.3 us. At 1 MiB the tree's correction is
+    /// 0.6 (253.9 us) and the ring with LL128 wins (249.2 us). One node: the ring's bus
+    /// is 6 x 21 = 126 GB/s: LL 21 GB/s, LL128 min(115.9, 6 x 16.9) x 4/6 = 67.6, Simple
+    /// 84; LL to 256 KiB (18.9 us against LL128's 25.3), LL128 at 512 KiB and 2 MiB
+    /// (29.2 and 52.4 us against LL's 31.4 and Simple's 53.8), Simple at 4 MiB (78.7
+    /// against 83.4).
+    #[test]
+    fn abci_picks_by_hand() {
+        let at = |ranks: usize| {
+            let topo = nvlink_cluster(ranks, 2, "100Gbps");
+            Inputs::of(topo.as_ref(), 2, Arch::Volta).with_tuning(Tuning::V2_8).searched(topo.as_ref())
+        };
+        let pick = |x: &Inputs, bytes: u64| choice(x, AR, bytes).map(|(a, p, _)| (a, p));
+        let x = at(32);
+        assert_eq!((x.channels, x.bw_intra, x.bw_inter), (2, 24.0, 24.0));
+        let t = time(&x, AR, Algo::Tree, Proto::Ll128, 512 << 10).unwrap();
+        assert!((t - (62.9 + 524_288.0 / (1000.0 * 9.15 * 0.5)) * 1e-6).abs() < 1e-12, "{t}");
+        let (lat, bw) = lat_bw(&x, AR, Algo::Ring, Proto::Ll128);
+        assert!((lat - 157.2).abs() < 1e-9 && (bw - 22.08 * 32.0 / 62.0).abs() < 1e-9, "{lat} {bw}");
+        assert_eq!(pick(&x, 256 << 10), Some((Algo::Tree, Proto::Ll128)));
+        assert_eq!(pick(&x, 512 << 10), Some((Algo::Tree, Proto::Ll128)));
+        assert_eq!(pick(&x, 1 << 20), Some((Algo::Ring, Proto::Ll128)));
+        let x = at(4);
+        assert_eq!((x.channels, x.bw_intra), (6, 126.0));
+        let (_, bw) = lat_bw(&x, AR, Algo::Ring, Proto::Ll128);
+        assert!((bw - 101.4 * 4.0 / 6.0).abs() < 1e-9, "{bw}");
+        for (bytes, proto) in
+            [(256 << 10, Proto::Ll), (512 << 10, Proto::Ll128), (2 << 20, Proto::Ll128), (4 << 20, Proto::Simple)]
+        {
+            assert_eq!(pick(&x, bytes), Some((Algo::Ring, proto)), "{bytes}");
+        }
+        // On two nodes the model reads the speed inside a node: the ring's 2 x 12, the
+        // tree's 2 x 24 (capped per channel at 18.5: 2 x 18.5 x 0.915 / 2 with LL128).
+        let x = at(8);
+        let (_, bw) = lat_bw(&x, AR, Algo::Tree, Proto::Ll128);
+        assert!((bw - 16.9).abs() < 1e-9, "{bw}");
+        // The later tuning is not searched.
+        let topo = nvlink_cluster(32, 2, "100Gbps");
+        let new = Inputs::of(topo.as_ref(), 2, Arch::Volta).searched(topo.as_ref());
+        assert!(new.search.is_none());
+    }
+
     #[test]
     fn versions_map_to_their_tuning() {
         for (v, t) in [
