@@ -452,7 +452,9 @@ fn settle_28(max_width: f64, total_width: f64, max_channels: u32, channels_at: i
             best = Some((n, s));
         }
         if let Some((bn, bs)) = best
-            && (bn >= max_channels || f64::from(bn) * bs >= total_width || SPEEDS_28.get(i + 1).is_none_or(|&next| next / bs <= 0.49))
+            && (bn >= max_channels
+                || f64::from(bn) * bs >= total_width
+                || SPEEDS_28.get(i + 1).is_none_or(|&next| next / bs <= 0.49))
         {
             break;
         }
@@ -513,7 +515,8 @@ pub fn search_28(topo: &dyn Topology) -> Option<Search28> {
     let (pair_width, total_width) = match &nv {
         Some(w) => {
             let best = w.iter().map(|l| l.2).fold(0.0, f64::max);
-            let total = (0..g).map(|x| w.iter().filter(|l| l.0 == x || l.1 == x).map(|l| l.2).sum::<f64>()).fold(0.0, f64::max);
+            let total =
+                (0..g).map(|x| w.iter().filter(|l| l.0 == x || l.1 == x).map(|l| l.2).sum::<f64>()).fold(0.0, f64::max);
             (best, total)
         }
         None if g > 1 => {
@@ -1307,15 +1310,16 @@ mod tests {
 
     /// NCCL 2.8.4's picks on ABCI's nodes, from its search's graphs, by hand. 8 nodes
     /// (32 ranks), bus 2 x 12 = 24 GB/s for both. At 512 KiB: the tree with LL128,
-    /// 4.4 + 2 (3 x 1.25 + 3 x 8.5) = 62.9 us and min(24 x 0.92, 2 x 10) x 0.915 / 2 =
-    /// 9.15 GB/s corrected by 0.5: 177.5 us; the ring with LL128, 10 + 48 x 1.9 + 14 x 4
-    /// = 157.2 us and 24 x 0.92 x 32/62 = 11.40 GB/s: 203.2 us; with LL, 3.6 + 48 x 0.846
-    /// + 14 x 2.7 = 82.0 us and 6 x 32/62: 251.3 us. At 1 MiB the tree's correction is
-    /// 0.6 (253.9 us) and the ring with LL128 wins (249.2 us). One node: the ring's bus
-    /// is 6 x 21 = 126 GB/s: LL 21 GB/s, LL128 min(115.9, 6 x 16.9) x 4/6 = 67.6, Simple
-    /// 84; LL to 256 KiB (18.9 us against LL128's 25.3), LL128 at 512 KiB and 2 MiB
-    /// (29.2 and 52.4 us against LL's 31.4 and Simple's 53.8), Simple at 4 MiB (78.7
-    /// against 83.4).
+    /// latency 4.4 + 2 (3 x 1.25 + 3 x 8.5) = 62.9 us, bandwidth
+    /// min(24 x 0.92, 2 x 10) x 0.915 / 2 = 9.15 GB/s corrected by 0.5: 177.5 us; the
+    /// ring with LL128, latency 10 + 48 x 1.9 + 14 x 4 = 157.2 us, bandwidth
+    /// 24 x 0.92 x 32/62 = 11.40 GB/s: 203.2 us; with LL, latency
+    /// 3.6 + 48 x 0.846 + 14 x 2.7 = 82.0 us, bandwidth 6 x 32/62: 251.3 us. At 1 MiB
+    /// the tree's correction is 0.6 (253.9 us) and the ring with LL128 wins (249.2 us).
+    /// One node: the ring's bus is 6 x 21 = 126 GB/s: LL 21 GB/s, LL128
+    /// min(115.9, 6 x 16.9) x 4/6 = 67.6, Simple 84; LL to 256 KiB (18.9 us against
+    /// LL128's 25.3), LL128 at 512 KiB and 2 MiB (29.2 and 52.4 us against LL's 31.4 and
+    /// Simple's 53.8), Simple at 4 MiB (78.7 against 83.4).
     #[test]
     fn abci_picks_by_hand() {
         let at = |ranks: usize| {
