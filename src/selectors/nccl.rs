@@ -484,14 +484,14 @@ fn dup_28(g: Graph28, max_channels: u32) -> Graph28 {
 ///
 /// Across nodes every channel enters a node through a NIC and leaves through it: the
 /// first speed is the fastest not above the NIC's rate, each NIC carries as many
-/// channels as its rate holds at that speed, and [`settle_28`] tries slower speeds for
+/// channels as its rate holds at that speed, and slower speeds are tried for
 /// more channels. The ring keeps that speed inside the node; the tree's search then
 /// raises its speed inside the node one step at a time while it is below twice the NIC
 /// speed and the node's best GPU pair can carry it (its second pass), and is held to the
 /// ring's channels. On one node (NCCL leaves the NICs out) the ring's channels are the
 /// rings it lays over the NVLinks at each speed, a bundle of `n` links of width `21 n`
-/// carrying `floor(21 n / speed)` of them ([`nvlink_rings`]), or on an NVSwitch as many
-/// as a GPU's link holds; the tree's chains, a ring less one hop, are taken as the
+/// carrying `floor(21 n / speed)` of them (our NVLink ring search, `nvlink_rings`), or
+/// on an NVSwitch as many as a GPU's link holds; the tree's chains, a ring less one hop, are taken as the
 /// ring's. A graph of 25 GB/s or more a channel is opened twice at half the speed, and
 /// both graphs keep the fewer channels of the two.
 ///
@@ -500,8 +500,6 @@ fn dup_28(g: Graph28, max_channels: u32) -> Graph28 {
 /// modelled: a GPU's PCIe link to its NIC (NCCL's PCIe Gen3 x16, 12 GB/s, would bound a
 /// faster NIC), the tree's Volta rule that also charges a GPU's link back for an eighth
 /// of what enters it from a NIC, and the search's time-out.
-///
-/// [`nvlink_rings`]: crate::algos::nccl_ring
 pub fn search_28(topo: &dyn Topology) -> Option<Search28> {
     let (nodes, gpus) = topo.node_shape()?;
     let ranks = topo.ranks();
