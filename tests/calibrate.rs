@@ -347,8 +347,10 @@ fn bad_input_is_one_message_and_status_2() {
 
 /// ABCI's 2-node log, picked by NCCL 2.8.4's model (the machine file names the release):
 /// each allreduce runs on the channels 2.8.4 opens for the call, twice the 2 its search
-/// finds at large sizes and one for a small call (the ring's LL adds one per 32 KiB of
-/// 512 threads x 8 bytes x 8 ranks).
+/// finds (one per EDR NIC) at large sizes and fewer for a small call (the ring's LL keeps
+/// one below 2 x 32 KiB, 512 threads x 8 bytes x 8 ranks a channel; LL128 adds one per
+/// 640 x 8 bytes). The ring takes LL to 32 KiB, the tree LL128 at 64 KiB (its bus, 2 x 24
+/// GB/s inside the node, is capped at 2 x 18.5), the ring LL128 at 8 MiB.
 #[test]
 fn nccl_2_8_runs_its_channels_per_call() {
     let m = Path::new(env!("CARGO_MANIFEST_DIR")).join("validation/hardware/machines/abci_v100.yaml");
@@ -367,8 +369,10 @@ fn nccl_2_8_runs_its_channels_per_call() {
     };
     let (a, how) = ran(4);
     assert!(how.ends_with("ring/ll") && a.contains("channels=1"), "{a} {how}");
+    let (a, how) = ran(32_768);
+    assert!(how.ends_with("ring/ll") && a.contains("channels=1"), "{a} {how}");
     let (a, how) = ran(65_536);
-    assert!(how.ends_with("ring/ll") && a.contains("channels=2"), "{a} {how}");
-    let (a, how) = ran(32 << 20);
-    assert!(a.starts_with("nccl_ring") && a.contains("channels=4"), "{a} {how}");
+    assert!(how.ends_with("tree/ll128") && a.starts_with("nccl_tree") && a.contains("channels=4"), "{a} {how}");
+    let (a, how) = ran(8 << 20);
+    assert!(how.ends_with("ring/ll128") && a.starts_with("nccl_ring") && a.contains("channels=4"), "{a} {how}");
 }

@@ -254,6 +254,7 @@ fn nccl_model_runs_nccl_ring_for_the_halves() {
         nvls: true,
         nvls_heads: 0,
         tuning: Tuning::V2_30,
+        search: None,
     };
     let s = 1u64 << 30;
     for c in [RS, AG] {

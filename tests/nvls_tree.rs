@@ -77,6 +77,7 @@ fn tuning_by_hand() {
         nvls: true,
         nvls_heads: 8,
         tuning: Tuning::V2_30,
+        search: None,
     };
     let ar = Collective::Allreduce;
     let (lat, bw) = lat_bw(&x, ar, Algo::NvlsTree, Proto::Simple);

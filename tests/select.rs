@@ -81,6 +81,7 @@ fn selector_rows_pick_what_they_say() {
                 nvls: false,
                 nvls_heads: 0,
                 tuning: nccl::Tuning::V2_30,
+                search: None,
             };
             let (algo, proto, t) = nccl::choice(&x, Collective::Allreduce, b).unwrap();
             assert_eq!(nsel.library_choice.as_deref(), Some(format!("{}/{}", algo.name(), proto.name()).as_str()));
@@ -424,6 +425,7 @@ fn nccl_model_on_every_collective() {
             nvls: false,
             nvls_heads: 0,
             tuning: nccl::Tuning::V2_30,
+            search: None,
         };
         let (algo, proto, t) = nccl::choice(&x, r.collective, r.bytes).unwrap();
         let sel = r.selection.as_ref().unwrap();
@@ -531,6 +533,7 @@ fn nccl_tuner_rows_for_every_collective() {
             nvls: false,
             nvls_heads: 0,
             tuning: nccl::Tuning::V2_30,
+            search: None,
         };
         // The protocol is the one NCCL's model ranks first for that algorithm ...
         assert_eq!(nccl::best_protocol(&x, pt.collective, *mine, pt.bytes).unwrap().0.name(), proto);

@@ -377,7 +377,7 @@ pub fn what_ran_with(
     // under it LL128 is on or off as named (NCCL's parseList writes 0 or 1 for each).
     let base = nccl::Inputs::of(topo, NCCL_CHANNELS, arch_of(&run.devices));
     let tuning = run.nccl_version.as_deref().and_then(nccl::Tuning::of_version).or(machine_tuning).unwrap_or_default();
-    let base = base.with_tuning(tuning);
+    let base = base.with_tuning(tuning).searched(topo);
     // NVLS and NVLS Tree came within 2.30.7's tuning (2.17, 2.18): a log's older release has neither.
     let base = run.nccl_version.as_deref().map_or(base, |v| base.with_release(v));
     let x = nccl::Inputs { ll128: proto_env.is_some() || base.ll128, ..base };

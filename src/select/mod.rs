@@ -199,7 +199,9 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                 avg: s.data.op == ReduceOp::Avg,
                 ..nccl::Inputs::of(topo.as_ref(), np.channels, np.arch)
             };
-            let x = nccl::Inputs { nvls: x.nvls && np.nvls, ..x }.with_tuning(np.tuning.unwrap_or_default());
+            let x = nccl::Inputs { nvls: x.nvls && np.nvls, ..x }
+                .with_tuning(np.tuning.unwrap_or_default())
+                .searched(topo.as_ref());
             let Some((algo, proto, t)) = nccl::choice(&x, c, bytes) else {
                 return Err(format!("NCCL's model has no algorithm for {ranks} rank(s)"));
             };

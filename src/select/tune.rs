@@ -221,7 +221,8 @@ fn nccl_inputs(s: &Scenario, spec: Option<&AlgoSpec>, ranks: usize) -> Option<nc
     let avg = s.data.op == crate::sim::data::ReduceOp::Avg;
     Some(
         nccl::Inputs { avg, ..nccl::Inputs::of(topo.as_ref(), np.channels, np.arch) }
-            .with_tuning(np.tuning.unwrap_or_default()),
+            .with_tuning(np.tuning.unwrap_or_default())
+            .searched(topo.as_ref()),
     )
 }
 

@@ -57,7 +57,7 @@ pub const SELECTORS: [SelectorInfo; 3] = [
         params: &[
             "channels=2: NCCL channels; the bus bandwidth is the link's, shared by them (sets the per-channel caps); \
              the allreduce runs with as many (with version 2.8.4: twice as many, fewer for a small call, as 2.8.4 \
-             opens them)",
+             opens them; with 2.8.4 on a cluster the channels and bus bandwidth of its graph search replace it)",
             "arch=hopper: GPU generation whose constants apply: volta, ampere, hopper, blackwell",
             "nvls=1: 0 leaves NVLS and NVLS Tree out, as NCCL_NVLS_ENABLE=0 does (NVLS is weighed on one node of \
              an NVSwitch cluster, Hopper or later, and runs as nvls; NVLS Tree on more than one, with two NICs or \

@@ -282,6 +282,11 @@ pub struct Inputs {
     pub nvls_heads: usize,
     /// Which NCCL release's model to evaluate.
     pub tuning: Tuning,
+    /// The channels and speeds NCCL 2.8's graph search finds on this machine
+    /// ([`search_28`]), where we replicate it and [`Inputs::searched`] was asked; under
+    /// [`Tuning::V2_8`] the ring's replace `channels`, `bw_intra` and `bw_inter`, and the
+    /// tree's bandwidth comes from the tree's own graph. `None`: the fields as they are.
+    pub search: Option<Search28>,
 }
 
 impl Inputs {
@@ -330,6 +335,27 @@ impl Inputs {
                 _ => 0,
             },
             tuning: Tuning::V2_30,
+            search: None,
+        }
+    }
+
+    /// Under [`Tuning::V2_8`], the same inputs with the channels and bus bandwidths NCCL
+    /// 2.8's graph search finds on `topo` ([`search_28`]) in place of the link's
+    /// bandwidth and the given channels: NCCL rates the machine by the graph it found, so
+    /// its picks follow that graph. Unchanged under later tunings, and where we do not
+    /// replicate the search.
+    pub fn searched(self, topo: &dyn Topology) -> Inputs {
+        if self.tuning != Tuning::V2_8 {
+            return self;
+        }
+        let Some(found) = search_28(topo) else { return self };
+        let ch = f64::from(found.ring.channels);
+        Inputs {
+            channels: found.ring.channels,
+            bw_intra: ch * found.ring.speed_intra,
+            bw_inter: ch * found.ring.speed_inter,
+            search: Some(found),
+            ..self
         }
     }
 
@@ -370,6 +396,166 @@ impl Inputs {
     pub fn pat_enabled(&self) -> bool {
         self.tuning == Tuning::V2_30 && self.nodes == self.ranks
     }
+}
+
+// NCCL 2.8's graph search (`src/graph/search.cc`, `topo.h`): the speeds per channel it
+// tries, GB/s, fastest first (`speedArray`); the most channels a search may find
+// (`MAXCHANNELS/2`); the width it rates one NVLink at from Volta on
+// (`SM70_NVLINK_WIDTH`, `SM80_NVLINK_WIDTH`; 2.8 gives later GPUs the same); the speed
+// from which it opens every channel twice at half the speed.
+const SPEEDS_28: [f64; 18] =
+    [42.0, 30.0, 24.0, 21.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12];
+const MAX_CHANNELS_28: u32 = 16;
+const NVLINK_WIDTH_28: f64 = 21.0;
+const DUP_SPEED_28: f64 = 25.0;
+
+/// One graph NCCL 2.8's search settled on: its channels and the speed each carries
+/// inside a node and through a NIC, GB/s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Graph28 {
+    /// nChannels.
+    pub channels: u32,
+    /// speedIntra, GB/s per channel.
+    pub speed_intra: f64,
+    /// speedInter, GB/s per channel.
+    pub speed_inter: f64,
+}
+
+/// The ring's and the tree's graphs of NCCL 2.8 on one machine, with the channels both
+/// keep (`init.cc`: the fewer of the two).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Search28 {
+    /// The ring's graph.
+    pub ring: Graph28,
+    /// The tree's graph.
+    pub tree: Graph28,
+}
+
+/// NCCL 2.8's first speed: the fastest of its speeds not above `max_width`.
+fn first_speed_28(max_width: f64) -> usize {
+    SPEEDS_28.iter().position(|&s| s <= max_width).unwrap_or(SPEEDS_28.len() - 1)
+}
+
+/// The channels and speed NCCL 2.8's first pass settles at (`ncclTopoCompute`):
+/// from the fastest speed not above `max_width` it searches the most channels
+/// (`channels_at`, at most `max_channels`), then tries slower speeds while they are above
+/// 0.49 of the best found, keeping a graph only if its channels times speed is larger
+/// (ties keep the faster); it stops once that total reaches `total_width` (a GPU's
+/// NVLinks, or its PCIe link) or the channels reach `max_channels`.
+fn settle_28(max_width: f64, total_width: f64, max_channels: u32, channels_at: impl Fn(f64) -> u32) -> Option<Graph28> {
+    let mut i = first_speed_28(max_width);
+    let mut best: Option<(u32, f64)> = None;
+    loop {
+        let s = SPEEDS_28[i];
+        let n = channels_at(s).min(max_channels);
+        if n > 0 && best.is_none_or(|(bn, bs)| f64::from(n) * s > f64::from(bn) * bs) {
+            best = Some((n, s));
+        }
+        if let Some((bn, bs)) = best
+            && (bn >= max_channels
+                || f64::from(bn) * bs >= total_width
+                || SPEEDS_28.get(i + 1).is_none_or(|&next| next / bs <= 0.49))
+        {
+            break;
+        }
+        if i + 1 >= SPEEDS_28.len() {
+            break;
+        }
+        i += 1;
+    }
+    best.map(|(channels, s)| Graph28 { channels, speed_intra: s, speed_inter: s })
+}
+
+/// NCCL 2.8's last step of a search: a graph of `DUP_SPEED_28` or more inside a node is
+/// opened twice (up to `max_channels`), each copy at the speed divided accordingly.
+fn dup_28(g: Graph28, max_channels: u32) -> Graph28 {
+    if g.speed_intra < DUP_SPEED_28 {
+        return g;
+    }
+    let channels = (2 * g.channels).min(max_channels).max(g.channels);
+    let div = f64::from(channels.div_ceil(g.channels));
+    Graph28 { channels, speed_intra: g.speed_intra / div, speed_inter: g.speed_inter / div }
+}
+
+/// The ring and tree graphs NCCL 2.8's search (`src/graph/search.cc`, `init.cc`) finds
+/// on a cluster, as far as its rules can be read off the machine file: NCCL rates a NIC
+/// at its line rate, an NVLink at its own 21 GB/s a link whatever the machine says, an
+/// NVSwitch or PCIe link at its nominal rate.
+///
+/// Across nodes every channel enters a node through a NIC and leaves through it: the
+/// first speed is the fastest not above the NIC's rate, each NIC carries as many
+/// channels as its rate holds at that speed, and slower speeds are tried for
+/// more channels. The ring keeps that speed inside the node; the tree's search then
+/// raises its speed inside the node one step at a time while it is below twice the NIC
+/// speed and the node's best GPU pair can carry it (its second pass), and is held to the
+/// ring's channels. On one node (NCCL leaves the NICs out) the ring's channels are the
+/// rings it lays over the NVLinks at each speed, a bundle of `n` links of width `21 n`
+/// carrying `floor(21 n / speed)` of them (our NVLink ring search, `nvlink_rings`), or
+/// on an NVSwitch as many as a GPU's link holds; the tree's chains, a ring less one hop, are taken as the
+/// ring's. A graph of 25 GB/s or more a channel is opened twice at half the speed, and
+/// both graphs keep the fewer channels of the two.
+///
+/// `None` where we do not replicate the search: a machine that is not a cluster, one
+/// GPU, a one-node PCIe machine (whose rings go through CPUs), or no link at all. Not
+/// modelled: a GPU's PCIe link to its NIC (NCCL's PCIe Gen3 x16, 12 GB/s, would bound a
+/// faster NIC), the tree's Volta rule that also charges a GPU's link back for an eighth
+/// of what enters it from a NIC, and the search's time-out.
+pub fn search_28(topo: &dyn Topology) -> Option<Search28> {
+    let (nodes, gpus) = topo.node_shape()?;
+    let ranks = topo.ranks();
+    let g = gpus.min(ranks);
+    let gbps = |b: f64| b / 1e9;
+    // The NVLink widths of every pair of the node's GPUs in use, where they are explicit.
+    let nv: Option<Vec<(usize, usize, f64)>> = topo.nvlinks().map(|links| {
+        links.iter().filter(|l| l.0 < g && l.1 < g).map(|&(a, b, n)| (a, b, NVLINK_WIDTH_28 * f64::from(n))).collect()
+    });
+    // The widest GPU pair of the node and the most a GPU has in all.
+    let (pair_width, total_width) = match &nv {
+        Some(w) => {
+            let best = w.iter().map(|l| l.2).fold(0.0, f64::max);
+            let total =
+                (0..g).map(|x| w.iter().filter(|l| l.0 == x || l.1 == x).map(|l| l.2).sum::<f64>()).fold(0.0, f64::max);
+            (best, total)
+        }
+        None if g > 1 => {
+            let w = gbps(topo.link(0, 1).bandwidth);
+            (w, w)
+        }
+        None => (f64::INFINITY, 0.0),
+    };
+    let (ring, tree) = if nodes > 1 && ranks > gpus {
+        let nic = gbps(topo.link(0, gpus).bandwidth);
+        let nics = topo.node_nics()?.clamp(1, g.max(1)) as u32;
+        let per_nic = |s: f64| nics * (nic / s + 1e-9).floor() as u32;
+        let ring = dup_28(settle_28(nic, total_width, MAX_CHANNELS_28, per_nic)?, MAX_CHANNELS_28);
+        let tree = settle_28(nic, total_width, ring.channels, per_nic)?;
+        let mut i = first_speed_28(tree.speed_inter);
+        let mut intra = tree.speed_intra;
+        while intra < 2.0 * tree.speed_inter && i > 0 && SPEEDS_28[i - 1] <= pair_width {
+            i -= 1;
+            intra = SPEEDS_28[i];
+        }
+        (ring, dup_28(Graph28 { speed_intra: intra, ..tree }, ring.channels))
+    } else {
+        if g < 2 || topo.intra_pcie() {
+            return None;
+        }
+        let ring = match &nv {
+            Some(w) => {
+                let at = |s: f64| {
+                    let links: Vec<(usize, usize, u32)> =
+                        w.iter().map(|&(a, b, width)| (a, b, (width / s + 1e-9).floor() as u32)).collect();
+                    crate::algos::nccl_ring::nvlink_rings(g, &links).len() as u32
+                };
+                settle_28(pair_width, total_width, MAX_CHANNELS_28, at)?
+            }
+            None => settle_28(pair_width, total_width, MAX_CHANNELS_28, |s| (pair_width / s + 1e-9).floor() as u32)?,
+        };
+        let ring = dup_28(ring, MAX_CHANNELS_28);
+        (ring, ring)
+    };
+    let channels = ring.channels.min(tree.channels);
+    Some(Search28 { ring: Graph28 { channels, ..ring }, tree: Graph28 { channels, ..tree } })
 }
 
 /// NCCL's name of collective `c` (its tuner plugin's CSV); `None` for the barrier, which
@@ -519,7 +705,16 @@ fn lat_bw_28(x: &Inputs, c: Collective, algo: Algo, proto: Proto) -> (f64, f64) 
     let index1 = if x.nodes == 1 { cc80 } else { 0 };
     let nch = f64::from(x.channels);
     let ppn = n_ranks / n_nodes;
-    let mut bus = if x.nodes <= 2 { x.bw_intra } else { x.bw_inter };
+    // NCCL's speed: inside a node's on two nodes or fewer, else between nodes; the
+    // tree's from its own graph, whose search may have raised its speed inside a node.
+    let (intra, inter) = match (algo, x.search) {
+        (Algo::Tree, Some(found)) => {
+            let ch = f64::from(found.tree.channels);
+            (ch * found.tree.speed_intra, ch * found.tree.speed_inter)
+        }
+        _ => (x.bw_intra, x.bw_inter),
+    };
+    let mut bus = if x.nodes <= 2 { intra } else { inter };
     let ll128_cap = nch
         * LL128_MAX_BW_PER_CH_28[match c {
             Collective::Broadcast => 0,
@@ -891,6 +1086,7 @@ mod tests {
             nvls: false,
             nvls_heads: 0,
             tuning: Tuning::V2_30,
+            search: None,
         }
     }
 
@@ -1020,6 +1216,7 @@ mod tests {
             nvls: false,
             nvls_heads: 0,
             tuning: Tuning::V2_30,
+            search: None,
         }
         .with_tuning(Tuning::V2_8);
         // Tree LL: 4.4 + 2 (3 NVLink hops of 0.52 x 1.8 + log2(4) = 2 network hops of 5.0);
@@ -1055,6 +1252,106 @@ mod tests {
         let hopper = Inputs { arch: Arch::Hopper, ll128: true, nvls: true, ..new }.with_tuning(Tuning::V2_8);
         assert!(!hopper.ll128 && !hopper.nvls);
         assert_eq!(time(&hopper, AR, Algo::Ring, Proto::Ll128, 1 << 20), None);
+    }
+
+    /// A cluster of `nodes` nodes of 4 GPUs, every pair joined by 2 NVLinks, with
+    /// `nics` NICs of `nic` a node (ABCI's node with 2 EDR NICs of 100 Gb/s).
+    fn nvlink_cluster(ranks: usize, nics: usize, nic: &str) -> Box<dyn Topology> {
+        let text = format!(
+            "name: c\nranks: [{ranks}]\ntopology:\n  kind: cluster\n  nodes: {}\n  gpus_per_node: 4\n  intra:\n    \
+             kind: nvlink\n    alpha: 1us\n    bandwidth: 25GB/s\n    links: [[0, 1, 2], [0, 2, 2], [0, 3, 2], [1, 2, 2], \
+             [1, 3, 2], [2, 3, 2]]\n  nics_per_node: {nics}\n  inter: {{ alpha: 5us, bandwidth: {nic} }}\n\
+             algorithms: [ring]\nsizes: [1KiB]\n",
+            ranks.div_ceil(4)
+        );
+        let s = crate::scenario::parse_str(&text, "c.yaml").unwrap();
+        crate::topology::build(&s.topology, ranks).unwrap()
+    }
+
+    fn graph(channels: u32, speed_intra: f64, speed_inter: f64) -> Graph28 {
+        Graph28 { channels, speed_intra, speed_inter }
+    }
+
+    /// NCCL 2.8's search on ABCI's node, by hand from search.cc. Across nodes: a
+    /// 12.5 GB/s NIC starts at speed 12 (the fastest of NCCL's speeds not above it), one
+    /// channel a NIC; 10, 9 and 7 hold one too (less in all), 6 holds two (24, not more
+    /// than 24: the faster kept), 5 is under 0.49 of 12: 2 channels of 12. The tree then
+    /// raises its speed inside the node 15, 18, 21, 24 (below twice 12, and an NVLink pair
+    /// of 2 x 21 GB/s carries it). On one node: at 42 GB/s a pair's bundle carries one
+    /// ring (2 rings: 84), at 30 and 24 one (60, 48), at 21 two, and the 6 rings over
+    /// the doubled 4-GPU mesh reach a GPU's 6 x 21 = 126: 6 channels of 21.
+    #[test]
+    fn search_28_by_hand() {
+        for ranks in [8, 16, 32, 128] {
+            let found = search_28(nvlink_cluster(ranks, 2, "100Gbps").as_ref()).unwrap();
+            assert_eq!(found.ring, graph(2, 12.0, 12.0), "{ranks}");
+            assert_eq!(found.tree, graph(2, 24.0, 12.0), "{ranks}");
+        }
+        let one = search_28(nvlink_cluster(4, 2, "100Gbps").as_ref()).unwrap();
+        assert_eq!((one.ring, one.tree), (graph(6, 21.0, 21.0), graph(6, 21.0, 21.0)));
+        // A 20 GB/s NIC: 18, 15 and 12 hold one channel, 10 two (20 > 18: kept); 9, 7
+        // and 6 hold less in all, 5 four (20, not more), 4 is under 0.49 of 10.
+        let found = search_28(nvlink_cluster(8, 1, "160Gbps").as_ref()).unwrap();
+        assert_eq!(found.ring, graph(2, 10.0, 10.0));
+        // Its tree rises to 21: 18 is still below twice 10.
+        assert_eq!(found.tree, graph(2, 21.0, 10.0));
+        // One node of 8 GPUs on an NVSwitch, 300 GB/s each: 42 holds 7 channels (294),
+        // 30 holds 10 (300, a GPU's whole link: the search stops); at 25 or more NCCL
+        // opens twice the channels, at most 16, at 30 / ceil(16 / 10) = 15 each.
+        let text = "name: s\nranks: [8]\ntopology:\n  kind: cluster\n  nodes: 1\n  gpus_per_node: 8\n  intra: \
+                    { kind: nvswitch, alpha: 1us, bandwidth: 300GB/s }\n  nics_per_node: 8\n  inter: { alpha: 5us, \
+                    bandwidth: 400Gbps }\nalgorithms: [ring]\nsizes: [1KiB]\n";
+        let s = crate::scenario::parse_str(text, "s.yaml").unwrap();
+        let found = search_28(crate::topology::build(&s.topology, 8).unwrap().as_ref()).unwrap();
+        assert_eq!((found.ring, found.tree), (graph(16, 15.0, 15.0), graph(16, 15.0, 15.0)));
+    }
+
+    /// NCCL 2.8.4's picks on ABCI's nodes, from its search's graphs, by hand. 8 nodes
+    /// (32 ranks), bus 2 x 12 = 24 GB/s for both. At 512 KiB: the tree with LL128,
+    /// latency 4.4 + 2 (3 x 1.25 + 3 x 8.5) = 62.9 us, bandwidth
+    /// min(24 x 0.92, 2 x 10) x 0.915 / 2 = 9.15 GB/s corrected by 0.5: 177.5 us; the
+    /// ring with LL128, latency 10 + 48 x 1.9 + 14 x 4 = 157.2 us, bandwidth
+    /// 24 x 0.92 x 32/62 = 11.40 GB/s: 203.2 us; with LL, latency
+    /// 3.6 + 48 x 0.846 + 14 x 2.7 = 82.0 us, bandwidth 6 x 32/62: 251.3 us. At 1 MiB
+    /// the tree's correction is 0.6 (253.9 us) and the ring with LL128 wins (249.2 us).
+    /// One node: the ring's bus is 6 x 21 = 126 GB/s: LL 21 GB/s, LL128
+    /// min(115.9, 6 x 16.9) x 4/6 = 67.6, Simple 84; LL to 256 KiB (18.9 us against
+    /// LL128's 25.3), LL128 at 512 KiB and 2 MiB (29.2 and 52.4 us against LL's 31.4 and
+    /// Simple's 53.8), Simple at 4 MiB (78.7 against 83.4).
+    #[test]
+    fn abci_picks_by_hand() {
+        let at = |ranks: usize| {
+            let topo = nvlink_cluster(ranks, 2, "100Gbps");
+            Inputs::of(topo.as_ref(), 2, Arch::Volta).with_tuning(Tuning::V2_8).searched(topo.as_ref())
+        };
+        let pick = |x: &Inputs, bytes: u64| choice(x, AR, bytes).map(|(a, p, _)| (a, p));
+        let x = at(32);
+        assert_eq!((x.channels, x.bw_intra, x.bw_inter), (2, 24.0, 24.0));
+        let t = time(&x, AR, Algo::Tree, Proto::Ll128, 512 << 10).unwrap();
+        assert!((t - (62.9 + 524_288.0 / (1000.0 * 9.15 * 0.5)) * 1e-6).abs() < 1e-12, "{t}");
+        let (lat, bw) = lat_bw(&x, AR, Algo::Ring, Proto::Ll128);
+        assert!((lat - 157.2).abs() < 1e-9 && (bw - 22.08 * 32.0 / 62.0).abs() < 1e-9, "{lat} {bw}");
+        assert_eq!(pick(&x, 256 << 10), Some((Algo::Tree, Proto::Ll128)));
+        assert_eq!(pick(&x, 512 << 10), Some((Algo::Tree, Proto::Ll128)));
+        assert_eq!(pick(&x, 1 << 20), Some((Algo::Ring, Proto::Ll128)));
+        let x = at(4);
+        assert_eq!((x.channels, x.bw_intra), (6, 126.0));
+        let (_, bw) = lat_bw(&x, AR, Algo::Ring, Proto::Ll128);
+        assert!((bw - 101.4 * 4.0 / 6.0).abs() < 1e-9, "{bw}");
+        for (bytes, proto) in
+            [(256 << 10, Proto::Ll), (512 << 10, Proto::Ll128), (2 << 20, Proto::Ll128), (4 << 20, Proto::Simple)]
+        {
+            assert_eq!(pick(&x, bytes), Some((Algo::Ring, proto)), "{bytes}");
+        }
+        // On two nodes the model reads the speed inside a node: the ring's 2 x 12, the
+        // tree's 2 x 24 (capped per channel at 18.5: 2 x 18.5 x 0.915 / 2 with LL128).
+        let x = at(8);
+        let (_, bw) = lat_bw(&x, AR, Algo::Tree, Proto::Ll128);
+        assert!((bw - 16.9).abs() < 1e-9, "{bw}");
+        // The later tuning is not searched.
+        let topo = nvlink_cluster(32, 2, "100Gbps");
+        let new = Inputs::of(topo.as_ref(), 2, Arch::Volta).searched(topo.as_ref());
+        assert!(new.search.is_none());
     }
 
     #[test]
