@@ -862,27 +862,42 @@ const STEADY_CHECKS: u64 = 3;
 /// How close (relative to the time) the steps must be: rounding only.
 const STEADY_TOLERANCE: f64 = 1e-12;
 
-/// The bytes of one whole loop of a point's algorithm when it is `nccl_ring` with its
-/// own chunk (the only entry [`what_ran`] makes whose work grows with the size in
-/// identical loops): every channel's part gains P chunks per loop, so a size of `m`
+/// The bytes of one whole loop of a point's algorithm when it is `nccl_ring` or
+/// `nccl_tree` (the entries [`what_ran`] makes whose work grows with the size in
+/// identical loops), with the chunk [`what_ran`] gives it or its protocol's: a ring's
+/// channel gains P chunks per loop, a tree's channel one chunk (its part is the size over
+/// the channels, cut into chunks that go up and down the same tree), so a size of `m`
 /// loops more is the same program with `m` more identical loops. `None` otherwise.
 fn steady_period(spec: &AlgoSpec, ranks: usize, elem: u64) -> Option<u64> {
-    if spec.name != "nccl_ring" || ranks < 2 {
+    let tree = match spec.name.as_str() {
+        "nccl_ring" => false,
+        "nccl_tree" => true,
+        _ => return None,
+    };
+    if ranks < 2 {
         return None;
     }
     let Some(ProtocolChoice::Fixed(proto)) = spec.protocol else { return None };
-    let mut channels = 1;
+    let mut channels = if tree { 2 } else { 1 };
+    let mut chunk = None;
     for (k, v) in &spec.params {
         match (k.as_str(), v) {
             ("channels", ParamValue::Int(c)) => channels = *c,
-            // A chunk or ring order of its own: not the schedule this argument is about.
+            ("chunk", ParamValue::Str(t)) => chunk = Some(crate::units::parse_size(t).ok().filter(|c| *c > 0)?),
+            // The tree's shape across nodes: the same in every loop.
+            ("pattern", _) if tree => {}
+            // A ring order of its own, or anything else: not the schedule this argument is about.
             _ => return None,
         }
+    }
+    if tree {
+        let chunk = chunk.unwrap_or(proto.chunk_bytes());
+        return ((chunk / elem).max(1) * elem).checked_mul(channels);
     }
     let ring = crate::algos::nccl_ring::NcclRing {
         proto: Some(proto),
         channels: channels as usize,
-        chunk: None,
+        chunk,
         gpus_per_node: 0,
         collective: spec.collective,
     };
