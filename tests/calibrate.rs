@@ -390,7 +390,7 @@ fn each_kind_of_value_has_its_bounds() {
     assert_eq!(b("topology.efficiency.ll128").hi, 120.0 / 128.0);
     assert!(b("topology.efficiency.ll").lo > 0.0);
     let bw = b("topology.inter.bandwidth");
-    assert!((bw.hi / 25e9 - 2.0).abs() < 1e-12 && bw.lo < 1e5, "{bw:?}");
+    assert!((bw.hi / 12.5e9 - 2.0).abs() < 1e-12 && bw.lo < 1e5, "{bw:?}");
     assert!((b("topology.inter.alpha.ll").hi / 20e-6 - 1.0).abs() < 1e-12);
     assert!((b("topology.launch").hi / 50e-6 - 1.0).abs() < 1e-12);
     // Not a latency: only the wide limits.

@@ -6,7 +6,10 @@
 //! The model is a black box: [`Model::eval`] maps parameter vectors (natural logs of
 //! positive values) to residual vectors (simulated / measured - 1 per point). The
 //! Jacobian is a forward difference in log space, its columns evaluated together so the
-//! caller can run them in parallel.
+//! caller can run them in parallel. Each parameter stays within its bounds ([`Limits`]),
+//! and a prior adds one residual per parameter, `weight * (theta - centre)`: the
+//! optimiser minimises both (a maximum a posteriori fit), and the statistics count the
+//! prior's rows in the uncertainties, not in what the data can tell.
 
 use std::cell::{Cell, RefCell};
 

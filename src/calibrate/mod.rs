@@ -354,10 +354,13 @@ pub struct Ran {
     pub how: String,
 }
 
-/// NCCL's GPU generation for a device name of the log.
-fn arch_of(devices: &[String]) -> nccl::Arch {
+/// NCCL's GPU generation for a device name of the log; `None` for a log that lists no
+/// devices (a log pasted without its header).
+fn arch_of(devices: &[String]) -> Option<nccl::Arch> {
     let d = devices.join(" ");
-    if d.contains("V100") {
+    Some(if devices.is_empty() {
+        return None;
+    } else if d.contains("V100") {
         nccl::Arch::Volta
     } else if d.contains("A100") || d.contains("A800") || d.contains("A10") || d.contains("L40") {
         nccl::Arch::Ampere
@@ -365,7 +368,7 @@ fn arch_of(devices: &[String]) -> nccl::Arch {
         nccl::Arch::Blackwell
     } else {
         nccl::Arch::Hopper
-    }
+    })
 }
 
 /// The names an `NCCL_ALGO` / `NCCL_PROTO` value allows among `all`: a list
@@ -395,18 +398,20 @@ fn allowed<'a>(value: Option<&String>, all: &[&'a str]) -> Vec<&'a str> {
 /// `ring` and tree as `double_binary_tree`. PAT runs as `pat` on a cluster, else as `halving_doubling`;
 /// broadcast and reduce as a pipelined `chain`.
 pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<Ran, String> {
-    what_ran_with(run, topo, bytes, None)
+    what_ran_with(run, topo, bytes, None, None)
 }
 
 /// [`what_ran`] with the NCCL release the machine file's `nccl_model` entry names
 /// (`version`), for a log that does not print its own: NCCL's model of that release
 /// picks. The log's version, where it prints one, comes first; with neither, the latest
-/// model we have.
+/// model we have. Likewise the GPU generation: the log's devices, else the entry's
+/// `arch`, else Hopper.
 pub fn what_ran_with(
     run: &Run,
     topo: &dyn topology::Topology,
     bytes: u64,
     machine_tuning: Option<nccl::Tuning>,
+    machine_arch: Option<nccl::Arch>,
 ) -> Result<Ran, String> {
     let c = run.collective;
     let e = run.dtype.as_deref().map_or(4, dtype_bytes);
@@ -447,7 +452,10 @@ pub fn what_ran_with(
     }
     // Any NCCL_PROTO replaces NCCL's default list, in which LL128 is on only over NVLink:
     // under it LL128 is on or off as named (NCCL's parseList writes 0 or 1 for each).
-    let base = nccl::Inputs::of(topo, NCCL_CHANNELS, arch_of(&run.devices));
+    // A log without its device list leaves the GPU to the machine file's `arch` (else
+    // Hopper): taken for a Hopper, an A100 machine got NVLS Tree, which A100s lack.
+    let arch = arch_of(&run.devices).or(machine_arch).unwrap_or(nccl::Arch::Hopper);
+    let base = nccl::Inputs::of(topo, NCCL_CHANNELS, arch);
     let tuning = run.nccl_version.as_deref().and_then(nccl::Tuning::of_version).or(machine_tuning).unwrap_or_default();
     let base = base.with_tuning(tuning);
     // NVLS and NVLS Tree came within 2.30.7's tuning (2.17, 2.18): a log's older release has neither.
@@ -780,8 +788,13 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
         .iter()
         .filter(|a| a.name == "nccl_model")
         .find_map(|a| crate::selectors::selector_params(&a.name, &a.params).ok()?.tuning);
+    let arch = first
+        .algorithms
+        .iter()
+        .filter(|a| a.name == "nccl_model" && a.params.iter().any(|(k, _)| k == "arch"))
+        .find_map(|a| Some(crate::selectors::selector_params(&a.name, &a.params).ok()?.arch));
     for s in &run.samples {
-        let mut ran = what_ran_with(run, topo.as_ref(), s.bytes, tuning)?;
+        let mut ran = what_ran_with(run, topo.as_ref(), s.bytes, tuning, arch)?;
         if let Some(c) = nvlink.filter(|_| ran.spec.name == "nccl_ring") {
             for (k, v) in &mut ran.spec.params {
                 if k == "channels" {
