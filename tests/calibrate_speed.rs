@@ -1,6 +1,5 @@
 //! What makes `calibrate` fast must not change what it fits: a size of many `nccl_ring`
-//! or `nccl_tree` loops, whose time calibrate counts from a few loops rather than
-//! simulating them all,
+//! loops, whose time calibrate counts from a few loops rather than simulating them all,
 //! comes out as the engine simulates it whole; a fit recovers the machine that made the
 //! log; and the fit is the same to the bit whatever the number of threads.
 
@@ -138,56 +137,4 @@ fn the_fit_does_not_depend_on_the_threads() {
     assert_eq!(values(&a), values(&b));
     assert_eq!(errors(&a), errors(&b));
     assert_eq!(a.evaluations, b.evaluations);
-}
-
-/// NCCL's tree (forced, Simple) on 2 and 4 nodes: each point as `what_ran` makes it
-/// (NCCL's channels and chunk for the call) simulated whole by the engine gives the log;
-/// calibrate, which counts a tree's loops of one chunk per channel beyond 5, gives the
-/// same times to rounding, remainders included.
-#[test]
-fn counted_tree_loops_are_the_engines_time() {
-    let chunk = 512u64 << 10;
-    let sizes = [1u64 << 20, 8 * chunk, 13 * chunk + 4096, 40 * chunk, 64 * chunk + (3 << 10), 96 * chunk];
-    let mut runs = Vec::new();
-    for nodes in [2, 4] {
-        let mut out =
-            "# Collective test starting: all_reduce_perf\n# NCCL_ALGO=Tree\n# NCCL_PROTO=Simple\n# Using devices\n"
-                .to_string();
-        for r in 0..4 * nodes {
-            out.push_str(&format!("#  Rank {r:2} Group  0 Pid 1 on host{} device {} [0x1] Test GPU\n", r / 4, r % 4));
-        }
-        out.push_str("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");
-        let head = nccl_tests::parse(&(out.clone() + "1024 256 float sum -1 1 0 0 0 1 0 0 0\n"), "h.log").unwrap();
-        let base = scenario::parse_str(&machine(nodes, TRUTH), "truth.yaml").unwrap();
-        let topo = allreduce_sim::topology::build(&base.topology, 4 * nodes).unwrap();
-        for &b in &sizes {
-            let ran = calibrate::what_ran(&head[0], topo.as_ref(), b).unwrap();
-            assert_eq!(ran.spec.name, "nccl_tree", "{}", ran.how);
-            let mut entry = format!("{{ name: nccl_tree");
-            for (k, v) in &ran.spec.params {
-                entry.push_str(&format!(", {k}: {v}"));
-            }
-            entry.push_str(", protocol: simple }");
-            let text =
-                machine(nodes, TRUTH).replace("algorithms: [nccl_model]", &format!("algorithms: [{entry}]")).replace(
-                    "sizes: [1MiB]",
-                    &format!("sizes: [{b}]\ndata: {{ mode: off }}\ncheck: {{ closed_form: false }}"),
-                );
-            let report = runner::run(&scenario::parse_str(&text, "truth.yaml").unwrap());
-            let t = format!("{:.12}", report.results[0].time_s * 1e6);
-            out.push_str(&format!("{:>12} {:>12} float sum -1 {t} 0 0 0 {t} 0 0 0\n", b, b / 4));
-        }
-        runs.extend(nccl_tests::parse(&out, &format!("tree{nodes}.log")).unwrap());
-    }
-    let c = fit(TRUTH, &runs, 1);
-    for p in c.logs.iter().flat_map(|l| &l.points) {
-        assert!(p.algorithm.starts_with("nccl_tree"), "{}", p.algorithm);
-        assert!(
-            p.rel_err.abs() < 1e-9,
-            "{} B: simulated {} s, the engine's {} s",
-            p.bytes,
-            p.simulated_s,
-            p.measured_s
-        );
-    }
 }
