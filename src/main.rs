@@ -224,6 +224,10 @@ struct CalibrateArgs {
     /// (fitted, the default) or at the machine file's nominal ones (file).
     #[arg(long, value_name = "fitted|file")]
     picks: Option<String>,
+    /// How far the fit may draw a value from the machine file's without cost, as a
+    /// factor (a log-normal prior of that width; default 10), or `off`.
+    #[arg(long, value_name = "W|off")]
+    prior_width: Option<String>,
     /// No progress on stderr. (Without it, a line every 5 seconds while it fits: the
     /// model evaluations so far, each a simulation of every logged point, and events
     /// per second.)
@@ -469,6 +473,7 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode, BadInput> {
         env,
         patience,
         picks,
+        prior_width,
         quiet,
     } = args;
     let args = allreduce_sim::calibrate::cli::Args {
@@ -484,6 +489,7 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode, BadInput> {
         env,
         patience,
         picks,
+        prior_width,
     };
     if matches!(format, Format::Csv) {
         return Err(BadInput("--format: calibrate writes table or json".into()));

@@ -187,7 +187,7 @@ fn validate(path: Option<&str>, text: Option<&str>, name: &str) -> PyResult<(Str
 /// the same message as the command line.
 #[pyfunction]
 #[pyo3(signature = (machine, logs, hold_out=Vec::new(), *, fit=None, output=None, plot=None, ranks=None,
-    gpus_per_node=None, env=Vec::new(), patience=None, picks=None))]
+    gpus_per_node=None, env=Vec::new(), patience=None, picks=None, prior_width=None))]
 #[allow(clippy::too_many_arguments)]
 fn calibrate_json(
     py: Python<'_>,
@@ -202,6 +202,7 @@ fn calibrate_json(
     env: Vec<String>,
     patience: Option<usize>,
     picks: Option<String>,
+    prior_width: Option<String>,
 ) -> PyResult<(String, String)> {
     let args = crate::calibrate::cli::Args {
         machine: machine.into(),
@@ -216,6 +217,7 @@ fn calibrate_json(
         env,
         patience,
         picks,
+        prior_width,
     };
     let (text, c) = detached(py, || crate::calibrate::cli::execute(&args))?.map_err(bad_input)?;
     Ok((text, c.fitted_yaml))

@@ -51,7 +51,9 @@ fn log_from(truth: &str, test: &str, coll: &str, gpus: usize, nodes: usize, size
 const SIZES: [u64; 8] = [1 << 10, 1 << 13, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 26];
 
 /// Logs of one node and of two nodes, produced by a known machine: calibrate, started
-/// far off, finds its four values to 0.1% and predicts four nodes it never saw.
+/// off (the alphas 3 and 4.5 times short, the bandwidths within the factor of 2 above the
+/// file's that a fit may go), finds its four values to 0.1% and predicts four nodes it
+/// never saw.
 #[test]
 fn finds_the_machine_that_made_the_logs() {
     let truth = |g, n| machine(("3us", "40GB/s"), ("9us", "10GB/s"), g, n, "0");
@@ -64,7 +66,7 @@ fn finds_the_machine_that_made_the_logs() {
     let held =
         nccl_tests::parse(&log_from(&truth(4, 4), "all_reduce_perf", "allreduce", 4, 4, &SIZES), "h.log").unwrap();
     let path = tmp("start.yaml");
-    std::fs::write(&path, machine(("1us", "10GB/s"), ("1us", "100Gbps"), 4, 2, "0")).unwrap();
+    std::fs::write(&path, machine(("1us", "25GB/s"), ("2us", "100Gbps"), 4, 2, "0")).unwrap();
     let m = Machine::load(&path).unwrap();
     let c = calibrate::calibrate(&m, &runs, &held, &Options { patience: 100, ..Options::default() }).unwrap();
     let want = [3e-6, 40e9, 9e-6, 10e9];
@@ -90,7 +92,7 @@ fn finds_the_machine_that_made_the_logs() {
 fn b_and_c_from_allreduce_alone_are_flagged_and_rs_ag_separate_them() {
     let truth = machine(("2us", "20GB/s"), ("5us", "10GB/s"), 8, 1, "0.02ns");
     let path = tmp("bc.yaml");
-    std::fs::write(&path, machine(("1us", "10GB/s"), ("5us", "10GB/s"), 8, 1, "0.01ns")).unwrap();
+    std::fs::write(&path, machine(("1us", "15GB/s"), ("5us", "10GB/s"), 8, 1, "0.01ns")).unwrap();
     let m = Machine::load(&path).unwrap();
     let fit = Some(vec![
         "topology.levels.0.alpha".into(),
@@ -375,4 +377,127 @@ fn nccl_2_8_runs_its_channels_per_call() {
     assert!(how.ends_with("tree/ll128") && a.starts_with("nccl_tree") && a.contains("channels=4"), "{a} {how}");
     let (a, how) = ran(8 << 20);
     assert!(how.ends_with("ring/ll128") && a.starts_with("nccl_ring") && a.contains("channels=4"), "{a} {how}");
+}
+
+/// The limits of each kind of value: an efficiency at most its protocol's data share of
+/// a line (LL 8 bytes of 16, LL128 120 of 128), a bandwidth the file gives at most twice
+/// it, a latency at most ten times; a value the file does not give moves up to a
+/// million-fold either way.
+#[test]
+fn each_kind_of_value_has_its_bounds() {
+    let tree = calibrate::yaml::Yaml::parse(
+        "topology:\n  inter: { bandwidth: 100Gbps, alpha: { ll: 2us } }\n  efficiency: { ll: 0.4, ll128: 0.9 }\n  launch: 5us\nhost: { issue: 1us }\n",
+    )
+    .unwrap();
+    let b = |path: &str| calibrate::bounds(&calibrate::Param::of(&tree, path).unwrap());
+    assert_eq!(b("topology.efficiency.ll").hi, 0.5);
+    assert_eq!(b("topology.efficiency.ll128").hi, 120.0 / 128.0);
+    assert!(b("topology.efficiency.ll").lo > 0.0);
+    let bw = b("topology.inter.bandwidth");
+    assert!((bw.hi / 12.5e9 - 2.0).abs() < 1e-12 && bw.lo < 1e5, "{bw:?}");
+    assert!((b("topology.inter.alpha.ll").hi / 20e-6 - 1.0).abs() < 1e-12);
+    assert!((b("topology.launch").hi / 50e-6 - 1.0).abs() < 1e-12);
+    // Not a latency: only the wide limits.
+    assert!((b("host.issue").hi / 1.0 - 1.0).abs() < 1e-12);
+    // Not in the file: the fit guesses a start, and nothing is nominal about it.
+    let guess = b("topology.intra.bandwidth");
+    assert!(guess.hi > 1e15, "{guess:?}");
+}
+
+/// The logs of a machine whose NVLink is four times the file's: the fit stops at twice
+/// the file's value, marks it, and says so; the other values make up for it as they can.
+#[test]
+fn a_value_stops_at_its_bound_and_says_so() {
+    let truth = |g, n| machine(("3us", "40GB/s"), ("9us", "10GB/s"), g, n, "0");
+    let runs: Vec<_> = [(4, 1), (4, 2)]
+        .iter()
+        .flat_map(|&(g, n)| {
+            nccl_tests::parse(&log_from(&truth(g, n), "all_reduce_perf", "allreduce", g, n, &SIZES), "t.log").unwrap()
+        })
+        .collect();
+    let path = tmp("bound.yaml");
+    std::fs::write(&path, machine(("3us", "10GB/s"), ("9us", "80Gbps"), 4, 2, "0")).unwrap();
+    let m = Machine::load(&path).unwrap();
+    let c = calibrate::calibrate(&m, &runs, &[], &Options { patience: 60, ..Options::default() }).unwrap();
+    let bw = c.parameters.iter().find(|p| p.path == "topology.levels.0.bandwidth").unwrap();
+    assert_eq!(bw.at_bound.as_deref(), Some("upper"), "{}", calibrate::table(&c));
+    assert!((bw.value / 20e9 - 1.0).abs() < 1e-9, "{}", bw.value);
+    assert!(bw.rel_uncertainty.is_some());
+    assert!(c.parameters.iter().filter(|p| p.at_bound.is_some()).count() == 1, "{}", calibrate::table(&c));
+    let w = c.warnings.join("\n");
+    assert!(w.contains("topology.levels.0.bandwidth sits at its upper bound, 20GB/s (2x the file's value"), "{w}");
+    assert!(calibrate::table(&c).contains("at upper bound"));
+    assert!(c.fitted_yaml.contains("at upper bound"), "{}", c.fitted_yaml);
+}
+
+/// B and C on allreduce alone: the logs see only 1/B + C/2. With the prior the fit still
+/// reproduces the logs, the pair is still reported (the logs alone cannot tell them),
+/// and each value comes out near the file's with a finite uncertainty, marked as the
+/// prior's; without it the fit's values along the line are wherever the optimiser stopped.
+#[test]
+fn the_prior_settles_what_the_logs_cannot_tell() {
+    let truth = machine(("2us", "20GB/s"), ("5us", "10GB/s"), 8, 1, "0.02ns");
+    let path = tmp("prior.yaml");
+    std::fs::write(&path, machine(("1us", "15GB/s"), ("5us", "10GB/s"), 8, 1, "0.01ns")).unwrap();
+    let m = Machine::load(&path).unwrap();
+    let fit = Some(vec![
+        "topology.levels.0.alpha".into(),
+        "topology.levels.0.bandwidth".into(),
+        "compute.cost_per_byte".into(),
+    ]);
+    let ar = nccl_tests::parse(&log_from(&truth, "all_reduce_perf", "allreduce", 8, 1, &SIZES), "ar.log").unwrap();
+    let with = Options { fit: fit.clone(), patience: 60, prior_width: Some(10.0), ..Options::default() };
+    let c = calibrate::calibrate(&m, &ar, &[], &with).unwrap();
+    assert_eq!(c.degenerate_pairs.len(), 1, "{:?}", c.warnings);
+    assert!(c.logs[0].max_rel_err < 1e-3, "{}", calibrate::table(&c));
+    for p in &c.parameters {
+        assert!(p.rel_uncertainty.is_some_and(f64::is_finite), "{}: {:?}", p.path, p.rel_uncertainty);
+        assert!(p.prior_share.is_some(), "{}", p.path);
+    }
+    let share = |c: &calibrate::Calibration, k: &str| c.parameters.iter().find(|p| p.path == k).unwrap().prior_share;
+    // Alpha shows at small sizes: the logs decide it.
+    assert!(share(&c, "topology.levels.0.alpha").unwrap() < 0.01, "{}", calibrate::table(&c));
+    assert!(share(&c, "compute.cost_per_byte").unwrap() > 0.3, "{}", calibrate::table(&c));
+    assert!(c.warnings.iter().any(|w| w.contains("--prior-width 10")), "{:?}", c.warnings);
+    // The fit is between the file's B and C: on the line, and by the prior near both.
+    let b = c.parameters.iter().find(|p| p.path == "topology.levels.0.bandwidth").unwrap().value;
+    assert!(b > 15e9 && b < 20e9, "{b}");
+    // Without it, no value is the prior's.
+    let without = Options { fit, patience: 60, prior_width: None, ..Options::default() };
+    let c = calibrate::calibrate(&m, &ar, &[], &without).unwrap();
+    assert!(c.parameters.iter().all(|p| p.prior_share.is_none()));
+}
+
+/// A setting given with --env is shown as such in what ran, one the log printed as the log's.
+#[test]
+fn the_ran_column_says_where_a_setting_came_from() {
+    let truth = machine(("2us", "20GB/s"), ("5us", "10GB/s"), 4, 1, "0");
+    let printed = log_from(&truth, "all_reduce_perf", "allreduce", 4, 1, &SIZES[..3]);
+    let bare = printed.replace("# NCCL_ALGO=Ring\n", "");
+    let opts = Options { env: vec![("NCCL_ALGO".into(), "Ring".into())], patience: 5, ..Options::default() };
+    let m = tmp("env.yaml");
+    std::fs::write(&m, &truth).unwrap();
+    let m = Machine::load(&m).unwrap();
+    for (name, text, want) in
+        [("printed.log", &printed, "NCCL_ALGO=Ring (log)"), ("bare.log", &bare, "NCCL_ALGO=Ring (--env)")]
+    {
+        let path = tmp(name);
+        std::fs::write(&path, text).unwrap();
+        let runs = calibrate::read_log(&path, &opts).unwrap();
+        let c = calibrate::calibrate(&m, &runs, &[], &opts).unwrap();
+        assert!(c.logs[0].points.iter().all(|p| p.ran.starts_with(want)), "{name}: {}", c.logs[0].points[0].ran);
+    }
+}
+
+/// --prior-width takes a factor above 1, or off.
+#[test]
+fn prior_width_is_a_factor_or_off() {
+    let m = tmp("pw.yaml");
+    std::fs::write(&m, machine(("5us", "20GB/s"), ("10us", "100Gbps"), 4, 1, "0")).unwrap();
+    for bad in ["1", "0.5", "wide", "inf"] {
+        let a =
+            bin().arg("calibrate").arg(&m).arg(data("abci_v100_p4.txt")).args(["--prior-width", bad]).assert().code(2);
+        let err = String::from_utf8(a.get_output().stderr.clone()).unwrap();
+        assert!(err.contains("--prior-width must be a factor above 1"), "{err}");
+    }
 }

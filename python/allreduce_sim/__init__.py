@@ -296,6 +296,7 @@ def calibrate(
     env: Optional[Mapping[str, str]] = None,
     patience: Optional[int] = None,
     picks: Optional[str] = None,
+    prior_width: Optional[Union[float, str]] = None,
 ) -> Calibration:
     """Fit a machine file to nccl-tests or OSU logs, as ``allreduce-sim calibrate``.
 
@@ -305,7 +306,9 @@ def calibrate(
     that directory; ``ranks`` / ``gpus_per_node`` / ``env`` (``{"NCCL_ALGO": "Ring"}``)
     supply what a log does not print; ``patience`` is the optimiser's budget; ``picks``
     (``"fitted"`` or ``"file"``) is ``--picks``: where NCCL's model picks for logs that do
-    not force it, at the fitted values or at the machine file's.
+    not force it, at the fitted values or at the machine file's; ``prior_width`` is
+    ``--prior-width``: the width, as a factor, of the prior drawing each value toward the
+    machine file's (default 10), or ``"off"``.
 
     Raises :class:`ScenarioError` for a bad machine file or log, and ``KeyboardInterrupt``
     on Ctrl-C.
@@ -328,6 +331,8 @@ def calibrate(
         kwargs["patience"] = patience
     if picks is not None:
         kwargs["picks"] = picks
+    if prior_width is not None:
+        kwargs["prior_width"] = str(prior_width)
     text, fitted = _native_call(_native.calibrate_json, os.fspath(machine), [os.fspath(p) for p in logs], **kwargs)
     return Calibration(text, fitted)
 

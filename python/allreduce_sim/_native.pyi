@@ -66,4 +66,5 @@ def calibrate_json(
     env: Sequence[str] = ...,
     patience: Optional[int] = None,
     picks: Optional[str] = None,
+    prior_width: Optional[str] = None,
 ) -> Tuple[str, str]: ...

@@ -32,6 +32,8 @@ pub struct Args {
     pub patience: Option<usize>,
     /// `--picks`: where NCCL's model picks (`fitted` or `file`).
     pub picks: Option<String>,
+    /// `--prior-width`: a factor above 1, or `off`; `None`: [`super::DEFAULT_PRIOR_WIDTH`].
+    pub prior_width: Option<String>,
 }
 
 /// Run `calibrate`: the text for standard output, or the one message of a bad input.
@@ -65,6 +67,14 @@ pub fn execute(a: &Args) -> Result<(String, Calibration), String> {
             None | Some("fitted") => super::Picks::Fitted,
             Some("file") => super::Picks::File,
             Some(v) => return Err(format!("--picks must be fitted or file, not '{v}'")),
+        },
+        prior_width: match a.prior_width.as_deref().map(str::trim) {
+            None => Some(super::DEFAULT_PRIOR_WIDTH),
+            Some("off" | "none") => None,
+            Some(v) => match v.parse::<f64>() {
+                Ok(w) if w > 1.0 && w.is_finite() => Some(w),
+                _ => return Err(format!("--prior-width must be a factor above 1 (10: a tenfold) or off, not '{v}'")),
+            },
         },
     };
     let read = |paths: &[PathBuf]| -> Result<Vec<Run>, String> {

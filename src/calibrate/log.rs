@@ -62,8 +62,12 @@ pub struct Run {
     pub device_buses: Vec<String>,
     /// The NCCL version the log prints (`2.26.2`), where it does.
     pub nccl_version: Option<String>,
-    /// NCCL environment variables the log shows (`NCCL_ALGO` -> `Ring`), by name.
+    /// NCCL environment variables the log shows (`NCCL_ALGO` -> `Ring`), by name, and
+    /// those `--env` supplied where the log shows none.
     pub env: BTreeMap<String, String>,
+    /// The names in `env` that came from `--env` rather than from the log.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub env_given: std::collections::BTreeSet<String>,
     /// The element type (`float`, `half`, ...) the data rows name.
     pub dtype: Option<String>,
     /// The measured points, in log order.

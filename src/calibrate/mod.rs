@@ -53,6 +53,9 @@ pub struct Options {
     /// Where NCCL's model makes its picks (algorithm, protocol, channels) for logs that
     /// do not force them: at the fitted values (the default) or at the machine file's.
     pub picks: Picks,
+    /// The prior's width, a factor above 1 ([`bounds`]): each value the file gives is
+    /// drawn toward it, log-normally. `None`: no prior (the bounds still hold).
+    pub prior_width: Option<f64>,
 }
 
 /// The machine NCCL's tuning model is asked on, for the logs' points it picks.
@@ -70,6 +73,9 @@ pub enum Picks {
 
 /// The default budget of [`Options::patience`].
 pub const DEFAULT_PATIENCE: usize = 40;
+
+/// The command's default [`Options::prior_width`].
+pub const DEFAULT_PRIOR_WIDTH: f64 = 10.0;
 
 /// Read one log (nccl-tests or OSU, told apart by their title lines), with `opts`
 /// filling in what it does not say.
@@ -95,7 +101,10 @@ pub fn read_log(path: &Path, opts: &Options) -> Result<Vec<Run>, LogError> {
             }
         }
         for (k, v) in &opts.env {
-            r.env.entry(k.clone()).or_insert_with(|| v.clone());
+            if !r.env.contains_key(k) {
+                r.env.insert(k.clone(), v.clone());
+                r.env_given.insert(k.clone());
+            }
         }
         if r.ranks.is_none() {
             return Err(LogError::at(
@@ -136,6 +145,9 @@ pub struct Param {
     /// The value in the file (base units), or where the fit starts when the file has
     /// none or zero.
     pub start: f64,
+    /// Whether the file gave the value (a nominal figure the bounds and prior refer to)
+    /// rather than the fit guessing a start.
+    pub from_file: bool,
 }
 
 const TIME_KEYS: [&str; 9] =
@@ -205,7 +217,7 @@ impl Param {
                 (Kind::Number, _) => 1.0,
             }
         };
-        Ok(Param { path: path.to_string(), kind, start })
+        Ok(Param { path: path.to_string(), kind, start, from_file: value > 0.0 })
     }
 
     /// `value` as the machine file writes it: a unit that keeps the number between 1
@@ -264,6 +276,68 @@ pub fn default_paths(tree: &Yaml, with_c: bool) -> Vec<String> {
     out
 }
 
+/// How far above the file's value a bandwidth may be fitted: the file gives a link's or
+/// NIC's rate, which no transfer exceeds; the factor leaves room for a figure that is a
+/// little off (one direction for both, a rounded spec sheet).
+pub const BANDWIDTH_ABOVE: f64 = 2.0;
+
+/// How far above the file's value a latency (`alpha`, `launch`, `latency`,
+/// `step_latency`) may be fitted: the file gives NCCL's or a network's own figure, and a
+/// fit that needs ten times it is making the latency stand in for something else.
+pub const LATENCY_ABOVE: f64 = 10.0;
+
+/// The prior's residual, as a relative error of a logged point, for a value
+/// [`Options::prior_width`] times (or a fraction) of the file's: a value that far off
+/// costs the fit as much as one point off by 10%.
+pub const PRIOR_POINT: f64 = 0.1;
+
+/// The lowest efficiency a protocol may be fitted to, as a fraction of its highest.
+const EFFICIENCY_FLOOR: f64 = 0.01;
+
+/// A parameter's limits (base units): the lowest and highest value the fit may give it,
+/// and the reason for the highest, in words.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bounds {
+    /// The lowest value.
+    pub lo: f64,
+    /// The highest value.
+    pub hi: f64,
+    /// Why no higher (`"LL's line share"`, `"2x the file's value"`).
+    pub why: String,
+}
+
+/// The limits of `p`, by what it measures. An efficiency is a share of a link's rate: at
+/// most 1, and for NCCL's LL and LL128 at most the data's share of their lines (8 bytes
+/// of 16, 120 of 128). A bandwidth the file gives is at most [`BANDWIDTH_ABOVE`] times
+/// it, a latency at most [`LATENCY_ABOVE`] times. Anything else, and a value the file
+/// does not give, moves at most [`fit::MAX_FACTOR`] either way from its start.
+pub fn bounds(p: &Param) -> Bounds {
+    let wide = Bounds { lo: p.start / fit::MAX_FACTOR, hi: p.start * fit::MAX_FACTOR, why: String::new() };
+    let key = key_name(&p.path);
+    if key == "efficiency" {
+        let (cap, why) = match p.path.rsplit('.').next() {
+            Some("ll") => (0.5, "LL's data share of its lines, 8 bytes of 16"),
+            Some("ll128") => (120.0 / 128.0, "LL128's data share of its lines, 120 bytes of 128"),
+            _ => (1.0, "an efficiency is at most 1"),
+        };
+        return Bounds { lo: cap * EFFICIENCY_FLOOR, hi: cap, why: why.to_string() };
+    }
+    if !p.from_file {
+        return Bounds { why: format!("{}x its start", fit::MAX_FACTOR), ..wide };
+    }
+    match (p.kind, key) {
+        (Kind::Bandwidth { .. }, _) => Bounds {
+            hi: p.start * BANDWIDTH_ABOVE,
+            why: format!("{BANDWIDTH_ABOVE}x the file's value, a rate no transfer exceeds"),
+            ..wide
+        },
+        (Kind::Time, "alpha" | "launch" | "latency" | "step_latency") => {
+            Bounds { hi: p.start * LATENCY_ABOVE, why: format!("{LATENCY_ABOVE}x the file's value"), ..wide }
+        }
+        _ => Bounds { why: format!("{}x the file's value", fit::MAX_FACTOR), ..wide },
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // What NCCL ran
 
@@ -282,10 +356,13 @@ pub struct Ran {
     pub how: String,
 }
 
-/// NCCL's GPU generation for a device name of the log.
-fn arch_of(devices: &[String]) -> nccl::Arch {
+/// NCCL's GPU generation for a device name of the log; `None` for a log that lists no
+/// devices (a log pasted without its header).
+fn arch_of(devices: &[String]) -> Option<nccl::Arch> {
     let d = devices.join(" ");
-    if d.contains("V100") {
+    Some(if devices.is_empty() {
+        return None;
+    } else if d.contains("V100") {
         nccl::Arch::Volta
     } else if d.contains("A100") || d.contains("A800") || d.contains("A10") || d.contains("L40") {
         nccl::Arch::Ampere
@@ -293,7 +370,7 @@ fn arch_of(devices: &[String]) -> nccl::Arch {
         nccl::Arch::Blackwell
     } else {
         nccl::Arch::Hopper
-    }
+    })
 }
 
 /// The names an `NCCL_ALGO` / `NCCL_PROTO` value allows among `all`: a list
@@ -323,18 +400,20 @@ fn allowed<'a>(value: Option<&String>, all: &[&'a str]) -> Vec<&'a str> {
 /// `ring` and tree as `double_binary_tree`. PAT runs as `pat` on a cluster, else as `halving_doubling`;
 /// broadcast and reduce as a pipelined `chain`.
 pub fn what_ran(run: &Run, topo: &dyn topology::Topology, bytes: u64) -> Result<Ran, String> {
-    what_ran_with(run, topo, bytes, None)
+    what_ran_with(run, topo, bytes, None, None)
 }
 
 /// [`what_ran`] with the NCCL release the machine file's `nccl_model` entry names
 /// (`version`), for a log that does not print its own: NCCL's model of that release
 /// picks. The log's version, where it prints one, comes first; with neither, the latest
-/// model we have.
+/// model we have. Likewise the GPU generation: the log's devices, else the entry's
+/// `arch`, else Hopper.
 pub fn what_ran_with(
     run: &Run,
     topo: &dyn topology::Topology,
     bytes: u64,
     machine_tuning: Option<nccl::Tuning>,
+    machine_arch: Option<nccl::Arch>,
 ) -> Result<Ran, String> {
     let c = run.collective;
     let e = run.dtype.as_deref().map_or(4, dtype_bytes);
@@ -375,7 +454,10 @@ pub fn what_ran_with(
     }
     // Any NCCL_PROTO replaces NCCL's default list, in which LL128 is on only over NVLink:
     // under it LL128 is on or off as named (NCCL's parseList writes 0 or 1 for each).
-    let base = nccl::Inputs::of(topo, NCCL_CHANNELS, arch_of(&run.devices));
+    // A log without its device list leaves the GPU to the machine file's `arch` (else
+    // Hopper): taken for a Hopper, an A100 machine got NVLS Tree, which A100s lack.
+    let arch = arch_of(&run.devices).or(machine_arch).unwrap_or(nccl::Arch::Hopper);
+    let base = nccl::Inputs::of(topo, NCCL_CHANNELS, arch);
     let tuning = run.nccl_version.as_deref().and_then(nccl::Tuning::of_version).or(machine_tuning).unwrap_or_default();
     let base = base.with_tuning(tuning).searched(topo);
     // NVLS and NVLS Tree came within 2.30.7's tuning (2.17, 2.18): a log's older release has neither.
@@ -402,10 +484,15 @@ pub fn what_ran_with(
     }
     // NCCL's own algorithms order their rings and trees by node: only a cluster has them.
     let cluster = topo.node_shape().is_some();
+    // Where each setting came from: the log, or --env for a log that printed none.
+    let from = |k: &str| if run.env_given.contains(k) { "(--env)" } else { "(log)" };
     let forced = match (algo_env, proto_env) {
-        (Some(a), Some(p)) => format!("NCCL_ALGO={a} NCCL_PROTO={p} (log), "),
-        (Some(a), None) => format!("NCCL_ALGO={a} (log), "),
-        (None, Some(p)) => format!("NCCL_PROTO={p} (log), "),
+        (Some(a), Some(p)) if from("NCCL_ALGO") == from("NCCL_PROTO") => {
+            format!("NCCL_ALGO={a} NCCL_PROTO={p} {}, ", from("NCCL_ALGO"))
+        }
+        (Some(a), Some(p)) => format!("NCCL_ALGO={a} {} NCCL_PROTO={p} {}, ", from("NCCL_ALGO"), from("NCCL_PROTO")),
+        (Some(a), None) => format!("NCCL_ALGO={a} {}, ", from("NCCL_ALGO")),
+        (None, Some(p)) => format!("NCCL_PROTO={p} {}, ", from("NCCL_PROTO")),
         (None, None) => String::new(),
     };
     let Some((algo, proto, _)) = best else {
@@ -703,8 +790,13 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
         .iter()
         .filter(|a| a.name == "nccl_model")
         .find_map(|a| crate::selectors::selector_params(&a.name, &a.params).ok()?.tuning);
+    let arch = first
+        .algorithms
+        .iter()
+        .filter(|a| a.name == "nccl_model" && a.params.iter().any(|(k, _)| k == "arch"))
+        .find_map(|a| Some(crate::selectors::selector_params(&a.name, &a.params).ok()?.arch));
     for s in &run.samples {
-        let mut ran = what_ran_with(run, topo.as_ref(), s.bytes, tuning)?;
+        let mut ran = what_ran_with(run, topo.as_ref(), s.bytes, tuning, arch)?;
         if let Some(c) = nvlink.filter(|_| ran.spec.name == "nccl_ring") {
             for (k, v) in &mut ran.spec.params {
                 if k == "channels" {
@@ -785,27 +877,42 @@ const STEADY_CHECKS: u64 = 3;
 /// How close (relative to the time) the steps must be: rounding only.
 const STEADY_TOLERANCE: f64 = 1e-12;
 
-/// The bytes of one whole loop of a point's algorithm when it is `nccl_ring` with its
-/// own chunk (the only entry [`what_ran`] makes whose work grows with the size in
-/// identical loops): every channel's part gains P chunks per loop, so a size of `m`
+/// The bytes of one whole loop of a point's algorithm when it is `nccl_ring` or
+/// `nccl_tree` (the entries [`what_ran`] makes whose work grows with the size in
+/// identical loops), with the chunk [`what_ran`] gives it or its protocol's: a ring's
+/// channel gains P chunks per loop, a tree's channel one chunk (its part is the size over
+/// the channels, cut into chunks that go up and down the same tree), so a size of `m`
 /// loops more is the same program with `m` more identical loops. `None` otherwise.
 fn steady_period(spec: &AlgoSpec, ranks: usize, elem: u64) -> Option<u64> {
-    if spec.name != "nccl_ring" || ranks < 2 {
+    let tree = match spec.name.as_str() {
+        "nccl_ring" => false,
+        "nccl_tree" => true,
+        _ => return None,
+    };
+    if ranks < 2 {
         return None;
     }
     let Some(ProtocolChoice::Fixed(proto)) = spec.protocol else { return None };
-    let mut channels = 1;
+    let mut channels = if tree { 2 } else { 1 };
+    let mut chunk = None;
     for (k, v) in &spec.params {
         match (k.as_str(), v) {
             ("channels", ParamValue::Int(c)) => channels = *c,
-            // A chunk or ring order of its own: not the schedule this argument is about.
+            ("chunk", ParamValue::Str(t)) => chunk = Some(crate::units::parse_size(t).ok().filter(|c| *c > 0)?),
+            // The tree's shape across nodes: the same in every loop.
+            ("pattern", _) if tree => {}
+            // A ring order of its own, or anything else: not the schedule this argument is about.
             _ => return None,
         }
+    }
+    if tree {
+        let chunk = chunk.unwrap_or(proto.chunk_bytes());
+        return ((chunk / elem).max(1) * elem).checked_mul(channels);
     }
     let ring = crate::algos::nccl_ring::NcclRing {
         proto: Some(proto),
         channels: channels as usize,
-        chunk: None,
+        chunk,
         gpus_per_node: 0,
         collective: spec.collective,
     };
@@ -998,6 +1105,14 @@ pub struct Fitted {
     pub rel_uncertainty: Option<f64>,
     /// Whether it moved freely (false: held, nothing in the logs depends on it).
     pub fitted: bool,
+    /// The lowest value the fit may give it (base units; [`bounds`]).
+    pub lower: f64,
+    /// The highest.
+    pub upper: f64,
+    /// `"upper"` or `"lower"` where the fitted value sits at that bound.
+    pub at_bound: Option<String>,
+    /// The prior's share of what is known of the value, 0 to 1 (`null`: no prior on it).
+    pub prior_share: Option<f64>,
 }
 
 /// One point of a log, measured and simulated.
@@ -1169,8 +1284,28 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
     // Every run must shape the machine before any trial.
     fit_runs.iter().chain(hold_out).try_for_each(|r| job_for(machine, r).map(drop))?;
     let measured: Vec<f64> = fit_runs.iter().flat_map(|r| r.samples.iter().map(|s| s.time_s)).collect();
-    let start: Vec<f64> = params.iter().map(|p| p.start.ln()).collect();
-    let mut jobs = jobs_at(machine, fit_runs, &params, &params.iter().map(|p| p.start).collect::<Vec<_>>())?;
+    let bound: Vec<Bounds> = params.iter().map(bounds).collect();
+    if let Some(w) = opts.prior_width
+        && !(w > 1.0 && w.is_finite())
+    {
+        return Err(format!("--prior-width must be a factor above 1 (or off), not {w}"));
+    }
+    // The prior draws each value the file gives toward it (within its bounds).
+    let limits = fit::Limits {
+        lo: bound.iter().map(|b| b.lo.ln()).collect(),
+        hi: bound.iter().map(|b| b.hi.ln()).collect(),
+        prior: params
+            .iter()
+            .zip(&bound)
+            .map(|(p, b)| match opts.prior_width {
+                Some(w) if p.from_file => (p.start.clamp(b.lo, b.hi).ln(), PRIOR_POINT / w.ln()),
+                _ => (0.0, 0.0),
+            })
+            .collect(),
+    };
+    let start: Vec<f64> = params.iter().zip(&bound).map(|(p, b)| p.start.clamp(b.lo, b.hi).ln()).collect();
+    let starts: Vec<f64> = start.iter().map(|t| t.exp()).collect();
+    let mut jobs = jobs_at(machine, fit_runs, &params, &starts)?;
     let model = SimModel::new(machine, &jobs, fit_runs, &params, &measured);
     // Parameters nothing depends on are held. A derivative at the start is not enough
     // to tell: a link that is not the bottleneck there moves nothing until the others
@@ -1179,7 +1314,7 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
     for k in 0..params.len() {
         for f in [10f64.ln(), -(10f64.ln())] {
             let mut t = start.clone();
-            t[k] += f;
+            t[k] = (t[k] + f).clamp(limits.lo[k], limits.hi[k]);
             trials.push(t);
         }
     }
@@ -1212,7 +1347,7 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
         if let Some(seen) = carried.take() {
             model.seen = std::sync::Mutex::new(seen);
         }
-        let out = fit::fit(&model, &theta, &frozen, opts.patience.max(1))?;
+        let out = fit::fit(&model, &theta, &frozen, opts.patience.max(1), &limits)?;
         evaluations += model.simulated();
         let v: Vec<f64> = out.theta.iter().map(|t| t.exp()).collect();
         let next = match opts.picks {
@@ -1275,15 +1410,62 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
             st.condition
         ));
     }
+    let prior_note = |k: usize| match opts.prior_width {
+        Some(w) if limits.prior[k].1 > 0.0 => format!(
+            "; the prior (--prior-width {w}) holds it near the file's {} (x{:.1} either way with it)",
+            yaml_text(&params[k].text(limits.prior[k].0.exp())),
+            st.sigma[k].exp()
+        ),
+        _ => String::new(),
+    };
     for (k, p) in params.iter().enumerate() {
         // A finite sigma past ~709 has a factor e^sigma beyond f64 (it printed "xinf").
-        if active[k] && !st.sigma[k].exp().is_finite() {
-            warnings.push(format!("{} is not determined by these logs (its uncertainty is unbounded)", p.path));
-        } else if active[k] && st.sigma[k] > 0.5 {
+        if active[k] && !st.sigma_logs[k].exp().is_finite() {
             warnings.push(format!(
-                "{} is poorly determined (about x{:.1} either way at one standard deviation)",
+                "{} is not determined by these logs (its uncertainty is unbounded){}",
                 p.path,
-                st.sigma[k].exp()
+                prior_note(k)
+            ));
+        } else if active[k] && st.sigma_logs[k] > 0.5 {
+            warnings.push(format!(
+                "{} is poorly determined by these logs (about x{:.1} either way at one standard deviation){}",
+                p.path,
+                st.sigma_logs[k].exp(),
+                prior_note(k)
+            ));
+        } else if active[k] && st.prior_share[k] > 0.5 {
+            warnings.push(format!(
+                "{} is set more by the prior than by the logs ({:.0}% of what is known of it){}",
+                p.path,
+                100.0 * st.prior_share[k],
+                prior_note(k)
+            ));
+        }
+    }
+    let at_bound: Vec<Option<&'static str>> = (0..params.len())
+        .map(|k| {
+            let t = outcome.theta[k];
+            let near = |b: f64| (t - b).abs() <= 1e-6;
+            match () {
+                _ if !active[k] => None,
+                _ if near(limits.hi[k]) => Some("upper"),
+                _ if near(limits.lo[k]) => Some("lower"),
+                _ => None,
+            }
+        })
+        .collect();
+    for (k, p) in params.iter().enumerate() {
+        if let Some(side) = at_bound[k] {
+            let (v, why) = if side == "upper" {
+                (bound[k].hi, bound[k].why.clone())
+            } else {
+                (bound[k].lo, format!("{}x below its start", fit::MAX_FACTOR))
+            };
+            warnings.push(format!(
+                "{} sits at its {side} bound, {} ({why}): the logs push it further, so the model lacks something \
+                 they show (or the file's value is off), and the values beside it make up for it",
+                p.path,
+                yaml_text(&p.text(v))
             ));
         }
     }
@@ -1299,13 +1481,16 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
             text: yaml_text(&p.text(values[k])),
             rel_uncertainty: (active[k] && st.sigma[k].is_finite()).then(|| st.sigma[k]),
             fitted: active[k],
+            lower: bound[k].lo,
+            upper: bound[k].hi,
+            at_bound: at_bound[k].map(str::to_string),
+            prior_share: (active[k] && limits.prior[k].1 > 0.0).then(|| st.prior_share[k]),
         })
         .collect();
 
     // Errors per log, fitted and held out.
     let mut logs = Vec::new();
     let several = |runs: &[Run], r: &Run| runs.iter().filter(|x| x.file == r.file).count() > 1;
-    let starts: Vec<f64> = params.iter().map(|p| p.start).collect();
     let pick_at = if opts.picks == Picks::File { &starts } else { &values };
     let jobs = jobs_at(machine, fit_runs, &params, pick_at)?;
     let sim_fit = simulate(machine, &jobs, fit_runs, &params, &values)?;
@@ -1467,6 +1652,7 @@ fn fitted_file(m: &Machine, params: &[Param], values: &[f64], fitted: &[Fitted],
         // The path was checked against the tree before the fit.
         let _ = tree.set(&p.path, p.text(*v));
         let u = match f.rel_uncertainty {
+            Some(s) if f.fitted && !note(f).is_empty() => format!("fitted, +-{:.2}%, {}", 100.0 * s, note(f)),
             Some(s) if f.fitted => format!("fitted, +-{:.2}%", 100.0 * s),
             _ if f.fitted => "fitted, undetermined".to_string(),
             _ => "held: no log uses it".to_string(),
@@ -1489,6 +1675,16 @@ fn fitted_file(m: &Machine, params: &[Param], values: &[f64], fitted: &[Fitted],
     head + &tree.to_text(&comments)
 }
 
+/// What constrains a fitted value besides the logs, in a few words: its bound, or the
+/// prior where it gives a tenth or more of what is known of it.
+fn note(p: &Fitted) -> String {
+    match (&p.at_bound, p.prior_share) {
+        (Some(side), _) => format!("at {side} bound"),
+        (None, Some(s)) if s >= 0.1 => format!("prior {:.0}%", 100.0 * s),
+        _ => String::new(),
+    }
+}
+
 /// The table `calibrate` prints.
 pub fn table(c: &Calibration) -> String {
     let mut out = String::new();
@@ -1502,15 +1698,17 @@ pub fn table(c: &Calibration) -> String {
         c.termination
     ));
     let w = c.parameters.iter().map(|p| p.path.len()).max().unwrap_or(9).max(9);
-    out.push_str(&format!("{:<w$}  {:>14}  {:>14}  {:>12}\n", "parameter", "start", "fitted", "uncertainty"));
+    out.push_str(&format!("{:<w$}  {:>14}  {:>14}  {:>12}  note\n", "parameter", "start", "fitted", "uncertainty"));
     for p in &c.parameters {
-        let start = yaml_text(&Param { path: p.path.clone(), kind: p.kind, start: p.start }.text(p.start));
+        let start =
+            yaml_text(&Param { path: p.path.clone(), kind: p.kind, start: p.start, from_file: true }.text(p.start));
         let u = match (p.fitted, p.rel_uncertainty) {
             (false, _) => "held".to_string(),
             (true, Some(s)) => format!("+-{:.2}%", 100.0 * s),
             (true, None) => "undetermined".to_string(),
         };
-        out.push_str(&format!("{:<w$}  {:>14}  {:>14}  {:>12}\n", p.path, start, p.text, u));
+        out.push_str(format!("{:<w$}  {:>14}  {:>14}  {:>12}  {}", p.path, start, p.text, u, note(p)).trim_end());
+        out.push('\n');
     }
     out.push('\n');
     let lw = c.logs.iter().map(|l| l.label.len()).max().unwrap_or(3).max(3);

@@ -498,6 +498,7 @@ fn finish(p: Partial, file: &str, env: &BTreeMap<String, String>, version: &Opti
         device_buses: p.device_buses.into_iter().collect::<Option<Vec<String>>>().unwrap_or_default(),
         nccl_version: version.clone(),
         env: env.clone(),
+        env_given: Default::default(),
         dtype: p.dtype,
         samples: p.samples,
         gpus_per_thread: p.gpus_per_thread,

@@ -100,6 +100,7 @@ pub fn parse(text: &str, file: &str, ranks: Option<usize>) -> Result<Run, LogErr
         gpus_per_thread: None,
         nccl_version: None,
         env: BTreeMap::new(),
+        env_given: Default::default(),
         dtype: dtype.map(|d| match d.as_str() {
             "MPI_CHAR" => "int8".to_string(),
             "MPI_INT" => "int32".to_string(),
