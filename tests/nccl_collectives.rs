@@ -232,8 +232,9 @@ fn nvls_within_its_bounds_and_near_the_link() {
 }
 
 /// NCCL's model for reduce-scatter and allgather on one Hopper NVSwitch node
-/// (`tuning.cc`): NVLS at 25 us flat and a bus bandwidth of 100 x 0.85 x 15/16 x 7/8
-/// = 69.727 GB/s, taken as the algorithm bandwidth; the ring's Simple algorithm
+/// (`tuning.cc`): NVLS at 25 us flat and a bus bandwidth of 100 x 0.85 x 7/8 x 7/8
+/// = 65.078 GB/s (the first 7/8 for the 8 channels of its NVLS graph, one per GPU; the
+/// second `(ppn-1)/ppn`), taken as the algorithm bandwidth; the ring's Simple algorithm
 /// bandwidth 100 x 8/7 GB/s after 8.4 + 7 x 3.4 us. So NCCL keeps the ring at every
 /// size here (its model says NVLS pays off only where the links are fast against the
 /// ring's hop latency), and `nccl_model` runs it as `nccl_ring` with the picked
@@ -259,7 +260,7 @@ fn nccl_model_runs_nccl_ring_for_the_halves() {
     let s = 1u64 << 30;
     for c in [RS, AG] {
         let nvls = time(&x, c, Algo::Nvls, Proto::Simple, s).unwrap();
-        let want = (25.0 + s as f64 / (1000.0 * 100.0 * 0.85 * 15.0 / 16.0 * 7.0 / 8.0)) * 1e-6;
+        let want = (25.0 + s as f64 / (1000.0 * 100.0 * 0.85 * 7.0 / 8.0 * 7.0 / 8.0)) * 1e-6;
         assert!((nvls / want - 1.0).abs() < 1e-12, "{c}: {nvls} {want}");
         let ring = time(&x, c, Algo::Ring, Proto::Simple, s).unwrap();
         let want = (8.4 + 7.0 * 3.4 + s as f64 / (1000.0 * 100.0 * 8.0 / 7.0)) * 1e-6;

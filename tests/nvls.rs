@@ -63,7 +63,8 @@ fn refusals_say_why() {
 }
 
 /// NCCL's model weighs NVLS on one Hopper NVSwitch node: latency 25 us flat, bus
-/// bandwidth 100 x 0.85 x 15/16 x 2 = 159.375 GB/s, algorithm bandwidth 8/14 of it. At
+/// bandwidth 100 x 0.85 x 7/8 x 2 = 148.75 GB/s (7/8: its NVLS graph has a channel per
+/// GPU on one node, 8), algorithm bandwidth 8/14 of it. At
 /// 1 GiB it beats the ring (100 x 8/14 GB/s); `nvls: 0` leaves it out.
 #[test]
 fn nccl_model_picks_nvls_on_hopper_nvswitch() {
@@ -72,7 +73,7 @@ fn nccl_model_picks_nvls_on_hopper_nvswitch() {
     let on = report.results[0].selection.as_ref().unwrap();
     assert_eq!(on.library_choice.as_deref(), Some("nvls/simple"));
     assert_eq!(on.selected, "nvls(protocol=simple)");
-    let want = (25.0 + 1073741824.0 / (1000.0 * 159.375 * 8.0 / 14.0)) * 1e-6;
+    let want = (25.0 + 1073741824.0 / (1000.0 * 148.75 * 8.0 / 14.0)) * 1e-6;
     assert!((on.predicted_s.unwrap() / want - 1.0).abs() < 1e-12, "{:?} {want}", on.predicted_s);
     assert!(report.results[0].passed());
     let off = report.results[1].selection.as_ref().unwrap();

@@ -23,7 +23,7 @@
 //! A GPU starts a loop only while at most [`WINDOW`] of its loops are unfinished (NCCL's
 //! `NCCL_STEPS` buffer steps). Timing only, one node, as the allreduce.
 
-use super::nvls::{DEFAULT_CHANNELS, chunk_bytes};
+use super::nvls::chunk_bytes;
 use super::{AlgoInfo, Algorithm, Blocks, Machine, ParamError, Params, Problem, Topology};
 use crate::collective::Collective;
 use crate::sim::op::{Op, Program, Rank, Region, per_step};
@@ -75,8 +75,7 @@ pub struct NvlsHalf {
 impl NvlsHalf {
     /// Built from its parameters (see [`RS_INFO`]) for collective `c`.
     pub fn from_params(params: &mut Params, c: Collective) -> Result<NvlsHalf, ParamError> {
-        let channels = params.count("channels", DEFAULT_CHANNELS)?;
-        let chunk = params.size("chunk")?;
+        let (channels, chunk) = super::nvls::channels_and_chunk(params)?;
         Ok(NvlsHalf { collective: c, channels, chunk })
     }
 
@@ -309,6 +308,20 @@ fn switch_hop(m: &Machine) -> Option<crate::topology::Link> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// NCCL has at most 64 channels (as `nvls` and `nvls_tree` refuse more): 65 is
+    /// refused by name for both halves, 64 is taken.
+    #[test]
+    fn channels_stop_at_sixty_four() {
+        use crate::units::ParamValue;
+        for c in [Collective::ReduceScatter, Collective::Allgather] {
+            let mut p = Params::new(vec![("channels".to_string(), ParamValue::Int(65))]);
+            let e = NvlsHalf::from_params(&mut p, c).unwrap_err();
+            assert!(e.to_string().contains("'channels' must be 1 to 64, not 65"), "{e}");
+            let mut p = Params::new(vec![("channels".to_string(), ParamValue::Int(64))]);
+            assert_eq!(NvlsHalf::from_params(&mut p, c).unwrap().channels, 64);
+        }
+    }
 
     /// Every channel's loops cover every block's share exactly.
     #[test]

@@ -53,6 +53,11 @@ const LAST_ALIGN: usize = 16;
 /// `NCCL_STEPS`.
 const WINDOW: usize = 8;
 
+/// Whole loops after which every GPU has its window of loops in flight and each further
+/// loop repeats the one before it: where `calibrate` starts counting loops. On two H100
+/// nodes the steps settled after 2 to 6 loops, the NIC-bound machines the latest.
+pub const FILL_LOOPS: u64 = WINDOW as u64;
+
 /// Registry entry.
 pub const INFO: AlgoInfo = AlgoInfo {
     id: "nvls_tree",
@@ -94,7 +99,7 @@ impl NvlsTree {
     fn plan(&self, p: &Problem, topo: &dyn Topology) -> Option<Plan> {
         let (_, g) = topo.node_shape()?;
         let g = g.min(p.ranks).max(1);
-        let nics = topo.node_nics().unwrap_or(1).clamp(1, g);
+        let nics = heads(g, topo.node_nics().unwrap_or(1));
         let nodes = p.ranks / g;
         let e = p.elem_bytes.max(1);
         let channels = self.channels.max(1);
@@ -109,6 +114,23 @@ impl NvlsTree {
             align: (LAST_ALIGN / e).max(1),
         })
     }
+}
+
+/// The heads of a node of `gpus` GPUs (those a run uses) and `nics` NICs: one per NIC, at
+/// most one per GPU.
+pub fn heads(gpus: usize, nics: usize) -> usize {
+    nics.clamp(1, gpus.max(1))
+}
+
+/// The bytes by which two allreduces of the same `channels`, `chunk` bytes (given, not
+/// NCCL's rule for each size) and elements of `elem` bytes differ when the larger runs
+/// exactly one more whole loop on every channel, with `heads` heads per node: each
+/// channel's part grows by `heads` chunks, and the rest of every part, hence its last
+/// loop, is the same (the channels' parts are split as evenly as before). `calibrate`
+/// counts such loops rather than simulating them all.
+pub fn loop_bytes(channels: usize, chunk: u64, heads: usize, elem: u64) -> u64 {
+    let elem = elem.max(1);
+    (chunk / elem).max(1) * elem * (channels.max(1) * heads.max(1)) as u64
 }
 
 /// NCCL's NVLS Tree chunk for an allreduce of `bytes` over `channels` channels of `heads`
@@ -567,6 +589,35 @@ mod tests {
             let want: Vec<i64> = (0..n).map(|i| (0..np).map(|r| (r * 1000 + i) as i64).sum()).collect();
             for (r, v) in run_with_data(plan).iter().enumerate() {
                 assert_eq!(v, &want, "{nodes} nodes x {g} GPUs, {heads} heads, {channels} channels: GPU {r}");
+            }
+        }
+    }
+
+    /// A size `loop_bytes` larger, at the same channels and chunk, is the same program
+    /// with one more whole loop on every channel: every channel runs one loop more, its
+    /// first loop is whole, and every later loop's chunks are the smaller size's loop
+    /// before it, moved along by the part's offsets. So the larger runs the same loops
+    /// after one identical loop more (what `calibrate` counts).
+    #[test]
+    fn one_loop_more_is_loop_bytes_more() {
+        for (n, heads, channels, chunk, e) in
+            [(1000, 4, 3, 8, 4), (37, 3, 5, 5, 2), (0, 8, 16, 4096, 4), (99, 2, 2, 1, 1)]
+        {
+            let more = loop_bytes(channels, (chunk * e) as u64, heads, e as u64) as usize / e;
+            let plan = |n| Plan { g: 8, nodes: 2, heads, channels, n, chunk_elems: chunk, align: 4 };
+            let (a, b) = (plan(n), plan(n + more));
+            for k in 0..channels {
+                assert_eq!(b.loops(k), a.loops(k) + 1);
+                let shift = b.part(k).offset - a.part(k).offset;
+                for h in 0..heads {
+                    assert_eq!(b.chunk(k, 0, h).len, chunk);
+                }
+                for l in 0..a.loops(k) {
+                    for h in 0..heads {
+                        let (x, y) = (a.chunk(k, l, h), b.chunk(k, l + 1, h));
+                        assert_eq!((y.offset, y.len), (x.offset + shift + heads * chunk, x.len), "n={n} k={k} l={l}");
+                    }
+                }
             }
         }
     }

@@ -883,10 +883,16 @@ const STEADY_TOLERANCE: f64 = 1e-12;
 /// channel gains P chunks per loop, a tree's channel one chunk (its part is the size over
 /// the channels, cut into chunks that go up and down the same tree), so a size of `m`
 /// loops more is the same program with `m` more identical loops. `None` otherwise.
-fn steady_period(spec: &AlgoSpec, ranks: usize, elem: u64) -> Option<u64> {
+fn steady_period(
+    spec: &AlgoSpec,
+    ranks: usize,
+    elem: u64,
+    topo: &crate::topology::spec::TopologySpec,
+) -> Option<u64> {
     let tree = match spec.name.as_str() {
         "nccl_ring" => false,
         "nccl_tree" => true,
+        "nvls_tree" => return nvls_tree_period(spec, ranks, elem, topo),
         _ => return None,
     };
     if ranks < 2 {
@@ -918,6 +924,28 @@ fn steady_period(spec: &AlgoSpec, ranks: usize, elem: u64) -> Option<u64> {
     };
     let chunk = (ring.chunk_bytes(proto) / elem).max(1) * elem;
     chunk.checked_mul(ranks as u64)?.checked_mul(channels)
+}
+
+/// [`steady_period`] of `nvls_tree` as [`what_ran`] runs it, its channels and chunk given
+/// (NCCL's for the point's whole size): a size `nvls_tree::loop_bytes` larger is the same
+/// program with one more whole loop on every channel.
+fn nvls_tree_period(
+    spec: &AlgoSpec,
+    ranks: usize,
+    elem: u64,
+    topo: &crate::topology::spec::TopologySpec,
+) -> Option<u64> {
+    let crate::topology::spec::TopologySpec::Cluster(c) = topo else { return None };
+    let (mut channels, mut chunk) = (None, None);
+    for (k, v) in &spec.params {
+        match (k.as_str(), v) {
+            ("channels", ParamValue::Int(n)) => channels = Some(*n as usize),
+            ("chunk", v) => chunk = crate::units::size_value(v).ok(),
+            _ => return None,
+        }
+    }
+    let heads = crate::algos::nvls_tree::heads(c.gpus_per_node.min(ranks), c.nics_per_node);
+    Some(crate::algos::nvls_tree::loop_bytes(channels?, chunk?, heads, elem))
 }
 
 /// How a logged point's time is obtained: simulated at its size, or, for a size of many
@@ -957,12 +985,19 @@ fn simulate(m: &Machine, jobs: &[Job], runs: &[Run], params: &[Param], values: &
         let e = scenarios[j].data.dtype.bytes() as u64;
         for (i, (algo, _)) in job.points.iter().enumerate() {
             let bytes = runs[j].samples[i].bytes;
-            let period = scenarios[j].algorithms.get(*algo).and_then(|a| steady_period(a, job.ranks, e));
-            let first = STEADY_FROM + STEADY_CHECKS;
+            let period =
+                scenarios[j].algorithms.get(*algo).and_then(|a| steady_period(a, job.ranks, e, &scenarios[j].topology));
+            // NVLS Tree's pipeline fills over up to its window of loops, not 2.
+            let from = if scenarios[j].algorithms[*algo].name == "nvls_tree" {
+                crate::algos::nvls_tree::FILL_LOOPS
+            } else {
+                STEADY_FROM
+            };
+            let first = from + STEADY_CHECKS;
             plans.push(match period {
                 Some(l) if bytes.is_multiple_of(e) && bytes / l > first => {
                     let (loops, rest) = (bytes / l, bytes % l);
-                    let sims = (STEADY_FROM..=first).map(|k| sim_of(j, i, *algo, rest + k * l)).collect();
+                    let sims = (from..=first).map(|k| sim_of(j, i, *algo, rest + k * l)).collect();
                     Plan::Steady { sims, more: loops - first, direct: (j, i, bytes) }
                 }
                 _ => Plan::Direct(sim_of(j, i, *algo, bytes)),

@@ -209,10 +209,11 @@ const TREE_CORRECTION: [[f64; 24]; 3] = [
 ];
 // NVLS: its bus bandwidth's share of the NVLink bandwidth per architecture
 // (`nvlsEfficiency`: none before Hopper), its latency on NVLink (no base, no per-step
-// term), and the channels NCCL gives it on Hopper (`NVLS_NCHANNELS_SM90`).
+// term), and the most heads (channels of its graph) NCCL's NVLS search gives a node
+// (`NCCL_MAX_NVLS_ARITY`).
 const NVLS_EFFICIENCY: [f64; 4] = [0.0, 0.0, 0.85, 0.74];
 const NVLS_LAT_NVLINK: f64 = 25.0;
-const NVLS_CHANNELS: f64 = crate::algos::nvls::DEFAULT_CHANNELS as f64;
+const NVLS_MAX_ARITY: usize = 32;
 // NVLS Tree: its latency on NVLink inside a node and per network hop, and its bus
 // bandwidth cap per channel, GB/s, [architecture][one node, two nodes, more]
 // (`perChMaxNVLSTreeBws`; none on one node, none before Hopper).
@@ -775,7 +776,10 @@ fn lat_bw_28(x: &Inputs, c: Collective, algo: Algo, proto: Proto) -> (f64, f64) 
 /// NVLS's latency and algorithm bandwidth (`ncclTopoTuneModel`): Simple only, on one
 /// node whose NVSwitch supports it (across nodes NCCL needs CollNet for it); the bus
 /// bandwidth is the NVLink bandwidth times the architecture's NVLS efficiency times
-/// `(c-1)/c` for its c channels. For the allreduce it is doubled ("pipelines two
+/// `(c-1)/c` for the c channels of its NVLS graph. That graph is not the 16 channels the
+/// kernel runs on (`nvlsChannels`): on one node NCCL's search makes one channel per GPU
+/// (`ncclTopoCompute` forces `minChannels` to `maxChannels`, the node's GPUs, at most
+/// `NCCL_MAX_NVLS_ARITY`), so c is the node's G. For the allreduce it is doubled ("pipelines two
 /// operations") and turned into algorithm bandwidth like the ring's (`P / 2(P-1)`); for
 /// reduce-scatter and allgather it is cut by `(ppn-1)/ppn` and, as for every algorithm
 /// but the ring there, taken as the algorithm bandwidth as it is. The latency is a flat
@@ -784,7 +788,11 @@ fn nvls_lat_bw(x: &Inputs, c: Collective, proto: Proto) -> (f64, f64) {
     if !x.nvls || x.nodes != 1 || proto != Proto::Simple {
         return (0.0, 0.0);
     }
-    let nc = NVLS_CHANNELS;
+    let nc = (x.ranks / x.nodes.max(1)).min(NVLS_MAX_ARITY) as f64;
+    if nc < 2.0 {
+        // "NVLS/NVLStree needs at least 2 channels".
+        return (0.0, 0.0);
+    }
     let bus = x.bw_intra * NVLS_EFFICIENCY[x.arch.index()] * (nc - 1.0) / nc;
     let n_ranks = x.ranks as f64;
     match c {
