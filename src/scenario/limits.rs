@@ -20,7 +20,8 @@ use crate::units::{fmt_bandwidth, fmt_bytes, fmt_time};
 
 /// How many messages of the largest size the bounds allow for on `ranks` ranks.
 fn worst_messages(ranks: u64) -> u128 {
-    4 * u128::from(ranks) * u128::from(ranks)
+    // Saturating: at P = 2^63 the product is 2^128, which wrapped to 0 and let any size by.
+    (4 * u128::from(ranks)).saturating_mul(u128::from(ranks))
 }
 
 /// Refuse a sweep whose byte counts could wrap: the message says which size, on how

@@ -688,11 +688,16 @@ fn check_whole_elements(bytes: u64, dtype: Dtype) -> Result<(), String> {
     Ok(())
 }
 
-/// A rank count of at least 1.
+/// A rank count of at least 1, at most 2^32 - 1: ranks are numbered in 32 bits
+/// ([`crate::sim::Rank`]), and P^2 message counts then fit 64.
 fn rank_count(v: &Scalar) -> Result<usize, String> {
-    whole(v, 1, usize::MAX as u64)
-        .map(|n| n as usize)
-        .ok_or_else(|| format!("a rank count must be a whole number of at least 1, not {}", v.shown()))
+    whole(v, 1, u64::from(u32::MAX)).map(|n| n as usize).ok_or_else(|| {
+        format!(
+            "a rank count must be a whole number from 1 to {} (ranks are numbered in 32 bits), not {}",
+            u32::MAX,
+            v.shown()
+        )
+    })
 }
 
 /// Where an earlier equal item was, for "listed twice" messages.
