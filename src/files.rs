@@ -38,10 +38,10 @@ pub fn read_input(path: &Path) -> Result<String, String> {
 }
 
 /// The most values (numbers, strings, lists, objects...) a JSON report may hold: a
-/// report of thousands of points holds about a million; each value read costs some 30
-/// bytes of memory beside its text, so this bounds a hostile file's cost to a few
-/// hundred MiB.
-pub const MAX_JSON_VALUES: u64 = 10_000_000;
+/// report of thousands of points holds well under a million; each value read costs 30
+/// to 170 bytes of memory (more in objects), so this bounds a hostile file's cost to
+/// several hundred MiB.
+pub const MAX_JSON_VALUES: u64 = 4_000_000;
 
 /// Walk the JSON `text` without keeping it: refuse an object that gives one key twice
 /// (a reader would silently take one of them) and a document of more than
