@@ -29,7 +29,7 @@ pub const DEFAULT_TOLERANCE: f64 = 1e-9;
 pub const MAX_BASELINE_BYTES: u64 = 256 << 20;
 
 /// What identifies a point across two reports.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Key {
     /// The collective (`allreduce` where a report predates the field).
     pub collective: String,
@@ -118,6 +118,9 @@ pub fn load(path: &Path) -> Result<Baseline, String> {
 /// Read a baseline report from `text`; `name` names it in messages.
 pub fn parse(text: &str, name: &str) -> Result<Baseline, String> {
     let hint = "give a report written by `run SCENARIO --format json --output FILE`";
+    crate::files::check_json(text).map_err(|e| {
+        format!("--baseline {name}:{}:{}: not JSON ({}); {hint}", e.line(), e.column(), strip_position(&e))
+    })?;
     let value: Value = serde_json::from_str(text).map_err(|e| {
         format!("--baseline {name}:{}:{}: not JSON ({}); {hint}", e.line(), e.column(), strip_position(&e))
     })?;
@@ -141,17 +144,13 @@ fn strip_position(e: &serde_json::Error) -> String {
 /// The rows of a report's `results`, each with its occurrence number.
 fn rows_of(results: &[Value]) -> Result<Vec<Row>, (usize, String)> {
     let mut rows: Vec<Row> = Vec::with_capacity(results.len());
+    // Counted by identity in a map: a report of 100,000 results compares in moments.
+    let mut seen: std::collections::BTreeMap<Key, usize> = std::collections::BTreeMap::new();
     for (i, r) in results.iter().enumerate() {
         let mut row = row_of(r).map_err(|why| (i, why))?;
-        row.key.occurrence = rows
-            .iter()
-            .filter(|o| {
-                o.key.collective == row.key.collective
-                    && o.key.algorithm == row.key.algorithm
-                    && o.key.ranks == row.key.ranks
-                    && o.key.bytes == row.key.bytes
-            })
-            .count();
+        let count = seen.entry(row.key.clone()).or_insert(0);
+        row.key.occurrence = *count;
+        *count += 1;
         rows.push(row);
     }
     Ok(rows)
@@ -295,8 +294,13 @@ pub fn compare_reports(baseline: &Baseline, current: &Baseline, tolerance: f64, 
     let now = current.rows.clone();
     let mut matched = vec![false; baseline.rows.len()];
     let mut cases = Vec::with_capacity(now.len());
+    // The first baseline row of each key, as a scan in order would find it.
+    let mut index: std::collections::BTreeMap<&Key, usize> = std::collections::BTreeMap::new();
+    for (j, b) in baseline.rows.iter().enumerate() {
+        index.entry(&b.key).or_insert(j);
+    }
     for row in now {
-        let outcome = match baseline.rows.iter().position(|b| b.key == row.key) {
+        let outcome = match index.get(&row.key).copied() {
             Some(j) => {
                 matched[j] = true;
                 Outcome::Compared { moved: differences(&baseline.rows[j], &row, tolerance) }

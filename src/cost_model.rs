@@ -136,7 +136,8 @@ pub fn lower_bound(p: &Problem, topo: &dyn Topology, c: f64) -> f64 {
 /// - compute: the `(P-1) S` bytes of reductions that must happen somewhere, spread over
 ///   the P ranks: `(P-1)/P S C` for allreduce, reduce-scatter and reduce.
 pub fn lower_bound_of(coll: Collective, p: &Problem, topo: &dyn Topology, c: f64) -> f64 {
-    if p.ranks <= 1 {
+    // An empty vector is already reduced: an algorithm may rightly send nothing.
+    if p.ranks <= 1 || (p.elems == 0 && coll.has_data()) {
         return 0.0;
     }
     let (link, nics) = topo.best_link();

@@ -37,6 +37,88 @@ pub fn read_input(path: &Path) -> Result<String, String> {
     fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
+/// The most values (numbers, strings, lists, objects...) a JSON report may hold: a
+/// report of thousands of points holds well under a million; each value read costs 30
+/// to 170 bytes of memory (more in objects), so this bounds a hostile file's cost to
+/// several hundred MiB.
+pub const MAX_JSON_VALUES: u64 = 4_000_000;
+
+/// Walk the JSON `text` without keeping it: refuse an object that gives one key twice
+/// (a reader would silently take one of them) and a document of more than
+/// [`MAX_JSON_VALUES`] values, before anything builds it in memory. The error carries
+/// serde_json's line and column.
+pub fn check_json(text: &str) -> Result<(), serde_json::Error> {
+    use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+    use std::cell::Cell;
+    use std::fmt;
+
+    struct Walk<'a>(&'a Cell<u64>);
+    impl<'de> de::DeserializeSeed<'de> for Walk<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl Walk<'_> {
+        fn count<E: de::Error>(&self) -> Result<(), E> {
+            self.0.set(self.0.get() + 1);
+            if self.0.get() > MAX_JSON_VALUES {
+                return Err(E::custom(format!(
+                    "more than {MAX_JSON_VALUES} values, far more than a report holds; is it a report?"
+                )));
+            }
+            Ok(())
+        }
+    }
+    impl<'de> Visitor<'de> for Walk<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a JSON value")
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+            self.count()
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+            self.count()
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+            self.count()
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+            self.count()
+        }
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+            self.count()
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+            self.count()
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<(), A::Error> {
+            self.count()?;
+            while a.next_element_seed(Walk(self.0))?.is_some() {}
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<(), A::Error> {
+            self.count()?;
+            let mut keys = std::collections::BTreeSet::new();
+            while let Some(key) = a.next_key::<String>()? {
+                if !keys.insert(key.clone()) {
+                    return Err(de::Error::custom(format!(
+                        "the key \"{key}\" is given twice in one object; each key may appear only once"
+                    )));
+                }
+                a.next_value_seed(Walk(self.0))?;
+            }
+            Ok(())
+        }
+    }
+    let seen = Cell::new(0);
+    let mut de = serde_json::Deserializer::from_str(text);
+    de::DeserializeSeed::deserialize(Walk(&seen), &mut de)?;
+    de.end()?;
+    Ok(())
+}
+
 /// What kind of non-regular file `meta` describes, for messages.
 pub(crate) fn kind(meta: &fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;

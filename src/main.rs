@@ -305,13 +305,13 @@ struct ExplainArgs {
     #[arg(long, value_name = "NAME")]
     collective: Option<String>,
     /// P, 1 to 256 [default: 4, or the --scenario's first rank count].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = explain_ranks_arg)]
     ranks: Option<usize>,
     /// S, bytes per rank (a whole number of f32 elements).
     #[arg(long, default_value = "1KiB")]
     size: String,
     /// Ports per rank.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = nics_arg)]
     nics: u32,
     /// Latency per message.
     #[arg(long, default_value = "1us")]
@@ -427,7 +427,25 @@ fn esc(text: &str) -> std::borrow::Cow<'_, str> {
 /// `--ranks` values: whole numbers (clap's own message for `-1` suggests `-- -1`, which
 /// would end the options instead).
 fn rank_arg(v: &str) -> Result<usize, String> {
-    v.trim().parse::<usize>().map_err(|_| format!("a rank count must be a whole number of at least 1, not '{v}'"))
+    v.trim().parse::<u32>().map(|n| n as usize).map_err(|_| {
+        format!("a rank count must be a whole number from 1 to {} (ranks are numbered in 32 bits), not '{v}'", u32::MAX)
+    })
+}
+
+/// `explain --ranks`: P from 1 to 256 (explain prints every message).
+fn explain_ranks_arg(v: &str) -> Result<usize, String> {
+    match v.trim().parse::<usize>() {
+        Ok(n @ 1..=256) => Ok(n),
+        _ => Err(format!("P must be a whole number from 1 to 256 (explain prints every message), not '{v}'")),
+    }
+}
+
+/// `explain --nics`: ports per rank, 1 to 2^32 - 1 as in a scenario.
+fn nics_arg(v: &str) -> Result<u32, String> {
+    match v.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("ports per rank must be a whole number from 1 to {}, not '{v}'", u32::MAX)),
+    }
 }
 
 /// `--seed`: a whole number from 0 to 2^64 - 1.
@@ -617,10 +635,15 @@ fn cmd_explain(args: ExplainArgs) -> Result<ExitCode, BadInput> {
         Some(path) => Some(load(path, &Overrides::default())?),
         None => None,
     };
+    let params: Vec<(String, ParamValue)> = params.iter().map(|p| parse_param(p)).collect::<Result<_, _>>()?;
+    // A key given twice was taken once and the second reported as unknown.
+    if let Some((k, _)) = params.iter().enumerate().find_map(|(i, (k, _))| params[..i].iter().find(|(o, _)| o == k)) {
+        return Err(BadInput(format!("--param {}: given twice; give each parameter once", esc(k))));
+    }
     let mut req = explain::Request {
         collective,
         algorithm,
-        params: params.iter().map(|p| parse_param(p)).collect::<Result<_, _>>()?,
+        params,
         ranks: ranks.or_else(|| machine.as_ref().and_then(|s| s.ranks.first().copied())).unwrap_or(4),
         bytes: scenario::units::parse_size(&size).map_err(|e| BadInput(format!("--size: {e}")))?,
         nics,

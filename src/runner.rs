@@ -884,9 +884,12 @@ fn fill_spread(
 ) {
     let net = s.network;
     let none = || None::<fn(&[usize]) -> DataPlane>;
+    // Every seed's call is issued by the same host threads as the first's (whose time
+    // `apply_host_floor` already raised): the same floor holds for each.
+    let floor = s.host.map_or(0.0, |h| h.floor(p.ranks));
     let timed = |noise: Option<&Noise>| {
         simulate_noisy(algo, topo, p, s.cost_per_byte, net, noise, none(), &mut NoObserver)
-            .map(|(st, _)| st.time + launch)
+            .map(|(st, _)| (st.time + launch).max(floor))
     };
     let (mut times, mut skews) = (vec![res.time_s], vec![skew0]);
     for k in 1..s.repeat.unwrap_or(1) {

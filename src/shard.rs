@@ -27,6 +27,8 @@ pub fn merge(inputs: &[(String, String)]) -> Result<Report, MergeError> {
     }
     let mut parsed: Vec<(&str, serde_json::Value, Report)> = Vec::new();
     for (name, text) in inputs {
+        crate::files::check_json(text)
+            .map_err(|e| MergeError(format!("{name}: not JSON ({e}); give reports written by `run --format json`")))?;
         let raw: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| MergeError(format!("{name}: not JSON ({e}); give reports written by `run --format json`")))?;
         let scenario = raw.get("scenario").cloned().unwrap_or(serde_json::Value::Null);

@@ -2,24 +2,19 @@
 //! contract by hand, protocols, `launch`, the closed forms where one pair class carries
 //! every message, the flow model's shared NIC, and the parser's messages.
 
+mod common;
 use allreduce_sim::runner::{Point, run_point};
 use allreduce_sim::scenario::{Scenario, parse_str};
 use allreduce_sim::topology::{self, Proto};
+use common::close;
 
 fn scenario(text: &str) -> Scenario {
-    parse_str(text, "cluster.yaml").unwrap_or_else(|e| panic!("{e}"))
+    common::scenario(text, "cluster.yaml")
 }
 
 /// The one point of `s` (its first algorithm, rank count and size).
 fn run(s: &Scenario) -> allreduce_sim::report::PointResult {
-    let r = run_point(s, &Point { algo: 0, ranks: s.ranks[0], bytes: s.sizes[0] });
-    assert!(r.failures.is_empty(), "{:?}", r.failures);
-    assert!(r.not_applicable.is_none(), "{:?}", r.not_applicable);
-    r
-}
-
-fn close(got: f64, want: f64) {
-    assert!((got / want - 1.0).abs() < 1e-12, "got {got:e}, want {want:e}");
+    common::run_clean(s, 0, s.ranks[0])
 }
 
 const TWO_BY_ONE: &str = "

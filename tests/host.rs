@@ -62,11 +62,49 @@ fn one_gpu_per_thread_is_the_default_and_issue_zero_changes_nothing() {
     assert_eq!(ring("host: { issue: 0us, gpus_per_thread: 8 }", p, 32).host_bound_s, None);
 }
 
+/// `repeat:` and `noise:` run the point again on other seeds and without noise: each of
+/// those calls is issued by the same threads, so each is floored too, and the mean, the
+/// percentiles, the noise-free time and the slowdown are those of the floored calls.
+#[test]
+fn every_seed_of_a_repeated_or_noisy_point_is_floored() {
+    let host = "host: { issue: 50us, gpus_per_thread: 4 }\nrepeat: 5\n\
+                noise: { skew: { dist: exponential, scale: 1us }, levels: [0.5, 2] }";
+    // 32 bytes on 4 ranks: the GPUs take about 6 us with 1 us of skew, the thread 200 us.
+    let r = ring(host, 4, 32);
+    let floor = 200e-6;
+    close(r.time_s, floor);
+    let times = r.times_s.as_ref().expect("repeat gives the times");
+    assert_eq!(times.len(), 5);
+    for &t in times {
+        close(t, floor);
+    }
+    for t in [r.time_mean_s, r.time_p50_s, r.time_p90_s, r.time_p99_s, r.time_max_s, r.noise_free_time_s] {
+        close(t.expect("a statistic"), floor);
+    }
+    close(r.slowdown.expect("a slowdown"), 1.0);
+    for level in r.noise_levels.as_ref().expect("levels") {
+        close(level.time_mean_s.expect("a mean"), floor);
+    }
+}
+
+#[test]
+fn a_host_floor_past_the_largest_number_is_refused_where_it_is_written() {
+    let text = "ranks: 8\ntopology: { link: { alpha: 1us, bandwidth: 1GB/s } }\nalgorithms: [ring]\nsizes: [8]\n\
+                host: { issue: 1e308s, gpus_per_thread: 8 }\n";
+    let e = parse_str(text, "host.yaml").unwrap_err().to_string();
+    assert!(e.starts_with("host.yaml:5:7: host: issue 1e308 s x 8 GPUs per thread"), "{e}");
+    assert!(e.contains("must stay under"), "{e}");
+}
+
 #[test]
 fn bad_host_keys_are_refused_with_their_place() {
     let base = "ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 1GB/s } }\nalgorithms: [ring]\nsizes: [8]\n";
     for (host, want) in [
-        ("host: { issue: 1us, gpus_per_thread: 0 }", "host.gpus_per_thread: must be a whole number of at least 1"),
+        (
+            "host: { issue: 1us, gpus_per_thread: 0 }",
+            "host.gpus_per_thread: must be a whole number from 1 to 4294967295",
+        ),
+        ("host: { gpus_per_thread: 18446744073709551615 }", "from 1 to 4294967295 (the GPUs one host thread drives)"),
         ("host: { gpus_per_thread: 1.5 }", "host.gpus_per_thread"),
         ("host: { issue: -1us }", "host.issue"),
         ("host: { issue: fast }", "host.issue"),

@@ -4,14 +4,15 @@
 //! recurrences of `nccl_ring`'s closed form wherever they claim exactness, and the symmetric
 //! cases equal their formula.
 
+mod common;
 use allreduce_sim::algos::forms::nccl_ring_symmetric;
 use allreduce_sim::algos::{self, Algorithm, Machine, Params, Problem};
+use allreduce_sim::collective::Collective;
 use allreduce_sim::cost_model::Hockney;
 use allreduce_sim::scenario::ParamValue;
-use allreduce_sim::sim::data::{Expectations, Init, ReduceOp, Reference, Vectors, initial_values};
-use allreduce_sim::sim::engine::{NoObserver, SimStats};
-use allreduce_sim::sim::simulate;
-use allreduce_sim::topology::{FullyConnected, Hierarchical, Level, Link, Topology};
+use allreduce_sim::sim::engine::SimStats;
+use allreduce_sim::topology::{Hierarchical, Level, Link, Topology};
+use common::flat;
 
 fn build(id: &str, params: &[(&str, ParamValue)]) -> Box<dyn Algorithm> {
     let params = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
@@ -28,44 +29,14 @@ fn s(v: &str) -> ParamValue {
 
 /// Simulate one point with data and check every element.
 fn run(algo: &dyn Algorithm, topo: &dyn Topology, n: usize, c: f64) -> Result<SimStats, String> {
-    let p = Problem { ranks: topo.ranks(), elems: n, elem_bytes: 4 };
-    let m = Machine { topo, cost_per_byte: c };
-    algo.applicable(&p, &m).map_err(|e| format!("not applicable: {e}"))?;
-    let inputs: Vectors = (0..p.ranks).map(|r| initial_values(Init::Random, 5, r, n)).collect::<Vec<Vec<f32>>>().into();
-    let reference = Reference::of(&inputs, ReduceOp::Sum);
-    let (stats, vectors) = simulate(algo, topo, p, c, Some((inputs, ReduceOp::Sum)), &mut NoObserver)
-        .map_err(|e| format!("simulation failed: {e}"))?;
-    let v = vectors.ok_or("no data")?;
-    let check = reference.check(&v, algo.reduction_depth(&p, topo), &Expectations::Allreduce);
-    if !check.verified {
-        return Err(format!("wrong result {:?}", check.first_violation));
-    }
-    Ok(stats)
+    common::simulate_checked(Collective::Allreduce, algo, topo, n, c, 5)
 }
 
 /// Verify, then compare with the closed form if there is one: `Ok(true)` matched,
-/// `Ok(false)` none.
+/// `Ok(false)` none (the bounds must hold the time).
 fn point(algo: &dyn Algorithm, topo: &dyn Topology, n: usize, c: f64) -> Result<bool, String> {
     let stats = run(algo, topo, n, c)?;
-    let p = Problem { ranks: topo.ranks(), elems: n, elem_bytes: 4 };
-    let m = Machine { topo, cost_per_byte: c };
-    let Some((closed, tol)) = algo.closed_form(&p, &m) else {
-        // No form: the bounds (docs/nccl.md, "Bounds") must hold the time.
-        let (lo, hi) = algo.closed_form_bounds(&p, &m).ok_or("neither a form nor bounds")?;
-        if !(lo <= stats.time * (1.0 + 1e-9) && stats.time <= hi * (1.0 + 1e-9)) {
-            return Err(format!("simulated {:e} outside the bounds [{lo:e}, {hi:e}]", stats.time));
-        }
-        return Ok(false);
-    };
-    let err = if closed == 0.0 { stats.time.abs() } else { (stats.time / closed - 1.0).abs() };
-    if err > tol {
-        return Err(format!("simulated {:e} but closed form {closed:e} (rel err {err:e})", stats.time));
-    }
-    Ok(true)
-}
-
-fn flat(ranks: usize, nics: u32) -> FullyConnected {
-    FullyConnected { ranks, link: Link { alpha: 1.5e-6, bandwidth: 12.5e9 }, nics }
+    common::meets_form(algo, topo, n, c, stats.time)
 }
 
 fn two_by_four(nics: u32) -> Hierarchical {

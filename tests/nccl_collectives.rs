@@ -4,15 +4,14 @@
 //! on GPU clusters; the recurrence (the closed form) meets the simulation wherever it
 //! claims exactness, and one channel always has it; a case worked by hand.
 
-use allreduce_sim::algos::{self, Algorithm, Machine, Params, Problem};
+mod common;
+use allreduce_sim::algos::{self, Algorithm, Params, Problem};
 use allreduce_sim::collective::Collective;
 use allreduce_sim::scenario::ParamValue;
-use allreduce_sim::sim::data::{Init, ReduceOp, Reference, Vectors, initial_values};
 use allreduce_sim::sim::engine::NoObserver;
 use allreduce_sim::sim::simulate;
-use allreduce_sim::topology::{
-    Cluster, ClusterSpec, FullyConnected, InterSpec, IntraKind, Link, PerProto, Proto, Topology,
-};
+use allreduce_sim::topology::{Cluster, ClusterSpec, InterSpec, IntraKind, PerProto, Proto, Topology};
+use common::flat;
 
 const RS: Collective = Collective::ReduceScatter;
 const AG: Collective = Collective::Allgather;
@@ -26,34 +25,8 @@ fn build(c: Collective, params: &[(&str, u64)]) -> Box<dyn Algorithm> {
 /// the closed form: `Ok(true)` where it has one and meets it, `Ok(false)` where it has
 /// none and the bounds hold the time.
 fn point(c: Collective, algo: &dyn Algorithm, topo: &dyn Topology, n: usize, cpb: f64) -> Result<bool, String> {
-    let p = Problem { ranks: topo.ranks(), elems: n, elem_bytes: 4 };
-    let m = Machine { topo, cost_per_byte: cpb };
-    algo.applicable(&p, &m).map_err(|e| format!("not applicable: {e}"))?;
-    let inputs: Vectors = (0..p.ranks).map(|r| initial_values(Init::Random, 9, r, n)).collect::<Vec<Vec<f32>>>().into();
-    let reference = Reference::of(&inputs, ReduceOp::Sum);
-    let (stats, vectors) = simulate(algo, topo, p, cpb, Some((inputs, ReduceOp::Sum)), &mut NoObserver)
-        .map_err(|e| format!("simulation failed: {e}"))?;
-    let v = vectors.ok_or("no data")?;
-    let check = reference.check(&v, algo.reduction_depth(&p, topo), &c.expectations(p.ranks, n));
-    if !check.verified {
-        return Err(format!("wrong result {:?}", check.first_violation));
-    }
-    let Some((form, tol)) = algo.closed_form(&p, &m) else {
-        let (lo, hi) = algo.closed_form_bounds(&p, &m).ok_or("neither a form nor bounds")?;
-        if !(lo <= stats.time * (1.0 + 1e-9) && stats.time <= hi * (1.0 + 1e-9)) {
-            return Err(format!("simulated {:e} outside the bounds [{lo:e}, {hi:e}]", stats.time));
-        }
-        return Ok(false);
-    };
-    let err = if form == 0.0 { stats.time.abs() } else { (stats.time / form - 1.0).abs() };
-    if err > tol {
-        return Err(format!("simulated {:e} but closed form {form:e} (rel err {err:e})", stats.time));
-    }
-    Ok(true)
-}
-
-fn flat(ranks: usize, nics: u32) -> FullyConnected {
-    FullyConnected { ranks, link: Link { alpha: 1.5e-6, bandwidth: 12.5e9 }, nics }
+    let stats = common::simulate_checked(c, algo, topo, n, cpb, 9)?;
+    common::meets_form(algo, topo, n, cpb, stats.time)
 }
 
 fn cluster(nodes: usize, gpus: usize, nics: usize, proto: Proto) -> Cluster {

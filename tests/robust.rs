@@ -938,3 +938,162 @@ fn a_selectors_candidates_are_told_apart_before_they_run() {
     one.algorithms[0].name = "ring".into();
     assert!(estimate::candidates(&one, pt).is_empty());
 }
+
+/// The fourth trial by hand (docs/hardening.md): each input below did what the comment
+/// says before its fix; each is now refused where it is written, with the limit.
+#[test]
+fn fourth_trial_machines_of_infinite_times_are_refused() {
+    let cluster = |intra_extra: &str, top: &str| {
+        format!(
+            "topology:\n  kind: cluster\n  nodes: 2\n  gpus_per_node: 2\n  intra: {{ kind: {intra_extra} }}\n  \
+             nics_per_node: 2\n  inter: {{ alpha: 5us, bandwidth: 100Gbps }}\n  launch: 5us\n\
+             algorithms: [nccl_ring]\nsizes: [4KiB, 1MiB]\ndata: {{ mode: off }}\n{top}"
+        )
+    };
+    let cases = [
+        // inf s for every NCCL ring point (exit 1, "relative error NaN").
+        (cluster("nvswitch, alpha: 1us, bandwidth: 100GB/s, step_latency: 1e308s", ""), "lower launch or step_latency"),
+        // nvls at inf s, exit 0.
+        (
+            cluster("nvswitch, alpha: 1us, bandwidth: 100GB/s, nvls_efficiency: 5e-324", "")
+                .replace("nodes: 2", "nodes: 1")
+                .replace("nics_per_node: 2", "nics_per_node: 1")
+                .replace("[nccl_ring]", "[nvls]"),
+            "times on this machine would not be finite numbers",
+        ),
+        // Every pair across sockets at inf s.
+        (
+            cluster(
+                "pcie, alpha: 1us, bandwidth: 24GB/s, sockets: [[0], [1]], \
+                 socket_link: { alpha: 0us, bandwidth: 5e-324GB/s }",
+                "",
+            ),
+            "times on this machine would not be finite numbers",
+        ),
+        // A host floor of inf s on every point.
+        (
+            cluster("nvswitch, alpha: 1us, bandwidth: 100GB/s", "host: { issue: 1e308s, gpus_per_thread: 4 }\n"),
+            "host: issue 1e308 s x 4 GPUs per thread",
+        ),
+        // A finite launch whose statistics over 3 seeds sum past the largest number.
+        (
+            cluster("nvswitch, alpha: 1us, bandwidth: 100GB/s", "repeat: 3\n").replace("launch: 5us", "launch: 1e308s"),
+            "repeat: the sweep's worst run could take",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = parse_str(&text, "t.yaml").err().unwrap_or_else(|| panic!("accepted:\n{text}")).to_string();
+        assert!(e.contains(want), "{text}\n{e}");
+        assert!(e.starts_with("t.yaml:"), "no place: {e}");
+    }
+}
+
+/// A baseline of 100,000 results was compared in quadratic time (past the 20 seconds);
+/// a report of 100 MB of zeros took 1.7 GB to refuse; a key given twice was read as
+/// whichever came last.
+#[test]
+fn fourth_trial_large_and_ambiguous_reports() {
+    let d = case_dir("reports");
+    std::fs::write(
+        d.join("s.yaml"),
+        "ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\nalgorithms: [ring]\nsizes: [4KiB]\n\
+         data: { mode: off }\n",
+    )
+    .unwrap();
+    let row = r#"{"collective": "allreduce", "algorithm": "ring", "ranks": 4, "bytes": 4096, "time_s": 1e-5}"#;
+    let rows = vec![row; 100_000].join(",");
+    std::fs::write(d.join("big.json"), format!("{{\"results\": [{rows}]}}")).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["run", "s.yaml", "--quiet", "--baseline", "big.json"])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("99999 missing from this run"), "{stderr}");
+
+    // One value past the limit is refused before anything is built of it.
+    let zeros = vec!["0"; allreduce_sim::files::MAX_JSON_VALUES as usize].join(",");
+    let e = allreduce_sim::files::check_json(&format!("{{\"results\": [{zeros}]}}")).unwrap_err().to_string();
+    assert!(e.contains(&format!("more than {} values", allreduce_sim::files::MAX_JSON_VALUES)), "{e}");
+    // The list itself is a value: the limit exactly is read.
+    assert!(allreduce_sim::files::check_json(&format!("[{}]", &zeros[2..])).is_ok());
+
+    let twice = r#"{"results": [], "scenario": {"name": "x", "name": "y"}}"#;
+    let e = allreduce_sim::files::check_json(twice).unwrap_err().to_string();
+    assert!(e.contains("the key \"name\" is given twice") && e.contains("line 1 column"), "{e}");
+    for args in [vec!["merge", "r.json"], vec!["run", "s.yaml", "--baseline", "r.json"], vec!["plot", "r.json"]] {
+        std::fs::write(d.join("r.json"), twice).unwrap();
+        cmd()
+            .current_dir(&d)
+            .args(&args)
+            .timeout(Duration::from_secs(20))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("is given twice"));
+    }
+}
+
+/// nccl-tests and OSU rows of a negative size were skipped without a word, and times
+/// of 1e-308 us read, making every relative error infinite.
+#[test]
+fn fourth_trial_calibration_rows_that_cannot_be_measurements() {
+    use allreduce_sim::calibrate::{nccl_tests, osu};
+    let head = "# nThread 1 nGpus 2 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 1 iters: 20\n\
+                #  Rank  0 Group  0 Pid 1 on h device 0 [0000:4a:00] NVIDIA L40S\n\
+                #  Rank  1 Group  0 Pid 1 on h device 1 [0000:ca:00] NVIDIA L40S\n\
+                #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+    let good = "          16            4  float  sum  -1  9.46  0.00  0.0  0  8.96  0.00  0.0  0\n";
+    assert!(nccl_tests::parse(&format!("{head}{good}"), "a.txt").is_ok());
+    for (row, want) in [
+        ("          -8           -2  float  sum  -1  9.46  0.00  0.0  0  8.96  0.00  0.0  0\n", "a.txt:5: the size"),
+        ("           8            2  float  sum  -1  1e-308  0.00  0.0  0  8.96  0.00  0.0  0\n", "below 0.001 us"),
+        ("           8            2  float  sum  -1  9.46  0.00  0.0  0  5e-300  0.00  0.0  0\n", "below 0.001 us"),
+    ] {
+        let e = nccl_tests::parse(&format!("{head}{row}{good}"), "a.txt").unwrap_err().to_string();
+        assert!(e.contains(want), "{row}{e}");
+    }
+    let osu_head = "# OSU MPI Allreduce Latency Test v7.3\n# Size       Avg Latency(us)\n";
+    for (row, want) in [("-8   1.0\n", "o.txt:3: the size '-8'"), ("8   1e-308\n", "at least 0.001 us")] {
+        let e = osu::parse(&format!("{osu_head}{row}16  2.0\n"), "o.txt", Some(2)).unwrap_err().to_string();
+        assert!(e.contains(want), "{row}{e}");
+    }
+}
+
+/// An empty vector needs no message: the algorithms that send nothing for it failed the
+/// lower bound (`time 0 is below the lower bound`), exit 1.
+#[test]
+fn an_empty_vector_is_no_failure() {
+    let text = "ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+                algorithms: [ring_gloo, double_binary_tree, nccl_ring, nccl_tree, ring_chunked, ring]\nsizes: [0]\n";
+    let s = parse_str(text, "t.yaml").unwrap();
+    for algo in 0..s.algorithms.len() {
+        let r = runner::run_point(&s, &runner::Point { algo, ranks: 4, bytes: 0 });
+        assert!(r.failures.is_empty(), "{}: {:?}", r.algorithm, r.failures);
+        assert_eq!(r.lower_bound_s, 0.0);
+    }
+}
+
+/// Flags and rank counts said what is wrong but not what is allowed, or let a wrapped
+/// count by (`validate --ranks 2^63` was "ok" with ring at 0 messages).
+#[test]
+fn fourth_trial_flags_say_what_is_allowed() {
+    for (args, want) in [
+        (vec!["explain", "ring", "--param", "segments=4", "--param", "segments=4"], "--param segments: given twice"),
+        (vec!["explain", "ring", "--nics", "18446744073709551615"], "from 1 to 4294967295"),
+        (vec!["explain", "ring", "--ranks", "1e-308"], "from 1 to 256"),
+    ] {
+        cmd().args(&args).timeout(Duration::from_secs(20)).assert().code(2).stderr(predicate::str::contains(want));
+    }
+    let f = TempFile::new(QUICK.as_bytes());
+    cmd()
+        .args(["validate", "--ranks", "9223372036854775808"])
+        .arg(&f.0)
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("from 1 to 4294967295 (ranks are numbered in 32 bits)"));
+    let e = parse_str(&QUICK.replace("ranks: 16", "ranks: 9223372036854775808"), "t.yaml").unwrap_err().to_string();
+    assert!(e.contains("t.yaml:1:8") && e.contains("from 1 to 4294967295"), "{e}");
+}

@@ -2,23 +2,12 @@
 //! it once per call for each of their pipeline's steps inside a node, on top of `launch`,
 //! whatever the size; every other algorithm, and a machine without it, is unchanged.
 
-use allreduce_sim::runner::{Point, run_point};
+mod common;
 use allreduce_sim::scenario::{Scenario, parse_str};
+use common::{close, run_clean as run};
 
 fn scenario(text: &str) -> Scenario {
-    parse_str(text, "step_latency.yaml").unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// Point `algo` of `s` at its first size on `ranks` ranks.
-fn run(s: &Scenario, algo: usize, ranks: usize) -> allreduce_sim::report::PointResult {
-    let r = run_point(s, &Point { algo, ranks, bytes: s.sizes[0] });
-    assert!(r.failures.is_empty(), "{:?}", r.failures);
-    assert!(r.not_applicable.is_none(), "{:?}", r.not_applicable);
-    r
-}
-
-fn close(got: f64, want: f64) {
-    assert!((got / want - 1.0).abs() < 1e-12, "got {got:e}, want {want:e}");
+    common::scenario(text, "step_latency.yaml")
 }
 
 /// Two nodes of 4 GPUs on an NVSwitch; `STEP` is replaced by the step latency line.

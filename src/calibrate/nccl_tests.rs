@@ -204,10 +204,14 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
             continue;
         }
         // NCCL's version and environment may be on any line but a data row. A row of
-        // digits too large for a count is a data row too, refused by `read_row`, not skipped.
+        // digits too large for a count is a data row too, refused by `read_row`, not skipped,
+        // and so is one of signed numbers (`-8 -2`).
         let data_like = {
             let mut t = body.split_whitespace();
-            let whole = |w: &str| w.bytes().all(|c| c.is_ascii_digit());
+            let whole = |w: &str| {
+                let d = w.strip_prefix(['-', '+']).unwrap_or(w);
+                !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit())
+            };
             matches!((t.next(), t.next()), (Some(a), Some(b)) if whole(a) && whole(b))
         };
         if data_like {
@@ -385,7 +389,14 @@ fn read_row(body: &str, n: usize, file: &str, cur: &mut Partial) -> Result<Optio
             return Ok(None);
         }
         match t.parse::<f64>() {
-            Ok(v) if v.is_finite() && v >= 0.0 => Ok(Some(v * 1e-6)),
+            // nccl-tests prints two decimals: a time below a thousandth of a microsecond
+            // is not one it wrote, and would make every relative error infinite.
+            Ok(v) if v.is_finite() && (v == 0.0 || v >= 1e-3) => Ok(Some(v * 1e-6)),
+            Ok(v) if v.is_finite() && v > 0.0 => Err(LogError::at(
+                file,
+                n,
+                format!("the {what} time '{t}' is below 0.001 us; nccl-tests prints times in microseconds to 0.01"),
+            )),
             _ => Err(LogError::at(file, n, format!("the {what} time '{t}' is not a number of microseconds"))),
         }
     };

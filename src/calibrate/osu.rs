@@ -53,18 +53,29 @@ pub fn parse(text: &str, file: &str, ranks: Option<usize>) -> Result<Run, LogErr
         }
         let f: Vec<&str> = line.split_whitespace().collect();
         let Ok(bytes) = f[0].parse::<u64>() else {
+            // A number that is not a size (`-8`, past 2^64) is a broken row, not noise.
+            let digits = f[0].strip_prefix(['-', '+']).unwrap_or(f[0]);
+            if !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit()) {
+                return Err(LogError::at(
+                    file,
+                    n,
+                    format!("the size '{}' is not a whole number of bytes from 0 to {}", f[0], u64::MAX),
+                ));
+            }
             // Launcher and MPI noise.
             continue;
         };
         let Some(tc) = time_col else {
             return Err(LogError::at(file, n, "a data row before the `# Size  Avg Latency(us)` header"));
         };
-        let Some(t) = f.get(tc).and_then(|t| t.parse::<f64>().ok()).filter(|t| t.is_finite() && *t > 0.0) else {
+        let Some(t) = f.get(tc).and_then(|t| t.parse::<f64>().ok()).filter(|t| t.is_finite() && *t >= 1e-3) else {
+            // OSU prints two decimals: below a thousandth of a microsecond is not a time
+            // it wrote, and every relative error against it would be infinite.
             return Err(LogError::at(
                 file,
                 n,
                 format!(
-                    "expected a positive average latency in microseconds in field {} (the header at line {header_line})",
+                    "expected a positive average latency of at least 0.001 us in field {} (the header at line {header_line})",
                     tc + 1
                 ),
             ));

@@ -144,6 +144,11 @@ impl PlotData {
             scenario: Name,
             results: Vec<PlotPoint>,
         }
+        crate::files::check_json(text).map_err(|e| {
+            format!(
+                "{what} is not a JSON report of allreduce-sim (write one with `run --format json --output FILE`): {e}"
+            )
+        })?;
         let raw: Raw = serde_json::from_str(text).map_err(|e| {
             format!(
                 "{what} is not a JSON report of allreduce-sim (write one with `run --format json --output FILE`): {e}"

@@ -14,11 +14,14 @@
 //!   seconds.
 
 use super::Scenario;
+use crate::topology::spec::TopologySpec;
+use crate::topology::{Link, Proto, launch, step_latency};
 use crate::units::{fmt_bandwidth, fmt_bytes, fmt_time};
 
 /// How many messages of the largest size the bounds allow for on `ranks` ranks.
 fn worst_messages(ranks: u64) -> u128 {
-    4 * u128::from(ranks) * u128::from(ranks)
+    // Saturating: at P = 2^63 the product is 2^128, which wrapped to 0 and let any size by.
+    (4 * u128::from(ranks)).saturating_mul(u128::from(ranks))
 }
 
 /// Refuse a sweep whose byte counts could wrap: the message says which size, on how
@@ -39,14 +42,53 @@ pub fn check_bytes(s: &Scenario) -> Result<(), String> {
     ))
 }
 
-/// The longest the sweep's worst run could take on this machine without noise, seconds
-/// (infinite when [`check_times`] refuses the machine).
-fn worst_time(s: &Scenario) -> f64 {
+/// Every link a message can be charged at: the topology's own, and on a cluster the
+/// two its list leaves out, a pair across CPU sockets (both alphas, the thinner
+/// bandwidth) and NVLS's switch operations (at `nvls_efficiency` of the bandwidth).
+fn machine_links(s: &Scenario) -> Vec<Link> {
+    let mut links = s.topology.links();
+    if let TopologySpec::Cluster(c) = &s.topology {
+        for p in Proto::ALL {
+            let (alpha, bandwidth) = (c.intra.alpha_s.of(p), c.intra.bandwidth * c.efficiency.of(p));
+            links.push(Link { alpha, bandwidth: bandwidth * c.intra.nvls_efficiency });
+            if let Some(x) = &c.intra.socket_link {
+                let across = (x.bandwidth * c.efficiency.of(p)).min(bandwidth);
+                links.push(Link { alpha: alpha + x.alpha_s.of(p), bandwidth: across });
+            }
+        }
+    }
+    links
+}
+
+/// What a run pays besides its messages, seconds: the largest `launch` with the step
+/// latency of up to `2 P` steps (NCCL's ring pays `2 (P - P / G)`, its tree `2 (G - 1)`).
+fn start_time(s: &Scenario) -> f64 {
+    let p = s.ranks.iter().copied().max().unwrap_or(1) as f64;
+    Proto::ALL
+        .into_iter()
+        .map(|proto| launch(&s.topology, proto) + 2.0 * p * step_latency(&s.topology, proto))
+        .fold(0.0, f64::max)
+}
+
+/// The host's floor on a call at the largest rank count (`host:`), seconds.
+fn host_floor(s: &Scenario) -> f64 {
+    let p = s.ranks.iter().copied().max().unwrap_or(1);
+    s.host.map_or(0.0, |h| h.floor(p))
+}
+
+/// The worst run's messages on the slowest link, seconds.
+fn messages_time(s: &Scenario) -> f64 {
     let p = s.ranks.iter().copied().max().unwrap_or(1) as f64;
     let size = s.sizes.iter().copied().max().unwrap_or(0) as f64 + s.network.envelope as f64;
     let messages = worst_messages(p as u64) as f64;
-    let one = |l: crate::topology::Link| p * l.alpha + size / l.bandwidth + size * s.cost_per_byte;
-    s.topology.links().into_iter().map(|l| one(l) * messages).fold(0.0, f64::max)
+    let one = |l: Link| p * l.alpha + size / l.bandwidth + size * s.cost_per_byte;
+    machine_links(s).into_iter().map(|l| one(l) * messages).fold(0.0, f64::max)
+}
+
+/// The longest the sweep's worst run could take on this machine without noise, seconds
+/// (infinite when [`check_times`] refuses the machine).
+fn worst_time(s: &Scenario) -> f64 {
+    (messages_time(s) + start_time(s)).max(host_floor(s))
 }
 
 /// A factor for people: `2`, `1.5`, `1e308`.
@@ -64,7 +106,7 @@ const LONGEST_DRAW: f64 = 37.0;
 /// overflows.
 pub fn check_noise(s: &Scenario) -> Result<(), String> {
     use crate::sim::noise::{SkewDist, SkewSpec};
-    let Some(n) = &s.noise else { return Ok(()) };
+    let Some(n) = &s.noise else { return check_repeat(s) };
     let level = n.levels.iter().copied().fold(1.0, f64::max);
     let skew = match &n.skew {
         None => 0.0,
@@ -101,14 +143,49 @@ pub fn check_noise(s: &Scenario) -> Result<(), String> {
     ))
 }
 
+/// `repeat:` without noise: the statistics over the seeds sum (and square) the times of
+/// the worst run, which must stay finite.
+fn check_repeat(s: &Scenario) -> Result<(), String> {
+    let Some(seeds) = s.repeat.filter(|&r| r > 1) else { return Ok(()) };
+    let worst = worst_time(s);
+    let limit = (f64::MAX / f64::from(seeds)).sqrt();
+    if worst < limit {
+        return Ok(());
+    }
+    Err(format!(
+        "the sweep's worst run could take {}, and the statistics over repeat: {seeds} seeds square and sum \
+         such times: keep the worst run under {}: lower the latencies, the launch or the sizes",
+        fmt_time(worst),
+        fmt_time(limit),
+    ))
+}
+
+/// Refuse a host whose floor on a call (`host.issue` times the GPUs of a thread) is not a
+/// finite number of seconds, or leaves the worst run's time not one.
+pub fn check_host(s: &Scenario) -> Result<(), String> {
+    let (Some(h), floor) = (s.host, host_floor(s)) else { return Ok(()) };
+    if floor.is_finite() {
+        return Ok(());
+    }
+    let p = s.ranks.iter().copied().max().unwrap_or(1);
+    Err(format!(
+        "issue {} x {} GPUs per thread (at P = {p}) is not a finite number of seconds: the floor on a call, \
+         issue x min(gpus_per_thread, P), must stay under {}",
+        fmt_time(h.issue_s),
+        h.gpus_per_thread.min(p),
+        fmt_time(f64::MAX),
+    ))
+}
+
 /// Refuse a machine on which the sweep's messages would take a time that is not a finite
 /// number: a bandwidth so small (or a latency or `cost_per_byte` so large) that `S / B`
-/// overflows.
+/// overflows, or a `launch` and step latency that push the worst run's time past the
+/// largest number.
 pub fn check_times(s: &Scenario) -> Result<(), String> {
     let p = s.ranks.iter().copied().max().unwrap_or(1) as f64;
     let size = s.sizes.iter().copied().max().unwrap_or(0) as f64 + s.network.envelope as f64;
     let messages = worst_messages(p as u64) as f64;
-    for link in s.topology.links() {
+    for link in machine_links(s) {
         let one = p * link.alpha + size / link.bandwidth + size * s.cost_per_byte;
         if !(one * messages).is_finite() {
             return Err(format!(
@@ -126,6 +203,18 @@ pub fn check_times(s: &Scenario) -> Result<(), String> {
                 fmt_time(f64::MAX).trim_end_matches(" s"),
             ));
         }
+    }
+    let (start, links) = (start_time(s), messages_time(s));
+    if !(links + start).is_finite() {
+        return Err(format!(
+            "the launch and step latency (up to {} per call, with 2 P = {} steps on {} ranks) and the worst \
+             run's messages ({}) add up to more than {}: lower launch or step_latency",
+            if start.is_finite() { fmt_time(start) } else { format!("more than {}", fmt_time(f64::MAX)) },
+            2.0 * p,
+            p,
+            fmt_time(links),
+            fmt_time(f64::MAX),
+        ));
     }
     Ok(())
 }

@@ -624,8 +624,9 @@ fn host(src: &Src, raw: Spanned<RawHost>) -> Result<crate::scenario::HostSpec, S
             src.err(
                 &v.referenced,
                 format!(
-                    "host.gpus_per_thread: must be a whole number of at least 1 (the GPUs one host thread drives), \
-                     not {}",
+                    "host.gpus_per_thread: must be a whole number from 1 to {} (the GPUs one host thread \
+                     drives), not {}",
+                    u32::MAX,
                     v.value.shown()
                 ),
             )
@@ -687,11 +688,16 @@ fn check_whole_elements(bytes: u64, dtype: Dtype) -> Result<(), String> {
     Ok(())
 }
 
-/// A rank count of at least 1.
+/// A rank count of at least 1, at most 2^32 - 1: ranks are numbered in 32 bits
+/// ([`crate::sim::Rank`]), and P^2 message counts then fit 64.
 fn rank_count(v: &Scalar) -> Result<usize, String> {
-    whole(v, 1, usize::MAX as u64)
-        .map(|n| n as usize)
-        .ok_or_else(|| format!("a rank count must be a whole number of at least 1, not {}", v.shown()))
+    whole(v, 1, u64::from(u32::MAX)).map(|n| n as usize).ok_or_else(|| {
+        format!(
+            "a rank count must be a whole number from 1 to {} (ranks are numbered in 32 bits), not {}",
+            u32::MAX,
+            v.shown()
+        )
+    })
 }
 
 /// Where an earlier equal item was, for "listed twice" messages.
@@ -906,6 +912,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
             ranks
         }
     };
+    let host_at = r.host.as_ref().map(|h| h.referenced);
     let host = r.host.map(|h| host(src, h)).transpose()?;
     // compute
     let cost_per_byte = match r.compute.and_then(|c| c.value.cost_per_byte) {
@@ -917,6 +924,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     let network = network(src, r.network.map(|n| n.value), &topology)?;
     let noise_at = r.noise.as_ref().map(|n| n.referenced);
     let noise = r.noise.map(|n| noise::noise(src, n, &network)).transpose()?;
+    let repeat_at = r.repeat.as_ref().map(|v| v.referenced);
     let repeat = r.repeat.map(|v| noise::repeat(src, &v)).transpose()?;
 
     // data
@@ -1068,9 +1076,14 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
         host,
     };
     limits::check_bytes(&s).map_err(|e| src.err(&largest, format!("sizes: {e}")))?;
+    if let Some(at) = host_at {
+        limits::check_host(&s).map_err(|e| src.err(&at, format!("host: {e}")))?;
+    }
     limits::check_times(&s).map_err(|e| src.err(&topology_at, format!("topology: {e}")))?;
-    if let Some(at) = noise_at {
-        limits::check_noise(&s).map_err(|e| src.err(&at, format!("noise: {e}")))?;
+    match (noise_at, repeat_at) {
+        (Some(at), _) => limits::check_noise(&s).map_err(|e| src.err(&at, format!("noise: {e}")))?,
+        (None, Some(at)) => limits::check_noise(&s).map_err(|e| src.err(&at, format!("repeat: {e}")))?,
+        (None, None) => {}
     }
     Ok(s)
 }
@@ -1363,6 +1376,7 @@ impl Overrides {
         if self.ranks.is_some() || self.sizes.is_some() {
             let flag = if self.sizes.is_some() { "--sizes" } else { "--ranks" };
             limits::check_bytes(s).map_err(|e| ScenarioError::flag(flag, e))?;
+            limits::check_host(s).map_err(|e| ScenarioError::flag(flag, e))?;
             limits::check_times(s).map_err(|e| ScenarioError::flag(flag, e))?;
             limits::check_noise(s).map_err(|e| ScenarioError::flag(flag, e))?;
         }

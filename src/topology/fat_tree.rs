@@ -148,7 +148,12 @@ pub fn oversubscription(hosts_per_leaf: usize, spines: usize, link_bandwidth: f6
 
 /// `8:1 oversubscribed`, `1:1, not oversubscribed`, `0.5:1, not oversubscribed`.
 pub fn oversubscription_text(ratio: f64) -> String {
-    let r = if ratio >= 1.0 && (ratio - ratio.round()).abs() < 1e-9 {
+    // Far from 1 (an uplink of 1e-300 Gb/s) the digits would fill the line.
+    let r = if ratio >= 1e9 || (ratio > 0.0 && ratio < 1e-15) {
+        let s = format!("{ratio:.2e}");
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        format!("{}e{e}", m.trim_end_matches('0').trim_end_matches('.'))
+    } else if ratio >= 1.0 && (ratio - ratio.round()).abs() < 1e-9 {
         format!("{}", ratio.round())
     } else {
         // Two decimals, or two significant digits for a ratio below 0.01 (a few hosts under
@@ -355,5 +360,7 @@ mod tests {
         assert_eq!(oversubscription_text(2.0 / 3.0 * 4.0), "2.67:1 oversubscribed");
         assert_eq!(oversubscription_text(4e-6), "0.000004:1, not oversubscribed");
         assert_eq!(oversubscription_text(1.0 / 3e10), "0.000000000033:1, not oversubscribed");
+        assert_eq!(oversubscription_text(8e298), "8e298:1 oversubscribed");
+        assert_eq!(oversubscription_text(1.0 / 3e290), "3.33e-291:1, not oversubscribed");
     }
 }
