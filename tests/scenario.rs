@@ -260,8 +260,8 @@ fn out_of_range_link() {
 
 #[test]
 fn bad_ranks() {
-    err_at(&with("ranks: 4", "ranks: 0"), 1, &["ranks:", "at least 1"]);
-    err_at(&with("ranks: 4", "ranks: [4, -2]"), 1, &["ranks:", "at least 1", "-2"]);
+    err_at(&with("ranks: 4", "ranks: 0"), 1, &["ranks:", "from 1 to 4294967295"]);
+    err_at(&with("ranks: 4", "ranks: [4, -2]"), 1, &["ranks:", "from 1 to 4294967295", "-2"]);
     err_at(&with("ranks: 4", "ranks:\n  - 4\n  - 8.5"), 3, &["ranks:", "whole number", "8.5"]);
     err_at(&with("ranks: 4", "ranks: [8, 4, 8]"), 1, &["ranks: 8 is listed twice", "first at line 1, column 9"]);
     err_at(&with("ranks: 4", "ranks: []"), 1, &["ranks: the list is empty"]);

@@ -326,7 +326,7 @@ fn explain_refuses_bad_input() {
         (vec!["explain", "nope"], "unknown algorithm 'nope' for allreduce; allowed: "),
         (vec!["explain", "ring", "--collective", "broadcast"], "allowed: one_to_all, binomial_tree, chain"),
         (vec!["explain", "ring", "--collective", "gossip"], "--collective: 'gossip' is not known"),
-        (vec!["explain", "ring", "--ranks", "0"], "--ranks must be between 1 and 256"),
+        (vec!["explain", "ring", "--ranks", "0"], "P must be a whole number from 1 to 256"),
         (vec!["explain", "ring", "--size", "6"], "multiple of 4 bytes"),
         (vec!["explain", "ring", "--alpha", "fast"], "--alpha"),
         (vec!["explain", "ring", "--param", "segment=4"], "unknown parameter 'segment'"),

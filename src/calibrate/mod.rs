@@ -883,12 +883,7 @@ const STEADY_TOLERANCE: f64 = 1e-12;
 /// channel gains P chunks per loop, a tree's channel one chunk (its part is the size over
 /// the channels, cut into chunks that go up and down the same tree), so a size of `m`
 /// loops more is the same program with `m` more identical loops. `None` otherwise.
-fn steady_period(
-    spec: &AlgoSpec,
-    ranks: usize,
-    elem: u64,
-    topo: &crate::topology::spec::TopologySpec,
-) -> Option<u64> {
+fn steady_period(spec: &AlgoSpec, ranks: usize, elem: u64, topo: &crate::topology::spec::TopologySpec) -> Option<u64> {
     let tree = match spec.name.as_str() {
         "nccl_ring" => false,
         "nccl_tree" => true,

@@ -1077,6 +1077,7 @@ pub fn chain_segments(x: &Inputs, proto: Proto, bytes: u64, elems: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::topology::PerProto;
 
     const AR: Collective = Collective::Allreduce;
 
@@ -1264,16 +1265,14 @@ mod tests {
 
     /// A cluster of `nodes` nodes of 4 GPUs, every pair joined by 2 NVLinks, with
     /// `nics` NICs of `nic` a node (ABCI's node with 2 EDR NICs of 100 Gb/s).
-    fn nvlink_cluster(ranks: usize, nics: usize, nic: &str) -> Box<dyn Topology> {
-        let text = format!(
-            "name: c\nranks: [{ranks}]\ntopology:\n  kind: cluster\n  nodes: {}\n  gpus_per_node: 4\n  intra:\n    \
-             kind: nvlink\n    alpha: 1us\n    bandwidth: 25GB/s\n    links: [[0, 1, 2], [0, 2, 2], [0, 3, 2], [1, 2, 2], \
-             [1, 3, 2], [2, 3, 2]]\n  nics_per_node: {nics}\n  inter: {{ alpha: 5us, bandwidth: {nic} }}\n\
-             algorithms: [ring]\nsizes: [1KiB]\n",
-            ranks.div_ceil(4)
-        );
-        let s = crate::scenario::parse_str(&text, "c.yaml").unwrap();
-        crate::topology::build(&s.topology, ranks).unwrap()
+    fn nvlink_cluster(ranks: usize, nics: usize, nic_bytes_per_s: f64) -> Box<dyn Topology> {
+        // Built without the scenario parser: the selectors sit below `scenario`.
+        use crate::topology::{Cluster, ClusterSpec, InterSpec, IntraKind};
+        let intra = (IntraKind::Nvlink, PerProto::all(1e-6), 25e9);
+        let inter = InterSpec::new(PerProto::all(5e-6), nic_bytes_per_s);
+        let mut spec = ClusterSpec::on_rails(ranks.div_ceil(4), 4, nics, intra, inter, PerProto::all(0.0));
+        spec.intra.links = vec![[0, 1, 2], [0, 2, 2], [0, 3, 2], [1, 2, 2], [1, 3, 2], [2, 3, 2]];
+        Box::new(Cluster::new(&spec, ranks).unwrap())
     }
 
     fn graph(channels: u32, speed_intra: f64, speed_inter: f64) -> Graph28 {
@@ -1291,26 +1290,31 @@ mod tests {
     #[test]
     fn search_28_by_hand() {
         for ranks in [8, 16, 32, 128] {
-            let found = search_28(nvlink_cluster(ranks, 2, "100Gbps").as_ref()).unwrap();
+            let found = search_28(nvlink_cluster(ranks, 2, 12.5e9).as_ref()).unwrap();
             assert_eq!(found.ring, graph(2, 12.0, 12.0), "{ranks}");
             assert_eq!(found.tree, graph(2, 24.0, 12.0), "{ranks}");
         }
-        let one = search_28(nvlink_cluster(4, 2, "100Gbps").as_ref()).unwrap();
+        let one = search_28(nvlink_cluster(4, 2, 12.5e9).as_ref()).unwrap();
         assert_eq!((one.ring, one.tree), (graph(6, 21.0, 21.0), graph(6, 21.0, 21.0)));
         // A 20 GB/s NIC: 18, 15 and 12 hold one channel, 10 two (20 > 18: kept); 9, 7
         // and 6 hold less in all, 5 four (20, not more), 4 is under 0.49 of 10.
-        let found = search_28(nvlink_cluster(8, 1, "160Gbps").as_ref()).unwrap();
+        let found = search_28(nvlink_cluster(8, 1, 20e9).as_ref()).unwrap();
         assert_eq!(found.ring, graph(2, 10.0, 10.0));
         // Its tree rises to 21: 18 is still below twice 10.
         assert_eq!(found.tree, graph(2, 21.0, 10.0));
         // One node of 8 GPUs on an NVSwitch, 300 GB/s each: 42 holds 7 channels (294),
         // 30 holds 10 (300, a GPU's whole link: the search stops); at 25 or more NCCL
         // opens twice the channels, at most 16, at 30 / ceil(16 / 10) = 15 each.
-        let text = "name: s\nranks: [8]\ntopology:\n  kind: cluster\n  nodes: 1\n  gpus_per_node: 8\n  intra: \
-                    { kind: nvswitch, alpha: 1us, bandwidth: 300GB/s }\n  nics_per_node: 8\n  inter: { alpha: 5us, \
-                    bandwidth: 400Gbps }\nalgorithms: [ring]\nsizes: [1KiB]\n";
-        let s = crate::scenario::parse_str(text, "s.yaml").unwrap();
-        let found = search_28(crate::topology::build(&s.topology, 8).unwrap().as_ref()).unwrap();
+        let spec = crate::topology::ClusterSpec::on_rails(
+            1,
+            8,
+            8,
+            (crate::topology::IntraKind::Nvswitch, PerProto::all(1e-6), 300e9),
+            crate::topology::InterSpec::new(PerProto::all(5e-6), 50e9),
+            PerProto::all(0.0),
+        );
+        let node = crate::topology::Cluster::new(&spec, 8).unwrap();
+        let found = search_28(&node).unwrap();
         assert_eq!((found.ring, found.tree), (graph(16, 15.0, 15.0), graph(16, 15.0, 15.0)));
     }
 
@@ -1329,7 +1333,7 @@ mod tests {
     #[test]
     fn abci_picks_by_hand() {
         let at = |ranks: usize| {
-            let topo = nvlink_cluster(ranks, 2, "100Gbps");
+            let topo = nvlink_cluster(ranks, 2, 12.5e9);
             Inputs::of(topo.as_ref(), 2, Arch::Volta).with_tuning(Tuning::V2_8).searched(topo.as_ref())
         };
         let pick = |x: &Inputs, bytes: u64| choice(x, AR, bytes).map(|(a, p, _)| (a, p));
@@ -1357,7 +1361,7 @@ mod tests {
         let (_, bw) = lat_bw(&x, AR, Algo::Tree, Proto::Ll128);
         assert!((bw - 16.9).abs() < 1e-9, "{bw}");
         // The later tuning is not searched.
-        let topo = nvlink_cluster(32, 2, "100Gbps");
+        let topo = nvlink_cluster(32, 2, 12.5e9);
         let new = Inputs::of(topo.as_ref(), 2, Arch::Volta).searched(topo.as_ref());
         assert!(new.search.is_none());
     }
