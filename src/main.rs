@@ -225,7 +225,7 @@ struct CalibrateArgs {
     #[arg(long, value_name = "fitted|file")]
     picks: Option<String>,
     /// How far the fit may draw a value from the machine file's without cost, as a
-    /// factor (a log-normal prior of that width; default 10), or `off`.
+    /// factor (a log-normal prior of that width; 10 is a start), or `off` (the default).
     #[arg(long, value_name = "W|off")]
     prior_width: Option<String>,
     /// No progress on stderr. (Without it, a line every 5 seconds while it fits: the

@@ -380,9 +380,9 @@ fn nccl_2_8_runs_its_channels_per_call() {
 }
 
 /// The limits of each kind of value: an efficiency at most its protocol's data share of
-/// a line (LL 8 bytes of 16, LL128 120 of 128), a bandwidth the file gives at most twice
-/// it, a latency at most ten times; a value the file does not give moves up to a
-/// million-fold either way.
+/// a line (LL 8 bytes of 16, LL128 120 of 128); bandwidths and latencies, like a value the
+/// file does not give, move up to a million-fold either way (docs/calibrate.md, "Bounds
+/// and the prior": tighter bounds stalled the optimiser).
 #[test]
 fn each_kind_of_value_has_its_bounds() {
     let tree = calibrate::yaml::Yaml::parse(
@@ -394,9 +394,9 @@ fn each_kind_of_value_has_its_bounds() {
     assert_eq!(b("topology.efficiency.ll128").hi, 120.0 / 128.0);
     assert!(b("topology.efficiency.ll").lo > 0.0);
     let bw = b("topology.inter.bandwidth");
-    assert!((bw.hi / 12.5e9 - 2.0).abs() < 1e-12 && bw.lo < 1e5, "{bw:?}");
-    assert!((b("topology.inter.alpha.ll").hi / 20e-6 - 1.0).abs() < 1e-12);
-    assert!((b("topology.launch").hi / 50e-6 - 1.0).abs() < 1e-12);
+    assert!((bw.hi / 12.5e15 - 1.0).abs() < 1e-12 && bw.lo < 1e5, "{bw:?}");
+    assert!((b("topology.inter.alpha.ll").hi / 2.0 - 1.0).abs() < 1e-12);
+    assert!((b("topology.launch").hi / 5.0 - 1.0).abs() < 1e-12);
     // Not a latency: only the wide limits.
     assert!((b("host.issue").hi / 1.0 - 1.0).abs() < 1e-12);
     // Not in the file: the fit guesses a start, and nothing is nominal about it.
@@ -404,10 +404,11 @@ fn each_kind_of_value_has_its_bounds() {
     assert!(guess.hi > 1e15, "{guess:?}");
 }
 
-/// The logs of a machine whose NVLink is four times the file's: the fit stops at twice
-/// the file's value, marks it, and says so; the other values make up for it as they can.
+/// The logs of a machine whose NVLink is four times the file's: the fit reaches it (a
+/// bandwidth bound at twice the file's value stopped it there, and the optimiser, which
+/// clamps, stalled the values beside it), and nothing is marked at a bound.
 #[test]
-fn a_value_stops_at_its_bound_and_says_so() {
+fn a_file_four_times_off_is_fitted_through() {
     let truth = |g, n| machine(("3us", "40GB/s"), ("9us", "10GB/s"), g, n, "0");
     let runs: Vec<_> = [(4, 1), (4, 2)]
         .iter()
@@ -420,14 +421,9 @@ fn a_value_stops_at_its_bound_and_says_so() {
     let m = Machine::load(&path).unwrap();
     let c = calibrate::calibrate(&m, &runs, &[], &Options { patience: 60, ..Options::default() }).unwrap();
     let bw = c.parameters.iter().find(|p| p.path == "topology.levels.0.bandwidth").unwrap();
-    assert_eq!(bw.at_bound.as_deref(), Some("upper"), "{}", calibrate::table(&c));
-    assert!((bw.value / 20e9 - 1.0).abs() < 1e-9, "{}", bw.value);
-    assert!(bw.rel_uncertainty.is_some());
-    assert!(c.parameters.iter().filter(|p| p.at_bound.is_some()).count() == 1, "{}", calibrate::table(&c));
-    let w = c.warnings.join("\n");
-    assert!(w.contains("topology.levels.0.bandwidth sits at its upper bound, 20GB/s (2x the file's value"), "{w}");
-    assert!(calibrate::table(&c).contains("at upper bound"));
-    assert!(c.fitted_yaml.contains("at upper bound"), "{}", c.fitted_yaml);
+    assert!((bw.value / 40e9 - 1.0).abs() < 1e-3, "{}", calibrate::table(&c));
+    assert!(c.parameters.iter().all(|p| p.at_bound.is_none()), "{}", calibrate::table(&c));
+    assert!(!calibrate::table(&c).contains("at upper bound"));
 }
 
 /// B and C on allreduce alone: the logs see only 1/B + C/2. With the prior the fit still

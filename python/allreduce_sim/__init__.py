@@ -308,7 +308,7 @@ def calibrate(
     (``"fitted"`` or ``"file"``) is ``--picks``: where NCCL's model picks for logs that do
     not force it, at the fitted values or at the machine file's; ``prior_width`` is
     ``--prior-width``: the width, as a factor, of the prior drawing each value toward the
-    machine file's (default 10), or ``"off"``.
+    machine file's (10 is a start; default: no prior), or ``"off"``.
 
     Raises :class:`ScenarioError` for a bad machine file or log, and ``KeyboardInterrupt``
     on Ctrl-C.

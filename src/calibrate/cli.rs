@@ -32,7 +32,7 @@ pub struct Args {
     pub patience: Option<usize>,
     /// `--picks`: where NCCL's model picks (`fitted` or `file`).
     pub picks: Option<String>,
-    /// `--prior-width`: a factor above 1, or `off`; `None`: [`super::DEFAULT_PRIOR_WIDTH`].
+    /// `--prior-width`: a factor above 1 ([`super::DEFAULT_PRIOR_WIDTH`] is a start), or `off`; `None`: no prior.
     pub prior_width: Option<String>,
 }
 
@@ -69,8 +69,7 @@ pub fn execute(a: &Args) -> Result<(String, Calibration), String> {
             Some(v) => return Err(format!("--picks must be fitted or file, not '{v}'")),
         },
         prior_width: match a.prior_width.as_deref().map(str::trim) {
-            None => Some(super::DEFAULT_PRIOR_WIDTH),
-            Some("off" | "none") => None,
+            None | Some("off" | "none") => None,
             Some(v) => match v.parse::<f64>() {
                 Ok(w) if w > 1.0 && w.is_finite() => Some(w),
                 _ => return Err(format!("--prior-width must be a factor above 1 (10: a tenfold) or off, not '{v}'")),

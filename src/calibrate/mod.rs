@@ -74,7 +74,9 @@ pub enum Picks {
 /// The default budget of [`Options::patience`].
 pub const DEFAULT_PATIENCE: usize = 40;
 
-/// The command's default [`Options::prior_width`].
+/// A width for [`Options::prior_width`] to start from (`--prior-width 10`). The prior is
+/// off unless asked for: with it on by default, fits of this repository's logs stalled
+/// far from their optimum (docs/calibrate.md, "Bounds and the prior").
 pub const DEFAULT_PRIOR_WIDTH: f64 = 10.0;
 
 /// Read one log (nccl-tests or OSU, told apart by their title lines), with `opts`
@@ -276,15 +278,18 @@ pub fn default_paths(tree: &Yaml, with_c: bool) -> Vec<String> {
     out
 }
 
-/// How far above the file's value a bandwidth may be fitted: the file gives a link's or
-/// NIC's rate, which no transfer exceeds; the factor leaves room for a figure that is a
-/// little off (one direction for both, a rounded spec sheet).
-pub const BANDWIDTH_ABOVE: f64 = 2.0;
+/// How far above the file's value a bandwidth may be fitted: as far as any value
+/// ([`fit::MAX_FACTOR`]). A file's figure is often not the rate transfers see (an H100
+/// node written at 300 GB/s fits 470 to 730 GB/s), and the optimiser clamps a value at
+/// its bound, which stalled fits short of their optimum when this was 2 (docs/calibrate.md,
+/// "Bounds and the prior").
+pub const BANDWIDTH_ABOVE: f64 = fit::MAX_FACTOR;
 
 /// How far above the file's value a latency (`alpha`, `launch`, `latency`,
-/// `step_latency`) may be fitted: the file gives NCCL's or a network's own figure, and a
-/// fit that needs ten times it is making the latency stand in for something else.
-pub const LATENCY_ABOVE: f64 = 10.0;
+/// `step_latency`) may be fitted: as far as any value, for the reason of
+/// [`BANDWIDTH_ABOVE`] (at 10, the one-node H100 fit's LL launch, 35 us against NCCL's
+/// 6.6, stalled at the bound and the fit ended 58% off).
+pub const LATENCY_ABOVE: f64 = fit::MAX_FACTOR;
 
 /// The prior's residual, as a relative error of a logged point, for a value
 /// [`Options::prior_width`] times (or a fraction) of the file's: a value that far off
