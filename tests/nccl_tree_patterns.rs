@@ -2,12 +2,12 @@
 //! result is right on every shape, and a split tree pays an NVLink hop inside each node
 //! a sum or a result crosses, worked by hand.
 
-use allreduce_sim::algos::{self, Algorithm, Machine, Params, Problem};
+use allreduce_sim::algos::{self, Algorithm, Params};
 use allreduce_sim::scenario::ParamValue;
-use allreduce_sim::sim::data::{Expectations, Init, ReduceOp, Reference, Vectors, initial_values};
-use allreduce_sim::sim::engine::NoObserver;
-use allreduce_sim::sim::simulate;
-use allreduce_sim::topology::{Cluster, ClusterSpec, InterSpec, IntraKind, PerProto, Topology};
+use allreduce_sim::topology::{Cluster, ClusterSpec, InterSpec, IntraKind, PerProto};
+
+mod common;
+use common::run_allreduce as run;
 
 fn build(params: &[(&str, ParamValue)]) -> Box<dyn Algorithm> {
     let params = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
@@ -19,18 +19,6 @@ fn cluster(nodes: usize, gpus: usize, nics: usize) -> Cluster {
     let inter = InterSpec::new(PerProto::all(5e-6), 25e9);
     let spec = ClusterSpec::on_rails(nodes, gpus, nics, intra, inter, PerProto::all(0.0));
     Cluster::new(&spec, nodes * gpus).unwrap()
-}
-
-/// Simulate with data, check every element, return the time.
-fn run(algo: &dyn Algorithm, topo: &dyn Topology, n: usize) -> f64 {
-    let p = Problem { ranks: topo.ranks(), elems: n, elem_bytes: 4 };
-    algo.applicable(&p, &Machine { topo, cost_per_byte: 0.0 }).unwrap();
-    let inputs: Vectors = (0..p.ranks).map(|r| initial_values(Init::Random, 3, r, n)).collect::<Vec<Vec<f32>>>().into();
-    let reference = Reference::of(&inputs, ReduceOp::Sum);
-    let (stats, v) = simulate(algo, topo, p, 0.0, Some((inputs, ReduceOp::Sum)), &mut NoObserver).unwrap();
-    let check = reference.check(&v.unwrap(), algo.reduction_depth(&p, topo), &Expectations::Allreduce);
-    assert!(check.verified, "{}: {:?}", algo.label(), check.first_violation);
-    stats.time
 }
 
 #[test]

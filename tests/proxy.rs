@@ -5,11 +5,11 @@
 
 use allreduce_sim::algos::{self, Algorithm, Machine, Params, Problem};
 use allreduce_sim::scenario::ParamValue;
-use allreduce_sim::sim::data::{Expectations, Init, ReduceOp, Reference, Vectors, initial_values};
-use allreduce_sim::sim::engine::NoObserver;
 use allreduce_sim::sim::proxy::{ProxyView, connections};
-use allreduce_sim::sim::simulate;
 use allreduce_sim::topology::{Cluster, ClusterSpec, InterSpec, IntraKind, PerProto, Topology};
+
+mod common;
+use common::run_allreduce as run;
 
 const ALPHA: f64 = 5e-6;
 const B: f64 = 25e9;
@@ -27,18 +27,6 @@ fn cluster(nodes: usize, gpus: usize, nics: usize, proxy: f64) -> Cluster {
     inter.proxy_s = PerProto::all(proxy);
     let spec = ClusterSpec::on_rails(nodes, gpus, nics, intra, inter, PerProto::all(0.0));
     Cluster::new(&spec, nodes * gpus).unwrap()
-}
-
-/// Simulate with data, check every element, return the time.
-fn run(algo: &dyn Algorithm, topo: &dyn Topology, n: usize) -> f64 {
-    let p = Problem { ranks: topo.ranks(), elems: n, elem_bytes: 4 };
-    algo.applicable(&p, &Machine { topo, cost_per_byte: 0.0 }).unwrap();
-    let inputs: Vectors = (0..p.ranks).map(|r| initial_values(Init::Random, 3, r, n)).collect::<Vec<Vec<f32>>>().into();
-    let reference = Reference::of(&inputs, ReduceOp::Sum);
-    let (stats, v) = simulate(algo, topo, p, 0.0, Some((inputs, ReduceOp::Sum)), &mut NoObserver).unwrap();
-    let check = reference.check(&v.unwrap(), algo.reduction_depth(&p, topo), &Expectations::Allreduce);
-    assert!(check.verified, "{}: {:?}", algo.label(), check.first_violation);
-    stats.time
 }
 
 fn close(got: f64, want: f64) -> bool {

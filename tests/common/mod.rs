@@ -9,7 +9,7 @@ use allreduce_sim::collective::Collective;
 use allreduce_sim::report::PointResult;
 use allreduce_sim::runner::{Point, run_point};
 use allreduce_sim::scenario::{Scenario, parse_str};
-use allreduce_sim::sim::data::{Init, ReduceOp, Reference, Vectors, initial_values};
+use allreduce_sim::sim::data::{Expectations, Init, ReduceOp, Reference, Vectors, initial_values};
 use allreduce_sim::sim::engine::{NoObserver, SimStats};
 use allreduce_sim::sim::{Op, Program, Rank, simulate};
 use allreduce_sim::topology::{FullyConnected, Link, Topology};
@@ -101,4 +101,17 @@ pub fn run_clean(s: &Scenario, algo: usize, ranks: usize) -> PointResult {
 /// `got` within 1e-12 of `want`, relatively.
 pub fn close(got: f64, want: f64) {
     assert!((got / want - 1.0).abs() < 1e-12, "got {got:e}, want {want:e}");
+}
+
+/// Simulate an allreduce of `n` random elements a rank, check every element against the
+/// reference sum, and return the time.
+pub fn run_allreduce(algo: &dyn Algorithm, topo: &dyn Topology, n: usize) -> f64 {
+    let p = Problem { ranks: topo.ranks(), elems: n, elem_bytes: 4 };
+    algo.applicable(&p, &Machine { topo, cost_per_byte: 0.0 }).unwrap();
+    let inputs: Vectors = (0..p.ranks).map(|r| initial_values(Init::Random, 3, r, n)).collect::<Vec<Vec<f32>>>().into();
+    let reference = Reference::of(&inputs, ReduceOp::Sum);
+    let (stats, v) = simulate(algo, topo, p, 0.0, Some((inputs, ReduceOp::Sum)), &mut NoObserver).unwrap();
+    let check = reference.check(&v.unwrap(), algo.reduction_depth(&p, topo), &Expectations::Allreduce);
+    assert!(check.verified, "{}: {:?}", algo.label(), check.first_violation);
+    stats.time
 }
