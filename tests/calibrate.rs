@@ -85,13 +85,12 @@ fn finds_the_machine_that_made_the_logs() {
     assert!(c.fitted_yaml.contains("80Gbps"), "{}", c.fitted_yaml);
 }
 
-/// Fitting B and C on allreduce alone: a ring sees only 1/B + C/2, and calibrate says
-/// so in words, with the logs that would separate them. With allgather and
-/// reduce-scatter of the same machine it finds both.
-#[test]
-fn b_and_c_from_allreduce_alone_are_flagged_and_rs_ag_separate_them() {
+/// The B-and-C case: a true machine of alpha 2 us, 20 GB/s and C 0.02 ns, a file (written
+/// as `file`) of 1 us, 15 GB/s and 0.01 ns, the three to fit, and the true machine's
+/// allreduce log on 8 ranks.
+fn b_and_c_on_allreduce(file: &str) -> (String, Machine, Option<Vec<String>>, Vec<calibrate::Run>) {
     let truth = machine(("2us", "20GB/s"), ("5us", "10GB/s"), 8, 1, "0.02ns");
-    let path = tmp("bc.yaml");
+    let path = tmp(file);
     std::fs::write(&path, machine(("1us", "15GB/s"), ("5us", "10GB/s"), 8, 1, "0.01ns")).unwrap();
     let m = Machine::load(&path).unwrap();
     let fit = Some(vec![
@@ -99,8 +98,17 @@ fn b_and_c_from_allreduce_alone_are_flagged_and_rs_ag_separate_them() {
         "topology.levels.0.bandwidth".into(),
         "compute.cost_per_byte".into(),
     ]);
-    let opts = Options { fit, patience: 60, ..Options::default() };
     let ar = nccl_tests::parse(&log_from(&truth, "all_reduce_perf", "allreduce", 8, 1, &SIZES), "ar.log").unwrap();
+    (truth, m, fit, ar)
+}
+
+/// Fitting B and C on allreduce alone: a ring sees only 1/B + C/2, and calibrate says
+/// so in words, with the logs that would separate them. With allgather and
+/// reduce-scatter of the same machine it finds both.
+#[test]
+fn b_and_c_from_allreduce_alone_are_flagged_and_rs_ag_separate_them() {
+    let (truth, m, fit, ar) = b_and_c_on_allreduce("bc.yaml");
+    let opts = Options { fit, patience: 60, ..Options::default() };
     let c = calibrate::calibrate(&m, &ar, &[], &opts).unwrap();
     let w = c.warnings.join("\n");
     assert!(w.contains("topology.levels.0.bandwidth and compute.cost_per_byte cannot be told apart"), "{w}");
@@ -432,16 +440,7 @@ fn a_file_four_times_off_is_fitted_through() {
 /// prior's; without it the fit's values along the line are wherever the optimiser stopped.
 #[test]
 fn the_prior_settles_what_the_logs_cannot_tell() {
-    let truth = machine(("2us", "20GB/s"), ("5us", "10GB/s"), 8, 1, "0.02ns");
-    let path = tmp("prior.yaml");
-    std::fs::write(&path, machine(("1us", "15GB/s"), ("5us", "10GB/s"), 8, 1, "0.01ns")).unwrap();
-    let m = Machine::load(&path).unwrap();
-    let fit = Some(vec![
-        "topology.levels.0.alpha".into(),
-        "topology.levels.0.bandwidth".into(),
-        "compute.cost_per_byte".into(),
-    ]);
-    let ar = nccl_tests::parse(&log_from(&truth, "all_reduce_perf", "allreduce", 8, 1, &SIZES), "ar.log").unwrap();
+    let (_, m, fit, ar) = b_and_c_on_allreduce("prior.yaml");
     let with = Options { fit: fit.clone(), patience: 60, prior_width: Some(10.0), ..Options::default() };
     let c = calibrate::calibrate(&m, &ar, &[], &with).unwrap();
     assert_eq!(c.degenerate_pairs.len(), 1, "{:?}", c.warnings);

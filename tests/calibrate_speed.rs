@@ -5,9 +5,9 @@
 
 use std::path::PathBuf;
 
-use allreduce_sim::calibrate::{self, Calibration, Machine, Options, nccl_tests};
-use allreduce_sim::runner;
-use allreduce_sim::scenario;
+use allreduce_sim::calibrate::{self, Calibration, Machine, Options};
+
+mod common;
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("allreduce-sim-calibrate-speed-{}", std::process::id()));
@@ -45,30 +45,9 @@ fn logs(truth: Values) -> Vec<calibrate::Run> {
 
 fn log(nodes: usize, truth: Values) -> Vec<calibrate::Run> {
     let text = machine(nodes, truth)
-        .replace("algorithms: [nccl_model]", "algorithms: [{ name: nccl_ring, protocol: simple, channels: 2 }]")
-        .replace(
-            "sizes: [1MiB]",
-            &format!(
-                "sizes: [{}]\ndata: {{ mode: off }}\ncheck: {{ closed_form: false }}",
-                sizes().iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
-            ),
-        );
-    let s = scenario::parse_str(&text, "truth.yaml").unwrap();
-    let report = runner::run(&s);
-    let mut out =
-        "# Collective test starting: all_reduce_perf\n# NCCL_ALGO=Ring\n# NCCL_PROTO=Simple\n# Using devices\n"
-            .to_string();
-    for r in 0..4 * nodes {
-        out.push_str(&format!("#  Rank {r:2} Group  0 Pid 1 on host{} device {} [0x1] Test GPU\n", r / 4, r % 4));
-    }
-    out.push_str("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");
-    for p in &report.results {
-        assert!(p.failures.is_empty(), "{:?}", p.failures);
-        // Every digit of the engine's time, so that the fit at the truth is exact.
-        let t = format!("{:.12}", p.time_s * 1e6);
-        out.push_str(&format!("{:>12} {:>12} float sum -1 {t} 0 0 0 {t} 0 0 0\n", p.bytes, p.bytes / 4));
-    }
-    nccl_tests::parse(&out, &format!("truth{nodes}.log")).unwrap()
+        .replace("algorithms: [nccl_model]", "algorithms: [{ name: nccl_ring, protocol: simple, channels: 2 }]");
+    let env = "# NCCL_ALGO=Ring\n# NCCL_PROTO=Simple\n";
+    common::engine_log(&text, &sizes(), env, 4 * nodes, "Test GPU", &format!("truth{nodes}.log")).1
 }
 
 const TRUTH: Values = ("150GB/s", "25GB/s", "2us", "10us");

@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
-use allreduce_sim::calibrate::{self, Machine, Options, nccl_tests};
-use allreduce_sim::runner;
-use allreduce_sim::scenario;
+use allreduce_sim::calibrate::{self, Machine, Options};
+
+mod common;
 
 /// Two nodes of 4 H100-like GPUs on an NVSwitch, a NIC per GPU (4 heads).
 const MACHINE: &str = "name: nvls tree count\ntopology:\n  kind: cluster\n  nodes: 2\n  gpus_per_node: 4\n  intra:\n    \
@@ -27,28 +27,12 @@ fn sizes() -> Vec<u64> {
 /// The all_reduce_perf log of NVLS Tree (forced) on the machine, every size simulated
 /// whole by the engine (`run`, `nvls_tree` with NCCL's channels and chunk).
 fn log() -> Vec<calibrate::Run> {
-    let text = MACHINE.replace("algorithms: [nccl_model]", "algorithms: [nvls_tree]").replace(
-        "sizes: [1MiB]",
-        &format!(
-            "sizes: [{}]\ndata: {{ mode: off }}\ncheck: {{ closed_form: false }}",
-            sizes().iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
-        ),
-    );
-    let s = scenario::parse_str(&text, "truth.yaml").unwrap();
-    let report = runner::run(&s);
-    let mut out = "# Collective test starting: all_reduce_perf\n# NCCL_ALGO=NVLSTree\n# Using devices\n".to_string();
-    for r in 0..8 {
-        out.push_str(&format!("#  Rank {r:2} Group  0 Pid 1 on host{} device {} [0x1] NVIDIA H100\n", r / 4, r % 4));
-    }
-    out.push_str("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");
-    for p in &report.results {
-        assert!(p.failures.is_empty(), "{:?}", p.failures);
+    let text = MACHINE.replace("algorithms: [nccl_model]", "algorithms: [nvls_tree]");
+    let (results, runs) = common::engine_log(&text, &sizes(), "# NCCL_ALGO=NVLSTree\n", 8, "NVIDIA H100", "truth.log");
+    for p in &results {
         assert_eq!(p.algorithm, "nvls_tree");
-        // Every digit of the engine's time, so that the fit at the truth is exact.
-        let t = format!("{:.12}", p.time_s * 1e6);
-        out.push_str(&format!("{:>12} {:>12} float sum -1 {t} 0 0 0 {t} 0 0 0\n", p.bytes, p.bytes / 4));
     }
-    nccl_tests::parse(&out, "truth.log").unwrap()
+    runs
 }
 
 /// At the machine that made the log, every point's simulated time is the engine's time

@@ -115,3 +115,39 @@ pub fn run_allreduce(algo: &dyn Algorithm, topo: &dyn Topology, n: usize) -> f64
     assert!(check.verified, "{}: {:?}", algo.label(), check.first_violation);
     stats.time
 }
+
+/// The all_reduce_perf log the engine gives for scenario `text` at `sizes` (which replace
+/// its `sizes: [1MiB]` line), timing only: `env` (whole `# NAME=value` lines) in the
+/// header, `ranks` devices named `device`, 4 to a host, and every time to 12 decimals of a
+/// microsecond, so that a fit at the machine that made the log is exact. The report's
+/// results come back beside it.
+pub fn engine_log(
+    text: &str,
+    sizes: &[u64],
+    env: &str,
+    ranks: usize,
+    device: &str,
+    name: &str,
+) -> (Vec<PointResult>, Vec<allreduce_sim::calibrate::Run>) {
+    let text = text.replace(
+        "sizes: [1MiB]",
+        &format!(
+            "sizes: [{}]\ndata: {{ mode: off }}\ncheck: {{ closed_form: false }}",
+            sizes.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+        ),
+    );
+    let s = parse_str(&text, "truth.yaml").unwrap();
+    let report = allreduce_sim::runner::run(&s);
+    let mut out = format!("# Collective test starting: all_reduce_perf\n{env}# Using devices\n");
+    for r in 0..ranks {
+        out.push_str(&format!("#  Rank {r:2} Group  0 Pid 1 on host{} device {} [0x1] {device}\n", r / 4, r % 4));
+    }
+    out.push_str("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");
+    for p in &report.results {
+        assert!(p.failures.is_empty(), "{:?}", p.failures);
+        let t = format!("{:.12}", p.time_s * 1e6);
+        out.push_str(&format!("{:>12} {:>12} float sum -1 {t} 0 0 0 {t} 0 0 0\n", p.bytes, p.bytes / 4));
+    }
+    let runs = allreduce_sim::calibrate::nccl_tests::parse(&out, name).unwrap();
+    (report.results, runs)
+}
