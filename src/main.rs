@@ -630,6 +630,14 @@ fn cmd_explain(args: ExplainArgs) -> Result<ExitCode, BadInput> {
             BadInput(format!("--collective: '{name}' is not known; allowed: {}", Collective::names()))
         })?,
     };
+    // A selector is no schedule: say so rather than calling a listed id unknown.
+    if allreduce_sim::selectors::is_selector(&algorithm) {
+        return Err(BadInput(format!(
+            "'{}' is a selector, which picks an algorithm per point; explain shows one algorithm's schedule: run \
+             the scenario to see its pick (the selection column), then explain that algorithm",
+            esc(&algorithm)
+        )));
+    }
     let unit = |flag: &str, r: Result<f64, String>| r.map_err(|e| BadInput(format!("{flag}: {e}")));
     let machine = match &scenario {
         Some(path) => Some(load(path, &Overrides::default())?),

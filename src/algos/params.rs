@@ -64,12 +64,14 @@ impl Params {
             }
             _ => None,
         };
+        // Every algorithm's `channels` is NCCL's, 1 to MAXCHANNELS: the message states that range.
+        let max = if key == "channels" { 64 } else { usize::MAX };
         match n.map(usize::try_from) {
-            Some(Ok(n)) if n >= 1 => Ok(n),
-            _ => Err(ParamError::new(
-                Some(key),
-                format!("'{key}' must be a whole number from 1 to {}, not '{v}'", usize::MAX),
-            )),
+            Some(Ok(n)) if (1..=max).contains(&n) => Ok(n),
+            _ if key == "channels" => {
+                Err(ParamError::new(Some(key), format!("'channels' must be 1 to 64, not {v}")))
+            }
+            _ => Err(ParamError::new(Some(key), format!("'{key}' must be a whole number from 1 to {max}, not '{v}'"))),
         }
     }
 

@@ -71,8 +71,15 @@ pub fn execute(a: &Args) -> Result<(String, Calibration), String> {
         prior_width: match a.prior_width.as_deref().map(str::trim) {
             None | Some("off" | "none") => None,
             Some(v) => match v.parse::<f64>() {
-                Ok(w) if w > 1.0 && w.is_finite() => Some(w),
-                _ => return Err(format!("--prior-width must be a factor above 1 (10: a tenfold) or off, not '{v}'")),
+                // Past the fit's own bounds a prior draws nothing, and its factors print in hundreds of digits.
+                Ok(w) if w > 1.0 && w <= super::fit::MAX_FACTOR => Some(w),
+                _ => {
+                    return Err(format!(
+                        "--prior-width must be a factor above 1 and at most {:e} (the fit's bounds; 10: a tenfold) \
+                         or off, not '{v}'",
+                        super::fit::MAX_FACTOR
+                    ));
+                }
             },
         },
     };

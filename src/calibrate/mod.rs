@@ -202,6 +202,14 @@ impl Param {
             (Some(t), Kind::Bandwidth { .. }) => units::parse_bandwidth(t).map_err(|e| format!("{path}: {e}"))?,
             (Some(t), Kind::Number) => t.parse::<f64>().map_err(|_| format!("{path}: '{t}' is not a number"))?,
         };
+        // A whole number that is no efficiency is a count or an index (GPUs, channels, a
+        // socket's GPU): fitting it wrote 4.0 into the file, refused there as "not 4.0".
+        if matches!(node, Some(Yaml::UInt(_))) && kind == Kind::Number && !key.contains("efficiency") {
+            return Err(format!(
+                "{path} is a whole number (a count or a GPU's index), which calibrate does not fit; it fits \
+                 times, bandwidths and efficiencies"
+            ));
+        }
         if node.is_none() && kind == Kind::Number {
             return Err(format!(
                 "{path} is not in the machine file, and calibrate cannot tell its unit; write it in the file first"
@@ -1419,9 +1427,9 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
             }
         };
         warnings.push(format!(
-            "the fit is degenerate (condition number {:.1e}): {what}; values along it are where the optimiser \
+            "the fit is degenerate (condition number {}): {what}; values along it are where the optimiser \
              stopped, not measurements",
-            st.condition
+            condition_text(st.condition, 1)
         ));
     }
     let prior_note = |k: usize| match opts.prior_width {
@@ -1699,16 +1707,23 @@ fn note(p: &Fitted) -> String {
     }
 }
 
+/// A condition number for people: `1.234e7` to `digits` decimals, or `unbounded` where
+/// some combination of the values changes no simulated time at all (a singular fit,
+/// whose ratio of extreme sensitivities is infinite: not a figure to print).
+fn condition_text(c: f64, digits: usize) -> String {
+    if c.is_finite() { format!("{c:.digits$e}") } else { "unbounded".to_string() }
+}
+
 /// The table `calibrate` prints.
 pub fn table(c: &Calibration) -> String {
     let mut out = String::new();
     out.push_str(&format!(
-        "calibrate {}: {} points fitted, {} evaluations, residual rms {:.2}%, condition number {:.3e} ({})\n\n",
+        "calibrate {}: {} points fitted, {} evaluations, residual rms {:.2}%, condition number {} ({})\n\n",
         c.machine,
         c.points_fitted,
         c.evaluations,
         100.0 * c.residual_rms,
-        c.condition_number,
+        condition_text(c.condition_number, 3),
         c.termination
     ));
     let w = c.parameters.iter().map(|p| p.path.len()).max().unwrap_or(9).max(9);

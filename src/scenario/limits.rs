@@ -10,7 +10,8 @@
 //! - **bytes**: `4 P^2 S` must be below 2^64, so that no rank's, link's or run's byte
 //!   count can wrap;
 //! - **time**: each of those messages crossing the slowest link and up to P hops of the
-//!   largest latency, then reduced at `cost_per_byte`, must add up to a finite number of
+//!   largest latency (on a cluster with `inter.proxy`, the network's alpha with `128 P`
+//!   proxy visits), then reduced at `cost_per_byte`, must add up to a finite number of
 //!   seconds.
 
 use super::Scenario;
@@ -57,7 +58,28 @@ fn machine_links(s: &Scenario) -> Vec<Link> {
             }
         }
     }
+    links.extend(proxy_links(s));
     links
+}
+
+/// Most network connections a sender can have, per peer: a send and a receive on each of
+/// NCCL's 64 channels (`MAXCHANNELS`). A GPU's proxy wait is `inter.proxy` times its
+/// connections across nodes, at most this many per other rank.
+const CONNECTIONS_PER_PEER: f64 = 128.0;
+
+/// On a cluster with `inter.proxy`, the network link as a sender with the most
+/// connections across nodes sees it: `inter.alpha` plus `128 P` proxy visits.
+fn proxy_links(s: &Scenario) -> Vec<Link> {
+    let TopologySpec::Cluster(c) = &s.topology else { return Vec::new() };
+    let p = s.ranks.iter().copied().max().unwrap_or(1) as f64;
+    Proto::ALL
+        .into_iter()
+        .filter(|&proto| c.inter.proxy_s.of(proto) > 0.0)
+        .map(|proto| Link {
+            alpha: c.inter.alpha_s.of(proto) + CONNECTIONS_PER_PEER * p * c.inter.proxy_s.of(proto),
+            bandwidth: c.inter.bandwidth * c.efficiency.of(proto),
+        })
+        .collect()
 }
 
 /// What a run pays besides its messages, seconds: the largest `launch` with the step
@@ -185,6 +207,24 @@ pub fn check_times(s: &Scenario) -> Result<(), String> {
     let p = s.ranks.iter().copied().max().unwrap_or(1) as f64;
     let size = s.sizes.iter().copied().max().unwrap_or(0) as f64 + s.network.envelope as f64;
     let messages = worst_messages(p as u64) as f64;
+    if let TopologySpec::Cluster(c) = &s.topology {
+        for link in proxy_links(s) {
+            let one = p * link.alpha + size / link.bandwidth + size * s.cost_per_byte;
+            if !(one * messages).is_finite() {
+                let proxy = Proto::ALL.into_iter().map(|proto| c.inter.proxy_s.of(proto)).fold(0.0, f64::max);
+                return Err(format!(
+                    "inter.proxy {} per connection, paid on a sender's connections across nodes (up to \
+                     {CONNECTIONS_PER_PEER} per other rank, {} on {p} ranks), gives a message across nodes a \
+                     time past {}: the sweep's worst run ({messages} messages of the largest size on {p} ranks) \
+                     must take under {} s: lower inter.proxy",
+                    fmt_time(proxy),
+                    CONNECTIONS_PER_PEER * p,
+                    fmt_time(f64::MAX),
+                    fmt_time(f64::MAX).trim_end_matches(" s"),
+                ));
+            }
+        }
+    }
     for link in machine_links(s) {
         let one = p * link.alpha + size / link.bandwidth + size * s.cost_per_byte;
         if !(one * messages).is_finite() {

@@ -127,8 +127,11 @@ pub(crate) fn selector_params(id: &str, params: &[(String, ParamValue)]) -> Resu
         let arch = p.choice("arch", &ordered)?;
         out.arch = nccl::Arch::NAMES.iter().find(|(n, _)| *n == arch).map_or(nccl::Arch::Hopper, |(_, a)| *a);
         out.nvls = match p.take_value("nvls") {
+            // As every count, 0 and 1 may be written as strings of digits.
             None | Some(ParamValue::Int(1)) => true,
+            Some(ParamValue::Str(s)) if s.trim() == "1" => true,
             Some(ParamValue::Int(0)) => false,
+            Some(ParamValue::Str(s)) if s.trim() == "0" => false,
             Some(v) => return Err(ParamError::new(Some("nvls"), format!("'nvls' must be 0 or 1, not '{v}'"))),
         };
         out.tuning = match p.take_value("version") {

@@ -159,15 +159,11 @@ fn efficiency(src: &Src, raw: &Spanned<RawPerProto>) -> Result<PerProto, Scenari
                 ));
             }
         };
-        let f = match &v.value {
-            Scalar::UInt(n) => *n as f64,
-            Scalar::Float(f) => *f,
-            _ => f64::NAN,
-        };
+        let f = factor(&v.value);
         if !(f > 0.0 && f.is_finite()) {
             return Err(src.err(
                 &v.referenced,
-                format!("topology.efficiency.{}: expected a number above 0, got {}", p.name(), v.value.text()),
+                format!("topology.efficiency.{}: expected a number above 0, got {}", p.name(), v.value.shown()),
             ));
         }
         match p {
@@ -294,11 +290,7 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
     let nvls_efficiency = match &ri.nvls_efficiency {
         None => 1.0,
         Some(v) => {
-            let f = match &v.value {
-                Scalar::UInt(n) => *n as f64,
-                Scalar::Float(f) => *f,
-                _ => f64::NAN,
-            };
+            let f = factor(&v.value);
             if kind != IntraKind::Nvswitch {
                 return Err(src.err(
                     &v.referenced,
@@ -315,7 +307,7 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
                     format!(
                         "topology.intra.nvls_efficiency: expected a number above 0 and at most 1 (the fraction of \
                          the GPU's bandwidth NVLS's switch operations reach, e.g. 0.85), got {}",
-                        v.value.text()
+                        v.value.shown()
                     ),
                 ));
             }
@@ -607,4 +599,15 @@ fn fabric(src: &Src, raw: Spanned<RawFabric>) -> Result<FabricSpec, ScenarioErro
         }
     };
     Ok(FabricSpec { kind, hosts_per_leaf, spines, uplink })
+}
+
+/// A fraction or factor as written: a number, or a string of one (`"0.5"`, as counts may
+/// be strings of digits); NaN for anything else, which every caller refuses.
+fn factor(v: &Scalar) -> f64 {
+    match v {
+        Scalar::UInt(n) => *n as f64,
+        Scalar::Float(f) => *f,
+        Scalar::Str(s) => s.trim().parse().unwrap_or(f64::NAN),
+        _ => f64::NAN,
+    }
 }
