@@ -424,6 +424,16 @@ fn esc(text: &str) -> std::borrow::Cow<'_, str> {
     allreduce_sim::scenario::units::escape_controls(text)
 }
 
+/// A path for a message or a listing, every control character escaped, the line feed
+/// and the tab too: a name with a newline would otherwise read as two lines (two files).
+fn esc_path(path: &std::path::Path) -> String {
+    path.display()
+        .to_string()
+        .chars()
+        .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
+        .collect()
+}
+
 /// `--ranks` values: whole numbers (clap's own message for `-1` suggests `-- -1`, which
 /// would end the options instead).
 fn rank_arg(v: &str) -> Result<usize, String> {
@@ -581,10 +591,10 @@ fn cmd_plot(args: PlotArgs) -> Result<ExitCode, BadInput> {
         .map_err(BadInput)?;
     let files = plots::plot_data(&data, &out).map_err(BadInput)?;
     if files.is_empty() {
-        eprintln!("{}: nothing to plot (no point ran)", esc(&report.display().to_string()));
+        eprintln!("{}: nothing to plot (no point ran)", esc_path(&report));
     }
     for f in &files {
-        write_stdout(&format!("{}\n", f.display()));
+        write_stdout(&format!("{}\n", esc_path(f)));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -741,11 +751,11 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
             let points = measured_points(&measured, &report).map_err(BadInput)?;
             files.extend(plots::plot_measured(&report, &points, dir).map_err(BadInput)?);
         }
-        eprintln!("wrote {} plot file(s) to {}", files.len(), esc(&dir.display().to_string()));
+        eprintln!("wrote {} plot file(s) to {}", files.len(), esc_path(dir));
     }
     if let Some(g) = &gantt {
         g.write(|tmp| plots::write_gantt(recorded, tmp)).map_err(BadInput)?;
-        eprintln!("wrote {}", esc(&g.path.display().to_string()));
+        eprintln!("wrote {}", esc_path(&g.path));
     }
     let gate_held = match &baseline {
         Some(b) => gate(b, &report, tolerance, junit.as_ref())?,
@@ -1015,7 +1025,7 @@ fn run_traced(s: &Scenario, out: &Output) -> Result<Report, BadInput> {
             Some(why) => format!("{} does not run here: {why}", result.algorithm),
             None => format!("more than {} operations", allreduce_sim::timeline::MAX_INTERVALS),
         };
-        return Err(BadInput(format!("--trace: nothing to write for {}: {why}", path.display())));
+        return Err(BadInput(format!("--trace: nothing to write for {}: {why}", esc_path(path))));
     };
     let meta = serde_json::json!({
         "tool": "allreduce-sim",
@@ -1031,7 +1041,7 @@ fn run_traced(s: &Scenario, out: &Output) -> Result<Report, BadInput> {
             trace::write_trace(&timeline, meta, &mut w)?;
             std::io::Write::flush(&mut w)
         };
-        write().map_err(|e| format!("cannot write {}: {e}", path.display()))
+        write().map_err(|e| format!("cannot write {}: {e}", esc_path(path)))
     })
     .map_err(BadInput)?;
     Ok(Report { scenario: s.clone(), results: vec![result], shard: None, interrupted: false })

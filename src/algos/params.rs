@@ -68,9 +68,7 @@ impl Params {
         let max = if key == "channels" { 64 } else { usize::MAX };
         match n.map(usize::try_from) {
             Some(Ok(n)) if (1..=max).contains(&n) => Ok(n),
-            _ if key == "channels" => {
-                Err(ParamError::new(Some(key), format!("'channels' must be 1 to 64, not {v}")))
-            }
+            _ if key == "channels" => Err(ParamError::new(Some(key), format!("'channels' must be 1 to 64, not {v}"))),
             _ => Err(ParamError::new(Some(key), format!("'{key}' must be a whole number from 1 to {max}, not '{v}'"))),
         }
     }

@@ -70,7 +70,11 @@ const CONNECTIONS_PER_PEER: f64 = 128.0;
 /// On a cluster with `inter.proxy`, the network link as a sender with the most
 /// connections across nodes sees it: `inter.alpha` plus `128 P` proxy visits.
 fn proxy_links(s: &Scenario) -> Vec<Link> {
+    // One node has no network and no proxy to wait for.
     let TopologySpec::Cluster(c) = &s.topology else { return Vec::new() };
+    if c.nodes < 2 {
+        return Vec::new();
+    }
     let p = s.ranks.iter().copied().max().unwrap_or(1) as f64;
     Proto::ALL
         .into_iter()

@@ -101,6 +101,11 @@ impl Src<'_> {
         let Some((line, col)) = line_col(loc) else {
             return ScenarioError::in_file(self.file, message);
         };
+        self.err_at(line, col, message)
+    }
+
+    /// An error at `line` and `col` (1-based) of a `message` with no control characters.
+    fn err_at(&self, line: u64, col: u64, message: String) -> ScenarioError {
         let mut text = format!("{}:{line}:{col}: {message}", self.file);
         if let Some(snippet) = self.snippet(line, col) {
             text.push('\n');
@@ -497,6 +502,24 @@ pub fn parse_str(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
             "the file is empty; a scenario is a mapping with at least topology, ranks, \
              algorithms and sizes"
                 .to_string(),
+        ));
+    }
+    // serde-saphyr stops at a document's end marker and never reads what follows, so a
+    // second document that does not parse, or any text, after `...` was dropped unread.
+    let mut lines = text.lines().enumerate();
+    if lines.any(|(_, l)| l.split('#').next().is_some_and(|t| t.trim_end() == "..."))
+        && let Some((n, l)) = lines.find(|(_, l)| !(l.trim().is_empty() || l.trim_start().starts_with('#')))
+    {
+        let end = text.lines().position(|l| l.split('#').next().is_some_and(|t| t.trim_end() == "...")).unwrap_or(0);
+        let col = l.chars().take_while(|c| c.is_whitespace()).count() + 1;
+        return Err(src.err_at(
+            n as u64 + 1,
+            col as u64,
+            format!(
+                "text after the end of the document ('...' at line {}); a scenario file holds one YAML document: \
+                 remove the '...' or what follows it",
+                end + 1
+            ),
         ));
     }
     let raw: Spanned<RawScenario> = serde_saphyr::from_str(text).map_err(|e| src.yaml(&e))?;
