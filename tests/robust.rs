@@ -1097,3 +1097,150 @@ fn fourth_trial_flags_say_what_is_allowed() {
     let e = parse_str(&QUICK.replace("ranks: 16", "ranks: 9223372036854775808"), "t.yaml").unwrap_err().to_string();
     assert!(e.contains("t.yaml:1:8") && e.contains("from 1 to 4294967295"), "{e}");
 }
+
+/// The fifth trial by hand (docs/hardening.md): `inter.proxy`, new since the fourth, was
+/// left out of the finite-time check: 1e308 s ran to `inf s` and `relative error NaN`
+/// (exit 1), 1e307 s on NCCL's tree of 8 nodes (six connections a GPU) likewise.
+#[test]
+fn fifth_trial_a_proxy_past_the_largest_number_is_refused() {
+    let cluster = |nodes: u32, proxy: &str, algos: &str| {
+        format!(
+            "topology:\n  kind: cluster\n  nodes: {nodes}\n  gpus_per_node: 1\n  intra: {{ kind: nvswitch, alpha: 1us, \
+             bandwidth: 100GB/s }}\n  inter: {{ alpha: 2us, bandwidth: 25GB/s, proxy: {proxy} }}\nalgorithms: {algos}\n\
+             sizes: [64KiB]\ndata: {{ mode: off }}\n"
+        )
+    };
+    for text in
+        [cluster(2, "1e308s", "[nccl_ring]"), cluster(8, "1e307s", "[nccl_tree]"), cluster(8, "3e307s", "[direct]")]
+    {
+        let e = parse_str(&text, "t.yaml").err().unwrap_or_else(|| panic!("accepted:\n{text}")).to_string();
+        assert!(e.starts_with("t.yaml:2:3: topology: inter.proxy") && e.contains("lower inter.proxy"), "{e}");
+    }
+    // One per protocol: the largest is named.
+    let e = parse_str(&cluster(2, "{ simple: 0us, ll: 1e308s, ll128: 1us }", "[nccl_ring]"), "t.yaml").unwrap_err();
+    assert!(e.to_string().contains("inter.proxy 1e308 s per connection"), "{e}");
+    // Large but finite runs, and one node (no network, no proxy) is not refused.
+    assert!(parse_str(&cluster(8, "1e290s", "[nccl_tree]"), "t.yaml").is_ok());
+    assert!(parse_str(&cluster(1, "1e308s", "[nccl_ring]"), "t.yaml").is_ok());
+    // After --ranks too: the flag's larger P can push the same proxy past the limit.
+    let f = TempFile::new(cluster(64, "1e303s", "[nccl_ring]").as_bytes());
+    cmd()
+        .args(["validate", "--ranks", "64"])
+        .arg(&f.0)
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--ranks: inter.proxy"));
+}
+
+/// Values written as strings of numbers, refused by messages that contradicted
+/// themselves (`expected a number above 0, got 0.5`, `'nvls' must be 0 or 1, not '1'`);
+/// `channels: 0` stated a range of 1 to 2^64 - 1 where NCCL's is 1 to 64; text after a
+/// document's end marker `...` was dropped unread.
+#[test]
+fn fifth_trial_values_are_read_as_written() {
+    let cluster = |extra: &str, algos: &str| {
+        format!(
+            "topology:\n  kind: cluster\n  nodes: 1\n  gpus_per_node: 4\n  intra: {{ kind: nvswitch, alpha: 1us, \
+             bandwidth: 100GB/s{extra} }}\nalgorithms: {algos}\nsizes: [64KiB]\n"
+        )
+    };
+    let s = parse_str(&cluster(", nvls_efficiency: \"0.5\"", "[nvls]"), "t.yaml").unwrap();
+    let t = parse_str(&cluster(", nvls_efficiency: 0.5", "[nvls]"), "t.yaml").unwrap();
+    assert_eq!(format!("{:?}", s.topology), format!("{:?}", t.topology));
+    let s = parse_str(
+        &cluster("", "[nccl_ring]").replace("\nalgorithms", "\n  efficiency: { ll: \"0.25\" }\nalgorithms"),
+        "t.yaml",
+    )
+    .unwrap();
+    let t = parse_str(
+        &cluster("", "[nccl_ring]").replace("\nalgorithms", "\n  efficiency: { ll: 0.25 }\nalgorithms"),
+        "t.yaml",
+    )
+    .unwrap();
+    assert_eq!(format!("{:?}", s.topology), format!("{:?}", t.topology));
+    // A string that is no number is quoted as one.
+    let e = parse_str(
+        &cluster("", "[nccl_ring]").replace("\nalgorithms", "\n  efficiency: { ll: 50% }\nalgorithms"),
+        "t.yaml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("expected a number above 0, got '50%'"), "{e}");
+    for nvls in ["\"1\"", "\"0\"", "1"] {
+        let text = cluster("", &format!("[{{ name: nccl_model, nvls: {nvls} }}]"));
+        assert!(parse_str(&text, "t.yaml").is_ok(), "{nvls}");
+    }
+    for algo in ["nccl_ring", "nccl_tree", "nvls", "nccl_model"] {
+        let e =
+            parse_str(&cluster("", &format!("[{{ name: {algo}, channels: 0 }}]")), "t.yaml").unwrap_err().to_string();
+        assert!(e.contains("'channels' must be 1 to 64, not 0"), "{e}");
+    }
+    let text = format!("{}...\n]]]]: [[\n", cluster("", "[nccl_ring]"));
+    let e = parse_str(&text, "t.yaml").unwrap_err().to_string();
+    assert!(e.starts_with("t.yaml:9:1: text after the end of the document ('...' at line 8)"), "{e}");
+    // A comment after the marker is no text.
+    assert!(parse_str(&format!("{}...\n# done\n", cluster("", "[nccl_ring]")), "t.yaml").is_ok());
+}
+
+/// Messages that said what is not so, or printed what no input had: `explain auto`
+/// called a listed id unknown; a path with a newline printed as two lines (two files
+/// in `plot`'s list); `calibrate` printed `condition number inf` on every fit with a
+/// value the logs do not see, 300-digit factors for `--prior-width 1e308`, and for
+/// `--fit host.gpus_per_thread` refused its own edit (`not 4.0`, the file saying 4).
+#[test]
+fn fifth_trial_messages_say_what_is_so() {
+    cmd()
+        .args(["explain", "auto"])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("'auto' is a selector"));
+    let d = case_dir("fifth");
+    std::fs::write(d.join("s.yaml"), QUICK).unwrap();
+    cmd()
+        .current_dir(&d)
+        .args(["run", "s.yaml", "--quiet", "--format", "json", "--output", "r.json", "--plot=a\nb"])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("to a\\nb\n"));
+    let out = cmd()
+        .current_dir(&d)
+        .args(["plot", "r.json", "--out", "p\nq"])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && !stdout.is_empty(), "{stdout}");
+    assert!(stdout.lines().all(|l| l.starts_with("p\\nq/")), "{stdout}");
+
+    let hw = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("validation/hardware");
+    let (machine, log) = (hw.join("machines/l40s_pcie.yaml"), hw.join("data/l40s_p2_ll.txt"));
+    let out = cmd()
+        .arg("calibrate")
+        .arg(&machine)
+        .arg(&log)
+        .arg("--quiet")
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("condition number unbounded"), "{stdout}");
+    assert!(!stdout.contains("inf"), "{stdout}");
+    for (flag, value, want) in [
+        ("--prior-width", "1e308", "at most 1e6"),
+        ("--fit", "host.gpus_per_thread", "host.gpus_per_thread is a whole number"),
+        ("--fit", "topology.intra.sockets.0.0", "is a whole number"),
+    ] {
+        cmd()
+            .arg("calibrate")
+            .arg(&machine)
+            .arg(&log)
+            .args([flag, value])
+            .timeout(Duration::from_secs(20))
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(want));
+    }
+}
