@@ -1244,3 +1244,26 @@ fn fifth_trial_messages_say_what_is_so() {
             .stderr(predicate::str::contains(want));
     }
 }
+
+/// nccl-tests logs read as something they are not: an `alltoall_perf` log was fitted as
+/// the allreduce its columns resemble, and a device list of one rank under `nGpus 2` as
+/// a run on one GPU (100% off, without a word).
+#[test]
+fn fifth_trial_logs_are_read_as_what_they_say() {
+    use allreduce_sim::calibrate::nccl_tests;
+    let log = |title: &str, ngpus: u32, devices: u32| {
+        let mut t =
+            format!("# {title}\n# nThread 1 nGpus {ngpus} minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 1\n");
+        for r in 0..devices {
+            t.push_str(&format!("#  Rank  {r} Group  0 Pid 1 on h device {r} [0000:4{r}:00] NVIDIA L40S\n"));
+        }
+        t + "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n\
+                      16            4  float  sum  -1  9.46  0.00  0.0  0  8.96  0.00  0.0  0\n"
+    };
+    assert!(nccl_tests::parse(&log("Collective test starting: all_reduce_perf", 2, 2), "a.txt").is_ok());
+    let e = nccl_tests::parse(&log("Collective test starting: alltoall_perf", 2, 2), "a.txt").unwrap_err().to_string();
+    assert!(e.starts_with("a.txt:1: alltoall_perf is not a test calibrate reads"), "{e}");
+    let e =
+        nccl_tests::parse(&log("Collective test starting: all_reduce_perf", 2, 1), "a.txt").unwrap_err().to_string();
+    assert!(e.contains("the device list names 1 rank(s), but `nGpus 2`"), "{e}");
+}

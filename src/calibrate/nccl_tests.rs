@@ -240,6 +240,18 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
                 version = Some(version_of_code(c));
             }
         }
+        // A test of a collective calibrate does not read (`alltoall_perf`) was read as the
+        // one its columns suggest.
+        if let Some(t) =
+            body.split(|c: char| c.is_whitespace() || c == '/' || c == ',').map(|t| t.trim_end_matches(':')).find(|t| {
+                t.len() > 5
+                    && t.ends_with("_perf")
+                    && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    && collective_of_test(t).is_none()
+            })
+        {
+            return Err(LogError::at(file, n, format!("{t} is not a test calibrate reads; it reads {TESTS}")));
+        }
         // The binary's name, wherever it shows (a command line, nccl-tests' own line).
         let test = body
             .split(|c: char| c.is_whitespace() || c == '/')
@@ -482,6 +494,17 @@ fn finish(p: Partial, file: &str, env: &BTreeMap<String, String>, version: &Opti
                 ),
             ));
         }
+    }
+    // Each thread drives nGpus GPUs, each a rank of the device list: a shorter list is
+    // a cut log, read before as a run on fewer ranks (one of two GPUs: P = 1, 100% off).
+    if let (Some(r), Some(g)) = (ranks, p.gpus_per_thread)
+        && r < g
+    {
+        return Err(LogError::at(
+            file,
+            p.line,
+            format!("the device list names {r} rank(s), but `nGpus {g}` says a thread drives {g} GPUs, each a rank"),
+        ));
     }
     let nodes = (!p.hosts.is_empty()).then_some(p.hosts.len());
     let gpus_per_node = match (ranks, nodes) {
