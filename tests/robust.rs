@@ -1123,7 +1123,7 @@ fn fifth_trial_a_proxy_past_the_largest_number_is_refused() {
     assert!(parse_str(&cluster(8, "1e290s", "[nccl_tree]"), "t.yaml").is_ok());
     assert!(parse_str(&cluster(1, "1e308s", "[nccl_ring]"), "t.yaml").is_ok());
     // After --ranks too: the flag's larger P can push the same proxy past the limit.
-    let f = TempFile::new(cluster(64, "1e303s", "[nccl_ring]").as_bytes());
+    let f = TempFile::new(format!("ranks: 2\n{}", cluster(64, "1e303s", "[nccl_ring]")).as_bytes());
     cmd()
         .args(["validate", "--ranks", "64"])
         .arg(&f.0)
@@ -1266,4 +1266,18 @@ fn fifth_trial_logs_are_read_as_what_they_say() {
     let e =
         nccl_tests::parse(&log("Collective test starting: all_reduce_perf", 2, 1), "a.txt").unwrap_err().to_string();
     assert!(e.contains("the device list names 1 rank(s), but `nGpus 2`"), "{e}");
+}
+
+/// A selector's line compared a time of 1e302 s with microseconds: `+inf%` (past the
+/// largest number once times 100; a smaller ratio printed 300 digits).
+#[test]
+fn fifth_trial_huge_ratios_print_as_factors() {
+    let text = "topology:\n  kind: cluster\n  nodes: 8\n  gpus_per_node: 2\n  intra: { kind: nvswitch, alpha: 1us, \
+                bandwidth: 100GB/s }\n  inter: { alpha: 2us, bandwidth: 25GB/s, proxy: 1e300s }\n\
+                algorithms: [nccl_tree, nccl_model]\nsizes: [64KiB]\ndata: { mode: off }\n";
+    let f = TempFile::new(text.as_bytes());
+    let out = cmd().args(["run", "--quiet"]).arg(&f.0).timeout(Duration::from_secs(20)).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("vs the best"), "{stdout}");
+    assert!(!stdout.contains("inf") && !stdout.contains("00000000000000000000"), "{stdout}");
 }
