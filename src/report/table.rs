@@ -561,7 +561,7 @@ fn vs_ideal(time: f64, ideal: f64) -> String {
         return "=".to_string();
     }
     let d = 100.0 * (time / ideal - 1.0);
-    if !(d.abs() < 1e6) {
+    if d.abs() >= 1e6 {
         return format!("x{:.3e}", time / ideal);
     }
     if d.abs() < 0.05 { format!("{d:+.3}%") } else { format!("{d:+.1}%") }
