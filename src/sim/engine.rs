@@ -859,6 +859,13 @@ fn prefetch<T>(x: &T) {
     let _ = x;
 }
 
+/// `x` mod `n`, for `x < 2n`: a rank a few places on, without a division.
+#[inline(always)]
+fn wrap(x: usize, n: usize) -> usize {
+    debug_assert!(x < 2 * n);
+    if x >= n { x - n } else { x }
+}
+
 /// Push `x` onto slab `v`, growing it by an eighth when it is full, and hand back its
 /// index.
 ///
@@ -1295,7 +1302,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let st = &mut self.ranks[r as usize];
         let set = &mut self.spills[st.spill as usize];
         // A completion in the window changes no spill.
-        if st.streams[s as usize].outstanding.complete_with(h, &mut set[s as usize]) && set.iter().all(Spill::is_empty) {
+        if st.streams[s as usize].outstanding.complete_with(h, &mut set[s as usize]) && set.iter().all(Spill::is_empty)
+        {
             self.free_spills.push(st.spill);
             st.spill = NONE;
         }
@@ -1410,7 +1418,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             // The next send of the last run: it grows by one.
             Some(b)
                 if b.more < u16::MAX
-                    && (b.to as usize + usize::from(b.more) + 1) % ranks == to as usize
+                    && wrap(b.to as usize + usize::from(b.more) + 1, ranks) == to as usize
                     && b.seq.wrapping_add(u32::from(b.more) + 1) == seq
                     && (b.tag, b.stream, b.len) == (tag, s, len)
                     && b.issued.to_bits() == now.to_bits() =>
@@ -1494,12 +1502,16 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     #[inline]
     fn look_ahead(&self, a: Rank) {
         let q = &self.deferred[self.ranks[a as usize].deferred as usize];
-        let (next, after) = (q[0].to, self.upcoming(q, 1));
-        if let Some((at, _)) = self.upcoming(q, 2)
-            && at > 0
-        {
-            prefetch(&q[at]);
-        }
+        let next = q[0].to;
+        // Within a run (`direct`, `naive`) the next receivers follow from the first.
+        let after = if q[0].more >= 1 {
+            Some((0, wrap(next as usize + 1, self.ranks.len()) as Rank))
+        } else {
+            if let Some((at, _)) = self.upcoming(q, 2) {
+                prefetch(&q[at]);
+            }
+            self.upcoming(q, 1)
+        };
         if let Some(b) = after.and_then(|(_, to)| self.bucket(to, a)) {
             prefetch(b);
         }
@@ -1525,7 +1537,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     fn upcoming(&self, q: &std::collections::VecDeque<Deferred>, mut k: usize) -> Option<(usize, Rank)> {
         for (at, d) in q.iter().enumerate() {
             if k <= usize::from(d.more) {
-                return Some((at, ((d.to as usize + k) % self.ranks.len()) as Rank));
+                return Some((at, wrap(d.to as usize + k, self.ranks.len()) as Rank));
             }
             k -= usize::from(d.more) + 1;
         }
@@ -1753,18 +1765,36 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             return Some(at);
         }
         self.free_early.push(at & !EARLY);
-        let id = self.new_slot();
-        self.msgs[id as usize] = self.early_msg(r, at & !EARLY);
-        Some(id)
+        let m = self.early_msg(r, at & !EARLY);
+        // A fresh slot, written once.
+        Some(match self.free_msgs.pop() {
+            Some(id) => {
+                self.msgs[id as usize] = m;
+                id
+            }
+            None => {
+                slab_push(&mut self.links, Links::EMPTY);
+                slab_push(&mut self.msgs, m)
+            }
+        })
     }
 
     /// Early receive `i` at rank `r` as it would be in a slot of its own.
+    #[inline]
     fn early_msg(&self, r: Rank, i: u32) -> Msg {
         let e = &self.early[i as usize];
-        let mut m = Msg { src: e.src, dst: r, tag: e.tag, len: e.len as usize, ..Msg::EMPTY };
-        let dst = Region { buf: e.buf, offset: e.offset, len: e.len as usize };
-        m.set_recv(Posted { stream: e.stream, handle: e.handle, dst, action: e.action });
-        m
+        Msg {
+            src: e.src,
+            dst: r,
+            tag: e.tag,
+            len: e.len as usize,
+            recv_handle: e.handle,
+            recv_offset: e.offset,
+            recv_buf: e.buf,
+            action: e.action,
+            recv_stream: e.stream,
+            ..Msg::EMPTY
+        }
     }
 
     /// Slot `id` (its source and tag set) waits to be matched at rank `r`.
