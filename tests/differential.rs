@@ -503,3 +503,86 @@ fn the_engine_matches_the_reference_with_many_messages_outstanding() {
     }
     assert!(long > 50, "only {long} cases had a long matching list");
 }
+
+/// Exchange steps among enough ranks that every rank is indexed: each rank sends to
+/// `r + 1, r + 2, ...` and receives from `r - 1, r - 2, ...`, as `direct` and `naive` do,
+/// on one interface per rank, so that sends behind busy ports are deferred (and kept as
+/// runs) and receives posted before their messages are kept as records. Some sends break
+/// a run (another tag or length), some ranks post their receives before their sends, and
+/// a rank talks to only some of its peers in some steps.
+fn exchanges(rng: &mut ChaCha8Rng, ranks: usize) -> Vec<Vec<Op>> {
+    let mut ops: Vec<Vec<Op>> = vec![Vec::new(); ranks];
+    for step in 0..1 + pick(rng, 2) {
+        // Rank q sends to q + 1 ..= q + reach[q], each message (tag, len).
+        let reach: Vec<usize> =
+            (0..ranks).map(|_| if pick(rng, 3) == 0 { 1 + pick(rng, ranks - 1) } else { ranks - 1 }).collect();
+        let base = 4 * step as u32;
+        let msg: Vec<Vec<(u32, usize)>> = (0..ranks)
+            .map(|_| {
+                (0..ranks - 1)
+                    .map(|_| match pick(rng, 12) {
+                        0 => (base + 1, 3),
+                        1 => (base, 5),
+                        _ => (base, 3),
+                    })
+                    .collect()
+            })
+            .collect();
+        for (r, o) in ops.iter_mut().enumerate() {
+            let sends: Vec<Op> = (1..=reach[r])
+                .map(|k| {
+                    let (tag, len) = msg[r][k - 1];
+                    Op::send(((r + k) % ranks) as Rank, tag, Region::vec(0, len))
+                })
+                .collect();
+            let recvs: Vec<Op> = (1..ranks)
+                .filter_map(|k| {
+                    let q = (r + ranks - k) % ranks;
+                    (k <= reach[q]).then(|| {
+                        let (tag, len) = msg[q][k - 1];
+                        let action = if pick(rng, 2) == 0 { Action::Copy } else { Action::Reduce };
+                        Op::Recv { from: q as Rank, tag, dst: Region::vec(0, len), action }
+                    })
+                })
+                .collect();
+            if pick(rng, 3) == 0 {
+                o.extend(recvs.into_iter().chain(sends));
+            } else {
+                o.extend(sends.into_iter().chain(recvs));
+            }
+            o.push(Op::WaitAll);
+        }
+    }
+    ops
+}
+
+#[test]
+fn the_engine_matches_the_reference_on_exchange_steps() {
+    let mut rng = ChaCha8Rng::seed_from_u64(26);
+    for case in 0..12 {
+        let ranks = 18 + pick(&mut rng, 10);
+        let alpha = pick(&mut rng, 2) as f64 * 0.5;
+        let links = (0..ranks * ranks).map(|_| Link { alpha, bandwidth: [1.0, 2.0][pick(&mut rng, 2)] }).collect();
+        let ports = (0..ranks).map(|_| 1 + pick(&mut rng, 2) as u32).collect();
+        let routes = (0..ranks * ranks).map(|i| (i / ranks, i % ranks)).collect();
+        let topo = Machine { ranks, links, ports, routes };
+        let ops = exchanges(&mut rng, ranks);
+        let cost = [0.0, 0.25][pick(&mut rng, 2)];
+        let (want_log, want) = reference(&topo, &ops, cost, 4);
+        let p = Problem { ranks, elems: 8, elem_bytes: 4 };
+        let mut log = Log::default();
+        let none = None::<fn(&[usize]) -> DataPlane>;
+        let got = simulate_on(&Script(ops.clone()), &topo, p, cost, Network::IDEAL, none, &mut log).unwrap().0;
+        assert_eq!(log.0, want_log, "case {case}: P = {ranks}");
+        assert_eq!(
+            (got.time, got.messages, got.events, got.reductions),
+            (want.time, want.messages, want.events, want.reductions),
+            "case {case}"
+        );
+        assert_eq!(
+            (got.rank_finish, got.bytes_sent, got.bytes_received),
+            (want.rank_finish, want.bytes_sent, want.bytes_received),
+            "case {case}"
+        );
+    }
+}

@@ -38,6 +38,41 @@ fn a_receive_that_is_never_matched_is_a_deadlock_naming_the_rank() {
 }
 
 #[test]
+fn a_deadlock_at_a_rank_with_many_receives_names_the_one_never_sent() {
+    // Rank 0 posts receives from ranks 1 to 20, more than a plain list holds, so most
+    // wait indexed as records; rank 20 never sends.
+    let mut ops = vec![Vec::new(); 21];
+    ops[0] = (1..=20).map(|q| Op::recv_copy(q, 7, ONE)).chain([Op::WaitAll]).collect();
+    for o in &mut ops[1..20] {
+        o.push(Op::send(0, 7, ONE));
+    }
+    let p = Problem { ranks: 21, elems: 1, elem_bytes: 4 };
+    let err = simulate(&Script(ops), &topo(21, 1), p, 0.0, None, &mut NoObserver).unwrap_err();
+    match err {
+        SimError::Deadlock { detail, .. } => assert_eq!(
+            detail, "rank 0 (stream 0) waits for a message from rank 20 with tag 7 that was never sent",
+            "{detail}"
+        ),
+        other => panic!("expected a deadlock, got {other}"),
+    }
+}
+
+#[test]
+fn naive_and_direct_among_many_ranks_compute_the_allreduce() {
+    // 40 ranks: receives posted before their messages wait indexed, as records, and
+    // the data must land where they say (tests/differential.rs runs the deferred sends,
+    // which are on only without data).
+    for id in ["naive", "direct"] {
+        let algo = allreduce_sim::algos::build(id, allreduce_sim::algos::Params::default()).expect("builds");
+        for n in [40, 123] {
+            let topo = common::flat(40, 1);
+            common::simulate_checked(allreduce_sim::collective::Collective::Allreduce, &*algo, &topo, n, 1e-10, 3)
+                .unwrap_or_else(|e| panic!("{id}, n = {n}: {e}"));
+        }
+    }
+}
+
+#[test]
 fn a_message_never_received_is_reported() {
     let script = Script(vec![vec![Op::send(1, 3, ONE)], vec![]]);
     let p = Problem { ranks: 2, elems: 1, elem_bytes: 4 };

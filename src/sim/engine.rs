@@ -177,11 +177,89 @@ struct Posted {
     action: Action,
 }
 
+/// A receive posted before its message at an indexed rank ([`INDEX_FROM`]), where
+/// [`NetworkModel::LAZY_SENDS`] allows it: this 32-byte record in the engine's slab of
+/// them, in the rank's [`Table`], instead of a message slot (64 bytes, and 20 of list
+/// links) written when it is posted and read when its message comes. `direct` and `naive`
+/// post P - 1 receives per rank at once, a million at 1,024 ranks; the matching send
+/// takes a fresh slot instead, most often one just freed and still in the cache
+/// ([`Engine::take_indexed`]). A receive of 2^32 elements or more takes a slot.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+struct Early {
+    /// Where its data goes (`buf`, from `offset`, `len` elements).
+    offset: usize,
+    src: Rank,
+    tag: u32,
+    handle: u32,
+    len: u32,
+    /// The next entry of its table's chain ([`Chains`]).
+    next: u32,
+    stream: u16,
+    buf: u8,
+    action: Action,
+}
+
+const _: () = assert!(std::mem::size_of::<Early>() == 32);
+
+/// A matching table's chain entry that is an [`Early`] record (its index in the bits
+/// below), not a message slot.
+const EARLY: u32 = 1 << 31;
+
+/// The links of the chains of matching tables, whose entries are message slots (linked
+/// through [`Links`]) and [`Early`] records (through their own `next`).
+struct Chains<'e> {
+    links: &'e mut [Links],
+    early: &'e mut [Early],
+}
+
+impl Chains<'_> {
+    #[inline]
+    fn next(&self, e: u32) -> u32 {
+        if e & EARLY != 0 { self.early[(e & !EARLY) as usize].next } else { self.links[e as usize].next[2] }
+    }
+
+    #[inline]
+    fn set_next(&mut self, e: u32, next: u32) {
+        if e & EARLY != 0 {
+            self.early[(e & !EARLY) as usize].next = next;
+        } else {
+            self.links[e as usize].next[2] = next;
+        }
+    }
+
+    /// Put `e` at the end of `chain`.
+    #[inline]
+    fn push_back(&mut self, chain: &mut List, e: u32) {
+        self.set_next(e, NONE);
+        if chain.tail == NONE {
+            chain.head = e;
+        } else {
+            self.set_next(chain.tail, e);
+        }
+        chain.tail = e;
+    }
+
+    /// Take out the first entry of `chain`.
+    #[inline]
+    fn pop_front(&self, chain: &mut List) -> Option<u32> {
+        let e = chain.head;
+        if e == NONE {
+            return None;
+        }
+        chain.head = if e == chain.tail { NONE } else { self.next(e) };
+        if chain.head == NONE {
+            chain.tail = NONE;
+        }
+        Some(e)
+    }
+}
+
 /// A slot of the message slab: a message, a receive posted before its message was sent,
 /// or the two matched.
 ///
-/// A receive posted first takes a slot of its own, which the matching send then fills
-/// in: a rank's unmatched receives cost no inline list in its state, and a slot never
+/// A receive posted first takes a slot of its own (or, at an indexed rank, an [`Early`]
+/// record), which the matching send then fills in: a rank's unmatched receives cost no inline list in its state, and a slot never
 /// holds a receive and a message that are not each other's. 64 bytes, one cache line:
 /// the receive's source, tag and length are the message's, and the slot's list links
 /// live apart ([`Links`]), touched only when a list changes.
@@ -458,12 +536,18 @@ struct Local {
 /// record in its sender's queue of deferred sends until a pass of
 /// [`Engine::match_ports`] could give it a port ([`Engine::materialize`]): 32 bytes
 /// written and read in order, where a message slot is touched again and again at random.
+///
+/// A record is a run: `more` sends follow the one it describes, each to the next rank
+/// (mod P) with the next sequence number, the same in all else. `direct` and `naive`
+/// issue their P - 1 sends of a step to `r + 1, r + 2, ...` at one instant, so a rank's
+/// whole queue is one to three records instead of P - 1 (32 MB at 1,024 ranks).
 #[derive(Clone, Copy, Debug)]
 struct Deferred {
     to: Rank,
     tag: u32,
     seq: u32,
     stream: u16,
+    more: u16,
     len: usize,
     issued: f64,
 }
@@ -572,16 +656,22 @@ impl Outstanding {
     }
 
     /// Handle `h` completed, given the stream's spill: an empty window takes the
-    /// spill's next handles.
-    fn complete_with(&mut self, h: u32, spill: &mut Spill) {
-        if !spill.is_empty() && h >= spill.top {
+    /// spill's next handles. Whether the spill was looked at.
+    ///
+    /// The window is asked first: an outstanding handle is in the window exactly when
+    /// its bit is set (a spilled handle's never is, even where the window's span covers
+    /// it), so most completions leave the spill, a cache miss away, alone.
+    fn complete_with(&mut self, h: u32, spill: &mut Spill) -> bool {
+        let in_window = h.wrapping_sub(self.low) < Self::WINDOW && self.bits & (1 << (h - self.low)) != 0;
+        if !in_window {
             spill.remove(h);
-            return;
+            return true;
         }
         self.complete(h);
-        if self.bits == 0
-            && let Some(first) = spill.first()
-        {
+        if self.bits != 0 {
+            return false;
+        }
+        if let Some(first) = spill.first() {
             self.low = first;
             let end = first + Self::WINDOW;
             while let Some(h) = spill.pop_below(end) {
@@ -589,6 +679,7 @@ impl Outstanding {
             }
             spill.top = end;
         }
+        true
     }
 }
 
@@ -768,6 +859,13 @@ fn prefetch<T>(x: &T) {
     let _ = x;
 }
 
+/// `x` mod `n`, for `x < 2n`: a rank a few places on, without a division.
+#[inline(always)]
+fn wrap(x: usize, n: usize) -> usize {
+    debug_assert!(x < 2 * n);
+    if x >= n { x - n } else { x }
+}
+
 /// Push `x` onto slab `v`, growing it by an eighth when it is full, and hand back its
 /// index.
 ///
@@ -799,6 +897,9 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     free_tables: Vec<u32>,
     /// The most buckets a table takes: P rounded up to a power of two.
     max_buckets: usize,
+    /// Receives posted early at indexed ranks ([`Early`]), and the records free.
+    early: Vec<Early>,
+    free_early: Vec<u32>,
     /// With data: message `i`'s values are `payloads[i]` (kept with their capacity when
     /// the slot is reused).
     payloads: Vec<Payload>,
@@ -905,6 +1006,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             tables: Vec::new(),
             free_tables: Vec::new(),
             max_buckets: p.next_power_of_two(),
+            early: Vec::new(),
+            free_early: Vec::new(),
             payloads: Vec::new(),
             jobs: Vec::new(),
             free_jobs: Vec::new(),
@@ -1198,8 +1301,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     fn complete_spilled(&mut self, r: Rank, s: u16, h: u32) {
         let st = &mut self.ranks[r as usize];
         let set = &mut self.spills[st.spill as usize];
-        st.streams[s as usize].outstanding.complete_with(h, &mut set[s as usize]);
-        if set.iter().all(Spill::is_empty) {
+        // A completion in the window changes no spill.
+        if st.streams[s as usize].outstanding.complete_with(h, &mut set[s as usize]) && set.iter().all(Spill::is_empty)
+        {
             self.free_spills.push(st.spill);
             st.spill = NONE;
         }
@@ -1298,6 +1402,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     /// comes, as a receive posted before its send always does).
     #[inline(never)]
     fn defer(&mut self, r: Rank, s: u16, to: Rank, tag: u32, len: usize) {
+        let (now, ranks) = (self.now, self.ranks.len());
         let st = &mut self.ranks[r as usize];
         let seq = st.send_seq;
         st.send_seq = seq.wrapping_add(1);
@@ -1308,8 +1413,20 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 None => slab_push(&mut self.deferred, std::collections::VecDeque::new()),
             };
         }
-        let d = Deferred { to, tag, seq, stream: s, len, issued: self.now };
-        self.deferred[st.deferred as usize].push_back(d);
+        let q = &mut self.deferred[st.deferred as usize];
+        match q.back_mut() {
+            // The next send of the last run: it grows by one.
+            Some(b)
+                if b.more < u16::MAX
+                    && wrap(b.to as usize + usize::from(b.more) + 1, ranks) == to as usize
+                    && b.seq.wrapping_add(u32::from(b.more) + 1) == seq
+                    && (b.tag, b.stream, b.len) == (tag, s, len)
+                    && b.issued.to_bits() == now.to_bits() =>
+            {
+                b.more += 1;
+            }
+            _ => q.push_back(Deferred { to, tag, seq, stream: s, more: 0, len, issued: now }),
+        }
         st.streams[s as usize].sends_in_flight += 1;
         self.stats.messages += 1;
         let bytes = (len * self.cfg.elem_bytes) as u64;
@@ -1328,13 +1445,23 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     fn materialize(&mut self, a: Rank, mark: bool) -> u32 {
         let st = &mut self.ranks[a as usize];
         let q = &mut self.deferred[st.deferred as usize];
-        let d = q.pop_front().expect("a rank with deferred sends has one");
-        if q.is_empty() {
-            self.free_deferred.push(st.deferred);
-            st.deferred = NONE;
-            self.deferring -= 1;
-        } else {
+        let front = q.front_mut().expect("a rank with deferred sends has one");
+        let d = *front;
+        if front.more > 0 {
+            // The run's next send takes its place.
+            front.more -= 1;
+            front.to = if front.to as usize + 1 == self.ranks.len() { 0 } else { front.to + 1 };
+            front.seq = front.seq.wrapping_add(1);
             self.look_ahead(a);
+        } else {
+            q.pop_front();
+            if q.is_empty() {
+                self.free_deferred.push(st.deferred);
+                st.deferred = NONE;
+                self.deferring -= 1;
+            } else {
+                self.look_ahead(a);
+            }
         }
         let posted = self.take_unmatched(d.to, a, d.tag, true);
         let id = match posted {
@@ -1375,18 +1502,46 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     #[inline]
     fn look_ahead(&self, a: Rank) {
         let q = &self.deferred[self.ranks[a as usize].deferred as usize];
-        if let Some(d) = q.get(2) {
-            prefetch(d);
-        }
-        if let Some(b) = q.get(1).and_then(|d| self.bucket(d.to, a)) {
+        let next = q[0].to;
+        // Within a run (`direct`, `naive`) the next receivers follow from the first.
+        let after = if q[0].more >= 1 {
+            Some((0, wrap(next as usize + 1, self.ranks.len()) as Rank))
+        } else {
+            if let Some((at, _)) = self.upcoming(q, 2) {
+                prefetch(&q[at]);
+            }
+            self.upcoming(q, 1)
+        };
+        if let Some(b) = after.and_then(|(_, to)| self.bucket(to, a)) {
             prefetch(b);
         }
-        if let Some(b) = q.front().and_then(|d| self.bucket(d.to, a))
+        if let Some(b) = self.bucket(next, a)
             && b.head != NONE
         {
-            prefetch(&self.msgs[b.head as usize]);
-            prefetch(&self.links[b.head as usize]);
+            if b.head & EARLY != 0 {
+                // Records sit 16 bytes past a line (a large block's header), so one in
+                // two spans two lines.
+                let e = &self.early[(b.head & !EARLY) as usize];
+                prefetch(e);
+                prefetch(&e.action);
+            } else {
+                prefetch(&self.msgs[b.head as usize]);
+                prefetch(&self.links[b.head as usize]);
+            }
         }
+    }
+
+    /// Where send `k` (0: the next) of deferred queue `q` is: its record's index in `q`,
+    /// and its receiver.
+    #[inline]
+    fn upcoming(&self, q: &std::collections::VecDeque<Deferred>, mut k: usize) -> Option<(usize, Rank)> {
+        for (at, d) in q.iter().enumerate() {
+            if k <= usize::from(d.more) {
+                return Some((at, wrap(d.to as usize + k, self.ranks.len()) as Rank));
+            }
+            k -= usize::from(d.more) + 1;
+        }
+        None
     }
 
     /// The bucket of indexed rank `r`'s matching table that holds what comes from `src`
@@ -1524,6 +1679,14 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 if delivered { self.consume(id) } else { Ok(()) }
             }
             None => {
+                let st = &self.ranks[r as usize];
+                if N::LAZY_SENDS
+                    && (st.table != NONE || st.unmatched_len >= INDEX_FROM)
+                    && u32::try_from(dst.len).is_ok()
+                {
+                    self.post_early(r, from, tag, p);
+                    return Ok(());
+                }
                 // The receive waits in a slot the matching send fills in.
                 let id = self.new_slot();
                 let m = &mut self.msgs[id as usize];
@@ -1553,16 +1716,44 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     }
 
     /// [`Engine::take_unmatched`] at an indexed rank: out of line, so that the plain
-    /// list's path (every rank of a ring, say) stays a few instructions.
+    /// list's path (every rank of a ring, say) stays a few instructions. A receive found
+    /// as an [`Early`] record comes back in a fresh slot, as it would have been in its
+    /// own.
     #[inline(never)]
     fn take_indexed(&mut self, r: Rank, src: Rank, tag: u32, posted: bool) -> Option<u32> {
         let st = &mut self.ranks[r as usize];
         let table = &mut self.tables[st.table as usize];
         let mask = table.len() - 1;
         let bucket = &mut table[src as usize & mask];
-        let found = bucket.remove_first(&mut self.links, &self.msgs, Link::Unmatched, |m| {
-            m.src == src && m.tag == tag && (m.recv_handle != NONE) == posted
-        })?;
+        let mut ch = Chains { links: &mut self.links, early: &mut self.early };
+        let (mut prev, mut at) = (NONE, bucket.head);
+        while at != NONE {
+            // The tail's link is not loaded: a cache miss saved where a bucket holds one
+            // entry.
+            let next = if at == bucket.tail { NONE } else { ch.next(at) };
+            let hit = if at & EARLY != 0 {
+                let e = &ch.early[(at & !EARLY) as usize];
+                posted && e.src == src && e.tag == tag
+            } else {
+                let m = &self.msgs[at as usize];
+                m.src == src && m.tag == tag && (m.recv_handle != NONE) == posted
+            };
+            if hit {
+                if prev == NONE {
+                    bucket.head = next;
+                } else {
+                    ch.set_next(prev, next);
+                }
+                if next == NONE {
+                    bucket.tail = prev;
+                }
+                break;
+            }
+            (prev, at) = (at, next);
+        }
+        if at == NONE {
+            return None;
+        }
         st.unmatched_len -= 1;
         // An empty rank goes back to its list, and its table (all buckets empty) to
         // the pool, so tables are held only by ranks with something waiting.
@@ -1570,7 +1761,40 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             self.free_tables.push(st.table);
             st.table = NONE;
         }
-        Some(found)
+        if at & EARLY == 0 {
+            return Some(at);
+        }
+        self.free_early.push(at & !EARLY);
+        let m = self.early_msg(r, at & !EARLY);
+        // A fresh slot, written once.
+        Some(match self.free_msgs.pop() {
+            Some(id) => {
+                self.msgs[id as usize] = m;
+                id
+            }
+            None => {
+                slab_push(&mut self.links, Links::EMPTY);
+                slab_push(&mut self.msgs, m)
+            }
+        })
+    }
+
+    /// Early receive `i` at rank `r` as it would be in a slot of its own.
+    #[inline]
+    fn early_msg(&self, r: Rank, i: u32) -> Msg {
+        let e = &self.early[i as usize];
+        Msg {
+            src: e.src,
+            dst: r,
+            tag: e.tag,
+            len: e.len as usize,
+            recv_handle: e.handle,
+            recv_offset: e.offset,
+            recv_buf: e.buf,
+            action: e.action,
+            recv_stream: e.stream,
+            ..Msg::EMPTY
+        }
     }
 
     /// Slot `id` (its source and tag set) waits to be matched at rank `r`.
@@ -1582,18 +1806,49 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             st.unmatched.push_back(&mut self.links, Link::Unmatched, id);
             return;
         }
-        self.put_indexed(r, id);
+        self.put_indexed(r, id, self.msgs[id as usize].src);
     }
 
-    /// [`Engine::put_unmatched`] at a rank that is, or is about to be, indexed (out of
-    /// line, as [`Engine::take_indexed`]).
+    /// Receive `p` of rank `r`, from `src` with `tag`, waits for its message as an
+    /// [`Early`] record (the rank is, or is about to be, indexed).
     #[inline(never)]
-    fn put_indexed(&mut self, r: Rank, id: u32) {
+    fn post_early(&mut self, r: Rank, src: Rank, tag: u32, p: Posted) {
+        let e = Early {
+            offset: p.dst.offset,
+            src,
+            tag,
+            handle: p.handle,
+            len: p.dst.len as u32,
+            next: NONE,
+            stream: p.stream,
+            buf: p.dst.buf,
+            action: p.action,
+        };
+        let i = match self.free_early.pop() {
+            Some(i) => {
+                self.early[i as usize] = e;
+                i
+            }
+            None => slab_push(&mut self.early, e),
+        };
+        debug_assert!(i < EARLY, "2^31 receives posted early at once");
+        self.put_indexed(r, i | EARLY, src);
+    }
+
+    /// Entry `e` (a slot, or an [`Early`] record) from `src` waits to be matched at
+    /// rank `r`, which is, or is about to be, indexed (out of line, as
+    /// [`Engine::take_indexed`]).
+    #[inline(never)]
+    fn put_indexed(&mut self, r: Rank, e: u32, src: Rank) {
         let st = &mut self.ranks[r as usize];
         st.unmatched_len += 1;
+        let msgs = &self.msgs;
+        let mut ch = Chains { links: &mut self.links, early: &mut self.early };
+        let src_of = |ch: &Chains, at: u32| {
+            if at & EARLY != 0 { ch.early[(at & !EARLY) as usize].src } else { msgs[at as usize].src }
+        };
         if st.table == NONE {
-            // Too many to walk: move the list into a table, in order.
-            st.unmatched.push_back(&mut self.links, Link::Unmatched, id);
+            // Too many to walk: move the list (slots only) into a table, in order.
             let buckets = TABLE_FROM.min(self.max_buckets);
             st.table = match self.free_tables.pop() {
                 Some(t) => t,
@@ -1603,44 +1858,53 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             table.clear();
             table.resize(buckets, List::EMPTY);
             let mut list = std::mem::replace(&mut st.unmatched, List::EMPTY);
-            while let Some(at) = list.pop_front(&self.links, Link::Unmatched) {
-                let b = self.msgs[at as usize].src as usize & (buckets - 1);
-                table[b].push_back(&mut self.links, Link::Unmatched, at);
+            while let Some(at) = list.pop_front(ch.links, Link::Unmatched) {
+                let b = msgs[at as usize].src as usize & (buckets - 1);
+                ch.push_back(&mut table[b], at);
             }
-            return;
-        }
-        let table = &mut self.tables[st.table as usize];
-        if st.unmatched_len as usize > table.len() && table.len() < self.max_buckets {
-            // Twice the buckets: bucket b's chain splits into b and b + len by the next
-            // bit of the source, each part in the order it was.
-            let half = table.len();
-            table.resize(2 * half, List::EMPTY);
-            for b in 0..half {
-                let mut chain = std::mem::replace(&mut table[b], List::EMPTY);
-                while let Some(at) = chain.pop_front(&self.links, Link::Unmatched) {
-                    let to = self.msgs[at as usize].src as usize & (2 * half - 1);
-                    table[to].push_back(&mut self.links, Link::Unmatched, at);
+        } else {
+            let table = &mut self.tables[st.table as usize];
+            if st.unmatched_len as usize > table.len() && table.len() < self.max_buckets {
+                // Twice the buckets: bucket b's chain splits into b and b + len by the
+                // next bit of the source, each part in the order it was.
+                let half = table.len();
+                table.resize(2 * half, List::EMPTY);
+                for b in 0..half {
+                    let mut chain = std::mem::replace(&mut table[b], List::EMPTY);
+                    while let Some(at) = ch.pop_front(&mut chain) {
+                        let to = src_of(&ch, at) as usize & (2 * half - 1);
+                        ch.push_back(&mut table[to], at);
+                    }
                 }
             }
         }
-        let b = self.msgs[id as usize].src as usize & (table.len() - 1);
-        table[b].push_back(&mut self.links, Link::Unmatched, id);
+        let table = &mut self.tables[st.table as usize];
+        let b = src as usize & (table.len() - 1);
+        ch.push_back(&mut table[b], e);
     }
 
-    /// What waits to be matched at rank `r`: in the order it came while the rank keeps
-    /// a list, and once indexed in a fixed order (messages by issue, then receives by
-    /// stream and handle), for describing a deadlock.
-    fn unmatched_at(&self, r: Rank) -> Vec<u32> {
+    /// What waits to be matched at rank `r`, each as it is or would be in a slot: in
+    /// the order it came while the rank keeps a list, and once indexed in a fixed order
+    /// (messages by issue, then receives by stream and handle), for describing a
+    /// deadlock.
+    fn unmatched_at(&self, r: Rank) -> Vec<Msg> {
         let st = &self.ranks[r as usize];
         if st.table == NONE {
-            return st.unmatched.iter(&self.links, Link::Unmatched).collect();
+            return st.unmatched.iter(&self.links, Link::Unmatched).map(|id| self.msgs[id as usize]).collect();
         }
         let table = &self.tables[st.table as usize];
-        let mut all: Vec<u32> = table.iter().flat_map(|chain| chain.iter(&self.links, Link::Unmatched)).collect();
-        all.sort_by_key(|&id| {
-            let m = &self.msgs[id as usize];
-            (m.recv_handle != NONE, priority(m), m.recv_stream, m.recv_handle)
-        });
+        let ch = |at: u32| {
+            if at & EARLY != 0 { self.early[(at & !EARLY) as usize].next } else { self.links[at as usize].next[2] }
+        };
+        let mut all = Vec::new();
+        for chain in table {
+            let mut at = chain.head;
+            while at != NONE {
+                all.push(if at & EARLY != 0 { self.early_msg(r, at & !EARLY) } else { self.msgs[at as usize] });
+                at = if at == chain.tail { NONE } else { ch(at) };
+            }
+        }
+        all.sort_by_key(|m| (m.recv_handle != NONE, priority(m), m.recv_stream, m.recv_handle));
         all
     }
 
@@ -2029,8 +2293,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     fn check_finished(&self) -> Result<(), SimError> {
         let mut waiting = Vec::new();
         for (r, st) in self.ranks.iter().enumerate() {
-            let ids = self.unmatched_at(r as Rank);
-            let unmatched = ids.iter().map(|&id| &self.msgs[id as usize]);
+            let waiting_here = self.unmatched_at(r as Rank);
+            let unmatched = waiting_here.iter();
             if let Some(m) = unmatched.clone().find(|m| m.recv_handle == NONE) {
                 waiting.push(format!("rank {r} never received a message from rank {} (tag {})", m.src, m.tag));
                 continue;

@@ -253,8 +253,9 @@ pub trait NetworkModel {
 
     /// Whether nothing of the model's depends on a message's slot number or on when a
     /// waiting message entered the engine's lists, only on the messages it is handed
-    /// and when: then the engine may keep a rank's sends behind its busy ports as
-    /// records, not slots ([`crate::sim::engine`]'s deferred sends).
+    /// and when: then the engine may keep a rank's sends behind its busy ports, and the
+    /// receives a busy rank posts before their messages, as records, not slots
+    /// ([`crate::sim::engine`]'s deferred sends and early receives).
     const LAZY_SENDS: bool = false;
 
     /// Seconds the sender's compute unit spends on a message of `wire` bytes before it
