@@ -52,10 +52,11 @@ cal tg_h100 "$here/machines/h100_node.yaml" "$d/tg_h100_1n_p8_ring.txt" --env NC
     --hold-out "$d/tg_h100_1n_p8_nvls.txt"
 # Two-node H100 runs (GCP, AWS p5) and A100 (AWS p4de), each fitted on itself only.
 # The H100 logs do not say what NCCL ran; at their sizes NCCL's model picks NVLS Tree
-# (their bus bandwidth is above what a ring can move through the NICs). calibrate counts
-# NVLS Tree's loops at large sizes, but some trials still fall back to simulating 8 to
-# 16 GiB whole (millions of events each; validation/hardware/README.md), so these two
-# fits leave it out (NCCL_ALGO=^NVLSTree) and fit the ring and tree as before.
+# (their bus bandwidth is above what a ring can move through the NICs). A trial with NVLS
+# Tree simulates a quarter of a million messages even where its loops are counted, and
+# trials whose NVLink and NIC sides take nearly the same time per loop settle only after
+# tens of loops and are simulated whole (docs/nccl.md, nvls_tree), so these two fits
+# leave it out (NCCL_ALGO=^NVLSTree) and fit the ring and tree as before.
 cal gcp_a3mega "$here/machines/h100_node.yaml" "$d/gcp_a3mega_2n_p16.txt" --env 'NCCL_ALGO=^NVLSTree'
 cal aws_p5 "$here/machines/h100_node.yaml" "$d/aws_p5_2n_p16.txt" --ranks 16 --gpus-per-node 8 \
     --env 'NCCL_ALGO=^NVLSTree'
