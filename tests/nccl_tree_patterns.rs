@@ -59,3 +59,26 @@ fn split_pays_an_nvlink_hop_per_node_crossed() {
     let bad = algos::build("nccl_tree", Params::new(vec![("pattern".into(), ParamValue::Str("ring".into()))]));
     assert!(bad.unwrap_err().message.contains("tree, split, balanced"));
 }
+
+/// Two nodes of 4 GPUs and 2 NICs (GPUs 0-1 on NIC 0, 2-3 on NIC 1), one-head trees,
+/// 4 channels of one chunk each, NVLink free (no latency, 10^18 B/s), the network at
+/// `B` with no latency. NCCL's search lays chain 0 from NIC 0 (head GPU 0) and chain 1
+/// from NIC 1 (head GPU 2); channels 0 and 1 run tree 0 (node 0 the root), 2 and 3
+/// tree 1 (node 1). Each NIC then carries one channel of each tree: up, its tree-0
+/// channel's part goes 1 -> 0 while its tree-1 part goes 0 -> 1 (the two directions of
+/// the same ports), then down the reverse: `2 m / B` for a channel's part of `m` bytes.
+/// Were both chains' heads on NIC 0 (GPUs 0 and 1), NIC 0 would carry both channels of
+/// each tree one after the other, `4 m / B`.
+#[test]
+fn one_head_chains_start_on_distinct_nics() {
+    let intra = (IntraKind::Nvswitch, PerProto::all(0.0), 1e18);
+    let b = 25e9;
+    let inter = InterSpec::new(PerProto::all(0.0), b);
+    let spec = ClusterSpec::on_rails(2, 4, 2, intra, inter, PerProto::all(0.0));
+    let topo = Cluster::new(&spec, 8).unwrap();
+    let n = 4096;
+    let algo = build(&[("channels", ParamValue::Int(4)), ("chunk", ParamValue::Int(1 << 20))]);
+    let m = (n / 4 * 4) as f64;
+    let t = run(algo.as_ref(), &topo, n);
+    assert!((t / (2.0 * m / b) - 1.0).abs() < 1e-6, "{t:e} against {:e}", 2.0 * m / b);
+}

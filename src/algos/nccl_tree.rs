@@ -9,10 +9,13 @@
 //! head, is the one that talks to the parent and child nodes (their heads): GPU i of
 //! the chain has GPU i-1 as parent and GPU i+1 as child, the head has the head of its
 //! parent node as parent. NCCL searches `channels / 2` chains and runs each twice, once
-//! on each tree; here channel k < ceil(c/2) takes tree 0 and chain k (starting at GPU
-//! k mod g, as `nccl_ring`'s channel k enters the node), the others tree 1 and the chains
-//! again. So each channel's cross-node messages leave and enter a node through its own
-//! GPU, and the two trees share the load of the ranks interior in one of them.
+//! on each tree; here channel k < ceil(c/2) takes tree 0 and chain k, the others tree 1
+//! and the chains again. Chain j starts at GPU j mod g, or, across nodes whose K NICs
+//! are shared by `b = g/K` GPUs each, on NIC `j mod K`'s block (NCCL's search lays each
+//! chain from a NIC and a NIC one chain fills sends the next chain to the next NIC). So
+//! each channel's cross-node messages leave and enter a node through its own GPU, the
+//! chains share the NICs out, and the two trees share the load of the ranks interior in
+//! one of them.
 //!
 //! **The pipeline** (NCCL's `runTreeSplit`): channel k's part is cut into chunks of
 //! `chunk` bytes (NCCL's step: 512 KiB with Simple, 32 KiB with LL, 576000 B with
@@ -189,18 +192,26 @@ impl TreePlan {
         TreePlan { pattern, nics, ..self }
     }
 
-    /// The chain position at which chain j starts. With the one-head pattern, GPU j mod g.
-    /// A split or balanced chain talks to the other nodes from its first two GPUs, which
-    /// NCCL's search keeps on one NIC (a tree goes back to the NIC it came in by): where
-    /// `b = g / K >= 2` GPUs share each of K NICs, chain j starts on NIC `j mod K`'s block
-    /// at a GPU whose successor is on the same NIC.
+    /// The chain position at which chain j starts. NCCL's search lays each chain from a
+    /// NIC (a chain's speed taken off that NIC's width, so a NIC that one chain fills
+    /// leaves the next chain to the next NIC) and brings the tree back to the NIC it came
+    /// in by. Where `b = g / K >= 2` GPUs share each of K NICs and there are several
+    /// nodes, chain j starts on NIC `j mod K`'s block: with the one-head pattern at its
+    /// GPU `(j / K) mod b`; a split or balanced chain, which talks to the other nodes from
+    /// its first two GPUs, at a GPU whose successor is on the same NIC. Elsewhere (a
+    /// one-head chain on one node, where NCCL's search has no NIC, or NICs it cannot
+    /// share out) GPU j mod g.
     fn chain_start(&self, j: usize) -> usize {
         let (g, kn) = (self.g, self.nics);
-        if self.pattern == TreePattern::Tree || kn == 0 || kn >= g || !g.is_multiple_of(kn) {
+        if kn == 0 || kn >= g || !g.is_multiple_of(kn) {
             return j % g;
         }
         let b = g / kn;
-        (j % kn) * b + (j / kn) % (b - 1)
+        match self.pattern {
+            TreePattern::Tree if self.nodes < 2 => j % g,
+            TreePattern::Tree => (j % kn) * b + (j / kn) % b,
+            TreePattern::Split | TreePattern::Balanced => (j % kn) * b + (j / kn) % (b - 1),
+        }
     }
 
     /// Rank r's place in channel k's tree.
@@ -521,6 +532,32 @@ mod tests {
         for r in 0..4 {
             assert_eq!(flat.place(0, r), head.place(0, r));
         }
+    }
+
+    /// The one-head pattern across nodes whose NICs are shared (2 nodes of 4 GPUs, 2 NICs:
+    /// GPUs 0-1 on NIC 0, 2-3 on NIC 1): chain j starts on NIC `j mod 2`'s block, at its
+    /// GPU `(j / 2) mod 2`, so chains 0 to 3 start at GPUs 0, 2, 1, 3. With 4 channels:
+    /// 0 and 1 run tree 0 (node 0 the root) on chains 0 and 1, 2 and 3 tree 1 (node 1)
+    /// on the same chains. On one node, where NCCL's search has no NIC, chain j starts at
+    /// GPU j.
+    #[test]
+    fn one_head_chains_start_on_each_nic_in_turn() {
+        let plan = TreePlan::new(8, 4, 8, 100, 10).with_pattern(TreePattern::Tree, 2);
+        assert_eq!((0..4).map(|j| plan.chain_start(j)).collect::<Vec<_>>(), vec![0, 2, 1, 3]);
+        let plan = TreePlan::new(8, 4, 4, 100, 10).with_pattern(TreePattern::Tree, 2);
+        // Channel 1: chain 2 3 0 1 in each node, node 1's head (6) under node 0's (2).
+        let parents: Vec<Option<usize>> = (0..8).map(|r| plan.place(1, r).parent).collect();
+        assert_eq!(parents, vec![Some(3), Some(0), None, Some(2), Some(7), Some(4), Some(2), Some(6)]);
+        assert_eq!(plan.place(1, 2).children, [Some(3), None, Some(6)]);
+        // Channel 3: the same chain, tree 1: node 0's head (2) under node 1's (6).
+        assert_eq!(plan.place(3, 6).parent, None);
+        assert_eq!(plan.place(3, 2).parent, Some(6));
+        // Channel 2: chain 0 on tree 1.
+        assert_eq!(plan.place(2, 4).parent, None);
+        assert_eq!(plan.place(2, 0).parent, Some(4));
+        // One node: GPU j.
+        let one = TreePlan::new(4, 4, 4, 100, 10).with_pattern(TreePattern::Tree, 2);
+        assert_eq!((0..4).map(|j| one.chain_start(j)).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
     }
 
     /// Every pattern's trees span the ranks, as the one-head tree's do.
