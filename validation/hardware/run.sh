@@ -38,9 +38,13 @@ cal() {
 # zero, and the tree's NVLink hops with them); the rest is fitted. The network proxy's
 # time per connection (inter.proxy) is held too: on one and two nodes NCCL runs rings,
 # whose GPUs have one connection across nodes, so these logs see only alpha + proxy.
+# The ring's step latency inside a node (Simple, LL128) is fitted: the two logs take 6
+# and 12 such steps, which separates it from launch, and the ring's time at 512 KiB to
+# 32 MiB grows by about 7 us per step with the node count (docs/gpu-clusters.md).
 abci_fit=topology.intra.bandwidth,topology.inter.alpha.simple,topology.inter.alpha.ll,topology.inter.alpha.ll128
 abci_fit=$abci_fit,topology.inter.bandwidth,topology.launch.simple,topology.launch.ll,topology.launch.ll128
 abci_fit=$abci_fit,topology.efficiency.ll,topology.efficiency.ll128
+abci_fit=$abci_fit,topology.intra.step_latency.simple,topology.intra.step_latency.ll128
 cal abci_v100 "$here/machines/abci_v100.yaml" "$d/abci_v100_p4.txt" "$d/abci_v100_p8.txt" \
     --picks file --fit "$abci_fit" \
     --hold-out "$d/abci_v100_p16.txt" "$d/abci_v100_p32.txt" "$d/abci_v100_p64.txt" "$d/abci_v100_p128.txt"
