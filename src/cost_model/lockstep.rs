@@ -346,9 +346,11 @@ fn by_instant(
             let issued = len.min(window(from));
             run_of[from] = (first, first + len, issued);
             senders.push(from);
-            waiting.extend(
-                (first..first + issued).map(|at| Ready { prio: (done[from], from, runs[at].1), at, since: nbook }),
-            );
+            waiting.extend((first..first + issued).map(|at| Ready {
+                prio: (done[from], from, runs[at].1),
+                at,
+                since: nbook,
+            }));
             marks.push(std::cmp::Reverse(done[from].to_bits()));
             first += len;
         }

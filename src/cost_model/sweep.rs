@@ -461,8 +461,7 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
                 let free = if side == 0 { out[f].len() < ports(f) } else { inp[f].len() < ports(f) };
                 if free {
                     let mut rest = lists[side][f].range((Excluded(key), Unbounded));
-                    let next =
-                        if side == 0 { rest.next() } else { rest.find(|k| offerable(k, &out, &touched)) };
+                    let next = if side == 0 { rest.next() } else { rest.find(|k| offerable(k, &out, &touched)) };
                     if let Some(&next) = next {
                         offers.push(Reverse((next, side, f)));
                     }
