@@ -36,8 +36,8 @@ use std::ops::Bound::{Excluded, Unbounded};
 use super::{Step, Xfer};
 use crate::topology::Topology;
 
-/// The most messages a run may have for [`sweep`] to evaluate it (its waiting set is
-/// scanned at every instant); beyond it the caller falls back on bounds.
+/// The most messages a run may have for [`sweep`] to evaluate it (it costs a few times
+/// the run's own time); beyond it the caller falls back on bounds.
 pub const SWEEP_LIMIT: usize = 400_000;
 
 /// A message's place in the waiting set: `(issue time's bits, sender, stream, step,
