@@ -118,33 +118,57 @@ fn less(a: Prio, b: Prio) -> bool {
     prio_cmp(a, b).is_lt()
 }
 
-/// A message booked on one port: when it holds the port, its priority, and its peer.
+/// A message booked on one port: when it holds the port, its priority, its peer, and
+/// the number of the booking in the run (bookings are numbered in the order made).
 #[derive(Clone, Copy, Debug)]
 struct Booking {
     start: f64,
     end: f64,
     prio: Prio,
     peer: usize,
+    id: u64,
 }
 
 /// One side (out or in) of one interface's `k` ports: the messages booked on it, by start.
 /// Bookings need not come in time order (a message of a later step may fit in a gap
 /// left before a lagging peer's message of an earlier step). As in the engine, ports are
 /// interchangeable: a side is free at an instant when fewer than `k` bookings hold it.
+///
+/// The bookings of earlier steps (`old`) are kept apart from the current step's (`cur`),
+/// both by start, and every booking's start and end are kept sorted on their own: how
+/// many hold the side at `t` is then the starts up to `t` less the ends up to `t` (a
+/// booking ends no sooner than it starts), two binary searches where a walk over the
+/// bookings made the checks below cost the square of the bookings per port.
 #[derive(Clone, Debug)]
 struct Ports {
     k: usize,
-    booked: Vec<Booking>,
+    old: Vec<Booking>,
+    cur: Vec<Booking>,
+    starts: Vec<f64>,
+    ends: Vec<f64>,
+}
+
+/// Insert `x` into sorted `v` after every element not above it.
+fn insert_sorted(v: &mut Vec<f64>, x: f64) {
+    let at = v.partition_point(|&o| o <= x);
+    v.insert(at, x);
+}
+
+/// The bookings of `v` (by start) that start in `[from, to]`.
+fn starting_in(v: &[Booking], from: f64, to: f64) -> &[Booking] {
+    let lo = v.partition_point(|b| b.start < from);
+    let hi = v.partition_point(|b| b.start <= to);
+    &v[lo..hi.max(lo)]
 }
 
 impl Ports {
     fn new(k: u32) -> Self {
-        Ports { k: k.max(1) as usize, booked: Vec::new() }
+        Ports { k: k.max(1) as usize, old: Vec::new(), cur: Vec::new(), starts: Vec::new(), ends: Vec::new() }
     }
 
     /// How many bookings hold the side at instant `t`.
     fn held_at(&self, t: f64) -> usize {
-        self.booked.iter().take_while(|b| b.start <= t).filter(|b| t < b.end).count()
+        self.starts.partition_point(|&s| s <= t) - self.ends.partition_point(|&e| e <= t)
     }
 
     /// The first instant from `x` on at which a port is free: `x`, or the end of a
@@ -153,31 +177,43 @@ impl Ports {
         if self.held_at(x) < self.k {
             return x;
         }
-        let mut ends: Vec<f64> = self.booked.iter().map(|b| b.end).filter(|&e| e > x).collect();
-        ends.sort_by(f64::total_cmp);
-        ends.into_iter().find(|&t| self.held_at(t) < self.k).unwrap_or(f64::INFINITY)
+        let after = self.ends.partition_point(|&e| e <= x);
+        self.ends[after..].iter().copied().find(|&t| self.held_at(t) < self.k).unwrap_or(f64::INFINITY)
     }
 
     /// Whether a port stays free for all of `[start, end)` (the count of holders only
     /// rises at a booking's start).
     fn fits(&self, start: f64, end: f64) -> bool {
-        self.held_at(start) < self.k
-            && self.booked.iter().filter(|b| b.start > start && b.start < end).all(|b| self.held_at(b.start) < self.k)
+        let inside = |v: &[Booking]| {
+            let lo = v.partition_point(|b| b.start <= start);
+            let hi = v.partition_point(|b| b.start < end);
+            v[lo..hi.max(lo)].iter().all(|b| self.held_at(b.start) < self.k)
+        };
+        self.held_at(start) < self.k && inside(&self.old) && inside(&self.cur)
     }
 
     fn book(&mut self, b: Booking) {
-        let at = self.booked.partition_point(|o| o.start <= b.start);
-        self.booked.insert(at, b);
+        let at = self.cur.partition_point(|o| o.start <= b.start);
+        self.cur.insert(at, b);
+        insert_sorted(&mut self.starts, b.start);
+        insert_sorted(&mut self.ends, b.end);
     }
 
     /// Whether a message of another peer than `peer`, of lower priority than `prio`,
     /// took the last free port here at a time in `[from, to]` at which `other` (the far
     /// end's ports) had a port free: the engine would have given it to the message of
     /// priority `prio`, issued at `from` and waiting.
-    fn passed_over(&self, prio: Prio, peer: usize, from: f64, to: f64, other: &Ports) -> bool {
-        self.booked.iter().take_while(|b| b.start <= to).any(|b| {
-            b.start >= from
-                && b.end > b.start
+    ///
+    /// Only bookings of earlier steps, and of this step those numbered below `since`,
+    /// are looked at: the callers book a step's messages so that no other booking of it
+    /// can pass the message over ([`by_instant`] serves the waiting messages in priority
+    /// order at every instant, so a lower one took a port the message also had free
+    /// only if the message was not yet waiting: booked before `since`, at `from`;
+    /// [`by_priority`] books a step's messages in priority order, `since` 0).
+    fn passed_over(&self, prio: Prio, peer: usize, (from, to): (f64, f64), since: u64, other: &Ports) -> bool {
+        let early = starting_in(&self.cur, from, from).iter().filter(|b| b.id < since);
+        starting_in(&self.old, from, to).iter().chain(early).any(|b| {
+            b.end > b.start
                 && b.peer != peer
                 && less(prio, b.prio)
                 && self.held_at(b.start) >= self.k
@@ -185,11 +221,21 @@ impl Ports {
         })
     }
 
-    /// Forget bookings that end before `t`: no message is issued before `t` any more.
-    fn forget_before(&mut self, t: f64) {
-        if self.booked.len() > 64 {
-            self.booked.retain(|b| b.end >= t);
+    /// Start a new step: the bookings made so far become earlier steps', and those
+    /// that end before `t` are forgotten (no message is issued before `t` any more, so
+    /// none of them holds a port at any instant asked about again).
+    fn next_step(&mut self, t: f64) {
+        if self.cur.is_empty() && self.old.is_empty() {
+            return;
         }
+        let mut all = std::mem::take(&mut self.old);
+        all.append(&mut self.cur);
+        all.retain(|b| b.end >= t);
+        all.sort_by(|a, b| a.start.total_cmp(&b.start));
+        self.starts.clear();
+        self.starts.extend(all.iter().map(|b| b.start));
+        self.ends.retain(|&e| e >= t);
+        self.old = all;
     }
 }
 
@@ -200,6 +246,8 @@ struct Ready {
     prio: Prio,
     /// Index into the step's messages sorted by sender.
     at: usize,
+    /// The number of the next booking when it began to wait ([`Ports::passed_over`]).
+    since: u64,
 }
 
 impl PartialEq for Ready {
@@ -268,10 +316,15 @@ fn by_instant(
     let mut ends: Vec<Vec<f64>> = vec![Vec::new(); np];
     let mut run_of: Vec<(usize, usize, usize)> = vec![(0, 0, 0); np];
     let mut senders: Vec<usize> = Vec::new();
+    // Bookings are numbered in the order made; per side, the instant at which it was
+    // last found full (instants numbered from 1).
+    let mut nbook = 0u64;
+    let mut instant = 0u64;
+    let mut full: [Vec<u64>; 2] = [vec![0; out.len()], vec![0; out.len()]];
     for s in 0..steps {
         let earliest = done.iter().copied().fold(f64::INFINITY, f64::min);
         for p in out.iter_mut().chain(inp.iter_mut()) {
-            p.forget_before(earliest);
+            p.next_step(earliest);
         }
         step.clear();
         fill(s, &mut step);
@@ -293,13 +346,17 @@ fn by_instant(
             let issued = len.min(window(from));
             run_of[from] = (first, first + len, issued);
             senders.push(from);
-            waiting.extend((first..first + issued).map(|at| Ready { prio: (done[from], from, runs[at].1), at }));
+            waiting.extend((first..first + issued).map(|at| Ready {
+                prio: (done[from], from, runs[at].1),
+                at,
+                since: nbook,
+            }));
             marks.push(std::cmp::Reverse(done[from].to_bits()));
             first += len;
         }
         // A port held by a message of an earlier step frees at its end: an instant too.
         for p in out.iter().chain(inp.iter()) {
-            marks.extend(p.booked.iter().filter(|b| b.end >= earliest).map(|b| std::cmp::Reverse(b.end.to_bits())));
+            marks.extend(p.old.iter().filter(|b| b.end >= earliest).map(|b| std::cmp::Reverse(b.end.to_bits())));
         }
         waiting.sort_by(|a, b| prio_cmp(a.prio, b.prio));
         // The model's service, instant by instant: at each instant at which a message is
@@ -315,6 +372,7 @@ fn by_instant(
                 continue;
             }
             now = t;
+            instant += 1;
             loop {
                 // A windowed sender's next message goes once all but `nics - 1` of those
                 // issued before it have landed (a message not yet started lands later).
@@ -335,7 +393,7 @@ fn by_instant(
                         if free <= now {
                             let at = lo + issued;
                             let issue = done[from].max(free);
-                            let r = Ready { prio: (issue, from, runs[at].1), at };
+                            let r = Ready { prio: (issue, from, runs[at].1), at, since: nbook };
                             let pos = waiting.partition_point(|w| prio_cmp(w.prio, r.prio).is_lt());
                             waiting.insert(pos, r);
                             run_of[from].2 += 1;
@@ -344,16 +402,38 @@ fn by_instant(
                     }
                 }
                 let mut started = false;
-                let mut i = 0;
-                while i < waiting.len() {
-                    let Ready { prio, at } = waiting[i];
+                // The waiting messages in priority order; those that start leave the
+                // list, the others move up in place (`kept`). Those issued after `now`
+                // all come last. A side found full stays full for the rest of the
+                // instant (bookings only add holders), so it is marked for the instant.
+                let (mut i, mut kept, n) = (0, 0, waiting.len());
+                while i < n {
+                    let w = waiting[i];
+                    let Ready { prio, at, since } = w;
+                    if prio.0 > now {
+                        break;
+                    }
+                    i += 1;
                     let x = step.xfers[runs[at].0];
                     let (oi, ii) = topo.route_interfaces(x.from, x.to);
-                    if prio.0 > now || out[oi].held_at(now) >= out[oi].k || inp[ii].held_at(now) >= inp[ii].k {
-                        i += 1;
+                    if full[0][oi] == instant || full[1][ii] == instant {
+                        waiting[kept] = w;
+                        kept += 1;
                         continue;
                     }
-                    waiting.remove(i);
+                    let o_full = out[oi].held_at(now) >= out[oi].k;
+                    let i_full = inp[ii].held_at(now) >= inp[ii].k;
+                    if o_full || i_full {
+                        if o_full {
+                            full[0][oi] = instant;
+                        }
+                        if i_full {
+                            full[1][ii] = instant;
+                        }
+                        waiting[kept] = w;
+                        kept += 1;
+                        continue;
+                    }
                     started = true;
                     let start = now;
                     let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
@@ -364,11 +444,13 @@ fn by_instant(
                         return None;
                     }
                     let (o, i2) = (&out[oi], &inp[ii]);
-                    if o.passed_over(prio, x.to, prio.0, start, i2) || i2.passed_over(prio, x.from, prio.0, start, o) {
+                    let waited = (prio.0, start);
+                    if o.passed_over(prio, x.to, waited, since, i2) || i2.passed_over(prio, x.from, waited, since, o) {
                         return None;
                     }
-                    out[oi].book(Booking { start, end, prio, peer: x.to });
-                    inp[ii].book(Booking { start, end, prio, peer: x.from });
+                    out[oi].book(Booking { start, end, prio, peer: x.to, id: nbook });
+                    inp[ii].book(Booking { start, end, prio, peer: x.from, id: nbook });
+                    nbook += 1;
                     marks.push(std::cmp::Reverse(end.to_bits()));
                     end_max = end_max.max(end);
                     ends[x.from].push(end);
@@ -377,6 +459,8 @@ fn by_instant(
                     }
                     jobs[x.to].push((end.max(done[x.to]), x.bytes, x.reduce));
                 }
+                waiting.copy_within(i..n, kept);
+                waiting.truncate(kept + n - i);
                 if !started {
                     break;
                 }
@@ -432,10 +516,11 @@ fn by_priority(
     let mut touched: Vec<usize> = Vec::new();
     // Windowed: the ends of the current sender's messages served so far this step.
     let mut ends: Vec<Vec<f64>> = vec![Vec::new(); np];
+    let mut nbook = 0u64;
     for s in 0..steps {
         let earliest = done.iter().copied().fold(f64::INFINITY, f64::min);
         for p in out.iter_mut().chain(inp.iter_mut()) {
-            p.forget_before(earliest);
+            p.next_step(earliest);
         }
         step.clear();
         fill(s, &mut step);
@@ -453,10 +538,10 @@ fn by_priority(
             let from = step.xfers[runs[first].0].from;
             let len = runs[first..].iter().take_while(|&&(i, _)| step.xfers[i].from == from).count();
             let issued = runs[first..first + len.min(window(from))].iter().enumerate();
-            ready.extend(issued.map(|(j, &(_, q))| Ready { prio: (done[from], from, q), at: first + j }));
+            ready.extend(issued.map(|(j, &(_, q))| Ready { prio: (done[from], from, q), at: first + j, since: 0 }));
             first += len;
         }
-        while let Some(Ready { prio, at }) = ready.pop() {
+        while let Some(Ready { prio, at, .. }) = ready.pop() {
             let x = step.xfers[runs[at].0];
             // The engine starts a message at the first instant both its ends have a
             // free port.
@@ -477,11 +562,13 @@ fn by_priority(
                 return None;
             }
             let (o, i) = (&out[oi], &inp[ii]);
-            if o.passed_over(prio, x.to, prio.0, start, i) || i.passed_over(prio, x.from, prio.0, start, o) {
+            let waited = (prio.0, start);
+            if o.passed_over(prio, x.to, waited, 0, i) || i.passed_over(prio, x.from, waited, 0, o) {
                 return None;
             }
-            out[oi].book(Booking { start, end, prio, peer: x.to });
-            inp[ii].book(Booking { start, end, prio, peer: x.from });
+            out[oi].book(Booking { start, end, prio, peer: x.to, id: nbook });
+            inp[ii].book(Booking { start, end, prio, peer: x.from, id: nbook });
+            nbook += 1;
             end_max = end_max.max(end);
             if windowed {
                 // The sender's next message goes once all but `nics - 1` of those before
@@ -494,7 +581,7 @@ fn by_priority(
                     let mut sorted = mine.clone();
                     sorted.sort_by(f64::total_cmp);
                     let issue = prio.0.max(sorted[mine.len() - k]);
-                    ready.push(Ready { prio: (issue, x.from, runs[next].1), at: next });
+                    ready.push(Ready { prio: (issue, x.from, runs[next].1), at: next, since: 0 });
                 }
             }
             if jobs[x.to].is_empty() {

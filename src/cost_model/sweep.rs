@@ -31,12 +31,13 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
+use std::ops::Bound::{Excluded, Unbounded};
 
 use super::{Step, Xfer};
 use crate::topology::Topology;
 
-/// The most messages a run may have for [`sweep`] to evaluate it (its waiting set is
-/// scanned at every instant); beyond it the caller falls back on bounds.
+/// The most messages a run may have for [`sweep`] to evaluate it (it costs a few times
+/// the run's own time); beyond it the caller falls back on bounds.
 pub const SWEEP_LIMIT: usize = 400_000;
 
 /// A message's place in the waiting set: `(issue time's bits, sender, stream, step,
@@ -155,7 +156,13 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
     let port_count: Vec<usize> = (0..faces).map(|i| topo.interface_ports(i).max(1) as usize).collect();
     let ports = |i: usize| port_count[i];
     let (mut out, mut inp): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (vec![Vec::new(); faces], vec![Vec::new(); faces]);
-    let mut waiting: BTreeSet<Key> = BTreeSet::new();
+    // The waiting messages: those issued by `now` on the lists of the interfaces they
+    // leave by (0) and enter by (1), in priority order; those issued later in `future`;
+    // those just issued in `fresh`, sorted out before the ports are handed out.
+    let mut lists: [Vec<BTreeSet<Key>>; 2] = [vec![BTreeSet::new(); faces], vec![BTreeSet::new(); faces]];
+    let mut future: BinaryHeap<Reverse<Key>> = BinaryHeap::new();
+    let mut fresh: Vec<Key> = Vec::new();
+    let mut waiting = 0usize;
     let mut marks: BinaryHeap<Reverse<u64>> = BinaryHeap::new();
     let mut jobs: Vec<BinaryHeap<Job>> = vec![BinaryHeap::new(); np];
     let mut unit = vec![0.0f64; np];
@@ -164,21 +171,42 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
     let windows: Vec<usize> =
         (0..np).map(|r| if windowed { topo.nics(r).max(1) as usize } else { usize::MAX }).collect();
     let window = |r: usize| windows[r];
-    let mut issued: Vec<Key> = Vec::new();
+    // What to look at when, instead of every rank and interface at every pass (which
+    // made the run cost P times its messages): a rank's compute unit when a piece is
+    // ready or the unit frees (`wakes`), a windowed sender when one of its sends lands
+    // or it enters a step (`landed`, `entered`), an interface when a port of it frees
+    // (`frees`). Each pass looks at those whose instant has come, in any order: what
+    // one rank or interface does there touches no other's state.
+    let mut wakes: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
+    let mut landed: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
+    let mut entered: Vec<usize> = Vec::new();
+    let mut frees: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
+    let mut seen = vec![0u64; np];
+    let mut pass = 0u64;
+    let mut ranks: Vec<usize> = Vec::new();
+    // Interfaces changed since the last pass handed out ports (a port freed, a message
+    // issued): only their lists can hold a message that starts now; every other waiting
+    // message found one of its sides full then, and it still is. `free_senders` counts
+    // the interfaces with an out-port free.
+    let mut touched = vec![false; faces];
+    let mut touched_list: Vec<usize> = Vec::new();
+    let mut free_senders = faces;
+    let mut offers: BinaryHeap<Reverse<(Key, usize, usize)>> = BinaryHeap::new();
 
     // Enter step `cur[r][j].step` at `post`; issue what it issues then.
     let enter = |r: usize,
                  j: usize,
                  cur: &mut [Vec<Cursor>],
                  early: &mut [Vec<Vec<Early>>],
-                 waiting: &mut BTreeSet<Key>,
+                 fresh: &mut Vec<Key>,
                  marks: &mut BinaryHeap<Reverse<u64>>,
                  jobs: &mut [BinaryHeap<Job>],
+                 wakes: &mut BinaryHeap<Reverse<(u64, usize)>>,
                  dirty: &mut Vec<(usize, usize)>| {
         let cu = &mut cur[r][j];
         let s = cu.step;
         if s >= streams[j].len() {
-            return;
+            return 0;
         }
         cu.need = incoming[j][s][r];
         cu.done = cu.post;
@@ -188,7 +216,7 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
         cu.last_issue = cu.post;
         cu.ends.clear();
         for &i in &cu.sends[..cu.issued] {
-            waiting.insert((cu.post.to_bits(), r, j, s, i));
+            fresh.push((cu.post.to_bits(), r, j, s, i));
         }
         marks.push(Reverse(cu.post.to_bits()));
         for (end, bytes, reduce, key) in early[j][s * np + r].drain(..) {
@@ -196,17 +224,22 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
             if reduce {
                 jobs[r].push(Reverse((release.to_bits(), key, j, bytes)));
                 marks.push(Reverse(release.to_bits()));
+                wakes.push(Reverse((release.to_bits(), r)));
             } else {
                 cu.done = cu.done.max(release);
                 cu.need -= 1;
             }
         }
         dirty.push((r, j));
+        cu.issued
     };
 
     for r in 0..np {
         for j in 0..ns {
-            enter(r, j, &mut cur, &mut early, &mut waiting, &mut marks, &mut jobs, &mut dirty);
+            waiting += enter(r, j, &mut cur, &mut early, &mut fresh, &mut marks, &mut jobs, &mut wakes, &mut dirty);
+        }
+        if windowed {
+            entered.push(r);
         }
     }
     // Times are never negative: the run begins at 0.
@@ -217,7 +250,19 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
         // and then waiting messages take free ports in priority order.
         loop {
             let mut changed = false;
-            for r in 0..np {
+            pass += 1;
+            ranks.clear();
+            while let Some(&Reverse((bits, r))) = wakes.peek() {
+                if f64::from_bits(bits) > now {
+                    break;
+                }
+                wakes.pop();
+                if seen[r] != pass {
+                    seen[r] = pass;
+                    ranks.push(r);
+                }
+            }
+            for &r in &ranks {
                 while unit[r] <= now {
                     let Some(&Reverse((bits, _, j, bytes))) = jobs[r].peek() else { break };
                     let release = f64::from_bits(bits);
@@ -227,6 +272,7 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
                     jobs[r].pop();
                     unit[r] = unit[r].max(release) + bytes as f64 * c;
                     marks.push(Reverse(unit[r].to_bits()));
+                    wakes.push(Reverse((unit[r].to_bits(), r)));
                     let cu = &mut cur[r][j];
                     cu.done = cu.done.max(unit[r]);
                     cu.need -= 1;
@@ -255,28 +301,48 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
                 }
                 if local {
                     unit[r] = unit[r].max(d);
+                    wakes.push(Reverse((unit[r].to_bits(), r)));
                 }
                 cu.step += 1;
                 cu.post = d;
                 end_max = end_max.max(d);
-                enter(r, j, &mut cur, &mut early, &mut waiting, &mut marks, &mut jobs, &mut dirty);
+                waiting += enter(r, j, &mut cur, &mut early, &mut fresh, &mut marks, &mut jobs, &mut wakes, &mut dirty);
+                if windowed {
+                    entered.push(r);
+                }
                 changed = true;
             }
             if windowed {
-                for (r, row) in cur.iter_mut().enumerate() {
+                pass += 1;
+                ranks.clear();
+                while let Some(&Reverse((bits, r))) = landed.peek() {
+                    if f64::from_bits(bits) > now {
+                        break;
+                    }
+                    landed.pop();
+                    entered.push(r);
+                }
+                for r in entered.drain(..) {
+                    if seen[r] != pass {
+                        seen[r] = pass;
+                        ranks.push(r);
+                    }
+                }
+                for &r in &ranks {
                     let k = window(r);
-                    for (j, cu) in row.iter_mut().enumerate() {
+                    for (j, cu) in cur[r].iter_mut().enumerate() {
                         while cu.issued < cu.sends.len() && cu.step < streams[j].len() {
                             // All but k - 1 of the sends before it must have landed.
                             let need = cu.issued + 1 - k;
                             if cu.ends.iter().filter(|&&e| e <= now).count() < need {
                                 break;
                             }
-                            let mut landed: Vec<f64> = cu.ends.iter().copied().filter(|&e| e <= now).collect();
-                            landed.sort_by(f64::total_cmp);
-                            let at = cu.last_issue.max(landed[need - 1]);
+                            let mut done: Vec<f64> = cu.ends.iter().copied().filter(|&e| e <= now).collect();
+                            done.sort_by(f64::total_cmp);
+                            let at = cu.last_issue.max(done[need - 1]);
                             let i = cu.sends[cu.issued];
-                            waiting.insert((at.to_bits(), r, j, cu.step, i));
+                            fresh.push((at.to_bits(), r, j, cu.step, i));
+                            waiting += 1;
                             marks.push(Reverse(at.to_bits()));
                             cu.last_issue = at;
                             cu.issued += 1;
@@ -287,46 +353,122 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
             }
             // Ports freed by now are dropped once per pass, before any is taken: a message
             // of no time taken in this pass holds its port until the next one.
-            for side in out.iter_mut().chain(inp.iter_mut()) {
-                side.retain(|&e| e > now);
+            while let Some(&Reverse((bits, f))) = frees.peek() {
+                if f64::from_bits(bits) > now {
+                    break;
+                }
+                frees.pop();
+                let full = out[f].len() >= ports(f);
+                let held = out[f].len() + inp[f].len();
+                out[f].retain(|&e| e > now);
+                inp[f].retain(|&e| e > now);
+                if full && out[f].len() < ports(f) {
+                    free_senders += 1;
+                }
+                if out[f].len() + inp[f].len() < held && !touched[f] {
+                    touched[f] = true;
+                    touched_list.push(f);
+                }
             }
-            issued.clear();
-            issued.extend(waiting.range(..(now.to_bits() + 1, 0, 0, 0, 0)).copied());
-            for &key in &issued {
+            // The messages issued by now join their interfaces' lists.
+            for key in fresh.drain(..) {
+                future.push(Reverse(key));
+            }
+            while let Some(&Reverse(key)) = future.peek() {
+                if f64::from_bits(key.0) > now {
+                    break;
+                }
+                future.pop();
+                let x = streams[key.2][key.3].xfers[key.4].0;
+                let (oi, ii) = topo.route_interfaces(x.from, x.to);
+                lists[0][oi].insert(key);
+                lists[1][ii].insert(key);
+                if !touched[oi] {
+                    touched[oi] = true;
+                    touched_list.push(oi);
+                }
+            }
+            // The ports handed out in priority order to the messages that may start:
+            // each changed interface offers its waiting messages in turn while it has a
+            // port free on that side, the next once the one before was looked at. A
+            // message on an in-list is offered only if its sender is unchanged and has
+            // a port free: a changed sender's own list offers it, and a sender without
+            // a free port cannot send. With no unchanged sender free, no in-list can
+            // offer anything.
+            let changed_free = touched_list.iter().filter(|&&f| out[f].len() < ports(f)).count();
+            let clean_free = free_senders > changed_free;
+            let offerable = |key: &Key, out: &[Vec<f64>], touched: &[bool]| {
+                let x = streams[key.2][key.3].xfers[key.4].0;
+                let o = topo.route_interfaces(x.from, x.to).0;
+                !touched[o] && out[o].len() < ports(o)
+            };
+            offers.clear();
+            for &f in &touched_list {
+                if out[f].len() < ports(f)
+                    && let Some(&key) = lists[0][f].first()
+                {
+                    offers.push(Reverse((key, 0, f)));
+                }
+                if clean_free
+                    && inp[f].len() < ports(f)
+                    && let Some(&key) = lists[1][f].iter().find(|k| offerable(k, &out, &touched))
+                {
+                    offers.push(Reverse((key, 1, f)));
+                }
+            }
+            while let Some(Reverse((key, side, f))) = offers.pop() {
                 let (_, from, j, s, i) = key;
                 let (x, at): (Xfer, usize) = streams[j][s].xfers[i];
                 let (oi, ii) = topo.route_interfaces(x.from, x.to);
-                if out[oi].len() >= ports(oi) || inp[ii].len() >= ports(ii) {
-                    continue;
-                }
-                waiting.remove(&key);
-                let end = now + topo.link(x.from, x.to).time(x.bytes as f64);
-                out[oi].push(end);
-                inp[ii].push(end);
-                marks.push(Reverse(end.to_bits()));
-                end_max = end_max.max(end);
-                let cu = &mut cur[from][j];
-                cu.started += 1;
-                cu.ends.push(end);
-                if windowed {
-                    dirty.push((from, j));
-                }
-                let b = x.to;
-                let rc = &mut cur[b][j];
-                if rc.step == at {
-                    let release = end.max(rc.post);
-                    if x.reduce {
-                        jobs[b].push(Reverse((release.to_bits(), key, j, x.bytes)));
-                        marks.push(Reverse(release.to_bits()));
-                    } else {
-                        rc.done = rc.done.max(release);
-                        rc.need -= 1;
-                        dirty.push((b, j));
+                if out[oi].len() < ports(oi) && inp[ii].len() < ports(ii) && lists[0][oi].remove(&key) {
+                    lists[1][ii].remove(&key);
+                    waiting -= 1;
+                    let end = now + topo.link(x.from, x.to).time(x.bytes as f64);
+                    out[oi].push(end);
+                    inp[ii].push(end);
+                    if out[oi].len() == ports(oi) {
+                        free_senders -= 1;
                     }
-                } else {
-                    early[j][at * np + b].push((end, x.bytes, x.reduce, key));
+                    frees.push(Reverse((end.to_bits(), oi)));
+                    frees.push(Reverse((end.to_bits(), ii)));
+                    marks.push(Reverse(end.to_bits()));
+                    end_max = end_max.max(end);
+                    let cu = &mut cur[from][j];
+                    cu.started += 1;
+                    cu.ends.push(end);
+                    if windowed {
+                        dirty.push((from, j));
+                        landed.push(Reverse((end.to_bits(), from)));
+                    }
+                    let b = x.to;
+                    let rc = &mut cur[b][j];
+                    if rc.step == at {
+                        let release = end.max(rc.post);
+                        if x.reduce {
+                            jobs[b].push(Reverse((release.to_bits(), key, j, x.bytes)));
+                            marks.push(Reverse(release.to_bits()));
+                            wakes.push(Reverse((release.to_bits(), b)));
+                        } else {
+                            rc.done = rc.done.max(release);
+                            rc.need -= 1;
+                            dirty.push((b, j));
+                        }
+                    } else {
+                        early[j][at * np + b].push((end, x.bytes, x.reduce, key));
+                    }
+                    changed = true;
                 }
-                changed = true;
+                let free = if side == 0 { out[f].len() < ports(f) } else { inp[f].len() < ports(f) };
+                if free {
+                    let mut rest = lists[side][f].range((Excluded(key), Unbounded));
+                    let next = if side == 0 { rest.next() } else { rest.find(|k| offerable(k, &out, &touched)) };
+                    if let Some(&next) = next {
+                        offers.push(Reverse((next, side, f)));
+                    }
+                }
+            }
+            for f in touched_list.drain(..) {
+                touched[f] = false;
             }
             if !changed {
                 break;
@@ -346,7 +488,7 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
         }
     }
     let finished = cur.iter().all(|row| row.iter().enumerate().all(|(j, cu)| cu.step >= streams[j].len()));
-    if !finished || !waiting.is_empty() {
+    if !finished || waiting > 0 {
         return None;
     }
     Some(unit.iter().copied().fold(end_max, f64::max))
