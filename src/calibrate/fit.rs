@@ -80,9 +80,62 @@ pub struct Outcome {
     pub converged: bool,
 }
 
+/// How close to a bound (as a share of the bounds' span) the optimiser starts a value
+/// that starts on it: the logistic has no finite point on the bound itself.
+const EDGE: f64 = 1e-3;
+
+/// A value within this share of its bounds' span of a bound is at that bound: the
+/// logistic reaches a bound only in the limit, and the optimiser stops short of it where
+/// the derivative vanishes.
+pub const AT_BOUND: f64 = 1e-3;
+
+impl Limits {
+    /// The log-value of parameter `k` at optimiser coordinate `u`: the logistic of `u`
+    /// spanning the bounds, so every `u` is inside them and the optimiser sees them as
+    /// a smooth flattening rather than a wall. Also `d theta / d u`.
+    fn theta_of(&self, k: usize, u: f64) -> (f64, f64) {
+        let span = self.hi[k] - self.lo[k];
+        if span <= 0.0 {
+            return (self.lo[k], 0.0);
+        }
+        // Both forms of the logistic, each where it does not overflow.
+        let s = if u >= 0.0 { 1.0 / (1.0 + (-u).exp()) } else { u.exp() / (1.0 + u.exp()) };
+        // s and 1 - s apart: near the upper bound 1 - s would round to 0.
+        let rest = if u >= 0.0 { (-u).exp() / (1.0 + (-u).exp()) } else { 1.0 / (1.0 + u.exp()) };
+        let theta = if s <= 0.5 { self.lo[k] + span * s } else { self.hi[k] - span * rest };
+        (theta, span * s * rest)
+    }
+
+    /// The optimiser coordinate of log-value `theta` (kept [`EDGE`] inside the bounds).
+    fn u_of(&self, k: usize, theta: f64) -> f64 {
+        let span = self.hi[k] - self.lo[k];
+        if span <= 0.0 {
+            return 0.0;
+        }
+        let p = ((theta - self.lo[k]) / span).clamp(EDGE, 1.0 - EDGE);
+        (p / (1.0 - p)).ln()
+    }
+
+    /// Whether log-value `theta` of parameter `k` sits at its upper bound (`Some(true)`),
+    /// its lower one (`Some(false)`) or neither.
+    pub fn at_bound(&self, k: usize, theta: f64) -> Option<bool> {
+        let near = AT_BOUND * (self.hi[k] - self.lo[k]).max(0.0) + 1e-9;
+        if self.hi[k] - theta <= near {
+            Some(true)
+        } else if theta - self.lo[k] <= near {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
+
 struct Problem<'a, M: Model> {
     model: &'a M,
     limits: Limits,
+    /// The optimiser's coordinates ([`Limits::theta_of`]).
+    u: DVector<f64>,
+    /// The log-values they stand for.
     theta: DVector<f64>,
     r: Option<DVector<f64>>,
     error: RefCell<Option<String>>,
@@ -93,16 +146,16 @@ struct Problem<'a, M: Model> {
 }
 
 impl<M: Model> Problem<'_, M> {
-    /// The Jacobian at the current point: the free columns, or with `all` every one
-    /// (the frozen ones too, for the statistics and to find what nothing depends on).
-    /// The rows are the logged points', then with `prior` the prior's (its weights on
-    /// the diagonal), as the optimiser sees them.
+    /// The Jacobian in log-values at the current point: the free columns, or with `all`
+    /// every one (the frozen ones too, for the statistics and to find what nothing
+    /// depends on). The rows are the logged points', then with `prior` the prior's (its
+    /// weights on the diagonal).
     fn jac(&self, all: bool, prior: bool) -> Option<DMatrix<f64>> {
         let r = self.r.as_ref()?;
         let n = self.theta.len();
         let m = r.len() - self.limits.prior_residuals(self.theta.as_slice()).len();
         let live: Vec<usize> = (0..n).filter(|&k| all || !self.frozen[k]).collect();
-        // A value at its upper bound steps down: past it the machine may not even be
+        // A value near its upper bound steps down: past it the machine may not even be
         // valid (an efficiency above 1).
         let step = |k: usize| if self.theta[k] + STEP > self.limits.hi[k] { -STEP } else { STEP };
         let thetas: Vec<Vec<f64>> = live
@@ -151,13 +204,13 @@ impl<M: Model> LeastSquaresProblem<f64, Dyn, Dyn> for Problem<'_, M> {
     type ParameterStorage = Owned<f64, Dyn>;
 
     fn set_params(&mut self, x: &DVector<f64>) {
-        let t = DVector::from_iterator(
-            x.len(),
-            x.iter().enumerate().map(|(k, v)| {
-                if self.frozen[k] { self.theta[k] } else { v.clamp(self.limits.lo[k], self.limits.hi[k]) }
-            }),
-        );
-        self.theta = t;
+        let (u, theta): (Vec<f64>, Vec<f64>) = x
+            .iter()
+            .enumerate()
+            .map(|(k, &v)| if self.frozen[k] { (self.u[k], self.theta[k]) } else { (v, self.limits.theta_of(k, v).0) })
+            .unzip();
+        self.u = DVector::from_vec(u);
+        self.theta = DVector::from_vec(theta);
         self.evaluations.set(self.evaluations.get() + 1);
         let v: Vec<f64> = self.theta.iter().copied().collect();
         let prior = self.limits.prior_residuals(&v);
@@ -174,19 +227,28 @@ impl<M: Model> LeastSquaresProblem<f64, Dyn, Dyn> for Problem<'_, M> {
         };
     }
     fn params(&self) -> DVector<f64> {
-        self.theta.clone()
+        self.u.clone()
     }
     fn residuals(&self) -> Option<DVector<f64>> {
         self.r.clone()
     }
     fn jacobian(&self) -> Option<DMatrix<f64>> {
-        self.jac(false, true)
+        // The chain rule: each column times d theta / d u, which flattens toward a bound.
+        let mut j = self.jac(false, true)?;
+        for k in 0..self.u.len() {
+            let d = self.limits.theta_of(k, self.u[k]).1;
+            j.column_mut(k).scale_mut(d);
+        }
+        Some(j)
     }
 }
 
 /// Fit `model` from `start` (log-parameters) within `limits` (its bounds and prior).
 /// `frozen[k]` keeps parameter k where it is. `patience` bounds the optimiser's
 /// evaluations (times the parameters plus one).
+///
+/// The optimiser works on each value's logistic coordinate between its bounds
+/// ([`Limits::theta_of`]); a value that starts on a bound starts just inside it.
 pub fn fit<M: Model>(
     model: &M,
     start: &[f64],
@@ -194,19 +256,27 @@ pub fn fit<M: Model>(
     patience: usize,
     limits: &Limits,
 ) -> Result<Outcome, String> {
-    let start: Vec<f64> =
-        start.iter().enumerate().map(|(k, s)| s.clamp(limits.lo[k], limits.hi[k].max(limits.lo[k]))).collect();
-    let start = start.as_slice();
+    // Frozen values stay exactly where they start; free ones start at their coordinate.
+    let u: Vec<f64> = (0..start.len()).map(|k| limits.u_of(k, start[k])).collect();
+    // A start inside the bounds is kept to the bit (the logistic's round trip is not).
+    let theta: Vec<f64> = (0..start.len())
+        .map(|k| {
+            let inside = (start[k] - limits.lo[k]) >= EDGE * (limits.hi[k] - limits.lo[k])
+                && (limits.hi[k] - start[k]) >= EDGE * (limits.hi[k] - limits.lo[k]);
+            if frozen[k] || inside { start[k] } else { limits.theta_of(k, u[k]).0 }
+        })
+        .collect();
     let mut p = Problem {
         model,
         limits: limits.clone(),
-        theta: DVector::from_column_slice(start),
+        u: DVector::from_vec(u),
+        theta: DVector::from_vec(theta),
         r: None,
         error: RefCell::new(None),
         evaluations: Cell::new(0),
         frozen: frozen.to_vec(),
     };
-    p.set_params(&DVector::from_column_slice(start));
+    p.set_params(&p.u.clone());
     if let Some(e) = p.error.take() {
         return Err(e);
     }
@@ -221,7 +291,7 @@ pub fn fit<M: Model>(
     }
     // The statistics need the residuals and Jacobian at the final point.
     let theta: Vec<f64> = p.theta.iter().copied().collect();
-    p.set_params(&DVector::from_vec(theta.clone()));
+    p.set_params(&p.u.clone());
     let prior_residuals = p.limits.prior_residuals(&theta);
     let residuals: Vec<f64> = match &p.r {
         Some(r) => r.iter().take(r.len() - prior_residuals.len()).copied().collect(),
@@ -256,7 +326,10 @@ pub struct Stats {
     pub sigma: Vec<f64>,
     /// The same from the logs alone: infinite where they do not determine it.
     pub sigma_logs: Vec<f64>,
-    /// Correlation of each pair (NaN where a sigma is infinite).
+    /// Correlation of each pair, from the logs alone, in [-1, 1]: between two values the
+    /// logs do not determine, how they move together along what the logs cannot see (-1
+    /// for two whose sum alone is seen); 0 between such a value and a determined one; NaN
+    /// for a column not taking part.
     pub correlation: DMatrix<f64>,
     /// Ratio of the largest to the smallest singular value of the Jacobian, columns
     /// of the parameters that move anything only.
@@ -325,63 +398,95 @@ pub fn stats(o: &Outcome, active: &[bool]) -> Stats {
             }
         }
         // The fit's uncertainties: with the prior's rows, which it weighed too.
-        let (cov, _) = covariance_diag(&svd_aug);
+        let aug_cov = Covariance::of(&svd_aug);
         for a in 0..q {
-            sigma[idx[a]] = (variance * cov[a]).sqrt();
-            prior_share[idx[a]] = if cov[a].is_finite() { (w[a] * w[a] * cov[a]).clamp(0.0, 1.0) } else { 0.0 };
+            let c = aug_cov.variance(a);
+            sigma[idx[a]] = (variance * c).sqrt();
+            prior_share[idx[a]] = if c.is_finite() { (w[a] * w[a] * c).clamp(0.0, 1.0) } else { 0.0 };
         }
         // What the logs alone say.
-        let (cov_logs, infinite) = covariance_diag(&svd);
+        let cov = Covariance::of(&svd);
         for a in 0..q {
-            sigma_logs[idx[a]] = (variance * cov_logs[a]).sqrt();
-        }
-        if svd.v_t.is_some() {
-            // Correlations from (J^T J) itself where singular, so a degenerate pair shows as +-1.
-            let jtj = j.transpose() * &j;
-            let inv = jtj.clone().try_inverse();
-            for a in 0..q {
-                for b in 0..q {
-                    let r = match &inv {
-                        Some(inv) if !infinite[a] && !infinite[b] => inv[(a, b)] / (inv[(a, a)] * inv[(b, b)]).sqrt(),
-                        // Singular: how alike the two columns are.
-                        _ => jtj[(a, b)] / (jtj[(a, a)] * jtj[(b, b)]).sqrt(),
-                    };
-                    correlation[(idx[a], idx[b])] = r;
-                }
+            sigma_logs[idx[a]] = (variance * cov.variance(a)).sqrt();
+            for b in 0..q {
+                correlation[(idx[a], idx[b])] = cov.correlation(a, b);
             }
         }
     }
     Stats { sigma, sigma_logs, correlation, condition, variance, weakest, prior_share }
 }
 
-/// The diagonal of `(J^T J)^-1` from J's SVD, `V diag(1/s^2) V^T`, and which entries
-/// are infinite: a singular direction is left infinite rather than dropped.
-fn covariance_diag(svd: &nalgebra::SVD<f64, Dyn, Dyn>) -> (Vec<f64>, Vec<bool>) {
-    let sv = &svd.singular_values;
-    let Some(vt) = &svd.v_t else { return (Vec::new(), Vec::new()) };
-    let q = vt.ncols();
-    let tiny = sv.max() * 1e-12;
-    let mut diag = vec![0.0; q];
-    // Fewer rows than columns: the directions V leaves out are singular too.
-    let mut infinite: Vec<bool> =
-        (0..q).map(|c| (0..vt.nrows()).map(|k| vt[(k, c)] * vt[(k, c)]).sum::<f64>() < 1.0 - 1e-9).collect();
-    for (k, s) in sv.iter().enumerate() {
-        for c in 0..q {
-            if *s <= tiny {
-                if vt[(k, c)].abs() > 1e-6 {
-                    infinite[c] = true;
-                }
+/// Singular values below this share of the largest are taken as zero: the Jacobian is
+/// a difference quotient of simulated times exact to rounding, so a combination it sees
+/// 10^12 times less than the best seen one it does not see.
+const NULL: f64 = 1e-12;
+
+/// `(J^T J)^-1` from J's SVD, split where J is singular: `V diag(1/s^2) V^T` over the
+/// directions J sees (the pseudo-inverse), and the projector `N N^T` onto those it does
+/// not. The inverse of `J^T J + e I` is the first plus the second over `e`: as `e` goes
+/// to 0, a parameter with a share in an unseen direction has infinite variance, and its
+/// correlations are the projector's, which the pseudo-inverse's finite part no longer
+/// affects. Both parts are positive semi-definite, so every correlation is in [-1, 1]
+/// (up to rounding, clamped), where inverting a nearly singular `J^T J` outright gave
+/// -185 and +1122.
+struct Covariance {
+    /// The pseudo-inverse's part.
+    seen: DMatrix<f64>,
+    /// The projector onto what J does not see.
+    unseen: DMatrix<f64>,
+    /// Whether each parameter has a share in an unseen direction (infinite variance).
+    undetermined: Vec<bool>,
+}
+
+impl Covariance {
+    fn of(svd: &nalgebra::SVD<f64, Dyn, Dyn>) -> Covariance {
+        let sv = &svd.singular_values;
+        let Some(vt) = &svd.v_t else {
+            return Covariance { seen: DMatrix::zeros(0, 0), unseen: DMatrix::zeros(0, 0), undetermined: Vec::new() };
+        };
+        let q = vt.ncols();
+        let tiny = sv.max() * NULL;
+        let mut seen = DMatrix::zeros(q, q);
+        let mut basis = Vec::new();
+        for (k, s) in sv.iter().enumerate() {
+            let v = vt.row(k).transpose();
+            if *s > tiny {
+                seen += &v * v.transpose() / (s * s);
             } else {
-                diag[c] += vt[(k, c)] * vt[(k, c)] / (s * s);
+                basis.push(v);
             }
         }
-    }
-    for (d, inf) in diag.iter_mut().zip(&infinite) {
-        if *inf {
-            *d = f64::INFINITY;
+        // Fewer rows than columns: V leaves out directions, every one of them unseen.
+        // The projector onto them is I minus that onto V's rows.
+        let kept = DMatrix::from_fn(vt.nrows(), q, |r, c| vt[(r, c)]);
+        let mut unseen = DMatrix::identity(q, q) - kept.transpose() * &kept;
+        for v in &basis {
+            unseen += v * v.transpose();
         }
+        // Rounding leaves ~1e-16 where a parameter has no share in the unseen directions.
+        let undetermined: Vec<bool> = (0..q).map(|c| unseen[(c, c)] > 1e-12).collect();
+        Covariance { seen, unseen, undetermined }
     }
-    (diag, infinite)
+
+    /// The variance of parameter `a` (infinite when it is undetermined).
+    fn variance(&self, a: usize) -> f64 {
+        if self.undetermined[a] { f64::INFINITY } else { self.seen[(a, a)] }
+    }
+
+    /// The correlation of `a` and `b`: the projector's between two undetermined ones, 0
+    /// between one undetermined and one determined (its variance outgrows any
+    /// covariance), the pseudo-inverse's between two determined ones.
+    fn correlation(&self, a: usize, b: usize) -> f64 {
+        let r = match (self.undetermined[a], self.undetermined[b]) {
+            (true, true) => self.unseen[(a, b)] / (self.unseen[(a, a)] * self.unseen[(b, b)]).sqrt(),
+            (false, false) => {
+                let d = (self.seen[(a, a)] * self.seen[(b, b)]).sqrt();
+                if d > 0.0 { self.seen[(a, b)] / d } else { 0.0 }
+            }
+            _ => 0.0,
+        };
+        if a == b { 1.0 } else { r.clamp(-1.0, 1.0) }
+    }
 }
 
 #[cfg(test)]
