@@ -544,4 +544,108 @@ mod tests {
         assert!(s.correlation[(0, 1)].abs() > 0.99, "{}", s.correlation);
         assert!(s.sigma.iter().any(|x| x.is_infinite()) || s.condition > 1e6);
     }
+    /// An outcome whose Jacobian is `cols` (one closure per column, of the row index),
+    /// residuals 0.1 at 12 points.
+    fn outcome(cols: &[&dyn Fn(usize) -> f64]) -> Outcome {
+        let m = 12;
+        Outcome {
+            theta: vec![0.0; cols.len()],
+            residuals: vec![0.1; m],
+            jacobian: DMatrix::from_fn(m, cols.len(), |i, c| cols[c](i)),
+            prior_weight: vec![0.0; cols.len()],
+            prior_residuals: Vec::new(),
+            evaluations: 0,
+            termination: String::new(),
+            converged: true,
+        }
+    }
+
+    /// Two values only whose sum is seen, one the points do not depend on, one seen
+    /// alone, and one whose column is 10^-15 of the others (what a value that moves
+    /// nothing any more leaves of a difference quotient): every correlation is in [-1,
+    /// 1], the unused ones and the pair are undetermined, the pair moves exactly against
+    /// each other, and the value seen alone keeps a finite uncertainty.
+    #[test]
+    fn correlations_stay_in_range_when_the_jacobian_is_singular() {
+        let x = |i: usize| 1.0 + i as f64;
+        let y = |i: usize| ((i * 7) % 5) as f64 - 2.0;
+        let none = |_: usize| 0.0;
+        let faint = |i: usize| 1e-15 * (((i * 3) % 4) as f64 + 0.5);
+        let o = outcome(&[&x, &x, &none, &y, &faint]);
+        let s = stats(&o, &[true; 5]);
+        assert!(s.condition.is_infinite() || s.condition > 1e12, "{}", s.condition);
+        for a in 0..5 {
+            for b in 0..5 {
+                let r = s.correlation[(a, b)];
+                assert!((-1.0..=1.0).contains(&r), "correlation ({a}, {b}) = {r}\n{}", s.correlation);
+            }
+        }
+        assert!((s.correlation[(0, 1)] + 1.0).abs() < 1e-9, "{}", s.correlation);
+        for k in [0, 1, 2, 4] {
+            assert!(s.sigma_logs[k].is_infinite(), "{k}: {:?}", s.sigma_logs);
+            assert!(s.sigma[k].is_infinite(), "{k}: {:?}", s.sigma);
+        }
+        assert!(s.sigma_logs[3].is_finite(), "{:?}", s.sigma_logs);
+        // Undetermined values say nothing about the determined one.
+        assert_eq!(s.correlation[(0, 3)], 0.0);
+        assert_eq!(s.correlation[(2, 3)], 0.0);
+    }
+
+    /// A nearly singular Jacobian, the case that printed -185 and +1122: two columns
+    /// equal to 10^-9 of their size (inverting J^T J outright is rounding at 10^-18) and
+    /// a third seen a billion times less than the rest. Every correlation is in [-1, 1],
+    /// and the near pair is a pair (beyond 0.95 either way).
+    #[test]
+    fn nearly_singular_correlations_stay_in_range() {
+        let x = |i: usize| 1.0 + i as f64;
+        let x2 = |i: usize| (1.0 + i as f64) * (1.0 + 1e-9 * ((i % 3) as f64));
+        let y = |i: usize| ((i * 7) % 5) as f64 - 2.0;
+        let small = |i: usize| 1e-9 * (((i * 5) % 7) as f64 - 3.0);
+        let o = outcome(&[&x, &x2, &y, &small]);
+        let s = stats(&o, &[true; 4]);
+        for r in s.correlation.iter() {
+            assert!((-1.0..=1.0).contains(r), "{}", s.correlation);
+        }
+        assert!(s.correlation[(0, 1)].abs() > 0.95, "{}", s.correlation);
+    }
+
+    /// The logistic coordinate stays inside the bounds for any value of it, comes back
+    /// to the value it was made from, and its derivative matches a difference quotient.
+    #[test]
+    fn the_bounded_coordinate_round_trips() {
+        let l = Limits { lo: vec![-3.0], hi: vec![2.0], prior: vec![(0.0, 0.0)] };
+        for u in [-800.0, -40.0, -3.0, 0.0, 0.7, 40.0, 800.0] {
+            let (t, d) = l.theta_of(0, u);
+            assert!((-3.0..=2.0).contains(&t), "{u}: {t}");
+            assert!(d >= 0.0 && d.is_finite(), "{u}: {d}");
+        }
+        for t in [-2.5, -1.0, 0.0, 1.9] {
+            let back = l.theta_of(0, l.u_of(0, t)).0;
+            assert!((back - t).abs() < 1e-12, "{t}: {back}");
+            let u = l.u_of(0, t);
+            let q = (l.theta_of(0, u + 1e-6).0 - l.theta_of(0, u - 1e-6).0) / 2e-6;
+            assert!((q / l.theta_of(0, u).1 - 1.0).abs() < 1e-6, "{t}: {q}");
+        }
+        // A start on a bound starts just inside it.
+        assert!(l.theta_of(0, l.u_of(0, 2.0)).0 < 2.0);
+        assert_eq!(l.at_bound(0, 2.0 - 1e-4), Some(true));
+        assert_eq!(l.at_bound(0, -3.0 + 1e-4), Some(false));
+        assert_eq!(l.at_bound(0, 0.0), None);
+    }
+
+    /// A line whose intercept is bounded below its true value: the fit ends at the bound,
+    /// not short of it (the logistic reaches it only in the limit), and says so.
+    #[test]
+    fn a_value_pushed_past_its_bound_ends_on_it() {
+        let sizes = vec![1.0, 10.0, 100.0, 1000.0];
+        let measured: Vec<f64> = sizes.iter().map(|s| 2.0 + s / 10.0).collect();
+        let m = Line { sizes, measured };
+        // The intercept may go to 1 at most (log 0); it starts at 0.5.
+        let l = Limits { lo: vec![-5.0, -5.0], hi: vec![0.0, 10.0], prior: vec![(0.0, 0.0); 2] };
+        let o = fit(&m, &[0.5f64.ln(), 0.0], &[false, false], 200, &l).unwrap();
+        assert_eq!(l.at_bound(0, o.theta[0]), Some(true), "{:?}", o.theta);
+        assert!(o.theta[0] > -1e-3, "{:?}", o.theta);
+        assert!(o.theta[0] <= 0.0, "{:?}", o.theta);
+        assert_eq!(l.at_bound(1, o.theta[1]), None);
+    }
 }
