@@ -30,7 +30,8 @@ fn machine(ll: f64) -> String {
 /// warning in words, the fitted file's comment), with the errors of the bound's value.
 #[test]
 fn an_efficiency_the_logs_push_past_its_bound_is_reported_there() {
-    let text = machine(0.8).replace("algorithms: [nccl_model]", "algorithms: [{ name: nccl_ring, protocol: ll, channels: 2 }]");
+    let text = machine(0.8)
+        .replace("algorithms: [nccl_model]", "algorithms: [{ name: nccl_ring, protocol: ll, channels: 2 }]");
     let sizes: Vec<u64> = (10..=24).step_by(2).map(|k| 1u64 << k).collect();
     let env = "# NCCL_ALGO=Ring\n# NCCL_PROTO=LL\n";
     let runs = common::engine_log(&text, &sizes, env, 4, "Test GPU", "ll.log").1;
@@ -61,7 +62,8 @@ fn an_efficiency_the_logs_push_past_its_bound_is_reported_there() {
 /// a start the bounds do not allow.
 #[test]
 fn a_start_past_its_bound_starts_inside() {
-    let text = machine(0.8).replace("algorithms: [nccl_model]", "algorithms: [{ name: nccl_ring, protocol: ll, channels: 2 }]");
+    let text = machine(0.8)
+        .replace("algorithms: [nccl_model]", "algorithms: [{ name: nccl_ring, protocol: ll, channels: 2 }]");
     let sizes: Vec<u64> = (10..=24).step_by(2).map(|k| 1u64 << k).collect();
     let runs = common::engine_log(&text, &sizes, "# NCCL_ALGO=Ring\n# NCCL_PROTO=LL\n", 4, "Test GPU", "ll.log").1;
     let path = tmp("ll-past.yaml");
