@@ -58,10 +58,10 @@ fn an_efficiency_the_logs_push_past_its_bound_is_reported_there() {
 }
 
 /// The same log fitted from a file whose LL efficiency is the truth's, 0.8 (above its
-/// bound): the fit starts inside the bound and ends on it, as above, rather than keeping
-/// a start the bounds do not allow.
+/// bound): the fit starts on the bound and stays there, as above, rather than keeping a
+/// start the bounds do not allow.
 #[test]
-fn a_start_past_its_bound_starts_inside() {
+fn a_start_past_its_bound_starts_on_it() {
     let text = machine(0.8)
         .replace("algorithms: [nccl_model]", "algorithms: [{ name: nccl_ring, protocol: ll, channels: 2 }]");
     let sizes: Vec<u64> = (10..=24).step_by(2).map(|k| 1u64 << k).collect();
