@@ -87,9 +87,10 @@ impl Limits {
     /// A logistic between the bounds (`theta = lo + (hi - lo) / (1 + e^-u)`), which lets
     /// the optimiser see a bound as a smooth flattening rather than a wall, was built and
     /// measured with `validation/hardware/run.sh`: it found a deeper minimum on ABCI (a
-    /// sum of squares 0.56 times this one's) but stopped at or near its start on six of
-    /// the nine fits (the H100, A100 and two-node logs 81% to 220% off where these fits
-    /// are 5% to 27% off; docs/calibrate.md, "Bounds and the prior"), so the clamp stays.
+    /// sum of squares 0.56 times this one's) but fitted six of the nine worse, four of
+    /// them (the H100 and A100 logs) 81% to 220% off after about 40 trials where the
+    /// clamp is 5% to 10% off (docs/calibrate.md, "Bounds and the prior"), so the clamp
+    /// stays.
     fn theta_of(&self, k: usize, u: f64) -> (f64, f64) {
         (u.clamp(self.lo[k], self.hi[k].max(self.lo[k])), 1.0)
     }
