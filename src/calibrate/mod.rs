@@ -1123,7 +1123,9 @@ pub struct Fitted {
     pub value: f64,
     /// As written in the output file.
     pub text: String,
-    /// One standard deviation, relative to the value (`null`: the logs do not determine it).
+    /// One standard deviation of the value's logarithm, about the relative uncertainty
+    /// where small (`null`: the logs do not determine it, or only to more than
+    /// [`UNDETERMINED`] times either way).
     pub rel_uncertainty: Option<f64>,
     /// Whether it moved freely (false: held, nothing in the logs depends on it).
     pub fitted: bool,
@@ -1434,25 +1436,31 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
     }
     let prior_note = |k: usize| match opts.prior_width {
         Some(w) if limits.prior[k].1 > 0.0 => format!(
-            "; the prior (--prior-width {w}) holds it near the file's {} (x{:.1} either way with it)",
+            "; the prior (--prior-width {w}) holds it near the file's {} ({} with it)",
             yaml_text(&params[k].text(limits.prior[k].0.exp())),
-            st.sigma[k].exp()
+            either_way(st.sigma[k])
         ),
         _ => String::new(),
     };
     for (k, p) in params.iter().enumerate() {
-        // A finite sigma past ~709 has a factor e^sigma beyond f64 (it printed "xinf").
-        if active[k] && !st.sigma_logs[k].exp().is_finite() {
+        if active[k] && st.sigma_logs[k].is_infinite() {
             warnings.push(format!(
                 "{} is not determined by these logs (its uncertainty is unbounded){}",
                 p.path,
                 prior_note(k)
             ));
+        } else if active[k] && st.sigma_logs[k] > UNDETERMINED.ln() {
+            warnings.push(format!(
+                "{} is not determined by these logs ({} at one standard deviation){}",
+                p.path,
+                either_way(st.sigma_logs[k]),
+                prior_note(k)
+            ));
         } else if active[k] && st.sigma_logs[k] > 0.5 {
             warnings.push(format!(
-                "{} is poorly determined by these logs (about x{:.1} either way at one standard deviation){}",
+                "{} is poorly determined by these logs ({} at one standard deviation){}",
                 p.path,
-                st.sigma_logs[k].exp(),
+                either_way(st.sigma_logs[k]),
                 prior_note(k)
             ));
         } else if active[k] && st.prior_share[k] > 0.5 {
@@ -1465,15 +1473,11 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
         }
     }
     let at_bound: Vec<Option<&'static str>> = (0..params.len())
-        .map(|k| {
-            let t = outcome.theta[k];
-            let near = |b: f64| (t - b).abs() <= 1e-6;
-            match () {
-                _ if !active[k] => None,
-                _ if near(limits.hi[k]) => Some("upper"),
-                _ if near(limits.lo[k]) => Some("lower"),
-                _ => None,
-            }
+        .map(|k| match limits.at_bound(k, outcome.theta[k]) {
+            _ if !active[k] => None,
+            Some(true) => Some("upper"),
+            Some(false) => Some("lower"),
+            None => None,
         })
         .collect();
     for (k, p) in params.iter().enumerate() {
@@ -1501,7 +1505,7 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
             start: p.start,
             value: values[k],
             text: yaml_text(&p.text(values[k])),
-            rel_uncertainty: (active[k] && st.sigma[k].is_finite()).then(|| st.sigma[k]),
+            rel_uncertainty: (active[k] && st.sigma[k] <= UNDETERMINED.ln()).then(|| st.sigma[k]),
             fitted: active[k],
             lower: bound[k].lo,
             upper: bound[k].hi,
@@ -1620,6 +1624,28 @@ fn yaml_text(y: &Yaml) -> String {
     }
 }
 
+/// A factor of uncertainty (one standard deviation, either way) beyond which a value is
+/// reported as undetermined: it could be a thousandth of what is printed, or a thousand
+/// times it, and the digits of the factor itself mean nothing (e^157 printed 68 of them).
+pub const UNDETERMINED: f64 = 1000.0;
+
+/// One standard deviation `sigma` of a log-value as a factor in words: `about x3.2 either
+/// way`, or past [`UNDETERMINED`] `more than x1000 either way: undetermined`.
+pub fn either_way(sigma: f64) -> String {
+    if sigma.is_finite() && sigma <= UNDETERMINED.ln() {
+        format!("about x{:.1} either way", sigma.exp())
+    } else {
+        format!("more than x{UNDETERMINED} either way: undetermined")
+    }
+}
+
+/// A determined value's uncertainty, short: `+-1.23%` up to 50%, beyond which a
+/// relative figure misleads (a value may be a third of what is printed, not -50%), `x3.2`
+/// (the factor either way).
+fn uncertainty(sigma: f64) -> String {
+    if sigma <= 0.5 { format!("+-{:.2}%", 100.0 * sigma) } else { format!("x{:.1}", sigma.exp()) }
+}
+
 /// What would make a parameter that nothing depends on count.
 fn hint_unused(path: &str) -> &'static str {
     if path.contains("inter") || path.contains("levels.1") || path.contains("uplink") {
@@ -1674,8 +1700,8 @@ fn fitted_file(m: &Machine, params: &[Param], values: &[f64], fitted: &[Fitted],
         // The path was checked against the tree before the fit.
         let _ = tree.set(&p.path, p.text(*v));
         let u = match f.rel_uncertainty {
-            Some(s) if f.fitted && !note(f).is_empty() => format!("fitted, +-{:.2}%, {}", 100.0 * s, note(f)),
-            Some(s) if f.fitted => format!("fitted, +-{:.2}%", 100.0 * s),
+            Some(s) if f.fitted && !note(f).is_empty() => format!("fitted, {}, {}", uncertainty(s), note(f)),
+            Some(s) if f.fitted => format!("fitted, {}", uncertainty(s)),
             _ if f.fitted => "fitted, undetermined".to_string(),
             _ => "held: no log uses it".to_string(),
         };
@@ -1733,7 +1759,7 @@ pub fn table(c: &Calibration) -> String {
             yaml_text(&Param { path: p.path.clone(), kind: p.kind, start: p.start, from_file: true }.text(p.start));
         let u = match (p.fitted, p.rel_uncertainty) {
             (false, _) => "held".to_string(),
-            (true, Some(s)) => format!("+-{:.2}%", 100.0 * s),
+            (true, Some(s)) => uncertainty(s),
             (true, None) => "undetermined".to_string(),
         };
         out.push_str(format!("{:<w$}  {:>14}  {:>14}  {:>12}  {}", p.path, start, p.text, u, note(p)).trim_end());
