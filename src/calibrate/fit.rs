@@ -239,7 +239,7 @@ impl<M: Model> LeastSquaresProblem<f64, Dyn, Dyn> for Problem<'_, M> {
 /// `frozen[k]` keeps parameter k where it is. `patience` bounds the optimiser's
 /// evaluations (times the parameters plus one).
 ///
-/// A value the optimiser moves past a bound is clamped to it ([`Limits::theta_of`]).
+/// A value the optimiser moves past a bound is clamped to it.
 pub fn fit<M: Model>(
     model: &M,
     start: &[f64],
