@@ -435,6 +435,29 @@ fn reference(topo: &Machine, ops: &[Vec<Op>], cost: f64, elem: usize) -> (Vec<Se
     r.run()
 }
 
+/// Runs `ops` on the engine and on the reference and requires the same log and statistics.
+fn check_against_reference(topo: &Machine, ops: &[Vec<Op>], cost: f64, what: &dyn Fn() -> String) -> SimStats {
+    let (want_log, want) = reference(topo, ops, cost, 4);
+    let p = Problem { ranks: topo.ranks, elems: 8, elem_bytes: 4 };
+    let mut log = Log::default();
+    let none = None::<fn(&[usize]) -> DataPlane>;
+    let got = simulate_on(&Script(ops.to_vec()), topo, p, cost, Network::IDEAL, none, &mut log).unwrap().0;
+    assert_eq!(log.0, want_log, "{}", what());
+    assert_eq!(
+        (got.time, got.messages, got.events, got.reductions),
+        (want.time, want.messages, want.events, want.reductions),
+        "{}",
+        what()
+    );
+    assert_eq!(
+        (&got.rank_finish, &got.bytes_sent, &got.bytes_received),
+        (&want.rank_finish, &want.bytes_sent, &want.bytes_received),
+        "{}",
+        what()
+    );
+    want
+}
+
 #[test]
 fn the_engine_matches_the_reference_on_random_programs() {
     let mut rng = ChaCha8Rng::seed_from_u64(24);
@@ -443,25 +466,7 @@ fn the_engine_matches_the_reference_on_random_programs() {
         let topo = machine(&mut rng);
         let ops = programs(&mut rng, topo.ranks, 60, 10);
         let cost = [0.0, 0.25, 1.0][pick(&mut rng, 3)];
-        let (want_log, want) = reference(&topo, &ops, cost, 4);
-        let p = Problem { ranks: topo.ranks, elems: 8, elem_bytes: 4 };
-        let mut log = Log::default();
-        let none = None::<fn(&[usize]) -> DataPlane>;
-        let got = simulate_on(&Script(ops.clone()), &topo, p, cost, Network::IDEAL, none, &mut log).unwrap().0;
-        let what = || format!("case {case}: {topo:?}\n{ops:?}");
-        assert_eq!(log.0, want_log, "{}", what());
-        assert_eq!(
-            (got.time, got.messages, got.events, got.reductions),
-            (want.time, want.messages, want.events, want.reductions),
-            "{}",
-            what()
-        );
-        assert_eq!(
-            (got.rank_finish, got.bytes_sent, got.bytes_received),
-            (want.rank_finish, want.bytes_sent, want.bytes_received),
-            "{}",
-            what()
-        );
+        let want = check_against_reference(&topo, &ops, cost, &|| format!("case {case}: {topo:?}\n{ops:?}"));
         messages += want.messages;
     }
     // The cases are not empty: about 30 messages each.
@@ -493,13 +498,7 @@ fn the_engine_matches_the_reference_with_many_messages_outstanding() {
         };
         long += usize::from(ops.iter().any(|o| posted_early(o) > 16));
         let cost = [0.0, 0.25][pick(&mut rng, 2)];
-        let (want_log, want) = reference(&topo, &ops, cost, 4);
-        let p = Problem { ranks, elems: 8, elem_bytes: 4 };
-        let mut log = Log::default();
-        let none = None::<fn(&[usize]) -> DataPlane>;
-        let got = simulate_on(&Script(ops.clone()), &topo, p, cost, Network::IDEAL, none, &mut log).unwrap().0;
-        assert_eq!(log.0, want_log, "case {case}: {topo:?}\n{ops:?}");
-        assert_eq!((got.time, got.events, got.reductions), (want.time, want.events, want.reductions), "case {case}");
+        check_against_reference(&topo, &ops, cost, &|| format!("case {case}: {topo:?}\n{ops:?}"));
     }
     assert!(long > 50, "only {long} cases had a long matching list");
 }
@@ -568,21 +567,6 @@ fn the_engine_matches_the_reference_on_exchange_steps() {
         let topo = Machine { ranks, links, ports, routes };
         let ops = exchanges(&mut rng, ranks);
         let cost = [0.0, 0.25][pick(&mut rng, 2)];
-        let (want_log, want) = reference(&topo, &ops, cost, 4);
-        let p = Problem { ranks, elems: 8, elem_bytes: 4 };
-        let mut log = Log::default();
-        let none = None::<fn(&[usize]) -> DataPlane>;
-        let got = simulate_on(&Script(ops.clone()), &topo, p, cost, Network::IDEAL, none, &mut log).unwrap().0;
-        assert_eq!(log.0, want_log, "case {case}: P = {ranks}");
-        assert_eq!(
-            (got.time, got.messages, got.events, got.reductions),
-            (want.time, want.messages, want.events, want.reductions),
-            "case {case}"
-        );
-        assert_eq!(
-            (got.rank_finish, got.bytes_sent, got.bytes_received),
-            (want.rank_finish, want.bytes_sent, want.bytes_received),
-            "case {case}"
-        );
+        check_against_reference(&topo, &ops, cost, &|| format!("case {case}: P = {ranks}"));
     }
 }
