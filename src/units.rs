@@ -429,6 +429,13 @@ fn scaled(v: f64, units: &[(&str, f64)]) -> String {
     format!("{sign}{} {name}", sig3(x))
 }
 
+/// A relative difference `x` (0.031 for 3.1% slower) as `+3.1%`; past 10^4 (a time of
+/// 1e302 s against microseconds would print 300 digits, or `+inf%` once times 100) as the
+/// factor `x1.000e302`.
+pub fn fmt_rel_diff(x: f64) -> String {
+    if x.abs() < 1e4 { format!("{:+.1}%", 100.0 * x) } else { format!("x{:.3e}", 1.0 + x) }
+}
+
 /// A time for people, three significant digits: `1.23 ms`, `4.56 us`, `789 ns`, `0 s`.
 ///
 /// Units run from `ps` to `s`; trailing zeros are dropped (`1 us`, `1.5 us`).

@@ -89,9 +89,7 @@ const EFFICIENCY_SLACK: f64 = 1e-9;
 /// is from the fastest (`auto: ring; runner-up halving_doubling +3.1%`, `ompi_fixed:
 /// Open MPI 4.1.4 runs 6 rabenseifner as halving_doubling, +12.0% vs ring`).
 fn selections(out: &mut String, rows: &[&PointResult]) {
-    // A ratio past 10^4 (a time 1e302 s against microseconds) printed 300 digits or, past
-    // the largest number once times 100, `+inf%`: say it as a factor.
-    let pct = |x: f64| if x.abs() < 1e4 { format!("{:+.1}%", 100.0 * x) } else { format!("x{:.3e}", 1.0 + x) };
+    let pct = crate::units::fmt_rel_diff;
     for r in rows {
         let Some(sel) = &r.selection else { continue };
         let best = r.best_algorithm.as_deref().unwrap_or("-");

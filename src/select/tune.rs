@@ -540,9 +540,7 @@ pub fn table(t: &Tuned) -> String {
         "vs best",
     ];
     let mut lines: Vec<Vec<String>> = vec![head.iter().map(|h| h.to_string()).collect()];
-    // A ratio past 10^4 (a time 1e302 s against microseconds) printed 300 digits or, past
-    // the largest number once times 100, `+inf%`: say it as a factor.
-    let pct = |x: f64| if x.abs() < 1e4 { format!("{:+.1}%", 100.0 * x) } else { format!("x{:.3e}", 1.0 + x) };
+    let pct = crate::units::fmt_rel_diff;
     for pt in &t.points {
         let pick = |c: &Option<Choice>| match c {
             Some(c) => (c.algorithm.clone(), pct(c.vs_best)),
