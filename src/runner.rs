@@ -465,6 +465,28 @@ struct Setup {
     data_bytes: u64,
 }
 
+/// The least time the run of `pt` can take after its launch, by its algorithm's bounds
+/// ([`Algorithm::bounds`]: for most, the busiest side of any interface, each message on
+/// it held `alpha + m/B` of its hop, shared by the side's ports), without running it;
+/// `None` where the algorithm has no bounds or cannot run there, or where the engine
+/// does not charge a message so: anything but the ideal model holding ports with no
+/// envelope and no noise (as the report claims the bounds). `calibrate` holds counted
+/// loops to it.
+pub fn lower_bound(s: &Scenario, pt: &Point) -> Option<f64> {
+    if s.network != Network::IDEAL || s.noise.is_some() {
+        return None;
+    }
+    let spec = &s.algorithms[pt.algo];
+    let algo = Planned::new(s, pt, false).into_algo().ok()?;
+    let e = s.data.dtype.bytes();
+    let bytes = if spec.collective.has_data() { pt.bytes } else { 0 };
+    let p = Problem { ranks: pt.ranks, elems: (bytes / e as u64) as usize, elem_bytes: e };
+    let (_, topo) = crate::estimate::point_machine(s, spec, pt.ranks, bytes).ok()?;
+    let machine = Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte };
+    algo.applicable(&p, &machine).ok()?;
+    algo.bounds(&p, &machine).map(|(lo, _)| lo)
+}
+
 /// Run one point with `obs` watching every message and reduction the engine schedules
 /// (timelines, Gantt charts). Not-applicable points never reach the engine.
 ///

@@ -129,6 +129,20 @@ pub fn engine_log(
     device: &str,
     name: &str,
 ) -> (Vec<PointResult>, Vec<allreduce_sim::calibrate::Run>) {
+    engine_log_on_hosts(text, sizes, env, ranks, 4, device, name)
+}
+
+/// [`engine_log`] with `per_host` devices to a host (the GPUs per node `calibrate` reads
+/// off the log).
+pub fn engine_log_on_hosts(
+    text: &str,
+    sizes: &[u64],
+    env: &str,
+    ranks: usize,
+    per_host: usize,
+    device: &str,
+    name: &str,
+) -> (Vec<PointResult>, Vec<allreduce_sim::calibrate::Run>) {
     let text = text.replace(
         "sizes: [1MiB]",
         &format!(
@@ -140,7 +154,7 @@ pub fn engine_log(
     let report = allreduce_sim::runner::run(&s);
     let mut out = format!("# Collective test starting: all_reduce_perf\n{env}# Using devices\n");
     for r in 0..ranks {
-        out.push_str(&format!("#  Rank {r:2} Group  0 Pid 1 on host{} device {} [0x1] {device}\n", r / 4, r % 4));
+        out.push_str(&format!("#  Rank {r:2} Group  0 Pid 1 on host{} device {} [0x1] {device}\n", r / per_host, r % per_host));
     }
     out.push_str("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");
     for p in &report.results {
