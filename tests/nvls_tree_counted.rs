@@ -113,7 +113,8 @@ fn steps_below_the_busiest_sides_pace_are_not_counted() {
 #[test]
 fn the_documented_h100_case_is_the_engines_time() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (points, whole) = fit_at_truth(&h100_nodes("2.6TB/s"), &[16 << 20, 1 << 30], 16, 8, &["topology.launch.simple"]);
+    let (points, whole) =
+        fit_at_truth(&h100_nodes("2.6TB/s"), &[16 << 20, 1 << 30], 16, 8, &["topology.launch.simple"]);
     assert_engines_time(&points);
     assert!(whole > 0, "nothing was simulated whole");
 }

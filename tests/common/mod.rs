@@ -154,7 +154,11 @@ pub fn engine_log_on_hosts(
     let report = allreduce_sim::runner::run(&s);
     let mut out = format!("# Collective test starting: all_reduce_perf\n{env}# Using devices\n");
     for r in 0..ranks {
-        out.push_str(&format!("#  Rank {r:2} Group  0 Pid 1 on host{} device {} [0x1] {device}\n", r / per_host, r % per_host));
+        out.push_str(&format!(
+            "#  Rank {r:2} Group  0 Pid 1 on host{} device {} [0x1] {device}\n",
+            r / per_host,
+            r % per_host
+        ));
     }
     out.push_str("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n");
     for p in &report.results {
