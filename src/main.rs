@@ -622,12 +622,7 @@ fn cmd_tune(args: TuneArgs) -> Result<ExitCode, BadInput> {
     };
     let text = select::tune::render(&tuned, emit);
     write_or_print(&text, out.as_ref(), "the output")?;
-    let failed = report.results.iter().filter(|r| !r.passed()).count();
-    if failed > 0 {
-        eprintln!("{failed} of {} point(s) failed a check (run the scenario to see them)", report.results.len());
-        return Ok(ExitCode::from(1));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(checks_status(&report, " (run the scenario to see them)"))
 }
 
 /// `explain`.
@@ -1075,22 +1070,28 @@ fn merge(paths: &[PathBuf], format: Format, output: Option<&std::path::Path>) ->
     }
     let report = shard::merge(&inputs).map_err(|e| BadInput(e.to_string()))?;
     emit(&report, format, out.as_ref())?;
-    // As `run` of the whole sweep would exit: 3 where link faults' cut-offs are the only failures.
+    Ok(checks_status(&report, ""))
+}
+
+/// The exit status of `merge` and `tune` from their report's checks, as `run` of the
+/// whole sweep would exit: 3 where link faults' cut-offs are the only failures, 1 for any
+/// other failed check.
+fn checks_status(report: &Report, hint: &str) -> ExitCode {
     let failed = report.results.iter().filter(|r| !r.passed()).count();
     let cut = report.results.iter().filter(|r| r.only_cut_off()).count();
     if failed > 0 && cut == failed {
         eprintln!(
             "{cut} of {} point(s) cut off: link faults left messages with no route (each point's cut_off \
-             says who waits for whom)",
+             says who waits for whom){hint}",
             report.results.len()
         );
-        return Ok(ExitCode::from(EXIT_CUT_OFF));
+        return ExitCode::from(EXIT_CUT_OFF);
     }
     if failed > 0 {
-        eprintln!("{failed} of {} point(s) failed a check", report.results.len());
-        return Ok(ExitCode::from(1));
+        eprintln!("{failed} of {} point(s) failed a check{hint}", report.results.len());
+        return ExitCode::from(1);
     }
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
 }
 
 /// `--param KEY=VALUE`: a whole number, a number, or text, as in a scenario file.

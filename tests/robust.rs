@@ -1359,7 +1359,7 @@ fn sixth_trial_what_is_given_twice_is_refused() {
 
 /// A run that link faults cut off had `time_s` 0: every such row was marked the fastest
 /// (`*` on each), `auto` picked among them (`star ... +0.0%`), `tune` wrote them as the
-/// winners, and `merge` of its shards exited 1 where `run` exits 3.
+/// winners, and `merge` of its shards and `tune` exited 1 where `run` exits 3.
 #[test]
 fn sixth_trial_a_run_cut_off_has_no_time_and_wins_nothing() {
     let d = case_dir("sixth-cut");
@@ -1413,6 +1413,7 @@ fn sixth_trial_a_run_cut_off_has_no_time_and_wins_nothing() {
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();
+    assert_eq!(tuned.status.code(), Some(3), "{}", String::from_utf8_lossy(&tuned.stderr));
     let tuned: serde_json::Value = serde_json::from_slice(&tuned.stdout).unwrap();
     for p in tuned["points"].as_array().unwrap() {
         assert!(p["best_algorithm"].is_null() && p["ompi_rule"].is_null() && p["nccl_rule"].is_null(), "{p}");
