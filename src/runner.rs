@@ -563,6 +563,8 @@ pub fn run_planned_point<O: Observer>(pl: Planned<'_>, obs: &mut O) -> PointResu
                 res.cut_off = Some(crate::results::CutOffReport::of(cut, s.seed, launch));
             }
             res.failures.push(format!("simulation failed: {err}"));
+            // No time: a run that never finished is not the fastest (it had 0 and won).
+            res.time_s = f64::NAN;
             res.wall_time_s = started.elapsed().as_secs_f64();
             return res;
         }

@@ -1281,3 +1281,141 @@ fn fifth_trial_huge_ratios_print_as_factors() {
     assert!(out.status.success() && stdout.contains("vs the best"), "{stdout}");
     assert!(!stdout.contains("inf") && !stdout.contains("00000000000000000000"), "{stdout}");
 }
+
+/// The sixth trial's machine for link faults: a ring of 4 under the flow model whose two
+/// failed links leave every algorithm with a message and no route.
+const SIXTH_CUT: &str = "ranks: 4\ntopology: { kind: ring, link: { alpha: 1us, bandwidth: 10GB/s } }\n\
+network: { model: flow }\nnoise: { faults: [{ a: r0, b: r1, at: 0 }, { a: r2, b: r3, at: 0 }] }\n\
+algorithms: [ring, star, auto]\nsizes: [4KiB, 8KiB]\n";
+
+/// `run --measured a.txt --plot=p --output a.txt` wrote the report over the log, then
+/// failed to read it: the --measured logs were not among the inputs the outputs are
+/// checked against.
+#[test]
+fn sixth_trial_a_measured_log_is_an_input() {
+    let d = case_dir("sixth-measured");
+    std::fs::write(d.join("s.yaml"), QUICK).unwrap();
+    let log = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/data/l40s_p2_ring.txt")).unwrap();
+    std::fs::write(d.join("a.txt"), &log).unwrap();
+    for flag in ["--output", "--junit", "--trace"] {
+        let mut c = cmd();
+        c.current_dir(&d).args(["run", "s.yaml", "--quiet", "--measured", "a.txt", "--plot=p", flag, "a.txt"]);
+        if flag == "--junit" {
+            std::fs::write(d.join("b.json"), "{\"results\": []}").unwrap();
+            c.args(["--baseline", "b.json"]);
+        }
+        c.timeout(Duration::from_secs(20)).assert().code(2).stderr(predicate::str::contains("is the input a.txt"));
+        assert_eq!(std::fs::read(d.join("a.txt")).unwrap(), log, "{flag}");
+    }
+}
+
+/// A Unix socket as `--output` passed the check and failed only when the report was
+/// written, after the whole run (`No such device or address`).
+#[test]
+fn sixth_trial_a_socket_is_refused_as_an_output() {
+    let d = case_dir("sixth-socket");
+    std::fs::write(d.join("s.yaml"), QUICK).unwrap();
+    let _listener = std::os::unix::net::UnixListener::bind(d.join("sock")).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["run", "s.yaml", "--quiet", "--output", "sock"])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: --output sock: it is a socket"), "{stderr}");
+    assert!(out.stdout.is_empty(), "the run went ahead: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// Given twice, one was kept without a word: `calibrate --env NCCL_ALGO=Ring --env
+/// NCCL_ALGO=Tree` fitted the ring; a slow link listed twice (either way round) had both
+/// factors applied, where a slow rank listed twice is refused.
+#[test]
+fn sixth_trial_what_is_given_twice_is_refused() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    cmd()
+        .arg("calibrate")
+        .arg(format!("{root}/validation/hardware/machines/l40s_pcie.yaml"))
+        .arg(format!("{root}/validation/hardware/data/l40s_p2_ring.txt"))
+        .args(["--env", "NCCL_ALGO=Ring", "--env", "NCCL_ALGO=Tree", "--quiet"])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--env NCCL_ALGO: given twice (Ring, then Tree)"));
+    for (model, links) in [
+        ("ideal", "[{ a: 0, b: 1, factor: 0.5 }, { a: 1, b: \"00\", factor: 0.25 }]"),
+        ("ideal", "[{ a: 0, b: 1, factor: 0.5 }, { a: 0, b: 1, factor: 0.5 }]"),
+        ("flow", "[{ a: r0, b: r1, factor: 0.5 }, { a: r1, b: r0, factor: 0.25 }]"),
+    ] {
+        let text = format!(
+            "ranks: 4\ntopology: {{ link: {{ alpha: 1us, bandwidth: 10GB/s }} }}\nnetwork: {{ model: {model} }}\n\
+             noise: {{ slow_links: {links} }}\nalgorithms: [ring]\nsizes: [4KiB]\n"
+        );
+        let e = parse_str(&text, "s.yaml").unwrap_err().to_string();
+        assert!(e.starts_with("s.yaml:4:") && e.contains("is listed twice"), "{model} {links}: {e}");
+    }
+}
+
+/// A run that link faults cut off had `time_s` 0: every such row was marked the fastest
+/// (`*` on each), `auto` picked among them (`star ... +0.0%`), `tune` wrote them as the
+/// winners, and `merge` of its shards and `tune` exited 1 where `run` exits 3.
+#[test]
+fn sixth_trial_a_run_cut_off_has_no_time_and_wins_nothing() {
+    let d = case_dir("sixth-cut");
+    std::fs::write(d.join("s.yaml"), SIXTH_CUT).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["run", "s.yaml", "--quiet", "--format", "json"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for r in report["results"].as_array().unwrap() {
+        assert!(r["time_s"].is_null() && r["best_algorithm"].is_null(), "{r}");
+        assert!(r["cut_off"].is_object(), "{r}");
+    }
+    let auto = report["results"].as_array().unwrap().iter().find(|r| r["algorithm"] == "auto").unwrap();
+    assert!(auto["not_applicable"].as_str().unwrap().contains("ran to the end"), "{auto}");
+    let table =
+        cmd().current_dir(&d).args(["run", "s.yaml", "--quiet"]).timeout(Duration::from_secs(60)).output().unwrap();
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(!text.lines().any(|l| l.starts_with('*')) && !text.contains(" 0 s "), "{text}");
+    let csv = cmd()
+        .current_dir(&d)
+        .args(["run", "s.yaml", "--quiet", "--format", "csv"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    for row in String::from_utf8_lossy(&csv.stdout).lines().skip(1) {
+        assert_eq!(row.split(',').nth(4), Some(""), "{row}");
+    }
+    for i in 0..2 {
+        cmd()
+            .current_dir(&d)
+            .args(["run", "s.yaml", "--quiet", "--format", "json", "--shard", &format!("{i}/2")])
+            .args(["--output", &format!("s{i}.json")])
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .code(3);
+    }
+    cmd()
+        .current_dir(&d)
+        .args(["merge", "s0.json", "s1.json", "--format", "csv"])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("cut off: link faults"));
+    let tuned = cmd()
+        .current_dir(&d)
+        .args(["tune", "s.yaml", "--quiet", "--emit", "json"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(tuned.status.code(), Some(3), "{}", String::from_utf8_lossy(&tuned.stderr));
+    let tuned: serde_json::Value = serde_json::from_slice(&tuned.stdout).unwrap();
+    for p in tuned["points"].as_array().unwrap() {
+        assert!(p["best_algorithm"].is_null() && p["ompi_rule"].is_null() && p["nccl_rule"].is_null(), "{p}");
+    }
+}
