@@ -78,3 +78,65 @@ impl NetworkModel for Pipelined {
         None
     }
 }
+
+/// The ideal model (`PIPELINED`: with `latency: pipelined`) on a machine whose channels
+/// have a rate of their own (a cluster's `channel_bandwidth`, docs/gpu-clusters.md,
+/// "Channel bandwidth"): each stream of a rank (one of NCCL's channels, one thread block)
+/// passes its messages through its own copy unit of `rate` bytes per second, one after
+/// another in the order they take their ports. A message's bytes leave no sooner than
+/// its stream's unit has copied them, and no sooner than its link carries them; the ports
+/// are held as without the rate (under `pipelined` for `m / B` only, so that other
+/// streams' messages use the link meanwhile). Alone, a message costs
+/// `alpha + max(m / B, m / rate)`.
+pub struct Channels<const PIPELINED: bool> {
+    rate: f64,
+    /// Per rank, per stream: when its unit has copied its last message.
+    free: Vec<Vec<f64>>,
+}
+
+impl<const PIPELINED: bool> Channels<PIPELINED> {
+    /// Streams of `rate` bytes per second.
+    pub fn new(rate: f64) -> Self {
+        Channels { rate, free: Vec::new() }
+    }
+
+    /// When the unit of `src`'s `stream` has copied a message of `wire` bytes that took
+    /// its ports at `now`.
+    fn copied(&mut self, src: u32, stream: u16, wire: u64, now: f64) -> f64 {
+        let (r, s) = (src as usize, stream as usize);
+        if self.free.len() <= r {
+            self.free.resize_with(r + 1, Vec::new);
+        }
+        let streams = &mut self.free[r];
+        if streams.len() <= s {
+            streams.resize(s + 1, 0.0);
+        }
+        let done = streams[s].max(now) + wire as f64 / self.rate;
+        streams[s] = done;
+        done
+    }
+}
+
+impl<const PIPELINED: bool> NetworkModel for Channels<PIPELINED> {
+    const END_AT_START: bool = true;
+    const HOLDS_PORTS: bool = !PIPELINED;
+    const LAZY_SENDS: bool = true;
+
+    #[inline]
+    fn start(&mut self, s: &Start, q: &mut Sched<'_>) -> f64 {
+        let copied = self.copied(s.src, s.stream, s.wire, s.now);
+        let end = if PIPELINED {
+            let sent = s.now + s.wire as f64 / s.link.bandwidth;
+            q.free_ports(sent, s.ports);
+            sent.max(copied) + s.link.alpha
+        } else {
+            (s.now + s.link.time(s.wire as f64)).max(copied + s.link.alpha)
+        };
+        q.deliver(end, s.id, 0);
+        end
+    }
+
+    fn into_stats<O: Observer>(self, _obs: &mut O) -> Option<FlowStats> {
+        None
+    }
+}
