@@ -194,6 +194,8 @@ pub struct Start {
     pub dst: u32,
     /// The sender's stream it was sent from.
     pub stream: u16,
+    /// When its sender issued it.
+    pub issued: f64,
     /// Bytes on the wire (payload and envelope).
     pub wire: u64,
     /// The pair's cost alone ([`Topology::link`]).
