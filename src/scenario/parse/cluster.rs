@@ -144,13 +144,8 @@ pub(super) struct RawCluster {
 /// protocol left out has no limit. Each is above 0.
 fn channel_bandwidth(src: &Src, raw: &Spanned<RawPerProto>) -> Result<PerProto, ScenarioError> {
     const KEY: &str = "topology.channel_bandwidth";
-    let one = |v: &Spanned<Scalar>, key: &str| -> Result<f64, ScenarioError> {
-        let b = bandwidth(src, v, key)?;
-        if !(b > 0.0) {
-            return Err(src.err(&v.referenced, format!("{key}: expected a bandwidth above 0, got {}", v.value.shown())));
-        }
-        Ok(b)
-    };
+    // A bandwidth is above 0 and finite, as `bandwidth` checks.
+    let one = |v: &Spanned<Scalar>, key: &str| bandwidth(src, v, key);
     match &raw.value {
         RawPerProto::One(v) => {
             let v = Spanned { value: v.clone(), referenced: raw.referenced, defined: raw.defined };
