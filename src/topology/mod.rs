@@ -114,6 +114,14 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     fn nvls_efficiency(&self) -> f64 {
         1.0
     }
+    /// Bytes per second one stream of a rank's program (one of NCCL's channels, a thread
+    /// block) sends at most, whatever its links carry (`channel_bandwidth` of a
+    /// `cluster`, for its protocol); infinite (no limit) elsewhere. The ideal model then
+    /// passes each stream's messages through that rate one after another
+    /// ([`crate::sim::network::ideal::Channels`]).
+    fn channel_bandwidth(&self) -> f64 {
+        f64::INFINITY
+    }
     /// The NVLink bundles inside a node, `(gpu a, gpu b, links)` with `a < b` in a node's
     /// own GPU numbers, on a machine whose GPUs are joined by explicit NVLinks (a
     /// `cluster` of kind `nvlink`); `None` on other kinds. NCCL's ring search lays its

@@ -137,6 +137,39 @@ pub(super) struct RawCluster {
     pub fabric: Option<Spanned<RawFabric>>,
     pub launch: Option<Spanned<RawPerProto>>,
     pub efficiency: Option<Spanned<RawPerProto>>,
+    pub channel_bandwidth: Option<Spanned<RawPerProto>>,
+}
+
+/// `channel_bandwidth:`: one bandwidth for every protocol, or a map of some of them; a
+/// protocol left out has no limit. Each is above 0.
+fn channel_bandwidth(src: &Src, raw: &Spanned<RawPerProto>) -> Result<PerProto, ScenarioError> {
+    const KEY: &str = "topology.channel_bandwidth";
+    // A bandwidth is above 0 and finite, as `bandwidth` checks.
+    let one = |v: &Spanned<Scalar>, key: &str| bandwidth(src, v, key);
+    match &raw.value {
+        RawPerProto::One(v) => {
+            let v = Spanned { value: v.clone(), referenced: raw.referenced, defined: raw.defined };
+            Ok(PerProto::all(one(&v, KEY)?))
+        }
+        RawPerProto::Map(items) => {
+            let mut c = PerProto::all(f64::INFINITY);
+            for (k, v) in items {
+                let Some(p) = Proto::from_name(&k.value) else {
+                    return Err(src.err(
+                        &k.referenced,
+                        format!("{KEY}: unknown protocol '{}'; allowed: simple, ll, ll128", k.value),
+                    ));
+                };
+                let b = one(v, &format!("{KEY}.{}", p.name()))?;
+                match p {
+                    Proto::Ll => c.ll = b,
+                    Proto::Ll128 => c.ll128 = b,
+                    Proto::Simple => c.simple = b,
+                }
+            }
+            Ok(c)
+        }
+    }
 }
 
 /// `efficiency: { ll: F, ll128: F }`: the bandwidth LL and LL128 carry data at, as a
@@ -418,6 +451,12 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
         t.launch.as_ref().map(|l| per_proto(src, l, "topology.launch")).transpose()?.unwrap_or(PerProto::all(0.0));
     let efficiency =
         t.efficiency.as_ref().map(|e| efficiency(src, e)).transpose()?.unwrap_or(PerProto::NCCL_EFFICIENCY);
+    let channel_bandwidth = t
+        .channel_bandwidth
+        .as_ref()
+        .map(|c| channel_bandwidth(src, c))
+        .transpose()?
+        .unwrap_or(PerProto::all(f64::INFINITY));
     let spec = ClusterSpec {
         nodes,
         gpus_per_node: gpus,
@@ -437,6 +476,7 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
         fabric,
         launch_s: launch,
         efficiency,
+        channel_bandwidth,
     };
     let all = nodes.checked_mul(gpus).ok_or_else(|| src.err(&at, "topology: more GPUs than this machine can count"))?;
     if let Err(why) = Cluster::new(&spec, all) {
