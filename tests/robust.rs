@@ -1337,3 +1337,24 @@ fn sixth_round_a_graphs_estimate_counts_its_route_cache() {
     let s = parse_str(&full, "q.yaml").unwrap();
     assert_eq!(estimate::route_cache_bytes(&s, 1000, 1 << 30), 0);
 }
+
+/// An OSU row of 3 bytes (no whole number of 4-byte floats) was blamed on `m.yaml:12:9`,
+/// the `sizes:` of the machine as calibrate edited it; the row is the log's line 4.
+#[test]
+fn sixth_round_a_logs_bad_size_is_blamed_on_the_log() {
+    let d = case_dir("osu-size");
+    std::fs::write(d.join("m.yaml"), QUICK).unwrap();
+    let log = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size       Avg Latency(us)\n\
+               3                       1.85\n8                       1.83\n";
+    std::fs::write(d.join("osu.txt"), log).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["calibrate", "m.yaml", "osu.txt", "--ranks", "2", "--gpus-per-node", "2", "--quiet"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("osu.txt:4: a size of 3 bytes is not a whole number of 4-byte f32"), "{stderr}");
+    assert!(!stderr.contains("m.yaml"), "{stderr}");
+}
