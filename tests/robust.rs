@@ -1419,3 +1419,80 @@ fn sixth_trial_a_run_cut_off_has_no_time_and_wins_nothing() {
         assert!(p["best_algorithm"].is_null() && p["ompi_rule"].is_null() && p["nccl_rule"].is_null(), "{p}");
     }
 }
+
+// Sixth round: the leftovers of the fifth trial (docs/hardening.md, "Leftovers of the
+// fifth trial, fixed").
+
+/// A `custom` line of `n` nodes running `algorithms` at 4 bytes.
+fn sixth_round_line(n: usize, algorithms: &str) -> String {
+    let names: Vec<String> = (0..n).map(|i| format!("n{i}")).collect();
+    let mut t = format!(
+        "ranks: {n}\ntopology:\n  kind: custom\n  link: {{ alpha: 1us, bandwidth: 100Gbps }}\n  nodes: [{}]\n  links:\n",
+        names.join(", ")
+    );
+    for i in 1..n {
+        t.push_str(&format!("    - {{ from: n{}, to: n{i} }}\n", i - 1));
+    }
+    t + &format!("algorithms: [{algorithms}]\nsizes: [4]\n")
+}
+
+/// A line's routes are up to P - 1 hops: a cache bounded by its count of routes alone
+/// kept P^2 link ids once every pair talked. It is bounded by hops too.
+#[test]
+fn sixth_round_a_lines_route_cache_is_bounded_by_hops() {
+    use allreduce_sim::topology::{Graph, Link, MAX_CACHED_HOPS, Topology};
+    let n = 3000;
+    let link = Link { alpha: 1e-6, bandwidth: 1e10 };
+    let line: Vec<_> = (1..n).map(|i| (i - 1, i, link)).collect();
+    let g = Graph::custom((0..n).map(|i| format!("n{i}")).collect(), vec![1; n], &line).unwrap();
+    let mut asked = 0;
+    for k in 0..2000 {
+        let (a, b) = if k % 2 == 0 { (k / 2, n - 1) } else { (n - 1, k / 2) };
+        let l = g.link(a, b);
+        assert!(l.alpha > 0.0);
+        asked += n - 1 - k / 2;
+        assert!(g.cached_hops() <= MAX_CACHED_HOPS, "{} hops cached after {asked} asked", g.cached_hops());
+    }
+    assert!(asked > MAX_CACHED_HOPS, "the test asks for more than the cache keeps");
+    // A route asked again after the cache was emptied is the same.
+    let again = g.link(0, n - 1);
+    assert_eq!(again, g.link(0, n - 1));
+}
+
+/// `validate` said 4.88 MiB for a 5,000-node line whose route cache alone can hold far
+/// more; it counts the cache at the most it can hold now, and the run does not go past
+/// it (routes at most MAX_CACHED_HOPS hops, the bounds' walk no longer P^2).
+#[test]
+fn sixth_round_a_graphs_estimate_counts_its_route_cache() {
+    use allreduce_sim::results::Point;
+    let s = parse_str(&sixth_round_line(1000, "direct"), "line.yaml").unwrap();
+    let est = estimate::estimate(&s, &Point { algo: 0, ranks: 1000, bytes: 4 }, true);
+    let routes = estimate::route_cache_bytes(&s, 1000, est.messages);
+    assert!(routes >= 16 << 20, "{routes}");
+    assert!(est.engine_bytes >= routes + 1000 * estimate::ENGINE_BYTES_PER_RANK, "{est:?}");
+    // A fully connected machine has no cache to count.
+    let full = QUICK.replace("ranks: 16", "ranks: 1000");
+    let s = parse_str(&full, "q.yaml").unwrap();
+    assert_eq!(estimate::route_cache_bytes(&s, 1000, 1 << 30), 0);
+}
+
+/// An OSU row of 3 bytes (no whole number of 4-byte floats) was blamed on `m.yaml:12:9`,
+/// the `sizes:` of the machine as calibrate edited it; the row is the log's line 4.
+#[test]
+fn sixth_round_a_logs_bad_size_is_blamed_on_the_log() {
+    let d = case_dir("osu-size");
+    std::fs::write(d.join("m.yaml"), QUICK).unwrap();
+    let log = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size       Avg Latency(us)\n\
+               3                       1.85\n8                       1.83\n";
+    std::fs::write(d.join("osu.txt"), log).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["calibrate", "m.yaml", "osu.txt", "--ranks", "2", "--gpus-per-node", "2", "--quiet"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("osu.txt:4: a size of 3 bytes is not a whole number of 4-byte f32"), "{stderr}");
+    assert!(!stderr.contains("m.yaml"), "{stderr}");
+}

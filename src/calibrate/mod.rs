@@ -759,6 +759,18 @@ struct Job {
 }
 
 fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
+    // Checked here, against the log's own line: the scenario built below would blame the
+    // `sizes:` of the machine file as edited, a line the user never wrote.
+    let e = run.dtype.as_deref().map_or(4, dtype_bytes);
+    let ty = dtype_name(run.dtype.as_deref().unwrap_or("float"));
+    if let Some(bad) = run.samples.iter().find(|x| !x.bytes.is_multiple_of(e)) {
+        return Err(format!(
+            "{}:{}: a size of {} bytes is not a whole number of {e}-byte {ty} elements, which the simulator moves;              sizes must be multiples of {e} bytes (remove the row)",
+            crate::units::escape_controls(&run.file),
+            bad.line,
+            bad.bytes
+        ));
+    }
     let mut tree = m.tree.clone();
     shape(&mut tree, m.kind(), run)?;
     let ranks = run.ranks.unwrap_or(1);

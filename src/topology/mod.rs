@@ -31,7 +31,7 @@ pub use cluster::{
 pub use fabric::{Fabric, LinkId, detour, route_cost};
 pub use fat_tree::{FatTree, oversubscription, oversubscription_text};
 pub use fully_connected::FullyConnected;
-pub use graph::{Graph, MAX_CACHED_ROUTES, Node, Placement, RankOrder, unreachable, unreachable_host};
+pub use graph::{Graph, MAX_CACHED_HOPS, MAX_CACHED_ROUTES, Node, Placement, RankOrder, unreachable, unreachable_host};
 pub use grid::{Grid, squarest};
 pub use hierarchical::{Hierarchical, Level};
 pub use proto_view::ProtoView;
