@@ -498,6 +498,8 @@ impl Covariance {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     /// The optimiser's reason for stopping is printed in words, not as the crate's
     /// Debug text (`Converged { ftol: true, xtol: false }`).
     #[test]
@@ -523,7 +525,6 @@ mod tests {
         }
         assert_eq!(termination_words(&all[0]), "converged: the residuals stopped improving");
     }
-    use super::*;
 
     /// t = a + s / b at a few sizes, measured from a = 2, b = 10: the fit finds them,
     /// with tiny uncertainty, from a start far away.

@@ -141,35 +141,9 @@ pub(super) struct RawCluster {
 }
 
 /// `channel_bandwidth:`: one bandwidth for every protocol, or a map of some of them; a
-/// protocol left out has no limit. Each is above 0.
+/// protocol left out has no limit. Each is above 0 and finite, as `bandwidth` checks.
 fn channel_bandwidth(src: &Src, raw: &Spanned<RawPerProto>) -> Result<PerProto, ScenarioError> {
-    const KEY: &str = "topology.channel_bandwidth";
-    // A bandwidth is above 0 and finite, as `bandwidth` checks.
-    let one = |v: &Spanned<Scalar>, key: &str| bandwidth(src, v, key);
-    match &raw.value {
-        RawPerProto::One(v) => {
-            let v = Spanned { value: v.clone(), referenced: raw.referenced, defined: raw.defined };
-            Ok(PerProto::all(one(&v, KEY)?))
-        }
-        RawPerProto::Map(items) => {
-            let mut c = PerProto::all(f64::INFINITY);
-            for (k, v) in items {
-                let Some(p) = Proto::from_name(&k.value) else {
-                    return Err(src.err(
-                        &k.referenced,
-                        format!("{KEY}: unknown protocol '{}'; allowed: simple, ll, ll128", k.value),
-                    ));
-                };
-                let b = one(v, &format!("{KEY}.{}", p.name()))?;
-                match p {
-                    Proto::Ll => c.ll = b,
-                    Proto::Ll128 => c.ll128 = b,
-                    Proto::Simple => c.simple = b,
-                }
-            }
-            Ok(c)
-        }
-    }
+    per_proto_of(src, raw, "topology.channel_bandwidth", |v, key| bandwidth(src, v, key), Some(f64::INFINITY))
 }
 
 /// `efficiency: { ll: F, ll128: F }`: the bandwidth LL and LL128 carry data at, as a
@@ -207,13 +181,25 @@ fn efficiency(src: &Src, raw: &Spanned<RawPerProto>) -> Result<PerProto, Scenari
     Ok(e)
 }
 
-/// A value of every protocol (`key` names it in messages).
+/// A time of every protocol (`key` names it in messages).
 fn per_proto(src: &Src, raw: &Spanned<RawPerProto>, key: &str) -> Result<PerProto, ScenarioError> {
+    per_proto_of(src, raw, key, |v, key| time(src, v, key), None)
+}
+
+/// A value of every protocol, each read by `value`: one for all, or a map by protocol
+/// name. A protocol the map leaves out is `absent` where that is given, else an error.
+fn per_proto_of(
+    src: &Src,
+    raw: &Spanned<RawPerProto>,
+    key: &str,
+    value: impl Fn(&Spanned<Scalar>, &str) -> Result<f64, ScenarioError>,
+    absent: Option<f64>,
+) -> Result<PerProto, ScenarioError> {
     let at = raw.referenced;
     match &raw.value {
         RawPerProto::One(v) => {
             let v = Spanned { value: v.clone(), referenced: at, defined: raw.defined };
-            Ok(PerProto::all(time(src, &v, key)?))
+            Ok(PerProto::all(value(&v, key)?))
         }
         RawPerProto::Map(items) => {
             let mut got: [Option<f64>; 3] = [None; 3];
@@ -224,10 +210,10 @@ fn per_proto(src: &Src, raw: &Spanned<RawPerProto>, key: &str) -> Result<PerProt
                         format!("{key}: unknown protocol '{}'; allowed: simple, ll, ll128", k.value),
                     ));
                 };
-                got[p.index()] = Some(time(src, v, &format!("{key}.{}", p.name()))?);
+                got[p.index()] = Some(value(v, &format!("{key}.{}", p.name()))?);
             }
             let missing: Vec<&str> = Proto::ALL.iter().filter(|p| got[p.index()].is_none()).map(|p| p.name()).collect();
-            if !missing.is_empty() {
+            if !missing.is_empty() && absent.is_none() {
                 return Err(src.err(
                     &at,
                     format!(
@@ -236,7 +222,7 @@ fn per_proto(src: &Src, raw: &Spanned<RawPerProto>, key: &str) -> Result<PerProt
                     ),
                 ));
             }
-            let [ll, ll128, simple] = got.map(|v| v.unwrap_or(0.0));
+            let [ll, ll128, simple] = got.map(|v| v.or(absent).unwrap_or(0.0));
             Ok(PerProto { ll, ll128, simple })
         }
     }

@@ -400,9 +400,7 @@ fn slow_links(
                 Scalar::Str(s) if flow && !s.trim().is_empty() => s.trim().to_string(),
                 Scalar::UInt(n) if !flow => n.to_string(),
                 // As the number it is, so that `1` and `"01"` are one rank below.
-                Scalar::Str(s) if !flow && s.trim().parse::<u32>().is_ok() => {
-                    s.trim().parse::<u32>().map_or_else(|_| s.trim().to_string(), |n| n.to_string())
-                }
+                Scalar::Str(s) if !flow && let Ok(n) = s.trim().parse::<u32>() => n.to_string(),
                 other => {
                     return Err(
                         src.err(&v.referenced, format!("noise.slow_links.{key}: {what}; found {}", other.shown()))

@@ -88,9 +88,9 @@ impl NetworkModel for Pipelined {
 /// are held as without the rate (under `pipelined` for `m / B` only, so that other
 /// streams' messages use the link meanwhile). Alone, a message costs
 /// `alpha + max(m / B, m / rate)`. A message its stream issued at the same instant as the
-/// one before, of the same size, to another peer, is that data sent to one more peer (a tree's way down to
-/// its children): NCCL's threads store each line to every peer in the same pass, so it
-/// leaves with the one before and costs the unit nothing more.
+/// one before, of the same size, to another peer, is that data sent to one more peer (a
+/// tree's way down to its children): NCCL's threads store each line to every peer in the
+/// same pass, so it leaves with the one before and costs the unit nothing more.
 pub struct Channels<const PIPELINED: bool> {
     rate: f64,
     /// Per rank, per stream: its last message's issue time and bytes, and when its unit
