@@ -321,6 +321,17 @@ fn by_instant(
     let mut nbook = 0u64;
     let mut instant = 0u64;
     let mut full: [Vec<u64>; 2] = [vec![0; out.len()], vec![0; out.len()]];
+    // Unwindowed steps (see below): per side (out sides, then in sides), its messages
+    // by priority (positions in `waiting`) and the first not yet started; per message,
+    // whether it started and the instant it was last looked at; per side, the instant it
+    // last freed; the sides' frees to come `(end, side)`; the lists being merged.
+    let mut lists: Vec<Vec<usize>> = vec![Vec::new(); 2 * out.len()];
+    let mut heads: Vec<usize> = Vec::new();
+    let mut started: Vec<bool> = Vec::new();
+    let mut seen: Vec<u64> = Vec::new();
+    let mut dirty: Vec<u64> = vec![0; 2 * out.len()];
+    let mut frees: BinaryHeap<std::cmp::Reverse<(u64, usize)>> = BinaryHeap::new();
+    let mut cursors: BinaryHeap<std::cmp::Reverse<(usize, usize, usize)>> = BinaryHeap::new();
     for s in 0..steps {
         let earliest = done.iter().copied().fold(f64::INFINITY, f64::min);
         for p in out.iter_mut().chain(inp.iter_mut()) {
@@ -364,105 +375,249 @@ fn by_instant(
         // greedily in priority order (times are never negative, so their bits order
         // them).
         let mut now = f64::NEG_INFINITY;
-        let mut unissued = runs.len() - waiting.len();
-        while !waiting.is_empty() || unissued > 0 {
-            let std::cmp::Reverse(bits) = marks.pop()?;
-            let t = f64::from_bits(bits);
-            if t <= now {
-                continue;
+        if !windowed {
+            // Without a window every message is issued when the step begins, and a
+            // message found waiting at one instant can start at a later one only if a
+            // port of one of its sides freed in between (a side's holders only fall at
+            // an end): so at each instant only the messages just issued and those of the
+            // sides that freed are looked at, in priority order, by merging their lists
+            // (positions in `waiting`, which is by priority). A walk over every waiting
+            // message at every instant made this the square of the step's messages.
+            let faces = out.len();
+            for list in lists.iter_mut() {
+                list.clear();
             }
-            now = t;
-            instant += 1;
-            loop {
-                // A windowed sender's next message goes once all but `nics - 1` of those
-                // issued before it have landed (a message not yet started lands later).
-                if windowed {
-                    for &from in &senders {
-                        let (lo, hi, issued) = run_of[from];
-                        let k = window(from);
-                        if lo + issued >= hi {
-                            continue;
-                        }
-                        let mine = &ends[from];
-                        if mine.len() + k <= issued {
-                            continue;
-                        }
-                        let mut sorted = mine.clone();
-                        sorted.sort_by(f64::total_cmp);
-                        let free = sorted[issued - k];
-                        if free <= now {
-                            let at = lo + issued;
-                            let issue = done[from].max(free);
-                            let r = Ready { prio: (issue, from, runs[at].1), at, since: nbook };
-                            let pos = waiting.partition_point(|w| prio_cmp(w.prio, r.prio).is_lt());
-                            waiting.insert(pos, r);
-                            run_of[from].2 += 1;
-                            unissued -= 1;
-                        }
-                    }
+            heads.clear();
+            heads.resize(2 * faces, 0);
+            started.clear();
+            started.resize(waiting.len(), false);
+            seen.clear();
+            seen.resize(waiting.len(), 0);
+            for (pos, w) in waiting.iter().enumerate() {
+                let x = step.xfers[runs[w.at].0];
+                let (oi, ii) = topo.route_interfaces(x.from, x.to);
+                lists[oi].push(pos);
+                lists[faces + ii].push(pos);
+            }
+            frees.clear();
+            for (side, p) in out.iter().chain(inp.iter()).enumerate() {
+                frees.extend(
+                    p.old.iter().filter(|b| b.end >= earliest).map(|b| std::cmp::Reverse((b.end.to_bits(), side))),
+                );
+            }
+            let mut fresh = 0;
+            let mut left = waiting.len();
+            while left > 0 {
+                let std::cmp::Reverse(bits) = marks.pop()?;
+                let t = f64::from_bits(bits);
+                if t <= now {
+                    continue;
                 }
-                let mut started = false;
-                // The waiting messages in priority order; those that start leave the
-                // list, the others move up in place (`kept`). Those issued after `now`
-                // all come last. A side found full stays full for the rest of the
-                // instant (bookings only add holders), so it is marked for the instant.
-                let (mut i, mut kept, n) = (0, 0, waiting.len());
-                while i < n {
-                    let w = waiting[i];
-                    let Ready { prio, at, since } = w;
-                    if prio.0 > now {
+                now = t;
+                instant += 1;
+                // Cursors `(position, source, offset in the source's list)`; the
+                // messages just issued are source `usize::MAX`.
+                cursors.clear();
+                if fresh < waiting.len() {
+                    cursors.push(std::cmp::Reverse((fresh, usize::MAX, 0)));
+                }
+                while let Some(&std::cmp::Reverse((b, side))) = frees.peek() {
+                    if b > bits {
                         break;
                     }
-                    i += 1;
-                    let x = step.xfers[runs[at].0];
-                    let (oi, ii) = topo.route_interfaces(x.from, x.to);
-                    if full[0][oi] == instant || full[1][ii] == instant {
-                        waiting[kept] = w;
-                        kept += 1;
+                    frees.pop();
+                    if dirty[side] == instant {
                         continue;
                     }
-                    let o_full = out[oi].held_at(now) >= out[oi].k;
-                    let i_full = inp[ii].held_at(now) >= inp[ii].k;
-                    if o_full || i_full {
-                        if o_full {
-                            full[0][oi] = instant;
-                        }
-                        if i_full {
-                            full[1][ii] = instant;
-                        }
-                        waiting[kept] = w;
-                        kept += 1;
-                        continue;
+                    dirty[side] = instant;
+                    let list = &lists[side];
+                    let mut h = heads[side];
+                    while h < list.len() && started[list[h]] {
+                        h += 1;
                     }
-                    started = true;
-                    let start = now;
-                    let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
-                    // It must neither delay a message of an earlier step booked to start
-                    // while it holds the port, nor have been passed over by one while it
-                    // waited; else the engine's order is not the step order.
-                    if !out[oi].fits(start, end) || !inp[ii].fits(start, end) {
-                        return None;
+                    heads[side] = h;
+                    if h < list.len() {
+                        cursors.push(std::cmp::Reverse((list[h], side, h)));
                     }
-                    let (o, i2) = (&out[oi], &inp[ii]);
-                    let waited = (prio.0, start);
-                    if o.passed_over(prio, x.to, waited, since, i2) || i2.passed_over(prio, x.from, waited, since, o) {
-                        return None;
-                    }
-                    out[oi].book(Booking { start, end, prio, peer: x.to, id: nbook });
-                    inp[ii].book(Booking { start, end, prio, peer: x.from, id: nbook });
-                    nbook += 1;
-                    marks.push(std::cmp::Reverse(end.to_bits()));
-                    end_max = end_max.max(end);
-                    ends[x.from].push(end);
-                    if jobs[x.to].is_empty() {
-                        touched.push(x.to);
-                    }
-                    jobs[x.to].push((end.max(done[x.to]), x.bytes, x.reduce));
                 }
-                waiting.copy_within(i..n, kept);
-                waiting.truncate(kept + n - i);
-                if !started {
-                    break;
+                while let Some(std::cmp::Reverse((pos, src, off))) = cursors.pop() {
+                    if src != usize::MAX && full[src / faces][src % faces] == instant {
+                        continue;
+                    }
+                    let w = waiting[pos];
+                    if w.prio.0 > now {
+                        if src == usize::MAX {
+                            fresh = pos;
+                        }
+                        continue;
+                    }
+                    if !started[pos] && seen[pos] != instant {
+                        seen[pos] = instant;
+                        let Ready { prio, at, since } = w;
+                        let x = step.xfers[runs[at].0];
+                        let (oi, ii) = topo.route_interfaces(x.from, x.to);
+                        let blocked = full[0][oi] == instant || full[1][ii] == instant || {
+                            let o_full = out[oi].held_at(now) >= out[oi].k;
+                            let i_full = inp[ii].held_at(now) >= inp[ii].k;
+                            if o_full {
+                                full[0][oi] = instant;
+                            }
+                            if i_full {
+                                full[1][ii] = instant;
+                            }
+                            o_full || i_full
+                        };
+                        if !blocked {
+                            let start = now;
+                            let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
+                            if !out[oi].fits(start, end) || !inp[ii].fits(start, end) {
+                                return None;
+                            }
+                            let (o, i2) = (&out[oi], &inp[ii]);
+                            let waited = (prio.0, start);
+                            if o.passed_over(prio, x.to, waited, since, i2)
+                                || i2.passed_over(prio, x.from, waited, since, o)
+                            {
+                                return None;
+                            }
+                            out[oi].book(Booking { start, end, prio, peer: x.to, id: nbook });
+                            inp[ii].book(Booking { start, end, prio, peer: x.from, id: nbook });
+                            nbook += 1;
+                            started[pos] = true;
+                            left -= 1;
+                            marks.push(std::cmp::Reverse(end.to_bits()));
+                            frees.push(std::cmp::Reverse((end.to_bits(), oi)));
+                            frees.push(std::cmp::Reverse((end.to_bits(), faces + ii)));
+                            end_max = end_max.max(end);
+                            ends[x.from].push(end);
+                            if jobs[x.to].is_empty() {
+                                touched.push(x.to);
+                            }
+                            jobs[x.to].push((end.max(done[x.to]), x.bytes, x.reduce));
+                        }
+                    }
+                    if src == usize::MAX {
+                        if pos + 1 < waiting.len() {
+                            cursors.push(std::cmp::Reverse((pos + 1, src, 0)));
+                        } else {
+                            fresh = waiting.len();
+                        }
+                    } else {
+                        let list = &lists[src];
+                        let mut next = off + 1;
+                        while next < list.len() && started[list[next]] {
+                            next += 1;
+                        }
+                        if next < list.len() {
+                            cursors.push(std::cmp::Reverse((list[next], src, next)));
+                        }
+                    }
+                }
+            }
+            waiting.clear();
+        } else {
+            let mut unissued = runs.len() - waiting.len();
+            while !waiting.is_empty() || unissued > 0 {
+                let std::cmp::Reverse(bits) = marks.pop()?;
+                let t = f64::from_bits(bits);
+                if t <= now {
+                    continue;
+                }
+                now = t;
+                instant += 1;
+                loop {
+                    // A windowed sender's next message goes once all but `nics - 1` of those
+                    // issued before it have landed (a message not yet started lands later).
+                    if windowed {
+                        for &from in &senders {
+                            let (lo, hi, issued) = run_of[from];
+                            let k = window(from);
+                            if lo + issued >= hi {
+                                continue;
+                            }
+                            let mine = &ends[from];
+                            if mine.len() + k <= issued {
+                                continue;
+                            }
+                            let mut sorted = mine.clone();
+                            sorted.sort_by(f64::total_cmp);
+                            let free = sorted[issued - k];
+                            if free <= now {
+                                let at = lo + issued;
+                                let issue = done[from].max(free);
+                                let r = Ready { prio: (issue, from, runs[at].1), at, since: nbook };
+                                let pos = waiting.partition_point(|w| prio_cmp(w.prio, r.prio).is_lt());
+                                waiting.insert(pos, r);
+                                run_of[from].2 += 1;
+                                unissued -= 1;
+                            }
+                        }
+                    }
+                    let mut started = false;
+                    // The waiting messages in priority order; those that start leave the
+                    // list, the others move up in place (`kept`). Those issued after `now`
+                    // all come last. A side found full stays full for the rest of the
+                    // instant (bookings only add holders), so it is marked for the instant.
+                    let (mut i, mut kept, n) = (0, 0, waiting.len());
+                    while i < n {
+                        let w = waiting[i];
+                        let Ready { prio, at, since } = w;
+                        if prio.0 > now {
+                            break;
+                        }
+                        i += 1;
+                        let x = step.xfers[runs[at].0];
+                        let (oi, ii) = topo.route_interfaces(x.from, x.to);
+                        if full[0][oi] == instant || full[1][ii] == instant {
+                            waiting[kept] = w;
+                            kept += 1;
+                            continue;
+                        }
+                        let o_full = out[oi].held_at(now) >= out[oi].k;
+                        let i_full = inp[ii].held_at(now) >= inp[ii].k;
+                        if o_full || i_full {
+                            if o_full {
+                                full[0][oi] = instant;
+                            }
+                            if i_full {
+                                full[1][ii] = instant;
+                            }
+                            waiting[kept] = w;
+                            kept += 1;
+                            continue;
+                        }
+                        started = true;
+                        let start = now;
+                        let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
+                        // It must neither delay a message of an earlier step booked to start
+                        // while it holds the port, nor have been passed over by one while it
+                        // waited; else the engine's order is not the step order.
+                        if !out[oi].fits(start, end) || !inp[ii].fits(start, end) {
+                            return None;
+                        }
+                        let (o, i2) = (&out[oi], &inp[ii]);
+                        let waited = (prio.0, start);
+                        if o.passed_over(prio, x.to, waited, since, i2)
+                            || i2.passed_over(prio, x.from, waited, since, o)
+                        {
+                            return None;
+                        }
+                        out[oi].book(Booking { start, end, prio, peer: x.to, id: nbook });
+                        inp[ii].book(Booking { start, end, prio, peer: x.from, id: nbook });
+                        nbook += 1;
+                        marks.push(std::cmp::Reverse(end.to_bits()));
+                        end_max = end_max.max(end);
+                        ends[x.from].push(end);
+                        if jobs[x.to].is_empty() {
+                            touched.push(x.to);
+                        }
+                        jobs[x.to].push((end.max(done[x.to]), x.bytes, x.reduce));
+                    }
+                    waiting.copy_within(i..n, kept);
+                    waiting.truncate(kept + n - i);
+                    if !started {
+                        break;
+                    }
                 }
             }
         }
