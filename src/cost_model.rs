@@ -18,6 +18,8 @@ mod lockstep;
 pub mod loggp;
 mod pipeline;
 mod programs;
+#[cfg(test)]
+pub(crate) use programs::bounds_holding;
 mod sweep;
 pub use lockstep::{Step, Xfer, lockstep, lockstep_bounds};
 pub use pipeline::{earliest, ring_items};

@@ -17,7 +17,9 @@
 //!   at. `auto` is `full` while whole vectors would fit `data.memory_budget`, else
 //!   `sample` ([`Planned::data_mode`]: the choice is the one it always was); a point whose data
 //!   would not fit the budget is refused ([`check_budget`]);
-//! - **engine**: [`ENGINE_BYTES_PER_RANK`] per rank (programs, queues, counters);
+//! - **engine**: [`ENGINE_BYTES_PER_RANK`] per rank (programs, queues, counters), and on
+//!   a `custom` or `graph` machine its route cache at the most it can hold
+//!   ([`route_cache_bytes`]);
 //! - **timeline**: a point that records its timeline (at most
 //!   [`DETAIL_MAX_RANKS`] ranks, or the only point of
 //!   a run, and not certain to outgrow it: [`timeline_overflows`]) holds two port
@@ -38,7 +40,8 @@ use crate::scenario::AlgoSpec;
 use crate::scenario::{DataMode, Scenario};
 use crate::sim::data::SAMPLE_GRID;
 use crate::timeline::{DETAIL_MAX_RANKS, MAX_INTERVALS};
-use crate::topology::Topology;
+use crate::topology::spec::TopologySpec;
+use crate::topology::{MAX_CACHED_HOPS, MAX_CACHED_ROUTES, Topology};
 use crate::units::fmt_bytes;
 
 /// Engine state per rank, bytes: its program, port and message queues, counters.
@@ -47,6 +50,29 @@ pub const ENGINE_BYTES_PER_RANK: u64 = 1024;
 pub const EVENTS_PER_MESSAGE: u64 = 3;
 /// Bytes per recorded timeline interval.
 const INTERVAL_BYTES: u64 = 64;
+
+/// Bytes of one cached route besides its hops: its key, its cost, its slice's pointer
+/// and length, the hash table's slack and the allocation's own.
+const ROUTE_ENTRY_BYTES: u64 = 64;
+
+/// The most a `custom` or `graph` machine's route cache holds on a run of `ranks` ranks
+/// sending `messages` messages: a route per pair that talks (at most one per message,
+/// per ordered pair and [`MAX_CACHED_ROUTES`]), each at most the nodes less one hops
+/// long, the hops at most [`MAX_CACHED_HOPS`] (4 bytes each); twice that under the flow
+/// model, which keeps its own. 0 on the other machines, whose routes are computed, not
+/// cached (the flow model's cache of their few-hop routes is the engine's per-rank share).
+pub fn route_cache_bytes(s: &Scenario, ranks: usize, messages: u64) -> u64 {
+    let nodes = match &s.topology {
+        TopologySpec::Custom { nodes, .. } => nodes.len(),
+        TopologySpec::Graph { nodes, .. } => nodes.len(),
+        _ => return 0,
+    } as u64;
+    let p = ranks as u64;
+    let routes = messages.min(p.saturating_mul(p.saturating_sub(1))).min(MAX_CACHED_ROUTES as u64);
+    let hops = routes.saturating_mul(nodes.saturating_sub(1)).min(MAX_CACHED_HOPS as u64);
+    let one = routes * ROUTE_ENTRY_BYTES + hops * 4;
+    if s.network.is_flow() { 2 * one } else { one }
+}
 
 /// One point's estimated cost.
 #[derive(Clone, Debug, PartialEq)]
@@ -306,8 +332,9 @@ impl<'s> Planned<'s> {
         }
         let p = pt.ranks as u64;
         let data_bytes = self.data_bytes(mode);
-        let engine_bytes = p.saturating_mul(ENGINE_BYTES_PER_RANK);
         let (messages, messages_exact) = self.messages();
+        let engine_bytes =
+            p.saturating_mul(ENGINE_BYTES_PER_RANK).saturating_add(route_cache_bytes(s, pt.ranks, messages));
         let events = messages.saturating_mul(EVENTS_PER_MESSAGE);
         let timeline_bytes = if self.records() {
             // Two tables of port tracks per rank (a Vec header and one track each), and

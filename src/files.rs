@@ -314,6 +314,10 @@ fn check_file(flag: &str, path: &Path) -> Result<Output, String> {
             let held = Some(std::sync::Arc::new(held));
             Ok(Output { path: path.to_path_buf(), target: path.to_path_buf(), direct: true, _held: held })
         }
+        // A socket cannot be opened as a file: found only when the report was written.
+        Ok(m) if std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()) => {
+            Err(at("it is a socket, which cannot be written as a file; give a file".to_string()))
+        }
         Ok(_) => Ok(Output { path: path.to_path_buf(), target: path.to_path_buf(), direct: true, _held: None }),
         Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
             if fs::symlink_metadata(path).is_ok() {

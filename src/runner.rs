@@ -563,6 +563,8 @@ pub fn run_planned_point<O: Observer>(pl: Planned<'_>, obs: &mut O) -> PointResu
                 res.cut_off = Some(crate::results::CutOffReport::of(cut, s.seed, launch));
             }
             res.failures.push(format!("simulation failed: {err}"));
+            // No time: a run that never finished is not the fastest (it had 0 and won).
+            res.time_s = f64::NAN;
             res.wall_time_s = started.elapsed().as_secs_f64();
             return res;
         }
@@ -763,6 +765,10 @@ fn check_lower_bound(
     }
 }
 
+/// Why a run on a machine with a channel rate claims no closed form or bound.
+const CHANNEL_RATE_NO_FORM: &str = "channel_bandwidth: a channel's messages pass through its own rate one after \
+     another, which the closed forms and bounds do not count (docs/gpu-clusters.md, \"Channel bandwidth\")";
+
 /// The closed form (or its bounds) against the time, and under the flow model the ideal
 /// model's time. With `noise:` the closed forms describe the machine without noise: they
 /// are reported as a baseline and never fail the point.
@@ -804,8 +810,12 @@ fn check_closed_forms(
 
     // The closed forms count payload bytes on unshared links only.
     let shared_flow = stats.flow.as_ref().is_some_and(|f| f.shared());
+    // A channel's own rate (a cluster's channel_bandwidth) is the engine's, not the forms'.
+    let channel_rate = topo.channel_bandwidth().is_finite();
     let closed_form = closed_form.and_then(|cf| {
-        let why = if net.is_pipelined() {
+        let why = if channel_rate {
+            Some(CHANNEL_RATE_NO_FORM)
+        } else if net.is_pipelined() {
             Some(
                 "network.latency: pipelined: the closed forms and bounds hold a message's ports for its alpha too, \
                  so none is claimed under this mode (docs/model.md)",
@@ -824,7 +834,14 @@ fn check_closed_forms(
     // The bounds are the ideal model's.
     let loggp = net.loggp().is_some();
     let pipelined = net.is_pipelined();
-    let bounds = if closed_form.is_none() && !shared && !loggp && !pipelined { algo.bounds(p, &machine) } else { None };
+    let bounds = if closed_form.is_none() && !shared && !loggp && !pipelined && !channel_rate {
+        algo.bounds(p, &machine)
+    } else {
+        None
+    };
+    if channel_rate && res.no_closed_form.is_none() {
+        res.no_closed_form = Some(CHANNEL_RATE_NO_FORM.to_string());
+    }
     if loggp && closed_form.is_none() && res.no_closed_form.is_none() {
         res.no_closed_form = Some(
             "no closed form under LogGP for this algorithm and problem (docs/loggp.md lists the ones there are)"

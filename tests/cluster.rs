@@ -461,3 +461,71 @@ fn bad_sockets_are_located_and_explained() {
         assert!(msg.contains(want), "{to}:\n{msg}\nwanted: {want}");
     }
 }
+
+/// TWO_BY_ONE with one LL channel limited to 5 GB/s (the link carries LL at 12.5 GB/s).
+fn channel_limited(extra: &str, algorithm: &str) -> String {
+    TWO_BY_ONE
+        .replace("launch: 4us", &format!("launch: 4us\n  channel_bandwidth: {{ ll: 5GB/s }}\n{extra}"))
+        .replace("algorithms: [ring]", &format!("algorithms: [{algorithm}]"))
+}
+
+#[test]
+fn a_channel_moves_no_faster_than_its_channel_bandwidth() {
+    // Ring of 2 ranks, S = 8 MB: two steps of 4 MB, each leaving at the channel's 5 GB/s
+    // (800 us) rather than the link's 12.5 GB/s (320 us): 4 + 2 (800 + 2) us = 1608 us,
+    // under both ways of holding ports (the step waits for the one before it anyway).
+    for net in ["", "network: { model: ideal, latency: pipelined }"] {
+        let r = run(&scenario(&channel_limited(net, "{ name: ring, protocol: ll }")));
+        close(r.time_s, 1608e-6);
+        // The forms do not count the channel's rate, and say so.
+        assert!(r.closed_form_s.is_none() && r.closed_form_bounds_s.is_none());
+        assert!(r.no_closed_form.as_deref().unwrap().contains("channel_bandwidth"), "{:?}", r.no_closed_form);
+    }
+    // A protocol left out has no limit: Simple is the plain 328 us, closed form and all.
+    let r = run(&scenario(&channel_limited("", "ring")));
+    close(r.time_s, 328e-6);
+    // One value for every protocol.
+    let all = channel_limited("", "ring").replace("{ ll: 5GB/s }", "5GB/s");
+    close(run(&scenario(&all)).time_s, 4e-6 + 2.0 * (4e6 / 5e9 + 2e-6));
+}
+
+#[test]
+fn channels_share_a_port_but_each_has_its_own_rate() {
+    // nccl_ring on 2 channels of 2 chunks of 2 MB (one loop each), both through one NIC
+    // port each way, under pipelined latency: a message holds the port for its bytes at
+    // the link's 12.5 GB/s (160 us) and leaves once its channel has copied it at 5 GB/s
+    // (400 us), then takes alpha (2 us) to land. Channel 0 takes the port at 4 us and
+    // lands at 4 + 400 + 2 = 406 us; channel 1 takes it at 164 us and lands at
+    // 164 + 400 + 2 = 566 us. Their second steps start when the first ones land (the
+    // port is free again by then): channel 0 lands at 406 + 402 = 808 us, channel 1 at
+    // 566 + 402 = 968 us.
+    let algo = "{ name: nccl_ring, protocol: ll, channels: 2, chunk: 2MB }";
+    let text = channel_limited("network: { model: ideal, latency: pipelined }", algo);
+    close(run(&scenario(&text)).time_s, 968e-6);
+    // One channel at a time through the port would take 4 + 4 x 402 = 1612 us; without
+    // the rate the port alone sets the time: 4 + 4 x 160 + 2 = 646 us.
+    let free = text.replace("  channel_bandwidth: { ll: 5GB/s }\n", "");
+    close(run(&scenario(&free)).time_s, 646e-6);
+}
+
+#[test]
+fn bad_channel_bandwidths_are_located_and_explained() {
+    let text = channel_limited("", "ring");
+    for (bad, want) in [
+        ("{ ll: 0GB/s }", "topology.channel_bandwidth.ll: bandwidth '0GB/s' must be greater than 0"),
+        ("{ ll64: 5GB/s }", "topology.channel_bandwidth: unknown protocol 'll64'; allowed: simple, ll, ll128"),
+        ("{ ll: fast }", "topology.channel_bandwidth.ll:"),
+    ] {
+        let msg = error(&text.replace("{ ll: 5GB/s }", bad));
+        assert!(msg.contains("bad.yaml:") && msg.contains(want), "{bad}:\n{msg}\nwanted: {want}");
+    }
+    let msg = error(
+        "topology: { kind: fully_connected, link: { alpha: 1us, bandwidth: 1GB/s }, channel_bandwidth: 1GB/s }\nranks: 2\nalgorithms: [ring]\nsizes: 1KiB\n",
+    );
+    assert!(msg.contains("'channel_bandwidth' does not apply to kind fully_connected"), "{msg}");
+    // Modelled under the ideal model only: the flow model says so rather than ignore it.
+    let s = scenario(&channel_limited("network: { model: flow }", "ring").replace("{ ll: 5GB/s }", "5GB/s"));
+    let r = run_point(&s, &Point { algo: 0, ranks: 2, bytes: s.sizes[0] });
+    let why = format!("{:?} {:?}", r.failures, r.not_applicable);
+    assert!(why.contains("channel_bandwidth is modelled under network model ideal only"), "{why}");
+}

@@ -1281,3 +1281,218 @@ fn fifth_trial_huge_ratios_print_as_factors() {
     assert!(out.status.success() && stdout.contains("vs the best"), "{stdout}");
     assert!(!stdout.contains("inf") && !stdout.contains("00000000000000000000"), "{stdout}");
 }
+
+/// The sixth trial's machine for link faults: a ring of 4 under the flow model whose two
+/// failed links leave every algorithm with a message and no route.
+const SIXTH_CUT: &str = "ranks: 4\ntopology: { kind: ring, link: { alpha: 1us, bandwidth: 10GB/s } }\n\
+network: { model: flow }\nnoise: { faults: [{ a: r0, b: r1, at: 0 }, { a: r2, b: r3, at: 0 }] }\n\
+algorithms: [ring, star, auto]\nsizes: [4KiB, 8KiB]\n";
+
+/// `run --measured a.txt --plot=p --output a.txt` wrote the report over the log, then
+/// failed to read it: the --measured logs were not among the inputs the outputs are
+/// checked against.
+#[test]
+fn sixth_trial_a_measured_log_is_an_input() {
+    let d = case_dir("sixth-measured");
+    std::fs::write(d.join("s.yaml"), QUICK).unwrap();
+    let log = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/data/l40s_p2_ring.txt")).unwrap();
+    std::fs::write(d.join("a.txt"), &log).unwrap();
+    for flag in ["--output", "--junit", "--trace"] {
+        let mut c = cmd();
+        c.current_dir(&d).args(["run", "s.yaml", "--quiet", "--measured", "a.txt", "--plot=p", flag, "a.txt"]);
+        if flag == "--junit" {
+            std::fs::write(d.join("b.json"), "{\"results\": []}").unwrap();
+            c.args(["--baseline", "b.json"]);
+        }
+        c.timeout(Duration::from_secs(20)).assert().code(2).stderr(predicate::str::contains("is the input a.txt"));
+        assert_eq!(std::fs::read(d.join("a.txt")).unwrap(), log, "{flag}");
+    }
+}
+
+/// A Unix socket as `--output` passed the check and failed only when the report was
+/// written, after the whole run (`No such device or address`).
+#[test]
+fn sixth_trial_a_socket_is_refused_as_an_output() {
+    let d = case_dir("sixth-socket");
+    std::fs::write(d.join("s.yaml"), QUICK).unwrap();
+    let _listener = std::os::unix::net::UnixListener::bind(d.join("sock")).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["run", "s.yaml", "--quiet", "--output", "sock"])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: --output sock: it is a socket"), "{stderr}");
+    assert!(out.stdout.is_empty(), "the run went ahead: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// Given twice, one was kept without a word: `calibrate --env NCCL_ALGO=Ring --env
+/// NCCL_ALGO=Tree` fitted the ring; a slow link listed twice (either way round) had both
+/// factors applied, where a slow rank listed twice is refused.
+#[test]
+fn sixth_trial_what_is_given_twice_is_refused() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    cmd()
+        .arg("calibrate")
+        .arg(format!("{root}/validation/hardware/machines/l40s_pcie.yaml"))
+        .arg(format!("{root}/validation/hardware/data/l40s_p2_ring.txt"))
+        .args(["--env", "NCCL_ALGO=Ring", "--env", "NCCL_ALGO=Tree", "--quiet"])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--env NCCL_ALGO: given twice (Ring, then Tree)"));
+    for (model, links) in [
+        ("ideal", "[{ a: 0, b: 1, factor: 0.5 }, { a: 1, b: \"00\", factor: 0.25 }]"),
+        ("ideal", "[{ a: 0, b: 1, factor: 0.5 }, { a: 0, b: 1, factor: 0.5 }]"),
+        ("flow", "[{ a: r0, b: r1, factor: 0.5 }, { a: r1, b: r0, factor: 0.25 }]"),
+    ] {
+        let text = format!(
+            "ranks: 4\ntopology: {{ link: {{ alpha: 1us, bandwidth: 10GB/s }} }}\nnetwork: {{ model: {model} }}\n\
+             noise: {{ slow_links: {links} }}\nalgorithms: [ring]\nsizes: [4KiB]\n"
+        );
+        let e = parse_str(&text, "s.yaml").unwrap_err().to_string();
+        assert!(e.starts_with("s.yaml:4:") && e.contains("is listed twice"), "{model} {links}: {e}");
+    }
+}
+
+/// A run that link faults cut off had `time_s` 0: every such row was marked the fastest
+/// (`*` on each), `auto` picked among them (`star ... +0.0%`), `tune` wrote them as the
+/// winners, and `merge` of its shards and `tune` exited 1 where `run` exits 3.
+#[test]
+fn sixth_trial_a_run_cut_off_has_no_time_and_wins_nothing() {
+    let d = case_dir("sixth-cut");
+    std::fs::write(d.join("s.yaml"), SIXTH_CUT).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["run", "s.yaml", "--quiet", "--format", "json"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for r in report["results"].as_array().unwrap() {
+        assert!(r["time_s"].is_null() && r["best_algorithm"].is_null(), "{r}");
+        assert!(r["cut_off"].is_object(), "{r}");
+    }
+    let auto = report["results"].as_array().unwrap().iter().find(|r| r["algorithm"] == "auto").unwrap();
+    assert!(auto["not_applicable"].as_str().unwrap().contains("ran to the end"), "{auto}");
+    let table =
+        cmd().current_dir(&d).args(["run", "s.yaml", "--quiet"]).timeout(Duration::from_secs(60)).output().unwrap();
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(!text.lines().any(|l| l.starts_with('*')) && !text.contains(" 0 s "), "{text}");
+    let csv = cmd()
+        .current_dir(&d)
+        .args(["run", "s.yaml", "--quiet", "--format", "csv"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    for row in String::from_utf8_lossy(&csv.stdout).lines().skip(1) {
+        assert_eq!(row.split(',').nth(4), Some(""), "{row}");
+    }
+    for i in 0..2 {
+        cmd()
+            .current_dir(&d)
+            .args(["run", "s.yaml", "--quiet", "--format", "json", "--shard", &format!("{i}/2")])
+            .args(["--output", &format!("s{i}.json")])
+            .timeout(Duration::from_secs(60))
+            .assert()
+            .code(3);
+    }
+    cmd()
+        .current_dir(&d)
+        .args(["merge", "s0.json", "s1.json", "--format", "csv"])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(3)
+        .stderr(predicate::str::contains("cut off: link faults"));
+    let tuned = cmd()
+        .current_dir(&d)
+        .args(["tune", "s.yaml", "--quiet", "--emit", "json"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(tuned.status.code(), Some(3), "{}", String::from_utf8_lossy(&tuned.stderr));
+    let tuned: serde_json::Value = serde_json::from_slice(&tuned.stdout).unwrap();
+    for p in tuned["points"].as_array().unwrap() {
+        assert!(p["best_algorithm"].is_null() && p["ompi_rule"].is_null() && p["nccl_rule"].is_null(), "{p}");
+    }
+}
+
+// Sixth round: the leftovers of the fifth trial (docs/hardening.md, "Leftovers of the
+// fifth trial, fixed").
+
+/// A `custom` line of `n` nodes running `algorithms` at 4 bytes.
+fn sixth_round_line(n: usize, algorithms: &str) -> String {
+    let names: Vec<String> = (0..n).map(|i| format!("n{i}")).collect();
+    let mut t = format!(
+        "ranks: {n}\ntopology:\n  kind: custom\n  link: {{ alpha: 1us, bandwidth: 100Gbps }}\n  nodes: [{}]\n  links:\n",
+        names.join(", ")
+    );
+    for i in 1..n {
+        t.push_str(&format!("    - {{ from: n{}, to: n{i} }}\n", i - 1));
+    }
+    t + &format!("algorithms: [{algorithms}]\nsizes: [4]\n")
+}
+
+/// A line's routes are up to P - 1 hops: a cache bounded by its count of routes alone
+/// kept P^2 link ids once every pair talked. It is bounded by hops too.
+#[test]
+fn sixth_round_a_lines_route_cache_is_bounded_by_hops() {
+    use allreduce_sim::topology::{Graph, Link, MAX_CACHED_HOPS, Topology};
+    let n = 3000;
+    let link = Link { alpha: 1e-6, bandwidth: 1e10 };
+    let line: Vec<_> = (1..n).map(|i| (i - 1, i, link)).collect();
+    let g = Graph::custom((0..n).map(|i| format!("n{i}")).collect(), vec![1; n], &line).unwrap();
+    let mut asked = 0;
+    for k in 0..2000 {
+        let (a, b) = if k % 2 == 0 { (k / 2, n - 1) } else { (n - 1, k / 2) };
+        let l = g.link(a, b);
+        assert!(l.alpha > 0.0);
+        asked += n - 1 - k / 2;
+        assert!(g.cached_hops() <= MAX_CACHED_HOPS, "{} hops cached after {asked} asked", g.cached_hops());
+    }
+    assert!(asked > MAX_CACHED_HOPS, "the test asks for more than the cache keeps");
+    // A route asked again after the cache was emptied is the same.
+    let again = g.link(0, n - 1);
+    assert_eq!(again, g.link(0, n - 1));
+}
+
+/// `validate` said 4.88 MiB for a 5,000-node line whose route cache alone can hold far
+/// more; it counts the cache at the most it can hold now, and the run does not go past
+/// it (routes at most MAX_CACHED_HOPS hops, the bounds' walk no longer P^2).
+#[test]
+fn sixth_round_a_graphs_estimate_counts_its_route_cache() {
+    use allreduce_sim::results::Point;
+    let s = parse_str(&sixth_round_line(1000, "direct"), "line.yaml").unwrap();
+    let est = estimate::estimate(&s, &Point { algo: 0, ranks: 1000, bytes: 4 }, true);
+    let routes = estimate::route_cache_bytes(&s, 1000, est.messages);
+    assert!(routes >= 16 << 20, "{routes}");
+    assert!(est.engine_bytes >= routes + 1000 * estimate::ENGINE_BYTES_PER_RANK, "{est:?}");
+    // A fully connected machine has no cache to count.
+    let full = QUICK.replace("ranks: 16", "ranks: 1000");
+    let s = parse_str(&full, "q.yaml").unwrap();
+    assert_eq!(estimate::route_cache_bytes(&s, 1000, 1 << 30), 0);
+}
+
+/// An OSU row of 3 bytes (no whole number of 4-byte floats) was blamed on `m.yaml:12:9`,
+/// the `sizes:` of the machine as calibrate edited it; the row is the log's line 4.
+#[test]
+fn sixth_round_a_logs_bad_size_is_blamed_on_the_log() {
+    let d = case_dir("osu-size");
+    std::fs::write(d.join("m.yaml"), QUICK).unwrap();
+    let log = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size       Avg Latency(us)\n\
+               3                       1.85\n8                       1.83\n";
+    std::fs::write(d.join("osu.txt"), log).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["calibrate", "m.yaml", "osu.txt", "--ranks", "2", "--gpus-per-node", "2", "--quiet"])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("osu.txt:4: a size of 3 bytes is not a whole number of 4-byte f32"), "{stderr}");
+    assert!(!stderr.contains("m.yaml"), "{stderr}");
+}

@@ -53,7 +53,15 @@ pub fn execute(a: &Args) -> Result<(String, Calibration), String> {
     let mut env = Vec::new();
     for kv in &a.env {
         match kv.split_once('=') {
-            Some((k, v)) if k.starts_with("NCCL_") && !v.is_empty() => env.push((k.to_string(), v.to_string())),
+            Some((k, v)) if k.starts_with("NCCL_") && !v.is_empty() => {
+                // A setting given twice kept one value without a word.
+                if let Some((_, first)) = env.iter().find(|(name, _): &&(String, String)| name == k) {
+                    return Err(format!(
+                        "--env {k}: given twice ({first}, then {v}); NCCL reads one value: give each setting once"
+                    ));
+                }
+                env.push((k.to_string(), v.to_string()));
+            }
             _ => return Err(format!("--env: '{kv}' is not NCCL_NAME=VALUE")),
         }
     }

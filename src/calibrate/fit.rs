@@ -286,7 +286,7 @@ pub fn fit<M: Model>(
         return Err(p.error.take().unwrap_or_else(|| "the Jacobian failed".into()));
     };
     let (termination, converged) = match &report {
-        Some(r) => (format!("{:?}", r.termination), r.termination.was_successful()),
+        Some(r) => (termination_words(&r.termination), r.termination.was_successful()),
         None => ("nothing to fit".to_string(), true),
     };
     let prior_weight = p.limits.prior.iter().map(|(_, w)| *w).collect();
@@ -328,6 +328,28 @@ pub struct Stats {
     /// (the prior alone): `w^2 (J^T J + W^2)^-1` on the diagonal, one minus the
     /// resolution of the parameter; 0 without a prior.
     pub prior_share: Vec<f64>,
+}
+
+/// Why the optimiser stopped, in words (the crate's own names are for programmers:
+/// `Converged { ftol: true, xtol: false }`).
+fn termination_words(t: &levenberg_marquardt::TerminationReason) -> String {
+    use levenberg_marquardt::TerminationReason as T;
+    match t {
+        T::Converged { ftol: true, xtol: true } => {
+            "converged: neither the residuals nor the values changed any more".into()
+        }
+        T::Converged { ftol: true, .. } => "converged: the residuals stopped improving".into(),
+        T::Converged { .. } => "converged: the values stopped changing".into(),
+        T::ResidualsZero => "converged: every point matched exactly".into(),
+        T::Orthogonal => "converged: no direction improves the residuals (gradient zero)".into(),
+        T::LostPatience => "stopped: the limit on evaluations was reached".into(),
+        T::NoImprovementPossible(what) => format!("stopped: no step improves the fit any more ({what} at rounding)"),
+        T::Numerical(what) => format!("stopped: a non-finite number appeared ({what})"),
+        T::User(what) => format!("stopped: the simulation failed ({what})"),
+        T::NoParameters => "nothing to fit".into(),
+        T::NoResiduals => "no points to fit".into(),
+        T::WrongDimensions(what) => format!("stopped: inconsistent sizes ({what})"),
+    }
 }
 
 /// Statistics of an outcome. `active[k]` says which columns take part (fitted and
@@ -477,6 +499,32 @@ impl Covariance {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The optimiser's reason for stopping is printed in words, not as the crate's
+    /// Debug text (`Converged { ftol: true, xtol: false }`).
+    #[test]
+    fn termination_is_told_in_words() {
+        use levenberg_marquardt::TerminationReason as T;
+        let all = [
+            T::Converged { ftol: true, xtol: false },
+            T::Converged { ftol: false, xtol: true },
+            T::Converged { ftol: true, xtol: true },
+            T::ResidualsZero,
+            T::Orthogonal,
+            T::LostPatience,
+            T::NoImprovementPossible("ftol"),
+            T::Numerical("residuals"),
+            T::User("x"),
+            T::NoParameters,
+            T::NoResiduals,
+            T::WrongDimensions("jacobian"),
+        ];
+        for t in &all {
+            let w = termination_words(t);
+            assert!(!w.contains('{') && !w.contains("Converged") && !w.is_empty(), "{t:?}: {w}");
+        }
+        assert_eq!(termination_words(&all[0]), "converged: the residuals stopped improving");
+    }
 
     /// t = a + s / b at a few sizes, measured from a = 2, b = 10: the fit finds them,
     /// with tiny uncertainty, from a start far away.

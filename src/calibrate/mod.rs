@@ -759,12 +759,25 @@ struct Job {
 }
 
 fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
+    // Checked here, against the log's own line: the scenario built below would blame the
+    // `sizes:` of the machine file as edited, a line the user never wrote.
+    let e = run.dtype.as_deref().map_or(4, dtype_bytes);
+    let ty = dtype_name(run.dtype.as_deref().unwrap_or("float"));
+    if let Some(bad) = run.samples.iter().find(|x| !x.bytes.is_multiple_of(e)) {
+        return Err(format!(
+            "{}:{}: a size of {} bytes is not a whole number of {e}-byte {ty} elements, which the simulator moves; \
+             sizes must be multiples of {e} bytes (remove the row)",
+            crate::units::escape_controls(&run.file),
+            bad.line,
+            bad.bytes
+        ));
+    }
     let mut tree = m.tree.clone();
     shape(&mut tree, m.kind(), run)?;
     let ranks = run.ranks.unwrap_or(1);
     tree.set("collective", Yaml::Str(run.collective.name().to_string()))?;
     tree.set("data.mode", Yaml::Str("off".into()))?;
-    tree.set("data.dtype", Yaml::Str(dtype_name(run.dtype.as_deref().unwrap_or("float")).into()))?;
+    tree.set("data.dtype", Yaml::Str(ty.into()))?;
     tree.set("check", Yaml::Map(vec![("closed_form".into(), Yaml::Bool(false))]))?;
     for k in ["noise", "repeat"] {
         if let Yaml::Map(v) = &mut tree {
@@ -949,15 +962,15 @@ enum Plan {
 }
 
 /// The least time one more whole loop of period `period` bytes can add to a run of
-/// point `pt`'s algorithm once its loops repeat: the algorithm's lower bound
+/// algorithm `algo` on `ranks` ranks once its loops repeat: the algorithm's lower bound
 /// ([`runner::lower_bound`]) of a run of exactly one whole loop on every channel. For
 /// `nvls_tree` that bound is the busiest interface side's time over the run, and every
 /// whole loop puts the same messages on every side, so a run of `k` whole loops more
 /// keeps each side busy `k` times a loop's time more: a schedule whose loops repeat
 /// with a step below this would, over enough loops, finish before its busiest side
 /// could have carried them. `None` where the bound does not hold (docs/nccl.md).
-fn loop_floor(s: &Scenario, pt: &Point, period: u64) -> Option<f64> {
-    runner::lower_bound(s, &Point { bytes: period, ..pt.clone() })
+fn loop_floor(s: &Scenario, algo: usize, ranks: usize, period: u64) -> Option<f64> {
+    runner::lower_bound(s, &Point { algo, ranks, bytes: period })
 }
 
 /// Simulated times of every point of every job, in order, at one set of values.
@@ -1001,13 +1014,7 @@ fn simulate(m: &Machine, jobs: &[Job], runs: &[Run], params: &[Param], values: &
             // where that pace is known (the ideal model); elsewhere it runs whole.
             let floor = match period {
                 Some(l) if scenarios[j].algorithms[*algo].name == "nvls_tree" => {
-                    let pt = Point { algo: *algo, ranks: job.ranks, bytes: l };
-                    match floors.entry((j, *algo, l)) {
-                        std::collections::btree_map::Entry::Occupied(f) => Some(*f.get()),
-                        std::collections::btree_map::Entry::Vacant(v) => {
-                            Some(*v.insert(loop_floor(&scenarios[j], &pt, l)))
-                        }
-                    }
+                    Some(*floors.entry((j, *algo, l)).or_insert_with(|| loop_floor(&scenarios[j], *algo, job.ranks, l)))
                 }
                 _ => None,
             };

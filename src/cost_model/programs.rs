@@ -67,6 +67,9 @@ enum Slot {
     Unknown,
     Piece(Pair, f64),
     Done(Pair),
+    /// Done and waited for: its completion is behind its stream's `now` for good, so it
+    /// counts for nothing more, and a run of them at the front is dropped.
+    Waited,
 }
 
 /// One channel's unmatched sends (their landing times) or receives.
@@ -248,9 +251,17 @@ impl Stream<'_> {
                     Slot::Unknown => return false,
                     Slot::Piece(ready, own) => unit.settle(ready, own, self.future_work),
                     Slot::Done(at) => at,
+                    Slot::Waited => self.now,
                 };
-                self.handles[i] = Slot::Done(at);
                 self.now = max2(self.now, at);
+                self.handles[i] = Slot::Waited;
+                // `now` only grows, so a waited handle adds nothing to a later WaitAll:
+                // a stream that waits for its handles one by one (a ring) keeps only
+                // those not yet waited for, not one per receive of the whole run.
+                while self.handles.front() == Some(&Slot::Waited) {
+                    self.handles.pop_front();
+                    self.base += 1;
+                }
                 self.block = Block::Running;
                 true
             }
@@ -300,6 +311,19 @@ fn max2(a: Pair, b: Pair) -> Pair {
 /// switch agents, shares a channel between streams, or does not finish (a program that
 /// waits for what is never sent).
 pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology, c: f64) -> Option<(f64, f64)> {
+    bounds_holding(programs, p, topo, c).map(|(bounds, _)| bounds)
+}
+
+/// [`program_bounds`], and the most handles one stream held at once (the tests hold it
+/// to what is in flight, not to the run's length: a test in src/algos/ring.rs, which
+/// builds the ring there, as this module may not import the algorithms).
+pub(crate) fn bounds_holding(
+    programs: &dyn Programs,
+    p: &Problem,
+    topo: &dyn Topology,
+    c: f64,
+) -> Option<((f64, f64), usize)> {
+    let mut held = 0;
     if programs.switch_agents() {
         return None;
     }
@@ -392,6 +416,7 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
             if !st.unblocked(&mut units[r]) {
                 break;
             }
+            held = held.max(st.handles.len());
             let Some(op) = st.prog.next() else {
                 st.block = Block::Done;
                 end = max2(end, st.now);
@@ -521,5 +546,5 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
             end = max2(end, st.settle_all(&mut units[r], 0.0));
         }
     }
-    Some(end)
+    Some((end, held))
 }

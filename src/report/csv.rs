@@ -69,7 +69,8 @@ impl Exporter for Csv {
 fn row(r: &PointResult) -> [String; 40] {
     // An n/a row has no time: empty, not 0 (which would sort as the fastest).
     let na = r.not_applicable.is_some();
-    let time = |x: f64| if na { String::new() } else { float(x) };
+    // A run that did not finish has no time either (NaN): empty, as JSON writes null.
+    let time = |x: f64| if na || x.is_nan() { String::new() } else { float(x) };
     [
         r.collective.name().to_string(),
         text(&r.algorithm),

@@ -94,6 +94,9 @@ fn selections(out: &mut String, rows: &[&PointResult]) {
         let Some(sel) = &r.selection else { continue };
         let best = r.best_algorithm.as_deref().unwrap_or("-");
         let line = match (&sel.library, &sel.library_choice) {
+            (Some(lib), Some(choice)) if r.time_s.is_nan() => {
+                format!("{lib} picks {choice}; {} did not run to the end (see the failures)", sel.selected)
+            }
             (Some(lib), Some(choice)) => {
                 let predicted = sel.predicted_s.map_or_else(String::new, |p| format!(", predicts {}", fmt_time(p)));
                 format!(
@@ -473,7 +476,8 @@ fn group_table(out: &mut String, rows: &[&PointResult]) {
             continue;
         }
         let mut cells = head;
-        cells.push(fmt_time(r.time_s));
+        // A run that did not finish (simulation failed) has no time.
+        cells.push(if r.time_s.is_nan() { dash() } else { fmt_time(r.time_s) });
         if flow {
             cells.push(r.ideal_time_s.map_or_else(dash, |ideal| vs_ideal(r.time_s, ideal)));
         }

@@ -492,7 +492,18 @@ impl<'r> Pool<'r> {
                     });
                     row
                 }
-                None => not_applicable(format!("none of the {} algorithms runs here", self.weighed)),
+                None if self.ran_ok == 0 => {
+                    not_applicable(format!("none of the {} algorithms runs here", self.weighed))
+                }
+                // Every one that applies failed (link faults cut it off): no pick, and why.
+                None => {
+                    let mut row = not_applicable(format!(
+                        "none of the {} algorithms that apply here ran to the end (see their failures)",
+                        self.ran_ok
+                    ));
+                    row.cut_off = self.every.iter().find_map(|r| r.cut_off.clone());
+                    row
+                }
             },
             Some(Err(why)) => not_applicable(why.clone()),
             Some(Ok(Some(w))) => self.picked(c, spec, w, placeholder),

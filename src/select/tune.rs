@@ -160,9 +160,11 @@ pub fn summarise(report: &Report) -> Tuned {
         let nccl_params = s.algorithms.iter().find(|a| a.name == "nccl_model" && a.collective == collective).cloned();
         let algos: Vec<&PointResult> =
             rows.iter().copied().filter(|r| !is_selector(&r.algorithm) && r.not_applicable.is_none()).collect();
-        let times: Vec<(String, f64)> = algos.iter().map(|r| (r.algorithm.clone(), r.time_s)).collect();
+        let times: Vec<(String, f64)> =
+            algos.iter().filter(|r| r.time_s.is_finite()).map(|r| (r.algorithm.clone(), r.time_s)).collect();
         let choice = |id: &str| -> Option<Choice> {
-            let r = rows.iter().find(|r| r.algorithm == id && r.not_applicable.is_none())?;
+            // A pick that did not run to the end (cut off by link faults) has no time to compare.
+            let r = rows.iter().find(|r| r.algorithm == id && r.not_applicable.is_none() && r.time_s.is_finite())?;
             let sel = r.selection.as_ref()?;
             Some(Choice {
                 library_choice: sel.library_choice.clone().unwrap_or_default(),

@@ -2285,7 +2285,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             link = n.link(src as Rank, dst as Rank, link);
         }
         let ports = (src_if as u32, dst_if as u32);
-        let start = Start { id, src: src as Rank, dst: dst as Rank, wire, link, now: self.now, ports };
+        let (stream, issued) = (m.stream, m.issued);
+        let start = Start { id, src: src as Rank, dst: dst as Rank, stream, issued, wire, link, now: self.now, ports };
         let end = self.net.start(&start, &mut Sched { events: &mut self.events });
         self.obs.message(&info, self.now, end);
     }

@@ -133,6 +133,9 @@ impl Topology for ProxyView<'_> {
     fn nvlinks_shared(&self) -> bool {
         self.inner.nvlinks_shared()
     }
+    fn channel_bandwidth(&self) -> f64 {
+        self.inner.channel_bandwidth()
+    }
     fn protocol(&self) -> Option<Proto> {
         self.inner.protocol()
     }

@@ -242,6 +242,11 @@ pub struct ClusterSpec {
     /// out of the report when it is [`PerProto::NCCL_EFFICIENCY`].
     #[serde(default = "nccl_efficiency", skip_serializing_if = "is_nccl_efficiency")]
     pub efficiency: PerProto,
+    /// Bytes per second one channel (one of NCCL's thread blocks, a stream of the
+    /// programs) moves at most, per protocol, whatever its links carry; infinite (no
+    /// limit) by default (docs/gpu-clusters.md, "Channel bandwidth").
+    #[serde(default = "unlimited", skip_serializing_if = "is_unlimited")]
+    pub channel_bandwidth: PerProto,
 }
 
 fn zero_per_proto() -> PerProto {
@@ -250,6 +255,14 @@ fn zero_per_proto() -> PerProto {
 
 fn is_zero_per_proto(v: &PerProto) -> bool {
     *v == PerProto::all(0.0)
+}
+
+fn unlimited() -> PerProto {
+    PerProto::all(f64::INFINITY)
+}
+
+fn is_unlimited(v: &PerProto) -> bool {
+    *v == PerProto::all(f64::INFINITY)
 }
 
 fn nccl_efficiency() -> PerProto {
@@ -300,6 +313,7 @@ impl ClusterSpec {
             fabric: FabricSpec { kind: FabricKind::RailOptimized, hosts_per_leaf: None, spines: 1, uplink: None },
             launch_s,
             efficiency: PerProto::NCCL_EFFICIENCY,
+            channel_bandwidth: unlimited(),
         }
     }
 }
@@ -911,6 +925,9 @@ impl Topology for Cluster {
 
     fn nvls_efficiency(&self) -> f64 {
         self.spec.intra.nvls_efficiency
+    }
+    fn channel_bandwidth(&self) -> f64 {
+        self.spec.channel_bandwidth.of(self.proto)
     }
 
     fn nvlinks(&self) -> Option<&[(usize, usize, u32)]> {

@@ -17,8 +17,9 @@
 //! found when a message first needs it: a breadth-first search from the source that stops
 //! as soon as it reaches the destination (every node nearer the source is then known, and
 //! the trace back only looks at those). Routes are kept per ordered pair of ranks in a
-//! cache that is emptied when it passes [`MAX_CACHED_ROUTES`]; only lookups reach it, so
-//! its order never shows in any output.
+//! cache that is emptied when it passes [`MAX_CACHED_ROUTES`] routes or
+//! [`MAX_CACHED_HOPS`] hops; only lookups reach it, so its order never shows in any
+//! output.
 //!
 //! **Placement.** Rank `r` runs on host `placement[r]`, each host at most once
 //! ([`Graph::placed`]). [`Graph::order`] gives the hosts in the orders a scenario can
@@ -39,6 +40,11 @@ use super::{Fabric, Link, LinkId, Topology, route_cost};
 /// The most routes a [`Graph`] keeps before it empties its cache and starts again (about
 /// 100 MB of routes of a few hops).
 pub const MAX_CACHED_ROUTES: usize = 1 << 20;
+
+/// The most hops, summed over its routes, a route cache keeps before it empties itself
+/// (16 MiB of link ids). Counting routes alone let a machine of long routes (a line of
+/// P nodes: routes of up to P - 1 hops) keep P^2 link ids when every pair talks.
+pub const MAX_CACHED_HOPS: usize = 1 << 22;
 
 /// One node of a [`Graph`].
 #[derive(Clone, Debug, PartialEq)]
@@ -100,6 +106,8 @@ pub struct Graph {
 #[derive(Default)]
 struct Routes {
     cache: HashMap<u64, Route>,
+    /// The hops of the routes in `cache`, summed.
+    hops: usize,
     /// `dist[v]` is valid in the current search when `stamp[v] == generation`, so a
     /// search touches only the nodes it reaches instead of clearing a table per route.
     stamp: Vec<u32>,
@@ -314,6 +322,7 @@ impl Graph {
         // Routes are cached by rank, and the ranks have moved.
         let routes = self.routes.get_mut().unwrap_or_else(PoisonError::into_inner);
         routes.cache.clear();
+        routes.hops = 0;
         Ok(self)
     }
 
@@ -377,11 +386,19 @@ impl Graph {
         }
         let route = self.search(self.placement[a], self.placement[b], &mut routes);
         let out = f(&route);
-        if routes.cache.len() >= MAX_CACHED_ROUTES {
+        if routes.cache.len() >= MAX_CACHED_ROUTES || routes.hops + route.links.len() > MAX_CACHED_HOPS {
             routes.cache.clear();
+            routes.hops = 0;
         }
+        routes.hops += route.links.len();
         routes.cache.insert(key, route);
         out
+    }
+
+    /// The hops of the routes cached now, summed: at most [`MAX_CACHED_HOPS`] (or one
+    /// route's, on a machine whose routes are longer than that).
+    pub fn cached_hops(&self) -> usize {
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner).hops
     }
 
     /// The route from node `s` to node `t` (see the module docs).

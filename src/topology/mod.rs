@@ -31,7 +31,7 @@ pub use cluster::{
 pub use fabric::{Fabric, LinkId, detour, route_cost};
 pub use fat_tree::{FatTree, oversubscription, oversubscription_text};
 pub use fully_connected::FullyConnected;
-pub use graph::{Graph, MAX_CACHED_ROUTES, Node, Placement, RankOrder, unreachable, unreachable_host};
+pub use graph::{Graph, MAX_CACHED_HOPS, MAX_CACHED_ROUTES, Node, Placement, RankOrder, unreachable, unreachable_host};
 pub use grid::{Grid, squarest};
 pub use hierarchical::{Hierarchical, Level};
 pub use proto_view::ProtoView;
@@ -113,6 +113,14 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     /// (`intra.nvls_efficiency` of a `cluster`; 1 elsewhere).
     fn nvls_efficiency(&self) -> f64 {
         1.0
+    }
+    /// Bytes per second one stream of a rank's program (one of NCCL's channels, a thread
+    /// block) sends at most, whatever its links carry (`channel_bandwidth` of a
+    /// `cluster`, for its protocol); infinite (no limit) elsewhere. The ideal model then
+    /// passes each stream's messages through that rate one after another
+    /// ([`crate::sim::network::ideal::Channels`]).
+    fn channel_bandwidth(&self) -> f64 {
+        f64::INFINITY
     }
     /// The NVLink bundles inside a node, `(gpu a, gpu b, links)` with `a < b` in a node's
     /// own GPU numbers, on a machine whose GPUs are joined by explicit NVLinks (a

@@ -137,6 +137,13 @@ pub(super) struct RawCluster {
     pub fabric: Option<Spanned<RawFabric>>,
     pub launch: Option<Spanned<RawPerProto>>,
     pub efficiency: Option<Spanned<RawPerProto>>,
+    pub channel_bandwidth: Option<Spanned<RawPerProto>>,
+}
+
+/// `channel_bandwidth:`: one bandwidth for every protocol, or a map of some of them; a
+/// protocol left out has no limit. Each is above 0 and finite, as `bandwidth` checks.
+fn channel_bandwidth(src: &Src, raw: &Spanned<RawPerProto>) -> Result<PerProto, ScenarioError> {
+    per_proto_of(src, raw, "topology.channel_bandwidth", |v, key| bandwidth(src, v, key), Some(f64::INFINITY))
 }
 
 /// `efficiency: { ll: F, ll128: F }`: the bandwidth LL and LL128 carry data at, as a
@@ -174,13 +181,25 @@ fn efficiency(src: &Src, raw: &Spanned<RawPerProto>) -> Result<PerProto, Scenari
     Ok(e)
 }
 
-/// A value of every protocol (`key` names it in messages).
+/// A time of every protocol (`key` names it in messages).
 fn per_proto(src: &Src, raw: &Spanned<RawPerProto>, key: &str) -> Result<PerProto, ScenarioError> {
+    per_proto_of(src, raw, key, |v, key| time(src, v, key), None)
+}
+
+/// A value of every protocol, each read by `value`: one for all, or a map by protocol
+/// name. A protocol the map leaves out is `absent` where that is given, else an error.
+fn per_proto_of(
+    src: &Src,
+    raw: &Spanned<RawPerProto>,
+    key: &str,
+    value: impl Fn(&Spanned<Scalar>, &str) -> Result<f64, ScenarioError>,
+    absent: Option<f64>,
+) -> Result<PerProto, ScenarioError> {
     let at = raw.referenced;
     match &raw.value {
         RawPerProto::One(v) => {
             let v = Spanned { value: v.clone(), referenced: at, defined: raw.defined };
-            Ok(PerProto::all(time(src, &v, key)?))
+            Ok(PerProto::all(value(&v, key)?))
         }
         RawPerProto::Map(items) => {
             let mut got: [Option<f64>; 3] = [None; 3];
@@ -191,10 +210,10 @@ fn per_proto(src: &Src, raw: &Spanned<RawPerProto>, key: &str) -> Result<PerProt
                         format!("{key}: unknown protocol '{}'; allowed: simple, ll, ll128", k.value),
                     ));
                 };
-                got[p.index()] = Some(time(src, v, &format!("{key}.{}", p.name()))?);
+                got[p.index()] = Some(value(v, &format!("{key}.{}", p.name()))?);
             }
             let missing: Vec<&str> = Proto::ALL.iter().filter(|p| got[p.index()].is_none()).map(|p| p.name()).collect();
-            if !missing.is_empty() {
+            if !missing.is_empty() && absent.is_none() {
                 return Err(src.err(
                     &at,
                     format!(
@@ -203,7 +222,7 @@ fn per_proto(src: &Src, raw: &Spanned<RawPerProto>, key: &str) -> Result<PerProt
                     ),
                 ));
             }
-            let [ll, ll128, simple] = got.map(|v| v.unwrap_or(0.0));
+            let [ll, ll128, simple] = got.map(|v| v.or(absent).unwrap_or(0.0));
             Ok(PerProto { ll, ll128, simple })
         }
     }
@@ -418,6 +437,12 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
         t.launch.as_ref().map(|l| per_proto(src, l, "topology.launch")).transpose()?.unwrap_or(PerProto::all(0.0));
     let efficiency =
         t.efficiency.as_ref().map(|e| efficiency(src, e)).transpose()?.unwrap_or(PerProto::NCCL_EFFICIENCY);
+    let channel_bandwidth = t
+        .channel_bandwidth
+        .as_ref()
+        .map(|c| channel_bandwidth(src, c))
+        .transpose()?
+        .unwrap_or(PerProto::all(f64::INFINITY));
     let spec = ClusterSpec {
         nodes,
         gpus_per_node: gpus,
@@ -437,6 +462,7 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
         fabric,
         launch_s: launch,
         efficiency,
+        channel_bandwidth,
     };
     let all = nodes.checked_mul(gpus).ok_or_else(|| src.err(&at, "topology: more GPUs than this machine can count"))?;
     if let Err(why) = Cluster::new(&spec, all) {

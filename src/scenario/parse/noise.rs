@@ -399,7 +399,8 @@ fn slow_links(
             let text = match &v.value {
                 Scalar::Str(s) if flow && !s.trim().is_empty() => s.trim().to_string(),
                 Scalar::UInt(n) if !flow => n.to_string(),
-                Scalar::Str(s) if !flow && s.trim().parse::<u32>().is_ok() => s.trim().to_string(),
+                // As the number it is, so that `1` and `"01"` are one rank below.
+                Scalar::Str(s) if !flow && let Ok(n) = s.trim().parse::<u32>() => n.to_string(),
                 other => {
                     return Err(
                         src.err(&v.referenced, format!("noise.slow_links.{key}: {what}; found {}", other.shown()))
@@ -424,6 +425,18 @@ fn slow_links(
         }
         let b = ends.pop().unwrap_or_default();
         let a = ends.pop().unwrap_or_default();
+        // A pair given twice (either way round) had both factors applied, without a word.
+        if out.iter().any(|l: &SlowLink| (l.a == a && l.b == b) || (l.a == b && l.b == a)) {
+            return Err(src.err(
+                &e.referenced,
+                format!(
+                    "noise.slow_links: the link {}-{} is listed twice (a slow link slows both directions); give \
+                     each pair once, with one factor",
+                    crate::scenario::units::escape_controls(&a),
+                    crate::scenario::units::escape_controls(&b)
+                ),
+            ));
+        }
         out.push(SlowLink { a, b, factor });
     }
     Ok(out)

@@ -76,6 +76,9 @@ pub(super) struct RawTopology {
     /// cluster: each protocol's share of the bandwidth.
     #[serde(default, deserialize_with = "present")]
     efficiency: Option<Spanned<RawPerProto>>,
+    /// cluster: the most one channel moves, per protocol.
+    #[serde(default, deserialize_with = "present")]
+    channel_bandwidth: Option<Spanned<RawPerProto>>,
 }
 
 /// `nodes:`: a list (custom, graph) or a count (cluster).
@@ -303,7 +306,9 @@ impl Kind {
             Kind::Custom => "kind, nodes, links, link (the default for links), nics",
             Kind::Graph => "kind, nodes, links, link (the default for links), placement, nics",
             Kind::FatTree => "kind, hosts_per_leaf, leaves, spines, link, uplink, placement, nics",
-            Kind::Cluster => "kind, nodes, gpus_per_node, intra, nics_per_node, inter, fabric, launch, efficiency",
+            Kind::Cluster => {
+                "kind, nodes, gpus_per_node, intra, nics_per_node, inter, fabric, launch, efficiency, channel_bandwidth"
+            }
         }
     }
 
@@ -339,6 +344,7 @@ pub(super) fn topology(src: &Src, raw: Spanned<RawTopology>) -> Result<TopologyS
         ("fabric", t.fabric.as_ref().map(|v| v.referenced)),
         ("launch", t.launch.as_ref().map(|v| v.referenced)),
         ("efficiency", t.efficiency.as_ref().map(|v| v.referenced)),
+        ("channel_bandwidth", t.channel_bandwidth.as_ref().map(|v| v.referenced)),
     ];
     for (key, loc) in present_keys {
         if let Some(loc) = loc
@@ -398,6 +404,7 @@ pub(super) fn topology(src: &Src, raw: Spanned<RawTopology>) -> Result<TopologyS
                 fabric: t.fabric,
                 launch: t.launch,
                 efficiency: t.efficiency,
+                channel_bandwidth: t.channel_bandwidth,
             };
             TopologySpec::Cluster(super::cluster::cluster(src, at, raw)?)
         }

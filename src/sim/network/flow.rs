@@ -46,7 +46,7 @@ use smallvec::SmallVec;
 use super::{NetworkModel, Sched, Start};
 use crate::sim::engine::Observer;
 use crate::sim::noise::Noise;
-use crate::topology::{Fabric, Link, LinkId};
+use crate::topology::{Fabric, Link, LinkId, MAX_CACHED_HOPS};
 
 /// How flows on a full link divide it (`network.sharing`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -198,6 +198,9 @@ pub struct FlowNet<'a> {
     /// How many pairs' routes are cached before the cache is dropped
     /// ([`MAX_CACHED_ROUTES`]; smaller in tests).
     max_routes: usize,
+    /// The length of `route_buf` after the last drop (the live flows' routes): the cache
+    /// is dropped too once [`MAX_CACHED_HOPS`] hops were added past it.
+    kept_hops: usize,
     dirty: Vec<u32>,
     epoch: u64,
     scratch: Vec<LinkId>,
@@ -352,6 +355,7 @@ impl<'a> FlowNet<'a> {
             links: Vec::new(),
             flows: Vec::new(),
             max_routes: MAX_CACHED_ROUTES,
+            kept_hops: 0,
             dirty: Vec::new(),
             epoch: 0,
             scratch: Vec::new(),
@@ -395,6 +399,7 @@ impl<'a> FlowNet<'a> {
             kept.extend_from_slice(&self.route_buf[f.start as usize..(f.start + f.len) as usize]);
             f.start = start;
         }
+        self.kept_hops = kept.len();
         self.route_buf = kept;
     }
 
@@ -408,7 +413,9 @@ impl<'a> FlowNet<'a> {
         if let Some(&r) = self.routes.get(&(a, b)) {
             return r;
         }
-        if self.routes.len() >= self.max_routes {
+        // By hops too: on a machine of long routes (a line) a count of routes alone
+        // would let every pair's route stay, P^2 link ids.
+        if self.routes.len() >= self.max_routes || self.route_buf.len() - self.kept_hops >= MAX_CACHED_HOPS {
             self.drop_routes();
         }
         self.scratch.clear();

@@ -192,6 +192,10 @@ pub struct Start {
     pub src: u32,
     /// Receiver.
     pub dst: u32,
+    /// The sender's stream it was sent from.
+    pub stream: u16,
+    /// When its sender issued it.
+    pub issued: f64,
     /// Bytes on the wire (payload and envelope).
     pub wire: u64,
     /// The pair's cost alone ([`Topology::link`]).
@@ -332,7 +336,18 @@ pub fn dispatch<'a, F: WithModel<'a>>(
     noise: Option<&'a Noise>,
     f: F,
 ) -> Result<F::Out, SimError> {
+    let channel = topo.channel_bandwidth();
+    if channel.is_finite() && !matches!(net.model, Model::Ideal | Model::Pipelined) {
+        return Err(SimError::Unsupported(format!(
+            "{}: channel_bandwidth is modelled under network model ideal only, not {}; \
+             leave channel_bandwidth out or use model: ideal",
+            topo.describe(),
+            net.name()
+        )));
+    }
     match net.model {
+        Model::Ideal if channel.is_finite() => f.run(ideal::Channels::<false>::new(channel)),
+        Model::Pipelined if channel.is_finite() => f.run(ideal::Channels::<true>::new(channel)),
         Model::Ideal => f.run(ideal::Ideal),
         Model::Pipelined => f.run(ideal::Pipelined),
         Model::LogGP(params) => f.run(LogGPNet::new(params)),
