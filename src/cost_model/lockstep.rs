@@ -267,11 +267,25 @@ impl Ord for Ready {
     }
 }
 
+/// What [`by_instant`] may spend on a program, in waiting messages looked at: this many
+/// per message of the steps read so far, plus [`WORK_FLOOR`]. Where a port's waiting
+/// list is long and the sides free out of turn (`direct` with blocks of two lengths at
+/// 1,024 ranks: a million messages in one step, each side's list a thousand long), the
+/// instant-by-instant service looks at a side's whole list at each of its frees, about
+/// P^3 looks, and minutes went into a recurrence that then gave up on a rank running
+/// ahead. Counting looks, not seconds, keeps the outcome the same on every machine.
+pub const WORK_PER_MESSAGE: u64 = 64;
+
+/// The looks [`by_instant`] may always spend, however few the messages.
+pub const WORK_FLOOR: u64 = 1 << 22;
+
 /// The time of a step-synchronous program of `steps` steps on `topo` with `c` seconds
 /// per byte reduced; `fill(s, step)` describes step `s`. With `windowed`, a rank keeps at
 /// most `nics` of a step's sends undelivered and ends the step once all have landed
 /// ([`crate::sim::op::Op::WaitSends`]). `None` where a port would serve messages out of
-/// step order (see the module docs).
+/// step order (see the module docs), or where the instant-by-instant service would look
+/// at more waiting messages than its budget ([`WORK_PER_MESSAGE`]) and the bookings in
+/// priority order do not hold.
 pub fn lockstep(
     topo: &dyn Topology,
     c: f64,
@@ -279,7 +293,8 @@ pub fn lockstep(
     windowed: bool,
     mut fill: impl FnMut(usize, &mut Step),
 ) -> Option<f64> {
-    by_instant(topo, c, steps, windowed, &mut fill).or_else(|| by_priority(topo, c, steps, windowed, &mut fill))
+    by_instant(topo, c, steps, windowed, (WORK_FLOOR, WORK_PER_MESSAGE), &mut fill)
+        .or_else(|| by_priority(topo, c, steps, windowed, &mut fill))
 }
 
 /// [`lockstep`] with each step's messages served instant by instant, as the model
@@ -291,6 +306,7 @@ fn by_instant(
     c: f64,
     steps: usize,
     windowed: bool,
+    (floor, per_message): (u64, u64),
     mut fill: impl FnMut(usize, &mut Step),
 ) -> Option<f64> {
     let np = topo.ranks();
@@ -332,6 +348,8 @@ fn by_instant(
     let mut dirty: Vec<u64> = vec![0; 2 * out.len()];
     let mut frees: BinaryHeap<std::cmp::Reverse<(u64, usize)>> = BinaryHeap::new();
     let mut cursors: BinaryHeap<std::cmp::Reverse<(usize, usize, usize)>> = BinaryHeap::new();
+    // Looks spent and allowed so far (see [`WORK_PER_MESSAGE`]).
+    let (mut work, mut budget) = (0u64, floor);
     for s in 0..steps {
         let earliest = done.iter().copied().fold(f64::INFINITY, f64::min);
         for p in out.iter_mut().chain(inp.iter_mut()) {
@@ -339,6 +357,7 @@ fn by_instant(
         }
         step.clear();
         fill(s, &mut step);
+        budget = budget.saturating_add(per_message.saturating_mul(step.xfers.len() as u64));
         runs.clear();
         runs.extend((0..step.xfers.len()).map(|i| (i, 0)));
         runs.sort_by_key(|&(i, _)| step.xfers[i].from);
@@ -441,6 +460,10 @@ fn by_instant(
                     }
                 }
                 while let Some(std::cmp::Reverse((pos, src, off))) = cursors.pop() {
+                    work += 1;
+                    if work > budget {
+                        return None;
+                    }
                     if src != usize::MAX && full[src / faces][src % faces] == instant {
                         continue;
                     }
@@ -560,6 +583,10 @@ fn by_instant(
                     // instant (bookings only add holders), so it is marked for the instant.
                     let (mut i, mut kept, n) = (0, 0, waiting.len());
                     while i < n {
+                        work += 1;
+                        if work > budget {
+                            return None;
+                        }
                         let w = waiting[i];
                         let Ready { prio, at, since } = w;
                         if prio.0 > now {
@@ -859,4 +886,37 @@ fn settle(jobs: &mut Vec<(f64, u64, bool)>, free: f64, c: f64) -> f64 {
     }
     jobs.clear();
     compute.max(landed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{FullyConnected, Link};
+
+    /// Every rank sends one block to every other in one step, blocks of two lengths.
+    fn all_to_all(np: usize) -> impl FnMut(usize, &mut Step) {
+        move |_, step: &mut Step| {
+            for from in 0..np {
+                for k in 1..np {
+                    let to = (from + k) % np;
+                    let bytes = if to.is_multiple_of(3) { 4004 } else { 4000 };
+                    step.xfers.push(Xfer { from, to, bytes, reduce: true });
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_instant_service_gives_up_past_its_budget_and_only_then() {
+        let np = 12;
+        let topo = FullyConnected { ranks: np, link: Link { alpha: 1e-6, bandwidth: 1e9 }, nics: 1 };
+        let whole = by_instant(&topo, 0.0, 1, false, (WORK_FLOOR, WORK_PER_MESSAGE), &mut all_to_all(np));
+        assert!(whole.is_some(), "12 ranks, one step: the recurrence holds");
+        // No floor: 64 looks for each of the 132 messages is still enough.
+        assert_eq!(by_instant(&topo, 0.0, 1, false, (0, WORK_PER_MESSAGE), &mut all_to_all(np)), whole);
+        // Every message is looked at at least once: one look for all of them is not.
+        assert_eq!(by_instant(&topo, 0.0, 1, false, (1, 0), &mut all_to_all(np)), None);
+        // The fallback then answers with the same time where its bookings hold.
+        assert_eq!(lockstep(&topo, 0.0, 1, false, all_to_all(np)), whole);
+    }
 }
