@@ -494,6 +494,13 @@ fn busy_recurrences_are_the_engines_time() {
     let link = Link { alpha: 1e-6, bandwidth: 1.25e10 };
     let cases: &[(&str, u8, usize)] = &[
         ("direct", 0, 40),
+        // Uneven blocks at a few more sizes and on machines whose ranks share
+        // interfaces: the step recurrence's instant-by-instant service (which answers
+        // where no rank runs ahead, and else gives up for the sweep).
+        ("direct", 0, 7),
+        ("direct", 0, 64),
+        ("direct", 3, 24),
+        ("direct", 4, 16),
         ("bidirectional_ring", 0, 36),
         ("double_binary_tree", 0, 40),
         ("double_binary_tree", 3, 40),

@@ -267,11 +267,25 @@ impl Ord for Ready {
     }
 }
 
+/// What [`by_instant`] may spend on a program, in waiting messages looked at: this many
+/// per message of the steps read so far, plus [`WORK_FLOOR`]. Where a port's waiting
+/// list is long and the sides free out of turn (`direct` with blocks of two lengths at
+/// 1,024 ranks: a million messages in one step, each side's list a thousand long), the
+/// instant-by-instant service looks at a side's whole list at each of its frees, about
+/// P^3 looks, and minutes went into a recurrence that then gave up on a rank running
+/// ahead. Counting looks, not seconds, keeps the outcome the same on every machine.
+pub const WORK_PER_MESSAGE: u64 = 64;
+
+/// The looks [`by_instant`] may always spend, however few the messages.
+pub const WORK_FLOOR: u64 = 1 << 22;
+
 /// The time of a step-synchronous program of `steps` steps on `topo` with `c` seconds
 /// per byte reduced; `fill(s, step)` describes step `s`. With `windowed`, a rank keeps at
 /// most `nics` of a step's sends undelivered and ends the step once all have landed
 /// ([`crate::sim::op::Op::WaitSends`]). `None` where a port would serve messages out of
-/// step order (see the module docs).
+/// step order (see the module docs), or where the instant-by-instant service would look
+/// at more waiting messages than its budget ([`WORK_PER_MESSAGE`]) and the bookings in
+/// priority order do not hold.
 pub fn lockstep(
     topo: &dyn Topology,
     c: f64,
@@ -279,7 +293,8 @@ pub fn lockstep(
     windowed: bool,
     mut fill: impl FnMut(usize, &mut Step),
 ) -> Option<f64> {
-    by_instant(topo, c, steps, windowed, &mut fill).or_else(|| by_priority(topo, c, steps, windowed, &mut fill))
+    by_instant(topo, c, steps, windowed, (WORK_FLOOR, WORK_PER_MESSAGE), &mut fill)
+        .or_else(|| by_priority(topo, c, steps, windowed, &mut fill))
 }
 
 /// [`lockstep`] with each step's messages served instant by instant, as the model
@@ -291,6 +306,7 @@ fn by_instant(
     c: f64,
     steps: usize,
     windowed: bool,
+    (floor, per_message): (u64, u64),
     mut fill: impl FnMut(usize, &mut Step),
 ) -> Option<f64> {
     let np = topo.ranks();
@@ -321,6 +337,19 @@ fn by_instant(
     let mut nbook = 0u64;
     let mut instant = 0u64;
     let mut full: [Vec<u64>; 2] = [vec![0; out.len()], vec![0; out.len()]];
+    // Unwindowed steps (see below): per side (out sides, then in sides), its messages
+    // by priority (positions in `waiting`) and the first not yet started; per message,
+    // whether it started and the instant it was last looked at; per side, the instant it
+    // last freed; the sides' frees to come `(end, side)`; the lists being merged.
+    let mut lists: Vec<Vec<usize>> = vec![Vec::new(); 2 * out.len()];
+    let mut heads: Vec<usize> = Vec::new();
+    let mut started: Vec<bool> = Vec::new();
+    let mut seen: Vec<u64> = Vec::new();
+    let mut dirty: Vec<u64> = vec![0; 2 * out.len()];
+    let mut frees: BinaryHeap<std::cmp::Reverse<(u64, usize)>> = BinaryHeap::new();
+    let mut cursors: BinaryHeap<std::cmp::Reverse<(usize, usize, usize)>> = BinaryHeap::new();
+    // Looks spent and allowed so far (see [`WORK_PER_MESSAGE`]).
+    let (mut work, mut budget) = (0u64, floor);
     for s in 0..steps {
         let earliest = done.iter().copied().fold(f64::INFINITY, f64::min);
         for p in out.iter_mut().chain(inp.iter_mut()) {
@@ -328,6 +357,7 @@ fn by_instant(
         }
         step.clear();
         fill(s, &mut step);
+        budget = budget.saturating_add(per_message.saturating_mul(step.xfers.len() as u64));
         runs.clear();
         runs.extend((0..step.xfers.len()).map(|i| (i, 0)));
         runs.sort_by_key(|&(i, _)| step.xfers[i].from);
@@ -364,105 +394,257 @@ fn by_instant(
         // greedily in priority order (times are never negative, so their bits order
         // them).
         let mut now = f64::NEG_INFINITY;
-        let mut unissued = runs.len() - waiting.len();
-        while !waiting.is_empty() || unissued > 0 {
-            let std::cmp::Reverse(bits) = marks.pop()?;
-            let t = f64::from_bits(bits);
-            if t <= now {
-                continue;
+        if !windowed {
+            // Without a window every message is issued when the step begins, and a
+            // message found waiting at one instant can start at a later one only if a
+            // port of one of its sides freed in between (a side's holders only fall at
+            // an end): so at each instant only the messages just issued and those of the
+            // sides that freed are looked at, in priority order, by merging their lists
+            // (positions in `waiting`, which is by priority). A walk over every waiting
+            // message at every instant made this the square of the step's messages.
+            let faces = out.len();
+            for list in lists.iter_mut() {
+                list.clear();
             }
-            now = t;
-            instant += 1;
-            loop {
-                // A windowed sender's next message goes once all but `nics - 1` of those
-                // issued before it have landed (a message not yet started lands later).
-                if windowed {
-                    for &from in &senders {
-                        let (lo, hi, issued) = run_of[from];
-                        let k = window(from);
-                        if lo + issued >= hi {
-                            continue;
-                        }
-                        let mine = &ends[from];
-                        if mine.len() + k <= issued {
-                            continue;
-                        }
-                        let mut sorted = mine.clone();
-                        sorted.sort_by(f64::total_cmp);
-                        let free = sorted[issued - k];
-                        if free <= now {
-                            let at = lo + issued;
-                            let issue = done[from].max(free);
-                            let r = Ready { prio: (issue, from, runs[at].1), at, since: nbook };
-                            let pos = waiting.partition_point(|w| prio_cmp(w.prio, r.prio).is_lt());
-                            waiting.insert(pos, r);
-                            run_of[from].2 += 1;
-                            unissued -= 1;
-                        }
-                    }
+            heads.clear();
+            heads.resize(2 * faces, 0);
+            started.clear();
+            started.resize(waiting.len(), false);
+            seen.clear();
+            seen.resize(waiting.len(), 0);
+            for (pos, w) in waiting.iter().enumerate() {
+                let x = step.xfers[runs[w.at].0];
+                let (oi, ii) = topo.route_interfaces(x.from, x.to);
+                lists[oi].push(pos);
+                lists[faces + ii].push(pos);
+            }
+            frees.clear();
+            for (side, p) in out.iter().chain(inp.iter()).enumerate() {
+                frees.extend(
+                    p.old.iter().filter(|b| b.end >= earliest).map(|b| std::cmp::Reverse((b.end.to_bits(), side))),
+                );
+            }
+            let mut fresh = 0;
+            let mut left = waiting.len();
+            while left > 0 {
+                let std::cmp::Reverse(bits) = marks.pop()?;
+                let t = f64::from_bits(bits);
+                if t <= now {
+                    continue;
                 }
-                let mut started = false;
-                // The waiting messages in priority order; those that start leave the
-                // list, the others move up in place (`kept`). Those issued after `now`
-                // all come last. A side found full stays full for the rest of the
-                // instant (bookings only add holders), so it is marked for the instant.
-                let (mut i, mut kept, n) = (0, 0, waiting.len());
-                while i < n {
-                    let w = waiting[i];
-                    let Ready { prio, at, since } = w;
-                    if prio.0 > now {
+                now = t;
+                instant += 1;
+                // Cursors `(position, source, offset in the source's list)`; the
+                // messages just issued are source `usize::MAX`.
+                cursors.clear();
+                if fresh < waiting.len() {
+                    cursors.push(std::cmp::Reverse((fresh, usize::MAX, 0)));
+                }
+                while let Some(&std::cmp::Reverse((b, side))) = frees.peek() {
+                    if b > bits {
                         break;
                     }
-                    i += 1;
-                    let x = step.xfers[runs[at].0];
-                    let (oi, ii) = topo.route_interfaces(x.from, x.to);
-                    if full[0][oi] == instant || full[1][ii] == instant {
-                        waiting[kept] = w;
-                        kept += 1;
+                    frees.pop();
+                    if dirty[side] == instant {
                         continue;
                     }
-                    let o_full = out[oi].held_at(now) >= out[oi].k;
-                    let i_full = inp[ii].held_at(now) >= inp[ii].k;
-                    if o_full || i_full {
-                        if o_full {
-                            full[0][oi] = instant;
-                        }
-                        if i_full {
-                            full[1][ii] = instant;
-                        }
-                        waiting[kept] = w;
-                        kept += 1;
-                        continue;
+                    dirty[side] = instant;
+                    let list = &lists[side];
+                    let mut h = heads[side];
+                    while h < list.len() && started[list[h]] {
+                        h += 1;
                     }
-                    started = true;
-                    let start = now;
-                    let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
-                    // It must neither delay a message of an earlier step booked to start
-                    // while it holds the port, nor have been passed over by one while it
-                    // waited; else the engine's order is not the step order.
-                    if !out[oi].fits(start, end) || !inp[ii].fits(start, end) {
-                        return None;
+                    heads[side] = h;
+                    if h < list.len() {
+                        cursors.push(std::cmp::Reverse((list[h], side, h)));
                     }
-                    let (o, i2) = (&out[oi], &inp[ii]);
-                    let waited = (prio.0, start);
-                    if o.passed_over(prio, x.to, waited, since, i2) || i2.passed_over(prio, x.from, waited, since, o) {
-                        return None;
-                    }
-                    out[oi].book(Booking { start, end, prio, peer: x.to, id: nbook });
-                    inp[ii].book(Booking { start, end, prio, peer: x.from, id: nbook });
-                    nbook += 1;
-                    marks.push(std::cmp::Reverse(end.to_bits()));
-                    end_max = end_max.max(end);
-                    ends[x.from].push(end);
-                    if jobs[x.to].is_empty() {
-                        touched.push(x.to);
-                    }
-                    jobs[x.to].push((end.max(done[x.to]), x.bytes, x.reduce));
                 }
-                waiting.copy_within(i..n, kept);
-                waiting.truncate(kept + n - i);
-                if !started {
-                    break;
+                while let Some(std::cmp::Reverse((pos, src, off))) = cursors.pop() {
+                    work += 1;
+                    if work > budget {
+                        return None;
+                    }
+                    if src != usize::MAX && full[src / faces][src % faces] == instant {
+                        continue;
+                    }
+                    let w = waiting[pos];
+                    if w.prio.0 > now {
+                        if src == usize::MAX {
+                            fresh = pos;
+                        }
+                        continue;
+                    }
+                    if !started[pos] && seen[pos] != instant {
+                        seen[pos] = instant;
+                        let Ready { prio, at, since } = w;
+                        let x = step.xfers[runs[at].0];
+                        let (oi, ii) = topo.route_interfaces(x.from, x.to);
+                        let blocked = full[0][oi] == instant || full[1][ii] == instant || {
+                            let o_full = out[oi].held_at(now) >= out[oi].k;
+                            let i_full = inp[ii].held_at(now) >= inp[ii].k;
+                            if o_full {
+                                full[0][oi] = instant;
+                            }
+                            if i_full {
+                                full[1][ii] = instant;
+                            }
+                            o_full || i_full
+                        };
+                        if !blocked {
+                            let start = now;
+                            let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
+                            if !out[oi].fits(start, end) || !inp[ii].fits(start, end) {
+                                return None;
+                            }
+                            let (o, i2) = (&out[oi], &inp[ii]);
+                            let waited = (prio.0, start);
+                            if o.passed_over(prio, x.to, waited, since, i2)
+                                || i2.passed_over(prio, x.from, waited, since, o)
+                            {
+                                return None;
+                            }
+                            out[oi].book(Booking { start, end, prio, peer: x.to, id: nbook });
+                            inp[ii].book(Booking { start, end, prio, peer: x.from, id: nbook });
+                            nbook += 1;
+                            started[pos] = true;
+                            left -= 1;
+                            marks.push(std::cmp::Reverse(end.to_bits()));
+                            frees.push(std::cmp::Reverse((end.to_bits(), oi)));
+                            frees.push(std::cmp::Reverse((end.to_bits(), faces + ii)));
+                            end_max = end_max.max(end);
+                            ends[x.from].push(end);
+                            if jobs[x.to].is_empty() {
+                                touched.push(x.to);
+                            }
+                            jobs[x.to].push((end.max(done[x.to]), x.bytes, x.reduce));
+                        }
+                    }
+                    if src == usize::MAX {
+                        if pos + 1 < waiting.len() {
+                            cursors.push(std::cmp::Reverse((pos + 1, src, 0)));
+                        } else {
+                            fresh = waiting.len();
+                        }
+                    } else {
+                        let list = &lists[src];
+                        let mut next = off + 1;
+                        while next < list.len() && started[list[next]] {
+                            next += 1;
+                        }
+                        if next < list.len() {
+                            cursors.push(std::cmp::Reverse((list[next], src, next)));
+                        }
+                    }
+                }
+            }
+            waiting.clear();
+        } else {
+            let mut unissued = runs.len() - waiting.len();
+            while !waiting.is_empty() || unissued > 0 {
+                let std::cmp::Reverse(bits) = marks.pop()?;
+                let t = f64::from_bits(bits);
+                if t <= now {
+                    continue;
+                }
+                now = t;
+                instant += 1;
+                loop {
+                    // A windowed sender's next message goes once all but `nics - 1` of those
+                    // issued before it have landed (a message not yet started lands later).
+                    if windowed {
+                        for &from in &senders {
+                            let (lo, hi, issued) = run_of[from];
+                            let k = window(from);
+                            if lo + issued >= hi {
+                                continue;
+                            }
+                            let mine = &ends[from];
+                            if mine.len() + k <= issued {
+                                continue;
+                            }
+                            let mut sorted = mine.clone();
+                            sorted.sort_by(f64::total_cmp);
+                            let free = sorted[issued - k];
+                            if free <= now {
+                                let at = lo + issued;
+                                let issue = done[from].max(free);
+                                let r = Ready { prio: (issue, from, runs[at].1), at, since: nbook };
+                                let pos = waiting.partition_point(|w| prio_cmp(w.prio, r.prio).is_lt());
+                                waiting.insert(pos, r);
+                                run_of[from].2 += 1;
+                                unissued -= 1;
+                            }
+                        }
+                    }
+                    let mut started = false;
+                    // The waiting messages in priority order; those that start leave the
+                    // list, the others move up in place (`kept`). Those issued after `now`
+                    // all come last. A side found full stays full for the rest of the
+                    // instant (bookings only add holders), so it is marked for the instant.
+                    let (mut i, mut kept, n) = (0, 0, waiting.len());
+                    while i < n {
+                        work += 1;
+                        if work > budget {
+                            return None;
+                        }
+                        let w = waiting[i];
+                        let Ready { prio, at, since } = w;
+                        if prio.0 > now {
+                            break;
+                        }
+                        i += 1;
+                        let x = step.xfers[runs[at].0];
+                        let (oi, ii) = topo.route_interfaces(x.from, x.to);
+                        if full[0][oi] == instant || full[1][ii] == instant {
+                            waiting[kept] = w;
+                            kept += 1;
+                            continue;
+                        }
+                        let o_full = out[oi].held_at(now) >= out[oi].k;
+                        let i_full = inp[ii].held_at(now) >= inp[ii].k;
+                        if o_full || i_full {
+                            if o_full {
+                                full[0][oi] = instant;
+                            }
+                            if i_full {
+                                full[1][ii] = instant;
+                            }
+                            waiting[kept] = w;
+                            kept += 1;
+                            continue;
+                        }
+                        started = true;
+                        let start = now;
+                        let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
+                        // It must neither delay a message of an earlier step booked to start
+                        // while it holds the port, nor have been passed over by one while it
+                        // waited; else the engine's order is not the step order.
+                        if !out[oi].fits(start, end) || !inp[ii].fits(start, end) {
+                            return None;
+                        }
+                        let (o, i2) = (&out[oi], &inp[ii]);
+                        let waited = (prio.0, start);
+                        if o.passed_over(prio, x.to, waited, since, i2)
+                            || i2.passed_over(prio, x.from, waited, since, o)
+                        {
+                            return None;
+                        }
+                        out[oi].book(Booking { start, end, prio, peer: x.to, id: nbook });
+                        inp[ii].book(Booking { start, end, prio, peer: x.from, id: nbook });
+                        nbook += 1;
+                        marks.push(std::cmp::Reverse(end.to_bits()));
+                        end_max = end_max.max(end);
+                        ends[x.from].push(end);
+                        if jobs[x.to].is_empty() {
+                            touched.push(x.to);
+                        }
+                        jobs[x.to].push((end.max(done[x.to]), x.bytes, x.reduce));
+                    }
+                    waiting.copy_within(i..n, kept);
+                    waiting.truncate(kept + n - i);
+                    if !started {
+                        break;
+                    }
                 }
             }
         }
@@ -704,4 +886,37 @@ fn settle(jobs: &mut Vec<(f64, u64, bool)>, free: f64, c: f64) -> f64 {
     }
     jobs.clear();
     compute.max(landed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{FullyConnected, Link};
+
+    /// Every rank sends one block to every other in one step, blocks of two lengths.
+    fn all_to_all(np: usize) -> impl FnMut(usize, &mut Step) {
+        move |_, step: &mut Step| {
+            for from in 0..np {
+                for k in 1..np {
+                    let to = (from + k) % np;
+                    let bytes = if to.is_multiple_of(3) { 4004 } else { 4000 };
+                    step.xfers.push(Xfer { from, to, bytes, reduce: true });
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_instant_service_gives_up_past_its_budget_and_only_then() {
+        let np = 12;
+        let topo = FullyConnected { ranks: np, link: Link { alpha: 1e-6, bandwidth: 1e9 }, nics: 1 };
+        let whole = by_instant(&topo, 0.0, 1, false, (WORK_FLOOR, WORK_PER_MESSAGE), &mut all_to_all(np));
+        assert!(whole.is_some(), "12 ranks, one step: the recurrence holds");
+        // No floor: 64 looks for each of the 132 messages is still enough.
+        assert_eq!(by_instant(&topo, 0.0, 1, false, (0, WORK_PER_MESSAGE), &mut all_to_all(np)), whole);
+        // Every message is looked at at least once: one look for all of them is not.
+        assert_eq!(by_instant(&topo, 0.0, 1, false, (1, 0), &mut all_to_all(np)), None);
+        // The fallback then answers with the same time where its bookings hold.
+        assert_eq!(lockstep(&topo, 0.0, 1, false, all_to_all(np)), whole);
+    }
 }
