@@ -98,7 +98,21 @@ fn region(r: &Region) -> String {
 /// The schedule of `req` as text, or what is wrong with the request.
 pub fn explain(req: &Request) -> Result<String, String> {
     let c = req.collective;
-    let algo = algos::build_for(c, &req.algorithm, Params::new(req.params.clone())).map_err(|e| e.message)?;
+    // `--param protocol=ll` moves the messages as a scenario entry's `protocol: ll` does,
+    // on any algorithm: the links cost that protocol's alpha and bandwidth, and the
+    // start-up is its launch. NCCL's algorithms also take their chunk from it (their own
+    // parameter); the others take none and are built without it.
+    let mut params = req.params.clone();
+    let mut proto = topology::Proto::Simple;
+    if let Some(i) = params.iter().position(|(k, _)| k == "protocol") {
+        let name = params[i].1.to_string();
+        proto = topology::Proto::from_name(&name)
+            .ok_or_else(|| format!("'protocol' must be one of simple, ll, ll128, not '{name}'"))?;
+        if !algos::find_in(c, &req.algorithm).is_some_and(|info| info.params.contains(&"protocol")) {
+            params.remove(i);
+        }
+    }
+    let algo = algos::build_for(c, &req.algorithm, Params::new(params)).map_err(|e| e.message)?;
     let info = algos::find_in(c, &req.algorithm).ok_or_else(|| format!("no {c} algorithm '{}'", req.algorithm))?;
     if req.ranks == 0 || req.ranks > MAX_RANKS {
         return Err(format!(
@@ -150,17 +164,6 @@ pub fn explain(req: &Request) -> Result<String, String> {
     // A barrier moves nothing, whatever --size says.
     let elems = if c.has_data() { (req.bytes / ELEM_BYTES as u64) as usize } else { 0 };
     let p = Problem { ranks: req.ranks, elems, elem_bytes: ELEM_BYTES };
-    // `--param protocol=ll` moves the messages as a scenario entry's `protocol: ll` does:
-    // the links cost that protocol's alpha and bandwidth, and the start-up is its launch
-    // (the algorithm alone would only take its chunk from it).
-    let proto = req
-        .params
-        .iter()
-        .find_map(|(k, v)| match v {
-            ParamValue::Str(name) if k == "protocol" => topology::Proto::from_name(name),
-            _ => None,
-        })
-        .unwrap_or(topology::Proto::Simple);
     let topo: Box<dyn Topology> = match &req.topology {
         Some(spec) => topology::build_for_run(spec, req.ranks, proto, false)
             .map_err(|why| format!("the scenario's topology does not fit {} ranks: {why}", req.ranks))?,
@@ -210,8 +213,7 @@ pub fn explain(req: &Request) -> Result<String, String> {
     // As `run` does: a cluster's start-up shifts the whole run (the protocol's, the one
     // explain builds the machine with).
     let launch = req.topology.as_ref().map_or(0.0, |spec| {
-        topology::launch(spec, proto)
-            + if steps > 0 { steps as f64 * topology::step_latency(spec, proto) } else { 0.0 }
+        topology::launch(spec, proto) + if steps > 0 { steps as f64 * topology::step_latency(spec, proto) } else { 0.0 }
     });
 
     let rows: Vec<Row> = timeline

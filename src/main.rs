@@ -116,7 +116,7 @@ struct RunArgs {
     plot: Option<PathBuf>,
     /// With --plot: measured runs (nccl-tests or OSU logs) to draw beside the simulated
     /// bus bandwidth, one chart per rank count they share with the report
-    /// (`..._busbw_vs_size_P8_measured`).
+    /// (`..._busbw_vs_size_P8_measured`); a run they share nothing with is noted on stderr.
     #[arg(long, value_name = "LOG", num_args = 1.., requires = "plot")]
     measured: Vec<PathBuf>,
     /// Also draw a Gantt chart of the run into FILE (.png or .svg): every rank's send

@@ -1523,10 +1523,9 @@ fn seventh_run(d: &std::path::Path, args: &[&str]) -> (Option<i32>, String, Stri
 #[test]
 fn seventh_trial_a_channels_rate_is_held_to_the_machine_limits() {
     let d = case_dir("seventh-channel");
-    let tiny = SEVENTH_CLUSTER.replace("  launch:", "  channel_bandwidth: { ll: 5e-324B/s }\n  launch:").replace(
-        "algorithms: [nccl_model]",
-        "algorithms: [{ name: nccl_ring, protocol: ll }]",
-    );
+    let tiny = SEVENTH_CLUSTER
+        .replace("  launch:", "  channel_bandwidth: { ll: 5e-324B/s }\n  launch:")
+        .replace("algorithms: [nccl_model]", "algorithms: [{ name: nccl_ring, protocol: ll }]");
     std::fs::write(d.join("s.yaml"), &tiny).unwrap();
     let (code, stdout, stderr) = seventh_run(&d, &["run", "s.yaml", "--quiet"]);
     assert_eq!(code, Some(2), "{stdout}{stderr}");
@@ -1564,11 +1563,13 @@ fn seventh_trial_messages_say_what_is_so() {
     assert!(stderr.contains("s.yaml:11:3:") && stderr.contains("(efficiency: { ll: F, ll128: F })"), "{stderr}");
     assert!(!stderr.contains("expected a time (1us) or"), "{stderr}");
 
-    let machine = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/machines/l40s_pcie.yaml"))
-        .unwrap();
+    let machine =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/machines/l40s_pcie.yaml"))
+            .unwrap();
     std::fs::write(d.join("m.yaml"), machine).unwrap();
-    let log = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/data/l40s_p2_ring.txt"))
-        .unwrap();
+    let log =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/data/l40s_p2_ring.txt"))
+            .unwrap();
     let short: String = log.lines().take(20).map(|l| format!("{l}\n")).collect();
     std::fs::write(d.join("a.txt"), short.replace("# NCCL_ALGO=Ring\n", "")).unwrap();
     let (code, _, stderr) = seventh_run(&d, &["calibrate", "m.yaml", "a.txt", "--quiet", "--fit", "host"]);
@@ -1592,7 +1593,8 @@ fn seventh_trial_messages_say_what_is_so() {
 fn seventh_trial_nccl_models_release_is_the_one_that_picked() {
     let d = case_dir("seventh-release");
     for (version, release) in [("2.8.4", "2.8.4"), ("2.7.8", "2.8.4"), ("2.19.3", "2.30.7")] {
-        let text = SEVENTH_CLUSTER.replace("[nccl_model]", &format!("[{{ name: nccl_model, version: \"{version}\" }}]"));
+        let text =
+            SEVENTH_CLUSTER.replace("[nccl_model]", &format!("[{{ name: nccl_model, version: \"{version}\" }}]"));
         std::fs::write(d.join("s.yaml"), text).unwrap();
         let (code, stdout, stderr) = seventh_run(&d, &["run", "s.yaml", "--quiet"]);
         assert_eq!(code, Some(0), "{stderr}");
@@ -1627,7 +1629,16 @@ fn seventh_trial_explain_moves_messages_with_the_protocol_it_is_given() {
     for (proto, want) in ["ll", "ll128", "simple"].iter().zip(&times) {
         let param = format!("protocol={proto}");
         let got = simulated(&[
-            "explain", "nccl_ring", "--scenario", "s.yaml", "--ranks", "4", "--size", "64KiB", "--param", &param,
+            "explain",
+            "nccl_ring",
+            "--scenario",
+            "s.yaml",
+            "--ranks",
+            "4",
+            "--size",
+            "64KiB",
+            "--param",
+            &param,
         ]);
         assert!((got / want - 1.0).abs() < 1e-9, "{proto}: explain {got}, run {want}");
     }
@@ -1638,10 +1649,41 @@ fn seventh_trial_explain_moves_messages_with_the_protocol_it_is_given() {
     let report: serde_json::Value = serde_json::from_str(&json).unwrap();
     let want = report["results"][0]["time_s"].as_f64().unwrap();
     let got = simulated(&[
-        "explain", "nccl_ring", "--param", "protocol=ll", "--alpha", "1us", "--bandwidth", "10GB/s", "--size", "64KiB",
-        "--cost-per-byte", "0",
+        "explain",
+        "nccl_ring",
+        "--param",
+        "protocol=ll",
+        "--alpha",
+        "1us",
+        "--bandwidth",
+        "10GB/s",
+        "--size",
+        "64KiB",
+        "--cost-per-byte",
+        "0",
     ]);
     assert!((got / want - 1.0).abs() < 1e-9, "flat: explain {got}, run {want}");
+    // Any algorithm takes an entry's protocol; explain took it only where the algorithm
+    // has a parameter of that name ("unknown parameter 'protocol' for algorithm 'ring'").
+    std::fs::write(d.join("f.yaml"), flat.replace("nccl_ring", "ring")).unwrap();
+    let (_, json, _) = seventh_run(&d, &["run", "f.yaml", "--quiet", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let want = report["results"][0]["time_s"].as_f64().unwrap();
+    let got = simulated(&[
+        "explain",
+        "ring",
+        "--param",
+        "protocol=ll",
+        "--alpha",
+        "1us",
+        "--bandwidth",
+        "10GB/s",
+        "--size",
+        "64KiB",
+        "--cost-per-byte",
+        "0",
+    ]);
+    assert!((got / want - 1.0).abs() < 1e-9, "flat ring: explain {got}, run {want}");
 }
 
 /// A machine file with `data: { mode: off }` (scenarios/dgx_h100.yaml has it) came back
@@ -1651,11 +1693,13 @@ fn seventh_trial_explain_moves_messages_with_the_protocol_it_is_given() {
 #[test]
 fn seventh_trial_calibrate_writes_back_the_words_it_read() {
     let d = case_dir("seventh-calibrate");
-    let machine = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/machines/l40s_pcie.yaml"))
-        .unwrap();
+    let machine =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/machines/l40s_pcie.yaml"))
+            .unwrap();
     std::fs::write(d.join("m.yaml"), format!("{machine}data: {{ mode: off }}\n")).unwrap();
-    let log = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/data/l40s_p2_ring.txt"))
-        .unwrap();
+    let log =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/data/l40s_p2_ring.txt"))
+            .unwrap();
     let short: String = log.lines().take(20).map(|l| format!("{l}\n")).collect();
     std::fs::write(d.join("a.txt"), short).unwrap();
     let args = ["calibrate", "m.yaml", "a.txt", "--quiet", "--patience", "1", "--fit", "topology.launch.ll"];
@@ -1665,7 +1709,10 @@ fn seventh_trial_calibrate_writes_back_the_words_it_read() {
     assert!(written.contains("mode: off"), "{written}");
     let (code, stdout, stderr) = seventh_run(&d, &[&args[..], &["--env", "NCCL_ALGO=Tree"]].concat());
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stdout.contains("the log prints NCCL_ALGO=Ring, which is what ran; --env NCCL_ALGO=Tree is for logs"), "{stdout}");
+    assert!(
+        stdout.contains("the log prints NCCL_ALGO=Ring, which is what ran; --env NCCL_ALGO=Tree is for logs"),
+        "{stdout}"
+    );
 }
 
 /// `merge` of shard 0/3 and shard 1/2 said "shard(s) 1/3, 2/3 missing", naming neither the
@@ -1686,11 +1733,15 @@ fn seventh_trial_shard_counts_and_spines_are_checked() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("b.json is shard 1/2 but a.json is shard 0/3: the shard counts differ"), "{stderr}");
 
-    let spines = SEVENTH_CLUSTER.replace("{ kind: rail_optimized }", "{ kind: fat_tree, hosts_per_leaf: 2, spines: 1000 }");
+    let spines =
+        SEVENTH_CLUSTER.replace("{ kind: rail_optimized }", "{ kind: fat_tree, hosts_per_leaf: 2, spines: 1000 }");
     std::fs::write(d.join("c.yaml"), spines).unwrap();
     let (code, _, stderr) = seventh_run(&d, &["run", "c.yaml", "--quiet"]);
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("c.yaml:10:56: topology.fabric.spines: 1000 is more spines than the cluster has NICs (4)"), "{stderr}");
+    assert!(
+        stderr.contains("c.yaml:10:56: topology.fabric.spines: 1000 is more spines than the cluster has NICs (4)"),
+        "{stderr}"
+    );
     let four = SEVENTH_CLUSTER.replace("{ kind: rail_optimized }", "{ kind: fat_tree, hosts_per_leaf: 2, spines: 4 }");
     std::fs::write(d.join("c.yaml"), four).unwrap();
     assert_eq!(seventh_run(&d, &["run", "c.yaml", "--quiet"]).0, Some(0));
@@ -1702,12 +1753,21 @@ fn seventh_trial_shard_counts_and_spines_are_checked() {
 fn seventh_trial_a_measured_log_that_draws_nothing_says_so() {
     let d = case_dir("seventh-measured");
     std::fs::write(d.join("s.yaml"), SEVENTH_CLUSTER).unwrap();
-    let log = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/data/l40s_p2_ring.txt"))
-        .unwrap();
+    let log =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/data/l40s_p2_ring.txt"))
+            .unwrap();
     std::fs::write(d.join("a.txt"), &log).unwrap();
     std::fs::write(d.join("g.txt"), log.replace("all_reduce_perf", "all_gather_perf")).unwrap();
     let (code, _, stderr) = seventh_run(&d, &["run", "s.yaml", "--quiet", "--plot=p", "--measured", "a.txt", "g.txt"]);
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stderr.contains("note: --measured a.txt:10: a run on 2 ranks, where the report's allreduce points are on 4 ranks; not drawn"), "{stderr}");
-    assert!(stderr.contains("note: --measured g.txt:10: a run of allgather, a collective the report does not hold"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "note: --measured a.txt:10: a run on 2 ranks, where the report's allreduce points are on 4 ranks; not drawn"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("note: --measured g.txt:10: a run of allgather, a collective the report does not hold"),
+        "{stderr}"
+    );
 }

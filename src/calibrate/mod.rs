@@ -1315,8 +1315,7 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
                 warnings.push(format!(
                     "{}:{}: the log prints {k}={logged}, which is what ran; --env {k}={v} is for logs that print \
                      no {k}, and is not used for this one",
-                    r.file,
-                    r.line
+                    r.file, r.line
                 ));
             }
         }

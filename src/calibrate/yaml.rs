@@ -340,9 +340,17 @@ mod tests {
 
     #[test]
     fn strings_that_read_as_other_things_are_quoted() {
-        for s in ["8", "true", "", "a b", "-x", "1e3", "no"] {
+        for s in ["8", "true", "", "a b", "-x", "1e3", "null", "Null"] {
             assert!(scalar(&Yaml::Str(s.into())).starts_with('"'), "{s}");
         }
         assert_eq!(scalar(&Yaml::Str("12.5GB/s".into())), "12.5GB/s");
+        // YAML 1.1's words are words here (strict booleans), written back plain for the
+        // scenario parser to read as it read the file: `data: { mode: off }` came back as
+        // `mode: false`, which it refuses.
+        let y = Yaml::parse("data: { mode: off, x: no, y: true }").unwrap();
+        assert_eq!(y.get("data.mode"), Some(&Yaml::Str("off".into())));
+        assert_eq!(y.get("data.y"), Some(&Yaml::Bool(true)));
+        assert_eq!(scalar(&Yaml::Str("off".into())), "off");
+        assert_eq!(Yaml::parse(&y.to_text(&BTreeMap::new())).unwrap(), y);
     }
 }
