@@ -98,7 +98,21 @@ fn region(r: &Region) -> String {
 /// The schedule of `req` as text, or what is wrong with the request.
 pub fn explain(req: &Request) -> Result<String, String> {
     let c = req.collective;
-    let algo = algos::build_for(c, &req.algorithm, Params::new(req.params.clone())).map_err(|e| e.message)?;
+    // `--param protocol=ll` moves the messages as a scenario entry's `protocol: ll` does,
+    // on any algorithm: the links cost that protocol's alpha and bandwidth, and the
+    // start-up is its launch. NCCL's algorithms also take their chunk from it (their own
+    // parameter); the others take none and are built without it.
+    let mut params = req.params.clone();
+    let mut proto = topology::Proto::Simple;
+    if let Some(i) = params.iter().position(|(k, _)| k == "protocol") {
+        let name = params[i].1.to_string();
+        proto = topology::Proto::from_name(&name)
+            .ok_or_else(|| format!("'protocol' must be one of simple, ll, ll128, not '{name}'"))?;
+        if !algos::find_in(c, &req.algorithm).is_some_and(|info| info.params.contains(&"protocol")) {
+            params.remove(i);
+        }
+    }
+    let algo = algos::build_for(c, &req.algorithm, Params::new(params)).map_err(|e| e.message)?;
     let info = algos::find_in(c, &req.algorithm).ok_or_else(|| format!("no {c} algorithm '{}'", req.algorithm))?;
     if req.ranks == 0 || req.ranks > MAX_RANKS {
         return Err(format!(
@@ -151,13 +165,20 @@ pub fn explain(req: &Request) -> Result<String, String> {
     let elems = if c.has_data() { (req.bytes / ELEM_BYTES as u64) as usize } else { 0 };
     let p = Problem { ranks: req.ranks, elems, elem_bytes: ELEM_BYTES };
     let topo: Box<dyn Topology> = match &req.topology {
-        Some(spec) => topology::build(spec, req.ranks)
+        Some(spec) => topology::build_for_run(spec, req.ranks, proto, false)
             .map_err(|why| format!("the scenario's topology does not fit {} ranks: {why}", req.ranks))?,
-        None => Box::new(FullyConnected {
-            ranks: req.ranks,
-            link: Link { alpha: req.alpha, bandwidth: req.bandwidth },
-            nics: req.nics,
-        }),
+        None => {
+            let flat = FullyConnected {
+                ranks: req.ranks,
+                link: Link { alpha: req.alpha, bandwidth: req.bandwidth },
+                nics: req.nics,
+            };
+            if proto == topology::Proto::Simple {
+                Box::new(flat)
+            } else {
+                Box::new(topology::ProtoView::new(Box::new(flat), proto))
+            }
+        }
     };
     let topo = topo.as_ref();
     let machine = Machine { topo, cost_per_byte: req.cost_per_byte };
@@ -189,11 +210,10 @@ pub fn explain(req: &Request) -> Result<String, String> {
     let (stats, _) = simulate(algo.as_ref(), topo, p, req.cost_per_byte, None, &mut rec)
         .map_err(|e| format!("{} does not run on {} ranks: {e}", algo.label(), req.ranks))?;
     let timeline = rec.finish().ok_or("too many messages to explain")?;
-    // As `run` does: a cluster's start-up shifts the whole run (Simple's, the protocol
+    // As `run` does: a cluster's start-up shifts the whole run (the protocol's, the one
     // explain builds the machine with).
     let launch = req.topology.as_ref().map_or(0.0, |spec| {
-        topology::launch(spec, topology::Proto::Simple)
-            + if steps > 0 { steps as f64 * topology::step_latency(spec, topology::Proto::Simple) } else { 0.0 }
+        topology::launch(spec, proto) + if steps > 0 { steps as f64 * topology::step_latency(spec, proto) } else { 0.0 }
     });
 
     let rows: Vec<Row> = timeline
@@ -237,8 +257,13 @@ pub fn explain(req: &Request) -> Result<String, String> {
     if launch > 0.0 {
         let _ = writeln!(
             out,
-            "launch {} (Simple's) before every rank's first operation: in every time below",
-            fmt_time(launch)
+            "launch {} ({}'s) before every rank's first operation: in every time below",
+            fmt_time(launch),
+            match proto {
+                topology::Proto::Simple => "Simple",
+                topology::Proto::Ll => "LL",
+                topology::Proto::Ll128 => "LL128",
+            }
         );
     }
     if req.algorithm == algos::nccl_ring::INFO.id {

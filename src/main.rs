@@ -116,7 +116,7 @@ struct RunArgs {
     plot: Option<PathBuf>,
     /// With --plot: measured runs (nccl-tests or OSU logs) to draw beside the simulated
     /// bus bandwidth, one chart per rank count they share with the report
-    /// (`..._busbw_vs_size_P8_measured`).
+    /// (`..._busbw_vs_size_P8_measured`); a run they share nothing with is noted on stderr.
     #[arg(long, value_name = "LOG", num_args = 1.., requires = "plot")]
     measured: Vec<PathBuf>,
     /// Also draw a Gantt chart of the run into FILE (.png or .svg): every rank's send
@@ -1121,8 +1121,28 @@ fn measured_points(logs: &[PathBuf], report: &Report) -> Result<Vec<plots::PlotP
         let stem = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
         for r in runs {
             let Some(p) = r.ranks else { continue };
-            if !report.results.iter().any(|q| q.collective == r.collective) {
+            // A log the report shares nothing with draws nothing: say so, not silently.
+            let held: std::collections::BTreeSet<usize> =
+                report.results.iter().filter(|q| q.collective == r.collective).map(|q| q.ranks).collect();
+            if held.is_empty() {
+                eprintln!(
+                    "note: --measured {}:{}: a run of {}, a collective the report does not hold; not drawn",
+                    esc_path(path),
+                    r.line,
+                    r.collective
+                );
                 continue;
+            }
+            if !held.contains(&p) {
+                let ranks: Vec<String> = held.iter().map(ToString::to_string).collect();
+                eprintln!(
+                    "note: --measured {}:{}: a run on {p} ranks, where the report's {} points are on {} ranks; not \
+                     drawn (a chart is drawn per rank count the two share)",
+                    esc_path(path),
+                    r.line,
+                    r.collective,
+                    ranks.join(", ")
+                );
             }
             let label = match r.collective {
                 Collective::Allreduce => format!("measured: {stem}"),

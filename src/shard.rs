@@ -55,6 +55,14 @@ pub fn merge(inputs: &[(String, String)]) -> Result<Report, MergeError> {
                 shard.index, shard.count
             )));
         }
+        // Before counting what is missing: a shard of another count is no missing one.
+        if shard.count != count {
+            return Err(MergeError(format!(
+                "{name} is shard {shard} but {first_name} is shard {}: the shard counts differ; merge the shards \
+                 of one run",
+                first.shard.map_or_else(String::new, |s| s.to_string())
+            )));
+        }
     }
     // More shards than inputs: some are missing. Say which without a table of `count`
     // slots (a count of 10^15 must not allocate).

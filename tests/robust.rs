@@ -1496,3 +1496,278 @@ fn sixth_round_a_logs_bad_size_is_blamed_on_the_log() {
     assert!(stderr.contains("osu.txt:4: a size of 3 bytes is not a whole number of 4-byte f32"), "{stderr}");
     assert!(!stderr.contains("m.yaml"), "{stderr}");
 }
+
+// ---------------------------------------------------------------------------------------
+// The seventh trial (docs/hardening.md, "Seventh trial"): each test failed before its fix.
+
+/// 2 nodes of 2 GPUs on an NVSwitch, 2 rails, the three protocols' latencies and launches.
+const SEVENTH_CLUSTER: &str = "name: c\nranks: 4\ntopology:\n  kind: cluster\n  nodes: 2\n  gpus_per_node: 2\n  \
+intra: { kind: nvswitch, alpha: { simple: 3.4us, ll: 0.6us, ll128: 1.9us }, bandwidth: 450GB/s }\n  \
+nics_per_node: 2\n  inter: { alpha: { simple: 14us, ll: 2.7us, ll128: 4us }, bandwidth: 400Gbps }\n  \
+fabric: { kind: rail_optimized }\n  launch: { simple: 8.4us, ll: 6.6us, ll128: 14us }\n\
+data: { mode: off }\nalgorithms: [nccl_model]\nsizes: [64KiB]\n";
+
+/// Runs `args` in `d`; (exit status, stdout, stderr).
+fn seventh_run(d: &std::path::Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = cmd().current_dir(d).args(args).timeout(Duration::from_secs(120)).output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `channel_bandwidth: { ll: 5e-324B/s }` ran NCCL's LL ring to `inf s`, "all checks held",
+/// exit 0; under the flow and LogGP models it was refused only by the engine, as a failed
+/// check at every point (exit 1), not where the file gives it.
+#[test]
+fn seventh_trial_a_channels_rate_is_held_to_the_machine_limits() {
+    let d = case_dir("seventh-channel");
+    let tiny = SEVENTH_CLUSTER
+        .replace("  launch:", "  channel_bandwidth: { ll: 5e-324B/s }\n  launch:")
+        .replace("algorithms: [nccl_model]", "algorithms: [{ name: nccl_ring, protocol: ll }]");
+    std::fs::write(d.join("s.yaml"), &tiny).unwrap();
+    let (code, stdout, stderr) = seventh_run(&d, &["run", "s.yaml", "--quiet"]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stderr.starts_with("error: s.yaml:4:3: topology: a message of"), "{stderr}");
+    assert!(!stdout.contains("inf s"), "{stdout}");
+    for model in ["flow", "loggp, L: 1us, G: 0.1ns"] {
+        let text = SEVENTH_CLUSTER.replace("  launch:", "  channel_bandwidth: 2GB/s\n  launch:")
+            + &format!("network: {{ model: {model} }}\n");
+        std::fs::write(d.join("s.yaml"), text).unwrap();
+        let (code, stdout, stderr) = seventh_run(&d, &["run", "s.yaml", "--quiet"]);
+        assert_eq!(code, Some(2), "{model}: {stdout}{stderr}");
+        assert!(
+            stderr.contains("s.yaml:4:3: topology.channel_bandwidth: modelled under network model ideal only, not"),
+            "{model}: {stderr}"
+        );
+    }
+}
+
+/// Messages that said what is not so: `channels: 8.0` "must be 1 to 64, not 8"; a list as
+/// `efficiency` "expected a time (1us)"; `--fit host` suggested `host.simple`; `--fit a,`
+/// an "unknown key ' topology'" or a path of nothing; NCCL_ALGO=PAT on an allreduce log
+/// "not among NCCL's modelled ring, tree and PAT".
+#[test]
+fn seventh_trial_messages_say_what_is_so() {
+    let d = case_dir("seventh-messages");
+    let channels = SEVENTH_CLUSTER.replace("[nccl_model]", "[{ name: nccl_tree, channels: 8.0 }]");
+    std::fs::write(d.join("s.yaml"), channels).unwrap();
+    let (code, _, stderr) = seventh_run(&d, &["run", "s.yaml", "--quiet"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("'channels' must be a whole number from 1 to 64, not 8.0"), "{stderr}");
+    let eff = SEVENTH_CLUSTER.replace("  launch:", "  efficiency: [0.5, 0.9]\n  launch:");
+    std::fs::write(d.join("s.yaml"), eff).unwrap();
+    let (code, _, stderr) = seventh_run(&d, &["run", "s.yaml", "--quiet"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("s.yaml:11:3:") && stderr.contains("(efficiency: { ll: F, ll128: F })"), "{stderr}");
+    assert!(!stderr.contains("expected a time (1us) or"), "{stderr}");
+
+    let machine =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/machines/l40s_pcie.yaml"))
+            .unwrap();
+    std::fs::write(d.join("m.yaml"), machine).unwrap();
+    let log =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/data/l40s_p2_ring.txt"))
+            .unwrap();
+    let short: String = log.lines().take(20).map(|l| format!("{l}\n")).collect();
+    std::fs::write(d.join("a.txt"), short.replace("# NCCL_ALGO=Ring\n", "")).unwrap();
+    let (code, _, stderr) = seventh_run(&d, &["calibrate", "m.yaml", "a.txt", "--quiet", "--fit", "host"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("e.g. host.issue"), "{stderr}");
+    for bad in ["topology.launch.ll,", " topology.launch.ll", "topology..ll"] {
+        let (code, _, stderr) = seventh_run(&d, &["calibrate", "m.yaml", "a.txt", "--quiet", "--fit", bad]);
+        assert_eq!(code, Some(2), "{bad}: {stderr}");
+        assert!(stderr.contains("is not a dotted path of the machine file"), "{bad}: {stderr}");
+    }
+    let args = ["calibrate", "m.yaml", "a.txt", "--quiet", "--patience", "1", "--fit", "topology.launch.simple"];
+    let (code, stdout, stderr) = seventh_run(&d, &[&args[..], &["--env", "NCCL_ALGO=PAT"]].concat());
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("not among the algorithms NCCL's model has for allreduce here ("), "{stdout}");
+    assert!(!stdout.contains("ring, tree and PAT"), "{stdout}");
+}
+
+/// `{ name: nccl_model, version: "2.8.4" }` (or "2.7.8") evaluated 2.8.4's model but every
+/// line and the JSON's `library` said "NCCL 2.30.7 picks".
+#[test]
+fn seventh_trial_nccl_models_release_is_the_one_that_picked() {
+    let d = case_dir("seventh-release");
+    for (version, release) in [("2.8.4", "2.8.4"), ("2.7.8", "2.8.4"), ("2.19.3", "2.30.7")] {
+        let text =
+            SEVENTH_CLUSTER.replace("[nccl_model]", &format!("[{{ name: nccl_model, version: \"{version}\" }}]"));
+        std::fs::write(d.join("s.yaml"), text).unwrap();
+        let (code, stdout, stderr) = seventh_run(&d, &["run", "s.yaml", "--quiet"]);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(stdout.contains(&format!("nccl_model: NCCL {release} picks")), "{version}: {stdout}");
+        let (_, json, _) = seventh_run(&d, &["run", "s.yaml", "--quiet", "--format", "json"]);
+        assert!(json.contains(&format!("\"library\": \"NCCL {release}\"")), "{version}: {json}");
+    }
+}
+
+/// `explain nccl_ring --param protocol=ll` took LL's chunks but moved them at Simple's
+/// latency and bandwidth with Simple's launch: 94 us where `run` of the same entry gives
+/// 26.7 us. It now simulates what `run` does, on a cluster and on a flat machine.
+#[test]
+fn seventh_trial_explain_moves_messages_with_the_protocol_it_is_given() {
+    let d = case_dir("seventh-explain");
+    let text = SEVENTH_CLUSTER.replace(
+        "[nccl_model]",
+        "[{ name: nccl_ring, protocol: ll }, { name: nccl_ring, protocol: ll128 }, { name: nccl_ring, protocol: simple }]",
+    );
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    let (_, json, stderr) = seventh_run(&d, &["run", "s.yaml", "--quiet", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let times: Vec<f64> = report["results"].as_array().unwrap().iter().map(|r| r["time_s"].as_f64().unwrap()).collect();
+    assert_eq!(times.len(), 3);
+    let simulated = |args: &[&str]| -> f64 {
+        let (code, stdout, stderr) = seventh_run(&d, args);
+        assert_eq!(code, Some(0), "{stderr}");
+        let line = stdout.lines().find(|l| l.starts_with("simulated:")).unwrap();
+        let s = &line[line.find('(').unwrap() + 1..line.find(" s)").unwrap()];
+        s.parse().unwrap()
+    };
+    for (proto, want) in ["ll", "ll128", "simple"].iter().zip(&times) {
+        let param = format!("protocol={proto}");
+        let got = simulated(&[
+            "explain",
+            "nccl_ring",
+            "--scenario",
+            "s.yaml",
+            "--ranks",
+            "4",
+            "--size",
+            "64KiB",
+            "--param",
+            &param,
+        ]);
+        assert!((got / want - 1.0).abs() < 1e-9, "{proto}: explain {got}, run {want}");
+    }
+    let flat = "ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 10GB/s } }\n\
+                algorithms: [{ name: nccl_ring, protocol: ll }]\nsizes: [64KiB]\ndata: { mode: off }\n";
+    std::fs::write(d.join("f.yaml"), flat).unwrap();
+    let (_, json, _) = seventh_run(&d, &["run", "f.yaml", "--quiet", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let want = report["results"][0]["time_s"].as_f64().unwrap();
+    let got = simulated(&[
+        "explain",
+        "nccl_ring",
+        "--param",
+        "protocol=ll",
+        "--alpha",
+        "1us",
+        "--bandwidth",
+        "10GB/s",
+        "--size",
+        "64KiB",
+        "--cost-per-byte",
+        "0",
+    ]);
+    assert!((got / want - 1.0).abs() < 1e-9, "flat: explain {got}, run {want}");
+    // Any algorithm takes an entry's protocol; explain took it only where the algorithm
+    // has a parameter of that name ("unknown parameter 'protocol' for algorithm 'ring'").
+    std::fs::write(d.join("f.yaml"), flat.replace("nccl_ring", "ring")).unwrap();
+    let (_, json, _) = seventh_run(&d, &["run", "f.yaml", "--quiet", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let want = report["results"][0]["time_s"].as_f64().unwrap();
+    let got = simulated(&[
+        "explain",
+        "ring",
+        "--param",
+        "protocol=ll",
+        "--alpha",
+        "1us",
+        "--bandwidth",
+        "10GB/s",
+        "--size",
+        "64KiB",
+        "--cost-per-byte",
+        "0",
+    ]);
+    assert!((got / want - 1.0).abs() < 1e-9, "flat ring: explain {got}, run {want}");
+}
+
+/// A machine file with `data: { mode: off }` (scenarios/dgx_h100.yaml has it) came back
+/// from calibrate's edit as `mode: false`, which calibrate then refused (`m.yaml:17:15:
+/// data.mode: 'false' is not known`): YAML 1.1's `off` had been read as a boolean.
+/// And `--env NCCL_ALGO=Tree` on a log that prints NCCL_ALGO=Ring was dropped without a word.
+#[test]
+fn seventh_trial_calibrate_writes_back_the_words_it_read() {
+    let d = case_dir("seventh-calibrate");
+    let machine =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/machines/l40s_pcie.yaml"))
+            .unwrap();
+    std::fs::write(d.join("m.yaml"), format!("{machine}data: {{ mode: off }}\n")).unwrap();
+    let log =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/data/l40s_p2_ring.txt"))
+            .unwrap();
+    let short: String = log.lines().take(20).map(|l| format!("{l}\n")).collect();
+    std::fs::write(d.join("a.txt"), short).unwrap();
+    let args = ["calibrate", "m.yaml", "a.txt", "--quiet", "--patience", "1", "--fit", "topology.launch.ll"];
+    let (code, stdout, stderr) = seventh_run(&d, &[&args[..], &["--output", "o.yaml"]].concat());
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let written = std::fs::read_to_string(d.join("o.yaml")).unwrap();
+    assert!(written.contains("mode: off"), "{written}");
+    let (code, stdout, stderr) = seventh_run(&d, &[&args[..], &["--env", "NCCL_ALGO=Tree"]].concat());
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("the log prints NCCL_ALGO=Ring, which is what ran; --env NCCL_ALGO=Tree is for logs"),
+        "{stdout}"
+    );
+}
+
+/// `merge` of shard 0/3 and shard 1/2 said "shard(s) 1/3, 2/3 missing", naming neither the
+/// file of the other count nor the mismatch; a cluster fabric of 1,000 spines over 4 NICs
+/// was "1:1, not oversubscribed" with every message at 1/500 of its NIC's rate (1.01 ms
+/// where 24.8 us is right), where the fat_tree kind refuses spines past its hosts.
+#[test]
+fn seventh_trial_shard_counts_and_spines_are_checked() {
+    let d = case_dir("seventh-shards");
+    let text = QUICK.replace("sizes: [4KiB]", "sizes: [4KiB, 8KiB, 16KiB]");
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    for (shard, file) in [("0/3", "a.json"), ("1/2", "b.json")] {
+        let (code, _, stderr) =
+            seventh_run(&d, &["run", "s.yaml", "--quiet", "--shard", shard, "--format", "json", "--output", file]);
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+    let (code, _, stderr) = seventh_run(&d, &["merge", "a.json", "b.json"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("b.json is shard 1/2 but a.json is shard 0/3: the shard counts differ"), "{stderr}");
+
+    let spines =
+        SEVENTH_CLUSTER.replace("{ kind: rail_optimized }", "{ kind: fat_tree, hosts_per_leaf: 2, spines: 1000 }");
+    std::fs::write(d.join("c.yaml"), spines).unwrap();
+    let (code, _, stderr) = seventh_run(&d, &["run", "c.yaml", "--quiet"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("c.yaml:10:56: topology.fabric.spines: 1000 is more spines than the cluster has NICs (4)"),
+        "{stderr}"
+    );
+    let four = SEVENTH_CLUSTER.replace("{ kind: rail_optimized }", "{ kind: fat_tree, hosts_per_leaf: 2, spines: 4 }");
+    std::fs::write(d.join("c.yaml"), four).unwrap();
+    assert_eq!(seventh_run(&d, &["run", "c.yaml", "--quiet"]).0, Some(0));
+}
+
+/// `run --plot --measured a.txt` with a log of 2 ranks beside a report of 4 (or of another
+/// collective) drew no measured chart and said nothing.
+#[test]
+fn seventh_trial_a_measured_log_that_draws_nothing_says_so() {
+    let d = case_dir("seventh-measured");
+    std::fs::write(d.join("s.yaml"), SEVENTH_CLUSTER).unwrap();
+    let log =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/data/l40s_p2_ring.txt"))
+            .unwrap();
+    std::fs::write(d.join("a.txt"), &log).unwrap();
+    std::fs::write(d.join("g.txt"), log.replace("all_reduce_perf", "all_gather_perf")).unwrap();
+    let (code, _, stderr) = seventh_run(&d, &["run", "s.yaml", "--quiet", "--plot=p", "--measured", "a.txt", "g.txt"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "note: --measured a.txt:10: a run on 2 ranks, where the report's allreduce points are on 4 ranks; not drawn"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("note: --measured g.txt:10: a run of allgather, a collective the report does not hold"),
+        "{stderr}"
+    );
+}

@@ -68,7 +68,15 @@ impl Params {
         let max = if key == "channels" { 64 } else { usize::MAX };
         match n.map(usize::try_from) {
             Some(Ok(n)) if (1..=max).contains(&n) => Ok(n),
-            _ if key == "channels" => Err(ParamError::new(Some(key), format!("'channels' must be 1 to 64, not {v}"))),
+            // A number with a fraction is shown as written (`8.0`, `1e1` as 10.0): "1 to 64,
+            // not 8" would name a value in the range.
+            _ if key == "channels" => Err(ParamError::new(
+                Some(key),
+                match &v {
+                    ParamValue::Float(x) => format!("'channels' must be a whole number from 1 to 64, not {x:?}"),
+                    _ => format!("'channels' must be 1 to 64, not {v}"),
+                },
+            )),
             _ => Err(ParamError::new(Some(key), format!("'{key}' must be a whole number from 1 to {max}, not '{v}'"))),
         }
     }

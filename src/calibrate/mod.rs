@@ -177,9 +177,14 @@ impl Param {
             Some(Yaml::Float(f)) => Some(format!("{f:?}")),
             Some(Yaml::Int(_)) => return Err(format!("{path} is negative; calibrate fits positive values")),
             Some(Yaml::Null) | None => None,
-            Some(_) => {
+            Some(inner) => {
+                // The example names a key the node has (`host.issue`), not one it may lack.
+                let example = match inner {
+                    Yaml::Map(m) => m.first().map_or_else(|| "simple".to_string(), |(k, _)| k.clone()),
+                    _ => "0".to_string(),
+                };
                 return Err(format!(
-                    "{path} is not a single value (a mapping or list); name one of its numbers, e.g. {path}.simple"
+                    "{path} is not a single value (a mapping or list); name one of its numbers, e.g. {path}.{example}"
                 ));
             }
         };
@@ -497,7 +502,11 @@ pub fn what_ran_with(
                 location: String::new(),
                 protocol: None,
             },
-            how: format!("{forced}not among NCCL's modelled ring, tree and PAT; simulated as ring"),
+            how: format!(
+                "{forced}not among the algorithms NCCL's model has for {} here ({}); simulated as ring",
+                c.name(),
+                algos.join(", ")
+            ),
         });
     };
     let params = match c {
@@ -1295,6 +1304,22 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
     let copies = collectives.iter().any(|c| matches!(c, Collective::Allgather | Collective::Broadcast));
     let c_told = reduces && copies;
     let mut warnings = Vec::new();
+    // --env fills in what a log does not print; where the log prints another value, the
+    // log's is what ran, and the flag is not used for it: say so rather than drop it.
+    for r in fit_runs.iter().chain(hold_out) {
+        for (k, v) in &opts.env {
+            if let Some(logged) = r.env.get(k)
+                && !r.env_given.contains(k)
+                && logged != v
+            {
+                warnings.push(format!(
+                    "{}:{}: the log prints {k}={logged}, which is what ran; --env {k}={v} is for logs that print \
+                     no {k}, and is not used for this one",
+                    r.file, r.line
+                ));
+            }
+        }
+    }
     let paths = match &opts.fit {
         Some(p) => p.clone(),
         None => {
@@ -1328,6 +1353,14 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
         return Err(format!(
             "{}: nothing to fit: no alpha, bandwidth or launch under topology; name keys with --fit",
             machine.file
+        ));
+    }
+    // An empty path (`--fit a,` or `a,,b`) or one with blanks around it names no key:
+    // say so, not "' topology' is an unknown key" of a line the file does not have.
+    if let Some(p) = paths.iter().find(|p| p.is_empty() || p.trim() != p.as_str() || p.split('.').any(str::is_empty)) {
+        return Err(format!(
+            "--fit: '{p}' is not a dotted path of the machine file: give keys joined by dots, such as \
+             topology.intra.bandwidth, separated by commas without spaces or empty entries"
         ));
     }
     let params: Vec<Param> = paths

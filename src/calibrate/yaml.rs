@@ -100,7 +100,13 @@ impl<'de> Deserialize<'de> for Yaml {
 impl Yaml {
     /// Parse YAML text.
     pub fn parse(text: &str) -> Result<Yaml, String> {
-        serde_saphyr::from_str::<Yaml>(text).map_err(|e| e.to_string())
+        // Only `true` and `false` are booleans here: a plain `off` (`data: { mode: off }`)
+        // stays the word it is, and is written back as written for the scenario parser to
+        // read as it read the file (YAML 1.1's yes/no/on/off read as booleans became
+        // `false`, which `data.mode` refuses).
+        let mut options = serde_saphyr::Options::default();
+        options.strict_booleans = true;
+        serde_saphyr::from_str_with_options::<Yaml>(text, options).map_err(|e| e.to_string())
     }
 
     /// The node at a dotted path (`topology.levels.0.alpha`: map keys, list indices).
@@ -201,10 +207,10 @@ fn scalar(y: &Yaml) -> String {
                 && s.chars().all(|c| c.is_ascii_alphanumeric() || "_.-+/".contains(c))
                 && !s.starts_with(['-', '.', '+'])
                 && s.parse::<f64>().is_err()
-                && !matches!(
-                    s.to_ascii_lowercase().as_str(),
-                    "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "y" | "n"
-                );
+                // Plain `true`, `false` and `null` would read back as a boolean or
+                // nothing; a word such as `off` was plain in the file (strict booleans).
+                && !matches!(s.as_str(), "true" | "false")
+                && !s.eq_ignore_ascii_case("null");
             if plain { s.clone() } else { serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}")) }
         }
         Yaml::Seq(_) | Yaml::Map(_) => String::new(),
@@ -334,9 +340,17 @@ mod tests {
 
     #[test]
     fn strings_that_read_as_other_things_are_quoted() {
-        for s in ["8", "true", "", "a b", "-x", "1e3", "no"] {
+        for s in ["8", "true", "", "a b", "-x", "1e3", "null", "Null"] {
             assert!(scalar(&Yaml::Str(s.into())).starts_with('"'), "{s}");
         }
         assert_eq!(scalar(&Yaml::Str("12.5GB/s".into())), "12.5GB/s");
+        // YAML 1.1's words are words here (strict booleans), written back plain for the
+        // scenario parser to read as it read the file: `data: { mode: off }` came back as
+        // `mode: false`, which it refuses.
+        let y = Yaml::parse("data: { mode: off, x: no, y: true }").unwrap();
+        assert_eq!(y.get("data.mode"), Some(&Yaml::Str("off".into())));
+        assert_eq!(y.get("data.y"), Some(&Yaml::Bool(true)));
+        assert_eq!(scalar(&Yaml::Str("off".into())), "off");
+        assert_eq!(Yaml::parse(&y.to_text(&BTreeMap::new())).unwrap(), y);
     }
 }

@@ -44,8 +44,9 @@ pub fn check_bytes(s: &Scenario) -> Result<(), String> {
 }
 
 /// Every link a message can be charged at: the topology's own, and on a cluster the
-/// two its list leaves out, a pair across CPU sockets (both alphas, the thinner
-/// bandwidth) and NVLS's switch operations (at `nvls_efficiency` of the bandwidth).
+/// ones its list leaves out, a pair across CPU sockets (both alphas, the thinner
+/// bandwidth), NVLS's switch operations (at `nvls_efficiency` of the bandwidth) and a
+/// channel's copy unit (`channel_bandwidth`).
 fn machine_links(s: &Scenario) -> Vec<Link> {
     let mut links = s.topology.links();
     if let TopologySpec::Cluster(c) = &s.topology {
@@ -55,6 +56,12 @@ fn machine_links(s: &Scenario) -> Vec<Link> {
             if let Some(x) = &c.intra.socket_link {
                 let across = (x.bandwidth * c.efficiency.of(p)).min(bandwidth);
                 links.push(Link { alpha: alpha + x.alpha_s.of(p), bandwidth: across });
+            }
+            // A channel's copy unit passes every message of its stream at this rate,
+            // whichever link the message crosses (docs/gpu-clusters.md, "Channel bandwidth").
+            let channel = c.channel_bandwidth.of(p);
+            if channel.is_finite() {
+                links.push(Link { alpha: alpha.max(c.inter.alpha_s.of(p)), bandwidth: channel });
             }
         }
     }

@@ -255,7 +255,8 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                     location: String::new(),
                     protocol: fixed.then_some(crate::scenario::ProtocolChoice::Fixed(proto)),
                 },
-                library: Some(format!("NCCL {}", nccl::VERSION)),
+                // The release whose model picked: 2.8.4's for a `version` before 2.10.
+                library: Some(format!("NCCL {}", x.tuning.release())),
                 choice: Some(format!("{}/{}", algo.name(), proto.name())),
                 predicted_s: Some(t),
                 missing: None,

@@ -26,7 +26,13 @@ struct RawPerProtoVisitor;
 impl<'de> Visitor<'de> for RawPerProtoVisitor {
     type Value = RawPerProto;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a time (1us) or one per protocol { simple: TIME, ll: TIME, ll128: TIME }")
+        // One visitor reads launch, alpha, step_latency and proxy (times), efficiency (fractions)
+        // and channel_bandwidth (rates): the message may not name one of them for all.
+        f.write_str(
+            "one value for every protocol (a time such as 1us for launch, alpha, step_latency and proxy; \
+             a rate such as 10GB/s for channel_bandwidth) or one per protocol { simple: V, ll: V, ll128: V } \
+             (efficiency: { ll: F, ll128: F })",
+        )
     }
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<RawPerProto, E> {
         Ok(RawPerProto::One(Scalar::Bool(v)))
@@ -431,7 +437,7 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
     };
     let fabric = match t.fabric {
         None => FabricSpec { kind: FabricKind::RailOptimized, hosts_per_leaf: None, spines: 1, uplink: None },
-        Some(raw) => fabric(src, raw)?,
+        Some(raw) => fabric(src, raw, nodes.saturating_mul(nics))?,
     };
     let launch =
         t.launch.as_ref().map(|l| per_proto(src, l, "topology.launch")).transpose()?.unwrap_or(PerProto::all(0.0));
@@ -580,7 +586,7 @@ fn pci_buses(src: &Src, raw: Spanned<Vec<Spanned<Scalar>>>, gpus: usize) -> Resu
 }
 
 /// `fabric:`.
-fn fabric(src: &Src, raw: Spanned<RawFabric>) -> Result<FabricSpec, ScenarioError> {
+fn fabric(src: &Src, raw: Spanned<RawFabric>, all_nics: usize) -> Result<FabricSpec, ScenarioError> {
     let at = raw.referenced;
     let f = raw.value;
     let kinds = [("rail_optimized", FabricKind::RailOptimized), ("fat_tree", FabricKind::FatTree)];
@@ -608,6 +614,22 @@ fn fabric(src: &Src, raw: Spanned<RawFabric>) -> Result<FabricSpec, ScenarioErro
         None => 1,
         Some(v) => count(src, v, "topology.fabric.spines", "spine switches", 1)?,
     };
+    // As the fat_tree kind: a message climbs to spine (destination NIC mod spines), so
+    // spines past the NICs carry nothing, yet each leaf's default uplinks would be split
+    // among them all (every message at a sliver of the NIC's rate).
+    if kind == FabricKind::FatTree
+        && spines > all_nics
+        && let Some(v) = &f.spines
+    {
+        return Err(src.err(
+            &v.referenced,
+            format!(
+                "topology.fabric.spines: {spines} is more spines than the cluster has NICs ({all_nics}); a message \
+                 takes spine (destination NIC mod spines), so the rest would carry nothing: write spines from 1 to \
+                 {all_nics}"
+            ),
+        ));
+    }
     let uplink = match f.uplink {
         None => None,
         Some(u) => {
