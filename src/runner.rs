@@ -334,15 +334,17 @@ fn check_against_ideal(
 
 /// Under `noise.faults`: a note per fault saying what it did.
 fn fault_notes(res: &mut PointResult, flow: &crate::sim::flow::FlowStats, launch: f64) {
+    // Said as a named fault that matches no link is: the run is not the faulty one asked for.
+    res.notes.extend(flow.short_draws.iter().map(ToString::to_string));
     for f in &flow.faults {
-        let at = f.at + launch;
+        let at = crate::units::fmt_time_fine(f.at + launch);
         res.notes.push(if f.after_end {
             let what = if f.matched { "" } else { " (and no link of this machine joins these two nodes)" };
-            format!("fault {} at {at:e} s: due after the run ended; nothing failed{what}", f.link)
+            format!("fault {} at {at}: due after the run ended; nothing failed{what}", f.link)
         } else if f.matched {
-            format!("fault {} at {at:e} s: {} message(s) in flight rerouted, {} cut off", f.link, f.rerouted, f.cut)
+            format!("fault {} at {at}: {} message(s) in flight rerouted, {} cut off", f.link, f.rerouted, f.cut)
         } else {
-            format!("fault {} at {at:e} s: no link of this machine joins these two nodes; nothing failed", f.link)
+            format!("fault {} at {at}: no link of this machine joins these two nodes; nothing failed", f.link)
         });
     }
     if flow.detoured > 0 {
@@ -797,7 +799,8 @@ fn check_closed_forms(
         res.network_links = Some(link_report(flow, ran, p.ranks <= DETAIL_MAX_RANKS));
         if noisy {
             res.notes.push(
-                "noise: the check against the ideal model is skipped (slow links and detours have no ideal twin)"
+                "noise: the check against the ideal model is skipped (the ideal model has no skew, OS detours, slow \
+                 ranks or links, or link faults to run the same point with)"
                     .to_string(),
             );
         } else {

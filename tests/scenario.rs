@@ -241,7 +241,7 @@ fn unknown_units() {
     err_at(
         &with("[4KiB]", "[4KiB, 4KiBs]"),
         5,
-        &["sizes: unknown size unit 'KiBs' in '4KiBs'; allowed: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"],
+        &["sizes: unknown size unit 'KiBs' in '4KiBs'; allowed: B, KB, MB, GB, TB, PB, EB, KiB, MiB, GiB, TiB, PiB, EiB"],
     );
     err_at(&format!("{MINIMAL}compute: {{ cost_per_byte: fast }}\n"), 6, &["compute.cost_per_byte", "not a time"]);
 }
