@@ -65,11 +65,18 @@ impl Params {
             _ => None,
         };
         // Every algorithm's `channels` is NCCL's, 1 to MAXCHANNELS: the message states that range.
-        let max = if key == "channels" { 64 } else { usize::MAX };
+        let channels = key == "channels";
+        let max = if channels { 64 } else { usize::MAX };
         match n.map(usize::try_from) {
             Some(Ok(n)) if (1..=max).contains(&n) => Ok(n),
-            _ if key == "channels" => Err(ParamError::new(Some(key), format!("'channels' must be 1 to 64, not {v}"))),
-            _ => Err(ParamError::new(Some(key), format!("'{key}' must be a whole number from 1 to {max}, not '{v}'"))),
+            _ => Err(ParamError::new(
+                Some(key),
+                if channels {
+                    format!("'channels' must be 1 to {max}, not {v}")
+                } else {
+                    format!("'{key}' must be a whole number from 1 to {max}, not '{v}'")
+                },
+            )),
         }
     }
 

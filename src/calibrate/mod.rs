@@ -1297,7 +1297,8 @@ pub fn noise_warning(machine: &Machine) -> Option<String> {
     if keys.is_empty() {
         return None;
     }
-    let (them, are) = if keys.len() == 1 { (format!("`{}:`", keys[0]), "is") } else { ("`noise:` and `repeat:`".to_string(), "are") };
+    let (them, are) =
+        if keys.len() == 1 { (format!("`{}:`", keys[0]), "is") } else { ("`noise:` and `repeat:`".to_string(), "are") };
     Some(format!(
         "the machine's {them} {are} left out of the fit: calibrate fits the noise-free machine to the logs' times, \
          which are already means over their iterations. The file --output writes keeps {them} as written, so `run` \

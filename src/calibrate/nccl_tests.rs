@@ -256,16 +256,17 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
         }
         if let Some(j) = body.find("nccl-library=") {
             let code: String = body[j + 13..].chars().take_while(|c| !c.is_whitespace()).collect();
-            version = Some(code.parse::<u64>().ok().map(version_of_code).and_then(|v| release_of(&v)).ok_or_else(|| {
-                LogError::at(
-                    file,
-                    n,
-                    format!(
-                        "nccl-library={code} is not an NCCL release: nccl-tests prints the version's code \
+            version =
+                Some(code.parse::<u64>().ok().map(version_of_code).and_then(|v| release_of(&v)).ok_or_else(|| {
+                    LogError::at(
+                        file,
+                        n,
+                        format!(
+                            "nccl-library={code} is not an NCCL release: nccl-tests prints the version's code \
                          (22602 for 2.26.2), from 1.0.0 on"
-                    ),
-                )
-            })?);
+                        ),
+                    )
+                })?);
         }
         // A test of a collective calibrate does not read (`alltoall_perf`) was read as the
         // one its columns suggest.

@@ -94,7 +94,10 @@ pub fn parse(text: &str, file: &str, ranks: Option<usize>) -> Result<Run, LogErr
             return Err(LogError::at(
                 file,
                 n,
-                format!("the iterations '{v}' in field {} are not a whole number of at least 1 (the header at line {header_line})", k + 1),
+                format!(
+                    "the iterations '{v}' in field {} are not a whole number of at least 1 (the header at line {header_line})",
+                    k + 1
+                ),
             ));
         }
         let latency = |k: Option<usize>| k.and_then(|k| f.get(k)?.parse::<f64>().ok());
