@@ -109,9 +109,8 @@ pub fn load(path: &Path) -> Result<Baseline, String> {
     if bytes.len() as u64 > MAX_BASELINE_BYTES {
         return Err(format!("--baseline {name}: larger than {} MiB; is it a report?", MAX_BASELINE_BYTES >> 20));
     }
-    let text = String::from_utf8(bytes).map_err(|_| {
-        format!("--baseline {name}: not UTF-8 text; give a report written by `run --format json --output FILE`")
-    })?;
+    let text = crate::files::utf8_text(bytes)
+        .map_err(|e| format!("--baseline {name}:{e}; give a report written by `run --format json --output FILE`"))?;
     parse(&text, &name)
 }
 

@@ -31,10 +31,59 @@ pub fn check_input(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The text of the input file `path`, refused unless it is a regular file.
+/// The text of the input file `path`, refused unless it is a regular file: a leading
+/// byte-order mark dropped, and a file that is not UTF-8 refused at its first bad byte
+/// ([`utf8_text`]).
 pub fn read_input(path: &Path) -> Result<String, String> {
     check_input(path)?;
-    fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+    let bytes = fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    utf8_text(bytes).map_err(|e| format!("{}:{e}", path.display()))
+}
+
+/// `bytes` as text without a leading UTF-8 byte-order mark (editors on Windows and
+/// PowerShell's `Out-File` write one; JSON and YAML readers take it as a stray
+/// character), or, when they are not UTF-8, where the first bad byte is.
+pub fn utf8_text(mut bytes: Vec<u8>) -> Result<String, NotUtf8> {
+    if bytes.starts_with(&[0xef, 0xbb, 0xbf]) {
+        bytes.drain(..3);
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        // Everything before `at` is valid UTF-8.
+        let before = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+        NotUtf8 {
+            line: before.matches('\n').count() as u64 + 1,
+            column: before.rsplit('\n').next().unwrap_or_default().chars().count() as u64 + 1,
+            byte: bytes.get(at).copied().unwrap_or_default(),
+        }
+    })
+}
+
+/// The first byte of a file that is not UTF-8: its line and column (1-based, the column
+/// in characters, as the other messages count it) and its value. Displays as
+/// `LINE:COLUMN: not UTF-8 text (byte 0xFF); ...`, to follow a file name and a colon.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NotUtf8 {
+    /// The line, from 1.
+    pub line: u64,
+    /// The column, from 1, in characters.
+    pub column: u64,
+    /// The byte.
+    pub byte: u8,
+}
+
+impl NotUtf8 {
+    /// What is wrong and what is allowed, without the place.
+    pub fn message(&self) -> String {
+        format!("not UTF-8 text (byte 0x{:02X}); save the file as UTF-8", self.byte)
+    }
+}
+
+impl std::fmt::Display for NotUtf8 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}: {}", self.line, self.column, self.message())
+    }
 }
 
 /// The most values (numbers, strings, lists, objects...) a JSON report may hold: a

@@ -334,15 +334,17 @@ fn check_against_ideal(
 
 /// Under `noise.faults`: a note per fault saying what it did.
 fn fault_notes(res: &mut PointResult, flow: &crate::sim::flow::FlowStats, launch: f64) {
+    // Said as a named fault that matches no link is: the run is not the faulty one asked for.
+    res.notes.extend(flow.short_draws.iter().map(ToString::to_string));
     for f in &flow.faults {
-        let at = f.at + launch;
+        let at = crate::units::fmt_time_fine(f.at + launch);
         res.notes.push(if f.after_end {
             let what = if f.matched { "" } else { " (and no link of this machine joins these two nodes)" };
-            format!("fault {} at {at:e} s: due after the run ended; nothing failed{what}", f.link)
+            format!("fault {} at {at}: due after the run ended; nothing failed{what}", f.link)
         } else if f.matched {
-            format!("fault {} at {at:e} s: {} message(s) in flight rerouted, {} cut off", f.link, f.rerouted, f.cut)
+            format!("fault {} at {at}: {} message(s) in flight rerouted, {} cut off", f.link, f.rerouted, f.cut)
         } else {
-            format!("fault {} at {at:e} s: no link of this machine joins these two nodes; nothing failed", f.link)
+            format!("fault {} at {at}: no link of this machine joins these two nodes; nothing failed", f.link)
         });
     }
     if flow.detoured > 0 {
@@ -473,7 +475,9 @@ struct Setup {
 /// envelope and no noise (as the report claims the bounds). `calibrate` holds counted
 /// loops to it.
 pub fn lower_bound(s: &Scenario, pt: &Point) -> Option<f64> {
-    if s.network != Network::IDEAL || s.noise.is_some() {
+    // Before the run, a flow model's links may be shared; a noisy run has no bound to
+    // hold it to (`check_closed_forms` reports its bounds as a baseline only).
+    if !bounds_hold(&s.network, s.network.is_flow()) || s.noise.is_some() {
         return None;
     }
     let spec = &s.algorithms[pt.algo];
@@ -485,6 +489,15 @@ pub fn lower_bound(s: &Scenario, pt: &Point) -> Option<f64> {
     let machine = Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte };
     algo.applicable(&p, &machine).ok()?;
     algo.bounds(&p, &machine).map(|(lo, _)| lo)
+}
+
+/// Whether the algorithms' bounds ([`Algorithm::bounds`]) describe how the engine
+/// charged (or will charge) a message on `net`: each message holding its ports for
+/// `alpha + m/B` of its hop, so no envelope, no LogGP, no `latency: pipelined`, and no
+/// flow-model link shared (`shared`: some was, or may be). The one rule of
+/// [`lower_bound`] and `check_closed_forms`, so that they cannot drift apart.
+fn bounds_hold(net: &Network, shared: bool) -> bool {
+    !shared && net.envelope == 0 && net.loggp().is_none() && !net.is_pipelined()
 }
 
 /// Run one point with `obs` watching every message and reduction the engine schedules
@@ -797,7 +810,8 @@ fn check_closed_forms(
         res.network_links = Some(link_report(flow, ran, p.ranks <= DETAIL_MAX_RANKS));
         if noisy {
             res.notes.push(
-                "noise: the check against the ideal model is skipped (slow links and detours have no ideal twin)"
+                "noise: the check against the ideal model is skipped (the ideal model has no skew, OS detours, slow \
+                 ranks or links, or link faults to run the same point with)"
                     .to_string(),
             );
         } else {
@@ -830,11 +844,10 @@ fn check_closed_forms(
         res.no_closed_form = why.map(str::to_string);
         why.is_none().then_some(cf)
     });
-    let shared = shared_flow || net.envelope > 0;
     // The bounds are the ideal model's.
     let loggp = net.loggp().is_some();
     let pipelined = net.is_pipelined();
-    let bounds = if closed_form.is_none() && !shared && !loggp && !pipelined && !channel_rate {
+    let bounds = if closed_form.is_none() && bounds_hold(&net, shared_flow) && !channel_rate {
         algo.bounds(p, &machine)
     } else {
         None

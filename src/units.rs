@@ -60,13 +60,20 @@ const SIZE_UNITS: &[(&str, u64)] = &[
     ("MB", 1_000_000),
     ("GB", 1_000_000_000),
     ("TB", 1_000_000_000_000),
+    ("PB", 1_000_000_000_000_000),
+    ("EB", 1_000_000_000_000_000_000),
     ("KiB", 1 << 10),
     ("MiB", 1 << 20),
     ("GiB", 1 << 30),
     ("TiB", 1 << 40),
+    // The report prints sizes up to EiB (`fmt_bytes`); what it prints, a size reads back.
+    // Most of them wrap a byte count: the size's own limit (2^64 - 1 bytes, 16 EiB less
+    // one) and the scenario's per-P limit refuse those with the figure.
+    ("PiB", 1 << 50),
+    ("EiB", 1 << 60),
 ];
 
-const SIZE_ALLOWED: &str = "B, KB, MB, GB, TB, KiB, MiB, GiB, TiB, or a plain number of bytes";
+const SIZE_ALLOWED: &str = "B, KB, MB, GB, TB, PB, EB, KiB, MiB, GiB, TiB, PiB, EiB, or a plain number of bytes";
 
 /// How a bandwidth unit scales its number into bytes per second.
 #[derive(Clone, Copy)]
@@ -443,6 +450,27 @@ pub fn fmt_time(seconds: f64) -> String {
     scaled(seconds, &[("ps", 1e-12), ("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0)])
 }
 
+/// A time as [`fmt_time`] prints it but to six significant digits (`0 s`, `1.1024 us`,
+/// `2.16384 us`): for the instants a report names, such as when a link fault struck,
+/// which a user wrote to more than three digits and two of which may be close.
+pub fn fmt_time_fine(seconds: f64) -> String {
+    let units = [("ps", 1e-12), ("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0)];
+    if !seconds.is_finite() || seconds == 0.0 {
+        return fmt_time(seconds);
+    }
+    let a = seconds.abs();
+    // The largest unit that keeps the value at least 1 once rounded (999.9999 ns is 1 us).
+    let chosen = units.iter().rposition(|(_, f)| format!("{:.5e}", a / f).parse::<f64>().unwrap_or(0.0) >= 1.0);
+    let (name, f) = units[chosen.unwrap_or(0)];
+    let x = a / f;
+    if !(1e-3..1e6).contains(&x) {
+        return fmt_time(seconds);
+    }
+    let digits = (5 - x.log10().floor() as i64).max(0) as usize;
+    let sign = if seconds < 0.0 { "-" } else { "" };
+    format!("{sign}{} {name}", trim_zeros(format!("{x:.digits$}")))
+}
+
 /// A byte count for people, binary units, three significant digits: `100 B`, `4 KiB`,
 /// `1 MiB`, `1.5 MiB`. Counts below 1024 are exact.
 pub fn fmt_bytes(bytes: u64) -> String {
@@ -577,12 +605,28 @@ mod tests {
     }
 
     #[test]
+    fn fine_times_keep_six_digits_in_the_reports_units() {
+        assert_eq!(fmt_time_fine(0.0), "0 s");
+        assert_eq!(fmt_time_fine(1.1024e-6), "1.1024 us");
+        assert_eq!(fmt_time_fine(2.1638399999999998e-6), "2.16384 us");
+        assert_eq!(fmt_time_fine(999.99999e-9), "1 us");
+        assert_eq!(fmt_time_fine(0.5), "500 ms");
+        assert_eq!(fmt_time_fine(123456.0), "123456 s");
+        assert_eq!(fmt_time_fine(1e300), fmt_time(1e300));
+    }
+
+    #[test]
     fn size_errors() {
         assert_eq!(
             parse_size("4KiBs").unwrap_err(),
-            "unknown size unit 'KiBs' in '4KiBs'; allowed: B, KB, MB, GB, TB, KiB, MiB, GiB, \
-             TiB, or a plain number of bytes"
+            "unknown size unit 'KiBs' in '4KiBs'; allowed: B, KB, MB, GB, TB, PB, EB, KiB, MiB, GiB, \
+             TiB, PiB, EiB, or a plain number of bytes"
         );
+        assert_eq!(parse_size("1PiB"), Ok(1 << 50));
+        assert_eq!(parse_size("15EiB"), Ok(15 << 60));
+        assert_eq!(parse_size("2PB"), Ok(2_000_000_000_000_000));
+        assert!(parse_size("16EiB").unwrap_err().contains("too large (at most 18446744073709551615 bytes)"));
+        assert!(parse_size("19EB").unwrap_err().contains("too large"));
         assert!(parse_size("1.5").unwrap_err().contains("not a whole number of bytes"));
         assert!(parse_size("0.3KiB").unwrap_err().contains("not a whole number of bytes"));
         assert!(parse_size("-4KiB").unwrap_err().contains("negative"));

@@ -159,7 +159,7 @@ fn faults_in_a_scenario_reroute_or_report_the_cut() {
     assert_eq!(one[0].verified, Some(true));
     assert!(one[0].time_s > quiet[0].time_s);
     assert_eq!(one[0].noise_free_time_s, Some(quiet[0].time_s));
-    assert!(one[0].notes.iter().any(|n| n.starts_with("fault r1-r2 at 1e-5 s:")), "{:?}", one[0].notes);
+    assert!(one[0].notes.iter().any(|n| n.starts_with("fault r1-r2 at 10 us:")), "{:?}", one[0].notes);
     // A name that is no link of the machine fails nothing, and says so.
     let none = results("noise:\n  faults: [{ a: r1, b: r3, at: 10us }]\n");
     assert_eq!(none[0].time_s, quiet[0].time_s);
@@ -310,7 +310,7 @@ fn the_fault_scenario_reroutes_then_cuts_leaf0_off() {
         let free = r.noise_free_time_s.unwrap();
         assert!(r.time_s >= free && r.time_s < 1e-3, "{algo} {size}: {} vs {free}", r.time_s);
         assert!(
-            r.notes.iter().any(|n| n.starts_with("fault leaf0-spine0 at 1e-3 s: due after the run ended")),
+            r.notes.iter().any(|n| n.starts_with("fault leaf0-spine0 at 1 ms: due after the run ended")),
             "{algo} {size}: {:?}",
             r.notes
         );

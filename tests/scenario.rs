@@ -241,7 +241,9 @@ fn unknown_units() {
     err_at(
         &with("[4KiB]", "[4KiB, 4KiBs]"),
         5,
-        &["sizes: unknown size unit 'KiBs' in '4KiBs'; allowed: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB"],
+        &[
+            "sizes: unknown size unit 'KiBs' in '4KiBs'; allowed: B, KB, MB, GB, TB, PB, EB, KiB, MiB, GiB, TiB, PiB, EiB",
+        ],
     );
     err_at(&format!("{MINIMAL}compute: {{ cost_per_byte: fast }}\n"), 6, &["compute.cost_per_byte", "not a time"]);
 }
@@ -400,7 +402,7 @@ fn missing_link_parts() {
 fn other_values() {
     err_at(&format!("{MINIMAL}seed: -1\n"), 6, &["seed:", "whole number"]);
     err_at(&format!("{MINIMAL}check: {{ closed_form: maybe }}\n"), 6, &["check.closed_form", "true or false"]);
-    let s = ok(&format!("{MINIMAL}check: {{ closed_form: no }}\nseed: 18446744073709551615\n"));
+    let s = ok(&format!("{MINIMAL}check: {{ closed_form: false }}\nseed: 18446744073709551615\n"));
     assert!(!s.check.closed_form);
     assert_eq!(s.seed, u64::MAX);
 }

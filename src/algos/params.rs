@@ -65,16 +65,17 @@ impl Params {
             _ => None,
         };
         // Every algorithm's `channels` is NCCL's, 1 to MAXCHANNELS: the message states that range.
-        let max = if key == "channels" { 64 } else { usize::MAX };
+        let channels = key == "channels";
+        let max = if channels { 64 } else { usize::MAX };
         match n.map(usize::try_from) {
             Some(Ok(n)) if (1..=max).contains(&n) => Ok(n),
             // A number with a fraction is shown as written (`8.0`, `1e1` as 10.0): "1 to 64,
             // not 8" would name a value in the range.
-            _ if key == "channels" => Err(ParamError::new(
+            _ if channels => Err(ParamError::new(
                 Some(key),
                 match &v {
-                    ParamValue::Float(x) => format!("'channels' must be a whole number from 1 to 64, not {x:?}"),
-                    _ => format!("'channels' must be 1 to 64, not {v}"),
+                    ParamValue::Float(x) => format!("'channels' must be a whole number from 1 to {max}, not {x:?}"),
+                    _ => format!("'channels' must be 1 to {max}, not {v}"),
                 },
             )),
             _ => Err(ParamError::new(Some(key), format!("'{key}' must be a whole number from 1 to {max}, not '{v}'"))),

@@ -86,7 +86,10 @@ pub fn read_log(path: &Path, opts: &Options) -> Result<Vec<Run>, LogError> {
     // A FIFO would block the read forever, a device never end.
     crate::files::check_input(path).map_err(|e| LogError::at(&file, 0, e))?;
     let text = std::fs::read(path).map_err(|e| LogError::at(&file, 0, format!("cannot read: {e}")))?;
-    let text = String::from_utf8_lossy(&text);
+    // A byte-order mark hid the first line (an OSU title) from the readers. A byte that
+    // is not UTF-8 is a replacement character: logs hold terminal junk, and the rows that
+    // matter are ASCII.
+    let text = String::from_utf8_lossy(text.strip_prefix(&[0xef, 0xbb, 0xbf][..]).unwrap_or(&text));
     let mut runs =
         if osu::is_osu(&text) { vec![osu::parse(&text, &file, opts.ranks)?] } else { nccl_tests::parse(&text, &file)? };
     for r in &mut runs {
@@ -788,6 +791,7 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
     tree.set("data.mode", Yaml::Str("off".into()))?;
     tree.set("data.dtype", Yaml::Str(ty.into()))?;
     tree.set("check", Yaml::Map(vec![("closed_form".into(), Yaml::Bool(false))]))?;
+    // Left out, and said so (`noise_warning`).
     for k in ["noise", "repeat"] {
         if let Yaml::Map(v) = &mut tree {
             v.retain(|(key, _)| key != k);
@@ -1292,6 +1296,25 @@ pub struct Calibration {
     pub wall_time_s: f64,
 }
 
+/// The warning for a machine with `noise:` or `repeat:`, which the fit leaves out
+/// (`job_for`): the logs give one time per size (nccl-tests' and OSU's averages over
+/// their iterations), so the fit is of the noise-free machine to those means, and a noisy
+/// model's mean over seeds would be a second, random, layer on them. The keys stay in the
+/// file `--output` writes, as every key the fit does not touch does.
+pub fn noise_warning(machine: &Machine) -> Option<String> {
+    let keys: Vec<&str> = ["noise", "repeat"].into_iter().filter(|k| machine.tree.get(k).is_some()).collect();
+    if keys.is_empty() {
+        return None;
+    }
+    let (them, are) =
+        if keys.len() == 1 { (format!("`{}:`", keys[0]), "is") } else { ("`noise:` and `repeat:`".to_string(), "are") };
+    Some(format!(
+        "the machine's {them} {are} left out of the fit: calibrate fits the noise-free machine to the logs' times, \
+         which are already means over their iterations. The file --output writes keeps {them} as written, so `run` \
+         of it adds that noise on top of the fitted times; remove {them} from it to predict the logs' means."
+    ))
+}
+
 /// Calibrate `machine` on `fit_runs`, and check it on `hold_out`.
 pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &Options) -> Result<Calibration, String> {
     let started = Instant::now();
@@ -1303,7 +1326,7 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
         collectives.iter().any(|c| matches!(c, Collective::Allreduce | Collective::ReduceScatter | Collective::Reduce));
     let copies = collectives.iter().any(|c| matches!(c, Collective::Allgather | Collective::Broadcast));
     let c_told = reduces && copies;
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = noise_warning(machine).into_iter().collect();
     // --env fills in what a log does not print; where the log prints another value, the
     // log's is what ran, and the flag is not used for it: say so rather than drop it.
     for r in fit_runs.iter().chain(hold_out) {

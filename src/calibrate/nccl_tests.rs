@@ -52,6 +52,9 @@ struct Columns {
     time: usize,
     in_place: Option<usize>,
     wrong: Option<usize>,
+    /// The `#wrong` columns (out-of-place, in-place): counts of wrong elements. Old
+    /// nccl-tests' `error` column is the largest error's size (`2e-07`), not a count.
+    wrong_counts: Vec<usize>,
     line: usize,
 }
 
@@ -73,6 +76,7 @@ impl Columns {
             time: *times.first()?,
             in_place: times.get(1).copied(),
             wrong: wrong.first().copied(),
+            wrong_counts: tokens.iter().enumerate().filter(|(_, t)| **t == "#wrong").map(|(i, _)| i).collect(),
             line,
         })
     }
@@ -96,6 +100,8 @@ impl Columns {
             time: t,
             in_place: Some(t + 4),
             wrong: Some(t + 3),
+            // Without a header, `#wrong` cannot be told from an `error` size.
+            wrong_counts: Vec::new(),
             line: 0,
         })
     }
@@ -109,6 +115,8 @@ struct Partial {
     hosts: Vec<String>,
     ranks: usize,
     devices: Vec<String>,
+    /// The rank numbers of the device list, each with its line.
+    rank_lines: Vec<(usize, usize)>,
     /// Each listed rank's device number, `None` where a line did not give one.
     device_ids: Vec<Option<usize>>,
     /// Each listed rank's PCI bus, `None` where a line did not give one.
@@ -160,6 +168,16 @@ fn version_of_code(code: u64) -> String {
     } else {
         format!("{}.{}.{}", code / 1000, (code % 1000) / 100, code % 100)
     }
+}
+
+/// The release `MAJOR.MINOR.PATCH` that `word` (`2.8.4+cuda11.2`, `2.18.3`) names, or
+/// `None` when it names none: not three numbers, or a major version of 0, which NCCL never
+/// had (its model would be picked by sorting an impossible version).
+fn release_of(word: &str) -> Option<String> {
+    let v = word.split(['+', '-']).next()?;
+    let parts: Vec<&str> = v.split('.').collect();
+    let numbers: Vec<u32> = parts.iter().map(|p| p.parse().ok()).collect::<Option<_>>()?;
+    (numbers.len() == 3 && numbers[0] >= 1).then(|| v.to_string())
 }
 
 /// Every `NCCL_X=value` on a line, and NCCL's `NCCL_X set by environment to value`.
@@ -224,21 +242,31 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
         }
         env_settings(body, &mut env);
         if let Some(j) = body.find("NCCL version ") {
-            let v: String = body[j + 13..]
-                .chars()
-                .take_while(|c| c.is_ascii_digit() || *c == '.')
-                .collect::<String>()
-                .trim_end_matches('.')
-                .to_string();
-            if !v.is_empty() {
-                version = Some(v);
-            }
+            let word = body[j + 13..].split_whitespace().next().unwrap_or_default();
+            version = Some(release_of(word).ok_or_else(|| {
+                LogError::at(
+                    file,
+                    n,
+                    format!(
+                        "the NCCL version '{word}' is not a release: NCCL prints MAJOR.MINOR.PATCH from 1.0.0 on \
+                         (`NCCL version 2.18.3+cuda12.2`)"
+                    ),
+                )
+            })?);
         }
         if let Some(j) = body.find("nccl-library=") {
-            let code: String = body[j + 13..].chars().take_while(char::is_ascii_digit).collect();
-            if let Ok(c) = code.parse::<u64>() {
-                version = Some(version_of_code(c));
-            }
+            let code: String = body[j + 13..].chars().take_while(|c| !c.is_whitespace()).collect();
+            version =
+                Some(code.parse::<u64>().ok().map(version_of_code).and_then(|v| release_of(&v)).ok_or_else(|| {
+                    LogError::at(
+                        file,
+                        n,
+                        format!(
+                            "nccl-library={code} is not an NCCL release: nccl-tests prints the version's code \
+                         (22602 for 2.26.2), from 1.0.0 on"
+                        ),
+                    )
+                })?);
         }
         // A test of a collective calibrate does not read (`alltoall_perf`) was read as the
         // one its columns suggest.
@@ -300,6 +328,20 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
             let Some(host) = host else {
                 return Err(LogError::at(file, n, "a device line without its host (`on HOST`)"));
             };
+            // A rank listed twice was counted twice: P one too many, a host's GPUs wrong.
+            // (Several hosts may each have a device 0, but each rank number is one GPU.)
+            let rank: usize = tokens[1].parse().unwrap_or_default();
+            if let Some(&(_, first)) = cur.rank_lines.iter().find(|(r, _)| *r == rank) {
+                return Err(LogError::at(
+                    file,
+                    n,
+                    format!(
+                        "rank {rank} is listed twice in the device list (first at line {first}); nccl-tests lists \
+                         each rank once"
+                    ),
+                ));
+            }
+            cur.rank_lines.push((rank, n));
             cur.ranks += 1;
             let id = tokens.iter().position(|t| *t == "device").and_then(|k| tokens.get(k + 1)?.parse().ok());
             cur.device_ids.push(id);
@@ -448,6 +490,20 @@ fn read_row(body: &str, n: usize, file: &str, cur: &mut Partial) -> Result<Optio
         Some(k) => time(k, "in-place")?,
         None => None,
     };
+    // nccl-tests found wrong results: the row timed a broken run, not the machine.
+    for (k, place) in cols.wrong_counts.iter().zip(["out-of-place", "in-place"]) {
+        if f[*k] != "N/A" && f[*k].parse::<u64>() != Ok(0) {
+            return Err(LogError::at(
+                file,
+                n,
+                format!(
+                    "the {place} #wrong is '{}': nccl-tests counted wrong elements, so this row timed a broken run; \
+                     allowed: 0 or N/A (remove the row, or rerun the test)",
+                    f[*k]
+                ),
+            ));
+        }
+    }
     let wrong = cols.wrong.and_then(|k| f[k].parse::<f64>().ok());
     Ok(Some(Sample { bytes, time_s, in_place_s, wrong, line: n }))
 }

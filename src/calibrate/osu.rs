@@ -25,6 +25,8 @@ pub fn is_osu(text: &str) -> bool {
 pub fn parse(text: &str, file: &str, ranks: Option<usize>) -> Result<Run, LogError> {
     let mut samples = Vec::new();
     let mut time_col: Option<usize> = None;
+    // With `-f`: the columns of the minimum, the maximum and the iterations.
+    let (mut min_col, mut max_col, mut iter_col): (Option<usize>, Option<usize>, Option<usize>) = (None, None, None);
     let mut header_line = 0;
     let mut title: Option<(usize, String)> = None;
     let mut dtype = None;
@@ -44,6 +46,9 @@ pub fn parse(text: &str, file: &str, ranks: Option<usize>) -> Result<Run, LogErr
                 // `Size  Avg Latency(us) [Min Latency(us) Max Latency(us) Iterations]`.
                 let cols: Vec<&str> = c.split("  ").map(str::trim).filter(|s| !s.is_empty()).collect();
                 time_col = cols.iter().position(|s| s.starts_with("Avg Latency"));
+                min_col = cols.iter().position(|s| s.starts_with("Min Latency"));
+                max_col = cols.iter().position(|s| s.starts_with("Max Latency"));
+                iter_col = cols.iter().position(|s| s.starts_with("Iterations"));
                 if time_col.is_none() {
                     return Err(LogError::at(file, n, "a Size header without an `Avg Latency(us)` column"));
                 }
@@ -80,6 +85,34 @@ pub fn parse(text: &str, file: &str, ranks: Option<usize>) -> Result<Run, LogErr
                 ),
             ));
         };
+        // Only the average is used, but a row whose other columns cannot be was read as
+        // a measurement without a word: OSU wrote neither.
+        if let Some(k) = iter_col
+            && let Some(v) = f.get(k)
+            && v.parse::<u64>().map_or(true, |i| i == 0)
+        {
+            return Err(LogError::at(
+                file,
+                n,
+                format!(
+                    "the iterations '{v}' in field {} are not a whole number of at least 1 (the header at line {header_line})",
+                    k + 1
+                ),
+            ));
+        }
+        let latency = |k: Option<usize>| k.and_then(|k| f.get(k)?.parse::<f64>().ok());
+        if let (Some(lo), Some(hi)) = (latency(min_col), latency(max_col))
+            && lo > hi
+        {
+            return Err(LogError::at(
+                file,
+                n,
+                format!(
+                    "the minimum latency {lo} us is above the maximum {hi} us; OSU prints min <= avg <= max (the header \
+                     at line {header_line})"
+                ),
+            ));
+        }
         if bytes > 0 {
             samples.push(Sample { bytes, time_s: t * 1e-6, in_place_s: None, wrong: None, line: n });
         }

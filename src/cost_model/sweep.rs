@@ -180,6 +180,7 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
     let mut wakes: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
     let mut landed: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
     let mut entered: Vec<usize> = Vec::new();
+    let mut woken: Vec<usize> = Vec::new();
     let mut frees: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
     let mut seen = vec![0u64; np];
     let mut pass = 0u64;
@@ -251,17 +252,7 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
         loop {
             let mut changed = false;
             pass += 1;
-            ranks.clear();
-            while let Some(&Reverse((bits, r))) = wakes.peek() {
-                if f64::from_bits(bits) > now {
-                    break;
-                }
-                wakes.pop();
-                if seen[r] != pass {
-                    seen[r] = pass;
-                    ranks.push(r);
-                }
-            }
+            due_ranks(&mut wakes, now, &mut woken, &mut seen, pass, &mut ranks);
             for &r in &ranks {
                 while unit[r] <= now {
                     let Some(&Reverse((bits, _, j, bytes))) = jobs[r].peek() else { break };
@@ -314,20 +305,7 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
             }
             if windowed {
                 pass += 1;
-                ranks.clear();
-                while let Some(&Reverse((bits, r))) = landed.peek() {
-                    if f64::from_bits(bits) > now {
-                        break;
-                    }
-                    landed.pop();
-                    entered.push(r);
-                }
-                for r in entered.drain(..) {
-                    if seen[r] != pass {
-                        seen[r] = pass;
-                        ranks.push(r);
-                    }
-                }
+                due_ranks(&mut landed, now, &mut entered, &mut seen, pass, &mut ranks);
                 for &r in &ranks {
                     let k = window(r);
                     for (j, cu) in cur[r].iter_mut().enumerate() {
@@ -492,6 +470,33 @@ pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<
         return None;
     }
     Some(unit.iter().copied().fold(end_max, f64::max))
+}
+
+/// `ranks` becomes `pending` and then the ranks of `heap`'s entries due by `now` (popped),
+/// each once, in that order; `seen[r] == pass` marks a rank taken in this pass. The wake-ups
+/// and the landed windowed sends are drained alike.
+fn due_ranks(
+    heap: &mut BinaryHeap<Reverse<(u64, usize)>>,
+    now: f64,
+    pending: &mut Vec<usize>,
+    seen: &mut [u64],
+    pass: u64,
+    ranks: &mut Vec<usize>,
+) {
+    ranks.clear();
+    while let Some(&Reverse((bits, r))) = heap.peek() {
+        if f64::from_bits(bits) > now {
+            break;
+        }
+        heap.pop();
+        pending.push(r);
+    }
+    for r in pending.drain(..) {
+        if seen[r] != pass {
+            seen[r] = pass;
+            ranks.push(r);
+        }
+    }
 }
 
 /// [`sweep`] of one stream of `steps` steps, `fill(s, step)` describing step s (the

@@ -48,6 +48,20 @@ pub fn check_bytes(s: &Scenario) -> Result<(), String> {
 /// bandwidth), NVLS's switch operations (at `nvls_efficiency` of the bandwidth) and a
 /// channel's copy unit (`channel_bandwidth`).
 fn machine_links(s: &Scenario) -> Vec<Link> {
+    charged_links(s).into_iter().map(|(l, _)| l).collect()
+}
+
+/// [`machine_links`], each with whether it is a proxy link ([`proxy_links`]), whose
+/// refusal names `inter.proxy`.
+fn charged_links(s: &Scenario) -> Vec<(Link, bool)> {
+    // The proxy's first: a refusal names it before a link it also makes infinite.
+    let mut links: Vec<(Link, bool)> = proxy_links(s).into_iter().map(|l| (l, true)).collect();
+    links.extend(own_links(s).into_iter().map(|l| (l, false)));
+    links
+}
+
+/// [`machine_links`] but the proxy's.
+fn own_links(s: &Scenario) -> Vec<Link> {
     let mut links = s.topology.links();
     if let TopologySpec::Cluster(c) = &s.topology {
         for p in Proto::ALL {
@@ -65,7 +79,6 @@ fn machine_links(s: &Scenario) -> Vec<Link> {
             }
         }
     }
-    links.extend(proxy_links(s));
     links
 }
 
@@ -218,42 +231,40 @@ pub fn check_times(s: &Scenario) -> Result<(), String> {
     let p = s.ranks.iter().copied().max().unwrap_or(1) as f64;
     let size = s.sizes.iter().copied().max().unwrap_or(0) as f64 + s.network.envelope as f64;
     let messages = worst_messages(p as u64) as f64;
-    if let TopologySpec::Cluster(c) = &s.topology {
-        for link in proxy_links(s) {
-            let one = p * link.alpha + size / link.bandwidth + size * s.cost_per_byte;
-            if !(one * messages).is_finite() {
-                let proxy = Proto::ALL.into_iter().map(|proto| c.inter.proxy_s.of(proto)).fold(0.0, f64::max);
-                return Err(format!(
-                    "inter.proxy {} per connection, paid on a sender's connections across nodes (up to \
+    // One pass over every link: a proxy link's refusal names `inter.proxy` (they were
+    // checked twice, the second time with the message of any link).
+    for (link, by_proxy) in charged_links(s) {
+        let one = p * link.alpha + size / link.bandwidth + size * s.cost_per_byte;
+        if (one * messages).is_finite() {
+            continue;
+        }
+        if by_proxy && let TopologySpec::Cluster(c) = &s.topology {
+            let proxy = Proto::ALL.into_iter().map(|proto| c.inter.proxy_s.of(proto)).fold(0.0, f64::max);
+            return Err(format!(
+                "inter.proxy {} per connection, paid on a sender's connections across nodes (up to \
                      {CONNECTIONS_PER_PEER} per other rank, {} on {p} ranks), gives a message across nodes a \
                      time past {}: the sweep's worst run ({messages} messages of the largest size on {p} ranks) \
                      must take under {} s: lower inter.proxy",
-                    fmt_time(proxy),
-                    CONNECTIONS_PER_PEER * p,
-                    fmt_time(f64::MAX),
-                    fmt_time(f64::MAX).trim_end_matches(" s"),
-                ));
-            }
-        }
-    }
-    for link in machine_links(s) {
-        let one = p * link.alpha + size / link.bandwidth + size * s.cost_per_byte;
-        if !(one * messages).is_finite() {
-            return Err(format!(
-                "a message of {} over a link of alpha={}, B={} (with C={}/B) takes {}: times on this \
-                 machine would not be finite numbers; the sweep's worst run ({} messages of the largest \
-                 size on {} ranks) must take under {} s: raise the bandwidth, or lower the latency, \
-                 cost_per_byte or the sizes",
-                fmt_bytes(size as u64),
-                fmt_time(link.alpha),
-                fmt_bandwidth(link.bandwidth),
-                fmt_time(s.cost_per_byte),
-                if one.is_finite() { fmt_time(one) } else { format!("longer than {}", fmt_time(f64::MAX)) },
-                messages,
-                p,
+                fmt_time(proxy),
+                CONNECTIONS_PER_PEER * p,
+                fmt_time(f64::MAX),
                 fmt_time(f64::MAX).trim_end_matches(" s"),
             ));
         }
+        return Err(format!(
+            "a message of {} over a link of alpha={}, B={} (with C={}/B) takes {}: times on this \
+                 machine would not be finite numbers; the sweep's worst run ({} messages of the largest \
+                 size on {} ranks) must take under {} s: raise the bandwidth, or lower the latency, \
+                 cost_per_byte or the sizes",
+            fmt_bytes(size as u64),
+            fmt_time(link.alpha),
+            fmt_bandwidth(link.bandwidth),
+            fmt_time(s.cost_per_byte),
+            if one.is_finite() { fmt_time(one) } else { format!("longer than {}", fmt_time(f64::MAX)) },
+            messages,
+            p,
+            fmt_time(f64::MAX).trim_end_matches(" s"),
+        ));
     }
     let (start, links) = (start_time(s), messages_time(s));
     if !(links + start).is_finite() {

@@ -104,6 +104,24 @@ impl Src<'_> {
         self.err_at(line, col, message)
     }
 
+    /// The plain word (a scalar up to a blank, `,`, `]`, `}` or `#`) at `loc`, as written.
+    fn word_at(&self, loc: &Location) -> Option<&str> {
+        let (line, col) = line_col(loc)?;
+        let text = self.text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+        let start = text.char_indices().nth(usize::try_from(col).ok()?.checked_sub(1)?)?.0;
+        let mut rest = &text[start..];
+        loop {
+            let end =
+                rest.find(|c: char| c.is_whitespace() || matches!(c, ',' | ']' | '}' | '#')).unwrap_or(rest.len());
+            // An anchor (`&a`) or a tag (`!!bool`) before the scalar.
+            if end > 0 && rest.starts_with(['&', '!']) {
+                rest = rest[end..].trim_start();
+                continue;
+            }
+            return Some(&rest[..end]);
+        }
+    }
+
     /// An error at `line` and `col` (1-based) of a `message` with no control characters.
     fn err_at(&self, line: u64, col: u64, message: String) -> ScenarioError {
         let mut text = format!("{}:{line}:{col}: {message}", self.file);
@@ -573,14 +591,14 @@ pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
     if bytes.len() as u64 > MAX_SCENARIO_BYTES {
         return Err(too_big(format!("longer than {MAX_SCENARIO_BYTES} bytes (read so far)")));
     }
-    let text = String::from_utf8(bytes).map_err(|e| {
-        ScenarioError::in_file(
-            &file,
-            format!(
-                "cannot read the scenario file: it is not UTF-8 text (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
-            ),
-        )
+    let text = crate::files::utf8_text(bytes).map_err(|e| {
+        let message = e.message();
+        ScenarioError {
+            text: format!("{file}:{e}"),
+            message,
+            origin: Some(file.clone()),
+            position: Some((e.line, e.column)),
+        }
     })?;
     parse_str(&text, &file)
 }
@@ -1068,13 +1086,30 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     }
 
     // check
-    let flag = |v: Option<Spanned<Scalar>>, key: &str, default: bool| match v {
+    // YAML 1.1 also reads `yes`, `off`, `TRUE` as booleans, and the parser hands them on
+    // as such: only the words the message allows are taken, read off the source.
+    let flag = |v: Option<Spanned<Scalar>>, key: &str, default: bool| {
+        match v {
         None => Ok(default),
         Some(c) => match &c.value {
-            Scalar::Bool(b) => Ok(*b),
+            Scalar::Bool(b) => match src.word_at(&c.defined) {
+                Some(w)
+                    if w != "true"
+                        && w != "false"
+                        && ["y", "yes", "n", "no", "on", "off", "true", "false"]
+                            .contains(&w.to_ascii_lowercase().as_str()) =>
+                {
+                    Err(src.err(
+                    &c.referenced,
+                        format!("check.{key}: must be true or false, not '{w}' (YAML 1.1's yes, no, on, off and capitalised forms are not taken)"),
+                    ))
+                }
+                _ => Ok(*b),
+            },
             Scalar::Str(s) if s == "true" || s == "false" => Ok(s == "true"),
             other => Err(src.err(&c.referenced, format!("check.{key}: must be true or false, not {}", other.shown()))),
         },
+    }
     };
     let (closed_form, bitwise) = match r.check {
         None => (true, false),

@@ -96,6 +96,39 @@ pub enum FaultPool {
     Fabric,
 }
 
+/// A `random` fault entry that asked for more links than its pool holds: all of the
+/// pool failed, which may be none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShortDraw {
+    /// The links asked for (`random: k`).
+    pub asked: usize,
+    /// The links the pool held, all drawn.
+    pub pool: usize,
+    /// The pool.
+    pub among: FaultPool,
+}
+
+impl std::fmt::Display for ShortDraw {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let among = match self.among {
+            FaultPool::All => "all",
+            FaultPool::Fabric => "fabric",
+        };
+        write!(f, "fault {{ random: {}, among: {among} }}: ", self.asked)?;
+        match (self.pool, self.among) {
+            (0, FaultPool::Fabric) => write!(
+                f,
+                "no link of this machine joins two network nodes (every link ends at a rank's node), so there \
+                 was none to draw; nothing failed (`among: all` draws from every link)"
+            ),
+            (0, FaultPool::All) => {
+                write!(f, "this machine names no link to draw (a `hierarchical` machine lists none); nothing failed")
+            }
+            (n, _) => write!(f, "the pool holds {n} link(s), all of which were drawn, not {}", self.asked),
+        }
+    }
+}
+
 /// `noise.skew`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -433,9 +466,17 @@ impl Noise {
     /// (to - from)`. Every draw is a pure function of the seed, the entry and the pick.
     /// A fabric that does not describe its graph has no links to draw from.
     pub fn faults_on(&self, fabric: &dyn Fabric) -> Vec<FaultSpec> {
+        self.draw_faults(fabric).0
+    }
+
+    /// [`Noise::faults_on`], and every `random` entry whose pool held fewer links than
+    /// it asks for (none at all: `among: fabric` on a machine whose every link ends at a
+    /// rank), for the report to say so as it says a named fault matches no link.
+    pub fn draw_faults(&self, fabric: &dyn Fabric) -> (Vec<FaultSpec>, Vec<ShortDraw>) {
         let mut out = self.faults.clone();
+        let mut short = Vec::new();
         if self.random_faults.is_empty() {
-            return out;
+            return (out, short);
         }
         let hosts: std::collections::BTreeSet<usize> = (0..self.ranks).map(|r| fabric.rank_node(r)).collect();
         let mut all: Vec<(usize, usize)> = Vec::new();
@@ -461,6 +502,9 @@ impl Noise {
                     all.iter().copied().filter(|(u, v)| !hosts.contains(u) && !hosts.contains(v)).collect()
                 }
             };
+            if pool.len() < r.count {
+                short.push(ShortDraw { asked: r.count, pool: pool.len(), among: r.among });
+            }
             for i in 0..r.count.min(pool.len()) {
                 let u = uniform(self.seed, what::FAULT_LINK, e as u64, i as u64);
                 let j = i + ((u * (pool.len() - i) as f64) as usize).min(pool.len() - i - 1);
@@ -472,7 +516,7 @@ impl Noise {
         }
         out.extend(drawn);
         out.sort_by(|x, y| x.at_s.total_cmp(&y.at_s));
-        out
+        (out, short)
     }
 
     /// Whether the flow model must look at its links' names ([`Noise::link_factor`]).

@@ -104,6 +104,8 @@ pub struct FlowStats {
     pub faster_than_alone: u64,
     /// Under `noise.faults`: what each fault did, in time order.
     pub faults: Vec<FaultStat>,
+    /// Under `noise.faults`: the `random` entries that drew fewer links than they asked.
+    pub short_draws: Vec<crate::sim::noise::ShortDraw>,
     /// Under `noise.faults`: messages that started on a detour because their usual
     /// route crossed a failed link.
     pub detoured: u64,
@@ -259,14 +261,19 @@ impl std::fmt::Display for CutOff {
             let sep = if i > 0 { "; " } else { "" };
             write!(
                 f,
-                "{sep}rank {} waits for rank {}'s message, {} of {} bytes moved when {} failed at {:e} s",
-                c.dst, c.src, c.moved, c.bytes, c.link, c.at
+                "{sep}rank {} waits for rank {}'s message, {} of {} bytes moved when {} failed at {}",
+                c.dst,
+                c.src,
+                c.moved,
+                c.bytes,
+                c.link,
+                crate::units::fmt_time_fine(c.at)
             )?;
         }
         if self.flows.len() > 4 {
             write!(f, "; and {} more", self.flows.len() - 4)?;
         }
-        write!(f, "); the run stopped at {:e} s", self.time)?;
+        write!(f, "); the run stopped at {}", crate::units::fmt_time_fine(self.time))?;
         if !self.waiting.is_empty() {
             write!(f, " with {}", self.waiting)?;
         }
@@ -375,7 +382,8 @@ impl<'a> FlowNet<'a> {
     pub fn set_noise(&mut self, noise: &'a Noise) {
         self.capped = noise.has_slow_ranks();
         self.noise = Some(noise);
-        let faults = noise.faults_on(self.fabric);
+        let (faults, short) = noise.draw_faults(self.fabric);
+        self.stats.short_draws = short;
         if !faults.is_empty() {
             let list: Vec<(String, String, f64)> = faults.into_iter().map(|f| (f.a, f.b, f.at_s)).collect();
             let stats = list
