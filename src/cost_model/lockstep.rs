@@ -297,6 +297,25 @@ pub fn lockstep(
         .or_else(|| by_priority(topo, c, steps, windowed, &mut fill))
 }
 
+/// Book message `x` of priority `prio` on its two sides for `[start, end)` as booking
+/// `id`, unless it would delay a message of an earlier step booked to start while it holds
+/// a port, or was passed over by one while it waited (bookings of this step numbered
+/// below `since` count too): then the engine's order is not the step order, nothing is
+/// booked, and the caller gives up (`false`).
+fn book_checked(out: &mut Ports, inp: &mut Ports, x: Xfer, prio: Prio, since: u64, span: (f64, f64), id: u64) -> bool {
+    let (start, end) = span;
+    if !out.fits(start, end) || !inp.fits(start, end) {
+        return false;
+    }
+    let waited = (prio.0, start);
+    if out.passed_over(prio, x.to, waited, since, inp) || inp.passed_over(prio, x.from, waited, since, out) {
+        return false;
+    }
+    out.book(Booking { start, end, prio, peer: x.to, id });
+    inp.book(Booking { start, end, prio, peer: x.from, id });
+    true
+}
+
 /// [`lockstep`] with each step's messages served instant by instant, as the model
 /// serves them: at each instant at which a message is issued or a port frees, the
 /// waiting messages take free ports greedily in priority order. Bookings of earlier
@@ -493,18 +512,9 @@ fn by_instant(
                         if !blocked {
                             let start = now;
                             let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
-                            if !out[oi].fits(start, end) || !inp[ii].fits(start, end) {
+                            if !book_checked(&mut out[oi], &mut inp[ii], x, prio, since, (start, end), nbook) {
                                 return None;
                             }
-                            let (o, i2) = (&out[oi], &inp[ii]);
-                            let waited = (prio.0, start);
-                            if o.passed_over(prio, x.to, waited, since, i2)
-                                || i2.passed_over(prio, x.from, waited, since, o)
-                            {
-                                return None;
-                            }
-                            out[oi].book(Booking { start, end, prio, peer: x.to, id: nbook });
-                            inp[ii].book(Booking { start, end, prio, peer: x.from, id: nbook });
                             nbook += 1;
                             started[pos] = true;
                             left -= 1;
@@ -616,21 +626,9 @@ fn by_instant(
                         started = true;
                         let start = now;
                         let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
-                        // It must neither delay a message of an earlier step booked to start
-                        // while it holds the port, nor have been passed over by one while it
-                        // waited; else the engine's order is not the step order.
-                        if !out[oi].fits(start, end) || !inp[ii].fits(start, end) {
+                        if !book_checked(&mut out[oi], &mut inp[ii], x, prio, since, (start, end), nbook) {
                             return None;
                         }
-                        let (o, i2) = (&out[oi], &inp[ii]);
-                        let waited = (prio.0, start);
-                        if o.passed_over(prio, x.to, waited, since, i2)
-                            || i2.passed_over(prio, x.from, waited, since, o)
-                        {
-                            return None;
-                        }
-                        out[oi].book(Booking { start, end, prio, peer: x.to, id: nbook });
-                        inp[ii].book(Booking { start, end, prio, peer: x.from, id: nbook });
                         nbook += 1;
                         marks.push(std::cmp::Reverse(end.to_bits()));
                         end_max = end_max.max(end);
@@ -738,18 +736,9 @@ fn by_priority(
                 }
             }
             let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
-            // It must neither delay a message booked after it nor have been passed over
-            // while it waited; else the engine's order is not the step order.
-            if !out[oi].fits(start, end) || !inp[ii].fits(start, end) {
+            if !book_checked(&mut out[oi], &mut inp[ii], x, prio, 0, (start, end), nbook) {
                 return None;
             }
-            let (o, i) = (&out[oi], &inp[ii]);
-            let waited = (prio.0, start);
-            if o.passed_over(prio, x.to, waited, 0, i) || i.passed_over(prio, x.from, waited, 0, o) {
-                return None;
-            }
-            out[oi].book(Booking { start, end, prio, peer: x.to, id: nbook });
-            inp[ii].book(Booking { start, end, prio, peer: x.from, id: nbook });
             nbook += 1;
             end_max = end_max.max(end);
             if windowed {
