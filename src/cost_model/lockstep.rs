@@ -284,7 +284,7 @@ pub const WORK_FLOOR: u64 = 1 << 22;
 /// most `nics` of a step's sends undelivered and ends the step once all have landed
 /// ([`crate::sim::op::Op::WaitSends`]). `None` where a port would serve messages out of
 /// step order (see the module docs), or where the instant-by-instant service would look
-/// at more waiting messages than its budget ([`WORK_PER_MESSAGE`]) and the bookings in
+/// at more waiting messages than its budget (`WORK_PER_MESSAGE`) and the bookings in
 /// priority order do not hold.
 pub fn lockstep(
     topo: &dyn Topology,
