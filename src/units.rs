@@ -383,14 +383,14 @@ pub fn bandwidth_value(v: &ParamValue) -> Result<f64, String> {
     parse_bandwidth(&value_text(v))
 }
 
-/// `v` rounded to three significant digits, as text with trailing zeros removed
-/// (`1.5`, `789`, `12.3`); `v` is finite and not negative.
-fn sig3(v: f64) -> String {
-    let decimals = if v == 0.0 || v >= 100.0 {
+/// `v` rounded to `digits` significant digits, as text with trailing zeros removed
+/// (three: `1.5`, `789`, `12.3`); `v` is finite and not negative.
+fn sig(v: f64, digits: i32) -> String {
+    let decimals = if v == 0.0 || v >= 10f64.powi(digits - 1) {
         0
     } else {
         // digits before the point: 1 for [1, 10), 2 for [10, 100); more decimals below 1.
-        (2 - v.log10().floor() as i64).max(0) as usize
+        (i64::from(digits) - 1 - v.log10().floor() as i64).max(0) as usize
     };
     let s = format!("{v:.decimals$}");
     trim_zeros(s)
@@ -401,8 +401,9 @@ fn trim_zeros(s: String) -> String {
 }
 
 /// `v` in the largest of `units` (each `(name, size)`, ascending) that keeps it at least 1
-/// after rounding to three significant digits; the first unit below that.
-fn scaled(v: f64, units: &[(&str, f64)]) -> String {
+/// after rounding to `digits` significant digits, and to that many; the first unit below
+/// that. Beyond the units, three significant digits in scientific notation.
+fn scaled(v: f64, units: &[(&str, f64)], digits: i32) -> String {
     if v.is_nan() {
         return "NaN".to_string();
     }
@@ -419,7 +420,7 @@ fn scaled(v: f64, units: &[(&str, f64)]) -> String {
     let mut chosen = 0;
     for (i, (_, f)) in units.iter().enumerate() {
         // Compare the rounded value so that 999.7 ns prints as 1 us, not 1000 ns.
-        let r: f64 = sig3(a / f).parse().unwrap_or(0.0);
+        let r: f64 = sig(a / f, digits).parse().unwrap_or(0.0);
         if r >= 1.0 {
             chosen = i;
         }
@@ -433,7 +434,7 @@ fn scaled(v: f64, units: &[(&str, f64)]) -> String {
         let (mantissa, exponent) = s.split_once('e').unwrap_or((&s, "0"));
         return format!("{sign}{}e{exponent} {name}", trim_zeros(mantissa.to_string()));
     }
-    format!("{sign}{} {name}", sig3(x))
+    format!("{sign}{} {name}", sig(x, digits))
 }
 
 /// A relative difference `x` (0.031 for 3.1% slower) as `+3.1%`; past 10^4 (a time of
@@ -443,32 +444,21 @@ pub fn fmt_rel_diff(x: f64) -> String {
     if x.abs() < 1e4 { format!("{:+.1}%", 100.0 * x) } else { format!("x{:.3e}", 1.0 + x) }
 }
 
+/// The units times print in, ascending.
+const PRINTED_TIME_UNITS: [(&str, f64); 5] = [("ps", 1e-12), ("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0)];
+
 /// A time for people, three significant digits: `1.23 ms`, `4.56 us`, `789 ns`, `0 s`.
 ///
 /// Units run from `ps` to `s`; trailing zeros are dropped (`1 us`, `1.5 us`).
 pub fn fmt_time(seconds: f64) -> String {
-    scaled(seconds, &[("ps", 1e-12), ("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0)])
+    scaled(seconds, &PRINTED_TIME_UNITS, 3)
 }
 
 /// A time as [`fmt_time`] prints it but to six significant digits (`0 s`, `1.1024 us`,
 /// `2.16384 us`): for the instants a report names, such as when a link fault struck,
 /// which a user wrote to more than three digits and two of which may be close.
 pub fn fmt_time_fine(seconds: f64) -> String {
-    let units = [("ps", 1e-12), ("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0)];
-    if !seconds.is_finite() || seconds == 0.0 {
-        return fmt_time(seconds);
-    }
-    let a = seconds.abs();
-    // The largest unit that keeps the value at least 1 once rounded (999.9999 ns is 1 us).
-    let chosen = units.iter().rposition(|(_, f)| format!("{:.5e}", a / f).parse::<f64>().unwrap_or(0.0) >= 1.0);
-    let (name, f) = units[chosen.unwrap_or(0)];
-    let x = a / f;
-    if !(1e-3..1e6).contains(&x) {
-        return fmt_time(seconds);
-    }
-    let digits = (5 - x.log10().floor() as i64).max(0) as usize;
-    let sign = if seconds < 0.0 { "-" } else { "" };
-    format!("{sign}{} {name}", trim_zeros(format!("{x:.digits$}")))
+    scaled(seconds, &PRINTED_TIME_UNITS, 6)
 }
 
 /// A byte count for people, binary units, three significant digits: `100 B`, `4 KiB`,
@@ -488,6 +478,7 @@ pub fn fmt_bytes(bytes: u64) -> String {
             ("PiB", 1024f64.powi(5)),
             ("EiB", 1024f64.powi(6)),
         ],
+        3,
     )
 }
 
@@ -497,6 +488,7 @@ pub fn fmt_bandwidth(bytes_per_second: f64) -> String {
     scaled(
         bytes_per_second,
         &[("B/s", 1.0), ("KB/s", 1e3), ("MB/s", 1e6), ("GB/s", 1e9), ("TB/s", 1e12), ("PB/s", 1e15)],
+        3,
     )
 }
 
