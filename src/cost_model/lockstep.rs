@@ -316,6 +316,36 @@ fn book_checked(out: &mut Ports, inp: &mut Ports, x: Xfer, prio: Prio, since: u6
     true
 }
 
+/// The next instant in `marks` (times as bits, earliest first) after `now`; `None` when
+/// none is left.
+fn next_mark(marks: &mut BinaryHeap<std::cmp::Reverse<u64>>, now: f64) -> Option<u64> {
+    loop {
+        let std::cmp::Reverse(bits) = marks.pop()?;
+        if f64::from_bits(bits) > now {
+            return Some(bits);
+        }
+    }
+}
+
+/// Whether the out side `oi` (ports `o`) or the in side `ii` (ports `i`) of a message
+/// has no port free at `now`. A side found full stays full for the rest of the instant
+/// (bookings only add holders), so it is marked in `full` for instant `instant` and not
+/// counted again.
+fn side_full(o: &Ports, i: &Ports, (oi, ii): (usize, usize), full: &mut [Vec<u64>; 2], now: f64, instant: u64) -> bool {
+    if full[0][oi] == instant || full[1][ii] == instant {
+        return true;
+    }
+    let o_full = o.held_at(now) >= o.k;
+    let i_full = i.held_at(now) >= i.k;
+    if o_full {
+        full[0][oi] = instant;
+    }
+    if i_full {
+        full[1][ii] = instant;
+    }
+    o_full || i_full
+}
+
 /// [`lockstep`] with each step's messages served instant by instant, as the model
 /// serves them: at each instant at which a message is issued or a port frees, the
 /// waiting messages take free ports greedily in priority order. Bookings of earlier
@@ -446,12 +476,8 @@ fn by_instant(
             let mut fresh = 0;
             let mut left = waiting.len();
             while left > 0 {
-                let std::cmp::Reverse(bits) = marks.pop()?;
-                let t = f64::from_bits(bits);
-                if t <= now {
-                    continue;
-                }
-                now = t;
+                let bits = next_mark(&mut marks, now)?;
+                now = f64::from_bits(bits);
                 instant += 1;
                 // Cursors `(position, source, offset in the source's list)`; the
                 // messages just issued are source `usize::MAX`.
@@ -498,18 +524,7 @@ fn by_instant(
                         let Ready { prio, at, since } = w;
                         let x = step.xfers[runs[at].0];
                         let (oi, ii) = topo.route_interfaces(x.from, x.to);
-                        let blocked = full[0][oi] == instant || full[1][ii] == instant || {
-                            let o_full = out[oi].held_at(now) >= out[oi].k;
-                            let i_full = inp[ii].held_at(now) >= inp[ii].k;
-                            if o_full {
-                                full[0][oi] = instant;
-                            }
-                            if i_full {
-                                full[1][ii] = instant;
-                            }
-                            o_full || i_full
-                        };
-                        if !blocked {
+                        if !side_full(&out[oi], &inp[ii], (oi, ii), &mut full, now, instant) {
                             let start = now;
                             let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
                             if !book_checked(&mut out[oi], &mut inp[ii], x, prio, since, (start, end), nbook) {
@@ -551,39 +566,32 @@ fn by_instant(
         } else {
             let mut unissued = runs.len() - waiting.len();
             while !waiting.is_empty() || unissued > 0 {
-                let std::cmp::Reverse(bits) = marks.pop()?;
-                let t = f64::from_bits(bits);
-                if t <= now {
-                    continue;
-                }
-                now = t;
+                now = f64::from_bits(next_mark(&mut marks, now)?);
                 instant += 1;
                 loop {
                     // A windowed sender's next message goes once all but `nics - 1` of those
                     // issued before it have landed (a message not yet started lands later).
-                    if windowed {
-                        for &from in &senders {
-                            let (lo, hi, issued) = run_of[from];
-                            let k = window(from);
-                            if lo + issued >= hi {
-                                continue;
-                            }
-                            let mine = &ends[from];
-                            if mine.len() + k <= issued {
-                                continue;
-                            }
-                            let mut sorted = mine.clone();
-                            sorted.sort_by(f64::total_cmp);
-                            let free = sorted[issued - k];
-                            if free <= now {
-                                let at = lo + issued;
-                                let issue = done[from].max(free);
-                                let r = Ready { prio: (issue, from, runs[at].1), at, since: nbook };
-                                let pos = waiting.partition_point(|w| prio_cmp(w.prio, r.prio).is_lt());
-                                waiting.insert(pos, r);
-                                run_of[from].2 += 1;
-                                unissued -= 1;
-                            }
+                    for &from in &senders {
+                        let (lo, hi, issued) = run_of[from];
+                        let k = window(from);
+                        if lo + issued >= hi {
+                            continue;
+                        }
+                        let mine = &ends[from];
+                        if mine.len() + k <= issued {
+                            continue;
+                        }
+                        let mut sorted = mine.clone();
+                        sorted.sort_by(f64::total_cmp);
+                        let free = sorted[issued - k];
+                        if free <= now {
+                            let at = lo + issued;
+                            let issue = done[from].max(free);
+                            let r = Ready { prio: (issue, from, runs[at].1), at, since: nbook };
+                            let pos = waiting.partition_point(|w| prio_cmp(w.prio, r.prio).is_lt());
+                            waiting.insert(pos, r);
+                            run_of[from].2 += 1;
+                            unissued -= 1;
                         }
                     }
                     let mut started = false;
@@ -605,20 +613,7 @@ fn by_instant(
                         i += 1;
                         let x = step.xfers[runs[at].0];
                         let (oi, ii) = topo.route_interfaces(x.from, x.to);
-                        if full[0][oi] == instant || full[1][ii] == instant {
-                            waiting[kept] = w;
-                            kept += 1;
-                            continue;
-                        }
-                        let o_full = out[oi].held_at(now) >= out[oi].k;
-                        let i_full = inp[ii].held_at(now) >= inp[ii].k;
-                        if o_full || i_full {
-                            if o_full {
-                                full[0][oi] = instant;
-                            }
-                            if i_full {
-                                full[1][ii] = instant;
-                            }
+                        if side_full(&out[oi], &inp[ii], (oi, ii), &mut full, now, instant) {
                             waiting[kept] = w;
                             kept += 1;
                             continue;
