@@ -1088,8 +1088,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     // check
     // YAML 1.1 also reads `yes`, `off`, `TRUE` as booleans, and the parser hands them on
     // as such: only the words the message allows are taken, read off the source.
-    let flag = |v: Option<Spanned<Scalar>>, key: &str, default: bool| {
-        match v {
+    let flag = |v: Option<Spanned<Scalar>>, key: &str, default: bool| match v {
         None => Ok(default),
         Some(c) => match &c.value {
             Scalar::Bool(b) => match src.word_at(&c.defined) {
@@ -1100,8 +1099,11 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
                             .contains(&w.to_ascii_lowercase().as_str()) =>
                 {
                     Err(src.err(
-                    &c.referenced,
-                        format!("check.{key}: must be true or false, not '{w}' (YAML 1.1's yes, no, on, off and capitalised forms are not taken)"),
+                        &c.referenced,
+                        format!(
+                            "check.{key}: must be true or false, not '{w}' (YAML 1.1's yes, no, on, off and \
+                             capitalised forms are not taken)"
+                        ),
                     ))
                 }
                 _ => Ok(*b),
@@ -1109,7 +1111,6 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
             Scalar::Str(s) if s == "true" || s == "false" => Ok(s == "true"),
             other => Err(src.err(&c.referenced, format!("check.{key}: must be true or false, not {}", other.shown()))),
         },
-    }
     };
     let (closed_form, bitwise) = match r.check {
         None => (true, false),
