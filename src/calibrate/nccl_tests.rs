@@ -63,9 +63,12 @@ impl Columns {
     fn from_header(tokens: &[&str], line: usize) -> Option<Columns> {
         let find = |name: &str| tokens.iter().position(|t| *t == name);
         let size = find("size")?;
-        let times: Vec<usize> = tokens.iter().enumerate().filter(|(_, t)| **t == "time").map(|(i, _)| i).collect();
-        let wrong: Vec<usize> =
-            tokens.iter().enumerate().filter(|(_, t)| **t == "#wrong" || **t == "error").map(|(i, _)| i).collect();
+        // The columns headed by one of `names`, in order.
+        let all = |names: &[&str]| -> Vec<usize> {
+            tokens.iter().enumerate().filter(|(_, t)| names.contains(t)).map(|(i, _)| i).collect()
+        };
+        let times = all(&["time"]);
+        let wrong = all(&["#wrong", "error"]);
         Some(Columns {
             count: tokens.len(),
             size,
@@ -76,7 +79,7 @@ impl Columns {
             time: *times.first()?,
             in_place: times.get(1).copied(),
             wrong: wrong.first().copied(),
-            wrong_counts: tokens.iter().enumerate().filter(|(_, t)| **t == "#wrong").map(|(i, _)| i).collect(),
+            wrong_counts: all(&["#wrong"]),
             line,
         })
     }
