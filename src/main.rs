@@ -672,11 +672,22 @@ fn cmd_explain(args: ExplainArgs) -> Result<ExitCode, BadInput> {
         cost_per_byte: unit("--cost-per-byte", scenario::units::parse_time(&cost_per_byte))?,
         topology: None,
     };
+    // Where the machine's file gives the topology, for a refusal that is the machine's.
+    let mut topology_at = None;
     if let Some(s) = machine {
         req.topology = Some(s.topology);
         req.cost_per_byte = s.cost_per_byte;
+        topology_at = Some(s.topology_location).filter(|l| !l.is_empty());
     }
-    write_stdout(&explain::explain(&req).map_err(BadInput)?);
+    write_stdout(&explain::explain(&req).map_err(|e| {
+        match &topology_at {
+            // The algorithm does not fit the --scenario's machine: name the machine's line.
+            Some(at) if e.starts_with("the scenario's topology") || e.contains(" cannot run here: ") => {
+                BadInput(format!("{at}: topology: {e}"))
+            }
+            _ => BadInput(e),
+        }
+    })?);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1984,3 +1984,141 @@ fn seventh_round_calibrate_offers_the_formats_it_writes() {
         .stderr(predicate::str::contains("invalid value 'csv' for '--format <FORMAT>'"))
         .stderr(predicate::str::contains("[possible values: table, json]"));
 }
+
+// ---------------------------------------------------------------------------------------
+// The eighth round: the seventh trial's leftovers (docs/hardening.md, "Leftovers of the
+// seventh trial, fixed"), then the eighth trial's findings.
+
+/// A scenario `s.yaml` of `text` in a case directory of its own, run with `args`.
+fn eighth_run(kind: &str, text: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let d = case_dir(kind);
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    seventh_run(&d, args)
+}
+
+/// A fully connected machine of 4 ranks with `algorithms` and `extra` lines.
+fn eighth_flat(algorithms: &str, extra: &str) -> String {
+    format!(
+        "ranks: 4\nsizes: [4KiB]\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\n\
+         algorithms: {algorithms}\n{extra}"
+    )
+}
+
+/// A whole number past 2^64 reaches the parser as a float, and was quoted so:
+/// `hosts_per_leaf: 18446744073709551616` was refused as `not 1.8446744073709552e19`.
+#[test]
+fn eighth_round_a_huge_integer_is_quoted_as_written() {
+    let fat = "ranks: 4\nsizes: [4KiB]\ntopology: { kind: fat_tree, hosts_per_leaf: 18446744073709551616, spines: 1, \
+               link: { alpha: 1us, bandwidth: 100Gbps } }\nalgorithms: [ring]\n";
+    let chan = eighth_flat("[{ name: nccl_tree, channels: 99999999999999999999 }]", "");
+    for (text, want) in [(fat.to_string(), "18446744073709551616"), (chan, "99999999999999999999")] {
+        let (code, stdout, stderr) = eighth_run("eighth-huge", &text, &["validate", "s.yaml"]);
+        assert_eq!(code, Some(2), "{stdout}{stderr}");
+        assert!(stderr.contains(&format!("not {want}")) || stderr.contains(&format!("not '{want}'")), "{stderr}");
+        assert!(!stderr.contains("e19") && !stderr.contains("e20"), "{stderr}");
+    }
+}
+
+/// `seed: !!timestamp 2001-12-14` was refused in the YAML library's words, `cannot
+/// deserialize tagged scalar into string`, naming neither the key nor the tags read.
+#[test]
+fn eighth_round_an_unsupported_tag_names_its_key() {
+    let text = eighth_flat("[ring]", "seed: !!timestamp 2001-12-14\n");
+    let (code, _, stderr) = eighth_run("eighth-tag", &text, &["validate", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("s.yaml:5:19: seed: the tag !!timestamp is not read;"), "{stderr}");
+    assert!(stderr.contains("allowed tags: !!str, !!int, !!float, !!bool, !!null"), "{stderr}");
+}
+
+/// `nccl_model`'s `version` was read to its minor release: `"2.19.x"`, `"2.19.3 "` and
+/// `"02.019.003"` passed as 2.19. Now it is read whole, as NCCL prints it.
+#[test]
+fn eighth_round_nccl_versions_are_read_whole() {
+    for bad in ["2.19.x", "2.19.3 ", "02.019.003", "2.19.3.4"] {
+        let text = eighth_flat(&format!("[{{ name: nccl_model, version: \"{bad}\" }}]"), "");
+        let (code, _, stderr) = eighth_run("eighth-version", &text, &["validate", "s.yaml"]);
+        assert_eq!(code, Some(2), "{bad}: {stderr}");
+        assert!(stderr.contains("s.yaml:4:"), "{bad}: {stderr}");
+        assert!(stderr.contains("'version' must be an NCCL release as NCCL prints it, MAJOR.MINOR.PATCH"), "{stderr}");
+        assert!(stderr.contains(&format!("not '{bad}'")), "{stderr}");
+    }
+    for good in ["2.19.3", "2.19.3-1", "2.26.2+cuda12.2", "2.8.4"] {
+        let text = eighth_flat(&format!("[{{ name: nccl_model, version: \"{good}\" }}]"), "");
+        let (code, stdout, stderr) = eighth_run("eighth-version", &text, &["validate", "s.yaml"]);
+        assert_eq!(code, Some(0), "{good}: {stdout}{stderr}");
+    }
+}
+
+/// `nvls: yes` was refused as `'nvls' must be 0 or 1, not 'true'`: a word the file does not
+/// have. `true` and `false` are read now, and a YAML 1.1 word is quoted as written.
+#[test]
+fn eighth_round_nvls_takes_true_or_false() {
+    let text = eighth_flat("[{ name: nccl_model, nvls: yes }]", "");
+    let (code, _, stderr) = eighth_run("eighth-nvls", &text, &["validate", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("'nvls' must be true or false (or 1 or 0, as NCCL_NVLS_ENABLE), not 'yes'"), "{stderr}");
+    for good in ["false", "true", "0"] {
+        let text = eighth_flat(&format!("[{{ name: nccl_model, nvls: {good} }}]"), "");
+        let (code, stdout, stderr) = eighth_run("eighth-nvls", &text, &["validate", "s.yaml"]);
+        assert_eq!(code, Some(0), "{good}: {stdout}{stderr}");
+    }
+}
+
+/// A nccl-tests row past its run's `maxBytes` (an edited log, or rows of two runs under
+/// one header) was read as a measurement of that run.
+#[test]
+fn eighth_round_a_row_past_max_bytes_is_refused() {
+    use allreduce_sim::calibrate::nccl_tests;
+    let log = |size: u64| {
+        format!(
+            "# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 1\n\
+             #  Rank  0 Group  0 Pid 1 on h0 device 0 [0000:41:00] NVIDIA L40S\n\
+             #  Rank  1 Group  0 Pid 1 on h1 device 0 [0000:41:00] NVIDIA L40S\n\
+             #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n\
+             {size}  {}  float  sum  -1  9.46  0.00  0.0  0  8.96  0.00  0.0  0\n",
+            size / 4
+        )
+    };
+    assert!(nccl_tests::parse(&log(16), "a.txt").is_ok());
+    let e = nccl_tests::parse(&log(32), "a.txt").unwrap_err().to_string();
+    assert!(e.starts_with("a.txt:5: a row of 32 bytes is past the run's maxBytes 16 (line 1);"), "{e}");
+}
+
+/// `explain nvls --scenario s.yaml` on a machine without an NVSwitch named the machine's
+/// kind but not where the file gives it.
+#[test]
+fn eighth_round_explain_names_the_machines_line() {
+    let d = case_dir("eighth-explain");
+    std::fs::write(d.join("s.yaml"), eighth_flat("[ring]", "")).unwrap();
+    let (code, _, stderr) = seventh_run(&d, &["explain", "nvls", "--scenario", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("s.yaml:3:11: topology: nvls cannot run here: NVLS needs an NVSwitch"), "{stderr}");
+}
+
+/// `runner::lower_bound` (calibrate's floor of a loop) gave the algorithms' bound on a
+/// machine with `channel_bandwidth`, where a run's check says the bounds are void.
+#[test]
+fn eighth_round_lower_bound_is_void_under_a_channel_rate() {
+    let plain = SEVENTH_CLUSTER.replace("algorithms: [nccl_model]", "algorithms: [nvls_tree]");
+    let s = parse_str(&plain, "s.yaml").unwrap();
+    let pt = allreduce_sim::results::Point { algo: 0, ranks: 4, bytes: 64 << 10 };
+    assert!(runner::lower_bound(&s, &pt).is_some(), "the bound holds without a channel rate");
+    let rated = plain.replace("  launch:", "  channel_bandwidth: 2GB/s\n  launch:");
+    let s = parse_str(&rated, "s.yaml").unwrap();
+    assert_eq!(runner::lower_bound(&s, &pt), None);
+}
+
+/// Kept as they were, and said: a no-break space between a number and its unit is read
+/// as the space it shows as, and a list flag given twice (`--ranks 4 --ranks 8`) sweeps
+/// both, as `--ranks 4,8` does; the docs said neither.
+#[test]
+fn eighth_round_kept_behaviours_are_documented() {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scenario.md")).unwrap();
+    assert!(docs.contains("`--ranks 4 --ranks 8` is `--ranks 4,8`"), "docs/scenario.md says nothing of it");
+    assert!(docs.contains("no-break space"), "docs/scenario.md says nothing of it");
+    let text = eighth_flat("[ring]", "").replace("[4KiB]", "[\"4\u{a0}KiB\"]");
+    let (code, stdout, stderr) =
+        eighth_run("eighth-kept", &text, &["run", "s.yaml", "--quiet", "--ranks", "2", "--ranks", "4"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("P = 2, S = 4 KiB") && stdout.contains("P = 4, S = 4 KiB"), "{stdout}");
+}
