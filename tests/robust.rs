@@ -2122,3 +2122,84 @@ fn eighth_round_kept_behaviours_are_documented() {
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert!(stdout.contains("P = 2, S = 4 KiB") && stdout.contains("P = 4, S = 4 KiB"), "{stdout}");
 }
+
+/// Invisible characters reached the terminal as they are: `algorithms: ["\u{202e}ring"]`
+/// was refused with the override itself in `unknown algorithm '...ring'`, which turns the rest of the line
+/// around; `sizes: ["4\u{200b}KiB"]` as `unknown size unit 'KiB'` (a zero-width space), a
+/// name with U+202E reversed the report's title. Only control characters were escaped.
+#[test]
+fn eighth_trial_unseen_characters_never_reach_the_terminal() {
+    for (algos, sizes, want) in [
+        ("[\"\u{202e}ring\"]", "[4KiB]", "unknown algorithm '\\u{202e}ring'"),
+        ("[ring]", "[\"4\u{200b}KiB\"]", "unknown size unit '\\u{200b}KiB'"),
+        ("[\"ri\u{200d}ng\"]", "[4KiB]", "unknown algorithm 'ri\\u{200d}ng'"),
+    ] {
+        let text = eighth_flat(algos, "").replace("[4KiB]", sizes);
+        let (code, _, stderr) = eighth_run("eighth-unseen", &text, &["validate", "s.yaml"]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains(want), "{stderr}");
+        assert!(!stderr.contains(['\u{202e}', '\u{200b}', '\u{200d}']), "{stderr}");
+    }
+    let text = format!("name: \"\u{202e}evil\u{2028}x\"\n{}", eighth_flat("[ring]", ""));
+    let (code, stdout, stderr) = eighth_run("eighth-unseen", &text, &["run", "s.yaml", "--quiet"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.starts_with("\\u{202e}evil\\u{2028}x\n"), "{stdout}");
+    let out = cmd().args(["explain", "\u{202e}ring"]).timeout(Duration::from_secs(20)).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unknown algorithm '\\u{202e}ring'"), "{stderr}");
+}
+
+/// A negative value to a flag of a number with a unit (`explain --alpha -1us`, `run
+/// --tolerance -1`, `--max-memory -1`, `calibrate --patience -1`) was clap's `unexpected
+/// argument '-1' found` with the tip `-- -1`, which would end the options instead.
+#[test]
+fn eighth_trial_negative_values_are_read_as_values() {
+    let d = case_dir("eighth-negative");
+    std::fs::write(d.join("s.yaml"), eighth_flat("[ring]", "")).unwrap();
+    for args in [
+        &["explain", "ring", "--alpha", "-1us"][..],
+        &["explain", "ring", "--size", "-4"],
+        &["explain", "ring", "--bandwidth", "-1Gbps"],
+        &["explain", "ring", "--cost-per-byte", "-1ns"],
+        &["run", "s.yaml", "--baseline", "b.json", "--tolerance", "-1"],
+        &["run", "s.yaml", "--max-memory", "-1"],
+        &["calibrate", "s.yaml", "a.txt", "--patience", "-1"],
+        &["calibrate", "s.yaml", "a.txt", "--gpus-per-node", "-1"],
+    ] {
+        let (code, stdout, stderr) = seventh_run(&d, args);
+        assert_eq!(code, Some(2), "{args:?}: {stdout}{stderr}");
+        assert!(!stderr.contains("unexpected argument") && !stderr.contains("tip:"), "{args:?}: {stderr}");
+        assert!(stderr.contains(&format!("{}", args[args.len() - 2])), "{args:?}: {stderr}");
+    }
+}
+
+/// `compute: { cost_per_byte: 0.000...1ns }` (a time below the smallest double) ran as
+/// `C=0 s/B`: a time written as more than nothing read as nothing, without a word.
+#[test]
+fn eighth_trial_a_time_too_small_to_hold_is_refused() {
+    let tiny = format!("0.{}1ns", "0".repeat(400));
+    let text = eighth_flat("[ring]", &format!("compute: {{ cost_per_byte: {tiny} }}\n"));
+    let (code, stdout, stderr) = eighth_run("eighth-tiny", &text, &["validate", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("s.yaml:5:"), "{stderr}");
+    assert!(stderr.contains("is below the smallest time that can be held (about 5e-324 s)"), "{stderr}");
+    let text = eighth_flat("[ring]", "compute: { cost_per_byte: 0ns }\n");
+    assert_eq!(eighth_run("eighth-tiny", &text, &["validate", "s.yaml"]).0, Some(0));
+}
+
+/// `calibrate m.yaml osu.txt --ranks 1` said `a.txt:4: ring did not run`: not why (one
+/// rank moves nothing and takes no time) nor what would do.
+#[test]
+fn eighth_trial_calibrate_says_why_a_row_has_no_time() {
+    let d = case_dir("eighth-one-rank");
+    let machine = "name: f\nranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 10GB/s } }\nalgorithms: [ring]\n\
+                   sizes: [4KiB]\n";
+    std::fs::write(d.join("m.yaml"), machine).unwrap();
+    let log = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size       Avg Latency(us)\n\
+               4   1.50\n8   1.80\n16  2.10\n";
+    std::fs::write(d.join("a.txt"), log).unwrap();
+    let (code, stdout, stderr) = seventh_run(&d, &["calibrate", "m.yaml", "a.txt", "--ranks", "1", "--patience", "1"]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("a.txt:4: ring takes no time on 1 rank(s) at 4 bytes (nothing to move)"), "{stderr}");
+    assert!(stderr.contains("calibrate logs of 2 ranks or more"), "{stderr}");
+}

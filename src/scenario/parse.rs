@@ -102,7 +102,7 @@ impl Src<'_> {
         // Keys and values quoted from the file may hold line breaks; the message is one line.
         let mut message = String::new();
         for c in raw.into().chars() {
-            if c.is_control() {
+            if crate::units::is_unseen(c) {
                 message.extend(c.escape_default());
             } else {
                 message.push(c);
@@ -174,7 +174,7 @@ impl Src<'_> {
         let tail = if to < len { "..." } else { "" };
         // Keep tabs so the caret lines up; drop other control characters.
         let shown: String =
-            src.chars().skip(from).take(to - from).map(|c| if c.is_control() && c != '\t' { ' ' } else { c }).collect();
+            src.chars().skip(from).take(to - from).map(|c| if crate::units::is_unseen(c) && c != '\t' { ' ' } else { c }).collect();
         let pad: String = lead
             .chars()
             .map(|_| ' ')
