@@ -209,7 +209,7 @@ struct CalibrateArgs {
     #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "plots")]
     plot: Option<PathBuf>,
     /// P, for logs that do not say it (OSU output).
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = rank_arg)]
     ranks: Option<usize>,
     /// GPUs per node, for logs that do not list their devices' hosts.
     #[arg(long, allow_negative_numbers = true, value_name = "G")]
@@ -440,7 +440,15 @@ fn esc_path(path: &std::path::Path) -> String {
     path.display()
         .to_string()
         .chars()
-        .map(|c| if allreduce_sim::scenario::units::is_unseen(c) { c.escape_default().to_string() } else { c.to_string() })
+        .map(
+            |c| {
+                if allreduce_sim::scenario::units::is_unseen(c) {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            },
+        )
         .collect()
 }
 

@@ -760,7 +760,10 @@ mod tests {
     fn control_characters_are_escaped() {
         assert_eq!(escape_controls("a\u{1b}]0;x\u{7}b\tc\nd\re"), "a\\u{1b}]0;x\\u{7}b\tc\nd\\re");
         assert!(matches!(escape_controls("plain ✓"), std::borrow::Cow::Borrowed(_)));
-        assert_eq!(escape_controls("\u{202e}ring si\u{200b}zes a\u{2028}b"), "\\u{202e}ring si\\u{200b}zes a\\u{2028}b");
+        assert_eq!(
+            escape_controls("\u{202e}ring si\u{200b}zes a\u{2028}b"),
+            "\\u{202e}ring si\\u{200b}zes a\\u{2028}b"
+        );
         assert!(matches!(escape_controls("né 名前 עברית"), std::borrow::Cow::Borrowed(_)));
     }
 

@@ -2028,6 +2028,10 @@ fn eighth_round_an_unsupported_tag_names_its_key() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("s.yaml:5:19: seed: the tag !!timestamp is not read;"), "{stderr}");
     assert!(stderr.contains("allowed tags: !!str, !!int, !!float, !!bool, !!null"), "{stderr}");
+    let text = eighth_flat("[ring]", "").replace("[4KiB]", "[!!timestamp 2001-12-14]");
+    let (code, _, stderr) = eighth_run("eighth-tag", &text, &["validate", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("s.yaml:2:21: sizes: the tag !!timestamp is not read;"), "{stderr}");
 }
 
 /// `nccl_model`'s `version` was read to its minor release: `"2.19.x"`, `"2.19.3 "` and
@@ -2165,12 +2169,15 @@ fn eighth_trial_negative_values_are_read_as_values() {
         &["run", "s.yaml", "--max-memory", "-1"],
         &["calibrate", "s.yaml", "a.txt", "--patience", "-1"],
         &["calibrate", "s.yaml", "a.txt", "--gpus-per-node", "-1"],
+        &["calibrate", "s.yaml", "a.txt", "--ranks", "-4"],
     ] {
         let (code, stdout, stderr) = seventh_run(&d, args);
         assert_eq!(code, Some(2), "{args:?}: {stdout}{stderr}");
         assert!(!stderr.contains("unexpected argument") && !stderr.contains("tip:"), "{args:?}: {stderr}");
-        assert!(stderr.contains(&format!("{}", args[args.len() - 2])), "{args:?}: {stderr}");
+        assert!(stderr.contains(args[args.len() - 2]), "{args:?}: {stderr}");
     }
+    let (_, _, stderr) = seventh_run(&d, &["calibrate", "s.yaml", "a.txt", "--ranks", "-4"]);
+    assert!(stderr.contains("a rank count must be a whole number from 1 to 4294967295"), "{stderr}");
 }
 
 /// `compute: { cost_per_byte: 0.000...1ns }` (a time below the smallest double) ran as

@@ -1051,7 +1051,7 @@ fn simulate(m: &Machine, jobs: &[Job], runs: &[Run], params: &[Param], values: &
                 Err(format!("{}:{}: {} cannot run here: {why}", runs[j].file, runs[j].samples[i].line, r.algorithm))
             }
             // One rank (or nothing to move) takes no time: there is nothing to fit to.
-            (None, t) if t == 0.0 => Err(format!(
+            (None, 0.0) => Err(format!(
                 "{}:{}: {} takes no time on {} rank(s) at {bytes} bytes (nothing to move), so this row has nothing \
                  to fit; calibrate logs of 2 ranks or more",
                 runs[j].file, runs[j].samples[i].line, r.algorithm, jobs[j].ranks

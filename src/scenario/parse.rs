@@ -113,10 +113,10 @@ impl Src<'_> {
         };
         // A whole number past 2^64 reaches us as a float: quote it as written, not as
         // the float's digits (`18446744073709551616`, not `1.8446744073709552e19`).
-        if let Some(w) = self.word_at(loc).filter(|w| huge_integer(w)) {
-            if let Ok(f) = w.parse::<f64>() {
-                message = message.replace(&format!("{f:?}"), w);
-            }
+        if let Some((w, f)) =
+            self.word_at(loc).filter(|w| huge_integer(w)).and_then(|w| Some((w, w.parse::<f64>().ok()?)))
+        {
+            message = message.replace(&format!("{f:?}"), w);
         }
         self.err_at(line, col, message)
     }
@@ -173,8 +173,12 @@ impl Src<'_> {
         let lead = if from > 0 { "..." } else { "" };
         let tail = if to < len { "..." } else { "" };
         // Keep tabs so the caret lines up; drop other control characters.
-        let shown: String =
-            src.chars().skip(from).take(to - from).map(|c| if crate::units::is_unseen(c) && c != '\t' { ' ' } else { c }).collect();
+        let shown: String = src
+            .chars()
+            .skip(from)
+            .take(to - from)
+            .map(|c| if crate::units::is_unseen(c) && c != '\t' { ' ' } else { c })
+            .collect();
         let pad: String = lead
             .chars()
             .map(|_| ' ')
@@ -243,15 +247,16 @@ impl Src<'_> {
             })
             .unwrap_or_default();
         let mut rest = before.trim_end();
-        // The tag, where the location is the value after it.
+        // The tag, where the location is the value after it (also inside a flow list).
         let mut tag = None;
-        if let Some(k) = rest.rfind(char::is_whitespace).map(|k| k + 1).or(Some(0)) {
-            if rest[k..].starts_with('!') {
-                tag = Some(rest[k..].to_string());
-                rest = rest[..k].trim_end();
-            }
+        let k = rest.rfind(|c: char| c.is_whitespace() || matches!(c, '[' | '{' | ',')).map_or(0, |k| k + 1);
+        if rest[k..].starts_with('!') {
+            tag = Some(rest[k..].to_string());
+            rest = rest[..k].trim_end();
         }
         let tag = tag.or_else(|| self.word_at(loc).filter(|w| w.starts_with('!')).map(str::to_string));
+        // A flow list's first item (`sizes: [!!timestamp ...]`) is under the list's key.
+        let rest = rest.strip_suffix('[').map_or(rest, str::trim_end);
         let key = rest.strip_suffix(':').map(|r| {
             let k = r.rsplit(|c: char| c.is_whitespace() || matches!(c, '{' | '[' | ',')).next().unwrap_or(r);
             k.trim_matches(['"', '\'']).to_string()
