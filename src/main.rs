@@ -125,7 +125,7 @@ struct RunArgs {
     gantt: Option<PathBuf>,
     /// Run only shard I of N (0-based): the points whose index in sweep order is I
     /// modulo N. The JSON report records the shard; `merge` joins the shards' reports.
-    #[arg(long, value_name = "I/N")]
+    #[arg(long, allow_hyphen_values = true, value_name = "I/N")]
     shard: Option<Shard>,
     /// Also write a Chrome trace of the run to FILE (JSON, opens in
     /// https://ui.perfetto.dev and chrome://tracing): a process per rank with a track
@@ -146,7 +146,7 @@ struct RunArgs {
     quiet: bool,
     /// Refuse, before it runs, any point whose estimated memory is above BYTES
     /// (`512MiB`, `2GB`) [default: MemAvailable of /proc/meminfo].
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, allow_hyphen_values = true, value_name = "BYTES")]
     max_memory: Option<String>,
     /// Compare every point with the same point of a saved JSON report (a regression
     /// gate): a table of what moved on stderr, exit 1 when a point moved beyond
@@ -154,7 +154,7 @@ struct RunArgs {
     #[arg(long, value_name = "REPORT.json", conflicts_with = "shard")]
     baseline: Option<PathBuf>,
     /// The relative tolerance of --baseline.
-    #[arg(long, value_name = "REL", default_value_t = allreduce_sim::baseline::DEFAULT_TOLERANCE, requires = "baseline")]
+    #[arg(long, allow_hyphen_values = true, value_name = "REL", default_value_t = allreduce_sim::baseline::DEFAULT_TOLERANCE, requires = "baseline")]
     tolerance: f64,
     /// Also write the --baseline comparison to FILE as JUnit XML, one test case per point.
     #[arg(long, value_name = "FILE", requires = "baseline")]
@@ -209,16 +209,16 @@ struct CalibrateArgs {
     #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true, default_missing_value = "plots")]
     plot: Option<PathBuf>,
     /// P, for logs that do not say it (OSU output).
-    #[arg(long, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = rank_arg)]
     ranks: Option<usize>,
     /// GPUs per node, for logs that do not list their devices' hosts.
-    #[arg(long, value_name = "G")]
+    #[arg(long, allow_negative_numbers = true, value_name = "G")]
     gpus_per_node: Option<usize>,
     /// An NCCL setting for logs that do not print it (`--env NCCL_ALGO=Ring`; repeat).
     #[arg(long, value_name = "NCCL_NAME=VALUE")]
     env: Vec<String>,
     /// The optimiser's budget: model evaluations per fitted value.
-    #[arg(long, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N")]
     patience: Option<usize>,
     /// Where NCCL's model picks for logs that do not force it: at the fitted values
     /// (fitted, the default) or at the machine file's nominal ones (file).
@@ -308,19 +308,19 @@ struct ExplainArgs {
     #[arg(long, allow_negative_numbers = true, value_parser = explain_ranks_arg)]
     ranks: Option<usize>,
     /// S, bytes per rank (a whole number of f32 elements).
-    #[arg(long, default_value = "1KiB")]
+    #[arg(long, allow_hyphen_values = true, default_value = "1KiB")]
     size: String,
     /// Ports per rank.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = nics_arg)]
     nics: u32,
     /// Latency per message.
-    #[arg(long, default_value = "1us")]
+    #[arg(long, allow_hyphen_values = true, default_value = "1us")]
     alpha: String,
     /// Link bandwidth (`100Gbps` bits, `12.5GB/s` bytes).
-    #[arg(long, default_value = "100Gbps")]
+    #[arg(long, allow_hyphen_values = true, default_value = "100Gbps")]
     bandwidth: String,
     /// C, time to reduce one byte.
-    #[arg(long, default_value = "0.05ns")]
+    #[arg(long, allow_hyphen_values = true, default_value = "0.05ns")]
     cost_per_byte: String,
     /// An algorithm parameter, KEY=VALUE (repeat for several), e.g. --param segments=4.
     #[arg(long = "param", value_name = "KEY=VALUE")]
@@ -440,7 +440,15 @@ fn esc_path(path: &std::path::Path) -> String {
     path.display()
         .to_string()
         .chars()
-        .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
+        .map(
+            |c| {
+                if allreduce_sim::scenario::units::is_unseen(c) {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            },
+        )
         .collect()
 }
 
@@ -672,11 +680,22 @@ fn cmd_explain(args: ExplainArgs) -> Result<ExitCode, BadInput> {
         cost_per_byte: unit("--cost-per-byte", scenario::units::parse_time(&cost_per_byte))?,
         topology: None,
     };
+    // Where the machine's file gives the topology, for a refusal that is the machine's.
+    let mut topology_at = None;
     if let Some(s) = machine {
         req.topology = Some(s.topology);
         req.cost_per_byte = s.cost_per_byte;
+        topology_at = Some(s.topology_location).filter(|l| !l.is_empty());
     }
-    write_stdout(&explain::explain(&req).map_err(BadInput)?);
+    write_stdout(&explain::explain(&req).map_err(|e| {
+        match &topology_at {
+            // The algorithm does not fit the --scenario's machine: name the machine's line.
+            Some(at) if e.starts_with("the scenario's topology") || e.contains(" cannot run here: ") => {
+                BadInput(format!("{at}: topology: {e}"))
+            }
+            _ => BadInput(e),
+        }
+    })?);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -477,7 +477,7 @@ struct Setup {
 pub fn lower_bound(s: &Scenario, pt: &Point) -> Option<f64> {
     // Before the run, a flow model's links may be shared; a noisy run has no bound to
     // hold it to (`check_closed_forms` reports its bounds as a baseline only).
-    if !bounds_hold(&s.network, s.network.is_flow()) || s.noise.is_some() {
+    if !bounds_hold(&s.network, s.network.is_flow(), false) || s.noise.is_some() {
         return None;
     }
     let spec = &s.algorithms[pt.algo];
@@ -486,6 +486,10 @@ pub fn lower_bound(s: &Scenario, pt: &Point) -> Option<f64> {
     let bytes = if spec.collective.has_data() { pt.bytes } else { 0 };
     let p = Problem { ranks: pt.ranks, elems: (bytes / e as u64) as usize, elem_bytes: e };
     let (_, topo) = crate::estimate::point_machine(s, spec, pt.ranks, bytes).ok()?;
+    // A channel's own rate voids the bounds, as `check_closed_forms` says of a run.
+    if !bounds_hold(&s.network, false, topo.channel_bandwidth().is_finite()) {
+        return None;
+    }
     let machine = Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte };
     algo.applicable(&p, &machine).ok()?;
     algo.bounds(&p, &machine).map(|(lo, _)| lo)
@@ -493,11 +497,13 @@ pub fn lower_bound(s: &Scenario, pt: &Point) -> Option<f64> {
 
 /// Whether the algorithms' bounds ([`Algorithm::bounds`]) describe how the engine
 /// charged (or will charge) a message on `net`: each message holding its ports for
-/// `alpha + m/B` of its hop, so no envelope, no LogGP, no `latency: pipelined`, and no
-/// flow-model link shared (`shared`: some was, or may be). The one rule of
-/// [`lower_bound`] and `check_closed_forms`, so that they cannot drift apart.
-fn bounds_hold(net: &Network, shared: bool) -> bool {
-    !shared && net.envelope == 0 && net.loggp().is_none() && !net.is_pipelined()
+/// `alpha + m/B` of its hop, so no envelope, no LogGP, no `latency: pipelined`, no
+/// flow-model link shared (`shared`: some was, or may be), and no channel rate of a
+/// cluster's `channel_bandwidth` (`channel_rate`), through which a channel's messages
+/// pass one after another. The one rule of [`lower_bound`] and `check_closed_forms`, so
+/// that they cannot drift apart.
+fn bounds_hold(net: &Network, shared: bool, channel_rate: bool) -> bool {
+    !shared && !channel_rate && net.envelope == 0 && net.loggp().is_none() && !net.is_pipelined()
 }
 
 /// Run one point with `obs` watching every message and reduction the engine schedules
@@ -847,7 +853,7 @@ fn check_closed_forms(
     // The bounds are the ideal model's.
     let loggp = net.loggp().is_some();
     let pipelined = net.is_pipelined();
-    let bounds = if closed_form.is_none() && bounds_hold(&net, shared_flow) && !channel_rate {
+    let bounds = if closed_form.is_none() && bounds_hold(&net, shared_flow, channel_rate) {
         algo.bounds(p, &machine)
     } else {
         None

@@ -243,6 +243,14 @@ pub fn parse_time(s: &str) -> Result<f64, String> {
     if num.negative && num.digits.bytes().any(|d| d != b'0') {
         return Err(format!("time '{t}' is negative; it must be at least 0"));
     }
+    // A time written as more than nothing is not read as nothing: below the smallest
+    // double (about 5e-324 s) it would silently be 0.
+    if v == 0.0 && num.digits.bytes().any(|d| d != b'0') {
+        return Err(format!(
+            "time '{t}' is below the smallest time that can be held (about 5e-324 s), so it would be read as 0; \
+             write 0 for no time, or a time of 5e-324 s or more"
+        ));
+    }
     // `-0` parses as -0.0; times are never negative zero.
     Ok(v.abs())
 }
@@ -514,16 +522,40 @@ pub fn fmt_size_short(bytes: u64) -> String {
     format!("{bytes}B")
 }
 
-/// `s` with every control character but the line feed and the tab written as a Rust
-/// escape (`\u{1b}`, `\r`): text from a scenario (its name, node names) printed to a
-/// terminal cannot move the cursor, set the title or clear the screen.
+/// Whether `c` is a character a terminal does not show as itself: a control character,
+/// or an invisible format character (zero-width spaces and joiners, the bidirectional
+/// overrides and isolates that reorder the text after them, the line and paragraph
+/// separators, a byte-order mark, a soft hyphen). Echoed raw, `si\u{200b}zes` reads as
+/// `sizes` and `\u{202e}ring` as `gnir`.
+pub fn is_unseen(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{ad}'
+                | '\u{61c}'
+                | '\u{180e}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{2066}'..='\u{206f}'
+                | '\u{feff}'
+                | '\u{fff9}'..='\u{fffb}'
+        )
+}
+
+/// `s` with every control character but the line feed and the tab, and every invisible
+/// format character ([`is_unseen`]), written as a Rust escape (`\u{1b}`, `\r`,
+/// `\u{202e}`): text from a scenario (its name, node names) printed to a terminal cannot
+/// move the cursor, set the title, clear the screen, reorder what follows it or hide in
+/// a word.
 pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+    let escaped = |c: char| is_unseen(c) && c != '\n' && c != '\t';
+    if !s.chars().any(escaped) {
         return std::borrow::Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 16);
     for c in s.chars() {
-        if c.is_control() && c != '\n' && c != '\t' {
+        if escaped(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -728,6 +760,11 @@ mod tests {
     fn control_characters_are_escaped() {
         assert_eq!(escape_controls("a\u{1b}]0;x\u{7}b\tc\nd\re"), "a\\u{1b}]0;x\\u{7}b\tc\nd\\re");
         assert!(matches!(escape_controls("plain ✓"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(
+            escape_controls("\u{202e}ring si\u{200b}zes a\u{2028}b"),
+            "\\u{202e}ring si\\u{200b}zes a\\u{2028}b"
+        );
+        assert!(matches!(escape_controls("né 名前 עברית"), std::borrow::Cow::Borrowed(_)));
     }
 
     #[test]

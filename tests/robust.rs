@@ -1984,3 +1984,229 @@ fn seventh_round_calibrate_offers_the_formats_it_writes() {
         .stderr(predicate::str::contains("invalid value 'csv' for '--format <FORMAT>'"))
         .stderr(predicate::str::contains("[possible values: table, json]"));
 }
+
+// ---------------------------------------------------------------------------------------
+// The eighth round: the seventh trial's leftovers (docs/hardening.md, "Leftovers of the
+// seventh trial, fixed"), then the eighth trial's findings.
+
+/// A scenario `s.yaml` of `text` in a case directory of its own, run with `args`.
+fn eighth_run(kind: &str, text: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let d = case_dir(kind);
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    seventh_run(&d, args)
+}
+
+/// A fully connected machine of 4 ranks with `algorithms` and `extra` lines.
+fn eighth_flat(algorithms: &str, extra: &str) -> String {
+    format!(
+        "ranks: 4\nsizes: [4KiB]\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\n\
+         algorithms: {algorithms}\n{extra}"
+    )
+}
+
+/// A whole number past 2^64 reaches the parser as a float, and was quoted so:
+/// `hosts_per_leaf: 18446744073709551616` was refused as `not 1.8446744073709552e19`.
+#[test]
+fn eighth_round_a_huge_integer_is_quoted_as_written() {
+    let fat = "ranks: 4\nsizes: [4KiB]\ntopology: { kind: fat_tree, hosts_per_leaf: 18446744073709551616, spines: 1, \
+               link: { alpha: 1us, bandwidth: 100Gbps } }\nalgorithms: [ring]\n";
+    let chan = eighth_flat("[{ name: nccl_tree, channels: 99999999999999999999 }]", "");
+    for (text, want) in [(fat.to_string(), "18446744073709551616"), (chan, "99999999999999999999")] {
+        let (code, stdout, stderr) = eighth_run("eighth-huge", &text, &["validate", "s.yaml"]);
+        assert_eq!(code, Some(2), "{stdout}{stderr}");
+        assert!(stderr.contains(&format!("not {want}")) || stderr.contains(&format!("not '{want}'")), "{stderr}");
+        assert!(!stderr.contains("e19") && !stderr.contains("e20"), "{stderr}");
+    }
+}
+
+/// `seed: !!timestamp 2001-12-14` was refused in the YAML library's words, `cannot
+/// deserialize tagged scalar into string`, naming neither the key nor the tags read.
+#[test]
+fn eighth_round_an_unsupported_tag_names_its_key() {
+    let text = eighth_flat("[ring]", "seed: !!timestamp 2001-12-14\n");
+    let (code, _, stderr) = eighth_run("eighth-tag", &text, &["validate", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("s.yaml:5:19: seed: the tag !!timestamp is not read;"), "{stderr}");
+    assert!(stderr.contains("allowed tags: !!str, !!int, !!float, !!bool, !!null"), "{stderr}");
+    let text = eighth_flat("[ring]", "").replace("[4KiB]", "[!!timestamp 2001-12-14]");
+    let (code, _, stderr) = eighth_run("eighth-tag", &text, &["validate", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("s.yaml:2:21: sizes: the tag !!timestamp is not read;"), "{stderr}");
+}
+
+/// `nccl_model`'s `version` was read to its minor release: `"2.19.x"`, `"2.19.3 "` and
+/// `"02.019.003"` passed as 2.19. Now it is read whole, as NCCL prints it.
+#[test]
+fn eighth_round_nccl_versions_are_read_whole() {
+    for bad in ["2.19.x", "2.19.3 ", "02.019.003", "2.19.3.4"] {
+        let text = eighth_flat(&format!("[{{ name: nccl_model, version: \"{bad}\" }}]"), "");
+        let (code, _, stderr) = eighth_run("eighth-version", &text, &["validate", "s.yaml"]);
+        assert_eq!(code, Some(2), "{bad}: {stderr}");
+        assert!(stderr.contains("s.yaml:4:"), "{bad}: {stderr}");
+        assert!(stderr.contains("'version' must be an NCCL release as NCCL prints it, MAJOR.MINOR.PATCH"), "{stderr}");
+        assert!(stderr.contains(&format!("not '{bad}'")), "{stderr}");
+    }
+    for good in ["2.19.3", "2.19.3-1", "2.26.2+cuda12.2", "2.8.4"] {
+        let text = eighth_flat(&format!("[{{ name: nccl_model, version: \"{good}\" }}]"), "");
+        let (code, stdout, stderr) = eighth_run("eighth-version", &text, &["validate", "s.yaml"]);
+        assert_eq!(code, Some(0), "{good}: {stdout}{stderr}");
+    }
+}
+
+/// `nvls: yes` was refused as `'nvls' must be 0 or 1, not 'true'`: a word the file does not
+/// have. `true` and `false` are read now, and a YAML 1.1 word is quoted as written.
+#[test]
+fn eighth_round_nvls_takes_true_or_false() {
+    let text = eighth_flat("[{ name: nccl_model, nvls: yes }]", "");
+    let (code, _, stderr) = eighth_run("eighth-nvls", &text, &["validate", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("'nvls' must be true or false (or 1 or 0, as NCCL_NVLS_ENABLE), not 'yes'"), "{stderr}");
+    for good in ["false", "true", "0"] {
+        let text = eighth_flat(&format!("[{{ name: nccl_model, nvls: {good} }}]"), "");
+        let (code, stdout, stderr) = eighth_run("eighth-nvls", &text, &["validate", "s.yaml"]);
+        assert_eq!(code, Some(0), "{good}: {stdout}{stderr}");
+    }
+}
+
+/// A nccl-tests row past its run's `maxBytes` (an edited log, or rows of two runs under
+/// one header) was read as a measurement of that run.
+#[test]
+fn eighth_round_a_row_past_max_bytes_is_refused() {
+    use allreduce_sim::calibrate::nccl_tests;
+    let log = |size: u64| {
+        format!(
+            "# nThread 1 nGpus 1 minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 1\n\
+             #  Rank  0 Group  0 Pid 1 on h0 device 0 [0000:41:00] NVIDIA L40S\n\
+             #  Rank  1 Group  0 Pid 1 on h1 device 0 [0000:41:00] NVIDIA L40S\n\
+             #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n\
+             {size}  {}  float  sum  -1  9.46  0.00  0.0  0  8.96  0.00  0.0  0\n",
+            size / 4
+        )
+    };
+    assert!(nccl_tests::parse(&log(16), "a.txt").is_ok());
+    let e = nccl_tests::parse(&log(32), "a.txt").unwrap_err().to_string();
+    assert!(e.starts_with("a.txt:5: a row of 32 bytes is past the run's maxBytes 16 (line 1);"), "{e}");
+}
+
+/// `explain nvls --scenario s.yaml` on a machine without an NVSwitch named the machine's
+/// kind but not where the file gives it.
+#[test]
+fn eighth_round_explain_names_the_machines_line() {
+    let d = case_dir("eighth-explain");
+    std::fs::write(d.join("s.yaml"), eighth_flat("[ring]", "")).unwrap();
+    let (code, _, stderr) = seventh_run(&d, &["explain", "nvls", "--scenario", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("s.yaml:3:11: topology: nvls cannot run here: NVLS needs an NVSwitch"), "{stderr}");
+}
+
+/// `runner::lower_bound` (calibrate's floor of a loop) gave the algorithms' bound on a
+/// machine with `channel_bandwidth`, where a run's check says the bounds are void.
+#[test]
+fn eighth_round_lower_bound_is_void_under_a_channel_rate() {
+    let plain = SEVENTH_CLUSTER.replace("algorithms: [nccl_model]", "algorithms: [nvls_tree]");
+    let s = parse_str(&plain, "s.yaml").unwrap();
+    let pt = allreduce_sim::results::Point { algo: 0, ranks: 4, bytes: 64 << 10 };
+    assert!(runner::lower_bound(&s, &pt).is_some(), "the bound holds without a channel rate");
+    let rated = plain.replace("  launch:", "  channel_bandwidth: 2GB/s\n  launch:");
+    let s = parse_str(&rated, "s.yaml").unwrap();
+    assert_eq!(runner::lower_bound(&s, &pt), None);
+}
+
+/// Kept as they were, and said: a no-break space between a number and its unit is read
+/// as the space it shows as, and a list flag given twice (`--ranks 4 --ranks 8`) sweeps
+/// both, as `--ranks 4,8` does; the docs said neither.
+#[test]
+fn eighth_round_kept_behaviours_are_documented() {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scenario.md")).unwrap();
+    assert!(docs.contains("`--ranks 4 --ranks 8` is `--ranks 4,8`"), "docs/scenario.md says nothing of it");
+    assert!(docs.contains("no-break space"), "docs/scenario.md says nothing of it");
+    let text = eighth_flat("[ring]", "").replace("[4KiB]", "[\"4\u{a0}KiB\"]");
+    let (code, stdout, stderr) =
+        eighth_run("eighth-kept", &text, &["run", "s.yaml", "--quiet", "--ranks", "2", "--ranks", "4"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("P = 2, S = 4 KiB") && stdout.contains("P = 4, S = 4 KiB"), "{stdout}");
+}
+
+/// Invisible characters reached the terminal as they are: `algorithms: ["\u{202e}ring"]`
+/// was refused with the override itself in `unknown algorithm '...ring'`, which turns the rest of the line
+/// around; `sizes: ["4\u{200b}KiB"]` as `unknown size unit 'KiB'` (a zero-width space), a
+/// name with U+202E reversed the report's title. Only control characters were escaped.
+#[test]
+fn eighth_trial_unseen_characters_never_reach_the_terminal() {
+    for (algos, sizes, want) in [
+        ("[\"\u{202e}ring\"]", "[4KiB]", "unknown algorithm '\\u{202e}ring'"),
+        ("[ring]", "[\"4\u{200b}KiB\"]", "unknown size unit '\\u{200b}KiB'"),
+        ("[\"ri\u{200d}ng\"]", "[4KiB]", "unknown algorithm 'ri\\u{200d}ng'"),
+    ] {
+        let text = eighth_flat(algos, "").replace("[4KiB]", sizes);
+        let (code, _, stderr) = eighth_run("eighth-unseen", &text, &["validate", "s.yaml"]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains(want), "{stderr}");
+        assert!(!stderr.contains(['\u{202e}', '\u{200b}', '\u{200d}']), "{stderr}");
+    }
+    let text = format!("name: \"\u{202e}evil\u{2028}x\"\n{}", eighth_flat("[ring]", ""));
+    let (code, stdout, stderr) = eighth_run("eighth-unseen", &text, &["run", "s.yaml", "--quiet"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.starts_with("\\u{202e}evil\\u{2028}x\n"), "{stdout}");
+    let out = cmd().args(["explain", "\u{202e}ring"]).timeout(Duration::from_secs(20)).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("unknown algorithm '\\u{202e}ring'"), "{stderr}");
+}
+
+/// A negative value to a flag of a number with a unit (`explain --alpha -1us`, `run
+/// --tolerance -1`, `--max-memory -1`, `calibrate --patience -1`) was clap's `unexpected
+/// argument '-1' found` with the tip `-- -1`, which would end the options instead.
+#[test]
+fn eighth_trial_negative_values_are_read_as_values() {
+    let d = case_dir("eighth-negative");
+    std::fs::write(d.join("s.yaml"), eighth_flat("[ring]", "")).unwrap();
+    for args in [
+        &["explain", "ring", "--alpha", "-1us"][..],
+        &["explain", "ring", "--size", "-4"],
+        &["explain", "ring", "--bandwidth", "-1Gbps"],
+        &["explain", "ring", "--cost-per-byte", "-1ns"],
+        &["run", "s.yaml", "--baseline", "b.json", "--tolerance", "-1"],
+        &["run", "s.yaml", "--max-memory", "-1"],
+        &["calibrate", "s.yaml", "a.txt", "--patience", "-1"],
+        &["calibrate", "s.yaml", "a.txt", "--gpus-per-node", "-1"],
+        &["calibrate", "s.yaml", "a.txt", "--ranks", "-4"],
+    ] {
+        let (code, stdout, stderr) = seventh_run(&d, args);
+        assert_eq!(code, Some(2), "{args:?}: {stdout}{stderr}");
+        assert!(!stderr.contains("unexpected argument") && !stderr.contains("tip:"), "{args:?}: {stderr}");
+        assert!(stderr.contains(args[args.len() - 2]), "{args:?}: {stderr}");
+    }
+    let (_, _, stderr) = seventh_run(&d, &["calibrate", "s.yaml", "a.txt", "--ranks", "-4"]);
+    assert!(stderr.contains("a rank count must be a whole number from 1 to 4294967295"), "{stderr}");
+}
+
+/// `compute: { cost_per_byte: 0.000...1ns }` (a time below the smallest double) ran as
+/// `C=0 s/B`: a time written as more than nothing read as nothing, without a word.
+#[test]
+fn eighth_trial_a_time_too_small_to_hold_is_refused() {
+    let tiny = format!("0.{}1ns", "0".repeat(400));
+    let text = eighth_flat("[ring]", &format!("compute: {{ cost_per_byte: {tiny} }}\n"));
+    let (code, stdout, stderr) = eighth_run("eighth-tiny", &text, &["validate", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("s.yaml:5:"), "{stderr}");
+    assert!(stderr.contains("is below the smallest time that can be held (about 5e-324 s)"), "{stderr}");
+    let text = eighth_flat("[ring]", "compute: { cost_per_byte: 0ns }\n");
+    assert_eq!(eighth_run("eighth-tiny", &text, &["validate", "s.yaml"]).0, Some(0));
+}
+
+/// `calibrate m.yaml osu.txt --ranks 1` said `a.txt:4: ring did not run`: not why (one
+/// rank moves nothing and takes no time) nor what would do.
+#[test]
+fn eighth_trial_calibrate_says_why_a_row_has_no_time() {
+    let d = case_dir("eighth-one-rank");
+    let machine = "name: f\nranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 10GB/s } }\nalgorithms: [ring]\n\
+                   sizes: [4KiB]\n";
+    std::fs::write(d.join("m.yaml"), machine).unwrap();
+    let log = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size       Avg Latency(us)\n\
+               4   1.50\n8   1.80\n16  2.10\n";
+    std::fs::write(d.join("a.txt"), log).unwrap();
+    let (code, stdout, stderr) = seventh_run(&d, &["calibrate", "m.yaml", "a.txt", "--ranks", "1", "--patience", "1"]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("a.txt:4: ring takes no time on 1 rank(s) at 4 bytes (nothing to move)"), "{stderr}");
+    assert!(stderr.contains("calibrate logs of 2 ranks or more"), "{stderr}");
+}

@@ -1050,10 +1050,24 @@ fn simulate(m: &Machine, jobs: &[Job], runs: &[Run], params: &[Param], values: &
             (Some(why), _) => {
                 Err(format!("{}:{}: {} cannot run here: {why}", runs[j].file, runs[j].samples[i].line, r.algorithm))
             }
-            _ => Err(format!("{}:{}: {} did not run", runs[j].file, runs[j].samples[i].line, r.algorithm)),
+            // One rank (or nothing to move) takes no time: there is nothing to fit to.
+            (None, 0.0) => Err(format!(
+                "{}:{}: {} takes no time on {} rank(s) at {bytes} bytes (nothing to move), so this row has nothing \
+                 to fit; calibrate logs of 2 ranks or more",
+                runs[j].file, runs[j].samples[i].line, r.algorithm, jobs[j].ranks
+            )),
+            _ => Err(format!(
+                "{}:{}: {} did not run to the end: {}",
+                runs[j].file,
+                runs[j].samples[i].line,
+                r.algorithm,
+                r.failures.join("; ")
+            )),
         }
     };
-    let times: Vec<f64> = sims.par_iter().map(run).collect::<Result<_, _>>()?;
+    // Every result first, then the first error in the log's order: rayon's collect into a
+    // Result keeps whichever error a thread met first, another on every run.
+    let times: Vec<f64> = sims.par_iter().map(run).collect::<Vec<_>>().into_iter().collect::<Result<_, _>>()?;
     // Points whose loops did not settle are simulated whole, in a second pass.
     let mut whole = Vec::new();
     let mut out: Vec<Option<f64>> = plans
@@ -1079,7 +1093,7 @@ fn simulate(m: &Machine, jobs: &[Job], runs: &[Run], params: &[Param], values: &
         })
         .collect();
     WHOLE.fetch_add(whole.len(), std::sync::atomic::Ordering::Relaxed);
-    let rest: Vec<f64> = whole.par_iter().map(run).collect::<Result<_, _>>()?;
+    let rest: Vec<f64> = whole.par_iter().map(run).collect::<Vec<_>>().into_iter().collect::<Result<_, _>>()?;
     let mut rest = rest.into_iter();
     for t in &mut out {
         if t.is_none() {

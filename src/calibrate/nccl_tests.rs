@@ -133,6 +133,9 @@ struct Partial {
     started: bool,
     /// `nGpus` of the `# nThread T nGpus G ...` line: the GPUs each thread drives.
     gpus_per_thread: Option<usize>,
+    /// `maxBytes` of the `# nThread ...` line and that line: nccl-tests times no size
+    /// above it.
+    max_bytes: Option<(u64, usize)>,
 }
 
 /// The element size of an nccl-tests type name.
@@ -324,6 +327,8 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
             // `nThread 1 nGpus 4 minBytes ...`: each thread drives nGpus GPUs.
             let g = tokens.iter().position(|t| *t == "nGpus").and_then(|k| tokens.get(k + 1)?.parse().ok());
             cur.gpus_per_thread = g.filter(|&g: &usize| g > 0);
+            let max = tokens.iter().position(|t| *t == "maxBytes").and_then(|k| tokens.get(k + 1)?.parse().ok());
+            cur.max_bytes = max.map(|m| (m, n));
         }
         if tokens.first() == Some(&"Rank") && tokens.len() >= 2 && tokens[1].parse::<usize>().is_ok() {
             // `Rank  0 [Group 0] Pid 123 on HOST device 0 [bus] NAME`.
@@ -368,7 +373,10 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
         }
         if tokens.first() == Some(&"size") {
             if !cur.samples.is_empty() {
+                // A second table of the same run: its sizes stay within the run's maxBytes.
+                let max_bytes = cur.max_bytes;
                 runs.push(finish(std::mem::take(&mut cur), file, &env, &version)?);
+                cur.max_bytes = max_bytes;
                 cur.line = n;
                 cur.test = pending_test.take();
             }
@@ -428,6 +436,19 @@ fn read_row(body: &str, n: usize, file: &str, cur: &mut Partial) -> Result<Optio
         })
     };
     let bytes = whole(cols.size, "size in bytes")?;
+    // A row past the run's maxBytes is one nccl-tests did not time in that run: an edited
+    // log, or rows of another run pasted under this one's header.
+    if let Some((max, at)) = cur.max_bytes.filter(|&(max, _)| bytes > max) {
+        return Err(LogError::at(
+            file,
+            n,
+            format!(
+                "a row of {bytes} bytes is past the run's maxBytes {max} (line {at}); nccl-tests times sizes from \
+                 minBytes to maxBytes only, so the log was edited or mixes runs: keep each run's rows under its own \
+                 `# nThread ... maxBytes` line"
+            ),
+        ));
+    }
     let elems = whole(cols.elems, "count of elements")?;
     let dtype = f[cols.dtype];
     let Some(esize) = type_bytes(dtype) else {

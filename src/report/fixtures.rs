@@ -45,6 +45,7 @@ pub(crate) fn scenario() -> Scenario {
         noise: None,
         host: None,
         repeat: None,
+        topology_location: String::new(),
     }
 }
 

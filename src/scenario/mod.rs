@@ -56,6 +56,10 @@ pub struct Scenario {
     /// nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostSpec>,
+    /// Where the file gives `topology:` (`file:line:column`), for messages about the
+    /// machine outside the parser (`explain --scenario`); empty where no file gave it.
+    #[serde(skip)]
+    pub topology_location: String,
 }
 
 /// `host: { issue: 4.4us, gpus_per_thread: 4 }`: what the CPU side of a call costs.

@@ -81,6 +81,16 @@ struct Src<'a> {
     text: &'a str,
 }
 
+/// Whether `w` is a plain whole number (an optional sign, then digits) that no 64-bit
+/// integer holds, which the YAML parser hands on as a float.
+fn huge_integer(w: &str) -> bool {
+    let digits = w.strip_prefix(['-', '+']).unwrap_or(w);
+    !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && w.parse::<i64>().is_err()
+        && digits.parse::<u64>().is_err()
+}
+
 /// Line and column of a location, if it is known.
 fn line_col(loc: &Location) -> Option<(u64, u64)> {
     (loc.line() >= 1).then(|| (loc.line(), loc.column().max(1)))
@@ -92,7 +102,7 @@ impl Src<'_> {
         // Keys and values quoted from the file may hold line breaks; the message is one line.
         let mut message = String::new();
         for c in raw.into().chars() {
-            if c.is_control() {
+            if crate::units::is_unseen(c) {
                 message.extend(c.escape_default());
             } else {
                 message.push(c);
@@ -101,7 +111,19 @@ impl Src<'_> {
         let Some((line, col)) = line_col(loc) else {
             return ScenarioError::in_file(self.file, message);
         };
+        // A whole number past 2^64 reaches us as a float: quote it as written, not as
+        // the float's digits (`18446744073709551616`, not `1.8446744073709552e19`).
+        if let Some((w, f)) =
+            self.word_at(loc).filter(|w| huge_integer(w)).and_then(|w| Some((w, w.parse::<f64>().ok()?)))
+        {
+            message = message.replace(&format!("{f:?}"), w);
+        }
         self.err_at(line, col, message)
+    }
+
+    /// The word at `loc` when it is a whole number too large for 64 bits, as written.
+    fn huge_word(&self, loc: &Location) -> Option<String> {
+        self.word_at(loc).filter(|w| huge_integer(w)).map(str::to_string)
     }
 
     /// The plain word (a scalar up to a blank, `,`, `]`, `}` or `#`) at `loc`, as written.
@@ -151,8 +173,12 @@ impl Src<'_> {
         let lead = if from > 0 { "..." } else { "" };
         let tail = if to < len { "..." } else { "" };
         // Keep tabs so the caret lines up; drop other control characters.
-        let shown: String =
-            src.chars().skip(from).take(to - from).map(|c| if c.is_control() && c != '\t' { ' ' } else { c }).collect();
+        let shown: String = src
+            .chars()
+            .skip(from)
+            .take(to - from)
+            .map(|c| if crate::units::is_unseen(c) && c != '\t' { ' ' } else { c })
+            .collect();
         let pad: String = lead
             .chars()
             .map(|_| ' ')
@@ -178,7 +204,9 @@ impl Src<'_> {
         if let Y::AliasError { error, .. } = inner {
             inner = error.without_snippet();
         }
+        let loc = e.location().unwrap_or(Location::UNKNOWN);
         let message = match inner {
+            Y::TaggedScalarCannotDeserializeIntoString { .. } | Y::UnsupportedTag { .. } => self.tag_message(&loc),
             Y::SerdeUnknownField { field, expected, .. } => {
                 format!("unknown key '{field}'; allowed: {}", expected.join(", "))
             }
@@ -207,8 +235,41 @@ impl Src<'_> {
                 }
             }
         };
-        let loc = e.location().unwrap_or(Location::UNKNOWN);
         self.err(&loc, message)
+    }
+
+    /// A tag the scenario does not read (`!!timestamp`, `!Ref`), with the key it is on.
+    fn tag_message(&self, loc: &Location) -> String {
+        let before: String = line_col(loc)
+            .and_then(|(l, c)| {
+                let text = self.text.lines().nth(usize::try_from(l).ok()?.checked_sub(1)?)?;
+                Some(text.chars().take(usize::try_from(c).ok()?.saturating_sub(1)).collect())
+            })
+            .unwrap_or_default();
+        let mut rest = before.trim_end();
+        // The tag, where the location is the value after it (also inside a flow list).
+        let mut tag = None;
+        let k = rest.rfind(|c: char| c.is_whitespace() || matches!(c, '[' | '{' | ',')).map_or(0, |k| k + 1);
+        if rest[k..].starts_with('!') {
+            tag = Some(rest[k..].to_string());
+            rest = rest[..k].trim_end();
+        }
+        let tag = tag.or_else(|| self.word_at(loc).filter(|w| w.starts_with('!')).map(str::to_string));
+        // A flow list's first item (`sizes: [!!timestamp ...]`) is under the list's key.
+        let rest = rest.strip_suffix('[').map_or(rest, str::trim_end);
+        let key = rest.strip_suffix(':').map(|r| {
+            let k = r.rsplit(|c: char| c.is_whitespace() || matches!(c, '{' | '[' | ',')).next().unwrap_or(r);
+            k.trim_matches(['"', '\'']).to_string()
+        });
+        let what = match &tag {
+            Some(t) => format!("the tag {t} is not read"),
+            None => "this tag is not read".to_string(),
+        };
+        let allowed = "write the value without a tag (allowed tags: !!str, !!int, !!float, !!bool, !!null)";
+        match key.filter(|k| !k.is_empty()) {
+            Some(k) => format!("{k}: {what}; {allowed}"),
+            None => format!("{what}; {allowed}"),
+        }
     }
 }
 
@@ -753,10 +814,13 @@ fn first_at(loc: &Location) -> String {
 fn param_value(src: &Src, name: &str, key: &Spanned<String>, v: &Spanned<Scalar>) -> Result<ParamValue, ScenarioError> {
     Ok(match &v.value {
         Scalar::UInt(n) => ParamValue::Int(*n),
-        Scalar::Float(f) => ParamValue::Float(*f),
+        // A whole number past 2^64 is quoted as written, not as the float it reads as.
+        Scalar::Float(f) => src.huge_word(&v.defined).map_or(ParamValue::Float(*f), ParamValue::Str),
         Scalar::Str(s) => ParamValue::Str(s.clone()),
-        // Negative numbers and booleans reach the builder as written; it rejects them.
-        Scalar::Int(_) | Scalar::Bool(_) => ParamValue::Str(v.value.text()),
+        // Negative numbers reach the builder as written, and booleans as the word the
+        // file has (`yes`, not the `true` YAML 1.1 reads it as); the builder rejects them.
+        Scalar::Int(_) => ParamValue::Str(v.value.text()),
+        Scalar::Bool(_) => ParamValue::Str(src.word_at(&v.defined).map_or_else(|| v.value.text(), str::to_string)),
         Scalar::Null => {
             return Err(src.err(
                 &v.referenced,
@@ -1133,6 +1197,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
         noise,
         repeat,
         host,
+        topology_location: src.place(&topology_at),
     };
     limits::check_bytes(&s).map_err(|e| src.err(&largest, format!("sizes: {e}")))?;
     if let Some(at) = host_at {

@@ -59,7 +59,7 @@ pub const SELECTORS: [SelectorInfo; 3] = [
              the allreduce runs with as many (with version 2.8.4: twice as many, fewer for a small call, as 2.8.4 \
              opens them; with 2.8.4 on a cluster the channels and bus bandwidth of its graph search replace it)",
             "arch=hopper: GPU generation whose constants apply: volta, ampere, hopper, blackwell",
-            "nvls=1: 0 leaves NVLS and NVLS Tree out, as NCCL_NVLS_ENABLE=0 does (NVLS is weighed on one node of \
+            "nvls=1: 0 (or false) leaves NVLS and NVLS Tree out, as NCCL_NVLS_ENABLE=0 does (NVLS is weighed on one node of \
              an NVSwitch cluster, Hopper or later, and runs as nvls; NVLS Tree on more than one, with two NICs or \
              more per node, and runs as nvls_tree)",
             "version=2.30.7: the NCCL release whose tuning model picks, in quotes (\"2.8.4\"): before 2.10 NCCL \
@@ -127,19 +127,29 @@ pub(crate) fn selector_params(id: &str, params: &[(String, ParamValue)]) -> Resu
         let arch = p.choice("arch", &ordered)?;
         out.arch = nccl::Arch::NAMES.iter().find(|(n, _)| *n == arch).map_or(nccl::Arch::Hopper, |(_, a)| *a);
         out.nvls = match p.take_value("nvls") {
-            // As every count, 0 and 1 may be written as strings of digits.
+            // As every count, 0 and 1 may be written as strings of digits; true and false
+            // as a YAML boolean (YAML 1.1's yes, no, on and off reach us as written).
             None | Some(ParamValue::Int(1)) => true,
-            Some(ParamValue::Str(s)) if s.trim() == "1" => true,
+            Some(ParamValue::Str(s)) if matches!(s.trim(), "1" | "true") => true,
             Some(ParamValue::Int(0)) => false,
-            Some(ParamValue::Str(s)) if s.trim() == "0" => false,
-            Some(v) => return Err(ParamError::new(Some("nvls"), format!("'nvls' must be 0 or 1, not '{v}'"))),
+            Some(ParamValue::Str(s)) if matches!(s.trim(), "0" | "false") => false,
+            Some(v) => {
+                return Err(ParamError::new(
+                    Some("nvls"),
+                    format!("'nvls' must be true or false (or 1 or 0, as NCCL_NVLS_ENABLE), not '{v}'"),
+                ));
+            }
         };
         out.tuning = match p.take_value("version") {
             None => None,
-            Some(ParamValue::Str(v)) => Some(nccl::Tuning::of_version(&v).ok_or_else(|| {
+            Some(ParamValue::Str(v)) => Some(nccl::Tuning::of_release(&v).ok_or_else(|| {
                 ParamError::new(
                     Some("version"),
-                    format!("'version' must be an NCCL release such as \"2.8.4\", not '{v}'"),
+                    format!(
+                        "'version' must be an NCCL release as NCCL prints it, MAJOR.MINOR.PATCH from 1.0.0 without \
+                         leading zeros or spaces, optionally with a build (\"2.19.3-1\") or CUDA \
+                         (\"2.19.3+cuda12.2\") suffix, such as \"2.8.4\", not '{v}'"
+                    ),
                 )
             })?),
             // A YAML number loses the minor version's digits (2.10 reads as 2.1).

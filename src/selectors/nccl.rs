@@ -59,6 +59,39 @@ impl Tuning {
         let minor: u32 = parts.next()?.parse().ok()?;
         Some(if (major, minor) < (2, 10) { Tuning::V2_8 } else { Tuning::V2_30 })
     }
+    /// The tuning of NCCL release `version` as a scenario's `nccl_model` entry gives it,
+    /// read whole: `MAJOR.MINOR.PATCH` (or `MAJOR.MINOR`) of numbers without leading
+    /// zeros, from 1.0 on, and optionally a package's build suffix (`-1`) or NCCL's own
+    /// `+cudaX.Y`, as NCCL and its packages print them. `None` for anything else
+    /// (`2.19.x`, `2.19.3 `, `02.019.003`), which [`of_version`](Tuning::of_version)'s
+    /// first two numbers would have read as a release.
+    pub fn of_release(version: &str) -> Option<Tuning> {
+        let (release, suffix) = match version.find(['-', '+']) {
+            Some(k) => (&version[..k], Some(&version[k..])),
+            None => (version, None),
+        };
+        let number = |t: &str| {
+            (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) && (t == "0" || !t.starts_with('0')))
+                .then(|| t.parse::<u32>().ok())
+                .flatten()
+        };
+        let parts: Vec<Option<u32>> = release.split('.').map(number).collect();
+        if !(2..=3).contains(&parts.len()) || parts.iter().any(Option::is_none) || parts[0] == Some(0) {
+            return None;
+        }
+        let ok_suffix = match suffix {
+            None => true,
+            Some(s) => match (s.strip_prefix('-'), s.strip_prefix("+cuda")) {
+                (Some(build), _) => number(build).is_some(),
+                (_, Some(cuda)) => {
+                    let v: Vec<&str> = cuda.split('.').collect();
+                    (1..=2).contains(&v.len()) && v.iter().all(|t| number(t).is_some())
+                }
+                _ => false,
+            },
+        };
+        ok_suffix.then(|| Tuning::of_version(release)).flatten()
+    }
     /// The release whose constants apply, for reports.
     pub fn release(self) -> &'static str {
         match self {
@@ -1379,6 +1412,24 @@ mod tests {
             ("two", None),
         ] {
             assert_eq!(Tuning::of_version(v), t, "{v}");
+        }
+        // A scenario's version is read whole.
+        for (v, t) in [
+            ("2.19.3", Some(Tuning::V2_30)),
+            ("2.19.3-1", Some(Tuning::V2_30)),
+            ("2.26.2+cuda12.2", Some(Tuning::V2_30)),
+            ("2.8.4", Some(Tuning::V2_8)),
+            ("2.10", Some(Tuning::V2_30)),
+            ("2.19.x", None),
+            ("2.19.3 ", None),
+            ("02.019.003", None),
+            ("2..3", None),
+            ("2.19.3-", None),
+            ("2.19.3+x", None),
+            ("0.9.1", None),
+            ("2.19.3.4", None),
+        ] {
+            assert_eq!(Tuning::of_release(v), t, "{v}");
         }
     }
 
