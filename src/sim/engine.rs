@@ -881,6 +881,121 @@ fn slab_push<T>(v: &mut Vec<T>, x: T) -> u32 {
     (v.len() - 1) as u32
 }
 
+/// A hasher for [`Pairs`]' keys (a sender's and a receiver's interface in one word): one
+/// multiply, where std's default hashes with random keys per process. The map is only
+/// ever looked up, never iterated, so its order could not reach a result either way.
+#[derive(Clone, Copy, Default)]
+struct PairHasher(u64);
+
+impl std::hash::Hasher for PairHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        let x = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 = x ^ (x >> 29);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A set of interfaces, listed in no order that matters (it is only ever searched for a
+/// minimum), with constant-time insert and remove.
+#[derive(Default)]
+struct IfSet {
+    members: Vec<u32>,
+    /// Each interface's place in `members` (`NONE`: not in it).
+    at: Vec<u32>,
+}
+
+impl IfSet {
+    fn new(n: usize) -> Self {
+        IfSet { members: Vec::new(), at: vec![NONE; n] }
+    }
+
+    #[inline]
+    fn insert(&mut self, i: u32) {
+        debug_assert!(self.at[i as usize] == NONE);
+        self.at[i as usize] = self.members.len() as u32;
+        self.members.push(i);
+    }
+
+    #[inline]
+    fn remove(&mut self, i: u32) {
+        let k = std::mem::replace(&mut self.at[i as usize], NONE);
+        debug_assert!(k != NONE);
+        let last = self.members.pop().expect("a member");
+        if last != i {
+            self.members[k as usize] = last;
+            self.at[last as usize] = k;
+        }
+    }
+}
+
+/// The index that lets [`Engine::match_ports`] find the message a walk of a waiting
+/// list would find without walking past the ones it cannot start: every waiting message
+/// filed under its pair of interfaces, in priority order, and the interfaces with a free
+/// port out and a free port in.
+///
+/// Where ranks fall out of step (`direct` and `naive` with blocks of two lengths), a
+/// receiver that frees walks an in-list holding a message from nearly every sender past
+/// those whose sender is busy, and a sender that frees walks its line past those whose
+/// receiver is busy: about P looks a message, P^3 a run. Ports only fill during a pass,
+/// so the first message of a list that the pass may start is the first of the pairs it
+/// makes with the interfaces that still have a free port: a look-up per free interface,
+/// and few are free when the walks are long. Built only once the walks have cost more
+/// than [`PAIRS_FROM`] looks and [`PAIRS_PER_MESSAGE`] a message (a ring's never do),
+/// so a run that does not need it pays nothing for it.
+struct Pairs {
+    /// (sender's interface << 32 | receiver's) to the first and last of the pair's
+    /// waiting messages. Memory: an entry a pair with a message waiting.
+    heads: std::collections::HashMap<u64, (u32, u32), std::hash::BuildHasherDefault<PairHasher>>,
+    /// Each message slot's successor in its pair's chain (`NONE` at the end).
+    next: Vec<u32>,
+    /// Interfaces with a free out-port, and with a free in-port.
+    senders: IfSet,
+    receivers: IfSet,
+}
+
+/// Looks at waiting messages a pass may not start, after which the engine builds its
+/// [`Pairs`] index; and looks a message issued, which the walks must exceed as well.
+const PAIRS_FROM: u64 = 1 << 20;
+const PAIRS_PER_MESSAGE: u64 = 8;
+
+/// How many more steps than there are receivers with a free port a sender's walk of its
+/// line takes before it looks them up instead (a step reads a slot near the last one, a
+/// look-up hashes).
+const WALK_SLACK: usize = 8;
+
+/// Whether walks that cost `looks` over `messages` issued call for the [`Pairs`] index.
+#[cfg(not(test))]
+#[inline]
+fn wants_pairs(looks: u64, messages: u64) -> bool {
+    looks > PAIRS_FROM && looks > PAIRS_PER_MESSAGE * messages
+}
+
+/// [`wants_pairs`] as the unit tests set it on their thread ([`tests::PAIRS`]): the
+/// rule, always (the index from the first pass on), or never.
+#[cfg(test)]
+fn wants_pairs(looks: u64, messages: u64) -> bool {
+    match tests::PAIRS.with(|c| c.get()) {
+        Some(v) => v,
+        None => looks > PAIRS_FROM && looks > PAIRS_PER_MESSAGE * messages,
+    }
+}
+
+#[inline]
+fn pair_key(src_if: u32, dst_if: u32) -> u64 {
+    u64::from(src_if) << 32 | u64::from(dst_if)
+}
+
 /// One simulation: build it with [`Engine::new`], run it with [`Engine::run`].
 pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     topo: &'a dyn Topology,
@@ -940,6 +1055,11 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     deferring: u32,
     /// An error found while deferred sends were matched in a pass, reported after it.
     failed: Option<SimError>,
+    /// Looks at waiting messages that a pass could not start, counted until [`Pairs`]
+    /// is built.
+    looks: u64,
+    /// The index of waiting messages by pair ([`Pairs`]), once built.
+    pairs: Option<Box<Pairs>>,
 }
 
 impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
@@ -1032,6 +1152,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             free_deferred: Vec::new(),
             deferring: 0,
             failed: None,
+            looks: 0,
+            pairs: None,
         })
     }
 
@@ -1632,6 +1754,12 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         // otherwise a few places from the end (ranks woken at one instant issue in event
         // order, not rank order), so its place is found walking back from the tail.
         for (i, l) in [(src_if, Link::Out), (dst_if, Link::In)] {
+            if l == Link::In && self.pairs.is_some() {
+                // Filed under its pair instead: the index finds the in-lists' offers
+                // ([`Engine::offer_in`]).
+                self.pair_insert(id);
+                break;
+            }
             let List { head, tail: mut prev } = self.ifaces[i as usize].lists[l as usize];
             while prev != NONE && !before(prev, &self.msgs) {
                 // The head's `prev` is stale ([`List::unlink`]).
@@ -1640,6 +1768,131 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             self.ifaces[i as usize].lists[l as usize].insert_after(&mut self.links, l, prev, id);
         }
         (src_if, dst_if)
+    }
+
+    /// File waiting message `id` under its pair ([`Pairs`]), in priority order: last,
+    /// unless it went in line out of issue order (a rendezvous let it go late).
+    #[inline(never)]
+    fn pair_insert(&mut self, id: u32) {
+        let msgs = &self.msgs;
+        let pairs = self.pairs.as_deref_mut().expect("built");
+        if pairs.next.len() < msgs.len() {
+            pairs.next.resize(msgs.len(), NONE);
+        }
+        let m = &msgs[id as usize];
+        let key = priority(m);
+        let Pairs { heads, next, .. } = pairs;
+        match heads.entry(pair_key(m.src_if, m.dst_if)) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                next[id as usize] = NONE;
+                v.insert((id, id));
+            }
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                let (head, tail) = o.get_mut();
+                if priority(&msgs[*tail as usize]) < key {
+                    next[*tail as usize] = id;
+                    next[id as usize] = NONE;
+                    *tail = id;
+                } else if key < priority(&msgs[*head as usize]) {
+                    next[id as usize] = *head;
+                    *head = id;
+                } else {
+                    let mut prev = *head;
+                    while priority(&msgs[next[prev as usize] as usize]) < key {
+                        prev = next[prev as usize];
+                    }
+                    next[id as usize] = next[prev as usize];
+                    next[prev as usize] = id;
+                }
+            }
+        }
+    }
+
+    /// Message `id` left the waiting lists: out of its pair's chain.
+    #[inline]
+    fn pair_remove(&mut self, id: u32) {
+        let m = &self.msgs[id as usize];
+        let pairs = self.pairs.as_deref_mut().expect("built");
+        let Pairs { heads, next, .. } = pairs;
+        let key = pair_key(m.src_if, m.dst_if);
+        let (head, tail) = heads.get_mut(&key).expect("a waiting message is filed under its pair");
+        if *head == id {
+            if *tail == id {
+                heads.remove(&key);
+            } else {
+                *head = next[id as usize];
+            }
+            return;
+        }
+        let mut prev = *head;
+        while next[prev as usize] != id {
+            prev = next[prev as usize];
+        }
+        next[prev as usize] = next[id as usize];
+        if *tail == id {
+            *tail = prev;
+        }
+    }
+
+    /// A port out of `src_if` and one into `dst_if` were freed: the [`Pairs`] index's
+    /// sets of interfaces with a free port. (Out of line, as the index's other
+    /// upkeep, so that where there is no index the hot paths stay as small as they were.)
+    #[inline(never)]
+    fn pairs_freed(&mut self, src_if: u32, dst_if: u32) {
+        let p = self.pairs.as_deref_mut().expect("built");
+        if self.ifaces[src_if as usize].free_out == 1 {
+            p.senders.insert(src_if);
+        }
+        if self.ifaces[dst_if as usize].free_in == 1 {
+            p.receivers.insert(dst_if);
+        }
+    }
+
+    /// Message `id` started (its ports taken): out of its pair's chain, and its
+    /// interfaces out of the [`Pairs`] index's sets where they have no free port left.
+    #[inline(never)]
+    fn pairs_started(&mut self, id: u32) {
+        self.pair_remove(id);
+        let (src_if, dst_if) = (self.msgs[id as usize].src_if, self.msgs[id as usize].dst_if);
+        let p = self.pairs.as_deref_mut().expect("built");
+        if self.ifaces[src_if as usize].free_out == 0 {
+            p.senders.remove(src_if);
+        }
+        if self.ifaces[dst_if as usize].free_in == 0 {
+            p.receivers.remove(dst_if);
+        }
+    }
+
+    /// Build the [`Pairs`] index from the waiting lists as they are (between passes).
+    #[cold]
+    fn build_pairs(&mut self) {
+        #[cfg(test)]
+        tests::BUILT.with(|c| c.set(c.get() + 1));
+        let n = self.ifaces.len();
+        self.pairs = Some(Box::new(Pairs {
+            heads: Default::default(),
+            next: vec![NONE; self.msgs.len()],
+            senders: IfSet::new(n),
+            receivers: IfSet::new(n),
+        }));
+        for i in 0..n {
+            let st = self.ifaces[i];
+            let pairs = self.pairs.as_deref_mut().expect("built");
+            if st.free_out > 0 {
+                pairs.senders.insert(i as u32);
+            }
+            if st.free_in > 0 {
+                pairs.receivers.insert(i as u32);
+            }
+            // Every waiting message is in exactly one in-list, in priority order; the
+            // in-lists are kept no more.
+            let mut at = st.lists[Link::In as usize].head;
+            while at != NONE {
+                self.pair_insert(at);
+                at = self.links[at as usize].next[Link::In as usize];
+            }
+            self.ifaces[i].lists[Link::In as usize] = List::EMPTY;
+        }
     }
 
     fn post_recv(
@@ -2116,6 +2369,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             self.free_senders += 1;
         }
         self.ifaces[dst_if as usize].free_in += 1;
+        if self.pairs.is_some() {
+            self.pairs_freed(src_if, dst_if);
+        }
         self.mark_dirty(src_if);
         self.mark_dirty(dst_if);
     }
@@ -2170,6 +2426,20 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         if self.dirty.is_empty() {
             return;
         }
+        if self.pairs.is_some() {
+            self.pass::<true>();
+        } else {
+            self.pass::<false>();
+            if wants_pairs(self.looks, self.stats.messages) {
+                self.build_pairs();
+            }
+        }
+    }
+
+    /// [`Engine::match_ports`]'s pass, with the [`Pairs`] index or without (a ring's,
+    /// made as it was before there was an index).
+    #[inline(always)]
+    fn pass<const INDEXED: bool>(&mut self) {
         let mut first = std::mem::take(&mut self.first_offers);
         let mut later = std::mem::take(&mut self.later_offers);
         first.clear();
@@ -2184,15 +2454,12 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             let st = &self.ifaces[i as usize];
             let (free_out, free_in) = (st.free_out, st.free_in);
             if free_out > 0 {
-                let mut head = st.lists[Link::Out as usize].head;
-                if head == NONE && self.deferring != 0 && self.ranks[i as usize].deferred != NONE {
-                    head = self.materialize(i, false);
-                }
-                first.extend(self.offer(head, Link::Out));
+                let head = st.lists[Link::Out as usize].head;
+                first.extend(self.offer_out::<INDEXED>(head, i));
             }
             if free_in > 0 && clean_senders {
-                let st = &self.ifaces[i as usize];
-                first.extend(self.offer(st.lists[Link::In as usize].head, Link::In));
+                let head = self.ifaces[i as usize].lists[Link::In as usize].head;
+                first.extend(self.offer_in::<INDEXED>(head, i));
             }
         }
         sort_nearly_sorted(&mut first);
@@ -2214,19 +2481,21 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             let (src, dst) = (self.msgs[id as usize].src_if, self.msgs[id as usize].dst_if);
             if self.ifaces[src as usize].free_out > 0 && self.ifaces[dst as usize].free_in > 0 {
                 self.start_message(id);
+            } else if !INDEXED {
+                self.looks += 1;
             }
             // A started message left its lists but keeps its link, which still names the
             // message after it: nothing else was removed since.
             let own =
                 if l == Link::Out { self.ifaces[src as usize].free_out } else { self.ifaces[dst as usize].free_in };
             if own > 0 {
-                let mut next = self.links[id as usize].next[l as usize];
-                // The end of a sender's line with a port still free: its next deferred
-                // send ([`Engine::defer`]) is next in line.
-                if next == NONE && l == Link::Out && self.deferring != 0 && self.ranks[src as usize].deferred != NONE {
-                    next = self.materialize(src, false);
-                }
-                if let Some(c) = self.offer(next, l) {
+                let next = self.links[id as usize].next[l as usize];
+                let c = if l == Link::Out {
+                    self.offer_out::<INDEXED>(next, src)
+                } else {
+                    self.offer_in::<INDEXED>(next, dst)
+                };
+                if let Some(c) = c {
                     later.push(std::cmp::Reverse(c));
                 }
             }
@@ -2239,24 +2508,122 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         self.later_offers = later;
     }
 
-    /// The first message from `at` on in list `l` that the pass may start (for an
-    /// in-list, one a clean sender with a free port offers), as a [`Cursor`].
-    fn offer(&self, mut at: u32, l: Link) -> Option<Cursor> {
-        while at != NONE {
-            let m = &self.msgs[at as usize];
-            if l == Link::Out {
-                break;
-            }
-            let sender = &self.ifaces[m.src_if as usize];
-            if sender.free_out > 0 && !sender.dirty {
-                break;
-            }
-            at = self.links[at as usize].next[l as usize];
-        }
+    /// Message `at` as a [`Cursor`] of list `l` (`None` for `NONE`).
+    #[inline]
+    fn cursor(&self, at: u32, l: Link) -> Option<Cursor> {
         (at != NONE).then(|| {
             let (a, b) = priority(&self.msgs[at as usize]);
             (a, b, at, l as u8)
         })
+    }
+
+    /// The first message from `at` on in sender `s`'s out-list that the pass may start,
+    /// as a [`Cursor`]; at the end of its line, its next deferred send
+    /// ([`Engine::defer`]) is next in line. Without the [`Pairs`] index every message is
+    /// offered (the merge finds out whether its receiver has a port).
+    #[inline]
+    fn offer_out<const INDEXED: bool>(&mut self, mut at: u32, s: u32) -> Option<Cursor> {
+        if INDEXED {
+            return self.offer_out_indexed(at, s);
+        }
+        if at == NONE && self.deferring != 0 && self.ranks[s as usize].deferred != NONE {
+            at = self.materialize(s, false);
+        }
+        self.cursor(at, Link::Out)
+    }
+
+    /// [`Engine::offer_out`] with the [`Pairs`] index: messages to a receiver with no
+    /// free in-port are passed over (ports only fill during a pass, so the merge would
+    /// not start them either), for a few more steps than there are receivers with a free
+    /// port; then the first of the sender's messages to those receivers is looked up
+    /// instead, and when there is none, the deferred sends go in line, in order, up to
+    /// the first to such a receiver, as the walk would have put them.
+    #[inline(never)]
+    fn offer_out_indexed(&mut self, mut at: u32, s: u32) -> Option<Cursor> {
+        let budget = self.pairs.as_deref().expect("built").receivers.members.len() + WALK_SLACK;
+        let (mut steps, mut looked) = (0, false);
+        loop {
+            if at == NONE {
+                if self.deferring != 0 && self.ranks[s as usize].deferred != NONE {
+                    at = self.materialize(s, false);
+                } else {
+                    return None;
+                }
+            } else if steps == budget && !looked {
+                looked = true;
+                at = self.first_to_free(s);
+                if at == NONE {
+                    continue;
+                }
+            }
+            if self.ifaces[self.msgs[at as usize].dst_if as usize].free_in > 0 {
+                return self.cursor(at, Link::Out);
+            }
+            steps += 1;
+            at = self.links[at as usize].next[Link::Out as usize];
+        }
+    }
+
+    /// Sender `s`'s first waiting message to a receiver with a free in-port (`NONE`:
+    /// none), by the [`Pairs`] index: a look-up per such receiver.
+    fn first_to_free(&self, s: u32) -> u32 {
+        let pairs = self.pairs.as_deref().expect("built");
+        let mut best = (NONE, (u64::MAX, u64::MAX));
+        for &d in &pairs.receivers.members {
+            if let Some(&(head, _)) = pairs.heads.get(&pair_key(s, d)) {
+                let p = priority(&self.msgs[head as usize]);
+                if p < best.1 {
+                    best = (head, p);
+                }
+            }
+        }
+        best.0
+    }
+
+    /// The first message from `at` on in receiver `d`'s in-list that the pass may start
+    /// (one a clean sender with a free port offers: a dirty sender offers its own), as
+    /// a [`Cursor`]. With the [`Pairs`] index there are no in-lists: the first messages
+    /// to `d` of the senders with a free port are looked up instead.
+    #[inline]
+    fn offer_in<const INDEXED: bool>(&mut self, mut at: u32, d: u32) -> Option<Cursor> {
+        if INDEXED {
+            return self.cursor(self.first_from_free(d), Link::In);
+        }
+        let mut steps = 0;
+        while at != NONE {
+            let m = &self.msgs[at as usize];
+            let sender = &self.ifaces[m.src_if as usize];
+            if sender.free_out > 0 && !sender.dirty {
+                break;
+            }
+            steps += 1;
+            at = self.links[at as usize].next[Link::In as usize];
+        }
+        self.looks += steps;
+        self.cursor(at, Link::In)
+    }
+
+    /// The first waiting message to receiver `d` from a clean sender with a free
+    /// out-port (`NONE`: none), by the [`Pairs`] index.
+    ///
+    /// It is the one the walk of `d`'s in-list would find: a sender free now was free
+    /// all pass (ports only fill), so its messages to `d` ahead of the walk's place were
+    /// offered and started, and its first one left is after that place.
+    fn first_from_free(&self, d: u32) -> u32 {
+        let pairs = self.pairs.as_deref().expect("built");
+        let mut best = (NONE, (u64::MAX, u64::MAX));
+        for &s in &pairs.senders.members {
+            if self.ifaces[s as usize].dirty {
+                continue;
+            }
+            if let Some(&(head, _)) = pairs.heads.get(&pair_key(s, d)) {
+                let p = priority(&self.msgs[head as usize]);
+                if p < best.1 {
+                    best = (head, p);
+                }
+            }
+        }
+        best.0
     }
 
     /// Message `id` as an [`Observer`] sees it.
@@ -2266,10 +2633,14 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         MessageInfo { id, src: m.src, dst: m.dst, tag: m.tag, bytes, issued: m.issued }
     }
 
+    // `always`: both passes ([`Engine::pass`]) call it, which left it out of line in a
+    // ring's hot path.
+    #[inline(always)]
     fn start_message(&mut self, id: u32) {
         let m = &self.msgs[id as usize];
         let (src, dst) = (m.src as usize, m.dst as usize);
         let (src_if, dst_if) = (m.src_if as usize, m.dst_if as usize);
+        let (stream, issued) = (m.stream, m.issued);
         let info = self.info(id);
         self.ifaces[src_if].free_out -= 1;
         if self.ifaces[src_if].free_out == 0 {
@@ -2277,7 +2648,11 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         }
         self.ifaces[dst_if].free_in -= 1;
         self.ifaces[src_if].lists[Link::Out as usize].unlink(&mut self.links, Link::Out, id);
-        self.ifaces[dst_if].lists[Link::In as usize].unlink(&mut self.links, Link::In, id);
+        if self.pairs.is_none() {
+            self.ifaces[dst_if].lists[Link::In as usize].unlink(&mut self.links, Link::In, id);
+        } else {
+            self.pairs_started(id);
+        }
         // On the wire a message carries its envelope too.
         let wire = info.bytes + self.cfg.envelope;
         let mut link = self.topo.link(src, dst);
@@ -2285,7 +2660,6 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             link = n.link(src as Rank, dst as Rank, link);
         }
         let ports = (src_if as u32, dst_if as u32);
-        let (stream, issued) = (m.stream, m.issued);
         let start = Start { id, src: src as Rank, dst: dst as Rank, stream, issued, wire, link, now: self.now, ports };
         let end = self.net.start(&start, &mut Sched { events: &mut self.events });
         self.obs.message(&info, self.now, end);
@@ -2343,6 +2717,79 @@ fn priority(m: &Msg) -> (u64, u64) {
 mod tests {
     use rand_chacha::ChaCha8Rng;
     use rand_chacha::rand_core::{Rng, SeedableRng};
+
+    thread_local! {
+        /// Whether this thread's engines build the [`super::Pairs`] index (`None`: by
+        /// the rule, [`super::wants_pairs`]).
+        pub(super) static PAIRS: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+        /// How many times this thread's engines built the index.
+        pub(super) static BUILT: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Every message as an observer sees it: sender, receiver, tag, bytes, issue, start
+    /// and end times (as bits), in the order they started.
+    #[derive(Default)]
+    struct Messages(Vec<(u32, u32, u32, u64, u64, u64, u64)>);
+
+    impl super::Observer for Messages {
+        fn message(&mut self, m: &super::MessageInfo, start: f64, end: f64) {
+            self.0.push((m.src, m.dst, m.tag, m.bytes, m.issued.to_bits(), start.to_bits(), end.to_bits()));
+        }
+    }
+
+    /// The pair index finds exactly the messages the walks of the waiting lists find:
+    /// `direct` and `naive` with blocks of two lengths (where ranks fall out of step and
+    /// the walks grow long), on 1, 2 and 3 NICs, timing only and with data, run with the
+    /// index from the first pass and without it, start the same messages at the same
+    /// instants in the same order, with the same statistics and final vectors.
+    #[test]
+    fn the_pair_index_starts_what_the_walks_start() {
+        use crate::algos::{self, Machine, Params, Problem};
+        use crate::sim::data::{ReduceOp, Vectors};
+        use crate::topology::{FullyConnected, Link};
+        let link = Link { alpha: 1e-6, bandwidth: 1e10 };
+        let mut compared = 0;
+        for id in ["direct", "naive", "ring"] {
+            for (ranks, elems) in [(24, 1003), (33, 100_001), (40, 7), (17, 340)] {
+                for nics in [1, 2, 3] {
+                    for data in [false, true] {
+                        let topo = FullyConnected { ranks, link, nics };
+                        let algo = algos::build(id, Params::default()).unwrap();
+                        let p = Problem { ranks, elems, elem_bytes: 4 };
+                        let machine = Machine { topo: &topo, cost_per_byte: 0.0 };
+                        if algo.applicable(&p, &machine).is_err() {
+                            continue;
+                        }
+                        let run = |pairs: bool| {
+                            PAIRS.with(|c| c.set(Some(pairs)));
+                            let inputs = data.then(|| {
+                                let v: Vec<Vec<f32>> = (0..ranks)
+                                    .map(|r| (0..elems).map(|i| ((r * 7 + i * 3) % 11) as f32).collect())
+                                    .collect();
+                                (Vectors::from(v), ReduceOp::Sum)
+                            });
+                            let mut seen = Messages::default();
+                            let built = BUILT.with(|c| c.get());
+                            let out = crate::sim::simulate(algo.as_ref(), &topo, p, 0.0, inputs, &mut seen).unwrap();
+                            PAIRS.with(|c| c.set(None));
+                            // The index is built at the end of the first pass, or never.
+                            assert_eq!(BUILT.with(|c| c.get()) - built, u32::from(pairs));
+                            (out, seen.0)
+                        };
+                        let (walked, indexed) = (run(false), run(true));
+                        let what = format!("{id} P={ranks} n={elems} nics={nics} data={data}");
+                        assert!(!walked.1.is_empty(), "{what}");
+                        assert_eq!(walked.1, indexed.1, "{what}: messages");
+                        assert_eq!(walked.0.0, indexed.0.0, "{what}: statistics");
+                        assert_eq!(walked.0.1.is_some(), data, "{what}");
+                        assert!(walked.0.1 == indexed.0.1, "{what}: final vectors");
+                        compared += 1;
+                    }
+                }
+            }
+        }
+        assert!(compared >= 40, "{compared} runs compared");
+    }
 
     /// The window of outstanding handles against a plain set, with handles completed in
     /// random order and more than a window outstanding at once (so that handles go to the
