@@ -100,11 +100,48 @@ fn tree_two_nodes_by_hand() {
     close(sim, 4.0 * t);
 }
 
+/// `nccl_tree` with `schedule=up_then_down` (NCCL 2.9 and earlier with Simple and LL:
+/// every chunk up, then every chunk down, on one stream) on 2 nodes of 2 GPUs, one NIC
+/// each, one channel of 3 chunks of 400 B, C = 0. Ranks 0 1 | 2 3; the root is rank 0,
+/// its children rank 1 (its chain) and rank 2 (node 1's head), whose child is rank 3.
+/// `near` = 1 us + 400 B / 100 GB/s (NVSwitch), `far` = 5 us + 400 B / 25 GB/s (NIC).
+///
+/// Up: the leaves 1 and 3 send their 3 chunks at once; chunk j lands at `(j+1) near`.
+/// Rank 2 adds chunk j at `(j+1) near` and sends it across, its NIC one chunk at a time:
+/// chunk j lands at the root at `near + (j+1) far`. The root's way up ends with chunk 2:
+/// `near + 3 far`.
+/// Down, from there: the root sends all 3 chunks to both children (7 per child may be
+/// in flight); chunk j reaches rank 2 at `near + 3 far + (j+1) far`, which passes it on
+/// to rank 3 (`near`, its port idle since `far > near`): the last lands at
+/// `2 near + 6 far`, the up pipeline (`near + 3 far`) plus the down one (`3 far + near`).
+///
+/// Split (up and down at once) the root sends chunk j down as soon as it is added, at
+/// `near + (j+1) far`, so the last reaches rank 3 at `2 near + 4 far`.
+#[test]
+fn tree_up_then_down_by_hand() {
+    let intra = (IntraKind::Nvswitch, PerProto::all(1e-6), 100e9);
+    let inter = InterSpec::new(PerProto::all(5e-6), 25e9);
+    let spec = ClusterSpec::on_rails(2, 2, 1, intra, inter, PerProto::all(0.0));
+    let topo = Cluster::new(&spec, 4).unwrap();
+    let near = 1e-6 + 400.0 / 100e9;
+    let far = 5e-6 + 400.0 / 25e9;
+    let params = [("chunk", int(400)), ("channels", int(1)), ("protocol", ParamValue::Str("simple".into()))];
+    let mut serial = params.to_vec();
+    serial.push(("schedule", ParamValue::Str("up_then_down".into())));
+    let algo = build("nccl_tree", &serial);
+    let (sim, form) = point(algo.as_ref(), &topo, 300, 0.0);
+    close(sim, 2.0 * near + 6.0 * far);
+    close(form.expect("one channel, one NIC"), 2.0 * near + 6.0 * far);
+    let split = build("nccl_tree", &params);
+    let (sim, _) = point(split.as_ref(), &topo, 300, 0.0);
+    close(sim, 2.0 * near + 4.0 * far);
+}
+
 /// The sweep. Every form meets the simulation to 1e-9; one ring channel always has one;
 /// several channels have theirs where each GPU's ports suffice (many points do).
 #[test]
 fn forms_meet_the_simulation_on_clusters() {
-    let (mut points, mut ring_exact, mut ring_multi, mut tree_exact) = (0, 0, 0, 0);
+    let (mut points, mut ring_exact, mut ring_multi, mut tree_exact, mut serial_exact) = (0, 0, 0, 0, 0);
     for nodes in 1..=4 {
         for gpus in [1, 2, 3, 4, 8] {
             let mut nic_counts = vec![1, 2, gpus];
@@ -125,6 +162,8 @@ fn forms_meet_the_simulation_on_clusters() {
                                 }
                                 let ring = build("nccl_ring", &params);
                                 let tree = build("nccl_tree", &params);
+                                params.push(("schedule", ParamValue::Str("up_then_down".into())));
+                                let serial = build("nccl_tree", &params);
                                 for n in [0usize, 5, 12_345, 300_001] {
                                     // Protocol chunks are large: the big size only with them.
                                     if chunk.is_some() && n > 20_000 {
@@ -146,11 +185,14 @@ fn forms_meet_the_simulation_on_clusters() {
                                             }
                                             None => assert!(channels > 1, "nccl_ring {at}: one channel, no form"),
                                         }
-                                        let (sim, form) = point(tree.as_ref(), &topo, n, c);
-                                        if let Some(f) = form {
-                                            let err = if f == 0.0 { sim } else { (sim / f - 1.0).abs() };
-                                            assert!(err < 1e-9, "nccl_tree {at}: sim {sim:e} form {f:e}");
-                                            tree_exact += 1;
+                                        for tree in [&tree, &serial] {
+                                            let (sim, form) = point(tree.as_ref(), &topo, n, c);
+                                            if let Some(f) = form {
+                                                let err = if f == 0.0 { sim } else { (sim / f - 1.0).abs() };
+                                                assert!(err < 1e-9, "{} {at}: sim {sim:e} form {f:e}", tree.label());
+                                                tree_exact += 1;
+                                                serial_exact += usize::from(tree.label().contains("up_then_down"));
+                                            }
                                         }
                                     }
                                 }
@@ -161,12 +203,15 @@ fn forms_meet_the_simulation_on_clusters() {
             }
         }
     }
-    eprintln!("{points} points: nccl_ring exact {ring_exact} ({ring_multi} multi-channel), nccl_tree {tree_exact}");
-    assert!(ring_multi > 0 && tree_exact > 0);
+    eprintln!(
+        "{points} points: nccl_ring exact {ring_exact} ({ring_multi} multi-channel), nccl_tree {tree_exact} \
+         ({serial_exact} up then down)"
+    );
+    assert!(ring_multi > 0 && tree_exact > 0 && serial_exact > 0);
     // Every point without a form was held to its bounds (in `point`).
     let (bounded, below, above) = BOUNDED.with(|b| *b.borrow());
     eprintln!("{bounded} points within bounds; time / lower at most {below:.3}, upper / time at most {above:.3}");
-    assert_eq!(bounded, 2 * points - ring_exact - tree_exact);
+    assert_eq!(bounded, 3 * points - ring_exact - tree_exact);
 }
 
 /// `explain nccl_ring` on a cluster of 2 nodes of 4 GPUs: the rings node by node, the

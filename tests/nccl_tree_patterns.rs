@@ -1,9 +1,11 @@
 //! `nccl_tree`'s patterns (`pattern=split|balanced`, NCCL's tree graph patterns): the
 //! result is right on every shape, and a split tree pays an NVLink hop inside each node
-//! a sum or a result crosses, worked by hand.
+//! a sum or a result crosses, worked by hand. Its schedules (`schedule=split|up_then_down`)
+//! give the sum too, and NCCL's model picks up then down where 2.8.4 runs it.
 
 use allreduce_sim::algos::{self, Algorithm, Params};
 use allreduce_sim::scenario::ParamValue;
+use allreduce_sim::select::nccl::{self, Algo, Arch, Proto, Tuning};
 use allreduce_sim::topology::{Cluster, ClusterSpec, InterSpec, IntraKind, PerProto};
 
 mod common;
@@ -37,6 +39,47 @@ fn every_pattern_gives_the_sum() {
                 }
             }
         }
+    }
+}
+
+/// Up then down, on its own and with each pattern: every chunk up, then every chunk
+/// down, still the sum on every shape, several chunks per channel.
+#[test]
+fn up_then_down_gives_the_sum() {
+    for pattern in ["tree", "split", "balanced"] {
+        for (nodes, gpus, nics) in [(1, 4, 1), (2, 1, 1), (2, 2, 1), (3, 4, 2), (5, 2, 2)] {
+            let topo = cluster(nodes, gpus, nics);
+            for channels in [1u64, 3] {
+                let algo = build(&[
+                    ("pattern", ParamValue::Str(pattern.into())),
+                    ("schedule", ParamValue::Str("up_then_down".into())),
+                    ("channels", ParamValue::Int(channels)),
+                    ("chunk", ParamValue::Int(64)),
+                ]);
+                for n in [0, 1, 7, 100] {
+                    run(algo.as_ref(), &topo, n);
+                }
+            }
+        }
+    }
+    let bad = algos::build("nccl_tree", Params::new(vec![("schedule".into(), ParamValue::Str("down".into()))]));
+    assert!(bad.unwrap_err().message.contains("split, up_then_down"));
+}
+
+/// NCCL 2.8.4 (and 2.9) runs the tree up then down with Simple and LL, split with LL128
+/// (`NCCL_LL128_SPLIT`); 2.10 and later split every protocol.
+#[test]
+fn nccl_model_runs_up_then_down_before_2_10() {
+    let topo = cluster(4, 4, 2);
+    let x = nccl::Inputs::of(&topo, 2, Arch::Volta);
+    let old = x.with_tuning(Tuning::V2_8);
+    assert_eq!(nccl::tree_schedule(&old, Algo::Tree, Proto::Simple), Some("up_then_down"));
+    assert_eq!(nccl::tree_schedule(&old, Algo::Tree, Proto::Ll), Some("up_then_down"));
+    assert_eq!(nccl::tree_schedule(&old, Algo::Tree, Proto::Ll128), None);
+    assert_eq!(nccl::tree_schedule(&old, Algo::Ring, Proto::Simple), None);
+    let new = x.with_tuning(Tuning::V2_30);
+    for proto in [Proto::Simple, Proto::Ll, Proto::Ll128] {
+        assert_eq!(nccl::tree_schedule(&new, Algo::Tree, proto), None);
     }
 }
 

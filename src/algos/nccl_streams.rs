@@ -25,7 +25,7 @@
 //! that order is the engine's too, so the forms need C = 0 there.
 
 use super::nccl_ring::{Receives, RingPlan};
-use super::nccl_tree::TreePlan;
+use super::nccl_tree::{TreePlan, TreeSchedule};
 use crate::sim::op::Action;
 use crate::topology::{Link, Topology};
 
@@ -262,8 +262,11 @@ impl Window {
 /// up streams from the leaves to the root (add the children's chunks once they have
 /// landed and the receives are posted, then send to the parent, at most `fifo - 1`
 /// undelivered), then the down streams from the root (pass the chunk on to the children,
-/// at most `fifo - 1` per child undelivered). `None` where the conditions of the module
-/// docs fail, and with several channels and C > 0.
+/// at most `fifo - 1` per child undelivered). Up then down
+/// ([`TreeSchedule::UpThenDown`]): a rank's up and down halves are one stream, every
+/// chunk up before any down, so its way down starts where its way up ended (its last
+/// send to the parent issued, or the root's last addition). `None` where the
+/// conditions of the module docs fail, and with several channels and C > 0.
 pub(crate) fn tree_time(
     plan: &TreePlan,
     np: usize,
@@ -279,14 +282,19 @@ pub(crate) fn tree_time(
     if live.len() > 1 && c > 0.0 {
         return None;
     }
-    // Streams: 2 (k np + r) up (the root's up stream also sends down), + 1 down.
+    // Streams: 2 (k np + r) up (the root's up stream also sends down), + 1 down; up then
+    // down, the up stream sends down too.
+    let one_stream = plan.schedule == TreeSchedule::UpThenDown;
     let up = |k: usize, r: usize| 2 * (k * np + r);
+    let down_stream = |k: usize, r: usize| {
+        if one_stream || plan.place(k, r).parent.is_none() { up(k, r) } else { up(k, r) + 1 }
+    };
     let mut uses = Vec::new();
     for &k in &live {
         for r in 0..np {
             if let Some(p) = plan.place(k, r).parent {
                 uses.push((up(k, r), r, p));
-                let from = if plan.place(k, p).parent.is_none() { up(k, p) } else { up(k, p) + 1 };
+                let from = down_stream(k, p);
                 uses.push((from, p, r));
             }
         }
@@ -320,14 +328,26 @@ pub(crate) fn tree_time(
             (0..np).map(|r| plan.place(k, r).parent.map(|p| sides.route(up(k, r), r, p))).collect();
         let routes_down: Vec<Vec<_>> = (0..np)
             .map(|r| {
-                let s = if plan.place(k, r).parent.is_none() { up(k, r) } else { up(k, r) + 1 };
+                let s = down_stream(k, r);
                 plan.place(k, r).children.iter().flatten().map(|&q| sides.route(s, r, q)).collect()
             })
             .collect();
-        for j in 0..plan.chunks(k) {
+        let chunks = plan.chunks(k);
+        // Split, each chunk goes up and then down before the next (the streams are apart);
+        // up then down, every chunk up (`chunks` rounds of the way up alone), then every
+        // chunk down, each rank's way down from where its way up ended.
+        let rounds: Vec<(usize, bool, bool)> = if one_stream {
+            (0..chunks).map(|j| (j, true, false)).chain((0..chunks).map(|j| (j, false, true))).collect()
+        } else {
+            (0..chunks).map(|j| (j, true, true)).collect()
+        };
+        for (j, go_up, go_down) in rounds {
+            if one_stream && go_down && j == 0 {
+                down_at.copy_from_slice(&up_at);
+            }
             let bytes = plan.chunk(k, j).len as f64 * e;
             // Up, children first: post the receives, add each child's chunk as it is ready.
-            for &r in order.iter().rev() {
+            for &r in order.iter().rev().filter(|_| go_up) {
                 let post = up_at[r];
                 let mut t = post;
                 for &q in plan.place(k, r).children.iter().flatten() {
@@ -342,6 +362,7 @@ pub(crate) fn tree_time(
                         up_win[r].delivered(d, up_window);
                         up_landed[r] = d;
                     }
+                    None if one_stream => {}
                     None => {
                         let w = up_window * n_kids;
                         t = t.max(up_win[r].ready(w));
@@ -356,12 +377,14 @@ pub(crate) fn tree_time(
                 up_at[r] = t;
                 end = end.max(t);
             }
-            // Down, parents first: the chunk from the parent, passed on to the children.
-            for &r in &order {
-                if plan.place(k, r).parent.is_none() {
+            // Down, parents first: the chunk from the parent, passed on to the children (up
+            // then down, the root's own too).
+            for &r in order.iter().filter(|_| go_down) {
+                let root = plan.place(k, r).parent.is_none();
+                if root && !one_stream {
                     continue;
                 }
-                let mut t = down_at[r].max(down_landed[r]);
+                let mut t = if root { down_at[r] } else { down_at[r].max(down_landed[r]) };
                 let n_kids = kids(r);
                 if n_kids > 0 {
                     let w = up_window * n_kids;

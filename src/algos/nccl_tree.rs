@@ -25,6 +25,12 @@
 //! adds its children's and sends the result straight down. A stream keeps at most
 //! NCCL's 8 FIFO slots of chunks undelivered per peer, so a leaf does not flood its
 //! parent's port ahead of the parent's other children.
+//!
+//! **Up, then down** (`schedule=up_then_down`: NCCL 2.9 and earlier with Simple and LL,
+//! their `all_reduce.h`'s `#if 1` tree and its LL twin): one stream per rank and channel
+//! runs the whole way up (every chunk of the channel's part) and only then the whole way
+//! down, so no link carries both directions of a channel at once and a rank's first chunk
+//! down leaves only after its last chunk up. The root's last addition starts the way down.
 
 use super::double_binary_tree::nccl_btree;
 use super::nccl_ring::{check_nodes, gpus_per_node, nccl_label, protocol, run_protocol};
@@ -57,6 +63,9 @@ pub const INFO: AlgoInfo = AlgoInfo {
         "pattern=tree: which GPUs of a node talk to the other nodes: tree (the chain's first GPU, to parent and \
          children), split (the first to the parent, the second to the children: NCCL's pattern on GPUs before \
          Ampere until 2.17), balanced (the first to the parent and one child, the second to the other child)",
+        "schedule=split: split (up and down streams at once: NCCL's runTreeSplit, 2.10 on, and LL128 in every \
+         release), up_then_down (every chunk up, then every chunk down, on one stream: NCCL 2.9 and earlier with \
+         Simple and LL)",
     ],
     build: |params| Ok(Box::new(NcclTree::from_params(params)?)),
 };
@@ -79,12 +88,16 @@ pub(crate) fn describe(params: &[(String, crate::units::ParamValue)], p: &Proble
             (0..p.ranks).map(|r| plan.place(k, r).parent.map_or_else(|| "-".to_string(), |q| q.to_string())).collect();
         let part = plan.part(k);
         out.push_str(&format!(
-            "channel {k} (tree {}): parent of rank 0.. = {}; elements [{}, {}) in {} chunk(s), up and down at once\n",
+            "channel {k} (tree {}): parent of rank 0.. = {}; elements [{}, {}) in {} chunk(s), {}\n",
             usize::from(k >= plan.channels.div_ceil(2)),
             parents.join(" "),
             part.offset,
             part.end(),
-            plan.chunks(k)
+            plan.chunks(k),
+            match plan.schedule {
+                TreeSchedule::Split => "up and down at once",
+                TreeSchedule::UpThenDown => "all up, then all down",
+            }
         ));
     }
     out
@@ -120,6 +133,29 @@ impl TreePattern {
     }
 }
 
+/// How a rank runs a channel's way up and way down (NCCL's `all_reduce.h`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TreeSchedule {
+    /// `runTreeSplit`: an up stream and a down stream at once (NCCL 2.10 and later, and
+    /// LL128 in every release, `NCCL_LL128_SPLIT`).
+    #[default]
+    Split,
+    /// One stream: every chunk of the channel's part up, then every chunk down (NCCL 2.9
+    /// and earlier with Simple and LL).
+    UpThenDown,
+}
+
+impl TreeSchedule {
+    /// The names the `schedule` parameter takes.
+    pub const NAMES: [(&'static str, TreeSchedule); 2] =
+        [("split", TreeSchedule::Split), ("up_then_down", TreeSchedule::UpThenDown)];
+
+    /// The parameter's name of the schedule.
+    pub fn name(self) -> &'static str {
+        TreeSchedule::NAMES.iter().find(|(_, s)| *s == self).map_or("split", |(n, _)| *n)
+    }
+}
+
 /// See the module docs.
 #[derive(Debug)]
 pub struct NcclTree {
@@ -133,6 +169,8 @@ pub struct NcclTree {
     pub gpus_per_node: usize,
     /// Which GPUs of a node talk to the other nodes.
     pub pattern: TreePattern,
+    /// Up and down at once, or up then down.
+    pub schedule: TreeSchedule,
 }
 
 /// A rank's place in one channel's tree.
@@ -163,6 +201,8 @@ pub(crate) struct TreePlan {
     /// NICs per node where a split or balanced chain must keep its first two GPUs on
     /// one NIC (0: not asked).
     nics: usize,
+    /// Up and down at once, or up then down.
+    pub schedule: TreeSchedule,
 }
 
 /// NCCL's `ncclGetDtree`: node `node`'s parent and children in tree `t` of `nodes`.
@@ -182,7 +222,16 @@ pub(crate) fn dtree(nodes: usize, node: usize, t: usize) -> (Option<usize>, [Opt
 impl TreePlan {
     fn new(np: usize, g: usize, channels: usize, n: usize, chunk_elems: usize) -> TreePlan {
         let g = g.max(1);
-        TreePlan { channels, n, chunk_elems, g, nodes: np / g, pattern: TreePattern::Tree, nics: 0 }
+        TreePlan {
+            channels,
+            n,
+            chunk_elems,
+            g,
+            nodes: np / g,
+            pattern: TreePattern::Tree,
+            nics: 0,
+            schedule: TreeSchedule::Split,
+        }
     }
 
     /// The plan with `pattern` (kept as [`TreePattern::Tree`] on one-GPU nodes, where
@@ -289,6 +338,9 @@ impl TreePlan {
         }
         let up_window = FIFO - 1;
         let down_window = (FIFO - 1) * n_kids as u32;
+        if self.schedule == TreeSchedule::UpThenDown {
+            return vec![self.up_then_down(k, place, chunks, up_window, down_window)];
+        }
         let mut out: Vec<Program<'static>> = Vec::new();
         // Up (at the root: up and straight back down).
         let plan = self.clone();
@@ -320,6 +372,40 @@ impl TreePlan {
         out
     }
 
+    /// Rank's one stream on channel k under [`TreeSchedule::UpThenDown`]: every chunk up
+    /// (add the children's, send the sum to the parent; the root keeps it), then every
+    /// chunk down (from the parent, or the root's own, to the children).
+    fn up_then_down(
+        &self,
+        k: usize,
+        place: Place,
+        chunks: usize,
+        up_window: u32,
+        down_window: u32,
+    ) -> Program<'static> {
+        let kids = place.children;
+        let n_kids = kids.iter().flatten().count();
+        let plan = self.clone();
+        let up = per_step(0..chunks, move |j| {
+            let (c, up) = (plan.chunk(k, j), plan.tag(k, j, false));
+            let recvs = kids.into_iter().flatten().map(move |q| Op::recv_reduce(q as Rank, up, c));
+            let wait = (n_kids > 0).then_some(Op::WaitAll);
+            let to_parent =
+                place.parent.into_iter().flat_map(move |p| [Op::WaitSends(up_window), Op::send(p as Rank, up, c)]);
+            recvs.chain(wait).chain(to_parent)
+        });
+        let plan = self.clone();
+        let down = per_step(0..chunks, move |j| {
+            let (c, down) = (plan.chunk(k, j), plan.tag(k, j, true));
+            let from_parent = place.parent.into_iter().flat_map(move |p| {
+                [Op::Recv { from: p as Rank, tag: down, dst: c, action: Action::Copy }, Op::WaitAll]
+            });
+            let sends = kids.into_iter().flatten().map(move |q| Op::send(q as Rank, down, c));
+            from_parent.chain((n_kids > 0).then_some(Op::WaitSends(down_window))).chain(sends)
+        });
+        Box::new(up.chain(down))
+    }
+
     /// A bound on the additions in sequence behind rank r's sum on channel k: it adds
     /// its children's sums one after another onto its own.
     fn depth_of_sums(&self, k: usize, r: usize) -> usize {
@@ -345,7 +431,11 @@ impl NcclTree {
         let names: Vec<&'static str> = TreePattern::NAMES.iter().map(|(n, _)| *n).collect();
         let pattern = params.choice("pattern", &names)?;
         let pattern = TreePattern::NAMES.iter().find(|(n, _)| *n == pattern).map_or(TreePattern::Tree, |(_, p)| *p);
-        Ok(NcclTree { proto, channels, chunk, gpus_per_node, pattern })
+        let names: Vec<&'static str> = TreeSchedule::NAMES.iter().map(|(n, _)| *n).collect();
+        let schedule = params.choice("schedule", &names)?;
+        let schedule =
+            TreeSchedule::NAMES.iter().find(|(n, _)| *n == schedule).map_or(TreeSchedule::Split, |(_, s)| *s);
+        Ok(NcclTree { proto, channels, chunk, gpus_per_node, pattern, schedule })
     }
 
     /// Bytes per chunk on `topo`: the parameter, or NCCL's step for the protocol.
@@ -360,7 +450,8 @@ impl NcclTree {
             Some(k) if self.gpus_per_node == 0 => k,
             _ => 0,
         };
-        TreePlan::new(p.ranks, g, self.channels, p.elems, chunk_elems).with_pattern(self.pattern, nics)
+        TreePlan { schedule: self.schedule, ..TreePlan::new(p.ranks, g, self.channels, p.elems, chunk_elems) }
+            .with_pattern(self.pattern, nics)
     }
 }
 
@@ -371,13 +462,20 @@ impl Algorithm for NcclTree {
 
     fn label(&self) -> String {
         let label = nccl_label(INFO.id, self.proto, self.channels, 2, self.chunk, self.gpus_per_node);
-        if self.pattern == TreePattern::Tree {
+        let mut extra = Vec::new();
+        if self.pattern != TreePattern::Tree {
+            extra.push(format!("pattern={}", self.pattern.name()));
+        }
+        if self.schedule != TreeSchedule::Split {
+            extra.push(format!("schedule={}", self.schedule.name()));
+        }
+        if extra.is_empty() {
             return label;
         }
-        let pattern = format!("pattern={}", self.pattern.name());
+        let extra = extra.join(",");
         match label.strip_suffix(')') {
-            Some(open) => format!("{open},{pattern})"),
-            None => format!("{label}({pattern})"),
+            Some(open) => format!("{open},{extra})"),
+            None => format!("{label}({extra})"),
         }
     }
 

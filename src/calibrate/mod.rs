@@ -530,6 +530,9 @@ pub fn what_ran_with(
             if let Some(pattern) = nccl::tree_pattern(&x, algo) {
                 v.push(("pattern".to_string(), ParamValue::Str(pattern.to_string())));
             }
+            if let Some(schedule) = nccl::tree_schedule(&x, algo, proto) {
+                v.push(("schedule".to_string(), ParamValue::Str(schedule.to_string())));
+            }
             v
         }
         _ => Vec::new(),

@@ -237,6 +237,9 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                     if let Some(pattern) = nccl::tree_pattern(&x, algo) {
                         v.push(("pattern".to_string(), ParamValue::Str(pattern.to_string())));
                     }
+                    if let Some(schedule) = nccl::tree_schedule(&x, algo, proto) {
+                        v.push(("schedule".to_string(), ParamValue::Str(schedule.to_string())));
+                    }
                     v
                 }
                 _ if algo == nccl::Algo::Pat => {

@@ -1068,6 +1068,16 @@ pub fn tree_pattern(x: &Inputs, algo: Algo) -> Option<&'static str> {
     Some(if x.arch.comp_cap() < 80 { "split" } else { "balanced" })
 }
 
+/// `nccl_tree`'s `schedule` parameter where it is not `split`: NCCL 2.9 and earlier run
+/// the tree's allreduce with Simple and LL on one set of threads per channel, every chunk
+/// up and then every chunk down (`all_reduce.h`'s `#if 1` tree and `runTree` for LL, as
+/// in 2.8.4 and 2.9.9); only LL128 splits the threads into an up and a down half
+/// (`NCCL_LL128_SPLIT`). From 2.10 on Simple and LL run `runTreeSplit` too (save CUDA
+/// 11.2-11.3 on Ampere and later, which we do not model).
+pub fn tree_schedule(x: &Inputs, algo: Algo, proto: Proto) -> Option<&'static str> {
+    (algo == Algo::Tree && x.tuning == Tuning::V2_8 && proto != Proto::Ll128).then_some("up_then_down")
+}
+
 /// The channels NCCL 2.8.4 runs one call of `bytes` on with `algo` and `proto`
 /// (its `ncclTopoPostset` and `getAlgoInfo`), for `x.channels` channels found by its graph
 /// search. Every ring and tree the search found is opened twice (`nChannels * 2`, at most
