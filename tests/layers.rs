@@ -5,7 +5,10 @@
 //! The scan reads `src/` as text: every `crate::name` (and `crate::{a, b}`) outside a
 //! comment is an edge from the module of the file it is in to module `name`. A file's
 //! module is the first part of its path under `src/` (`src/sim/engine.rs` is `sim`).
-//! `main.rs` and `lib.rs` are not modules of the library and are left out.
+//! `main.rs` and `lib.rs` are not modules of the library and are left out, and so is a
+//! file's `#[cfg(test)] mod tests { ... }` block: unit tests are compiled only into the
+//! test binary, where a lower module's test may build what a higher one makes (the
+//! engine's tests run real algorithms' programs) without the library depending on it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -16,14 +19,35 @@ const ALLOWED: &[(&str, &str, &str)] = &[];
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
-/// Every `crate::name` of `text` outside comments.
+/// Every `crate::name` of `text` outside comments and outside a `#[cfg(test)] mod tests`
+/// block.
 fn uses(text: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
+    // Inside a unit-test module: the depth of its braces still open (0: outside).
+    let mut test_depth = 0i64;
+    let mut after_cfg_test = false;
     for line in text.lines() {
         let code = match line.find("//") {
             Some(i) => &line[..i],
             None => line,
         };
+        let trimmed = code.trim();
+        if test_depth == 0 && after_cfg_test && trimmed.starts_with("mod tests") && trimmed.ends_with('{') {
+            test_depth = 1;
+            continue;
+        }
+        if !trimmed.is_empty() {
+            after_cfg_test = trimmed == "#[cfg(test)]";
+        }
+        if test_depth > 0 {
+            // Braces inside string and character literals are counted too: a test
+            // module with an unbalanced one in a literal would hide the code after it.
+            test_depth += code.matches('{').count() as i64 - code.matches('}').count() as i64;
+            if test_depth <= 0 {
+                test_depth = 0;
+            }
+            continue;
+        }
         let mut rest = code;
         while let Some(i) = rest.find("crate::") {
             // `$crate::` and `other_crate::` are not this crate.
@@ -169,4 +193,17 @@ fn the_scan_sees_uses_and_skips_comments() {
                 let y = $crate::foo; let z = other_crate::bar;\n";
     let got: Vec<String> = uses(text).into_iter().collect();
     assert_eq!(got, ["algos", "sim", "topology"]);
+}
+
+#[test]
+fn the_scan_skips_unit_test_modules() {
+    let text = "use crate::sim::op;\n#[cfg(test)]\nmod tests {\n    use crate::algos;\n    fn f() {\n        \
+                let _ = crate::runner::run;\n    }\n}\nfn g() { crate::topology::x(); }\n";
+    let got: Vec<String> = uses(text).into_iter().collect();
+    assert_eq!(got, ["sim", "topology"]);
+    // A `mod tests` without `#[cfg(test)]` is library code, and so is a cfg'd item that is
+    // not the tests module.
+    let text = "mod tests {\n    use crate::algos;\n}\n#[cfg(test)]\nfn h() { crate::runner::x(); }\n";
+    let got: Vec<String> = uses(text).into_iter().collect();
+    assert_eq!(got, ["algos", "runner"]);
 }
