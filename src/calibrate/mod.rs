@@ -522,18 +522,7 @@ pub fn what_ran_with(
         Collective::Allreduce | Collective::ReduceScatter | Collective::Allgather
             if cluster && (c == Collective::Allreduce || algo == nccl::Algo::Ring) =>
         {
-            let (channels, chunk) = nccl::call_params(&x, c, algo, proto, bytes);
-            let mut v = vec![("channels".to_string(), ParamValue::Int(channels.into()))];
-            if let Some(chunk) = chunk {
-                v.push(("chunk".to_string(), ParamValue::Str(format!("{chunk}B"))));
-            }
-            if let Some(pattern) = nccl::tree_pattern(&x, algo) {
-                v.push(("pattern".to_string(), ParamValue::Str(pattern.to_string())));
-            }
-            if let Some(schedule) = nccl::tree_schedule(&x, algo, proto) {
-                v.push(("schedule".to_string(), ParamValue::Str(schedule.to_string())));
-            }
-            v
+            nccl::call_param_list(&x, c, algo, proto, bytes)
         }
         _ => Vec::new(),
     };

@@ -222,24 +222,12 @@ fn wanted(s: &Scenario, spec: &AlgoSpec, ranks: usize, bytes: u64) -> Result<Opt
                     ]
                 }
                 // NCCL's ring and tree as NCCL runs them: its protocol, and the channels and
-                // chunk of `call_params` (calibrate's `what_ran` asks it too).
+                // chunk of `call_param_list` (calibrate's `what_ran` asks it too).
                 Collective::Allreduce | Collective::ReduceScatter | Collective::Allgather
                     if algo != nccl::Algo::Pat =>
                 {
-                    let (channels, chunk) = nccl::call_params(&x, c, algo, proto, bytes);
-                    let mut v = vec![
-                        ("protocol".to_string(), ParamValue::Str(proto.name().to_string())),
-                        ("channels".to_string(), ParamValue::Int(u64::from(channels))),
-                    ];
-                    if let Some(chunk) = chunk {
-                        v.push(("chunk".to_string(), ParamValue::Str(format!("{chunk}B"))));
-                    }
-                    if let Some(pattern) = nccl::tree_pattern(&x, algo) {
-                        v.push(("pattern".to_string(), ParamValue::Str(pattern.to_string())));
-                    }
-                    if let Some(schedule) = nccl::tree_schedule(&x, algo, proto) {
-                        v.push(("schedule".to_string(), ParamValue::Str(schedule.to_string())));
-                    }
+                    let mut v = vec![("protocol".to_string(), ParamValue::Str(proto.name().to_string()))];
+                    v.extend(nccl::call_param_list(&x, c, algo, proto, bytes));
                     v
                 }
                 _ if algo == nccl::Algo::Pat => {

@@ -31,6 +31,7 @@
 use crate::collective::Collective;
 pub use crate::topology::Proto;
 use crate::topology::Topology;
+use crate::units::ParamValue;
 
 /// The NCCL release whose model and constants these are, unless [`Tuning::V2_8`] is asked for.
 pub const VERSION: &str = "2.30.7";
@@ -991,6 +992,25 @@ pub fn tree_chunk(x: &Inputs, proto: Proto, bytes: u64) -> Option<u64> {
         }
         Proto::Ll => None,
     }
+}
+
+/// [`call_params`] with the tree's [`tree_pattern`] and [`tree_schedule`], as the
+/// parameters of our `nccl_ring` / `nccl_tree` entry: `channels`, then `chunk`, `pattern`
+/// and `schedule` where they apply. `run`'s `nccl_model` and `calibrate` both build their
+/// entry here, so a release's choice reaches both.
+pub fn call_param_list(x: &Inputs, c: Collective, algo: Algo, proto: Proto, bytes: u64) -> Vec<(String, ParamValue)> {
+    let (channels, chunk) = call_params(x, c, algo, proto, bytes);
+    let mut v = vec![("channels".to_string(), ParamValue::Int(u64::from(channels)))];
+    if let Some(chunk) = chunk {
+        v.push(("chunk".to_string(), ParamValue::Str(format!("{chunk}B"))));
+    }
+    if let Some(pattern) = tree_pattern(x, algo) {
+        v.push(("pattern".to_string(), ParamValue::Str(pattern.to_string())));
+    }
+    if let Some(schedule) = tree_schedule(x, algo, proto) {
+        v.push(("schedule".to_string(), ParamValue::Str(schedule.to_string())));
+    }
+    v
 }
 
 /// The channels and chunk NCCL runs one call of `c` of `bytes` with, as the parameters
