@@ -437,19 +437,15 @@ fn esc(text: &str) -> std::borrow::Cow<'_, str> {
 /// A path for a message or a listing, every control character escaped, the line feed
 /// and the tab too: a name with a newline would otherwise read as two lines (two files).
 fn esc_path(path: &std::path::Path) -> String {
-    path.display()
-        .to_string()
-        .chars()
-        .map(
-            |c| {
-                if allreduce_sim::scenario::units::is_unseen(c) {
-                    c.escape_default().to_string()
-                } else {
-                    c.to_string()
-                }
-            },
-        )
-        .collect()
+    let mut out = String::new();
+    for c in path.display().to_string().chars() {
+        if allreduce_sim::scenario::units::is_unseen(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// `--ranks` values: whole numbers (clap's own message for `-1` suggests `-- -1`, which
