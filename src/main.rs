@@ -226,7 +226,7 @@ struct CalibrateArgs {
     picks: Option<String>,
     /// How far the fit may draw a value from the machine file's without cost, as a
     /// factor (a log-normal prior of that width; 10 is a start), or `off` (the default).
-    #[arg(long, value_name = "W|off")]
+    #[arg(long, allow_hyphen_values = true, value_name = "W|off")]
     prior_width: Option<String>,
     /// No progress on stderr. (Without it, a line every 5 seconds while it fits: the
     /// model evaluations so far, each a simulation of every logged point, and events

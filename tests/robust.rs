@@ -2210,3 +2210,166 @@ fn eighth_trial_calibrate_says_why_a_row_has_no_time() {
     assert!(stderr.contains("a.txt:4: ring takes no time on 1 rank(s) at 4 bytes (nothing to move)"), "{stderr}");
     assert!(stderr.contains("calibrate logs of 2 ranks or more"), "{stderr}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Ninth trial (docs/hardening.md, "Ninth trial"): each input below was accepted, or refused
+// in clap's words, before its fix.
+
+const NINTH_PCIE: &str = "name: p\nranks: 2\ntopology:\n  kind: cluster\n  nodes: 1\n  gpus_per_node: 2\n  \
+intra: { kind: pcie, alpha: { simple: 5.7us, ll: 1us, ll128: 2.5us }, bandwidth: 32GB/s }\n  \
+launch: { simple: 8.4us, ll: 6.6us, ll128: 14us }\ndata: { mode: off }\nalgorithms: [{ name: ring, protocol: simple }]\n\
+sizes: [4KiB]\n";
+
+/// A case directory holding `m.yaml` (a 2-GPU PCIe box) and `a.txt` (the L40S ring log of 2 ranks).
+fn ninth_calibrate_dir(kind: &str) -> std::path::PathBuf {
+    let d = case_dir(kind);
+    std::fs::write(d.join("m.yaml"), NINTH_PCIE).unwrap();
+    let log = concat!(env!("CARGO_MANIFEST_DIR"), "/validation/hardware/data/l40s_p2_ring.txt");
+    std::fs::copy(log, d.join("a.txt")).unwrap();
+    d
+}
+
+/// `calibrate --prior-width -10` (a flag added after the eighth trial) got clap's
+/// `unexpected argument '-1' found` and its tip, as the other number flags did before it.
+#[test]
+fn ninth_trial_prior_width_reads_a_negative_value() {
+    let d = ninth_calibrate_dir("ninth-prior");
+    let (code, stdout, stderr) = seventh_run(&d, &["calibrate", "m.yaml", "a.txt", "--prior-width", "-10"]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(!stderr.contains("unexpected argument") && !stderr.contains("tip:"), "{stderr}");
+    assert!(stderr.contains("--prior-width must be a factor above 1") && stderr.contains("not '-10'"), "{stderr}");
+}
+
+/// `calibrate --fit topology.launch.simple,topology.launch.simple` fitted one value as two
+/// parameters: listed twice, one held and one fitted, with warnings that contradict each other.
+#[test]
+fn ninth_trial_a_fit_key_given_twice_is_refused() {
+    let d = ninth_calibrate_dir("ninth-fit-twice");
+    let fit = "topology.launch.simple,topology.intra.bandwidth,topology.launch.simple";
+    let (code, stdout, stderr) = seventh_run(&d, &["calibrate", "m.yaml", "a.txt", "--patience", "1", "--fit", fit]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("--fit: topology.launch.simple is given twice; name each key once"), "{stderr}");
+    let once = "topology.launch.simple,topology.intra.bandwidth";
+    let (code, stdout, stderr) = seventh_run(&d, &["calibrate", "m.yaml", "a.txt", "--patience", "1", "--fit", once]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+}
+
+/// `calibrate ... --ranks 4` (or `--gpus-per-node 1`) on a log whose device list says 2
+/// ranks on one host: the flag was dropped without a word, as `--env` was before the
+/// seventh trial.
+#[test]
+fn ninth_trial_a_flag_the_device_list_overrides_is_said() {
+    let d = ninth_calibrate_dir("ninth-overridden");
+    let args = ["calibrate", "m.yaml", "a.txt", "--patience", "1", "--ranks", "4", "--gpus-per-node", "1"];
+    let (code, stdout, stderr) = seventh_run(&d, &args);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(
+            "a.txt:10: the log's device list says 2 ranks, which is what ran; --ranks 4 is for logs that do not say"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("says 2 GPUs per node, which is what ran; --gpus-per-node 1"), "{stdout}");
+    let (code, stdout, _) = seventh_run(&d, &["calibrate", "m.yaml", "a.txt", "--patience", "1", "--ranks", "2"]);
+    assert_eq!(code, Some(0));
+    assert!(!stdout.contains("is for logs that do not say"), "{stdout}");
+}
+
+/// A `# nThread ... nGpus ... minBytes ... maxBytes` line nccl-tests never prints (`nGpus
+/// 0`, `maxBytes x`, 20 digits) was read as if the value were absent: the rows went
+/// unchecked against it.
+#[test]
+fn ninth_trial_an_nthread_line_nccl_tests_never_prints_is_refused() {
+    use allreduce_sim::calibrate::nccl_tests;
+    let log = |header: &str| {
+        format!(
+            "# nThread {header} step: 2(factor) warmup iters: 1\n\
+             #  Rank  0 Group  0 Pid 1 on h0 device 0 [0000:41:00] NVIDIA L40S\n\
+             #  Rank  1 Group  0 Pid 1 on h0 device 1 [0000:42:00] NVIDIA L40S\n\
+             #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n\
+             16  4  float  sum  -1  9.46  0.00  0.0  0  8.96  0.00  0.0  0\n"
+        )
+    };
+    assert!(nccl_tests::parse(&log("1 nGpus 2 minBytes 8 maxBytes 16"), "a.txt").is_ok());
+    for (header, want) in [
+        ("1 nGpus 0 minBytes 8 maxBytes 16", "a.txt:1: `nGpus 0`: nccl-tests prints nGpus as a whole number from 1"),
+        (
+            "0 nGpus 2 minBytes 8 maxBytes 16",
+            "a.txt:1: `nThread 0`: nccl-tests prints nThread as a whole number from 1",
+        ),
+        (
+            "1 nGpus 2 minBytes 8 maxBytes x",
+            "a.txt:1: `maxBytes x`: nccl-tests prints maxBytes as a whole number from 0",
+        ),
+        ("1 nGpus 2 minBytes -8 maxBytes 16", "a.txt:1: `minBytes -8`"),
+        ("1 nGpus 99999999999999999999 minBytes 8 maxBytes 16", "a.txt:1: `nGpus 99999999999999999999`"),
+    ] {
+        let e = nccl_tests::parse(&log(header), "a.txt").unwrap_err().to_string();
+        assert!(e.starts_with(want), "{header}: {e}");
+    }
+}
+
+/// `[{ name: ring_segmented, segment: 1KiB }, { name: ring_segmented, segment: 1024 }]`
+/// (or `nccl_ring` beside `{ name: nccl_ring, channels: 1 }`) ran twice, as two rows of one
+/// name, both marked the best.
+#[test]
+fn ninth_trial_one_algorithm_written_two_ways_is_listed_once() {
+    let text = eighth_flat("[{ name: ring_segmented, segment: 1KiB }, { name: ring_segmented, segment: 1024 }]", "");
+    let (code, _, stderr) = eighth_run("ninth-twice", &text, &["validate", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("s.yaml:4:55: algorithms: this entry runs ring_segmented(segment=1024), as an entry above does (first at line 4, column 14)"),
+        "{stderr}"
+    );
+    let cluster = SEVENTH_CLUSTER.replace("[nccl_model]", "[nccl_ring, { name: nccl_ring, channels: 1 }]");
+    let (code, _, stderr) = eighth_run("ninth-twice", &cluster, &["validate", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("this entry runs nccl_ring, as an entry above does"), "{stderr}");
+    for distinct in [
+        "[{ name: ring_segmented, segment: 1KiB }, { name: ring_segmented, segment: 2KiB }]",
+        "[ring, { name: ring, protocol: ll }]",
+    ] {
+        let (code, stdout, stderr) = eighth_run("ninth-twice", &eighth_flat(distinct, ""), &["validate", "s.yaml"]);
+        assert_eq!(code, Some(0), "{distinct}: {stdout}{stderr}");
+    }
+}
+
+/// Second round: `{ name: nccl_model, version: "2.8.4" }` beside `version: "2.8.4-1"` (or
+/// `"2.9.6"`, which evaluates 2.8.4's model) ran twice, as two rows of one name and one pick.
+#[test]
+fn ninth_trial_a_selector_given_one_model_twice_is_listed_once() {
+    for (second, want) in [
+        ("{ name: nccl_model, version: \"2.8.4-1\" }", "(NCCL 2.8.4's model)"),
+        ("{ name: nccl_model, version: \"2.9.6\" }", "(NCCL 2.8.4's model)"),
+    ] {
+        let algos = format!("[{{ name: nccl_model, version: \"2.8.4\" }}, {second}]");
+        let (code, _, stderr) =
+            eighth_run("ninth-selector", &SEVENTH_CLUSTER.replace("[nccl_model]", &algos), &["validate", "s.yaml"]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(
+            stderr.contains(
+                "algorithms: this entry runs nccl_model as an entry above does (first at line 13, column 14)"
+            ),
+            "{stderr}"
+        );
+        assert!(stderr.contains(want), "{stderr}");
+    }
+    let both = "[nccl_model, { name: nccl_model, version: \"2.30.7\" }]";
+    let (code, _, stderr) =
+        eighth_run("ninth-selector", &SEVENTH_CLUSTER.replace("[nccl_model]", both), &["validate", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    let two = "[nccl_model, { name: nccl_model, version: \"2.8.4\" }]";
+    let (code, stdout, stderr) =
+        eighth_run("ninth-selector", &SEVENTH_CLUSTER.replace("[nccl_model]", two), &["validate", "s.yaml"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+}
+
+/// Second round: a tag on a flow list's later item (`sizes: [4KiB, !!timestamp ...]`) was
+/// refused without its key, where the first item's names it (eighth trial).
+#[test]
+fn ninth_trial_a_tag_on_a_later_list_item_names_its_key() {
+    let text = eighth_flat("[ring]", "").replace("[4KiB]", "[4KiB, !!timestamp 2001-12-14]");
+    let (code, _, stderr) = eighth_run("ninth-tag", &text, &["validate", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("s.yaml:2:27: sizes: the tag !!timestamp is not read"), "{stderr}");
+}

@@ -49,6 +49,15 @@ pub fn execute(a: &Args) -> Result<(String, Calibration), String> {
             return Err(format!("{flag} must be at least 1, not 0"));
         }
     }
+    // A key named twice was fitted as two parameters of one value: one held, one fitted,
+    // listed twice with warnings that contradict each other.
+    if let Some(fit) = &a.fit {
+        for (i, key) in fit.iter().enumerate() {
+            if fit[..i].contains(key) {
+                return Err(format!("--fit: {key} is given twice; name each key once"));
+            }
+        }
+    }
     let machine = Machine::load(&a.machine)?;
     // Also on standard error, before the fit: with `--format json` or `--output` the
     // table's warnings may never be read, and the fitted file keeps the noise.

@@ -1349,6 +1349,25 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
             }
         }
     }
+    // Likewise --ranks and --gpus-per-node, which fill in what a log's device list does not
+    // say: where the list says otherwise, it is what ran (`--ranks 2` beside a list of 8 ranks
+    // was dropped without a word).
+    for r in fit_runs.iter().chain(hold_out) {
+        for (flag, given, logged) in
+            [("--ranks", opts.ranks, r.ranks), ("--gpus-per-node", opts.gpus_per_node, r.gpus_per_node)]
+        {
+            if let (Some(v), Some(logged)) = (given, logged)
+                && v != logged
+            {
+                let what = if flag == "--ranks" { "ranks" } else { "GPUs per node" };
+                warnings.push(format!(
+                    "{}:{}: the log's device list says {logged} {what}, which is what ran; {flag} {v} is for logs \
+                     that do not say, and is not used for this one",
+                    r.file, r.line
+                ));
+            }
+        }
+    }
     let paths = match &opts.fit {
         Some(p) => p.clone(),
         None => {

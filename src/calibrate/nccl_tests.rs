@@ -324,10 +324,30 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
         }
         let tokens: Vec<&str> = comment.split_whitespace().collect();
         if tokens.first() == Some(&"nThread") {
-            // `nThread 1 nGpus 4 minBytes ...`: each thread drives nGpus GPUs.
-            let g = tokens.iter().position(|t| *t == "nGpus").and_then(|k| tokens.get(k + 1)?.parse().ok());
-            cur.gpus_per_thread = g.filter(|&g: &usize| g > 0);
-            let max = tokens.iter().position(|t| *t == "maxBytes").and_then(|k| tokens.get(k + 1)?.parse().ok());
+            // `nThread 1 nGpus 4 minBytes ...`: each thread drives nGpus GPUs. nccl-tests
+            // prints each of these as a whole number, the first two from 1: a value that is
+            // not (`nGpus 0`, `maxBytes x`) was read as absent, and the rows went unchecked.
+            let value = |key: &str, least: u64| -> Result<Option<u64>, LogError> {
+                let Some(k) = tokens.iter().position(|t| *t == key) else { return Ok(None) };
+                let word = tokens.get(k + 1).copied().unwrap_or("");
+                match word.parse::<u64>() {
+                    Ok(v) if v >= least => Ok(Some(v)),
+                    _ => Err(LogError::at(
+                        file,
+                        n,
+                        format!(
+                            "`{key} {word}`: nccl-tests prints {key} as a whole number from {least} to {}; \
+                             was the log edited?",
+                            u64::MAX
+                        ),
+                    )),
+                }
+            };
+            value("nThread", 1)?;
+            let g = value("nGpus", 1)?;
+            value("minBytes", 0)?;
+            let max = value("maxBytes", 0)?;
+            cur.gpus_per_thread = g.and_then(|g| usize::try_from(g).ok());
             cur.max_bytes = max.map(|m| (m, n));
         }
         if tokens.first() == Some(&"Rank") && tokens.len() >= 2 && tokens[1].parse::<usize>().is_ok() {

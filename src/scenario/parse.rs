@@ -255,6 +255,23 @@ impl Src<'_> {
             rest = rest[..k].trim_end();
         }
         let tag = tag.or_else(|| self.word_at(loc).filter(|w| w.starts_with('!')).map(str::to_string));
+        // A later item of a flow list on one line (`sizes: [4KiB, !!timestamp ...]`) is under
+        // the key before the list's own bracket, which was not named.
+        if let Some(items) = rest.strip_suffix(',') {
+            let mut depth = 0usize;
+            for (k, c) in items.char_indices().rev() {
+                match c {
+                    ']' | '}' => depth += 1,
+                    '[' | '{' if depth > 0 => depth -= 1,
+                    '[' => {
+                        rest = items[..=k].trim_end();
+                        break;
+                    }
+                    '{' => break,
+                    _ => {}
+                }
+            }
+        }
         // A flow list's first item (`sizes: [!!timestamp ...]`) is under the list's key.
         let rest = rest.strip_suffix('[').map_or(rest, str::trim_end);
         let key = rest.strip_suffix(':').map(|r| {
@@ -839,7 +856,12 @@ fn canonical(params: &[(String, ParamValue)]) -> Vec<(String, String)> {
 
 /// Check one `algorithms:` entry and build it once.
 /// `collective` is the scenario's, which an entry's own `collective:` replaces.
-fn algo_entry(src: &Src, entry: Spanned<RawAlgo>, collective: Collective) -> Result<AlgoSpec, ScenarioError> {
+/// With the spec, the label of its rows where it is an algorithm (`None` for a selector).
+fn algo_entry(
+    src: &Src,
+    entry: Spanned<RawAlgo>,
+    collective: Collective,
+) -> Result<(AlgoSpec, Option<String>), ScenarioError> {
     let at = entry.referenced;
     let mut collective = collective;
     // (id, where the id is, parameters, and for each parameter where its key and value are)
@@ -911,7 +933,8 @@ fn algo_entry(src: &Src, entry: Spanned<RawAlgo>, collective: Collective) -> Res
         ));
     }
     let protocol = protocol.map(|(p, _)| p);
-    if let Err(e) = crate::selectors::check(collective, &name, &params) {
+    let label = crate::selectors::check(collective, &name, &params);
+    if let Err(e) = &label {
         // An unknown parameter is shown at its key, a bad value at the value.
         let at_key = e.message.starts_with("unknown parameter");
         let loc = e
@@ -926,7 +949,8 @@ fn algo_entry(src: &Src, entry: Spanned<RawAlgo>, collective: Collective) -> Res
         };
         return Err(src.err(&loc, msg));
     }
-    Ok(AlgoSpec { name, collective, params, location: src.place(&at), protocol })
+    let label = label.ok().flatten().map(|l| ProtocolChoice::label(l, protocol));
+    Ok((AlgoSpec { name, collective, params, location: src.place(&at), protocol }, label))
 }
 
 fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioError> {
@@ -1094,9 +1118,10 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     }
     let mut algorithms: Vec<AlgoSpec> = Vec::new();
     let mut algo_locs: Vec<Location> = Vec::new();
+    let mut labels: Vec<Option<String>> = Vec::new();
     for entry in algos_raw.value {
         let at = entry.referenced;
-        let spec = algo_entry(src, entry, collective)?;
+        let (spec, label) = algo_entry(src, entry, collective)?;
         let key = canonical(&spec.params);
         if let Some(i) = algorithms.iter().position(|a| {
             a.name == spec.name
@@ -1113,8 +1138,50 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
                 ),
             ));
         }
+        // A selector given the same parameters two ways (`version: "2.8.4"` and `"2.8.4-1"`,
+        // two releases of one model, a default given and left out) ran twice as two rows of
+        // one name and one pick.
+        if crate::selectors::is_selector(&spec.name)
+            && let Ok(mine) = crate::selectors::selector_params(&spec.name, &spec.params)
+            && let Some(i) = algorithms.iter().position(|a| {
+                a.name == spec.name
+                    && a.collective == spec.collective
+                    && a.protocol == spec.protocol
+                    && crate::selectors::selector_params(&a.name, &a.params).is_ok_and(|p| p.same_run(&mine))
+            })
+        {
+            return Err(src.err(
+                &at,
+                format!(
+                    "algorithms: this entry runs {} as an entry above does{}: the same parameters written another \
+                     way, left at their defaults, or releases of one model ({}); give it once",
+                    spec.name,
+                    first_at(&algo_locs[i]),
+                    mine.model_release()
+                ),
+            ));
+        }
+        // The same algorithm written two ways (`segment: 1KiB` and `segment: 1024`, or a
+        // default given and left out) ran twice as two rows of one name, both marked best.
+        if let Some(l) = &label
+            && let Some(i) = algorithms
+                .iter()
+                .zip(&labels)
+                .position(|(a, b)| a.collective == spec.collective && b.as_ref() == Some(l))
+        {
+            return Err(src.err(
+                &at,
+                format!(
+                    "algorithms: this entry runs {}, as an entry above does{}: the same parameters written \
+                     another way or left at their defaults; give it once",
+                    crate::units::escape_controls(l),
+                    first_at(&algo_locs[i])
+                ),
+            ));
+        }
         algorithms.push(spec);
         algo_locs.push(at);
+        labels.push(label);
     }
 
     // sizes

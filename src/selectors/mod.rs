@@ -84,8 +84,10 @@ pub fn covers(id: &str, c: Collective) -> bool {
 
 /// Check an `algorithms:` entry of collective `c`: a selector's parameters, or build the
 /// algorithm once. The scenario parser and `--algorithms` call this instead of
-/// [`algos::build_for`].
-pub fn check(c: Collective, id: &str, params: &[(String, ParamValue)]) -> Result<(), ParamError> {
+/// [`algos::build_for`]. An algorithm's label (its row's name in reports) is returned,
+/// so that two entries which build the same algorithm (`segment: 1KiB` and `segment:
+/// 1024`) are told to be one; a selector gives `None`.
+pub fn check(c: Collective, id: &str, params: &[(String, ParamValue)]) -> Result<Option<String>, ParamError> {
     if is_selector(id) {
         if !covers(id, c) {
             let covered: Vec<&str> = Collective::ALL.iter().filter(|&&o| covers(id, o)).map(|o| o.name()).collect();
@@ -95,9 +97,9 @@ pub fn check(c: Collective, id: &str, params: &[(String, ParamValue)]) -> Result
                 format!("selector '{id}' chooses for {} only, not for {c}{why}", covered.join(", ")),
             ));
         }
-        selector_params(id, params).map(|_| ())
+        selector_params(id, params).map(|_| None)
     } else {
-        algos::build_for(c, id, Params::new(params.to_vec())).map(|_| ())
+        algos::build_for(c, id, Params::new(params.to_vec())).map(|a| Some(a.label()))
     }
 }
 
@@ -110,6 +112,20 @@ pub(crate) struct NcclParams {
     pub(crate) nvls: bool,
     /// The NCCL release whose model is evaluated (`version`), where given.
     pub(crate) tuning: Option<nccl::Tuning>,
+}
+
+impl NcclParams {
+    /// Whether two entries with these parameters run alike: a release is its model's
+    /// tuning (`2.8.4` and `2.9.6` evaluate one model, and the report names that one).
+    pub(crate) fn same_run(&self, other: &NcclParams) -> bool {
+        NcclParams { tuning: Some(self.tuning.unwrap_or_default()), ..*self }
+            == NcclParams { tuning: Some(other.tuning.unwrap_or_default()), ..*other }
+    }
+
+    /// `NCCL 2.8.4's model`: the release whose model these parameters evaluate.
+    pub(crate) fn model_release(&self) -> String {
+        format!("NCCL {}'s model", self.tuning.unwrap_or_default().release())
+    }
 }
 
 pub(crate) fn selector_params(id: &str, params: &[(String, ParamValue)]) -> Result<NcclParams, ParamError> {
