@@ -148,7 +148,7 @@ fn open_mpi_exchanges() {
 fn broadcast_matrix() {
     matrix(
         Collective::Broadcast,
-        "[one_to_all, binomial_tree, chain, { name: chain, segments: 1 }, binary_tree, knomial, { name: knomial, radix: 2 }, \
+        "[one_to_all, binomial_tree, chain, binary_tree, knomial, { name: knomial, radix: 2 }, \
          { name: knomial, radix: 3 }]",
     );
 }
