@@ -433,10 +433,35 @@ impl Comparison {
                 out.push('\n');
             }
         }
+        // A point repeated in the baseline (an edited file; a run lists each point once) is
+        // not lost from the run: say how often each side holds it.
+        let point = |k: &Key| (k.collective.clone(), k.algorithm.clone(), k.ranks, k.bytes);
+        let mut held: std::collections::BTreeMap<_, (usize, usize)> = std::collections::BTreeMap::new();
+        for case in &self.cases {
+            let (base, run) = held.entry(point(&case.key)).or_default();
+            match case.outcome {
+                Outcome::MissingFromRun => *base += 1,
+                Outcome::NotInBaseline => *run += 1,
+                Outcome::Compared { .. } => {
+                    *base += 1;
+                    *run += 1;
+                }
+            }
+        }
         for case in &self.cases {
             match case.outcome {
                 Outcome::MissingFromRun => {
-                    let _ = writeln!(out, "  missing from this run (in the baseline): {}", case.key);
+                    let (base, run) = held.get(&point(&case.key)).copied().unwrap_or_default();
+                    let _ = if run > 0 {
+                        writeln!(
+                            out,
+                            "  in the baseline more often than in this run: {} (the baseline holds this point \
+                             {base} times, this run {run})",
+                            case.key
+                        )
+                    } else {
+                        writeln!(out, "  missing from this run (in the baseline): {}", case.key)
+                    };
                 }
                 Outcome::NotInBaseline => {
                     let _ = writeln!(out, "  not in the baseline (new in this run): {}", case.key);

@@ -2373,3 +2373,53 @@ fn ninth_trial_a_tag_on_a_later_list_item_names_its_key() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("s.yaml:2:27: sizes: the tag !!timestamp is not read"), "{stderr}");
 }
+
+// ---------------------------------------------------------------------------------------
+// The ninth trial's third round: its two open defects, fixed.
+
+/// A standard tag the scenario does not read was dropped on a plain value (`ranks: !!set 4`
+/// ran with 4), and a local tag (`!Ref ring`) likewise, where `!!timestamp` was refused.
+#[test]
+fn ninth_trial_third_round_every_unread_tag_is_refused() {
+    for (from, to, key, tag) in [
+        ("ranks: 4", "ranks: !!set 4", "ranks", "!!set"),
+        ("ranks: 4", "ranks: [2, !!omap 4]", "ranks", "!!omap"),
+        ("algorithms: [ring]", "algorithms: [!Ref ring]", "algorithms", "!Ref"),
+        ("ranks: 4", "ranks: !!binary 4", "ranks", "!!binary"),
+    ] {
+        let text = eighth_flat("[ring]", "").replace(from, to);
+        let (code, stdout, stderr) = eighth_run("ninth-unread-tag", &text, &["validate", "s.yaml"]);
+        assert_eq!(code, Some(2), "{to}: {stdout}{stderr}");
+        assert!(stderr.contains(&format!("{key}: the tag {tag} is not read")), "{to}: {stderr}");
+        assert!(stderr.contains("s.yaml:"), "{to}: {stderr}");
+    }
+    // The core schema's own tags still read as before.
+    let text = eighth_flat("!!seq [!!str ring]", "").replace("ranks: 4", "ranks: !!int 4");
+    let (code, stdout, stderr) = eighth_run("ninth-read-tag", &text, &["validate", "s.yaml"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+}
+
+/// A baseline edited to hold one result twice was compared as "1 missing from this run",
+/// as if the run had lost a point; the comparison now says the baseline repeats it.
+#[test]
+fn ninth_trial_third_round_a_point_twice_in_a_baseline_is_named_so() {
+    let d = case_dir("ninth-baseline-twice");
+    std::fs::write(d.join("s.yaml"), eighth_flat("[ring]", "data: { mode: off }\n")).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["run", "s.yaml", "--quiet", "--format", "json", "--output", "b.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("b.json")).unwrap()).unwrap();
+    let mut twice = report.clone();
+    let row = report["results"][0].clone();
+    twice["results"].as_array_mut().unwrap().push(row);
+    std::fs::write(d.join("b2.json"), serde_json::to_string(&twice).unwrap()).unwrap();
+    let out = cmd().current_dir(&d).args(["run", "s.yaml", "--quiet", "--baseline", "b2.json"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("in the baseline more often than in this run: allreduce ring P=4 S=4096 #2"), "{stderr}");
+    assert!(stderr.contains("the baseline holds this point 2 times, this run 1"), "{stderr}");
+    assert!(!stderr.contains("missing from this run (in the baseline)"), "{stderr}");
+}

@@ -240,11 +240,19 @@ impl Src<'_> {
 
     /// A tag the scenario does not read (`!!timestamp`, `!Ref`), with the key it is on.
     fn tag_message(&self, loc: &Location) -> String {
-        let before: String = line_col(loc)
-            .and_then(|(l, c)| {
-                let text = self.text.lines().nth(usize::try_from(l).ok()?.checked_sub(1)?)?;
-                Some(text.chars().take(usize::try_from(c).ok()?.saturating_sub(1)).collect())
+        let (line, col) = line_col(loc).unwrap_or((0, 0));
+        self.tag_message_at(line, col, None)
+    }
+
+    /// [`Self::tag_message`] for the node starting at `line`, `col` (1-based; 0 when unknown),
+    /// with the tag as the parser resolved it where the text before the node does not show it.
+    fn tag_message_at(&self, line: u64, col: u64, resolved: Option<String>) -> String {
+        let before: String = (line >= 1)
+            .then(|| {
+                let text = self.text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+                Some(text.chars().take(usize::try_from(col).ok()?.saturating_sub(1)).collect())
             })
+            .flatten()
             .unwrap_or_default();
         let mut rest = before.trim_end();
         // The tag, where the location is the value after it (also inside a flow list).
@@ -254,7 +262,7 @@ impl Src<'_> {
             tag = Some(rest[k..].to_string());
             rest = rest[..k].trim_end();
         }
-        let tag = tag.or_else(|| self.word_at(loc).filter(|w| w.starts_with('!')).map(str::to_string));
+        let tag = tag.or(resolved);
         // A later item of a flow list on one line (`sizes: [4KiB, !!timestamp ...]`) is under
         // the key before the list's own bracket, which was not named.
         if let Some(items) = rest.strip_suffix(',') {
@@ -618,8 +626,42 @@ pub fn parse_str(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
             ),
         ));
     }
+    if text.contains('!') {
+        unread_tags(&src)?;
+    }
     let raw: Spanned<RawScenario> = serde_saphyr::from_str(text).map_err(|e| src.yaml(&e))?;
     validate(&src, raw)
+}
+
+/// Refuses the first tag the scenario does not read, wherever it stands. The YAML reader
+/// refuses some tags on its own (`!!timestamp`), but drops others and reads the value as if
+/// untagged (`ranks: !!set 4`, `!Ref ring`): the file would run as something it does not
+/// say. Read are the core schema's scalar tags (`!!str`, `!!int`, `!!float`, `!!bool`,
+/// `!!null`) on values, `!!seq` on lists and `!!map` on mappings. A text the parser cannot
+/// read is left to the reader that follows, which says where and why.
+fn unread_tags(src: &Src<'_>) -> Result<(), ScenarioError> {
+    use granit_parser::{Event, Parser};
+    const CORE: &str = "tag:yaml.org,2002:";
+    for item in Parser::new_from_str(src.text) {
+        let Ok((event, span)) = item else { return Ok(()) };
+        let (tag, read): (_, &[&str]) = match &event {
+            Event::Scalar(_, _, _, Some(t)) => (t, &["str", "int", "float", "bool", "null"]),
+            Event::SequenceStart(_, _, Some(t)) => (t, &["seq"]),
+            Event::MappingStart(_, _, Some(t)) => (t, &["map"]),
+            _ => continue,
+        };
+        if tag.handle() == CORE && read.contains(&tag.suffix()) {
+            continue;
+        }
+        let shown = match tag.handle() {
+            CORE => format!("!!{}", tag.suffix()),
+            "!" => format!("!{}", tag.suffix()),
+            h => format!("!<{h}{}>", tag.suffix()),
+        };
+        let (line, col) = (span.start.line() as u64, span.start.col() as u64 + 1);
+        return Err(src.err_at(line, col, src.tag_message_at(line, col, Some(shown))));
+    }
+    Ok(())
 }
 
 /// The largest scenario file read, bytes (16 MiB): a scenario is a few lines of YAML.
