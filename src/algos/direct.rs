@@ -231,4 +231,3 @@ pub fn direct_bounds(p: &Problem, h: &Hockney) -> (f64, f64) {
     }
     (lower, upper)
 }
-
