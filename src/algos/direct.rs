@@ -28,8 +28,8 @@ pub const INFO: AlgoInfo = AlgoInfo {
     requires: "any P >= 1, any n (n < P leaves empty blocks)",
     closed_form: "m = ceil((P-1)/k), c = S/P, T = alpha + c/B, R = c C: \
                   max(T + (P-1) R, m T + (P-1-(m-1)k) R) + m T where P divides n; \
-                  elsewhere the step recurrence (blocks differ by an element), up to P = 447 \
-                  where blocks differ (2P(P-1) messages within the sweep's limit); bounds beyond",
+                  elsewhere the step recurrence (blocks differ by an element) on up to 447 ranks; \
+                  bounds beyond (over 400,000 messages, past the sweep's limit)",
     params: &[],
     build: |_| Ok(Box::new(Direct)),
 };
