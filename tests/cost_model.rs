@@ -366,6 +366,30 @@ fn direct_formula_is_its_step_recurrence_where_p_divides_n() {
 }
 
 #[test]
+fn direct_with_two_block_lengths_past_the_sweep_limit_has_no_closed_form_and_bounds() {
+    // 2P(P-1) messages: 447 ranks are the last within cost_model::SWEEP_LIMIT.
+    assert!(!algos::forms::direct_uneven_too_large(447));
+    assert!(algos::forms::direct_uneven_too_large(448));
+    assert!(!algos::forms::direct_uneven_too_large(1) && !algos::forms::direct_uneven_too_large(0));
+    // 448 ranks, 4 NICs, one block short: the step recurrence found this point's time
+    // (after seconds of looks); it is now not tried, and the bounds stand in.
+    let np = 448;
+    let (alpha, bw, c) = (1e-6, 12.5e9, 5e-11);
+    let topo = FullyConnected { ranks: np, link: Link { alpha, bandwidth: bw }, nics: 4 };
+    let machine = Machine { topo: &topo, cost_per_byte: c };
+    let uneven = Problem { ranks: np, elems: 1000 * np + np - 1, elem_bytes: 4 };
+    assert_eq!(algos::forms::direct(&uneven, &machine), None);
+    let algo = build("direct", &[]);
+    assert_eq!(algo.closed_form(&uneven, &machine), None);
+    let (lo, hi) = algo.closed_form_bounds(&uneven, &machine).expect("bounds");
+    assert!(0.0 < lo && lo <= hi, "{lo} {hi}");
+    // Even blocks keep the formula at any size.
+    let even = Problem { elems: 1000 * np, ..uneven };
+    let h = Hockney { alpha, bandwidth: bw, c, nics: 4 };
+    assert_eq!(algos::forms::direct(&even, &machine), Some(algos::forms::direct_formula(&even, &h)));
+}
+
+#[test]
 fn bcube_verifies_on_powers_of_its_base_and_is_halving_doubling_plus_notifications() {
     // Bases 2, 3 and 4 on P = 1, b, b^2 (and 27 = 3^3), n = 0, 1, fewer than P, not
     // divisible, divisible: verified everywhere, on its step recurrence wherever that

@@ -28,7 +28,8 @@ pub const INFO: AlgoInfo = AlgoInfo {
     requires: "any P >= 1, any n (n < P leaves empty blocks)",
     closed_form: "m = ceil((P-1)/k), c = S/P, T = alpha + c/B, R = c C: \
                   max(T + (P-1) R, m T + (P-1-(m-1)k) R) + m T where P divides n; \
-                  elsewhere the step recurrence (blocks differ by an element)",
+                  elsewhere the step recurrence (blocks differ by an element) on up to 447 ranks; \
+                  bounds beyond (over 400,000 messages, past the sweep's limit)",
     params: &[],
     build: |_| Ok(Box::new(Direct)),
 };
@@ -144,15 +145,34 @@ impl Algorithm for Direct {
 /// machine is uniform and P divides n, [`direct_formula`]; elsewhere the step recurrence
 /// ([`lockstep`](crate::cost_model::lockstep)) of its two steps, which follows blocks that differ by an element (their
 /// messages then end at different instants and a rank's later message can find a port
-/// taken; the recurrence gives `None` where that reorders them).
+/// taken; the recurrence gives `None` where that reorders them). `None` at once, without
+/// the recurrence, for blocks of two lengths past [`uneven_too_large`].
 pub fn direct(p: &Problem, m: &Machine) -> Option<f64> {
+    let even = p.elems.is_multiple_of(p.ranks.max(1));
     if let Some(h) = Hockney::of(m)
-        && p.elems.is_multiple_of(p.ranks.max(1))
+        && even
     {
         return Some(direct_formula(p, &h));
     }
+    if !even && uneven_too_large(p.ranks) {
+        return None;
+    }
     let plan = crate::algos::DirectPlan { np: p.ranks, n: p.elems, reduce_scatter: true, allgather: true };
     crate::algos::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)
+}
+
+/// Whether direct with blocks of two lengths (P not dividing n) on `ranks` ranks is past
+/// what its closed form is tried on: its run has more than
+/// [`SWEEP_LIMIT`](cost_model::SWEEP_LIMIT) messages, `2P(P-1)`, from P = 448. The sweep
+/// cannot take those points, so the step recurrence was their only way to an exact time,
+/// and there blocks of two lengths reorder the ports: its instant-by-instant service
+/// looks at a side's whole waiting list at each free, about P^3 looks, and gave up at its
+/// budget or on a rank running ahead at every such point tried but a few (448 ranks,
+/// 4 NICs, one short block), after seconds at 512 ranks and minutes at 1,024. Decided on
+/// P alone, before any work, so the outcome is the same on every machine; these points
+/// get [`direct_bounds`] (docs/model.md, 'The bounds').
+pub fn uneven_too_large(ranks: usize) -> bool {
+    2 * ranks * ranks.saturating_sub(1) > cost_model::SWEEP_LIMIT
 }
 
 /// Direct with P dividing n, `c = S/P`: the reduce-scatter is `gather_reduce` of P-1

@@ -70,7 +70,7 @@ pub mod forms {
     pub use super::blueconnect::{blueconnect, blueconnect_formula};
     pub use super::butterfly::{butterfly, butterfly_fold_bound, butterfly_loggp, fold_bounds};
     pub use super::chain::{chain, chain_bcast, chain_reduce};
-    pub use super::direct::{direct, direct_bounds, direct_formula};
+    pub use super::direct::{direct, direct_bounds, direct_formula, uneven_too_large as direct_uneven_too_large};
     pub use super::double_binary_tree::double_binary_tree;
     pub use super::halving_doubling::halving_doubling;
     pub use super::hierarchical_ring::{hierarchical_ring, hierarchical_ring_formula, hierarchical_ring_steps};
