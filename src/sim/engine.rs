@@ -956,13 +956,68 @@ impl IfSet {
 struct Pairs {
     /// (sender's interface << 32 | receiver's) to the first and last of the pair's
     /// waiting messages. Memory: an entry a pair with a message waiting.
-    heads: std::collections::HashMap<u64, (u32, u32), std::hash::BuildHasherDefault<PairHasher>>,
+    heads: std::collections::HashMap<u64, Pair, std::hash::BuildHasherDefault<PairHasher>>,
     /// Each message slot's successor in its pair's chain (`NONE` at the end).
     next: Vec<u32>,
     /// Interfaces with a free out-port, and with a free in-port.
     senders: IfSet,
     receivers: IfSet,
+    /// The same sets and the pairs again as bits ([`Bits`]), up to [`BITS_MAX`]
+    /// interfaces: without them the look-ups go through every interface with a free port.
+    bits: Option<Bits>,
 }
+
+/// A pair's waiting messages in [`Pairs`]: the first and the last, and the first's
+/// [`priority`], kept here so that a look-up that compares pairs' first messages reads
+/// the entry only, not each message's slot (a cache miss each, where they number tens).
+#[derive(Clone, Copy)]
+struct Pair {
+    head: u32,
+    tail: u32,
+    first: (u64, u64),
+}
+
+/// The [`Pairs`] index's sets as bits, a word per 64 interfaces: the interfaces with a
+/// free port out and in, and per interface those it has a message waiting to and from,
+/// so that a look-up for a sender's or a receiver's first message that may start reads
+/// the words where both bits are set and hashes only those pairs.
+///
+/// Where ranks fall out of step, a sender's waiting messages are mostly the deferred
+/// sends of one run put in line by its walk: their receivers follow one another,
+/// wrapping once, in priority order (`to`, `to + 1`, ...). While a sender's out-list is
+/// so (`cyclic`), its first message to a free receiver from a place in it on is the one
+/// to the first such receiver from that place's on, wrapping: the first bit set in both
+/// words, and one look-up.
+struct Bits {
+    /// Words a set.
+    words: usize,
+    free_out: Vec<u64>,
+    free_in: Vec<u64>,
+    /// Row `s` (`words` words from `s * words`): the receivers `s` has a message waiting
+    /// to; `from`, row `d`: the senders with a message waiting to `d`.
+    to: Vec<u64>,
+    from: Vec<u64>,
+    /// Per interface: whether its out-list's receivers follow one another, wrapping at
+    /// most once before the first's (see above); true when it is empty.
+    cyclic: Vec<bool>,
+}
+
+impl Bits {
+    #[inline]
+    fn set(v: &mut [u64], i: usize) {
+        v[i / 64] |= 1 << (i % 64);
+    }
+
+    #[inline]
+    fn clear(v: &mut [u64], i: usize) {
+        v[i / 64] &= !(1 << (i % 64));
+    }
+}
+
+/// The most interfaces for which the [`Pairs`] index keeps [`Bits`]: two rows of bits an
+/// interface, 2 MiB each at 4,096. (Past it the walks cost more than P^2 messages' memory
+/// anyway only where `direct` or `naive` run, at 16 M messages and more.)
+const BITS_MAX: usize = 4096;
 
 /// Looks at waiting messages a pass may not start, after which the engine builds its
 /// [`Pairs`] index; and looks a message issued, which the walks must exceed as well.
@@ -989,6 +1044,16 @@ fn wants_pairs(looks: u64, messages: u64) -> bool {
         Some(v) => v,
         None => looks > PAIRS_FROM && looks > PAIRS_PER_MESSAGE * messages,
     }
+}
+
+/// [`BITS_MAX`], or as the unit tests set it on their thread ([`tests::BITS_MAX`]).
+#[inline]
+fn bits_max() -> usize {
+    #[cfg(test)]
+    if let Some(v) = tests::BITS_MAX.with(|c| c.get()) {
+        return v;
+    }
+    BITS_MAX
 }
 
 #[inline]
@@ -1754,20 +1819,46 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         // otherwise a few places from the end (ranks woken at one instant issue in event
         // order, not rank order), so its place is found walking back from the tail.
         for (i, l) in [(src_if, Link::Out), (dst_if, Link::In)] {
-            if l == Link::In && self.pairs.is_some() {
-                // Filed under its pair instead: the index finds the in-lists' offers
-                // ([`Engine::offer_in`]).
-                self.pair_insert(id);
-                break;
-            }
             let List { head, tail: mut prev } = self.ifaces[i as usize].lists[l as usize];
             while prev != NONE && !before(prev, &self.msgs) {
                 // The head's `prev` is stale ([`List::unlink`]).
                 prev = if prev == head { NONE } else { self.links[prev as usize].prev[l as usize] };
             }
             self.ifaces[i as usize].lists[l as usize].insert_after(&mut self.links, l, prev, id);
+            if l == Link::Out && self.pairs.is_some() {
+                // Filed under its pair instead of the in-list: the index finds the
+                // in-lists' offers ([`Engine::offer_in`]).
+                self.pair_linked(id, head, prev);
+                break;
+            }
         }
         (src_if, dst_if)
+    }
+
+    /// Message `id` went in its sender's out-list after `prev` (`NONE`: first), whose
+    /// head was `head`: whether the out-list stays [`Bits::cyclic`], and filed under its
+    /// pair ([`Engine::pair_insert`]).
+    #[inline(never)]
+    fn pair_linked(&mut self, id: u32, head: u32, prev: u32) {
+        let n = self.ifaces.len();
+        let m = &self.msgs[id as usize];
+        let s = m.src_if as usize;
+        if let Some(b) = self.pairs.as_deref_mut().expect("built").bits.as_mut() {
+            let tail = self.ifaces[s].lists[Link::Out as usize].tail;
+            b.cyclic[s] = if head == NONE {
+                true
+            } else if tail != id {
+                false
+            } else {
+                // Appended: its receiver must come after the last one's and before the
+                // first one's, wrapping.
+                let first = self.msgs[head as usize].dst_if as usize;
+                let last = self.msgs[prev as usize].dst_if as usize;
+                let at = |d: usize| if d >= first { d - first } else { d + n - first };
+                b.cyclic[s] && at(m.dst_if as usize) > at(last)
+            };
+        }
+        self.pair_insert(id);
     }
 
     /// File waiting message `id` under its pair ([`Pairs`]), in priority order: last,
@@ -1781,21 +1872,27 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         }
         let m = &msgs[id as usize];
         let key = priority(m);
-        let Pairs { heads, next, .. } = pairs;
+        let Pairs { heads, next, bits, .. } = pairs;
         match heads.entry(pair_key(m.src_if, m.dst_if)) {
             std::collections::hash_map::Entry::Vacant(v) => {
                 next[id as usize] = NONE;
-                v.insert((id, id));
+                v.insert(Pair { head: id, tail: id, first: key });
+                if let Some(b) = bits.as_mut() {
+                    let (s, d) = (m.src_if as usize, m.dst_if as usize);
+                    Bits::set(&mut b.to, s * b.words * 64 + d);
+                    Bits::set(&mut b.from, d * b.words * 64 + s);
+                }
             }
             std::collections::hash_map::Entry::Occupied(mut o) => {
-                let (head, tail) = o.get_mut();
+                let Pair { head, tail, first } = o.get_mut();
                 if priority(&msgs[*tail as usize]) < key {
                     next[*tail as usize] = id;
                     next[id as usize] = NONE;
                     *tail = id;
-                } else if key < priority(&msgs[*head as usize]) {
+                } else if key < *first {
                     next[id as usize] = *head;
                     *head = id;
+                    *first = key;
                 } else {
                     let mut prev = *head;
                     while priority(&msgs[next[prev as usize] as usize]) < key {
@@ -1813,14 +1910,20 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     fn pair_remove(&mut self, id: u32) {
         let m = &self.msgs[id as usize];
         let pairs = self.pairs.as_deref_mut().expect("built");
-        let Pairs { heads, next, .. } = pairs;
+        let Pairs { heads, next, bits, .. } = pairs;
         let key = pair_key(m.src_if, m.dst_if);
-        let (head, tail) = heads.get_mut(&key).expect("a waiting message is filed under its pair");
+        let Pair { head, tail, first } = heads.get_mut(&key).expect("a waiting message is filed under its pair");
         if *head == id {
             if *tail == id {
                 heads.remove(&key);
+                if let Some(b) = bits.as_mut() {
+                    let (s, d) = (m.src_if as usize, m.dst_if as usize);
+                    Bits::clear(&mut b.to, s * b.words * 64 + d);
+                    Bits::clear(&mut b.from, d * b.words * 64 + s);
+                }
             } else {
                 *head = next[id as usize];
+                *first = priority(&self.msgs[*head as usize]);
             }
             return;
         }
@@ -1842,9 +1945,15 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let p = self.pairs.as_deref_mut().expect("built");
         if self.ifaces[src_if as usize].free_out == 1 {
             p.senders.insert(src_if);
+            if let Some(b) = p.bits.as_mut() {
+                Bits::set(&mut b.free_out, src_if as usize);
+            }
         }
         if self.ifaces[dst_if as usize].free_in == 1 {
             p.receivers.insert(dst_if);
+            if let Some(b) = p.bits.as_mut() {
+                Bits::set(&mut b.free_in, dst_if as usize);
+            }
         }
     }
 
@@ -1857,9 +1966,15 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let p = self.pairs.as_deref_mut().expect("built");
         if self.ifaces[src_if as usize].free_out == 0 {
             p.senders.remove(src_if);
+            if let Some(b) = p.bits.as_mut() {
+                Bits::clear(&mut b.free_out, src_if as usize);
+            }
         }
         if self.ifaces[dst_if as usize].free_in == 0 {
             p.receivers.remove(dst_if);
+            if let Some(b) = p.bits.as_mut() {
+                Bits::clear(&mut b.free_in, dst_if as usize);
+            }
         }
     }
 
@@ -1869,11 +1984,21 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         #[cfg(test)]
         tests::BUILT.with(|c| c.set(c.get() + 1));
         let n = self.ifaces.len();
+        let words = n.div_ceil(64);
+        let bits = (n <= bits_max()).then(|| Bits {
+            words,
+            free_out: vec![0; words],
+            free_in: vec![0; words],
+            to: vec![0; n * words],
+            from: vec![0; n * words],
+            cyclic: vec![true; n],
+        });
         self.pairs = Some(Box::new(Pairs {
             heads: Default::default(),
             next: vec![NONE; self.msgs.len()],
             senders: IfSet::new(n),
             receivers: IfSet::new(n),
+            bits,
         }));
         for i in 0..n {
             let st = self.ifaces[i];
@@ -1883,6 +2008,25 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             }
             if st.free_in > 0 {
                 pairs.receivers.insert(i as u32);
+            }
+            if let Some(b) = pairs.bits.as_mut() {
+                if st.free_out > 0 {
+                    Bits::set(&mut b.free_out, i);
+                }
+                if st.free_in > 0 {
+                    Bits::set(&mut b.free_in, i);
+                }
+                // Whether the out-list is cyclic, as `pair_linked` would have kept it.
+                let mut list = st.lists[Link::Out as usize].iter(&self.links, Link::Out);
+                if let Some(first) = list.next() {
+                    let first = self.msgs[first as usize].dst_if as usize;
+                    let at = |d: usize| if d >= first { d - first } else { d + n - first };
+                    let mut last = 0;
+                    b.cyclic[i] = list.all(|m| {
+                        let here = at(self.msgs[m as usize].dst_if as usize);
+                        std::mem::replace(&mut last, here) < here
+                    });
+                }
             }
             // Every waiting message is in exactly one in-list, in priority order; the
             // in-lists are kept no more.
@@ -2540,7 +2684,10 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     /// the first to such a receiver, as the walk would have put them.
     #[inline(never)]
     fn offer_out_indexed(&mut self, mut at: u32, s: u32) -> Option<Cursor> {
-        let budget = self.pairs.as_deref().expect("built").receivers.members.len() + WALK_SLACK;
+        let pairs = self.pairs.as_deref().expect("built");
+        // With the bits a look-up reads a few words and hashes once or a few times;
+        // without, it hashes once a free receiver.
+        let budget = if pairs.bits.is_some() { WALK_SLACK } else { pairs.receivers.members.len() + WALK_SLACK };
         let (mut steps, mut looked) = (0, false);
         loop {
             if at == NONE {
@@ -2551,7 +2698,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 }
             } else if steps == budget && !looked {
                 looked = true;
-                at = self.first_to_free(s);
+                at = self.first_to_free(s, at);
                 if at == NONE {
                     continue;
                 }
@@ -2565,19 +2712,49 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     }
 
     /// Sender `s`'s first waiting message to a receiver with a free in-port (`NONE`:
-    /// none), by the [`Pairs`] index: a look-up per such receiver.
-    fn first_to_free(&self, s: u32) -> u32 {
+    /// none), by the [`Pairs`] index, `at` being a message of its out-list that the
+    /// pass's walk stands on (every message before it has a busy receiver).
+    ///
+    /// With [`Bits`], the receivers `s` has a message to and that have a free port are
+    /// the words' intersection; a cyclic out-list's first is the first of them from
+    /// `at`'s receiver on, wrapping; otherwise each is looked up. Without, every free
+    /// receiver is.
+    fn first_to_free(&self, s: u32, at: u32) -> u32 {
         let pairs = self.pairs.as_deref().expect("built");
-        let mut best = (NONE, (u64::MAX, u64::MAX));
-        for &d in &pairs.receivers.members {
-            if let Some(&(head, _)) = pairs.heads.get(&pair_key(s, d)) {
-                let p = priority(&self.msgs[head as usize]);
-                if p < best.1 {
-                    best = (head, p);
-                }
-            }
+        let head = |d: u32| pairs.heads.get(&pair_key(s, d));
+        #[cfg(test)]
+        let way = match pairs.bits.as_ref() {
+            Some(b) if b.cyclic[s as usize] => 0,
+            Some(_) => 1,
+            None => 2,
+        };
+        #[cfg(test)]
+        tests::LOOKUPS.with(|c| {
+            c.set({
+                let mut v = c.get();
+                v[way] += 1;
+                v
+            })
+        });
+        let Some(b) = pairs.bits.as_ref() else {
+            return first_of(pairs.receivers.members.iter().filter_map(|&d| head(d)));
+        };
+        let row = &b.to[s as usize * b.words..][..b.words];
+        let both = |w: usize| row[w] & b.free_in[w];
+        if b.cyclic[s as usize] {
+            let from = self.msgs[at as usize].dst_if as usize;
+            let (w0, bit) = (from / 64, from % 64);
+            // From `from` to the end, then from 0 to `from`'s word (its bits before
+            // `from` last).
+            let first = both(w0) >> bit << bit;
+            let rest = (w0 + 1..b.words).chain(0..=w0);
+            let found = std::iter::once((w0, first)).chain(rest.map(|w| (w, both(w)))).find(|&(_, x)| x != 0);
+            return match found {
+                Some((w, x)) => head((w * 64) as u32 + x.trailing_zeros()).expect("a pair with its bit set waits").head,
+                None => NONE,
+            };
         }
-        best.0
+        first_of(set_bits(b.words, both).filter_map(head))
     }
 
     /// The first message from `at` on in receiver `d`'s in-list that the pass may start
@@ -2611,19 +2788,19 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     /// offered and started, and its first one left is after that place.
     fn first_from_free(&self, d: u32) -> u32 {
         let pairs = self.pairs.as_deref().expect("built");
-        let mut best = (NONE, (u64::MAX, u64::MAX));
-        for &s in &pairs.senders.members {
+        let head = |s: u32| {
             if self.ifaces[s as usize].dirty {
-                continue;
+                return None;
             }
-            if let Some(&(head, _)) = pairs.heads.get(&pair_key(s, d)) {
-                let p = priority(&self.msgs[head as usize]);
-                if p < best.1 {
-                    best = (head, p);
-                }
+            pairs.heads.get(&pair_key(s, d))
+        };
+        match pairs.bits.as_ref() {
+            Some(b) => {
+                let row = &b.from[d as usize * b.words..][..b.words];
+                first_of(set_bits(b.words, |w| row[w] & b.free_out[w]).filter_map(head))
             }
+            None => first_of(pairs.senders.members.iter().filter_map(|&s| head(s))),
         }
-        best.0
     }
 
     /// Message `id` as an [`Observer`] sees it.
@@ -2706,6 +2883,28 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     }
 }
 
+/// The first message in priority order of those at the head of `pairs` (`NONE`: none).
+#[inline]
+fn first_of<'x>(pairs: impl Iterator<Item = &'x Pair>) -> u32 {
+    pairs.min_by_key(|p| p.first).map_or(NONE, |p| p.head)
+}
+
+/// The bits set in the words `word(0)` to `word(words - 1)`, as interface numbers,
+/// in order.
+#[inline]
+fn set_bits(words: usize, word: impl Fn(usize) -> u64) -> impl Iterator<Item = u32> {
+    (0..words).flat_map(move |w| {
+        let mut x = word(w);
+        std::iter::from_fn(move || {
+            (x != 0).then(|| {
+                let i = x.trailing_zeros();
+                x &= x - 1;
+                (w * 64) as u32 + i
+            })
+        })
+    })
+}
+
 /// A waiting message's place in line: (issue time, sender rank, sender's sequence),
 /// packed into two integers whose order is that order (times are never negative). No two
 /// messages share one: a sender numbers its messages.
@@ -2722,6 +2921,11 @@ mod tests {
         /// Whether this thread's engines build the [`super::Pairs`] index (`None`: by
         /// the rule, [`super::wants_pairs`]).
         pub(super) static PAIRS: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+        /// [`super::BITS_MAX`] on this thread (`None`: as it is).
+        pub(super) static BITS_MAX: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+        /// How many of this thread's senders' look-ups ([`super::Engine::first_to_free`])
+        /// took each way: a cyclic out-list's, the bits' intersection, every free receiver.
+        pub(super) static LOOKUPS: std::cell::Cell<[u64; 3]> = const { std::cell::Cell::new([0; 3]) };
         /// How many times this thread's engines built the index.
         pub(super) static BUILT: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
     }
@@ -2760,8 +2964,10 @@ mod tests {
                         if algo.applicable(&p, &machine).is_err() {
                             continue;
                         }
-                        let run = |pairs: bool| {
+                        // The index without its bits (`bits: false`) as past `BITS_MAX`.
+                        let run = |pairs: bool, bits: bool| {
                             PAIRS.with(|c| c.set(Some(pairs)));
+                            BITS_MAX.with(|c| c.set((!bits).then_some(0)));
                             let inputs = data.then(|| {
                                 let v: Vec<Vec<f32>> = (0..ranks)
                                     .map(|r| (0..elems).map(|i| ((r * 7 + i * 3) % 11) as f32).collect())
@@ -2772,23 +2978,31 @@ mod tests {
                             let built = BUILT.with(|c| c.get());
                             let out = crate::sim::simulate(algo.as_ref(), &topo, p, 0.0, inputs, &mut seen).unwrap();
                             PAIRS.with(|c| c.set(None));
+                            BITS_MAX.with(|c| c.set(None));
                             // The index is built at the end of the first pass, or never.
                             assert_eq!(BUILT.with(|c| c.get()) - built, u32::from(pairs));
                             (out, seen.0)
                         };
-                        let (walked, indexed) = (run(false), run(true));
+                        let walked = run(false, false);
                         let what = format!("{id} P={ranks} n={elems} nics={nics} data={data}");
                         assert!(!walked.1.is_empty(), "{what}");
-                        assert_eq!(walked.1, indexed.1, "{what}: messages");
-                        assert_eq!(walked.0.0, indexed.0.0, "{what}: statistics");
                         assert_eq!(walked.0.1.is_some(), data, "{what}");
-                        assert!(walked.0.1 == indexed.0.1, "{what}: final vectors");
+                        for bits in [true, false] {
+                            let indexed = run(true, bits);
+                            let what = format!("{what} bits={bits}");
+                            assert_eq!(walked.1, indexed.1, "{what}: messages");
+                            assert_eq!(walked.0.0, indexed.0.0, "{what}: statistics");
+                            assert!(walked.0.1 == indexed.0.1, "{what}: final vectors");
+                        }
                         compared += 1;
                     }
                 }
             }
         }
         assert!(compared >= 40, "{compared} runs compared");
+        // Each way of a sender's look-up was taken.
+        let ways = LOOKUPS.with(|c| c.get());
+        assert!(ways.iter().all(|&n| n > 0), "look-ups by way: {ways:?}");
     }
 
     /// The window of outstanding handles against a plain set, with handles completed in
