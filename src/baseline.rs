@@ -435,7 +435,9 @@ impl Comparison {
         }
         // A point repeated in the baseline (an edited file; a run lists each point once) is
         // not lost from the run: say how often each side holds it.
-        let point = |k: &Key| (k.collective.clone(), k.algorithm.clone(), k.ranks, k.bytes);
+        fn point(k: &Key) -> (&str, &str, u64, u64) {
+            (&k.collective, &k.algorithm, k.ranks, k.bytes)
+        }
         let mut held: std::collections::BTreeMap<_, (usize, usize)> = std::collections::BTreeMap::new();
         for case in &self.cases {
             let (base, run) = held.entry(point(&case.key)).or_default();

@@ -997,6 +997,14 @@ fn algo_entry(
     Ok((AlgoSpec { name, collective, params, location: src.place(&at), protocol }, label))
 }
 
+/// What an `algorithms:` entry runs, however written: two entries that run alike are one.
+enum Runs {
+    /// An algorithm, by the label of its rows.
+    Algorithm(String),
+    /// A selector, by its parameters as read (releases of one model alike).
+    Selector(crate::selectors::NcclParams),
+}
+
 fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioError> {
     let root = raw.referenced;
     let r = raw.value;
@@ -1162,7 +1170,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     }
     let mut algorithms: Vec<AlgoSpec> = Vec::new();
     let mut algo_locs: Vec<Location> = Vec::new();
-    let mut labels: Vec<Option<String>> = Vec::new();
+    let mut ran: Vec<Option<Runs>> = Vec::new();
     for entry in algos_raw.value {
         let at = entry.referenced;
         let (spec, label) = algo_entry(src, entry, collective)?;
@@ -1182,50 +1190,49 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
                 ),
             ));
         }
-        // A selector given the same parameters two ways (`version: "2.8.4"` and `"2.8.4-1"`,
-        // two releases of one model, a default given and left out) ran twice as two rows of
-        // one name and one pick.
-        if crate::selectors::is_selector(&spec.name)
-            && let Ok(mine) = crate::selectors::selector_params(&spec.name, &spec.params)
-            && let Some(i) = algorithms.iter().position(|a| {
-                a.name == spec.name
-                    && a.collective == spec.collective
-                    && a.protocol == spec.protocol
-                    && crate::selectors::selector_params(&a.name, &a.params).is_ok_and(|p| p.same_run(&mine))
+        // The same algorithm written two ways (`segment: 1KiB` and `segment: 1024`, or a
+        // default given and left out), or a selector given the same parameters two ways
+        // (`version: "2.8.4"` and `"2.8.4-1"`, two releases of one model), ran twice as two
+        // rows of one name and one result, both marked best.
+        let runs = match label {
+            Some(l) => Some(Runs::Algorithm(l)),
+            None if crate::selectors::is_selector(&spec.name) => {
+                crate::selectors::selector_params(&spec.name, &spec.params).ok().map(Runs::Selector)
+            }
+            None => None,
+        };
+        if let Some(mine) = &runs
+            && let Some(i) = algorithms.iter().zip(&ran).position(|(a, theirs)| {
+                a.collective == spec.collective
+                    && match (mine, theirs) {
+                        (Runs::Algorithm(x), Some(Runs::Algorithm(y))) => x == y,
+                        (Runs::Selector(x), Some(Runs::Selector(y))) => {
+                            a.name == spec.name && a.protocol == spec.protocol && x.same_run(y)
+                        }
+                        _ => false,
+                    }
             })
         {
-            return Err(src.err(
-                &at,
-                format!(
-                    "algorithms: this entry runs {} as an entry above does{}: the same parameters written another \
-                     way, left at their defaults, or releases of one model ({}); give it once",
-                    spec.name,
-                    first_at(&algo_locs[i]),
-                    mine.model_release()
-                ),
-            ));
-        }
-        // The same algorithm written two ways (`segment: 1KiB` and `segment: 1024`, or a
-        // default given and left out) ran twice as two rows of one name, both marked best.
-        if let Some(l) = &label
-            && let Some(i) = algorithms
-                .iter()
-                .zip(&labels)
-                .position(|(a, b)| a.collective == spec.collective && b.as_ref() == Some(l))
-        {
-            return Err(src.err(
-                &at,
-                format!(
+            let message = match mine {
+                Runs::Algorithm(l) => format!(
                     "algorithms: this entry runs {}, as an entry above does{}: the same parameters written \
                      another way or left at their defaults; give it once",
                     crate::units::escape_controls(l),
                     first_at(&algo_locs[i])
                 ),
-            ));
+                Runs::Selector(p) => format!(
+                    "algorithms: this entry runs {} as an entry above does{}: the same parameters written another \
+                     way, left at their defaults, or releases of one model ({}); give it once",
+                    spec.name,
+                    first_at(&algo_locs[i]),
+                    p.model_release()
+                ),
+            };
+            return Err(src.err(&at, message));
         }
         algorithms.push(spec);
         algo_locs.push(at);
-        labels.push(label);
+        ran.push(runs);
     }
 
     // sizes
