@@ -23,7 +23,8 @@
 //! or fewer, else the outermost's; on other machines the fastest link); the GPU
 //! generation and channel count from the selector's parameters; whether the op is `avg`;
 //! whether a node's GPUs talk over PCIe (a `pcie` cluster: NCCL's PCI hop latencies, and
-//! LL128 off unless forced) or NVLink (everything else).
+//! LL128 off unless forced) or NVLink (everything else); whether the path between a GPU
+//! and its NIC goes through a CPU (a cluster's `inter.nic_path`: LL128 off across nodes).
 //! Fixed as on a common system: an x86 Intel host (1 us network overhead per step),
 //! a balanced tree, the same ring on every channel (`sameChannels`), a host-driven
 //! network (PAT allowed) reporting no extra latency, one operation per launch.
@@ -301,9 +302,11 @@ pub struct Inputs {
     /// `PATH_NVL`): the intra-node hop latencies are NCCL's PCI row, and LL128 is off
     /// unless `NCCL_PROTO` names it (see [`Inputs::ll128`]).
     pub pcie: bool,
-    /// LL128 may be picked. NCCL enables it by default only over NVLink (its
-    /// `protoEnable` 2 case: "not tested and may cause silent data corruption"
-    /// elsewhere); an explicit `NCCL_PROTO` naming it turns it on anywhere.
+    /// LL128 may be picked. NCCL enables it by default only over NVLink and, across
+    /// nodes, where the path between a GPU and its NIC crosses no CPU (its `protoEnable`
+    /// 2 case: the graph's `typeIntra` at most NVLink and `typeInter` at most `PATH_PXB`;
+    /// "not tested and may cause silent data corruption" elsewhere); an explicit
+    /// `NCCL_PROTO` naming it turns it on anywhere.
     pub ll128: bool,
     /// NVLS may be picked: the GPUs of a node share an NVSwitch that can add and
     /// multicast (NCCL's `nvlsSupport`: Hopper or later on NVSwitch), and it is not turned
@@ -363,7 +366,9 @@ impl Inputs {
             arch,
             avg: false,
             pcie: topo.intra_pcie(),
-            ll128: !topo.intra_pcie(),
+            // NCCL enables LL128 only where the graph's GPU-NIC path (`typeInter`) is PXB or
+            // closer; on one node it drops the NICs from its topology and no path counts.
+            ll128: !topo.intra_pcie() && !(shape_nodes.unwrap_or(nodes) > 1 && topo.nic_through_cpu()),
             nvls: topo.intra_nvswitch() && arch.comp_cap() >= 90,
             nvls_heads: match (topo.intra_nvswitch(), topo.node_shape(), topo.node_nics()) {
                 (true, Some((_, g)), Some(nics)) => nics.min(g),
