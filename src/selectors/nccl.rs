@@ -1434,6 +1434,50 @@ mod tests {
         assert!(new.search.is_none());
     }
 
+    /// ABCI's NICs on the CPUs' own lanes (`nic_path: phb`): NCCL's graphs find the
+    /// GPU-NIC path through the CPU (`typeInter` PHB), and 2.8.4's `protoEnable` keeps
+    /// LL128 off for both graphs across nodes; one node drops its NICs and keeps LL128.
+    /// The 8-node picks of `abci_picks_by_hand` then fall to LL and Simple: at 512 KiB
+    /// the ring with LL, 251.3 us, against the ring with Simple (latency 8.4 + 48 x 3.4
+    /// + 14 x 9.6 = 306 us before its bytes) and the tree with Simple (latency 2 (3 x 28
+    /// + 3 x 28) = 336 us). Later tunings apply the same rule.
+    #[test]
+    fn nic_through_the_cpu_turns_ll128_off_across_nodes() {
+        use crate::topology::{Cluster, ClusterSpec, InterSpec, IntraKind, NicPath};
+        let at = |ranks: usize, path: NicPath| {
+            let intra = (IntraKind::Nvlink, PerProto::all(1e-6), 25e9);
+            let inter = InterSpec { nic_path: path, ..InterSpec::new(PerProto::all(5e-6), 12.5e9) };
+            let mut spec = ClusterSpec::on_rails(ranks.div_ceil(4), 4, 2, intra, inter, PerProto::all(0.0));
+            spec.intra.links = vec![[0, 1, 2], [0, 2, 2], [0, 3, 2], [1, 2, 2], [1, 3, 2], [2, 3, 2]];
+            let topo = Cluster::new(&spec, ranks).unwrap();
+            Inputs::of(&topo, 2, Arch::Volta).with_tuning(Tuning::V2_8).searched(&topo)
+        };
+        let pick = |x: &Inputs, bytes: u64| choice(x, AR, bytes).map(|(a, p, _)| (a, p));
+        for path in [NicPath::Pix, NicPath::Pxb] {
+            assert!(at(32, path).ll128, "{path:?}");
+        }
+        for path in [NicPath::Phb, NicPath::Sys] {
+            let x = at(32, path);
+            assert!(!x.ll128, "{path:?}");
+            assert_eq!(time(&x, AR, Algo::Ring, Proto::Ll128, 1 << 20), None);
+            assert_eq!(time(&x, AR, Algo::Tree, Proto::Ll128, 1 << 20), None);
+            assert_eq!(pick(&x, 512 << 10), Some((Algo::Ring, Proto::Ll)), "{path:?}");
+            let (lat, _) = lat_bw(&x, AR, Algo::Tree, Proto::Simple);
+            assert!((lat - 336.0).abs() < 1e-9, "{lat}");
+            // One node: no NIC in NCCL's graphs, LL128 as over NVLink.
+            let one = at(4, path);
+            assert!(one.ll128);
+            assert_eq!(pick(&one, 512 << 10), Some((Algo::Ring, Proto::Ll128)));
+        }
+        // NCCL 2.30's rule is the same for a path through the CPU (PXN, its Hopper
+        // allowance, is closer than PHB).
+        let intra = (IntraKind::Nvlink, PerProto::all(1e-6), 25e9);
+        let inter = InterSpec { nic_path: NicPath::Phb, ..InterSpec::new(PerProto::all(5e-6), 50e9) };
+        let spec = ClusterSpec::on_rails(2, 4, 4, intra, inter, PerProto::all(0.0));
+        let x = Inputs::of(&Cluster::new(&spec, 8).unwrap(), 2, Arch::Hopper);
+        assert!(!x.ll128);
+    }
+
     #[test]
     fn versions_map_to_their_tuning() {
         for (v, t) in [
