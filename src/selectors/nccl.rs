@@ -1471,7 +1471,7 @@ mod tests {
         }
         // NCCL 2.30's rule is the same for a path through the CPU (PXN, its Hopper
         // allowance, is closer than PHB).
-        let intra = (IntraKind::Nvlink, PerProto::all(1e-6), 25e9);
+        let intra = (IntraKind::Nvswitch, PerProto::all(1e-6), 450e9);
         let inter = InterSpec { nic_path: NicPath::Phb, ..InterSpec::new(PerProto::all(5e-6), 50e9) };
         let spec = ClusterSpec::on_rails(2, 4, 4, intra, inter, PerProto::all(0.0));
         let x = Inputs::of(&Cluster::new(&spec, 8).unwrap(), 2, Arch::Hopper);
