@@ -368,7 +368,7 @@ impl Inputs {
             pcie: topo.intra_pcie(),
             // NCCL enables LL128 only where the graph's GPU-NIC path (`typeInter`) is PXB or
             // closer; on one node it drops the NICs from its topology and no path counts.
-            ll128: !topo.intra_pcie() && !(shape_nodes.unwrap_or(nodes) > 1 && topo.nic_through_cpu()),
+            ll128: !(topo.intra_pcie() || (shape_nodes.unwrap_or(nodes) > 1 && topo.nic_through_cpu())),
             nvls: topo.intra_nvswitch() && arch.comp_cap() >= 90,
             nvls_heads: match (topo.intra_nvswitch(), topo.node_shape(), topo.node_nics()) {
                 (true, Some((_, g)), Some(nics)) => nics.min(g),

@@ -26,7 +26,8 @@ pub mod spec;
 mod switch_agents;
 
 pub use cluster::{
-    Cluster, ClusterSpec, FabricKind, FabricSpec, InterSpec, IntraKind, IntraSpec, NicPath, PerProto, SocketLink, pci_bus_key,
+    Cluster, ClusterSpec, FabricKind, FabricSpec, InterSpec, IntraKind, IntraSpec, NicPath, PerProto, SocketLink,
+    pci_bus_key,
 };
 pub use fabric::{Fabric, LinkId, detour, route_cost};
 pub use fat_tree::{FatTree, oversubscription, oversubscription_text};
