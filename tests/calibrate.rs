@@ -362,32 +362,48 @@ fn bad_input_is_one_message_and_status_2() {
 /// each allreduce runs on the channels 2.8.4 opens for the call, twice the 2 its search
 /// finds (one per EDR NIC) at large sizes and fewer for a small call (the ring's LL keeps
 /// one below 2 x 32 KiB, 512 threads x 8 bytes x 8 ranks a channel; LL128 adds one per
-/// 640 x 8 bytes). The ring takes LL to 32 KiB, the tree LL128 at 64 KiB (its bus, 2 x 24
-/// GB/s inside the node, is capped at 2 x 18.5), the ring LL128 at 8 MiB.
+/// 640 x 8 bytes). With the NICs under the GPUs' PCIe switches (`nic_path: pxb`) the ring
+/// takes LL to 32 KiB, the tree LL128 at 64 KiB (its bus, 2 x 24 GB/s inside the node, is
+/// capped at 2 x 18.5), the ring LL128 at 8 MiB. ABCI's own file (`nic_path: phb`, its
+/// NICs on the CPUs) has no LL128 across nodes: the ring with LL at 64 KiB (2 channels),
+/// Simple at 8 MiB (docs/nccl.md, "ABCI's NICs behind the CPUs").
 #[test]
 fn nccl_2_8_runs_its_channels_per_call() {
-    let m = Path::new(env!("CARGO_MANIFEST_DIR")).join("validation/hardware/machines/abci_v100.yaml");
-    let r = bin()
-        .arg("calibrate")
-        .arg(&m)
-        .arg(data("abci_v100_p8.txt"))
-        .args(["--fit", "topology.launch.ll", "--format", "json"])
-        .assert()
-        .success();
-    let j: serde_json::Value = serde_json::from_slice(&r.get_output().stdout).unwrap();
-    let pts = j["logs"][0]["points"].as_array().unwrap();
-    let ran = |bytes: u64| {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("validation/hardware/machines/abci_v100.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("nic_path: phb"));
+    let pxb = tmp("abci_pxb.yaml");
+    std::fs::write(&pxb, text.replace("nic_path: phb", "nic_path: pxb")).unwrap();
+    let picks = |m: &Path| {
+        let r = bin()
+            .arg("calibrate")
+            .arg(m)
+            .arg(data("abci_v100_p8.txt"))
+            .args(["--fit", "topology.launch.ll", "--format", "json"])
+            .assert()
+            .success();
+        let j: serde_json::Value = serde_json::from_slice(&r.get_output().stdout).unwrap();
+        j["logs"][0]["points"].as_array().unwrap().clone()
+    };
+    let pts = picks(&pxb);
+    let ran = |pts: &[serde_json::Value], bytes: u64| {
         let p = pts.iter().find(|p| p["bytes"] == bytes).unwrap();
         (p["algorithm"].as_str().unwrap().to_string(), p["ran"].as_str().unwrap().to_string())
     };
-    let (a, how) = ran(4);
+    let (a, how) = ran(&pts, 4);
     assert!(how.ends_with("ring/ll") && a.contains("channels=1"), "{a} {how}");
-    let (a, how) = ran(32_768);
+    let (a, how) = ran(&pts, 32_768);
     assert!(how.ends_with("ring/ll") && a.contains("channels=1"), "{a} {how}");
-    let (a, how) = ran(65_536);
+    let (a, how) = ran(&pts, 65_536);
     assert!(how.ends_with("tree/ll128") && a.starts_with("nccl_tree") && a.contains("channels=4"), "{a} {how}");
-    let (a, how) = ran(8 << 20);
+    let (a, how) = ran(&pts, 8 << 20);
     assert!(how.ends_with("ring/ll128") && a.starts_with("nccl_ring") && a.contains("channels=4"), "{a} {how}");
+    let pts = picks(&file);
+    let (a, how) = ran(&pts, 65_536);
+    assert!(how.ends_with("ring/ll") && a.contains("channels=2"), "{a} {how}");
+    let (a, how) = ran(&pts, 8 << 20);
+    assert!(how.ends_with("ring/simple") && a.contains("channels=4"), "{a} {how}");
+    assert!(pts.iter().all(|p| !p["ran"].as_str().unwrap().ends_with("ll128")));
 }
 
 /// The limits of each kind of value: an efficiency at most its protocol's data share of

@@ -245,7 +245,7 @@ fn error(text: &str) -> String {
 
 #[test]
 fn bad_clusters_are_located_and_explained() {
-    let cases: [(&str, &str, &str); 10] = [
+    let cases: [(&str, &str, &str); 11] = [
         (
             "kind: nvswitch,",
             "kind: infiniband,",
@@ -271,6 +271,11 @@ fn bad_clusters_are_located_and_explained() {
             "algorithms: [ring]",
             "algorithms: [{ name: butterfly, protocol: auto }]",
             "NCCL has no counterpart of 'butterfly'",
+        ),
+        (
+            "inter: { alpha: 2us,",
+            "inter: { nic_path: node, alpha: 2us,",
+            "topology.inter.nic_path: 'node' is not known; allowed: pix, pxb, phb, sys",
         ),
     ];
     for (from, to, want) in cases {
@@ -531,4 +536,23 @@ fn bad_channel_bandwidths_are_located_and_explained() {
             && msg.contains("topology.channel_bandwidth: modelled under network model ideal only, not flow"),
         "{msg}"
     );
+}
+
+/// `inter.nic_path` is read into the cluster (default `pxb`) and says whether the GPU-NIC
+/// path crosses a CPU, which is where NCCL keeps LL128 off across nodes.
+#[test]
+fn nic_path_is_read_and_defaults_to_pxb() {
+    use allreduce_sim::scenario::TopologySpec;
+    use allreduce_sim::topology::NicPath;
+    let path = |text: &str| match &scenario(text).topology {
+        TopologySpec::Cluster(c) => c.inter.nic_path,
+        _ => panic!("not a cluster"),
+    };
+    assert_eq!(path(TWO_BY_ONE), NicPath::Pxb);
+    for (name, want) in [("pix", NicPath::Pix), ("pxb", NicPath::Pxb), ("phb", NicPath::Phb), ("sys", NicPath::Sys)] {
+        let text = TWO_BY_ONE.replace("inter: { alpha: 2us,", &format!("inter: {{ nic_path: {name}, alpha: 2us,"));
+        assert_eq!(path(&text), want, "{name}");
+        let topo = topology::build(&scenario(&text).topology, 2).unwrap();
+        assert_eq!(topo.nic_through_cpu(), want.through_cpu(), "{name}");
+    }
 }

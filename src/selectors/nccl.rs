@@ -23,7 +23,8 @@
 //! or fewer, else the outermost's; on other machines the fastest link); the GPU
 //! generation and channel count from the selector's parameters; whether the op is `avg`;
 //! whether a node's GPUs talk over PCIe (a `pcie` cluster: NCCL's PCI hop latencies, and
-//! LL128 off unless forced) or NVLink (everything else).
+//! LL128 off unless forced) or NVLink (everything else); whether the path between a GPU
+//! and its NIC goes through a CPU (a cluster's `inter.nic_path`: LL128 off across nodes).
 //! Fixed as on a common system: an x86 Intel host (1 us network overhead per step),
 //! a balanced tree, the same ring on every channel (`sameChannels`), a host-driven
 //! network (PAT allowed) reporting no extra latency, one operation per launch.
@@ -301,9 +302,11 @@ pub struct Inputs {
     /// `PATH_NVL`): the intra-node hop latencies are NCCL's PCI row, and LL128 is off
     /// unless `NCCL_PROTO` names it (see [`Inputs::ll128`]).
     pub pcie: bool,
-    /// LL128 may be picked. NCCL enables it by default only over NVLink (its
-    /// `protoEnable` 2 case: "not tested and may cause silent data corruption"
-    /// elsewhere); an explicit `NCCL_PROTO` naming it turns it on anywhere.
+    /// LL128 may be picked. NCCL enables it by default only over NVLink and, across
+    /// nodes, where the path between a GPU and its NIC crosses no CPU (its `protoEnable`
+    /// 2 case: the graph's `typeIntra` at most NVLink and `typeInter` at most `PATH_PXB`;
+    /// "not tested and may cause silent data corruption" elsewhere); an explicit
+    /// `NCCL_PROTO` naming it turns it on anywhere.
     pub ll128: bool,
     /// NVLS may be picked: the GPUs of a node share an NVSwitch that can add and
     /// multicast (NCCL's `nvlsSupport`: Hopper or later on NVSwitch), and it is not turned
@@ -363,7 +366,9 @@ impl Inputs {
             arch,
             avg: false,
             pcie: topo.intra_pcie(),
-            ll128: !topo.intra_pcie(),
+            // NCCL enables LL128 only where the graph's GPU-NIC path (`typeInter`) is PXB or
+            // closer; on one node it drops the NICs from its topology and no path counts.
+            ll128: !(topo.intra_pcie() || (shape_nodes.unwrap_or(nodes) > 1 && topo.nic_through_cpu())),
             nvls: topo.intra_nvswitch() && arch.comp_cap() >= 90,
             nvls_heads: match (topo.intra_nvswitch(), topo.node_shape(), topo.node_nics()) {
                 (true, Some((_, g)), Some(nics)) => nics.min(g),
@@ -1427,6 +1432,50 @@ mod tests {
         let topo = nvlink_cluster(32, 2, 12.5e9);
         let new = Inputs::of(topo.as_ref(), 2, Arch::Volta).searched(topo.as_ref());
         assert!(new.search.is_none());
+    }
+
+    /// ABCI's NICs on the CPUs' own lanes (`nic_path: phb`): NCCL's graphs find the
+    /// GPU-NIC path through the CPU (`typeInter` PHB), and 2.8.4's `protoEnable` keeps
+    /// LL128 off for both graphs across nodes; one node drops its NICs and keeps LL128.
+    /// The 8-node picks of `abci_picks_by_hand` then fall to LL and Simple: at 512 KiB
+    /// the ring with LL, 251.3 us, against the ring with Simple (latency 8.4 + 48 x 3.4
+    /// + 14 x 9.6 = 306 us before its bytes) and the tree with Simple (latency 2 (3 x 28
+    /// + 3 x 28) = 336 us). Later tunings apply the same rule.
+    #[test]
+    fn nic_through_the_cpu_turns_ll128_off_across_nodes() {
+        use crate::topology::{Cluster, ClusterSpec, InterSpec, IntraKind, NicPath};
+        let at = |ranks: usize, path: NicPath| {
+            let intra = (IntraKind::Nvlink, PerProto::all(1e-6), 25e9);
+            let inter = InterSpec { nic_path: path, ..InterSpec::new(PerProto::all(5e-6), 12.5e9) };
+            let mut spec = ClusterSpec::on_rails(ranks.div_ceil(4), 4, 2, intra, inter, PerProto::all(0.0));
+            spec.intra.links = vec![[0, 1, 2], [0, 2, 2], [0, 3, 2], [1, 2, 2], [1, 3, 2], [2, 3, 2]];
+            let topo = Cluster::new(&spec, ranks).unwrap();
+            Inputs::of(&topo, 2, Arch::Volta).with_tuning(Tuning::V2_8).searched(&topo)
+        };
+        let pick = |x: &Inputs, bytes: u64| choice(x, AR, bytes).map(|(a, p, _)| (a, p));
+        for path in [NicPath::Pix, NicPath::Pxb] {
+            assert!(at(32, path).ll128, "{path:?}");
+        }
+        for path in [NicPath::Phb, NicPath::Sys] {
+            let x = at(32, path);
+            assert!(!x.ll128, "{path:?}");
+            assert_eq!(time(&x, AR, Algo::Ring, Proto::Ll128, 1 << 20), None);
+            assert_eq!(time(&x, AR, Algo::Tree, Proto::Ll128, 1 << 20), None);
+            assert_eq!(pick(&x, 512 << 10), Some((Algo::Ring, Proto::Ll)), "{path:?}");
+            let (lat, _) = lat_bw(&x, AR, Algo::Tree, Proto::Simple);
+            assert!((lat - 336.0).abs() < 1e-9, "{lat}");
+            // One node: no NIC in NCCL's graphs, LL128 as over NVLink.
+            let one = at(4, path);
+            assert!(one.ll128);
+            assert_eq!(pick(&one, 512 << 10), Some((Algo::Ring, Proto::Ll128)));
+        }
+        // NCCL 2.30's rule is the same for a path through the CPU (PXN, its Hopper
+        // allowance, is closer than PHB).
+        let intra = (IntraKind::Nvswitch, PerProto::all(1e-6), 450e9);
+        let inter = InterSpec { nic_path: NicPath::Phb, ..InterSpec::new(PerProto::all(5e-6), 50e9) };
+        let spec = ClusterSpec::on_rails(2, 4, 4, intra, inter, PerProto::all(0.0));
+        let x = Inputs::of(&Cluster::new(&spec, 8).unwrap(), 2, Arch::Hopper);
+        assert!(!x.ll128);
     }
 
     #[test]

@@ -121,6 +121,9 @@ impl Topology for ProxyView<'_> {
     fn intra_pcie(&self) -> bool {
         self.inner.intra_pcie()
     }
+    fn nic_through_cpu(&self) -> bool {
+        self.inner.nic_through_cpu()
+    }
     fn intra_nvswitch(&self) -> bool {
         self.inner.intra_nvswitch()
     }

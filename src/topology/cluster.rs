@@ -174,12 +174,49 @@ pub struct InterSpec {
     /// nodes its sender has in the running collective. 0 unless given.
     #[serde(default = "zero_per_proto", skip_serializing_if = "is_zero_per_proto")]
     pub proxy_s: PerProto,
+    /// What the PCIe path between a GPU and its NIC crosses (`inter.nic_path`, NCCL's
+    /// path type): NCCL enables LL128 across nodes only where it is [`NicPath::Pxb`] or
+    /// closer (docs/gpu-clusters.md, "The path to the NIC"). `pxb` unless given.
+    #[serde(default, skip_serializing_if = "NicPath::is_default")]
+    pub nic_path: NicPath,
 }
 
 impl InterSpec {
-    /// `alpha_s` and `bandwidth` with no proxy cost.
+    /// `alpha_s` and `bandwidth` with no proxy cost, the NIC under the GPUs' PCIe switches.
     pub fn new(alpha_s: PerProto, bandwidth: f64) -> InterSpec {
-        InterSpec { alpha_s, bandwidth, proxy_s: PerProto::all(0.0) }
+        InterSpec { alpha_s, bandwidth, proxy_s: PerProto::all(0.0), nic_path: NicPath::default() }
+    }
+}
+
+/// What the PCIe path between a GPU and its NIC crosses, by NCCL's path types (which
+/// `nvidia-smi topo -m` prints, its `NODE` being NCCL's `PHB`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NicPath {
+    /// One PCIe switch between them.
+    Pix,
+    /// Several PCIe switches, no CPU: the DGX and HGX boards' NICs under the GPUs' switches.
+    #[default]
+    Pxb,
+    /// Through the CPU they share (a NIC on the CPU's own lanes, the GPUs behind a switch).
+    Phb,
+    /// Across the link between two CPUs.
+    Sys,
+}
+
+impl NicPath {
+    /// The names a machine file may give, closest first.
+    pub const NAMES: [(&'static str, NicPath); 4] =
+        [("pix", NicPath::Pix), ("pxb", NicPath::Pxb), ("phb", NicPath::Phb), ("sys", NicPath::Sys)];
+
+    /// The path goes through a CPU (`phb` or `sys`), where NCCL turns LL128 off across
+    /// nodes and GPU Direct RDMA off by default.
+    pub fn through_cpu(self) -> bool {
+        matches!(self, NicPath::Phb | NicPath::Sys)
+    }
+
+    fn is_default(&self) -> bool {
+        *self == NicPath::default()
     }
 }
 
@@ -921,6 +958,10 @@ impl Topology for Cluster {
 
     fn intra_nvswitch(&self) -> bool {
         self.spec.intra.kind == IntraKind::Nvswitch
+    }
+
+    fn nic_through_cpu(&self) -> bool {
+        self.spec.inter.nic_path.through_cpu()
     }
 
     fn nvls_efficiency(&self) -> f64 {

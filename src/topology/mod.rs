@@ -26,7 +26,8 @@ pub mod spec;
 mod switch_agents;
 
 pub use cluster::{
-    Cluster, ClusterSpec, FabricKind, FabricSpec, InterSpec, IntraKind, IntraSpec, PerProto, SocketLink, pci_bus_key,
+    Cluster, ClusterSpec, FabricKind, FabricSpec, InterSpec, IntraKind, IntraSpec, NicPath, PerProto, SocketLink,
+    pci_bus_key,
 };
 pub use fabric::{Fabric, LinkId, detour, route_cost};
 pub use fat_tree::{FatTree, oversubscription, oversubscription_text};
@@ -102,6 +103,11 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     /// The GPUs of a node are joined by PCIe rather than NVLink (a `cluster` of kind
     /// `pcie`), which changes NCCL's latencies and the protocols it enables.
     fn intra_pcie(&self) -> bool {
+        false
+    }
+    /// The PCIe path between a GPU and its NIC goes through a CPU (a `cluster` whose
+    /// `inter.nic_path` is `phb` or `sys`), where NCCL keeps LL128 off across nodes.
+    fn nic_through_cpu(&self) -> bool {
         false
     }
     /// The GPUs of a node are joined by an NVSwitch (a `cluster` of kind `nvswitch`),

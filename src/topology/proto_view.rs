@@ -64,6 +64,9 @@ impl Topology for ProtoView {
     fn intra_nvswitch(&self) -> bool {
         self.inner.intra_nvswitch()
     }
+    fn nic_through_cpu(&self) -> bool {
+        self.inner.nic_through_cpu()
+    }
     fn protocol(&self) -> Option<Proto> {
         Some(self.proto)
     }

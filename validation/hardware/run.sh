@@ -41,6 +41,8 @@ cal() {
 # The ring's step latency inside a node (Simple, LL128) is fitted: the two logs take 6
 # and 12 such steps, which separates it from launch, and the ring's time at 512 KiB to
 # 32 MiB grows by about 7 us per step with the node count (docs/gpu-clusters.md).
+# The machine file's inter.nic_path (phb: the NICs hang off the CPUs) keeps LL128 off across
+# nodes, as NCCL does there; inter.alpha.ll128 stays in the list but no point uses it.
 abci_fit=topology.intra.bandwidth,topology.inter.alpha.simple,topology.inter.alpha.ll,topology.inter.alpha.ll128
 abci_fit=$abci_fit,topology.inter.bandwidth,topology.launch.simple,topology.launch.ll,topology.launch.ll128
 abci_fit=$abci_fit,topology.efficiency.ll,topology.efficiency.ll128

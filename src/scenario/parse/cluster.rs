@@ -10,8 +10,8 @@ use serde_saphyr::{Location, Spanned};
 use super::{RawLink, Scalar, Src, bandwidth, present, time, whole};
 use crate::scenario::ScenarioError;
 use crate::topology::{
-    Cluster, ClusterSpec, FabricKind, FabricSpec, InterSpec, IntraKind, IntraSpec, Link, PerProto, Proto, SocketLink,
-    pci_bus_key,
+    Cluster, ClusterSpec, FabricKind, FabricSpec, InterSpec, IntraKind, IntraSpec, Link, NicPath, PerProto, Proto,
+    SocketLink, pci_bus_key,
 };
 
 /// A value for every protocol: one (`1us`) or one per protocol (`{ simple: 3.4us, ll:
@@ -117,6 +117,8 @@ pub(super) struct RawInter {
     bandwidth: Option<Spanned<Scalar>>,
     #[serde(default, deserialize_with = "present")]
     proxy: Option<Spanned<RawPerProto>>,
+    #[serde(default, deserialize_with = "present")]
+    nic_path: Option<Spanned<String>>,
 }
 
 /// `fabric:`.
@@ -428,10 +430,15 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
                 return Err(src.err(&ia, "topology.inter: missing key 'bandwidth' (per NIC, each way, e.g. 400Gbps)"));
             };
             let proxy = raw.value.proxy.as_ref().map(|p| per_proto(src, p, "topology.inter.proxy")).transpose()?;
+            let nic_path = match &raw.value.nic_path {
+                None => NicPath::default(),
+                path => super::choice(src, path.as_ref(), "topology.inter.nic_path", &NicPath::NAMES, &[])?,
+            };
             InterSpec {
                 alpha_s: per_proto(src, alpha, "topology.inter.alpha")?,
                 bandwidth: bandwidth(src, bw, "topology.inter.bandwidth")?,
                 proxy_s: proxy.unwrap_or(PerProto::all(0.0)),
+                nic_path,
             }
         }
     };
