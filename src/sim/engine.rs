@@ -1049,7 +1049,7 @@ const PAIRS_PER_MESSAGE: u64 = 8;
 
 /// How many more steps than there are receivers with a free port a sender's walk of its
 /// line takes before it looks them up instead (a step reads a slot near the last one, a
-/// look-up hashes).
+/// look-up hashes); a cyclic out-list ([`Bits::cyclic`]) takes none.
 const WALK_SLACK: usize = 8;
 
 /// Whether walks that cost `looks` over `messages` issued call for the [`Pairs`] index.
