@@ -707,8 +707,29 @@ impl Spill {
         self.handles.push_back(u64::from(h) << 1);
     }
 
+    /// Where handle `h` is. The handles are distinct and ascending, so `h` is at most
+    /// `h - front` places from the front and `back - h` from the back; where none was
+    /// swept out between (the common case) the first guess is it, and otherwise the
+    /// search is within those bounds (a binary search of the whole spill, some 2P
+    /// entries at `direct`'s every rank, was a cache miss a step).
     fn find(&self, h: u32) -> Option<usize> {
-        self.handles.binary_search_by_key(&u64::from(h), |e| e >> 1).ok()
+        let h = u64::from(h);
+        let (front, back) = (self.handles.front()? >> 1, self.handles.back()? >> 1);
+        if h < front || h > back {
+            return None;
+        }
+        let last = self.handles.len() - 1;
+        let (lo, hi) = (last.saturating_sub((back - h) as usize), last.min((h - front) as usize));
+        if self.handles[hi] >> 1 == h {
+            return Some(hi);
+        }
+        // `handles[hi] > h` now, and `handles[lo] <= h`.
+        let (mut lo, mut hi) = (lo, hi);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.handles[mid] >> 1 < h { lo = mid + 1 } else { hi = mid }
+        }
+        (self.handles[lo] >> 1 == h).then_some(lo)
     }
 
     fn contains(&self, h: u32) -> bool {
@@ -959,7 +980,9 @@ struct Pairs {
     heads: std::collections::HashMap<u64, Pair, std::hash::BuildHasherDefault<PairHasher>>,
     /// Each message slot's successor in its pair's chain (`NONE` at the end).
     next: Vec<u32>,
-    /// Interfaces with a free out-port, and with a free in-port.
+    /// Interfaces with a free out-port, and with a free in-port, kept only where there
+    /// are no `bits` (each look-up reads one kind or the other, never both, so keeping
+    /// both cost an update of each at every port that freed or filled).
     senders: IfSet,
     receivers: IfSet,
     /// The same sets and the pairs again as bits ([`Bits`]), up to [`BITS_MAX`]
@@ -1026,7 +1049,7 @@ const PAIRS_PER_MESSAGE: u64 = 8;
 
 /// How many more steps than there are receivers with a free port a sender's walk of its
 /// line takes before it looks them up instead (a step reads a slot near the last one, a
-/// look-up hashes).
+/// look-up hashes); a cyclic out-list ([`Bits::cyclic`]) takes none.
 const WALK_SLACK: usize = 8;
 
 /// Whether walks that cost `looks` over `messages` issued call for the [`Pairs`] index.
@@ -1819,39 +1842,44 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         // otherwise a few places from the end (ranks woken at one instant issue in event
         // order, not rank order), so its place is found walking back from the tail.
         for (i, l) in [(src_if, Link::Out), (dst_if, Link::In)] {
+            if l == Link::In && self.pairs.is_some() {
+                // Filed under its pair instead of the in-list: the index finds the
+                // in-lists' offers ([`Engine::offer_in`]). Tested here, on the in-list's
+                // turn, not after the out-list's insert: there it kept the out-list's
+                // head live across the insert, 3 instructions a message in a ring.
+                self.pair_linked(id);
+                break;
+            }
             let List { head, tail: mut prev } = self.ifaces[i as usize].lists[l as usize];
             while prev != NONE && !before(prev, &self.msgs) {
                 // The head's `prev` is stale ([`List::unlink`]).
                 prev = if prev == head { NONE } else { self.links[prev as usize].prev[l as usize] };
             }
             self.ifaces[i as usize].lists[l as usize].insert_after(&mut self.links, l, prev, id);
-            if l == Link::Out && self.pairs.is_some() {
-                // Filed under its pair instead of the in-list: the index finds the
-                // in-lists' offers ([`Engine::offer_in`]).
-                self.pair_linked(id, head, prev);
-                break;
-            }
         }
         (src_if, dst_if)
     }
 
-    /// Message `id` went in its sender's out-list after `prev` (`NONE`: first), whose
-    /// head was `head`: whether the out-list stays [`Bits::cyclic`], and filed under its
-    /// pair ([`Engine::pair_insert`]).
+    /// Message `id` went in its sender's out-list: whether the out-list stays
+    /// [`Bits::cyclic`] (read from the list as it is now), and filed under its pair
+    /// ([`Engine::pair_insert`]).
     #[inline(never)]
-    fn pair_linked(&mut self, id: u32, head: u32, prev: u32) {
+    fn pair_linked(&mut self, id: u32) {
         let n = self.ifaces.len();
         let m = &self.msgs[id as usize];
         let s = m.src_if as usize;
         if let Some(b) = self.pairs.as_deref_mut().expect("built").bits.as_mut() {
-            let tail = self.ifaces[s].lists[Link::Out as usize].tail;
-            b.cyclic[s] = if head == NONE {
+            let List { head, tail } = self.ifaces[s].lists[Link::Out as usize];
+            b.cyclic[s] = if head == id && tail == id {
+                // The list was empty.
                 true
             } else if tail != id {
                 false
             } else {
-                // Appended: its receiver must come after the last one's and before the
-                // first one's, wrapping.
+                // Appended to a list that was not empty (so `head` is as it was, and
+                // `id`, not the head, has its `prev`): its receiver must come after the
+                // last one's and before the first one's, wrapping.
+                let prev = self.links[id as usize].prev[Link::Out as usize];
                 let first = self.msgs[head as usize].dst_if as usize;
                 let last = self.msgs[prev as usize].dst_if as usize;
                 let at = |d: usize| if d >= first { d - first } else { d + n - first };
@@ -1944,15 +1972,15 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     fn pairs_freed(&mut self, src_if: u32, dst_if: u32) {
         let p = self.pairs.as_deref_mut().expect("built");
         if self.ifaces[src_if as usize].free_out == 1 {
-            p.senders.insert(src_if);
-            if let Some(b) = p.bits.as_mut() {
-                Bits::set(&mut b.free_out, src_if as usize);
+            match p.bits.as_mut() {
+                Some(b) => Bits::set(&mut b.free_out, src_if as usize),
+                None => p.senders.insert(src_if),
             }
         }
         if self.ifaces[dst_if as usize].free_in == 1 {
-            p.receivers.insert(dst_if);
-            if let Some(b) = p.bits.as_mut() {
-                Bits::set(&mut b.free_in, dst_if as usize);
+            match p.bits.as_mut() {
+                Some(b) => Bits::set(&mut b.free_in, dst_if as usize),
+                None => p.receivers.insert(dst_if),
             }
         }
     }
@@ -1965,15 +1993,15 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let (src_if, dst_if) = (self.msgs[id as usize].src_if, self.msgs[id as usize].dst_if);
         let p = self.pairs.as_deref_mut().expect("built");
         if self.ifaces[src_if as usize].free_out == 0 {
-            p.senders.remove(src_if);
-            if let Some(b) = p.bits.as_mut() {
-                Bits::clear(&mut b.free_out, src_if as usize);
+            match p.bits.as_mut() {
+                Some(b) => Bits::clear(&mut b.free_out, src_if as usize),
+                None => p.senders.remove(src_if),
             }
         }
         if self.ifaces[dst_if as usize].free_in == 0 {
-            p.receivers.remove(dst_if);
-            if let Some(b) = p.bits.as_mut() {
-                Bits::clear(&mut b.free_in, dst_if as usize);
+            match p.bits.as_mut() {
+                Some(b) => Bits::clear(&mut b.free_in, dst_if as usize),
+                None => p.receivers.remove(dst_if),
             }
         }
     }
@@ -1996,18 +2024,20 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         self.pairs = Some(Box::new(Pairs {
             heads: Default::default(),
             next: vec![NONE; self.msgs.len()],
-            senders: IfSet::new(n),
-            receivers: IfSet::new(n),
+            senders: IfSet::new(if bits.is_some() { 0 } else { n }),
+            receivers: IfSet::new(if bits.is_some() { 0 } else { n }),
             bits,
         }));
         for i in 0..n {
             let st = self.ifaces[i];
             let pairs = self.pairs.as_deref_mut().expect("built");
-            if st.free_out > 0 {
-                pairs.senders.insert(i as u32);
-            }
-            if st.free_in > 0 {
-                pairs.receivers.insert(i as u32);
+            if pairs.bits.is_none() {
+                if st.free_out > 0 {
+                    pairs.senders.insert(i as u32);
+                }
+                if st.free_in > 0 {
+                    pairs.receivers.insert(i as u32);
+                }
             }
             if let Some(b) = pairs.bits.as_mut() {
                 if st.free_out > 0 {
@@ -2685,9 +2715,15 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     #[inline(never)]
     fn offer_out_indexed(&mut self, mut at: u32, s: u32) -> Option<Cursor> {
         let pairs = self.pairs.as_deref().expect("built");
-        // With the bits a look-up reads a few words and hashes once or a few times;
-        // without, it hashes once a free receiver.
-        let budget = if pairs.bits.is_some() { WALK_SLACK } else { pairs.receivers.members.len() + WALK_SLACK };
+        // With the bits a look-up reads a few words and hashes once or a few times
+        // (once, for a cyclic out-list: looked up at once, where a step of the walk reads
+        // two slots, a cache miss each, and most walks found no free receiver in their
+        // steps); without, it hashes once a free receiver.
+        let budget = match pairs.bits.as_ref() {
+            Some(b) if b.cyclic[s as usize] => 0,
+            Some(_) => WALK_SLACK,
+            None => pairs.receivers.members.len() + WALK_SLACK,
+        };
         let (mut steps, mut looked) = (0, false);
         loop {
             if at == NONE {
