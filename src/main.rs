@@ -218,7 +218,7 @@ struct CalibrateArgs {
     #[arg(long, value_name = "NCCL_NAME=VALUE")]
     env: Vec<String>,
     /// The optimiser's budget: model evaluations per fitted value.
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = patience_arg)]
     patience: Option<usize>,
     /// Where NCCL's model picks for logs that do not force it: at the fitted values
     /// (fitted, the default) or at the machine file's nominal ones (file).
@@ -469,6 +469,17 @@ fn nics_arg(v: &str) -> Result<u32, String> {
     match v.trim().parse::<u32>() {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err(format!("ports per rank must be a whole number from 1 to {}, not '{v}'", u32::MAX)),
+    }
+}
+
+/// `--patience`: at least one evaluation per fitted value (0 was read as 1 without a word).
+fn patience_arg(v: &str) -> Result<usize, String> {
+    match v.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "the optimiser's budget must be a whole number of model evaluations per fitted value from 1 to {}, not '{v}'",
+            usize::MAX
+        )),
     }
 }
 

@@ -2424,3 +2424,57 @@ fn ninth_trial_third_round_a_point_twice_in_a_baseline_is_named_so() {
     assert!(stderr.contains("the baseline holds this point 2 times, this run 1"), "{stderr}");
     assert!(!stderr.contains("missing from this run (in the baseline)"), "{stderr}");
 }
+
+/// A tag the scenario does not read was named by the text before its value: a block
+/// list's item, an anchor between key and tag, a nested list, or a verbatim tag named no
+/// key; and a `%TAG` directive that gives `!!` another meaning made `!!int` "not read"
+/// beside "allowed tags: ... !!int". The key now comes from the parser's structure, and
+/// the tag is shown as the parser resolved it (a percent-escaped character decoded).
+#[test]
+fn tenth_trial_an_unread_tag_names_its_key_and_what_it_resolved_to() {
+    for (from, to, want) in [
+        ("sizes: [4KiB]", "sizes:\n  - 4KiB\n  - !!python/name:os.system 1", "sizes: the tag !!python/name:os.system"),
+        ("sizes: [4KiB]", "sizes: [&s !!set 4096]", "sizes: the tag !!set"),
+        ("sizes: [4KiB]", "sizes: !<tag:yaml.org,2002:set> [4KiB]", "sizes: the tag !<tag:yaml.org,2002:set>"),
+        ("sizes: [4KiB]", "sizes: [[!!omap 1]]", "sizes: the tag !!omap"),
+        ("sizes: [4KiB]", "sizes: [!!in%E2%80%8Bt 4096]", "sizes: the tag !!in\\u{200b}t"),
+    ] {
+        let text = eighth_flat("[ring]", "").replace(from, to);
+        let (code, stdout, stderr) = eighth_run("tenth-tag-key", &text, &["validate", "s.yaml"]);
+        assert_eq!(code, Some(2), "{to}: {stdout}{stderr}");
+        assert!(stderr.contains(want), "{to}: {stderr}");
+    }
+    let text = format!("%TAG !! tag:example.com,2000:\n---\n{}", eighth_flat("[ring]", "seed: !!int 3\n"));
+    let (code, stdout, stderr) = eighth_run("tenth-tag-directive", &text, &["validate", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("seed: the tag !<tag:example.com,2000:int> is not read"), "{stderr}");
+}
+
+/// `protocol: simple` is what an entry without a protocol runs with, yet `nccl_ring` beside
+/// `{ name: nccl_ring, protocol: simple }` (or `ring` beside `ring` with Simple) ran as two
+/// rows of one time, both marked best.
+#[test]
+fn tenth_trial_an_entrys_simple_protocol_is_its_default() {
+    for algos in ["[nccl_ring, { name: nccl_ring, protocol: simple }]", "[{ name: ring, protocol: simple }, ring]"] {
+        let (code, stdout, stderr) = eighth_run("tenth-simple", &eighth_flat(algos, ""), &["validate", "s.yaml"]);
+        assert_eq!(code, Some(2), "{algos}: {stdout}{stderr}");
+        assert!(stderr.contains("as an entry above does"), "{algos}: {stderr}");
+    }
+    // Another protocol is another run.
+    let algos = "[nccl_ring, { name: nccl_ring, protocol: ll }]";
+    let (code, stdout, stderr) = eighth_run("tenth-simple-ll", &eighth_flat(algos, ""), &["validate", "s.yaml"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+}
+
+/// `calibrate --patience 0` was read as 1 without a word.
+#[test]
+fn tenth_trial_a_patience_of_zero_is_refused() {
+    let d = case_dir("tenth-patience");
+    std::fs::write(d.join("m.yaml"), eighth_flat("[ring]", "")).unwrap();
+    std::fs::write(d.join("a.txt"), "# Size       Avg Latency(us)\n4 10.0\n8 10.5\n").unwrap();
+    let out =
+        cmd().current_dir(&d).args(["calibrate", "m.yaml", "a.txt", "--ranks", "4", "--patience", "0"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--patience") && stderr.contains("from 1 to"), "{stderr}");
+}
