@@ -217,7 +217,7 @@ struct CalibrateArgs {
     /// An NCCL setting for logs that do not print it (`--env NCCL_ALGO=Ring`; repeat).
     #[arg(long, value_name = "NCCL_NAME=VALUE")]
     env: Vec<String>,
-    /// The optimiser's budget: model evaluations per fitted value.
+    /// The optimiser's budget: model evaluations per fitted value (at least 1).
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = patience_arg)]
     patience: Option<usize>,
     /// Where NCCL's model picks for logs that do not force it: at the fitted values
