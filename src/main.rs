@@ -394,11 +394,14 @@ struct BadInput(String);
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
+        Err(e) if !e.use_stderr() => {
             // --help and --version are not errors.
-            let code = if e.use_stderr() { 2 } else { 0 };
             let _ = e.print();
-            return ExitCode::from(code);
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprint!("{}", parse_error(e));
+            return ExitCode::from(2);
         }
     };
     match execute(cli) {
@@ -409,6 +412,21 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// clap's message for a command line it refuses, with what it quotes of the arguments
+/// escaped as every other message is (`unexpected argument '\u{202e}ring'`): clap prints an
+/// argument as given, so a right-to-left override turned the line around, and on a
+/// terminal an escape sequence reached it. The command is parsed again without styles, so
+/// the text holds no escape sequence but the user's own.
+fn parse_error(e: clap::Error) -> String {
+    use clap::{CommandFactory, builder::styling::Styles};
+    let plain = Cli::command().styles(Styles::plain()).color(clap::ColorChoice::Never).try_get_matches();
+    let text = match plain {
+        Err(p) if p.kind() == e.kind() => p.render().ansi().to_string(),
+        _ => e.render().to_string(),
+    };
+    allreduce_sim::scenario::units::escape_controls(&text).into_owned()
 }
 
 /// Writes to standard output. A reader that went away (`allreduce-sim list | head`) ends

@@ -2478,3 +2478,28 @@ fn tenth_trial_a_patience_of_zero_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--patience") && stderr.contains("from 1 to"), "{stderr}");
 }
+
+/// clap's own refusals quoted an argument as given: `list '\u{202e}ring'` printed the
+/// right-to-left override raw (`unexpected argument '‮ring' found`), and on a terminal an
+/// escape sequence in a flag's value reached it; every other message escapes them.
+#[test]
+fn tenth_trial_the_command_lines_refusals_escape_what_they_quote() {
+    let d = case_dir("tenth-clap");
+    std::fs::write(d.join("s.yaml"), eighth_flat("[ring]", "")).unwrap();
+    for args in [
+        vec!["list", "\u{202e}ring"],
+        vec!["run", "s.yaml", "--ranks", "\u{200b}4"],
+        vec!["run", "s.yaml", "--seed", "\u{1b}[2J"],
+        vec!["\u{1b}]0;x\u{7}run"],
+        vec!["run", "s.yaml", "--format", "\u{2066}json"],
+    ] {
+        let out = cmd().current_dir(&d).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(!stderr.chars().any(|c| allreduce_sim::scenario::units::is_unseen(c) && c != '\n'), "{args:?}: {stderr:?}");
+        assert!(stderr.contains("\\u{"), "{args:?}: {stderr}");
+    }
+    // Help is not an error, and keeps its status.
+    let out = cmd().args(["list", "--help"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
