@@ -2503,3 +2503,19 @@ fn tenth_trial_the_command_lines_refusals_escape_what_they_quote() {
     let out = cmd().args(["list", "--help"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// Second round. `protocol:` on a selector's entry was dropped without a word (`{ name:
+/// nccl_model, protocol: ll128 }` ran what NCCL picks, LL), and beside the bare selector
+/// made two rows of one label and one time; a tag's decoded `%0A` broke its message's line.
+#[test]
+fn tenth_trial_second_round_a_selector_takes_no_protocol_and_a_tags_newline_is_escaped() {
+    for algos in ["[{ name: nccl_model, protocol: ll128 }]", "[auto, { name: auto, protocol: simple }]"] {
+        let (code, stdout, stderr) = eighth_run("tenth-selector-proto", &eighth_flat(algos, ""), &["validate", "s.yaml"]);
+        assert_eq!(code, Some(2), "{algos}: {stdout}{stderr}");
+        assert!(stderr.contains("is a selector") && stderr.contains("s.yaml:4:"), "{algos}: {stderr}");
+    }
+    let text = eighth_flat("[ring]", "").replace("sizes: [4KiB]", "sizes: [!x%0Ay 4096]");
+    let (code, stdout, stderr) = eighth_run("tenth-tag-newline", &text, &["validate", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("sizes: the tag !x\\ny is not read"), "{stderr}");
+}

@@ -669,6 +669,17 @@ fn unread_tags(src: &Src<'_>) -> Result<(), ScenarioError> {
                     "!" => format!("!{}", tag.suffix()),
                     h => format!("!<{h}{}>", tag.suffix()),
                 };
+                // A decoded `%0A` would break the message's line; the other characters
+                // that cannot be seen are escaped where every message is printed.
+                let mut line = String::with_capacity(shown.len());
+                for c in shown.chars() {
+                    if c == '\n' || c == '\t' {
+                        line.extend(c.escape_default());
+                    } else {
+                        line.push(c);
+                    }
+                }
+                let shown = line;
                 // The key the node is the value of, from the parser's own structure rather
                 // than the text before it (a block list's item, an anchor between key and tag).
                 let key = open.iter().rev().find_map(|o| match o {
@@ -1023,6 +1034,20 @@ fn algo_entry(
                 "algorithms: protocol: auto takes the protocol NCCL's model picks for the algorithm, and NCCL has \
                  no counterpart of '{name}' for {}; name a protocol (simple, ll, ll128)",
                 collective.name()
+            ),
+        ));
+    }
+    // A selector runs what it picks, each with the protocol of the pick: an entry's own
+    // protocol was dropped without a word (`{ name: nccl_model, protocol: ll128 }` ran LL).
+    if let Some((_, at)) = protocol
+        && crate::selectors::is_selector(&name)
+    {
+        return Err(src.err(
+            &at,
+            format!(
+                "algorithms: protocol: '{name}' is a selector: it runs the algorithm it picks with that \
+                 algorithm's own protocol, and takes none; give protocol: on an algorithm's entry \
+                 ({{ name: nccl_ring, protocol: ll }})"
             ),
         ));
     }
