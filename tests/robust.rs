@@ -2480,7 +2480,7 @@ fn tenth_trial_a_patience_of_zero_is_refused() {
 }
 
 /// clap's own refusals quoted an argument as given: `list '\u{202e}ring'` printed the
-/// right-to-left override raw (`unexpected argument '‮ring' found`), and on a terminal an
+/// right-to-left override raw (`unexpected argument '<U+202E>ring' found`), and on a terminal an
 /// escape sequence in a flag's value reached it; every other message escapes them.
 #[test]
 fn tenth_trial_the_command_lines_refusals_escape_what_they_quote() {
