@@ -2472,8 +2472,11 @@ fn tenth_trial_a_patience_of_zero_is_refused() {
     let d = case_dir("tenth-patience");
     std::fs::write(d.join("m.yaml"), eighth_flat("[ring]", "")).unwrap();
     std::fs::write(d.join("a.txt"), "# Size       Avg Latency(us)\n4 10.0\n8 10.5\n").unwrap();
-    let out =
-        cmd().current_dir(&d).args(["calibrate", "m.yaml", "a.txt", "--ranks", "4", "--patience", "0"]).output().unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["calibrate", "m.yaml", "a.txt", "--ranks", "4", "--patience", "0"])
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--patience") && stderr.contains("from 1 to"), "{stderr}");
@@ -2496,7 +2499,10 @@ fn tenth_trial_the_command_lines_refusals_escape_what_they_quote() {
         let out = cmd().current_dir(&d).args(&args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(!stderr.chars().any(|c| allreduce_sim::scenario::units::is_unseen(c) && c != '\n'), "{args:?}: {stderr:?}");
+        assert!(
+            !stderr.chars().any(|c| allreduce_sim::scenario::units::is_unseen(c) && c != '\n'),
+            "{args:?}: {stderr:?}"
+        );
         assert!(stderr.contains("\\u{"), "{args:?}: {stderr}");
     }
     // Help is not an error, and keeps its status.
@@ -2510,7 +2516,8 @@ fn tenth_trial_the_command_lines_refusals_escape_what_they_quote() {
 #[test]
 fn tenth_trial_second_round_a_selector_takes_no_protocol_and_a_tags_newline_is_escaped() {
     for algos in ["[{ name: nccl_model, protocol: ll128 }]", "[auto, { name: auto, protocol: simple }]"] {
-        let (code, stdout, stderr) = eighth_run("tenth-selector-proto", &eighth_flat(algos, ""), &["validate", "s.yaml"]);
+        let (code, stdout, stderr) =
+            eighth_run("tenth-selector-proto", &eighth_flat(algos, ""), &["validate", "s.yaml"]);
         assert_eq!(code, Some(2), "{algos}: {stdout}{stderr}");
         assert!(stderr.contains("is a selector") && stderr.contains("s.yaml:4:"), "{algos}: {stderr}");
     }
