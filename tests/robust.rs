@@ -2526,3 +2526,21 @@ fn tenth_trial_second_round_a_selector_takes_no_protocol_and_a_tags_newline_is_e
     assert_eq!(code, Some(2), "{stdout}{stderr}");
     assert!(stderr.contains("sizes: the tag !x\\ny is not read"), "{stderr}");
 }
+
+/// Second round, fixed after the trial: an OSU log whose columns are tab-separated was
+/// refused as `a Size header without an Avg Latency(us) column`, which it has.
+#[test]
+fn tenth_trial_second_round_an_osu_log_with_tabs_is_read() {
+    let d = case_dir("tenth-osu-tabs");
+    std::fs::write(d.join("m.yaml"), eighth_flat("[ring]", "")).unwrap();
+    let log = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size\tAvg Latency(us)\n4\t10.0\n8\t10.5\n16\t11.0\n";
+    std::fs::write(d.join("a.txt"), log).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["calibrate", "m.yaml", "a.txt", "--ranks", "4", "--quiet", "--patience", "2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("without an `Avg Latency(us)` column"), "{stderr}");
+}
