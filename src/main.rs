@@ -217,8 +217,8 @@ struct CalibrateArgs {
     /// An NCCL setting for logs that do not print it (`--env NCCL_ALGO=Ring`; repeat).
     #[arg(long, value_name = "NCCL_NAME=VALUE")]
     env: Vec<String>,
-    /// The optimiser's budget: model evaluations per fitted value.
-    #[arg(long, allow_negative_numbers = true, value_name = "N")]
+    /// The optimiser's budget: model evaluations per fitted value (at least 1).
+    #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = patience_arg)]
     patience: Option<usize>,
     /// Where NCCL's model picks for logs that do not force it: at the fitted values
     /// (fitted, the default) or at the machine file's nominal ones (file).
@@ -394,11 +394,14 @@ struct BadInput(String);
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
+        Err(e) if !e.use_stderr() => {
             // --help and --version are not errors.
-            let code = if e.use_stderr() { 2 } else { 0 };
             let _ = e.print();
-            return ExitCode::from(code);
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprint!("{}", parse_error(e));
+            return ExitCode::from(2);
         }
     };
     match execute(cli) {
@@ -409,6 +412,21 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// clap's message for a command line it refuses, with what it quotes of the arguments
+/// escaped as every other message is (`unexpected argument '\u{202e}ring'`): clap prints an
+/// argument as given, so a right-to-left override turned the line around, and on a
+/// terminal an escape sequence reached it. The command is parsed again without styles, so
+/// the text holds no escape sequence but the user's own.
+fn parse_error(e: clap::Error) -> String {
+    use clap::{CommandFactory, builder::styling::Styles};
+    let plain = Cli::command().styles(Styles::plain()).color(clap::ColorChoice::Never).try_get_matches();
+    let text = match plain {
+        Err(p) if p.kind() == e.kind() => p.render().ansi().to_string(),
+        _ => e.render().to_string(),
+    };
+    allreduce_sim::scenario::units::escape_controls(&text).into_owned()
 }
 
 /// Writes to standard output. A reader that went away (`allreduce-sim list | head`) ends
@@ -469,6 +487,17 @@ fn nics_arg(v: &str) -> Result<u32, String> {
     match v.trim().parse::<u32>() {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err(format!("ports per rank must be a whole number from 1 to {}, not '{v}'", u32::MAX)),
+    }
+}
+
+/// `--patience`: at least one evaluation per fitted value (0 was read as 1 without a word).
+fn patience_arg(v: &str) -> Result<usize, String> {
+    match v.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "the optimiser's budget must be a whole number of model evaluations per fitted value from 1 to {}, not '{v}'",
+            usize::MAX
+        )),
     }
 }
 

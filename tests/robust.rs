@@ -2424,3 +2424,123 @@ fn ninth_trial_third_round_a_point_twice_in_a_baseline_is_named_so() {
     assert!(stderr.contains("the baseline holds this point 2 times, this run 1"), "{stderr}");
     assert!(!stderr.contains("missing from this run (in the baseline)"), "{stderr}");
 }
+
+/// A tag the scenario does not read was named by the text before its value: a block
+/// list's item, an anchor between key and tag, a nested list, or a verbatim tag named no
+/// key; and a `%TAG` directive that gives `!!` another meaning made `!!int` "not read"
+/// beside "allowed tags: ... !!int". The key now comes from the parser's structure, and
+/// the tag is shown as the parser resolved it (a percent-escaped character decoded).
+#[test]
+fn tenth_trial_an_unread_tag_names_its_key_and_what_it_resolved_to() {
+    for (from, to, want) in [
+        ("sizes: [4KiB]", "sizes:\n  - 4KiB\n  - !!python/name:os.system 1", "sizes: the tag !!python/name:os.system"),
+        ("sizes: [4KiB]", "sizes: [&s !!set 4096]", "sizes: the tag !!set"),
+        ("sizes: [4KiB]", "sizes: !<tag:yaml.org,2002:set> [4KiB]", "sizes: the tag !<tag:yaml.org,2002:set>"),
+        ("sizes: [4KiB]", "sizes: [[!!omap 1]]", "sizes: the tag !!omap"),
+        ("sizes: [4KiB]", "sizes: [!!in%E2%80%8Bt 4096]", "sizes: the tag !!in\\u{200b}t"),
+    ] {
+        let text = eighth_flat("[ring]", "").replace(from, to);
+        let (code, stdout, stderr) = eighth_run("tenth-tag-key", &text, &["validate", "s.yaml"]);
+        assert_eq!(code, Some(2), "{to}: {stdout}{stderr}");
+        assert!(stderr.contains(want), "{to}: {stderr}");
+    }
+    let text = format!("%TAG !! tag:example.com,2000:\n---\n{}", eighth_flat("[ring]", "seed: !!int 3\n"));
+    let (code, stdout, stderr) = eighth_run("tenth-tag-directive", &text, &["validate", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("seed: the tag !<tag:example.com,2000:int> is not read"), "{stderr}");
+}
+
+/// `protocol: simple` is what an entry without a protocol runs with, yet `nccl_ring` beside
+/// `{ name: nccl_ring, protocol: simple }` (or `ring` beside `ring` with Simple) ran as two
+/// rows of one time, both marked best.
+#[test]
+fn tenth_trial_an_entrys_simple_protocol_is_its_default() {
+    for algos in ["[nccl_ring, { name: nccl_ring, protocol: simple }]", "[{ name: ring, protocol: simple }, ring]"] {
+        let (code, stdout, stderr) = eighth_run("tenth-simple", &eighth_flat(algos, ""), &["validate", "s.yaml"]);
+        assert_eq!(code, Some(2), "{algos}: {stdout}{stderr}");
+        assert!(stderr.contains("as an entry above does"), "{algos}: {stderr}");
+    }
+    // Another protocol is another run.
+    let algos = "[nccl_ring, { name: nccl_ring, protocol: ll }]";
+    let (code, stdout, stderr) = eighth_run("tenth-simple-ll", &eighth_flat(algos, ""), &["validate", "s.yaml"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+}
+
+/// `calibrate --patience 0` was read as 1 without a word.
+#[test]
+fn tenth_trial_a_patience_of_zero_is_refused() {
+    let d = case_dir("tenth-patience");
+    std::fs::write(d.join("m.yaml"), eighth_flat("[ring]", "")).unwrap();
+    std::fs::write(d.join("a.txt"), "# Size       Avg Latency(us)\n4 10.0\n8 10.5\n").unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["calibrate", "m.yaml", "a.txt", "--ranks", "4", "--patience", "0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--patience") && stderr.contains("from 1 to"), "{stderr}");
+}
+
+/// clap's own refusals quoted an argument as given: `list '\u{202e}ring'` printed the
+/// right-to-left override raw (`unexpected argument '<U+202E>ring' found`), and on a terminal an
+/// escape sequence in a flag's value reached it; every other message escapes them.
+#[test]
+fn tenth_trial_the_command_lines_refusals_escape_what_they_quote() {
+    let d = case_dir("tenth-clap");
+    std::fs::write(d.join("s.yaml"), eighth_flat("[ring]", "")).unwrap();
+    for args in [
+        vec!["list", "\u{202e}ring"],
+        vec!["run", "s.yaml", "--ranks", "\u{200b}4"],
+        vec!["run", "s.yaml", "--seed", "\u{1b}[2J"],
+        vec!["\u{1b}]0;x\u{7}run"],
+        vec!["run", "s.yaml", "--format", "\u{2066}json"],
+    ] {
+        let out = cmd().current_dir(&d).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            !stderr.chars().any(|c| allreduce_sim::scenario::units::is_unseen(c) && c != '\n'),
+            "{args:?}: {stderr:?}"
+        );
+        assert!(stderr.contains("\\u{"), "{args:?}: {stderr}");
+    }
+    // Help is not an error, and keeps its status.
+    let out = cmd().args(["list", "--help"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
+
+/// Second round. `protocol:` on a selector's entry was dropped without a word (`{ name:
+/// nccl_model, protocol: ll128 }` ran what NCCL picks, LL), and beside the bare selector
+/// made two rows of one label and one time; a tag's decoded `%0A` broke its message's line.
+#[test]
+fn tenth_trial_second_round_a_selector_takes_no_protocol_and_a_tags_newline_is_escaped() {
+    for algos in ["[{ name: nccl_model, protocol: ll128 }]", "[auto, { name: auto, protocol: simple }]"] {
+        let (code, stdout, stderr) =
+            eighth_run("tenth-selector-proto", &eighth_flat(algos, ""), &["validate", "s.yaml"]);
+        assert_eq!(code, Some(2), "{algos}: {stdout}{stderr}");
+        assert!(stderr.contains("is a selector") && stderr.contains("s.yaml:4:"), "{algos}: {stderr}");
+    }
+    let text = eighth_flat("[ring]", "").replace("sizes: [4KiB]", "sizes: [!x%0Ay 4096]");
+    let (code, stdout, stderr) = eighth_run("tenth-tag-newline", &text, &["validate", "s.yaml"]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("sizes: the tag !x\\ny is not read"), "{stderr}");
+}
+
+/// Second round, fixed after the trial: an OSU log whose columns are tab-separated was
+/// refused as `a Size header without an Avg Latency(us) column`, which it has.
+#[test]
+fn tenth_trial_second_round_an_osu_log_with_tabs_is_read() {
+    let d = case_dir("tenth-osu-tabs");
+    std::fs::write(d.join("m.yaml"), eighth_flat("[ring]", "")).unwrap();
+    let log = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size\tAvg Latency(us)\n4\t10.0\n8\t10.5\n16\t11.0\n";
+    std::fs::write(d.join("a.txt"), log).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["calibrate", "m.yaml", "a.txt", "--ranks", "4", "--quiet", "--patience", "2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("without an `Avg Latency(us)` column"), "{stderr}");
+}

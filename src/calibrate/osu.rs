@@ -44,7 +44,10 @@ pub fn parse(text: &str, file: &str, ranks: Option<usize>) -> Result<Run, LogErr
                 dtype = Some(d.trim().trim_end_matches('.').to_string());
             } else if c.starts_with("Size") {
                 // `Size  Avg Latency(us) [Min Latency(us) Max Latency(us) Iterations]`.
-                let cols: Vec<&str> = c.split("  ").map(str::trim).filter(|s| !s.is_empty()).collect();
+                // Columns are two or more spaces apart, or a tab (a log passed through a
+                // spreadsheet); the rows are read by any whitespace.
+                let cols: Vec<&str> =
+                    c.split('\t').flat_map(|p| p.split("  ")).map(str::trim).filter(|s| !s.is_empty()).collect();
                 time_col = cols.iter().position(|s| s.starts_with("Avg Latency"));
                 min_col = cols.iter().position(|s| s.starts_with("Min Latency"));
                 max_col = cols.iter().position(|s| s.starts_with("Max Latency"));

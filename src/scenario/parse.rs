@@ -642,28 +642,88 @@ pub fn parse_str(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
 fn unread_tags(src: &Src<'_>) -> Result<(), ScenarioError> {
     use granit_parser::{Event, Parser};
     const CORE: &str = "tag:yaml.org,2002:";
+    let mut open: Vec<Open> = Vec::new();
     for item in Parser::new_from_str(src.text) {
         let Ok((event, span)) = item else { return Ok(()) };
         let (tag, read): (_, &[&str]) = match &event {
-            Event::Scalar(_, _, _, Some(t)) => (t, &["str", "int", "float", "bool", "null"]),
-            Event::SequenceStart(_, _, Some(t)) => (t, &["seq"]),
-            Event::MappingStart(_, _, Some(t)) => (t, &["map"]),
+            Event::Scalar(_, _, _, t) => (t, &["str", "int", "float", "bool", "null"]),
+            Event::SequenceStart(_, _, t) => (t, &["seq"]),
+            Event::MappingStart(_, _, t) => (t, &["map"]),
+            Event::Alias(_) => (&None, &[]),
+            Event::SequenceEnd | Event::MappingEnd => {
+                open.pop();
+                node_done(&mut open, None);
+                continue;
+            }
             _ => continue,
         };
-        // `!!int` and its verbatim spelling `!<tag:yaml.org,2002:int>` are one tag.
-        let full = format!("{}{}", tag.handle(), tag.suffix());
-        if full.strip_prefix(CORE).is_some_and(|s| read.contains(&s)) {
-            continue;
+        if let Some(tag) = tag {
+            // `!!int` and its verbatim spelling `!<tag:yaml.org,2002:int>` are one tag.
+            let full = format!("{}{}", tag.handle(), tag.suffix());
+            if !full.strip_prefix(CORE).is_some_and(|s| read.contains(&s)) {
+                // The tag as the parser resolved it, not as the text spells it: a `%TAG`
+                // directive may give `!!int` another meaning, and `%E2%80%8B` in a tag is a
+                // zero-width space, which the message shows escaped.
+                let shown = match tag.handle() {
+                    CORE => format!("!!{}", tag.suffix()),
+                    "!" => format!("!{}", tag.suffix()),
+                    h => format!("!<{h}{}>", tag.suffix()),
+                };
+                // A decoded `%0A` would break the message's line; the other characters
+                // that cannot be seen are escaped where every message is printed.
+                let mut line = String::with_capacity(shown.len());
+                for c in shown.chars() {
+                    if c == '\n' || c == '\t' {
+                        line.extend(c.escape_default());
+                    } else {
+                        line.push(c);
+                    }
+                }
+                let shown = line;
+                // The key the node is the value of, from the parser's own structure rather
+                // than the text before it (a block list's item, an anchor between key and tag).
+                let key = open.iter().rev().find_map(|o| match o {
+                    Open::Map { at_key: false, key } => Some(key.clone()),
+                    _ => None,
+                });
+                let what = format!(
+                    "the tag {shown} is not read; write the value without a tag (allowed tags: !!str, !!int, \
+                     !!float, !!bool, !!null)"
+                );
+                let message = match key.flatten().filter(|k| !k.is_empty()) {
+                    Some(k) => format!("{k}: {what}"),
+                    None => what,
+                };
+                let (line, col) = (span.start.line() as u64, span.start.col() as u64 + 1);
+                return Err(src.err_at(line, col, message));
+            }
         }
-        let shown = match tag.handle() {
-            CORE => format!("!!{}", tag.suffix()),
-            "!" => format!("!{}", tag.suffix()),
-            h => format!("!<{h}{}>", tag.suffix()),
-        };
-        let (line, col) = (span.start.line() as u64, span.start.col() as u64 + 1);
-        return Err(src.err_at(line, col, src.tag_message_at(line, col, Some(shown))));
+        match event {
+            Event::SequenceStart(..) => open.push(Open::Seq),
+            Event::MappingStart(..) => open.push(Open::Map { at_key: true, key: None }),
+            Event::Scalar(value, ..) => node_done(&mut open, Some(value.into_owned())),
+            _ => node_done(&mut open, None),
+        }
     }
     Ok(())
+}
+
+/// A collection [`unread_tags`] is inside: a mapping remembers the key whose value is
+/// being read, to name it.
+enum Open {
+    Seq,
+    Map { at_key: bool, key: Option<String> },
+}
+
+/// A node of the innermost open collection has been read: in a mapping, a key (`name`,
+/// when a scalar) makes the next node its value, and a value makes the next node a key.
+fn node_done(open: &mut [Open], name: Option<String>) {
+    if let Some(Open::Map { at_key, key }) = open.last_mut() {
+        if *at_key {
+            *key = name;
+        }
+        *at_key = !*at_key;
+    }
 }
 
 /// The largest scenario file read, bytes (16 MiB): a scenario is a few lines of YAML.
@@ -900,7 +960,8 @@ fn canonical(params: &[(String, ParamValue)]) -> Vec<(String, String)> {
 
 /// Check one `algorithms:` entry and build it once.
 /// `collective` is the scenario's, which an entry's own `collective:` replaces.
-/// With the spec, the label of its rows where it is an algorithm (`None` for a selector).
+/// With the spec, the label of what it runs where it is an algorithm (`None` for a selector): its
+/// rows' label, less an entry's `protocol: simple`, the default it is.
 fn algo_entry(
     src: &Src,
     entry: Spanned<RawAlgo>,
@@ -976,6 +1037,20 @@ fn algo_entry(
             ),
         ));
     }
+    // A selector runs what it picks, each with the protocol of the pick: an entry's own
+    // protocol was dropped without a word (`{ name: nccl_model, protocol: ll128 }` ran LL).
+    if let Some((_, at)) = protocol
+        && crate::selectors::is_selector(&name)
+    {
+        return Err(src.err(
+            &at,
+            format!(
+                "algorithms: protocol: '{name}' is a selector: it runs the algorithm it picks with that \
+                 algorithm's own protocol, and takes none; give protocol: on an algorithm's entry \
+                 ({{ name: nccl_ring, protocol: ll }})"
+            ),
+        ));
+    }
     let protocol = protocol.map(|(p, _)| p);
     let label = crate::selectors::check(collective, &name, &params);
     if let Err(e) = &label {
@@ -993,7 +1068,11 @@ fn algo_entry(
         };
         return Err(src.err(&loc, msg));
     }
-    let label = label.ok().flatten().map(|l| ProtocolChoice::label(l, protocol));
+    // What the entry runs: `protocol: simple` is the protocol an entry without one runs
+    // with (`nccl_ring` and `{ name: nccl_ring, protocol: simple }` are one run), though
+    // its rows' label names it.
+    let simple = Some(ProtocolChoice::Fixed(crate::topology::Proto::Simple));
+    let label = label.ok().flatten().map(|l| ProtocolChoice::label(l, protocol.filter(|_| protocol != simple)));
     Ok((AlgoSpec { name, collective, params, location: src.place(&at), protocol }, label))
 }
 
