@@ -192,7 +192,9 @@ fn malformed_logs_name_the_line() {
 #[test]
 fn osu_allreduce() {
     let log = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size       Avg Latency(us)\n4                       1.85\n8                       1.83\n1048576               412.50\n";
-    let r = osu::parse(log, "osu.txt", Some(64)).unwrap();
+    let runs = osu::parse(log, "osu.txt", Some(64)).unwrap();
+    assert_eq!(runs.len(), 1);
+    let r = &runs[0];
     assert_eq!(r.bench, Bench::Osu);
     assert_eq!(r.collective, Collective::Allreduce);
     assert_eq!(r.ranks, Some(64));
@@ -202,7 +204,7 @@ fn osu_allreduce() {
     let e = osu::parse(log, "osu.txt", None).unwrap_err().to_string();
     assert!(e.contains("give --ranks N"), "{e}");
     let full = "# OSU MPI Allreduce Latency Test v5.6\n# Size       Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations\n4                       1.85              1.50              2.10        1000\n";
-    assert!((osu::parse(full, "o", Some(2)).unwrap().samples[0].time_s - 1.85e-6).abs() < 1e-15);
+    assert!((osu::parse(full, "o", Some(2)).unwrap()[0].samples[0].time_s - 1.85e-6).abs() < 1e-15);
     let bad = "# OSU MPI Allreduce Latency Test v7.3\n# Size       Avg Latency(us)\n4   x\n";
     let e = osu::parse(bad, "o.txt", Some(2)).unwrap_err().to_string();
     assert!(e.starts_with("o.txt:3: expected a positive average latency"), "{e}");

@@ -2544,3 +2544,56 @@ fn tenth_trial_second_round_an_osu_log_with_tabs_is_read() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("without an `Avg Latency(us)` column"), "{stderr}");
 }
+
+/// Left by the tenth trial, fixed after it: two OSU runs of different types in one file
+/// read every row with the last `# Datatype` line (`o.txt:4: a size of 4 bytes is not a
+/// whole number of 8-byte f64 elements`, line 4 a float row). Each run keeps its own type;
+/// two runs of one type in a row are still one run (repeated rows), and a title printed
+/// twice before any row is one run.
+#[test]
+fn tenth_trial_leftover_osu_runs_of_two_types_are_two_runs() {
+    use allreduce_sim::calibrate::osu;
+    let float = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size       Avg Latency(us)\n4   10.0\n8   10.5\n";
+    let double = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_DOUBLE.\n# Size       Avg Latency(us)\n8   10.6\n16  11.0\n";
+    let runs = osu::parse(&format!("{float}{double}"), "o.txt", Some(4)).unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!((runs[0].dtype.as_deref(), runs[0].samples.len()), (Some("float"), 2));
+    assert_eq!((runs[1].dtype.as_deref(), runs[1].samples.len(), runs[1].samples[0].line), (Some("double"), 2, 9));
+    assert_eq!(osu::parse(&format!("{float}{float}"), "o.txt", Some(4)).unwrap().len(), 1);
+    let twice = format!("# OSU MPI Allreduce Latency Test v7.3\n{float}");
+    assert_eq!(osu::parse(&twice, "o.txt", Some(4)).unwrap()[0].samples.len(), 2);
+    // End to end: the file calibrates (it was refused at line 4).
+    let d = case_dir("tenth-osu-two-types");
+    std::fs::write(d.join("m.yaml"), eighth_flat("[ring]", "")).unwrap();
+    std::fs::write(d.join("a.txt"), format!("{float}{double}")).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["calibrate", "m.yaml", "a.txt", "--ranks", "4", "--quiet", "--patience", "2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
+
+/// Left by the tenth trial, fixed after it: an OSU log with a launcher's prefix on every
+/// line (`[1,0]<stdout>:`, as `mpirun --tag-output` writes) was not taken for OSU and was
+/// refused as having `no nccl-tests data rows`; nccl-tests logs were read through it.
+#[test]
+fn tenth_trial_leftover_an_osu_log_with_a_launcher_prefix_is_read() {
+    use allreduce_sim::calibrate::osu;
+    let log = "[1,0]<stdout>:# OSU MPI Allreduce Latency Test v7.3\n[1,0]<stdout>:# Datatype: MPI_FLOAT.\n[1,0]<stdout>:# Size       Avg Latency(us)\n[1,0]<stdout>:4   10.0\n[1,0]<stdout>:8   10.5\n[1,0]<stdout>:16  11.0\n";
+    assert!(osu::is_osu(log));
+    let runs = osu::parse(log, "o.txt", Some(4)).unwrap();
+    assert_eq!(runs[0].samples.len(), 3);
+    let d = case_dir("tenth-osu-prefix");
+    std::fs::write(d.join("m.yaml"), eighth_flat("[ring]", "")).unwrap();
+    std::fs::write(d.join("a.txt"), log).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["calibrate", "m.yaml", "a.txt", "--ranks", "4", "--quiet", "--patience", "2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("no nccl-tests data rows"), "{stderr}");
+}

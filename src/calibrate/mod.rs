@@ -91,7 +91,7 @@ pub fn read_log(path: &Path, opts: &Options) -> Result<Vec<Run>, LogError> {
     // matter are ASCII.
     let text = String::from_utf8_lossy(text.strip_prefix(&[0xef, 0xbb, 0xbf][..]).unwrap_or(&text));
     let mut runs =
-        if osu::is_osu(&text) { vec![osu::parse(&text, &file, opts.ranks)?] } else { nccl_tests::parse(&text, &file)? };
+        if osu::is_osu(&text) { osu::parse(&text, &file, opts.ranks)? } else { nccl_tests::parse(&text, &file)? };
     for r in &mut runs {
         if r.ranks.is_none() {
             r.ranks = opts.ranks;

@@ -150,7 +150,7 @@ fn type_bytes(t: &str) -> Option<u64> {
 }
 
 /// Strip a launcher's rank prefix (`0: `, `[1,0]<stdout>:`) and trailing blanks.
-fn strip_prefix(line: &str) -> &str {
+pub(super) fn strip_prefix(line: &str) -> &str {
     let t = line.trim_end();
     let s = t.trim_start();
     let digits = s.bytes().take_while(u8::is_ascii_digit).count();

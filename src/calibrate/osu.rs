@@ -14,15 +14,54 @@
 use std::collections::BTreeMap;
 
 use super::log::{Bench, LogError, Run, Sample};
+use super::nccl_tests::strip_prefix;
 use crate::collective::Collective;
 
-/// Whether `text` looks like OSU output (its title line).
+/// Whether `text` looks like OSU output (its title line, a launcher's rank prefix
+/// such as `[1,0]<stdout>:` aside).
 pub fn is_osu(text: &str) -> bool {
-    text.lines().take(50).any(|l| l.trim_start().starts_with("# OSU MPI") || l.contains("OSU MPI-"))
+    text.lines().take(50).any(|l| is_title(strip_prefix(l)) || l.contains("OSU MPI-"))
+}
+
+fn is_title(line: &str) -> bool {
+    line.trim_start().strip_prefix('#').is_some_and(|c| c.trim_start().starts_with("OSU MPI"))
 }
 
 /// Read an `osu_allreduce` log of `ranks` ranks (`None` when the user did not say).
-pub fn parse(text: &str, file: &str, ranks: Option<usize>) -> Result<Run, LogError> {
+///
+/// A file of several runs (each from its `# OSU MPI ... Test` title) gives a run per
+/// data type: runs of one type in a row are read as one, their rows repeated
+/// measurements, as nccl-tests' are; a run of another type is a run of its own, so each
+/// row is checked against its own `# Datatype` line.
+pub fn parse(text: &str, file: &str, ranks: Option<usize>) -> Result<Vec<Run>, LogError> {
+    let lines: Vec<&str> = text.lines().collect();
+    // A title starts a run once rows have been read since the last start: lines before
+    // the first title (a launcher's banner) and a title printed twice stay in one run.
+    let mut starts = vec![0];
+    let mut rows = false;
+    for (i, l) in lines.iter().enumerate() {
+        let l = strip_prefix(l).trim();
+        if is_title(l) && rows {
+            starts.push(i);
+            rows = false;
+        } else if l.split_whitespace().next().is_some_and(|w| w.parse::<u64>().is_ok()) {
+            rows = true;
+        }
+    }
+    let mut runs: Vec<Run> = Vec::new();
+    for (k, &from) in starts.iter().enumerate() {
+        let to = starts.get(k + 1).copied().unwrap_or(lines.len());
+        let run = parse_run(&lines[from..to], from, file, ranks)?;
+        match runs.last_mut() {
+            Some(last) if last.dtype == run.dtype => last.samples.extend(run.samples),
+            _ => runs.push(run),
+        }
+    }
+    Ok(runs)
+}
+
+/// Read one run: `lines` from the file's line `offset + 1` on.
+fn parse_run(lines: &[&str], offset: usize, file: &str, ranks: Option<usize>) -> Result<Run, LogError> {
     let mut samples = Vec::new();
     let mut time_col: Option<usize> = None;
     // With `-f`: the columns of the minimum, the maximum and the iterations.
@@ -30,9 +69,9 @@ pub fn parse(text: &str, file: &str, ranks: Option<usize>) -> Result<Run, LogErr
     let mut header_line = 0;
     let mut title: Option<(usize, String)> = None;
     let mut dtype = None;
-    for (i, raw) in text.lines().enumerate() {
-        let n = i + 1;
-        let line = raw.trim();
+    for (i, raw) in lines.iter().enumerate() {
+        let n = offset + i + 1;
+        let line = strip_prefix(raw).trim();
         if line.is_empty() {
             continue;
         }
