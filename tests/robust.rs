@@ -2527,21 +2527,27 @@ fn tenth_trial_second_round_a_selector_takes_no_protocol_and_a_tags_newline_is_e
     assert!(stderr.contains("sizes: the tag !x\\ny is not read"), "{stderr}");
 }
 
-/// Second round, fixed after the trial: an OSU log whose columns are tab-separated was
-/// refused as `a Size header without an Avg Latency(us) column`, which it has.
-#[test]
-fn tenth_trial_second_round_an_osu_log_with_tabs_is_read() {
-    let d = case_dir("tenth-osu-tabs");
+/// `calibrate` of `log` (as `a.txt`, 4 ranks) on a flat 4-rank machine in a case
+/// directory of its own: the exit status and standard error.
+fn calibrate_a_log(case: &str, log: &str) -> (Option<i32>, String) {
+    let d = case_dir(case);
     std::fs::write(d.join("m.yaml"), eighth_flat("[ring]", "")).unwrap();
-    let log = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size\tAvg Latency(us)\n4\t10.0\n8\t10.5\n16\t11.0\n";
     std::fs::write(d.join("a.txt"), log).unwrap();
     let out = cmd()
         .current_dir(&d)
         .args(["calibrate", "m.yaml", "a.txt", "--ranks", "4", "--quiet", "--patience", "2"])
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// Second round, fixed after the trial: an OSU log whose columns are tab-separated was
+/// refused as `a Size header without an Avg Latency(us) column`, which it has.
+#[test]
+fn tenth_trial_second_round_an_osu_log_with_tabs_is_read() {
+    let log = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size\tAvg Latency(us)\n4\t10.0\n8\t10.5\n16\t11.0\n";
+    let (code, stderr) = calibrate_a_log("tenth-osu-tabs", log);
+    assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains("without an `Avg Latency(us)` column"), "{stderr}");
 }
 
@@ -2563,16 +2569,8 @@ fn tenth_trial_leftover_osu_runs_of_two_types_are_two_runs() {
     let twice = format!("# OSU MPI Allreduce Latency Test v7.3\n{float}");
     assert_eq!(osu::parse(&twice, "o.txt", Some(4)).unwrap()[0].samples.len(), 2);
     // End to end: the file calibrates (it was refused at line 4).
-    let d = case_dir("tenth-osu-two-types");
-    std::fs::write(d.join("m.yaml"), eighth_flat("[ring]", "")).unwrap();
-    std::fs::write(d.join("a.txt"), format!("{float}{double}")).unwrap();
-    let out = cmd()
-        .current_dir(&d)
-        .args(["calibrate", "m.yaml", "a.txt", "--ranks", "4", "--quiet", "--patience", "2"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (code, stderr) = calibrate_a_log("tenth-osu-two-types", &format!("{float}{double}"));
+    assert_eq!(code, Some(0), "{stderr}");
 }
 
 /// Left by the tenth trial, fixed after it: an OSU log with a launcher's prefix on every
@@ -2585,15 +2583,7 @@ fn tenth_trial_leftover_an_osu_log_with_a_launcher_prefix_is_read() {
     assert!(osu::is_osu(log));
     let runs = osu::parse(log, "o.txt", Some(4)).unwrap();
     assert_eq!(runs[0].samples.len(), 3);
-    let d = case_dir("tenth-osu-prefix");
-    std::fs::write(d.join("m.yaml"), eighth_flat("[ring]", "")).unwrap();
-    std::fs::write(d.join("a.txt"), log).unwrap();
-    let out = cmd()
-        .current_dir(&d)
-        .args(["calibrate", "m.yaml", "a.txt", "--ranks", "4", "--quiet", "--patience", "2"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let (code, stderr) = calibrate_a_log("tenth-osu-prefix", log);
+    assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains("no nccl-tests data rows"), "{stderr}");
 }
