@@ -238,15 +238,10 @@ impl Src<'_> {
         self.err(&loc, message)
     }
 
-    /// A tag the scenario does not read (`!!timestamp`, `!Ref`), with the key it is on.
+    /// A tag the scenario does not read (`!!timestamp`, `!Ref`), with the key it is on,
+    /// both read from the text before the node at `loc`.
     fn tag_message(&self, loc: &Location) -> String {
         let (line, col) = line_col(loc).unwrap_or((0, 0));
-        self.tag_message_at(line, col, None)
-    }
-
-    /// [`Self::tag_message`] for the node starting at `line`, `col` (1-based; 0 when unknown),
-    /// with the tag as the parser resolved it where the text before the node does not show it.
-    fn tag_message_at(&self, line: u64, col: u64, resolved: Option<String>) -> String {
         let before: String = (line >= 1)
             .then(|| {
                 let text = self.text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
@@ -262,7 +257,6 @@ impl Src<'_> {
             tag = Some(rest[k..].to_string());
             rest = rest[..k].trim_end();
         }
-        let tag = tag.or(resolved);
         // A later item of a flow list on one line (`sizes: [4KiB, !!timestamp ...]`) is under
         // the key before the list's own bracket, which was not named.
         if let Some(items) = rest.strip_suffix(',') {
@@ -290,10 +284,9 @@ impl Src<'_> {
             Some(t) => format!("the tag {t} is not read"),
             None => "this tag is not read".to_string(),
         };
-        let allowed = "write the value without a tag (allowed tags: !!str, !!int, !!float, !!bool, !!null)";
         match key.filter(|k| !k.is_empty()) {
-            Some(k) => format!("{k}: {what}; {allowed}"),
-            None => format!("{what}; {allowed}"),
+            Some(k) => format!("{k}: {what}; {TAGS_READ}"),
+            None => format!("{what}; {TAGS_READ}"),
         }
     }
 }
@@ -671,25 +664,14 @@ fn unread_tags(src: &Src<'_>) -> Result<(), ScenarioError> {
                 };
                 // A decoded `%0A` would break the message's line; the other characters
                 // that cannot be seen are escaped where every message is printed.
-                let mut line = String::with_capacity(shown.len());
-                for c in shown.chars() {
-                    if c == '\n' || c == '\t' {
-                        line.extend(c.escape_default());
-                    } else {
-                        line.push(c);
-                    }
-                }
-                let shown = line;
+                let shown = shown.replace('\n', "\\n").replace('\t', "\\t");
                 // The key the node is the value of, from the parser's own structure rather
                 // than the text before it (a block list's item, an anchor between key and tag).
                 let key = open.iter().rev().find_map(|o| match o {
                     Open::Map { at_key: false, key } => Some(key.clone()),
                     _ => None,
                 });
-                let what = format!(
-                    "the tag {shown} is not read; write the value without a tag (allowed tags: !!str, !!int, \
-                     !!float, !!bool, !!null)"
-                );
+                let what = format!("the tag {shown} is not read; {TAGS_READ}");
                 let message = match key.flatten().filter(|k| !k.is_empty()) {
                     Some(k) => format!("{k}: {what}"),
                     None => what,
@@ -707,6 +689,9 @@ fn unread_tags(src: &Src<'_>) -> Result<(), ScenarioError> {
     }
     Ok(())
 }
+
+/// What a refused tag's message says is allowed.
+const TAGS_READ: &str = "write the value without a tag (allowed tags: !!str, !!int, !!float, !!bool, !!null)";
 
 /// A collection [`unread_tags`] is inside: a mapping remembers the key whose value is
 /// being read, to name it.
@@ -1285,9 +1270,8 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
                 a.collective == spec.collective
                     && match (mine, theirs) {
                         (Runs::Algorithm(x), Some(Runs::Algorithm(y))) => x == y,
-                        (Runs::Selector(x), Some(Runs::Selector(y))) => {
-                            a.name == spec.name && a.protocol == spec.protocol && x.same_run(y)
-                        }
+                        // A selector takes no `protocol:` (refused in `algo_entry`).
+                        (Runs::Selector(x), Some(Runs::Selector(y))) => a.name == spec.name && x.same_run(y),
                         _ => false,
                     }
             })
