@@ -214,7 +214,7 @@ struct CalibrateArgs {
     /// GPUs per node, for logs that do not list their devices' hosts.
     #[arg(long, allow_negative_numbers = true, value_name = "G")]
     gpus_per_node: Option<usize>,
-    /// An NCCL setting for logs that do not print it (`--env NCCL_ALGO=Ring`; repeat).
+    /// NCCL_ALGO or NCCL_PROTO for logs that do not print it (`--env NCCL_ALGO=Ring`; repeat); other names are refused.
     #[arg(long, value_name = "NCCL_NAME=VALUE")]
     env: Vec<String>,
     /// The optimiser's budget: model evaluations per fitted value (at least 1).

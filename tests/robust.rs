@@ -2530,12 +2530,18 @@ fn tenth_trial_second_round_a_selector_takes_no_protocol_and_a_tags_newline_is_e
 /// `calibrate` of `log` (as `a.txt`, 4 ranks) on a flat 4-rank machine in a case
 /// directory of its own: the exit status and standard error.
 fn calibrate_a_log(case: &str, log: &str) -> (Option<i32>, String) {
+    calibrate_a_log_with(case, log, &[])
+}
+
+/// [`calibrate_a_log`] with `extra` flags.
+fn calibrate_a_log_with(case: &str, log: &str, extra: &[&str]) -> (Option<i32>, String) {
     let d = case_dir(case);
     std::fs::write(d.join("m.yaml"), eighth_flat("[ring]", "")).unwrap();
     std::fs::write(d.join("a.txt"), log).unwrap();
     let out = cmd()
         .current_dir(&d)
         .args(["calibrate", "m.yaml", "a.txt", "--ranks", "4", "--quiet", "--patience", "2"])
+        .args(extra)
         .output()
         .unwrap();
     (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
@@ -2588,6 +2594,149 @@ fn tenth_trial_leftover_an_osu_log_with_a_launcher_prefix_is_read() {
     assert!(!stderr.contains("no nccl-tests data rows"), "{stderr}");
 }
 
+/// The OSU run of the eleventh trial's reproductions: a title, `datatype` and `header`.
+fn eleventh_osu(datatype: &str, header: &str) -> String {
+    format!(
+        "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: {datatype}.\n# Size       {header}\n4    10.00\n8    10.50\n16   11.00\n"
+    )
+}
+
+/// Left by the eleventh trial, fixed after it: an OSU `# Datatype` the reader does not
+/// know (`MPI_LONG_DOUBLE`, a type with U+202E in it) was read as float without a word.
+/// It is refused at its line, named (escaped) with the types read; the types OSU prints
+/// for its `-T` (and MPI_DOUBLE, MPI_SIGNED_CHAR for a char reduction) are read.
+#[test]
+fn eleventh_trial_an_unknown_osu_datatype_is_refused_at_its_line() {
+    use allreduce_sim::calibrate::osu;
+    let (code, stderr) =
+        calibrate_a_log("eleventh-osu-long-double", &eleventh_osu("MPI_LONG_DOUBLE", "Avg Latency(us)"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("a.txt:2: the data type 'MPI_LONG_DOUBLE' is not read"), "{stderr}");
+    assert!(stderr.contains("MPI_CHAR") && stderr.contains("MPI_FLOAT") && stderr.contains("MPI_DOUBLE"), "{stderr}");
+    let (code, stderr) =
+        calibrate_a_log("eleventh-osu-override", &eleventh_osu("MPI_\u{202e}FLOAT", "Avg Latency(us)"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("a.txt:2: the data type 'MPI_\\u{202e}FLOAT' is not read"), "{stderr}");
+    assert!(!stderr.contains('\u{202e}'), "{stderr}");
+    for (name, ty) in [
+        ("MPI_FLOAT", "float"),
+        ("mpi_float", "float"),
+        ("MPI_DOUBLE", "double"),
+        ("MPI_CHAR", "int8"),
+        ("MPI_SIGNED_CHAR", "int8"),
+        ("MPI_INT", "int32"),
+    ] {
+        let runs = osu::parse(&eleventh_osu(name, "Avg Latency(us)"), "o.txt", Some(4))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(runs[0].dtype.as_deref(), Some(ty), "{name}");
+    }
+}
+
+/// Left by the eleventh trial, fixed after it: `Avg Latency(ms)` was found by its prefix
+/// and read as microseconds, every point 1000 times off. OSU prints microseconds only, so
+/// another unit is refused at the header's line.
+#[test]
+fn eleventh_trial_an_osu_latency_in_another_unit_is_refused() {
+    for (case, header) in [
+        ("ms", "Avg Latency(ms)"),
+        ("s", "Avg Latency(s)"),
+        ("min-ms", "Avg Latency(us)   Min Latency(ms)   Max Latency(us)  Iterations"),
+    ] {
+        let (code, stderr) = calibrate_a_log(&format!("eleventh-osu-unit-{case}"), &eleventh_osu("MPI_FLOAT", header));
+        assert_eq!(code, Some(2), "{header}: {stderr}");
+        assert!(stderr.contains("a.txt:3: the column '"), "{header}: {stderr}");
+        assert!(stderr.contains("only `Avg Latency(us)` is read"), "{header}: {stderr}");
+    }
+    let (code, stderr) = calibrate_a_log("eleventh-osu-unit-us", &eleventh_osu("MPI_FLOAT", "Avg Latency(us)"));
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// Left by the eleventh trial, fixed after it: a `# Datatype` line after rows with no
+/// title before it (OSU 7's `-T` of several types prints one title, then each type's
+/// `# Datatype`, header and rows) gave its type to the rows above it: `c.txt:4: a size of
+/// 4 bytes is not a whole number of 8-byte f64 elements`. It starts a run of its own,
+/// under the title above it.
+#[test]
+fn eleventh_trial_an_osu_datatype_after_rows_starts_a_run() {
+    use allreduce_sim::calibrate::osu;
+    let log = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size       Avg Latency(us)\n4    10.00\n8    10.50\n# Datatype: MPI_DOUBLE.\n# Size       Avg Latency(us)\n8    10.00\n16   10.50\n";
+    let runs = osu::parse(log, "c.txt", Some(4)).unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!((runs[0].dtype.as_deref(), runs[0].samples.len(), runs[0].line), (Some("float"), 2, 1));
+    assert_eq!((runs[1].dtype.as_deref(), runs[1].samples.len(), runs[1].line), (Some("double"), 2, 6));
+    // Without a header of its own the second type's rows are read under the one above.
+    let headless = log.replacen("# Size       Avg Latency(us)\n8", "8", 1);
+    let runs = osu::parse(&headless, "c.txt", Some(4)).unwrap();
+    assert_eq!((runs.len(), runs[1].samples[0].line), (2, 7));
+    let (code, stderr) = calibrate_a_log("eleventh-osu-datatype-after-rows", log);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// Left by the eleventh trial, fixed after it: `calibrate --env` of a name calibrate does
+/// not read (`NCCL_NET_GDR_LEVEL=PHB`, `NCCL_FOO=1`) was dropped without a word. It is
+/// refused naming the flag, the name and the two names read; the GPU-NIC path's setting
+/// points at the machine file's `topology.inter.nic_path`.
+#[test]
+fn eleventh_trial_an_env_setting_calibrate_does_not_read_is_refused() {
+    let log = eleventh_osu("MPI_FLOAT", "Avg Latency(us)");
+    let (code, stderr) = calibrate_a_log_with("eleventh-env-gdr", &log, &["--env", "NCCL_NET_GDR_LEVEL=PHB"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--env NCCL_NET_GDR_LEVEL: calibrate reads NCCL_ALGO and NCCL_PROTO only"), "{stderr}");
+    assert!(stderr.contains("topology.inter.nic_path"), "{stderr}");
+    let (code, stderr) = calibrate_a_log_with("eleventh-env-foo", &log, &["--env", "NCCL_F\u{202e}OO=1"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--env NCCL_F\\u{202e}OO: calibrate reads NCCL_ALGO and NCCL_PROTO only"), "{stderr}");
+    assert!(!stderr.contains("nic_path"), "{stderr}");
+    let (code, stderr) = calibrate_a_log_with("eleventh-env-algo", &log, &["--env", "NCCL_ALGO=Ring"]);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// Left by the eleventh trial, fixed after it: `--fit topology.inter.alpha.ll128` on a
+/// two-node log whose points run no LL128 across nodes was held with the hint "A run
+/// across nodes (a multi-node log) exercises it", beside a multi-node log. The hint now
+/// says what the points ran: under `nic_path: sys` NCCL leaves LL128 off across nodes;
+/// under `pix` its picks left LL128 out at the logged sizes; a forced `NCCL_PROTO` left
+/// it out; likewise for a protocol's value that is not the network's (`launch.ll128`).
+#[test]
+fn eleventh_trial_a_held_protocol_value_says_what_the_points_ran() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let machine = std::fs::read_to_string(root.join("validation/hardware/machines/a100_p4de.yaml")).unwrap();
+    let log = root.join("validation/hardware/data/aws_p4de_2n_p16.txt");
+    let held = |case: &str, nic: &str, fit: &str, extra: &[&str]| -> String {
+        let d = case_dir(case);
+        let m = machine.replace("    bandwidth: 100Gbps\n", &format!("    bandwidth: 100Gbps\n    nic_path: {nic}\n"));
+        assert!(m.contains("nic_path"));
+        std::fs::write(d.join("p.yaml"), m).unwrap();
+        let out = cmd()
+            .current_dir(&d)
+            .args(["calibrate", "-q", "p.yaml"])
+            .arg(&log)
+            .args(["--ranks", "16", "--gpus-per-node", "8", "--fit", fit])
+            .args(extra)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        let line = stdout.lines().find(|l| l.contains("no logged point depends on it"));
+        line.unwrap_or_else(|| panic!("{stdout}")).to_string()
+    };
+    let sys = held("eleventh-held-sys", "sys", "topology.inter.alpha.ll128", &[]);
+    assert!(!sys.contains("a multi-node log"), "{sys}");
+    assert!(sys.contains("No logged point runs LL128 across nodes"), "{sys}");
+    assert!(sys.contains("topology.inter.nic_path: sys"), "{sys}");
+    assert!(sys.contains("NCCL_PROTO=LL128") && sys.contains("pxb or closer"), "{sys}");
+    let pix = held("eleventh-held-pix", "pix", "topology.inter.alpha.ll128", &[]);
+    assert!(!pix.contains("a multi-node log") && !pix.contains("nic_path"), "{pix}");
+    assert!(pix.contains("No logged point runs LL128 across nodes: NCCL's picks ran LL and Simple"), "{pix}");
+    assert!(pix.contains("A log run with NCCL_PROTO=LL128 exercises it"), "{pix}");
+    let forced = held("eleventh-held-forced", "pxb", "topology.inter.alpha.ll128", &["--env", "NCCL_PROTO=Simple"]);
+    assert!(forced.contains("NCCL_PROTO=Simple (--env) left it out"), "{forced}");
+    let launch = held("eleventh-held-launch", "pix", "topology.launch.ll128", &[]);
+    assert!(!launch.contains("Small sizes"), "{launch}");
+    assert!(
+        launch.contains("No logged point runs LL128: NCCL's picks ran LL and Simple at every logged size"),
+        "{launch}"
+    );
 /// The repository's file at `path` (a machine or a log of `validation/hardware/`).
 fn twelfth_repo(path: &str) -> String {
     std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()

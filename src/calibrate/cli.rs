@@ -66,18 +66,34 @@ pub fn execute(a: &Args) -> Result<(String, Calibration), String> {
     }
     let mut env = Vec::new();
     for kv in &a.env {
-        match kv.split_once('=') {
-            Some((k, v)) if k.starts_with("NCCL_") && !v.is_empty() => {
-                // A setting given twice kept one value without a word.
-                if let Some((_, first)) = env.iter().find(|(name, _): &&(String, String)| name == k) {
-                    return Err(format!(
-                        "--env {k}: given twice ({first}, then {v}); NCCL reads one value: give each setting once"
-                    ));
-                }
-                env.push((k.to_string(), v.to_string()));
-            }
-            _ => return Err(format!("--env: '{kv}' is not NCCL_NAME=VALUE")),
+        let read = super::ENV_READ.join(" and ");
+        let Some((k, v)) = kv.split_once('=').filter(|(k, v)| !k.is_empty() && !v.is_empty()) else {
+            return Err(format!("--env: '{kv}' is not NAME=VALUE with a value (names read: {read})"));
+        };
+        // calibrate reads what NCCL ran from these two only: any other setting was
+        // dropped without a word, and the fit went on as if it had been read.
+        if !super::ENV_READ.contains(&k) {
+            // NCCL_NET_GDR_LEVEL's values are the GPU-NIC path types the machine file's
+            // nic_path takes. NCCL_P2P_LEVEL (the path between GPUs) and NCCL_NET_GDR_READ
+            // (a switch) are nothing a machine file describes: the general refusal.
+            let path = if k == "NCCL_NET_GDR_LEVEL" {
+                "; the path between a GPU and its NIC is the machine file's topology.inter.nic_path (pix, pxb, phb \
+                 or sys; docs/gpu-clusters.md, \"The path to the NIC\")"
+            } else {
+                ""
+            };
+            return Err(format!(
+                "--env {k}: calibrate reads {read} only (what NCCL ran, for a log that does not print it), not \
+                 {k}{path}"
+            ));
         }
+        // A setting given twice kept one value without a word.
+        if let Some((_, first)) = env.iter().find(|(name, _): &&(String, String)| name == k) {
+            return Err(format!(
+                "--env {k}: given twice ({first}, then {v}); NCCL reads one value: give each setting once"
+            ));
+        }
+        env.push((k.to_string(), v.to_string()));
     }
     let opts = Options {
         fit: a.fit.clone(),

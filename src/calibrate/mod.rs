@@ -79,6 +79,10 @@ pub const DEFAULT_PATIENCE: usize = 40;
 /// far from their optimum (docs/calibrate.md, "Bounds and the prior").
 pub const DEFAULT_PRIOR_WIDTH: f64 = 10.0;
 
+/// The NCCL settings `--env` supplies (and the only ones calibrate reads from a log):
+/// what NCCL ran.
+pub const ENV_READ: [&str; 2] = ["NCCL_ALGO", "NCCL_PROTO"];
+
 /// Read one log (nccl-tests or OSU, told apart by their title lines), with `opts`
 /// filling in what it does not say.
 pub fn read_log(path: &Path, opts: &Options) -> Result<Vec<Run>, LogError> {
@@ -780,6 +784,13 @@ struct Job {
     ranks: usize,
     /// Per sample: (algorithm index, what ran).
     points: Vec<(usize, String)>,
+    /// Per sample: the protocol its entry names (`None`: the entry names none, and runs
+    /// Simple on a cluster), for the hints of values no point depends on.
+    protocols: Vec<Option<topology::Proto>>,
+    /// The nodes the run spans on a cluster (`None` on other machines).
+    nodes: Option<usize>,
+    /// The GPU-NIC path crosses a CPU (`nic_path` `phb` or `sys`).
+    nic_through_cpu: bool,
 }
 
 fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
@@ -814,6 +825,7 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
     let topo = topology::build(&first.topology, ranks).map_err(|e| format!("{}: {e}", run.file))?;
     let mut specs: Vec<AlgoSpec> = Vec::new();
     let mut points = Vec::new();
+    let mut protocols = Vec::new();
     let nvlink = nvlink_channels(topo.as_ref(), first.network.is_flow());
     let tuning = first
         .algorithms
@@ -844,6 +856,10 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
                 specs.len() - 1
             }
         };
+        protocols.push(match ran.spec.protocol {
+            Some(ProtocolChoice::Fixed(p)) => Some(p),
+            _ => None,
+        });
         points.push((k, ran.how));
     }
     let algos: Vec<Yaml> = specs
@@ -872,7 +888,8 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
     sizes.sort_unstable();
     sizes.dedup();
     tree.set("sizes", Yaml::Seq(sizes.into_iter().map(Yaml::UInt).collect()))?;
-    Ok(Job { tree, ranks, points })
+    let nodes = topo.node_shape().map(|(n, _)| n);
+    Ok(Job { tree, ranks, points, protocols, nodes, nic_through_cpu: topo.nic_through_cpu() })
 }
 
 /// The jobs of `runs` on `m` with `params` set to `values`: what NCCL's model picks (the
@@ -1505,7 +1522,7 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
                 (false, true) => "is kept at the file's 0".to_string(),
                 (false, false) => "is left out (the file does not have it)".to_string(),
             };
-            warnings.push(format!("{} {kept}: no logged point depends on it. {}", p.path, hint_unused(&p.path)));
+            warnings.push(format!("{} {kept}: no logged point depends on it. {}", p.path, hint_unused(&p.path, machine, fit_runs, &jobs)));
         }
     }
     // NCCL picks the protocol from the machine's bandwidths, so the picks move with the
@@ -1808,14 +1825,117 @@ fn uncertainty(sigma: f64) -> String {
     if sigma <= 0.5 { format!("+-{:.2}%", 100.0 * sigma) } else { format!("x{:.1}", sigma.exp()) }
 }
 
-/// What would make a parameter that nothing depends on count.
-fn hint_unused(path: &str) -> &'static str {
-    if path.contains("inter") || path.contains("levels.1") || path.contains("uplink") {
-        "A run across nodes (a multi-node log) exercises it."
-    } else if path.ends_with(".ll") || path.ends_with(".ll128") {
-        "Small sizes (nccl-tests -b 8), where NCCL picks that protocol, exercise it."
+/// What would exercise a value no logged point depends on, reasoned from what the points
+/// ran (`jobs`, one per run of `runs`, at the start values): a value of the network with
+/// no run across nodes wants a multi-node log; a protocol's value (`alpha.ll128`,
+/// `launch.ll`, ...) wants a run of that protocol, and the hint says why none ran it (in
+/// its scope: across nodes for the network's values): the `NCCL_PROTO` a log ran with,
+/// Open MPI's algorithms (OSU), or NCCL's picks, and among those the `nic_path` that
+/// turns LL128 off across nodes. It said "a run across nodes exercises it" beside a
+/// two-node log whose points ran no LL128 across nodes.
+fn hint_unused(path: &str, machine: &Machine, runs: &[Run], jobs: &[Job]) -> String {
+    let network = path.contains("inter") || path.contains("levels.1") || path.contains("uplink");
+    let proto = path.rsplit('.').next().and_then(topology::Proto::from_name);
+    let cluster = jobs.iter().any(|j| j.nodes.is_some());
+    // The runs in the value's scope: across nodes for the network's values.
+    let scope: Vec<(&Run, &Job)> =
+        runs.iter().zip(jobs).filter(|(_, j)| !network || j.nodes.is_some_and(|n| n > 1)).collect();
+    if network && (scope.is_empty() || !cluster) {
+        return "A run across nodes (a multi-node log) exercises it.".to_string();
+    }
+    let Some(p) = proto.filter(|_| cluster) else {
+        return if path.ends_with(".ll") || path.ends_with(".ll128") {
+            "Small sizes (nccl-tests -b 8), where NCCL picks that protocol, exercise it.".to_string()
+        } else {
+            "Add a log whose runs use it.".to_string()
+        };
+    };
+    let ran = |j: &Job| j.protocols.iter().map(|q| q.unwrap_or(topology::Proto::Simple)).collect::<Vec<_>>();
+    let name = nccl_name(p);
+    let across = if network { " across nodes" } else { "" };
+    if scope.iter().any(|(_, j)| ran(j).contains(&p)) {
+        return format!(
+            "Logged points ran {name}{across}, but none changed when it moved tenfold up or down: other costs bound \
+             them. Add a log whose runs use it."
+        );
+    }
+    // Why none ran it: a log's NCCL_PROTO that leaves it out, Open MPI (OSU), or NCCL's picks.
+    let nccl_runs = || scope.iter().filter(|(r, _)| r.bench == Bench::NcclTests);
+    fn leaves_out(r: &Run, p: topology::Proto) -> Option<&String> {
+        r.env.get("NCCL_PROTO").filter(|v| !allowed(Some(v), &PROTOCOLS).contains(&p.name()))
+    }
+    let forcing: std::collections::BTreeSet<String> = nccl_runs()
+        .filter_map(|(r, _)| {
+            let from = if r.env_given.contains("NCCL_PROTO") { "(--env)" } else { "(log)" };
+            Some(format!("NCCL_PROTO={} {from}", leaves_out(r, p)?))
+        })
+        .collect();
+    let mut why = Vec::new();
+    if !forcing.is_empty() {
+        why.push(format!("{} left it out", forcing.iter().map(String::as_str).collect::<Vec<_>>().join(", ")));
+    }
+    if scope.iter().any(|(r, _)| r.bench == Bench::Osu) {
+        why.push("OSU's runs are Open MPI's, simulated as Simple".to_string());
+    }
+    let picking: Vec<&(&Run, &Job)> = nccl_runs().filter(|(r, _)| leaves_out(r, p).is_none()).collect();
+    let picked: Vec<&str> = topology::Proto::ALL
+        .into_iter()
+        .filter(|q| picking.iter().any(|(_, j)| ran(j).contains(q)))
+        .map(nccl_name)
+        .collect();
+    // NCCL keeps LL128 off across nodes where the GPU-NIC path crosses a CPU, unless an
+    // NCCL_PROTO names it.
+    let nic = (network
+        && p == topology::Proto::Ll128
+        && picking.iter().any(|(r, j)| j.nic_through_cpu && !r.env.contains_key("NCCL_PROTO")))
+    .then(|| match &machine.scenario.topology {
+        topology::spec::TopologySpec::Cluster(c) => {
+            topology::NicPath::NAMES.iter().find(|(_, v)| *v == c.inter.nic_path).map_or("", |(n, _)| n)
+        }
+        _ => "",
+    });
+    if !picked.is_empty() {
+        let because = match nic {
+            Some(n) => format!(
+                " (with topology.inter.nic_path: {n} the path to the NIC crosses a CPU, where NCCL leaves LL128 \
+                 off across nodes)"
+            ),
+            None => String::new(),
+        };
+        why.push(format!("NCCL's picks ran {} at every logged size{across}{because}", and_list(&picked)));
+    }
+    let other = if nic.is_some() {
+        ", or a log of a machine whose NICs are at pxb or closer,"
+    } else if picked.is_empty() {
+        ""
     } else {
-        "Add a log whose runs use it."
+        match p {
+            topology::Proto::Ll => ", or one from small sizes (nccl-tests -b 8), where NCCL picks LL,",
+            topology::Proto::Simple => ", or one of large sizes, where NCCL picks Simple,",
+            topology::Proto::Ll128 => "",
+        }
+    };
+    format!(
+        "No logged point runs {name}{across}: {}. A log run with NCCL_PROTO={name}{other} exercises it.",
+        why.join("; ")
+    )
+}
+
+/// A protocol as `NCCL_PROTO` names it.
+fn nccl_name(p: topology::Proto) -> &'static str {
+    match p {
+        topology::Proto::Ll => "LL",
+        topology::Proto::Ll128 => "LL128",
+        topology::Proto::Simple => "Simple",
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
 }
 

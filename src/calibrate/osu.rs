@@ -27,21 +27,43 @@ fn is_title(line: &str) -> bool {
     line.trim_start().strip_prefix('#').is_some_and(|c| c.trim_start().starts_with("OSU MPI"))
 }
 
+/// The `# Datatype` names read (as MPI's `MPI_Type_get_name` prints them, which OSU
+/// copies; case aside, so `mpi_float` as OSU's `-T` spells it too) and the element type
+/// each is read as. OSU 7's `-T` offers `mpi_char`, `mpi_int` and `mpi_float`, and its
+/// reductions run `MPI_CHAR` as `MPI_SIGNED_CHAR` (MPI allows no sum of characters);
+/// `MPI_DOUBLE` is what older releases and hand-built ones print. Any other type is
+/// refused: read as float it would give each point the wrong element count.
+pub const DATATYPES: [(&str, &str); 6] = [
+    ("MPI_CHAR", "int8"),
+    ("MPI_SIGNED_CHAR", "int8"),
+    ("MPI_UNSIGNED_CHAR", "int8"),
+    ("MPI_INT", "int32"),
+    ("MPI_FLOAT", "float"),
+    ("MPI_DOUBLE", "double"),
+];
+
+/// The one latency column read, in the unit every OSU release prints.
+const AVG: &str = "Avg Latency(us)";
+
 /// Read an `osu_allreduce` log of `ranks` ranks (`None` when the user did not say).
 ///
-/// A file of several runs (each from its `# OSU MPI ... Test` title) gives a run per
-/// data type: runs of one type in a row are read as one, their rows repeated
-/// measurements, as nccl-tests' are; a run of another type is a run of its own, so each
-/// row is checked against its own `# Datatype` line.
+/// A file of several runs gives a run per data type: a run starts at a
+/// `# OSU MPI ... Test` title, or at a `# Datatype` line after rows (OSU 7's `-T` of
+/// several types prints the title once, then each type's `# Datatype` line, header and
+/// rows). Runs of one type in a row are read as one, their rows repeated measurements,
+/// as nccl-tests' are; a run of another type is a run of its own, so each row is checked
+/// against its own `# Datatype` line. A run without a title or header of its own reads
+/// the last ones before it.
 pub fn parse(text: &str, file: &str, ranks: Option<usize>) -> Result<Vec<Run>, LogError> {
     let lines: Vec<&str> = text.lines().collect();
-    // A title starts a run once rows have been read since the last start: lines before
-    // the first title (a launcher's banner) and a title printed twice stay in one run.
+    // A title or a `# Datatype` line starts a run once rows have been read since the last
+    // start: lines before the first title (a launcher's banner) and a title printed twice
+    // stay in one run, and a title's own `# Datatype` line starts none.
     let mut starts = vec![0];
     let mut rows = false;
     for (i, l) in lines.iter().enumerate() {
         let l = strip_prefix(l).trim();
-        if is_title(l) && rows {
+        if (is_title(l) || is_datatype(l)) && rows {
             starts.push(i);
             rows = false;
         } else if l.split_whitespace().next().is_some_and(|w| w.parse::<u64>().is_ok()) {
@@ -49,9 +71,10 @@ pub fn parse(text: &str, file: &str, ranks: Option<usize>) -> Result<Vec<Run>, L
         }
     }
     let mut runs: Vec<Run> = Vec::new();
+    let mut state = State::default();
     for (k, &from) in starts.iter().enumerate() {
         let to = starts.get(k + 1).copied().unwrap_or(lines.len());
-        let run = parse_run(&lines[from..to], from, file, ranks)?;
+        let run = parse_run(&lines[from..to], from, file, ranks, &mut state)?;
         match runs.last_mut() {
             Some(last) if last.dtype == run.dtype => last.samples.extend(run.samples),
             _ => runs.push(run),
@@ -60,15 +83,38 @@ pub fn parse(text: &str, file: &str, ranks: Option<usize>) -> Result<Vec<Run>, L
     Ok(runs)
 }
 
-/// Read one run: `lines` from the file's line `offset + 1` on.
-fn parse_run(lines: &[&str], offset: usize, file: &str, ranks: Option<usize>) -> Result<Run, LogError> {
+fn is_datatype(line: &str) -> bool {
+    line.strip_prefix('#').is_some_and(|c| c.trim_start().starts_with("Datatype:"))
+}
+
+/// What a run reads from the lines before it: the title and the header's columns.
+#[derive(Clone, Debug, Default)]
+struct State {
+    /// The title's line and text.
+    title: Option<(usize, String)>,
+    /// The average latency's column; with `-f`, also the minimum's, the maximum's and the
+    /// iterations'.
+    time_col: Option<usize>,
+    min_col: Option<usize>,
+    max_col: Option<usize>,
+    iter_col: Option<usize>,
+    /// The header's line.
+    header_line: usize,
+}
+
+/// Read one run: `lines` from the file's line `offset + 1` on, with the title and header
+/// of the runs before it in `state` (left there for the runs after it).
+fn parse_run(
+    lines: &[&str],
+    offset: usize,
+    file: &str,
+    ranks: Option<usize>,
+    state: &mut State,
+) -> Result<Run, LogError> {
     let mut samples = Vec::new();
-    let mut time_col: Option<usize> = None;
-    // With `-f`: the columns of the minimum, the maximum and the iterations.
-    let (mut min_col, mut max_col, mut iter_col): (Option<usize>, Option<usize>, Option<usize>) = (None, None, None);
-    let mut header_line = 0;
-    let mut title: Option<(usize, String)> = None;
-    let mut dtype = None;
+    // The run's first line: its title's, else its `# Datatype` line's.
+    let mut start: Option<usize> = None;
+    let mut dtype: Option<&'static str> = None;
     for (i, raw) in lines.iter().enumerate() {
         let n = offset + i + 1;
         let line = strip_prefix(raw).trim();
@@ -78,26 +124,62 @@ fn parse_run(lines: &[&str], offset: usize, file: &str, ranks: Option<usize>) ->
         if let Some(c) = line.strip_prefix('#') {
             let c = c.trim();
             if c.starts_with("OSU MPI") {
-                title = Some((n, c.to_string()));
+                state.title = Some((n, c.to_string()));
+                start = Some(n);
             } else if let Some(d) = c.strip_prefix("Datatype:") {
-                dtype = Some(d.trim().trim_end_matches('.').to_string());
+                let d = d.trim();
+                let name = d.strip_suffix('.').unwrap_or(d).trim();
+                let Some(&(_, ty)) = DATATYPES.iter().find(|(mpi, _)| mpi.eq_ignore_ascii_case(name)) else {
+                    let read: Vec<&str> = DATATYPES.iter().map(|(mpi, _)| *mpi).collect();
+                    return Err(LogError::at(
+                        file,
+                        n,
+                        format!(
+                            "the data type '{name}' is not read: its element size is not known here, and read as \
+                             another type every point would move the wrong number of elements; the types read are \
+                             {} (as MPI prints them; OSU's -T mpi_char, mpi_int or mpi_float)",
+                            read.join(", ")
+                        ),
+                    ));
+                };
+                dtype = Some(ty);
+                start.get_or_insert(n);
             } else if c.starts_with("Size") {
                 // `Size  Avg Latency(us) [Min Latency(us) Max Latency(us) Iterations]`.
                 // Columns are two or more spaces apart, or a tab (a log passed through a
                 // spreadsheet); the rows are read by any whitespace.
                 let cols: Vec<&str> =
                     c.split('\t').flat_map(|p| p.split("  ")).map(str::trim).filter(|s| !s.is_empty()).collect();
-                time_col = cols.iter().position(|s| s.starts_with("Avg Latency"));
-                min_col = cols.iter().position(|s| s.starts_with("Min Latency"));
-                max_col = cols.iter().position(|s| s.starts_with("Max Latency"));
-                iter_col = cols.iter().position(|s| s.starts_with("Iterations"));
-                if time_col.is_none() {
-                    return Err(LogError::at(file, n, "a Size header without an `Avg Latency(us)` column"));
+                // Every OSU release prints its latencies in microseconds; a column in
+                // another unit was written by hand or another tool, and read as
+                // microseconds it put every point 1000 times off (`ms`).
+                if let Some(other) = cols.iter().find(|s| {
+                    ["Avg Latency", "Min Latency", "Max Latency"].iter().any(|k| s.starts_with(k))
+                        && !s.ends_with("Latency(us)")
+                }) {
+                    return Err(LogError::at(
+                        file,
+                        n,
+                        format!(
+                            "the column '{other}' is not read: OSU prints its latencies in microseconds, and only \
+                             `{AVG}` is read (with -f, `Min Latency(us)` and `Max Latency(us)` beside it); give \
+                             the times in microseconds under that header"
+                        ),
+                    ));
                 }
-                header_line = n;
+                state.time_col = cols.iter().position(|s| *s == AVG);
+                state.min_col = cols.iter().position(|s| s.starts_with("Min Latency"));
+                state.max_col = cols.iter().position(|s| s.starts_with("Max Latency"));
+                state.iter_col = cols.iter().position(|s| s.starts_with("Iterations"));
+                if state.time_col.is_none() {
+                    return Err(LogError::at(file, n, format!("a Size header without an `{AVG}` column")));
+                }
+                state.header_line = n;
             }
             continue;
         }
+        let (time_col, min_col, max_col, iter_col, header_line) =
+            (state.time_col, state.min_col, state.max_col, state.iter_col, state.header_line);
         let f: Vec<&str> = line.split_whitespace().collect();
         let Ok(bytes) = f[0].parse::<u64>() else {
             // A number that is not a size (`-8`, past 2^64) is a broken row, not noise.
@@ -173,7 +255,7 @@ fn parse_run(lines: &[&str], offset: usize, file: &str, ranks: Option<usize>) ->
             samples.push(Sample { bytes, time_s: t * 1e-6, in_place_s: None, wrong: None, line: n });
         }
     }
-    let Some((tline, title)) = title else {
+    let Some((tline, title)) = state.title.clone() else {
         return Err(LogError::at(file, 0, "no `# OSU MPI ... Test` title line: not OSU micro-benchmark output"));
     };
     if !title.contains("Allreduce") {
@@ -197,7 +279,7 @@ fn parse_run(lines: &[&str], offset: usize, file: &str, ranks: Option<usize>) ->
     };
     Ok(Run {
         file: file.to_string(),
-        line: tline,
+        line: start.unwrap_or(tline),
         bench: Bench::Osu,
         test: Some("osu_allreduce".to_string()),
         collective: Collective::Allreduce,
@@ -211,12 +293,7 @@ fn parse_run(lines: &[&str], offset: usize, file: &str, ranks: Option<usize>) ->
         nccl_version: None,
         env: BTreeMap::new(),
         env_given: Default::default(),
-        dtype: dtype.map(|d| match d.as_str() {
-            "MPI_CHAR" => "int8".to_string(),
-            "MPI_INT" => "int32".to_string(),
-            "MPI_DOUBLE" => "double".to_string(),
-            _ => "float".to_string(),
-        }),
+        dtype: dtype.map(str::to_string),
         samples,
     })
 }
