@@ -1220,10 +1220,7 @@ fn measured_points(logs: &[(PathBuf, Vec<allreduce_sim::calibrate::Run>)], repor
 
 /// The `--measured` logs of a run of `s`, read. An OSU log does not say how many ranks
 /// ran it: it is read at the sweep's rank count where the sweep has one.
-fn read_measured(
-    logs: &[PathBuf],
-    s: &Scenario,
-) -> Result<Vec<(PathBuf, Vec<allreduce_sim::calibrate::Run>)>, String> {
+fn read_measured(logs: &[PathBuf], s: &Scenario) -> Result<Vec<(PathBuf, Vec<allreduce_sim::calibrate::Run>)>, String> {
     use allreduce_sim::calibrate;
     let opts = calibrate::Options { ranks: (s.ranks.len() == 1).then(|| s.ranks[0]), ..Default::default() };
     logs.iter()

@@ -2737,6 +2737,8 @@ fn eleventh_trial_a_held_protocol_value_says_what_the_points_ran() {
         launch.contains("No logged point runs LL128: NCCL's picks ran LL and Simple at every logged size"),
         "{launch}"
     );
+}
+
 /// The repository's file at `path` (a machine or a log of `validation/hardware/`).
 fn twelfth_repo(path: &str) -> String {
     std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
@@ -2857,13 +2859,15 @@ fn twelfth_trial_an_osu_run_without_rows_is_named_at_its_line() {
 fn twelfth_trial_an_osu_average_outside_its_row_is_refused() {
     let head = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n\
                 # Size       Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations\n";
-    let (code, stderr) = calibrate_a_log("twelfth-osu-min", &format!("{head}4  10.0  9.0  11.0  100\n8  10.0  12.0  13.0  100\n"));
+    let (code, stderr) =
+        calibrate_a_log("twelfth-osu-min", &format!("{head}4  10.0  9.0  11.0  100\n8  10.0  12.0  13.0  100\n"));
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("a.txt:5: the average latency 10 us is below the row's minimum 12 us"), "{stderr}");
     let (code, stderr) = calibrate_a_log("twelfth-osu-max", &format!("{head}4  10.0  9.0  9.5  100\n"));
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("a.txt:4: the average latency 10 us is above the row's maximum 9.5 us"), "{stderr}");
-    let (code, stderr) = calibrate_a_log("twelfth-osu-within", &format!("{head}4  10.0  10.0  10.0  100\n8  10.5  10.0  11.0  100\n"));
+    let (code, stderr) =
+        calibrate_a_log("twelfth-osu-within", &format!("{head}4  10.0  10.0  10.0  100\n8  10.5  10.0  11.0  100\n"));
     assert_eq!(code, Some(0), "{stderr}");
 }
 
@@ -2875,18 +2879,22 @@ fn twelfth_trial_an_osu_average_outside_its_row_is_refused() {
 fn twelfth_trial_measured_logs_are_read_before_the_run() {
     let d = case_dir("twelfth-measured");
     std::fs::write(d.join("s.yaml"), eighth_flat("[ring]", "")).unwrap();
-    let out = cmd().current_dir(&d).args(["run", "s.yaml", "--plot=p", "--measured", "none.txt", "-q"]).output().unwrap();
+    let out =
+        cmd().current_dir(&d).args(["run", "s.yaml", "--plot=p", "--measured", "none.txt", "-q"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("none.txt"), "{stderr}");
     assert!(out.stdout.is_empty(), "the sweep ran: {}", String::from_utf8_lossy(&out.stdout));
     assert!(!d.join("p").exists() || std::fs::read_dir(d.join("p")).unwrap().next().is_none());
-    let osu = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size       Avg Latency(us)\n4096   10.0\n";
+    let osu =
+        "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size       Avg Latency(us)\n4096   10.0\n";
     std::fs::write(d.join("o.txt"), osu).unwrap();
     let out = cmd().current_dir(&d).args(["run", "s.yaml", "--plot=q", "--measured", "o.txt", "-q"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(std::fs::read_dir(d.join("q")).unwrap().any(|f| f.unwrap().file_name().to_string_lossy().contains("measured")));
+    assert!(
+        std::fs::read_dir(d.join("q")).unwrap().any(|f| f.unwrap().file_name().to_string_lossy().contains("measured"))
+    );
     // With two rank counts the log's is unknown, and the refusal says what gives one.
     let out = cmd()
         .current_dir(&d)

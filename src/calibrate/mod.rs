@@ -657,8 +657,9 @@ pub fn shape(tree: &mut Yaml, kind: &str, run: &Run) -> Result<(), String> {
                 // scenario built from them would blame the file for a count it never
                 // wrote, at a line of calibrate's edit.
                 if g != node
-                    && let Some(key) =
-                        ["links", "sockets", "pci_bus"].into_iter().find(|k| tree.get(&format!("topology.intra.{k}")).is_some())
+                    && let Some(key) = ["links", "sockets", "pci_bus"]
+                        .into_iter()
+                        .find(|k| tree.get(&format!("topology.intra.{k}")).is_some())
                 {
                     return Err(format!(
                         "{}:{}: this run has {n} node(s) of {g} GPUs, but the machine file's nodes have {node} GPUs, \
@@ -1522,7 +1523,11 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
                 (false, true) => "is kept at the file's 0".to_string(),
                 (false, false) => "is left out (the file does not have it)".to_string(),
             };
-            warnings.push(format!("{} {kept}: no logged point depends on it. {}", p.path, hint_unused(&p.path, machine, fit_runs, &jobs)));
+            warnings.push(format!(
+                "{} {kept}: no logged point depends on it. {}",
+                p.path,
+                hint_unused(&p.path, machine, fit_runs, &jobs)
+            ));
         }
     }
     // NCCL picks the protocol from the machine's bandwidths, so the picks move with the
@@ -2065,8 +2070,9 @@ pub fn table(c: &Calibration) -> String {
     let w = c.parameters.iter().map(|p| p.path.len()).max().unwrap_or(9).max(9);
     out.push_str(&format!("{:<w$}  {:>14}  {:>14}  {:>12}  note\n", "parameter", "start", "fitted", "uncertainty"));
     for p in &c.parameters {
-        let start =
-            yaml_text(&Param { path: p.path.clone(), kind: p.kind, start: p.start, from_file: true, in_file: true }.text(p.start));
+        let start = yaml_text(
+            &Param { path: p.path.clone(), kind: p.kind, start: p.start, from_file: true, in_file: true }.text(p.start),
+        );
         let u = match (p.fitted, p.rel_uncertainty) {
             (false, _) => "held".to_string(),
             (true, Some(s)) => uncertainty(s),

@@ -240,7 +240,8 @@ fn parse_run(
         // The average lies between the two, as it did before OSU rounded all three to the
         // same decimals: a row with it outside was read as a measurement without a word.
         let below = latency(min_col).filter(|&lo| t < lo).map(|lo| ("below the row's minimum", lo));
-        if let Some((side, v)) = below.or_else(|| latency(max_col).filter(|&hi| t > hi).map(|hi| ("above the row's maximum", hi)))
+        if let Some((side, v)) =
+            below.or_else(|| latency(max_col).filter(|&hi| t > hi).map(|hi| ("above the row's maximum", hi)))
         {
             return Err(LogError::at(
                 file,
