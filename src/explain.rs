@@ -273,7 +273,22 @@ pub fn explain(req: &Request) -> Result<String, String> {
         out.push_str(&algos::nccl_tree_describe(&req.params, &p, topo));
     }
     out.push('\n');
-    schedule_table(&mut out, &rows);
+    if rows.is_empty() {
+        // Say why: one rank, nothing to move, or messages only to and from a switch.
+        let why = if req.ranks == 1 {
+            "a single rank has nothing to exchange".to_string()
+        } else if stats.messages == 0 {
+            format!("a vector of {} has nothing to move", fmt_bytes(req.bytes))
+        } else {
+            format!(
+                "the {} messages are the GPUs' loads and stores through the switch, which this table does not list",
+                stats.messages
+            )
+        };
+        let _ = writeln!(out, "no messages between ranks to list ({why})");
+    } else {
+        schedule_table(&mut out, &rows);
+    }
 
     if !local.is_empty() {
         out.push_str("\nlocal reductions (dst = dst + src), in program order:\n");
@@ -292,10 +307,15 @@ pub fn explain(req: &Request) -> Result<String, String> {
     out.push('\n');
     let _ = writeln!(
         out,
-        "{} message{} in {steps} step{}, {} reduction{}; the most any rank sent: {}",
+        "{} message{}{}, {} reduction{}; the most any rank sent: {}",
         stats.messages,
         if stats.messages == 1 { "" } else { "s" },
-        if steps == 1 { "" } else { "s" },
+        // Steps are counted from the table's messages; where it lists none of them, no count.
+        if rows.is_empty() && stats.messages > 0 {
+            String::new()
+        } else {
+            format!(" in {steps} step{}", if steps == 1 { "" } else { "s" })
+        },
         stats.reductions,
         if stats.reductions == 1 { "" } else { "s" },
         fmt_bytes(stats.bytes_sent.iter().copied().max().unwrap_or(0)),
@@ -324,10 +344,16 @@ pub fn explain(req: &Request) -> Result<String, String> {
     if topo.uniform().is_some() && filled != info.closed_form {
         let _ = writeln!(out, "filled in:    {filled}");
     }
-    let closed = algo.closed_form(&p, &machine).map(|(t, tol)| (t + launch, tol));
+    // As `run` claims none there: the forms do not count a channel's own rate, so the
+    // simulation would be "outside" a form that does not describe it.
+    let channel_rate = topo.channel_bandwidth().is_finite();
+    let closed = algo.closed_form(&p, &machine).map(|(t, tol)| (t + launch, tol)).filter(|_| !channel_rate);
     match closed {
         Some((t, _)) => {
             let _ = writeln!(out, "            = {} ({t:e} s)", fmt_time(t));
+        }
+        None if channel_rate => {
+            let _ = writeln!(out, "            = none: {}", crate::runner::CHANNEL_RATE_NO_FORM);
         }
         None => {
             let _ = writeln!(out, "            = none for this problem and machine");
@@ -395,10 +421,6 @@ fn schedule_table(out: &mut String, rows: &[Row]) {
             if first { fmt_time(r.start) } else { String::new() },
             fmt_time(r.end),
         ]);
-    }
-    if rows.is_empty() {
-        out.push_str("no messages (a single rank has nothing to exchange)\n");
-        return;
     }
     let mut widths = [0usize; 10];
     for l in &lines {

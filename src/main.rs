@@ -761,6 +761,9 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
     let mut inputs = vec![Some(scenario.as_path()), baseline_path.as_deref()];
     inputs.extend(measured.iter().map(|m| Some(m.as_path())));
     let [output, trace, gantt, junit] = plan_run_outputs(&s, &inputs, [output, trace, gantt, junit], plot.as_deref())?;
+    // Read before the run, as every other input is: a log that cannot be read was refused
+    // only after the sweep, with its plots already drawn.
+    let measured = read_measured(&measured, &s).map_err(BadInput)?;
     let (plans, memory_limit) =
         estimate::checked_plan(&s, shard, max_memory.as_deref(), "--max-memory").map_err(BadInput)?;
     let recording = if trace.is_some() { Some("--trace") } else { gantt.is_some().then_some("--gantt") };
@@ -797,7 +800,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
     if let Some(dir) = &plot {
         let mut files = plots::plot_report(&report, dir).map_err(BadInput)?;
         if !measured.is_empty() {
-            let points = measured_points(&measured, &report).map_err(BadInput)?;
+            let points = measured_points(&measured, &report);
             files.extend(plots::plot_measured(&report, &points, dir).map_err(BadInput)?);
         }
         eprintln!("wrote {} plot file(s) to {}", files.len(), esc_path(dir));
@@ -1164,11 +1167,10 @@ fn parse_param(text: &str) -> Result<(String, ParamValue), BadInput> {
 
 /// The measured points of `logs` (`run --measured`) of the collectives `report` ran, as
 /// plot points labelled `measured: FILE` (busbw by nccl-tests' factor for the collective).
-fn measured_points(logs: &[PathBuf], report: &Report) -> Result<Vec<plots::PlotPoint>, String> {
+fn measured_points(logs: &[(PathBuf, Vec<allreduce_sim::calibrate::Run>)], report: &Report) -> Vec<plots::PlotPoint> {
     use allreduce_sim::calibrate;
     let mut out = Vec::new();
-    for path in logs {
-        let runs = calibrate::read_log(path, &calibrate::Options::default()).map_err(|e| e.to_string())?;
+    for (path, runs) in logs {
         let stem = path.file_stem().map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into_owned());
         for r in runs {
             let Some(p) = r.ranks else { continue };
@@ -1213,5 +1215,24 @@ fn measured_points(logs: &[PathBuf], report: &Report) -> Result<Vec<plots::PlotP
             }
         }
     }
-    Ok(out)
+    out
+}
+
+/// The `--measured` logs of a run of `s`, read. An OSU log does not say how many ranks
+/// ran it: it is read at the sweep's rank count where the sweep has one.
+fn read_measured(logs: &[PathBuf], s: &Scenario) -> Result<Vec<(PathBuf, Vec<allreduce_sim::calibrate::Run>)>, String> {
+    use allreduce_sim::calibrate;
+    let opts = calibrate::Options { ranks: (s.ranks.len() == 1).then(|| s.ranks[0]), ..Default::default() };
+    logs.iter()
+        .map(|path| {
+            let runs = calibrate::read_log(path, &opts).map_err(|e| {
+                // calibrate's own advice names its flag; run's --ranks sets the sweep.
+                e.to_string().replace(
+                    "give --ranks N",
+                    "--measured reads it at the sweep's rank count, where the sweep has one (--ranks N)",
+                )
+            })?;
+            Ok((path.clone(), runs))
+        })
+        .collect()
 }

@@ -785,7 +785,7 @@ fn check_lower_bound(
 }
 
 /// Why a run on a machine with a channel rate claims no closed form or bound.
-const CHANNEL_RATE_NO_FORM: &str = "channel_bandwidth: a channel's messages pass through its own rate one after \
+pub(crate) const CHANNEL_RATE_NO_FORM: &str = "channel_bandwidth: a channel's messages pass through its own rate one after \
      another, which the closed forms and bounds do not count (docs/gpu-clusters.md, \"Channel bandwidth\")";
 
 /// The closed form (or its bounds) against the time, and under the flow model the ideal

@@ -2738,3 +2738,249 @@ fn eleventh_trial_a_held_protocol_value_says_what_the_points_ran() {
         "{launch}"
     );
 }
+
+/// The repository's file at `path` (a machine or a log of `validation/hardware/`).
+fn twelfth_repo(path: &str) -> String {
+    std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap()
+}
+
+/// A cluster of one node of four NVSwitch GPUs (two nodes where `nodes` says), its
+/// algorithms and extra top-level keys.
+fn twelfth_cluster(nodes: usize, algorithms: &str, extra: &str) -> String {
+    format!(
+        "name: c\ntopology:\n  kind: cluster\n  nodes: {nodes}\n  gpus_per_node: 4\n  intra: {{ kind: nvswitch, alpha: 2us, \
+         bandwidth: 100GB/s }}\n  inter: {{ alpha: 5us, bandwidth: 100Gbps }}\n{extra}algorithms: {algorithms}\n\
+         sizes: [4KiB]\n"
+    )
+}
+
+/// Twelfth trial: a log of 8 GPUs on one host (the H100 node's) fitted on the L40S
+/// machine, whose node of 4 GPUs lists each GPU's bus and socket, was refused as
+/// `l40s_pcie.yaml:10:14: topology.intra.pci_bus: names 4 GPUs but a node has 8`, quoting a
+/// line the file does not have (`pci_bus: [4a, "61", ca, e1]`, calibrate's edit): the file's
+/// node has 4. Now the log is named, with both node sizes.
+#[test]
+fn twelfth_trial_a_log_of_another_node_size_is_refused_at_the_log() {
+    let d = case_dir("twelfth-node-size");
+    std::fs::write(d.join("m.yaml"), twelfth_repo("validation/hardware/machines/l40s_pcie.yaml")).unwrap();
+    std::fs::write(d.join("h.txt"), twelfth_repo("validation/hardware/data/tg_h100_1n_p8_ring.txt")).unwrap();
+    let out = cmd().current_dir(&d).args(["calibrate", "-q", "m.yaml", "h.txt", "--patience", "1"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("h.txt:") && stderr.contains("1 node(s) of 8 GPUs"), "{stderr}");
+    assert!(stderr.contains("nodes have 4 GPUs") && stderr.contains("topology.intra.sockets"), "{stderr}");
+    assert!(!stderr.contains("a node has 8") && !stderr.contains("m.yaml:"), "{stderr}");
+    // As a hold-out too.
+    std::fs::write(d.join("r.txt"), twelfth_repo("validation/hardware/data/l40s_p4_ll.txt")).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["calibrate", "-q", "m.yaml", "r.txt", "--hold-out", "h.txt", "--patience", "1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("h.txt:") && !stderr.contains("a node has 8"), "{stderr}");
+}
+
+/// Twelfth trial: `--fit compute.cost_per_byte` on a machine whose file gives it as 0,
+/// where no logged point depends on it, said `is kept at 1ps` (the start the fit takes
+/// for a logarithm) and wrote `cost_per_byte: 1ps  # held: no log uses it` into the
+/// fitted file. Held, it stays the file's 0.
+#[test]
+fn twelfth_trial_a_held_zero_stays_the_files_zero() {
+    let d = case_dir("twelfth-held-zero");
+    std::fs::write(d.join("m.yaml"), twelfth_repo("validation/hardware/machines/l40s_pcie.yaml")).unwrap();
+    std::fs::write(d.join("r.txt"), twelfth_repo("validation/hardware/data/l40s_p4_ll.txt")).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["calibrate", "-q", "m.yaml", "r.txt", "--patience", "2", "--fit", "compute.cost_per_byte"])
+        .args(["--output", "f.yaml"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("compute.cost_per_byte is kept at the file's 0"), "{stdout}");
+    assert!(!stdout.contains("kept at 1ps"), "{stdout}");
+    let fitted = std::fs::read_to_string(d.join("f.yaml")).unwrap();
+    assert!(fitted.contains("cost_per_byte: 0") && !fitted.contains("1ps"), "{fitted}");
+    // A held key the file does not have is not added.
+    let out = cmd()
+        .current_dir(&d)
+        .args(["calibrate", "-q", "m.yaml", "r.txt", "--patience", "2", "--fit", "topology.intra.step_latency"])
+        .args(["--output", "g.yaml"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    if stdout.contains("step_latency is left out") {
+        assert!(!std::fs::read_to_string(d.join("g.yaml")).unwrap().contains("step_latency"));
+    } else {
+        assert!(std::fs::read_to_string(d.join("g.yaml")).unwrap().contains("step_latency"));
+    }
+}
+
+/// Twelfth trial: the advice for two values the logs cannot tell apart said "a
+/// single-node log for the intra-node values" for pairs that are both inside a node
+/// (`intra.alpha.ll` and `intra.socket_link.alpha`, `intra.bandwidth` and
+/// `efficiency.ll`), under the single-node log that could not tell them apart.
+#[test]
+fn twelfth_trial_the_advice_for_a_pair_is_true_of_the_pair() {
+    use allreduce_sim::calibrate::pair_warning;
+    let socket = pair_warning("topology.intra.alpha.ll", "topology.intra.socket_link.alpha", -1.0);
+    assert!(!socket.contains("single-node log") && socket.contains("under one CPU"), "{socket}");
+    let share = pair_warning("topology.intra.bandwidth", "topology.efficiency.ll", -1.0);
+    assert!(!share.contains("single-node log") && share.contains("NCCL_PROTO=Simple"), "{share}");
+    let share = pair_warning("topology.intra.socket_link.bandwidth", "topology.efficiency.ll", -1.0);
+    assert!(share.contains("NCCL_PROTO=Simple"), "{share}");
+    // Across the node's edge the advice holds, and stays.
+    let across = pair_warning("topology.intra.bandwidth", "topology.inter.bandwidth", 0.99);
+    assert!(across.contains("a single-node log for the intra-node values"), "{across}");
+}
+
+/// Twelfth trial: an OSU log whose last run is a title and header without rows (a job
+/// cut off) was refused as `o.txt: no data rows`, naming no line, for a file whose first
+/// run has ten.
+#[test]
+fn twelfth_trial_an_osu_run_without_rows_is_named_at_its_line() {
+    let run = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size       Avg Latency(us)\n";
+    let log = format!("{run}4   10.0\n8   10.5\n16  11.0\n\n{run}");
+    let (code, stderr) = calibrate_a_log("twelfth-osu-empty-run", &log);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("a.txt:8: this run has no data rows"), "{stderr}");
+    // A file of no rows at all is still the file's.
+    let (code, stderr) = calibrate_a_log("twelfth-osu-no-rows", run);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("a.txt: no data rows"), "{stderr}");
+}
+
+/// Twelfth trial: an OSU `-f` row whose average is below its minimum (or above its
+/// maximum) was read as a measurement; OSU prints min <= avg <= max.
+#[test]
+fn twelfth_trial_an_osu_average_outside_its_row_is_refused() {
+    let head = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n\
+                # Size       Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations\n";
+    let (code, stderr) =
+        calibrate_a_log("twelfth-osu-min", &format!("{head}4  10.0  9.0  11.0  100\n8  10.0  12.0  13.0  100\n"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("a.txt:5: the average latency 10 us is below the row's minimum 12 us"), "{stderr}");
+    let (code, stderr) = calibrate_a_log("twelfth-osu-max", &format!("{head}4  10.0  9.0  9.5  100\n"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("a.txt:4: the average latency 10 us is above the row's maximum 9.5 us"), "{stderr}");
+    let (code, stderr) =
+        calibrate_a_log("twelfth-osu-within", &format!("{head}4  10.0  10.0  10.0  100\n8  10.5  10.0  11.0  100\n"));
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// Twelfth trial: `run --plot --measured` read its logs only after the sweep, so a
+/// missing log was refused (status 2) once the report's plots were drawn; and an OSU log,
+/// which does not say its rank count, could never be read there (`give --ranks N`, a flag
+/// that on `run` sets the sweep).
+#[test]
+fn twelfth_trial_measured_logs_are_read_before_the_run() {
+    let d = case_dir("twelfth-measured");
+    std::fs::write(d.join("s.yaml"), eighth_flat("[ring]", "")).unwrap();
+    let out =
+        cmd().current_dir(&d).args(["run", "s.yaml", "--plot=p", "--measured", "none.txt", "-q"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("none.txt"), "{stderr}");
+    assert!(out.stdout.is_empty(), "the sweep ran: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(!d.join("p").exists() || std::fs::read_dir(d.join("p")).unwrap().next().is_none());
+    let osu =
+        "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size       Avg Latency(us)\n4096   10.0\n";
+    std::fs::write(d.join("o.txt"), osu).unwrap();
+    let out = cmd().current_dir(&d).args(["run", "s.yaml", "--plot=q", "--measured", "o.txt", "-q"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        std::fs::read_dir(d.join("q")).unwrap().any(|f| f.unwrap().file_name().to_string_lossy().contains("measured"))
+    );
+    // With two rank counts the log's is unknown, and the refusal says what gives one.
+    let out = cmd()
+        .current_dir(&d)
+        .args(["run", "s.yaml", "--ranks", "2,4", "--plot=r", "--measured", "o.txt", "-q"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("o.txt") && stderr.contains("the sweep's rank count"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}
+
+/// Twelfth trial: `explain` printed `no messages (a single rank has nothing to exchange)`
+/// for `--size 0` on 8 ranks and for `nvls` on 4 (whose 640 messages are loads and stores
+/// through the switch, then said to take "0 steps"), and on a machine with a
+/// `channel_bandwidth` it claimed the closed form and called the simulation `OUTSIDE`
+/// it, where `run` (and the docs) claim none.
+#[test]
+fn twelfth_trial_explain_says_why_it_lists_no_message_and_claims_no_form_it_lacks() {
+    let d = case_dir("twelfth-explain");
+    std::fs::write(d.join("s.yaml"), twelfth_cluster(2, "[nccl_ring]", "")).unwrap();
+    let explain = |args: &[&str]| {
+        let out = cmd().current_dir(&d).arg("explain").args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = explain(&["nccl_ring", "--scenario", "s.yaml", "--size", "0"]);
+    assert!(!text.contains("single rank") && text.contains("a vector of 0 B has nothing to move"), "{text}");
+    let text = explain(&["nccl_ring", "--ranks", "1"]);
+    assert!(text.contains("a single rank has nothing to exchange"), "{text}");
+    std::fs::write(d.join("n.yaml"), twelfth_cluster(1, "[nvls]", "")).unwrap();
+    let text = explain(&["nvls", "--scenario", "n.yaml", "--size", "1MiB"]);
+    assert!(!text.contains("single rank") && text.contains("through the switch"), "{text}");
+    assert!(!text.contains(" in 0 steps"), "{text}");
+    std::fs::write(d.join("c.yaml"), twelfth_cluster(2, "[nccl_ring]", "  channel_bandwidth: 1GB/s\n")).unwrap();
+    let text = explain(&["nccl_ring", "--scenario", "c.yaml", "--param", "protocol=ll"]);
+    assert!(!text.contains("OUTSIDE") && text.contains("= none: channel_bandwidth"), "{text}");
+}
+
+/// Twelfth trial: `pci_bus: [0x4a, 0x61, ...]` unquoted read as YAML's numbers 74 and 97,
+/// taken as the buses 0x74 and 0x97 without a word (0xca, 202, was refused as `202 is
+/// not a PCI bus`). A plain `61` stays the bus 61, as written.
+#[test]
+fn twelfth_trial_a_pci_bus_written_as_a_yaml_number_is_refused() {
+    let scenario = |buses: &str| {
+        format!(
+            "name: c\ntopology:\n  kind: cluster\n  nodes: 1\n  gpus_per_node: 4\n  intra: {{ kind: pcie, alpha: 2us, \
+             bandwidth: 24GB/s, pci_bus: [{buses}] }}\nalgorithms: [nccl_ring]\nsizes: [4KiB]\n"
+        )
+    };
+    let run = |text: &str| {
+        let f = TempFile::new(text.as_bytes());
+        let out = cmd().arg("validate").arg(&f.0).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (code, stderr) = run(&scenario("0x4a, 0x61, \"ca\", \"e1\""));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains(":6:") && stderr.contains("0x4a is a YAML number (74)"), "{stderr}");
+    let (code, stderr) = run(&scenario("4a, 61, ca, e1"));
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// Twelfth trial: `best_algorithm` ("the fastest algorithm simulated at this point")
+/// left out the pick of `nccl_model` where no row lists it: on one NVSwitch node at
+/// P = 2, 4 KiB, NCCL's ring with LL (9.44 us) beat every candidate, and the table said
+/// `nccl_ring(channels=2, protocol=ll) simulates 9.44 us, -21.5% vs the best (butterfly)`:
+/// slower than the fastest by a negative share.
+#[test]
+fn twelfth_trial_a_selectors_pick_counts_toward_the_fastest() {
+    let scenario = "name: c\nranks: [2]\ntopology:\n  kind: cluster\n  nodes: 1\n  gpus_per_node: 4\n  intra: { kind: \
+                    nvswitch, alpha: { simple: 3.4us, ll: 0.6us, ll128: 1.9us }, bandwidth: 300GB/s }\n  launch: { \
+                    simple: 8.4us, ll: 6.6us, ll128: 14us }\nalgorithms: [nccl_model, ring]\nsizes: [4KiB]\n";
+    let f = TempFile::new(scenario.as_bytes());
+    let out = cmd().args(["run", "--format", "json", "-q"]).arg(&f.0).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["results"].as_array().unwrap();
+    let fastest = rows.iter().filter_map(|r| r["time_s"].as_f64()).fold(f64::INFINITY, f64::min);
+    for r in rows {
+        let best = r["best_time_s"].as_f64().unwrap();
+        assert!(best <= fastest * (1.0 + 1e-9), "{r}: best {best} above a row's {fastest}");
+        if let Some(vs) = r["selection"]["vs_best"].as_f64() {
+            assert!(vs >= -1e-9, "{r}");
+        }
+    }
+    let table = cmd().arg("run").arg("-q").arg(&f.0).output().unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(!table.contains("-21.5% vs the best"), "{table}");
+}

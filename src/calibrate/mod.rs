@@ -157,6 +157,10 @@ pub struct Param {
     /// Whether the file gave the value (a nominal figure the bounds and prior refer to)
     /// rather than the fit guessing a start.
     pub from_file: bool,
+    /// Whether the file has the key at all (with 0 where `from_file` is false): a value
+    /// no log depends on is then kept as the file has it, or left out where it has none.
+    #[serde(skip)]
+    pub in_file: bool,
 }
 
 const TIME_KEYS: [&str; 9] =
@@ -239,7 +243,8 @@ impl Param {
                 (Kind::Number, _) => 1.0,
             }
         };
-        Ok(Param { path: path.to_string(), kind, start, from_file: value > 0.0 })
+        let in_file = !matches!(node, None | Some(Yaml::Null));
+        Ok(Param { path: path.to_string(), kind, start, from_file: value > 0.0, in_file })
     }
 
     /// `value` as the machine file writes it: a unit that keeps the number between 1
@@ -648,6 +653,22 @@ pub fn shape(tree: &mut Yaml, kind: &str, run: &Run) -> Result<(), String> {
                 // or device number) are moved there.
                 first_gpus(tree, node, &run.device_ids, &run.device_buses)?;
             } else {
+                // A node of another size no longer fits the file's lists of its GPUs: the
+                // scenario built from them would blame the file for a count it never
+                // wrote, at a line of calibrate's edit.
+                if g != node
+                    && let Some(key) = ["links", "sockets", "pci_bus"]
+                        .into_iter()
+                        .find(|k| tree.get(&format!("topology.intra.{k}")).is_some())
+                {
+                    return Err(format!(
+                        "{}:{}: this run has {n} node(s) of {g} GPUs, but the machine file's nodes have {node} GPUs, \
+                         listed one by one in topology.intra.{key}; calibrate runs a log on part of one node or on whole \
+                         nodes of the file: give a machine file of {g}-GPU nodes for this log",
+                        crate::units::escape_controls(&run.file),
+                        run.line
+                    ));
+                }
                 tree.set("topology.gpus_per_node", Yaml::UInt(g as u64))?;
             }
         }
@@ -1496,10 +1517,15 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
         (0..params.len()).map(|k| probe[1 + 2 * k] == probe[0] && probe[2 + 2 * k] == probe[0]).collect();
     for (p, f) in params.iter().zip(&frozen) {
         if *f {
+            // Held where the file has it: a 0 stays 0, not the start the fit guessed.
+            let kept = match (p.from_file, p.in_file) {
+                (true, _) => format!("is kept at {}", yaml_text(&p.text(p.start))),
+                (false, true) => "is kept at the file's 0".to_string(),
+                (false, false) => "is left out (the file does not have it)".to_string(),
+            };
             warnings.push(format!(
-                "{} is kept at {}: no logged point depends on it. {}",
+                "{} {kept}: no logged point depends on it. {}",
                 p.path,
-                yaml_text(&p.text(p.start)),
                 hint_unused(&p.path, machine, fit_runs, &jobs)
             ));
         }
@@ -1541,7 +1567,15 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
     let outcome = fit::Outcome { evaluations, ..outcome };
     let active: Vec<bool> = frozen.iter().map(|f| !f).collect();
     let st = fit::stats(&outcome, &active);
-    let values: Vec<f64> = outcome.theta.iter().map(|t| t.exp()).collect();
+    // A held value the file gives as 0 stays 0 (nothing depends on it: the start the fit
+    // took for the logarithm is no measurement).
+    let values: Vec<f64> = outcome
+        .theta
+        .iter()
+        .zip(&params)
+        .zip(&frozen)
+        .map(|((t, p), f)| if *f && !p.from_file && p.in_file { 0.0 } else { t.exp() })
+        .collect();
     if !outcome.converged {
         warnings.push(format!(
             "the optimiser stopped before converging ({}); the values below are its last",
@@ -1650,7 +1684,11 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
             kind: p.kind,
             start: p.start,
             value: values[k],
-            text: yaml_text(&p.text(values[k])),
+            text: if active[k] || p.from_file || p.in_file {
+                yaml_text(&p.text(values[k]))
+            } else {
+                "left out".to_string()
+            },
             rel_uncertainty: (active[k] && st.sigma[k] <= UNDETERMINED.ln()).then(|| st.sigma[k]),
             fitted: active[k],
             lower: bound[k].lo,
@@ -1933,10 +1971,30 @@ pub fn pair_warning(a: &str, b: &str, r: f64) -> String {
         "latency and bandwidth: the logs lack either small sizes (latency alone) or large ones (bandwidth alone). \
          A log from 8 B to at least 1 GiB separates them."
             .to_string()
-    } else {
-        "no logged run uses one without the other. A run that exercises only one of them (a single-node log for \
-         the intra-node values, one GPU per node for the inter-node ones) separates them."
+    } else if has("efficiency") || has("channel_bandwidth") {
+        "a protocol's share of the bandwidth (or a channel's rate) and the bandwidth it scales: a log of that \
+         protocol alone sees only their product. A run of another protocol over the same links (NCCL_PROTO=Simple) \
+         separates them."
             .to_string()
+    } else if a.contains("socket_link") || b.contains("socket_link") {
+        "no logged run crosses one without the other: every logged message between CPUs also pays the pair's \
+         own values. A run of GPUs under one CPU (a 2-GPU log on GPUs of one socket) beside one across them \
+         separates them."
+            .to_string()
+    } else {
+        // Which log would separate them depends on where each value sits: the advice of a
+        // single-node log is true only of a pair across the node's edge.
+        let inter = |p: &str| p.contains(".inter.") || p.contains("levels.1") || p.contains("uplink");
+        let intra = |p: &str| p.contains(".intra.") || p.contains("levels.0");
+        let across = (inter(a) && intra(b)) || (intra(a) && inter(b));
+        if across {
+            "no logged run uses one without the other. A run that exercises only one of them (a single-node log for \
+             the intra-node values, one GPU per node for the inter-node ones) separates them."
+                .to_string()
+        } else {
+            "no logged run uses one without the other. A run that exercises only one of them separates them."
+                .to_string()
+        }
     };
     format!("{a} and {b} cannot be told apart by these logs (correlation {r:+.3}): {advice}")
 }
@@ -1946,6 +2004,14 @@ fn fitted_file(m: &Machine, params: &[Param], values: &[f64], fitted: &[Fitted],
     let mut tree = m.tree.clone();
     let mut comments = BTreeMap::new();
     for ((p, v), f) in params.iter().zip(values).zip(fitted) {
+        // A held key the file does not have is not added; a held 0 is written back as the
+        // file has it.
+        if !f.fitted && !p.from_file {
+            if p.in_file {
+                comments.insert(p.path.clone(), "held: no log uses it".to_string());
+            }
+            continue;
+        }
         // The path was checked against the tree before the fit.
         let _ = tree.set(&p.path, p.text(*v));
         let u = match f.rel_uncertainty {
@@ -2004,8 +2070,9 @@ pub fn table(c: &Calibration) -> String {
     let w = c.parameters.iter().map(|p| p.path.len()).max().unwrap_or(9).max(9);
     out.push_str(&format!("{:<w$}  {:>14}  {:>14}  {:>12}  note\n", "parameter", "start", "fitted", "uncertainty"));
     for p in &c.parameters {
-        let start =
-            yaml_text(&Param { path: p.path.clone(), kind: p.kind, start: p.start, from_file: true }.text(p.start));
+        let start = yaml_text(
+            &Param { path: p.path.clone(), kind: p.kind, start: p.start, from_file: true, in_file: true }.text(p.start),
+        );
         let u = match (p.fitted, p.rel_uncertainty) {
             (false, _) => "held".to_string(),
             (true, Some(s)) => uncertainty(s),

@@ -237,6 +237,21 @@ fn parse_run(
                 ),
             ));
         }
+        // The average lies between the two, as it did before OSU rounded all three to the
+        // same decimals: a row with it outside was read as a measurement without a word.
+        let below = latency(min_col).filter(|&lo| t < lo).map(|lo| ("below the row's minimum", lo));
+        if let Some((side, v)) =
+            below.or_else(|| latency(max_col).filter(|&hi| t > hi).map(|hi| ("above the row's maximum", hi)))
+        {
+            return Err(LogError::at(
+                file,
+                n,
+                format!(
+                    "the average latency {t} us is {side} {v} us; OSU prints min <= avg <= max (the header at line \
+                     {header_line})"
+                ),
+            ));
+        }
         if bytes > 0 {
             samples.push(Sample { bytes, time_s: t * 1e-6, in_place_s: None, wrong: None, line: n });
         }
@@ -248,6 +263,16 @@ fn parse_run(
         return Err(LogError::at(file, tline, format!("'{title}': calibrate reads osu_allreduce only")));
     }
     if samples.is_empty() {
+        // A run after others (a benchmark cut off after its header) has a place: the
+        // file as a whole does have rows.
+        if offset > 0 {
+            return Err(LogError::at(
+                file,
+                tline,
+                "this run has no data rows (lines of `SIZE  AVG_LATENCY_US`) before the file ends, where the runs \
+                 above have some; remove it, or give the rows it lost",
+            ));
+        }
         return Err(LogError::at(file, 0, "no data rows (lines of `SIZE  AVG_LATENCY_US`)"));
     }
     let Some(ranks) = ranks else {

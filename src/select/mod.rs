@@ -77,7 +77,12 @@ pub fn rank(results: &mut [PointResult]) {
         let mut times: Vec<(String, f64)> = Vec::new();
         for &i in idx {
             let r = &results[i];
-            if r.selection.is_some() {
+            if let Some(sel) = &r.selection {
+                // The pick ran too: `nccl_model`'s (an NCCL variant no candidate list holds)
+                // can beat every candidate, and was then "faster than the fastest".
+                if r.not_applicable.is_none() {
+                    times.push((sel.selected.clone(), r.time_s));
+                }
                 if let (Some(b), Some(t)) = (&r.best_algorithm, r.best_time_s) {
                     times.push((b.clone(), t));
                     if let (Some(u), Some(m)) = (&r.runner_up, r.margin) {

@@ -571,6 +571,22 @@ fn pci_buses(src: &Src, raw: Spanned<Vec<Spanned<Scalar>>>, gpus: usize) -> Resu
     }
     let mut out: Vec<String> = Vec::new();
     for (g, v) in raw.value.iter().enumerate() {
+        // An unquoted `61` reads as the bus 61, as written; `0x4a` reads as the number 74,
+        // which as a bus would be another one (0x74) taken without a word.
+        if matches!(v.value, Scalar::UInt(_) | Scalar::Int(_) | Scalar::Float(_))
+            && let Some(w) = src.word_at(&v.referenced)
+            && !w.starts_with('*')
+            && !w.bytes().all(|b| b.is_ascii_digit())
+        {
+            return Err(src.err(
+                &v.referenced,
+                format!(
+                    "topology.intra.pci_bus[{g}]: {w} is a YAML number ({}), not a bus as lspci writes it; quote \
+                     the bus, e.g. \"4a\" or \"0000:4a:00\"",
+                    v.value.text()
+                ),
+            ));
+        }
         let key = pci_bus_key(&v.value.text()).ok_or_else(|| {
             src.err(
                 &v.referenced,
