@@ -902,28 +902,136 @@ fn slab_push<T>(v: &mut Vec<T>, x: T) -> u32 {
     (v.len() - 1) as u32
 }
 
-/// A hasher for [`Pairs`]' keys (a sender's and a receiver's interface in one word): one
-/// multiply, where std's default hashes with random keys per process. The map is only
-/// ever looked up, never iterated, so its order could not reach a result either way.
-#[derive(Clone, Copy, Default)]
-struct PairHasher(u64);
+/// [`Pairs`]' map from a pair of interfaces (the sender's << 32 | the receiver's) to its
+/// [`Pair`]: open addressing with linear probing, a key and its entry in one 32-byte slot,
+/// two to a cache line.
+///
+/// A look-up is a cache miss where the map is large (`direct` at 1,024 ranks files up to
+/// a million pairs), and it came at every candidate of a look-up for a free port: std's
+/// map, whose control bytes and entries live apart, cost two misses a look-up, this one
+/// one. Deletion shifts the entries after it back (no tombstones, so a look-up never
+/// walks past what was deleted). The map is only ever looked up, never iterated, so the
+/// order of its slots cannot reach a result.
+struct PairMap {
+    slots: Vec<PairSlot>,
+    len: usize,
+    /// 64 less the log2 of the slots: a hash's top bits are its home slot.
+    shift: u32,
+}
 
-impl std::hash::Hasher for PairHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+/// A slot of [`PairMap`]: `key` is [`PairMap::EMPTY`] when it holds nothing.
+#[derive(Clone, Copy)]
+#[repr(C, align(32))]
+struct PairSlot {
+    key: u64,
+    pair: Pair,
+}
+
+const _: () = assert!(std::mem::size_of::<PairSlot>() == 32);
+
+impl PairMap {
+    /// No pair: interfaces are numbered below `u32::MAX`.
+    const EMPTY: u64 = u64::MAX;
+    const FIRST_SLOTS: usize = 1 << 10;
+    const NO_PAIR: Pair = Pair { head: NONE, tail: NONE, first: (0, 0) };
+
+    fn new() -> Self {
+        PairMap {
+            slots: vec![PairSlot { key: Self::EMPTY, pair: Self::NO_PAIR }; Self::FIRST_SLOTS],
+            len: 0,
+            shift: 64 - Self::FIRST_SLOTS.trailing_zeros(),
+        }
+    }
+
+    /// `key`'s home slot: a multiply, a fold of the high half into the low, a multiply,
+    /// so that both interfaces reach the top bits.
+    #[inline]
+    fn home(&self, key: u64) -> usize {
+        let x = key.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        ((x ^ (x >> 32)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    /// The slot holding `key`, if any.
+    #[inline]
+    fn find(&self, key: u64) -> Option<usize> {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(key);
+        loop {
+            let k = self.slots[i].key;
+            if k == key {
+                return Some(i);
+            }
+            if k == Self::EMPTY {
+                return None;
+            }
+            i = (i + 1) & mask;
         }
     }
 
     #[inline]
-    fn write_u64(&mut self, n: u64) {
-        let x = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        self.0 = x ^ (x >> 29);
+    fn get(&self, key: u64) -> Option<&Pair> {
+        self.find(key).map(|i| &self.slots[i].pair)
     }
 
     #[inline]
-    fn finish(&self) -> u64 {
-        self.0
+    fn get_mut(&mut self, key: u64) -> Option<&mut Pair> {
+        self.find(key).map(|i| &mut self.slots[i].pair)
+    }
+
+    /// Put `key`, which is not in the map, with `pair`.
+    fn insert_new(&mut self, key: u64, pair: Pair) {
+        debug_assert!(key != Self::EMPTY && self.find(key).is_none());
+        // At most three quarters full, so that a look-up walks a slot or two.
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(key);
+        while self.slots[i].key != Self::EMPTY {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = PairSlot { key, pair };
+        self.len += 1;
+    }
+
+    /// Empty slot `hole` (found by [`PairMap::find`]): the entries after it that would no
+    /// longer be found from their home slot move back into the hole.
+    fn remove_at(&mut self, mut hole: usize) {
+        let mask = self.slots.len() - 1;
+        let mut j = hole;
+        loop {
+            j = (j + 1) & mask;
+            let k = self.slots[j].key;
+            if k == Self::EMPTY {
+                break;
+            }
+            // Its distance from home is at least the hole's: it may fill it.
+            if (j.wrapping_sub(self.home(k)) & mask) >= (j.wrapping_sub(hole) & mask) {
+                self.slots[hole] = self.slots[j];
+                hole = j;
+            }
+        }
+        self.slots[hole].key = Self::EMPTY;
+        self.len -= 1;
+    }
+
+    /// Twice the slots (amortised: the map grows with the pairs waiting at the busiest
+    /// instant, never per event).
+    #[cold]
+    fn grow(&mut self) {
+        let old = std::mem::take(&mut self.slots);
+        self.slots = vec![PairSlot { key: Self::EMPTY, pair: Self::NO_PAIR }; old.len() * 2];
+        self.shift -= 1;
+        self.len = 0;
+        for slot in old.into_iter().filter(|s| s.key != Self::EMPTY) {
+            self.insert_new(slot.key, slot.pair);
+        }
+    }
+
+    /// Ask the cache for `key`'s home slot ([`prefetch`]).
+    #[inline]
+    fn prefetch(&self, key: u64) {
+        prefetch(&self.slots[self.home(key)]);
     }
 }
 
@@ -977,7 +1085,7 @@ impl IfSet {
 struct Pairs {
     /// (sender's interface << 32 | receiver's) to the first and last of the pair's
     /// waiting messages. Memory: an entry a pair with a message waiting.
-    heads: std::collections::HashMap<u64, Pair, std::hash::BuildHasherDefault<PairHasher>>,
+    heads: PairMap,
     /// Each message slot's successor in its pair's chain (`NONE` at the end).
     next: Vec<u32>,
     /// Interfaces with a free out-port, and with a free in-port, kept only where there
@@ -1023,6 +1131,51 @@ struct Bits {
     /// Per interface: whether its out-list's receivers follow one another, wrapping at
     /// most once before the first's (see above); true when it is empty.
     cyclic: Vec<bool>,
+    /// Per interface: the receivers of the first and the last message put in its
+    /// out-list since it was last empty (while `cyclic`; those messages may have started
+    /// since, which leaves `cyclic` only stricter: what followed them from the first's on
+    /// follows the first left too).
+    ends: Vec<(u32, u32)>,
+    /// Per interface: the (issue time, sender) its waiting messages share ([`Lead`]).
+    lead: Vec<Lead>,
+}
+
+/// What an interface's out-list's messages share, for [`Engine::first_from_free`]: a
+/// receiver that frees compares the first messages to it of every clean sender with a
+/// free port, tens of them where ranks fall out of step, and each pair's first message
+/// was a look-up in [`PairMap`], a cache miss. Where all of a sender's waiting messages
+/// were issued at one instant by one rank (an exchange step's sends: a rank issues the
+/// next step's only after this one's have landed), a priority's first two parts are
+/// known from the sender alone (the last part, the sequence, never decides between two
+/// senders but where they share a rank), so only the one found first is looked up.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Lead {
+    /// The shared [`priority`]'s first part (the issue time's bits).
+    issued: u64,
+    src: Rank,
+    /// [`Lead::EMPTY`], [`Lead::ONE`] (`issued` and `src` hold) or [`Lead::MIXED`].
+    kind: u32,
+}
+
+impl Lead {
+    const EMPTY: u32 = 0;
+    const ONE: u32 = 1;
+    /// Messages of more than one (issue time, sender) wait, or did since the list was
+    /// last empty (a head that starts is not replaced by reading the next message's
+    /// slot): the pairs are looked up.
+    const MIXED: u32 = 2;
+    const NONE: Lead = Lead { issued: 0, src: 0, kind: Self::EMPTY };
+
+    /// The lead of a list that held this one's messages and one more, of priority `p`.
+    #[inline]
+    fn with(self, p: (u64, u64)) -> Lead {
+        let (issued, src) = (p.0, (p.1 >> 32) as Rank);
+        match self.kind {
+            Self::EMPTY => Lead { issued, src, kind: Self::ONE },
+            Self::ONE if (self.issued, self.src) == (issued, src) => self,
+            _ => Lead { kind: Self::MIXED, ..self },
+        }
+    }
 }
 
 impl Bits {
@@ -1690,7 +1843,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         if posted.is_none() {
             self.put_unmatched(d.to, id);
         }
-        self.link_ports(id);
+        self.link_ports::<true>(id);
         if mark {
             self.mark_dirty(a);
             self.mark_dirty(d.to);
@@ -1708,11 +1861,17 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     /// most of the gap to a ring. Staged one take apart, so that each hint's line is in
     /// when the next stage reads it: the line of the record after next but one; the
     /// bucket of the record after next (its line asked for one take ago); the slot at the
-    /// head of the next record's bucket (asked for one take ago), with its links.
+    /// head of the next record's bucket (asked for one take ago), with its links; and,
+    /// once there is a [`Pairs`] index, the next record's home slot in its [`PairMap`].
     #[inline]
     fn look_ahead(&self, a: Rank) {
         let q = &self.deferred[self.ranks[a as usize].deferred as usize];
         let next = q[0].to;
+        if let Some(p) = self.pairs.as_deref() {
+            // Where the next one will be filed under its pair (deferring, a rank's
+            // interface is its own).
+            p.heads.prefetch(pair_key(a, next));
+        }
         // Within a run (`direct`, `naive`) the next receivers follow from the first.
         let after = if q[0].more >= 1 {
             Some((0, wrap(next as usize + 1, self.ranks.len()) as Rank))
@@ -1820,16 +1979,19 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     // `always`: every send of a ring comes here (see [`Engine::link_ports`]).
     #[inline(always)]
     fn queue_message(&mut self, id: u32) {
-        let (src_if, dst_if) = self.link_ports(id);
+        let (src_if, dst_if) = self.link_ports::<false>(id);
         self.mark_dirty(src_if);
         self.mark_dirty(dst_if);
     }
 
     /// Put message `id` in its interfaces' lists, in priority order; its interfaces.
+    /// `LAST_OUT`: it is known to come last in its sender's out-list (a deferred send:
+    /// [`Engine::defer`] says why), so the list's last slot, long out of the cache where
+    /// lines are long, is not read to find its place.
     // `always`: with the deferred sends' and LogGP's callers `#[inline]` alone left it
     // out of line in a ring's hot path.
     #[inline(always)]
-    fn link_ports(&mut self, id: u32) -> (u32, u32) {
+    fn link_ports<const LAST_OUT: bool>(&mut self, id: u32) -> (u32, u32) {
         let m = &self.msgs[id as usize];
         let (src_if, dst_if) = (m.src_if, m.dst_if);
         let key = (m.issued, m.src, m.seq);
@@ -1851,7 +2013,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 break;
             }
             let List { head, tail: mut prev } = self.ifaces[i as usize].lists[l as usize];
-            while prev != NONE && !before(prev, &self.msgs) {
+            debug_assert!(!LAST_OUT || l != Link::Out || prev == NONE || before(prev, &self.msgs));
+            while !(LAST_OUT && l == Link::Out) && prev != NONE && !before(prev, &self.msgs) {
                 // The head's `prev` is stale ([`List::unlink`]).
                 prev = if prev == head { NONE } else { self.links[prev as usize].prev[l as usize] };
             }
@@ -1861,30 +2024,38 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     }
 
     /// Message `id` went in its sender's out-list: whether the out-list stays
-    /// [`Bits::cyclic`] (read from the list as it is now), and filed under its pair
+    /// [`Bits::cyclic`], what its messages share ([`Lead`]), and filed under its pair
     /// ([`Engine::pair_insert`]).
+    ///
+    /// Read from the list's ends as [`Bits::ends`] keeps them, not from the slots of its
+    /// first and last message: those were two cache misses a message put in line (the
+    /// first was put there long before).
     #[inline(never)]
     fn pair_linked(&mut self, id: u32) {
-        let n = self.ifaces.len();
+        let n = self.ifaces.len() as u32;
         let m = &self.msgs[id as usize];
-        let s = m.src_if as usize;
+        let (s, d) = (m.src_if as usize, m.dst_if);
+        let key = priority(m);
         if let Some(b) = self.pairs.as_deref_mut().expect("built").bits.as_mut() {
             let List { head, tail } = self.ifaces[s].lists[Link::Out as usize];
-            b.cyclic[s] = if head == id && tail == id {
+            if head == id && tail == id {
                 // The list was empty.
-                true
-            } else if tail != id {
-                false
+                b.cyclic[s] = true;
+                b.ends[s] = (d, d);
+                b.lead[s] = Lead::NONE.with(key);
             } else {
-                // Appended to a list that was not empty (so `head` is as it was, and
-                // `id`, not the head, has its `prev`): its receiver must come after the
-                // last one's and before the first one's, wrapping.
-                let prev = self.links[id as usize].prev[Link::Out as usize];
-                let first = self.msgs[head as usize].dst_if as usize;
-                let last = self.msgs[prev as usize].dst_if as usize;
-                let at = |d: usize| if d >= first { d - first } else { d + n - first };
-                b.cyclic[s] && at(m.dst_if as usize) > at(last)
-            };
+                b.lead[s] = b.lead[s].with(key);
+                if tail != id {
+                    b.cyclic[s] = false;
+                } else {
+                    // Appended: its receiver must come after the last one's and before
+                    // the first one's, wrapping.
+                    let (first, last) = b.ends[s];
+                    let at = |d: u32| if d >= first { d - first } else { d + n - first };
+                    b.cyclic[s] = b.cyclic[s] && at(d) > at(last);
+                    b.ends[s].1 = d;
+                }
+            }
         }
         self.pair_insert(id);
     }
@@ -1901,18 +2072,18 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let m = &msgs[id as usize];
         let key = priority(m);
         let Pairs { heads, next, bits, .. } = pairs;
-        match heads.entry(pair_key(m.src_if, m.dst_if)) {
-            std::collections::hash_map::Entry::Vacant(v) => {
+        let pk = pair_key(m.src_if, m.dst_if);
+        match heads.get_mut(pk) {
+            None => {
                 next[id as usize] = NONE;
-                v.insert(Pair { head: id, tail: id, first: key });
+                heads.insert_new(pk, Pair { head: id, tail: id, first: key });
                 if let Some(b) = bits.as_mut() {
                     let (s, d) = (m.src_if as usize, m.dst_if as usize);
                     Bits::set(&mut b.to, s * b.words * 64 + d);
                     Bits::set(&mut b.from, d * b.words * 64 + s);
                 }
             }
-            std::collections::hash_map::Entry::Occupied(mut o) => {
-                let Pair { head, tail, first } = o.get_mut();
+            Some(Pair { head, tail, first }) => {
                 if priority(&msgs[*tail as usize]) < key {
                     next[*tail as usize] = id;
                     next[id as usize] = NONE;
@@ -1940,10 +2111,11 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let pairs = self.pairs.as_deref_mut().expect("built");
         let Pairs { heads, next, bits, .. } = pairs;
         let key = pair_key(m.src_if, m.dst_if);
-        let Pair { head, tail, first } = heads.get_mut(&key).expect("a waiting message is filed under its pair");
+        let at = heads.find(key).expect("a waiting message is filed under its pair");
+        let Pair { head, tail, first } = &mut heads.slots[at].pair;
         if *head == id {
             if *tail == id {
-                heads.remove(&key);
+                heads.remove_at(at);
                 if let Some(b) = bits.as_mut() {
                     let (s, d) = (m.src_if as usize, m.dst_if as usize);
                     Bits::clear(&mut b.to, s * b.words * 64 + d);
@@ -2020,9 +2192,11 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             to: vec![0; n * words],
             from: vec![0; n * words],
             cyclic: vec![true; n],
+            ends: vec![(0, 0); n],
+            lead: vec![Lead::NONE; n],
         });
         self.pairs = Some(Box::new(Pairs {
-            heads: Default::default(),
+            heads: PairMap::new(),
             next: vec![NONE; self.msgs.len()],
             senders: IfSet::new(if bits.is_some() { 0 } else { n }),
             receivers: IfSet::new(if bits.is_some() { 0 } else { n }),
@@ -2046,16 +2220,21 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 if st.free_in > 0 {
                     Bits::set(&mut b.free_in, i);
                 }
-                // Whether the out-list is cyclic, as `pair_linked` would have kept it.
+                // Whether the out-list is cyclic and what its messages share, as
+                // `pair_linked` would have kept them.
                 let mut list = st.lists[Link::Out as usize].iter(&self.links, Link::Out);
-                if let Some(first) = list.next() {
-                    let first = self.msgs[first as usize].dst_if as usize;
-                    let at = |d: usize| if d >= first { d - first } else { d + n - first };
-                    let mut last = 0;
-                    b.cyclic[i] = list.all(|m| {
-                        let here = at(self.msgs[m as usize].dst_if as usize);
-                        std::mem::replace(&mut last, here) < here
-                    });
+                if let Some(head) = list.next() {
+                    let first = self.msgs[head as usize].dst_if;
+                    let at = |d: u32| if d >= first { d - first } else { d + n as u32 - first };
+                    let (mut last, mut cyclic) = (first, true);
+                    let mut lead = Lead::NONE.with(priority(&self.msgs[head as usize]));
+                    for m in list {
+                        let m = &self.msgs[m as usize];
+                        cyclic = cyclic && at(m.dst_if) > at(last);
+                        last = m.dst_if;
+                        lead = lead.with(priority(m));
+                    }
+                    (b.cyclic[i], b.ends[i], b.lead[i]) = (cyclic, (first, last), lead);
                 }
             }
             // Every waiting message is in exactly one in-list, in priority order; the
@@ -2734,9 +2913,12 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 }
             } else if steps == budget && !looked {
                 looked = true;
-                at = self.first_to_free(s, at);
-                if at == NONE {
-                    continue;
+                match self.first_to_free(s) {
+                    Some(p) => return Some(self.offered(p, Link::Out)),
+                    None => {
+                        at = NONE;
+                        continue;
+                    }
                 }
             }
             if self.ifaces[self.msgs[at as usize].dst_if as usize].free_in > 0 {
@@ -2747,17 +2929,29 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         }
     }
 
-    /// Sender `s`'s first waiting message to a receiver with a free in-port (`NONE`:
-    /// none), by the [`Pairs`] index, `at` being a message of its out-list that the
-    /// pass's walk stands on (every message before it has a busy receiver).
+    /// A pair's first message found by the [`Pairs`] index for list `l`'s offer, as a
+    /// [`Cursor`]: its priority is the pair's, so its slot, a cache miss, is not read
+    /// here but asked for ([`prefetch`]), to be in when the pass's merge reads it.
+    #[inline]
+    fn offered(&self, p: Pair, l: Link) -> Cursor {
+        prefetch(&self.msgs[p.head as usize]);
+        prefetch(&self.links[p.head as usize]);
+        (p.first.0, p.first.1, p.head, l as u8)
+    }
+
+    /// Sender `s`'s first waiting message to a receiver with a free in-port (`None`:
+    /// none), by the [`Pairs`] index, while the pass's walk of its out-list stands on a
+    /// message before which every message has a busy receiver (ports only fill during a
+    /// pass, so what the walk passed stays passed).
     ///
     /// With [`Bits`], the receivers `s` has a message to and that have a free port are
-    /// the words' intersection; a cyclic out-list's first is the first of them from
-    /// `at`'s receiver on, wrapping; otherwise each is looked up. Without, every free
-    /// receiver is.
-    fn first_to_free(&self, s: u32, at: u32) -> u32 {
+    /// the words' intersection; a cyclic out-list's first is the first of them from the
+    /// first receiver of [`Bits::ends`] on, wrapping (the walk's place need not be read:
+    /// the messages before it are to busy receivers, so not in the intersection);
+    /// otherwise each is looked up. Without, every free receiver is.
+    fn first_to_free(&self, s: u32) -> Option<Pair> {
         let pairs = self.pairs.as_deref().expect("built");
-        let head = |d: u32| pairs.heads.get(&pair_key(s, d));
+        let head = |d: u32| pairs.heads.get(pair_key(s, d));
         #[cfg(test)]
         let way = match pairs.bits.as_ref() {
             Some(b) if b.cyclic[s as usize] => 0,
@@ -2778,17 +2972,15 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let row = &b.to[s as usize * b.words..][..b.words];
         let both = |w: usize| row[w] & b.free_in[w];
         if b.cyclic[s as usize] {
-            let from = self.msgs[at as usize].dst_if as usize;
+            let from = b.ends[s as usize].0 as usize;
             let (w0, bit) = (from / 64, from % 64);
             // From `from` to the end, then from 0 to `from`'s word (its bits before
             // `from` last).
             let first = both(w0) >> bit << bit;
             let rest = (w0 + 1..b.words).chain(0..=w0);
             let found = std::iter::once((w0, first)).chain(rest.map(|w| (w, both(w)))).find(|&(_, x)| x != 0);
-            return match found {
-                Some((w, x)) => head((w * 64) as u32 + x.trailing_zeros()).expect("a pair with its bit set waits").head,
-                None => NONE,
-            };
+            return found
+                .map(|(w, x)| *head((w * 64) as u32 + x.trailing_zeros()).expect("a pair with its bit set waits"));
         }
         first_of(set_bits(b.words, both).filter_map(head))
     }
@@ -2800,7 +2992,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     #[inline]
     fn offer_in<const INDEXED: bool>(&mut self, mut at: u32, d: u32) -> Option<Cursor> {
         if INDEXED {
-            return self.cursor(self.first_from_free(d), Link::In);
+            return self.first_from_free(d).map(|p| self.offered(p, Link::In));
         }
         let mut steps = 0;
         while at != NONE {
@@ -2816,27 +3008,54 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         self.cursor(at, Link::In)
     }
 
-    /// The first waiting message to receiver `d` from a clean sender with a free
-    /// out-port (`NONE`: none), by the [`Pairs`] index.
+    /// The pair of the first waiting message to receiver `d` from a clean sender with a
+    /// free out-port (`None`: none), by the [`Pairs`] index.
     ///
     /// It is the one the walk of `d`'s in-list would find: a sender free now was free
     /// all pass (ports only fill), so its messages to `d` ahead of the walk's place were
     /// offered and started, and its first one left is after that place.
-    fn first_from_free(&self, d: u32) -> u32 {
+    ///
+    /// With [`Bits`], a sender whose waiting messages share their issue time and rank
+    /// ([`Lead`]) is compared by those, without looking its pair up; the pairs are
+    /// looked up only where that does not decide (a sender whose messages do not share
+    /// them, two senders of one rank), and the one found first.
+    fn first_from_free(&self, d: u32) -> Option<Pair> {
         let pairs = self.pairs.as_deref().expect("built");
         let head = |s: u32| {
             if self.ifaces[s as usize].dirty {
                 return None;
             }
-            pairs.heads.get(&pair_key(s, d))
+            pairs.heads.get(pair_key(s, d))
         };
-        match pairs.bits.as_ref() {
-            Some(b) => {
-                let row = &b.from[d as usize * b.words..][..b.words];
-                first_of(set_bits(b.words, |w| row[w] & b.free_out[w]).filter_map(head))
+        let Some(b) = pairs.bits.as_ref() else {
+            return first_of(pairs.senders.members.iter().filter_map(|&s| head(s)));
+        };
+        let row = &b.from[d as usize * b.words..][..b.words];
+        let pair = |s: u32| *pairs.heads.get(pair_key(s, d)).expect("a pair with its bit set waits");
+        // The best so far: its (issue time, rank), its sender, its pair once looked up.
+        let mut best: Option<((u64, Rank), u32, Option<Pair>)> = None;
+        for s in set_bits(b.words, |w| row[w] & b.free_out[w]) {
+            if self.ifaces[s as usize].dirty {
+                continue;
             }
-            None => first_of(pairs.senders.members.iter().filter_map(|&s| head(s))),
+            let lead = b.lead[s as usize];
+            let (known, looked) = if lead.kind == Lead::ONE {
+                ((lead.issued, lead.src), None)
+            } else {
+                let p = pair(s);
+                ((p.first.0, (p.first.1 >> 32) as Rank), Some(p))
+            };
+            best = match best {
+                Some((k, bs, bp)) if known == k => {
+                    // The sequence decides.
+                    let (p, q) = (looked.unwrap_or_else(|| pair(s)), bp.unwrap_or_else(|| pair(bs)));
+                    Some(if p.first < q.first { (known, s, Some(p)) } else { (k, bs, Some(q)) })
+                }
+                Some((k, ..)) if k < known => best,
+                _ => Some((known, s, looked)),
+            };
         }
+        best.map(|(_, s, p)| p.unwrap_or_else(|| pair(s)))
     }
 
     /// Message `id` as an [`Observer`] sees it.
@@ -2919,10 +3138,10 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     }
 }
 
-/// The first message in priority order of those at the head of `pairs` (`NONE`: none).
+/// The pair whose first message is first in priority order of `pairs` (`None`: none).
 #[inline]
-fn first_of<'x>(pairs: impl Iterator<Item = &'x Pair>) -> u32 {
-    pairs.min_by_key(|p| p.first).map_or(NONE, |p| p.head)
+fn first_of<'x>(pairs: impl Iterator<Item = &'x Pair>) -> Option<Pair> {
+    pairs.min_by_key(|p| p.first).copied()
 }
 
 /// The bits set in the words `word(0)` to `word(words - 1)`, as interface numbers,
@@ -3079,5 +3298,46 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The pair map holds what a plain map holds through inserts and removals in random
+    /// order, growing from its first size, with keys crowded into few home slots (the
+    /// backward shift of a removal is what could lose one).
+    #[test]
+    fn pair_map_is_a_map() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut map = super::PairMap::new();
+        let mut want = std::collections::BTreeMap::new();
+        let pair = |k: u64| super::Pair { head: k as u32, tail: (k >> 32) as u32, first: (k, !k) };
+        for step in 0..200_000u32 {
+            let r = rng.next_u64();
+            // Up to 3,000 keys of a few senders and receivers, so the map grows past its
+            // first 1,024 slots, and shrinks back when removals take over.
+            let key = super::pair_key((r % 61) as u32, ((r >> 8) % 53) as u32);
+            let grow = (step / 20_000) % 2 == 0;
+            match (map.find(key), r >> 60 < if grow { 11 } else { 5 }) {
+                (None, true) => {
+                    map.insert_new(key, pair(key));
+                    want.insert(key, ());
+                }
+                (Some(at), false) => {
+                    map.remove_at(at);
+                    want.remove(&key);
+                }
+                _ => {}
+            }
+            assert_eq!(map.len, want.len(), "step {step}");
+            if step % 997 == 0 {
+                for s in 0..61 {
+                    for d in 0..53 {
+                        let k = super::pair_key(s, d);
+                        let got = map.get(k).map(|p| (p.head, p.tail, p.first));
+                        let p = pair(k);
+                        assert_eq!(got, want.contains_key(&k).then_some((p.head, p.tail, p.first)), "step {step}");
+                    }
+                }
+            }
+        }
+        assert!(map.slots.len() > super::PairMap::FIRST_SLOTS, "the map grew");
     }
 }
