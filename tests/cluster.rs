@@ -623,7 +623,7 @@ fn messages_inside_a_node_do_not_pay_the_inter_rate() {
 fn bad_inter_channel_bandwidths_are_located_and_explained() {
     let text = inter_channel_limited("", "ring");
     for (bad, want) in [
-        ("{ ll: 0GB/s }", "bad.yaml:7:67: topology.inter.channel_bandwidth.ll: bandwidth '0GB/s' must be greater than 0"),
+        ("{ ll: 0GB/s }", "bad.yaml:7:68: topology.inter.channel_bandwidth.ll: bandwidth '0GB/s' must be greater than 0"),
         ("{ ll64: 5GB/s }", "topology.inter.channel_bandwidth: unknown protocol 'll64'; allowed: simple, ll, ll128"),
         ("{ ll: fast }", "topology.inter.channel_bandwidth.ll:"),
         ("-1GB/s", "topology.inter.channel_bandwidth"),
@@ -654,7 +654,7 @@ fn inter_efficiency_sets_the_nics_share_and_defaults_to_efficiency() {
     let simple = text.replace("algorithms: [{ name: ring, protocol: ll }]", "algorithms: [ring]");
     close(run(&scenario(&simple)).time_s, 328e-6);
     for (bad, want) in [
-        ("{ ll: 0 }", "bad.yaml:7:67: topology.inter.efficiency.ll: expected a number above 0, got 0"),
+        ("{ ll: 0 }", "bad.yaml:7:61: topology.inter.efficiency.ll: expected a number above 0, got 0"),
         ("{ simple: 0.5 }", "topology.inter.efficiency: unknown key 'simple'; allowed: ll, ll128"),
         ("0.5", "topology.inter.efficiency: expected a map { ll: F, ll128: F }"),
     ] {
