@@ -561,7 +561,10 @@ fn nic_path_is_read_and_defaults_to_pxb() {
 /// 12.5 GB/s), under `net`.
 fn inter_channel_limited(net: &str, algorithm: &str) -> String {
     TWO_BY_ONE
-        .replace("inter: { alpha: 2us, bandwidth: 25GB/s }", "inter: { alpha: 2us, bandwidth: 25GB/s, channel_bandwidth: { ll: 5GB/s } }")
+        .replace(
+            "inter: { alpha: 2us, bandwidth: 25GB/s }",
+            "inter: { alpha: 2us, bandwidth: 25GB/s, channel_bandwidth: { ll: 5GB/s } }",
+        )
         .replace("launch: 4us", &format!("launch: 4us\n{net}"))
         .replace("algorithms: [ring]", &format!("algorithms: [{algorithm}]"))
 }
@@ -612,7 +615,8 @@ fn messages_inside_a_node_do_not_pay_the_inter_rate() {
     // other: the last step across lands at 4 + 6 x 400 + 2 = 2406 us, and the step inside
     // the node that follows it has already landed.
     close(run(&scenario(TWO_BY_TWO_RATED)).time_s, 2416e-6);
-    let pipelined = TWO_BY_TWO_RATED.replace("launch: 4us", "launch: 4us\nnetwork: { model: ideal, latency: pipelined }");
+    let pipelined =
+        TWO_BY_TWO_RATED.replace("launch: 4us", "launch: 4us\nnetwork: { model: ideal, latency: pipelined }");
     close(run(&scenario(&pipelined)).time_s, 2406e-6);
     // Without the rate each step across takes 2 MB / 12.5 GB/s + 2 = 162 us: 4 + 6 x 162.
     let free = TWO_BY_TWO_RATED.replace(", channel_bandwidth: { ll: 5GB/s }", "");
@@ -623,7 +627,10 @@ fn messages_inside_a_node_do_not_pay_the_inter_rate() {
 fn bad_inter_channel_bandwidths_are_located_and_explained() {
     let text = inter_channel_limited("", "ring");
     for (bad, want) in [
-        ("{ ll: 0GB/s }", "bad.yaml:7:68: topology.inter.channel_bandwidth.ll: bandwidth '0GB/s' must be greater than 0"),
+        (
+            "{ ll: 0GB/s }",
+            "bad.yaml:7:68: topology.inter.channel_bandwidth.ll: bandwidth '0GB/s' must be greater than 0",
+        ),
         ("{ ll64: 5GB/s }", "topology.inter.channel_bandwidth: unknown protocol 'll64'; allowed: simple, ll, ll128"),
         ("{ ll: fast }", "topology.inter.channel_bandwidth.ll:"),
         ("-1GB/s", "topology.inter.channel_bandwidth"),

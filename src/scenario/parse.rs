@@ -1390,8 +1390,10 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     if let crate::topology::spec::TopologySpec::Cluster(c) = &s.topology
         && !matches!(s.network.model, crate::sim::network::Model::Ideal | crate::sim::network::Model::Pipelined)
     {
-        let rated = |r: &crate::topology::PerProto| crate::topology::Proto::ALL.into_iter().any(|p| r.of(p).is_finite());
-        for (key, rates) in [("channel_bandwidth", &c.channel_bandwidth), ("inter.channel_bandwidth", &c.inter.channel_bandwidth)]
+        let rated =
+            |r: &crate::topology::PerProto| crate::topology::Proto::ALL.into_iter().any(|p| r.of(p).is_finite());
+        for (key, rates) in
+            [("channel_bandwidth", &c.channel_bandwidth), ("inter.channel_bandwidth", &c.inter.channel_bandwidth)]
         {
             if rated(rates) {
                 return Err(src.err(

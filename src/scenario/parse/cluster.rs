@@ -172,10 +172,7 @@ fn efficiency(src: &Src, raw: &Spanned<RawPerProto>, key: &str) -> Result<PerPro
         let p = match Proto::from_name(&k.value) {
             Some(p @ (Proto::Ll | Proto::Ll128)) => p,
             _ => {
-                return Err(src.err(
-                    &k.referenced,
-                    format!("{key}: unknown key '{}'; allowed: ll, ll128", k.value),
-                ));
+                return Err(src.err(&k.referenced, format!("{key}: unknown key '{}'; allowed: ll, ll128", k.value)));
             }
         };
         let f = factor(&v.value);
@@ -462,8 +459,12 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
     };
     let launch =
         t.launch.as_ref().map(|l| per_proto(src, l, "topology.launch")).transpose()?.unwrap_or(PerProto::all(0.0));
-    let efficiency =
-        t.efficiency.as_ref().map(|e| efficiency(src, e, "topology.efficiency")).transpose()?.unwrap_or(PerProto::NCCL_EFFICIENCY);
+    let efficiency = t
+        .efficiency
+        .as_ref()
+        .map(|e| efficiency(src, e, "topology.efficiency"))
+        .transpose()?
+        .unwrap_or(PerProto::NCCL_EFFICIENCY);
     let channel_bandwidth = t
         .channel_bandwidth
         .as_ref()
