@@ -338,6 +338,9 @@ pub fn dispatch<'a, F: WithModel<'a>>(
 ) -> Result<F::Out, SimError> {
     let (channel, inter) = (topo.channel_bandwidth(), topo.inter_channel_bandwidth());
     let rated = channel.is_finite() || inter.is_finite();
+    // Without a rate of its own across nodes a message there keeps the channel's rate,
+    // which applies to every link.
+    let inter = if inter.is_finite() { inter } else { channel };
     if rated && !matches!(net.model, Model::Ideal | Model::Pipelined) {
         return Err(SimError::Unsupported(format!(
             "{}: channel_bandwidth and inter.channel_bandwidth are modelled under network model ideal \
