@@ -556,3 +556,116 @@ fn nic_path_is_read_and_defaults_to_pxb() {
         assert_eq!(topo.nic_through_cpu(), want.through_cpu(), "{name}");
     }
 }
+
+/// TWO_BY_ONE whose channels hand LL to the network at 5 GB/s (the NIC carries LL at
+/// 12.5 GB/s), under `net`.
+fn inter_channel_limited(net: &str, algorithm: &str) -> String {
+    TWO_BY_ONE
+        .replace(
+            "inter: { alpha: 2us, bandwidth: 25GB/s }",
+            "inter: { alpha: 2us, bandwidth: 25GB/s, channel_bandwidth: { ll: 5GB/s } }",
+        )
+        .replace("launch: 4us", &format!("launch: 4us\n{net}"))
+        .replace("algorithms: [ring]", &format!("algorithms: [{algorithm}]"))
+}
+
+#[test]
+fn a_message_across_nodes_leaves_at_its_channels_inter_rate() {
+    // Ring of 2 ranks on 2 nodes, S = 8 MB: two steps of 4 MB across nodes, each handed to
+    // the network at 5 GB/s (800 us) rather than the NIC's 12.5 GB/s for LL (320 us):
+    // 4 + 2 (800 + 2) us = 1608 us, under both ways of holding ports.
+    for net in ["", "network: { model: ideal, latency: pipelined }"] {
+        let r = run(&scenario(&inter_channel_limited(net, "{ name: ring, protocol: ll }")));
+        close(r.time_s, 1608e-6);
+        assert!(r.closed_form_s.is_none() && r.closed_form_bounds_s.is_none());
+        assert!(r.no_closed_form.as_deref().unwrap().contains("channel_bandwidth"), "{:?}", r.no_closed_form);
+    }
+    // Simple has no rate given: the plain 4 + 2 (2 + 160) = 328 us.
+    close(run(&scenario(&inter_channel_limited("", "ring"))).time_s, 328e-6);
+}
+
+/// Two nodes of two GPUs (NVSwitch at 450 GB/s, LL at 225; one NIC of 25 GB/s, LL at
+/// 12.5), the channels handing LL to the network at 5 GB/s.
+const TWO_BY_TWO_RATED: &str = "
+topology:
+  kind: cluster
+  nodes: 2
+  gpus_per_node: 2
+  intra: { kind: nvswitch, alpha: 1us, bandwidth: 450GB/s }
+  nics_per_node: 2
+  inter: { alpha: 2us, bandwidth: 25GB/s, channel_bandwidth: { ll: 5GB/s } }
+  launch: 4us
+algorithms: [{ name: ring, protocol: ll }]
+sizes: 8MB
+";
+
+#[test]
+fn messages_inside_a_node_do_not_pay_the_inter_rate() {
+    // Two ranks (part of one node): only NVSwitch messages, at the link's rate:
+    // 4 + 2 (1 + 4 MB / 225 GB/s) us, with the closed form (nothing crosses nodes).
+    let one = TWO_BY_TWO_RATED.replace("sizes: 8MB", "sizes: 8MB\nranks: 2");
+    let r = run(&scenario(&one));
+    close(r.time_s, 4e-6 + 2.0 * (1e-6 + 4e6 / 225e9));
+    assert!(r.closed_form_s.is_some(), "{:?}", r.no_closed_form);
+    // Four ranks: the ring 0 -> 1 -> 2 -> 3 -> 0 crosses nodes at 1 -> 2 and 3 -> 0. Six
+    // steps of 2 MB; a step across nodes takes 2 MB / 5 GB/s + 2 us = 402 us, one inside
+    // 1 + 2 MB / 225 GB/s = 9.9 us, and each step waits for the one across before it:
+    // 4 + 6 x 402 = 2416 us (ports held for the message's time). Under pipelined latency
+    // the NIC port is free after 160 us, and the sender's unit copies one step after the
+    // other: the last step across lands at 4 + 6 x 400 + 2 = 2406 us, and the step inside
+    // the node that follows it has already landed.
+    close(run(&scenario(TWO_BY_TWO_RATED)).time_s, 2416e-6);
+    let pipelined =
+        TWO_BY_TWO_RATED.replace("launch: 4us", "launch: 4us\nnetwork: { model: ideal, latency: pipelined }");
+    close(run(&scenario(&pipelined)).time_s, 2406e-6);
+    // Without the rate each step across takes 2 MB / 12.5 GB/s + 2 = 162 us: 4 + 6 x 162.
+    let free = TWO_BY_TWO_RATED.replace(", channel_bandwidth: { ll: 5GB/s }", "");
+    close(run(&scenario(&free)).time_s, 4e-6 + 6.0 * 162e-6);
+}
+
+#[test]
+fn bad_inter_channel_bandwidths_are_located_and_explained() {
+    let text = inter_channel_limited("", "ring");
+    for (bad, want) in [
+        (
+            "{ ll: 0GB/s }",
+            "bad.yaml:7:68: topology.inter.channel_bandwidth.ll: bandwidth '0GB/s' must be greater than 0",
+        ),
+        ("{ ll64: 5GB/s }", "topology.inter.channel_bandwidth: unknown protocol 'll64'; allowed: simple, ll, ll128"),
+        ("{ ll: fast }", "topology.inter.channel_bandwidth.ll:"),
+        ("-1GB/s", "topology.inter.channel_bandwidth"),
+    ] {
+        let msg = error(&text.replace("{ ll: 5GB/s }", bad));
+        assert!(msg.contains("bad.yaml:") && msg.contains(want), "{bad}:\n{msg}\nwanted: {want}");
+    }
+    let msg = error(&inter_channel_limited("network: { model: flow }", "ring"));
+    assert!(
+        msg.contains("bad.yaml:")
+            && msg.contains("topology.inter.channel_bandwidth: modelled under network model ideal only, not flow"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn inter_efficiency_sets_the_nics_share_and_defaults_to_efficiency() {
+    // LL at a quarter of every link (efficiency), but at its line share, a half, on the
+    // NIC: ring of 2 ranks on 2 nodes, S = 8 MB, 4 + 2 (2 + 4 MB / 12.5 GB/s) = 648 us.
+    let quarter = TWO_BY_ONE
+        .replace("launch: 4us", "launch: 4us\n  efficiency: { ll: 0.25 }")
+        .replace("algorithms: [ring]", "algorithms: [{ name: ring, protocol: ll }]");
+    let text = quarter.replace("bandwidth: 25GB/s }", "bandwidth: 25GB/s, efficiency: { ll: 0.5 } }");
+    close(run(&scenario(&text)).time_s, 648e-6);
+    // Left out, the NIC takes the cluster's efficiency: 4 + 2 (2 + 4 MB / 6.25 GB/s).
+    close(run(&scenario(&quarter)).time_s, 1288e-6);
+    // Only LL named: Simple keeps its share of 1 on the NIC, 328 us.
+    let simple = text.replace("algorithms: [{ name: ring, protocol: ll }]", "algorithms: [ring]");
+    close(run(&scenario(&simple)).time_s, 328e-6);
+    for (bad, want) in [
+        ("{ ll: 0 }", "bad.yaml:7:61: topology.inter.efficiency.ll: expected a number above 0, got 0"),
+        ("{ simple: 0.5 }", "topology.inter.efficiency: unknown key 'simple'; allowed: ll, ll128"),
+        ("0.5", "topology.inter.efficiency: expected a map { ll: F, ll128: F }"),
+    ] {
+        let msg = error(&text.replace("efficiency: { ll: 0.5 } }", &format!("efficiency: {bad} }}")));
+        assert!(msg.contains(want), "{bad}:\n{msg}\nwanted: {want}");
+    }
+}

@@ -46,7 +46,7 @@ pub fn check_bytes(s: &Scenario) -> Result<(), String> {
 /// Every link a message can be charged at: the topology's own, and on a cluster the
 /// ones its list leaves out, a pair across CPU sockets (both alphas, the thinner
 /// bandwidth), NVLS's switch operations (at `nvls_efficiency` of the bandwidth) and a
-/// channel's copy unit (`channel_bandwidth`).
+/// channel's copy unit (`channel_bandwidth`, and `inter.channel_bandwidth` across nodes).
 fn machine_links(s: &Scenario) -> Vec<Link> {
     charged_links(s).into_iter().map(|(l, _)| l).collect()
 }
@@ -77,6 +77,11 @@ fn own_links(s: &Scenario) -> Vec<Link> {
             if channel.is_finite() {
                 links.push(Link { alpha: alpha.max(c.inter.alpha_s.of(p)), bandwidth: channel });
             }
+            // And a message across nodes at the rate its channel hands it to the network.
+            let across = c.inter.channel_bandwidth.of(p);
+            if across.is_finite() {
+                links.push(Link { alpha: c.inter.alpha_s.of(p), bandwidth: across });
+            }
         }
     }
     links
@@ -101,7 +106,7 @@ fn proxy_links(s: &Scenario) -> Vec<Link> {
         .filter(|&proto| c.inter.proxy_s.of(proto) > 0.0)
         .map(|proto| Link {
             alpha: c.inter.alpha_s.of(proto) + CONNECTIONS_PER_PEER * p * c.inter.proxy_s.of(proto),
-            bandwidth: c.inter.bandwidth * c.efficiency.of(proto),
+            bandwidth: c.inter.bandwidth * c.inter_efficiency().of(proto),
         })
         .collect()
 }

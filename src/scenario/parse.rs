@@ -1388,17 +1388,24 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     // The engine refuses a channel's rate under the other models; say so where the file
     // gives it, before anything runs, not as a failed check at every point.
     if let crate::topology::spec::TopologySpec::Cluster(c) = &s.topology
-        && crate::topology::Proto::ALL.into_iter().any(|p| c.channel_bandwidth.of(p).is_finite())
         && !matches!(s.network.model, crate::sim::network::Model::Ideal | crate::sim::network::Model::Pipelined)
     {
-        return Err(src.err(
-            &topology_at,
-            format!(
-                "topology.channel_bandwidth: modelled under network model ideal only, not {}; leave \
-                 channel_bandwidth out or use model: ideal",
-                s.network.name()
-            ),
-        ));
+        let rated =
+            |r: &crate::topology::PerProto| crate::topology::Proto::ALL.into_iter().any(|p| r.of(p).is_finite());
+        for (key, rates) in
+            [("channel_bandwidth", &c.channel_bandwidth), ("inter.channel_bandwidth", &c.inter.channel_bandwidth)]
+        {
+            if rated(rates) {
+                return Err(src.err(
+                    &topology_at,
+                    format!(
+                        "topology.{key}: modelled under network model ideal only, not {}; leave \
+                         {key} out or use model: ideal",
+                        s.network.name()
+                    ),
+                ));
+            }
+        }
     }
     match (noise_at, repeat_at) {
         (Some(at), _) => limits::check_noise(&s).map_err(|e| src.err(&at, format!("noise: {e}")))?,

@@ -139,6 +139,9 @@ impl Topology for ProxyView<'_> {
     fn channel_bandwidth(&self) -> f64 {
         self.inner.channel_bandwidth()
     }
+    fn inter_channel_bandwidth(&self) -> f64 {
+        self.inner.inter_channel_bandwidth()
+    }
     fn protocol(&self) -> Option<Proto> {
         self.inner.protocol()
     }

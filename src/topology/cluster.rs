@@ -179,12 +179,29 @@ pub struct InterSpec {
     /// closer (docs/gpu-clusters.md, "The path to the NIC"). `pxb` unless given.
     #[serde(default, skip_serializing_if = "NicPath::is_default")]
     pub nic_path: NicPath,
+    /// Bytes per second, per protocol, at which one channel hands a message to the
+    /// network (`inter.channel_bandwidth`, docs/gpu-clusters.md, "A channel's rate across
+    /// nodes"): its thread block writes the whole step into the proxy's buffer before
+    /// the proxy sends it. Infinite (no limit) unless given.
+    #[serde(default = "unlimited", skip_serializing_if = "is_unlimited")]
+    pub channel_bandwidth: PerProto,
+    /// The fraction of the NIC's bandwidth each protocol carries data at across nodes
+    /// (`inter.efficiency`); the cluster's `efficiency` unless given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<PerProto>,
 }
 
 impl InterSpec {
     /// `alpha_s` and `bandwidth` with no proxy cost, the NIC under the GPUs' PCIe switches.
     pub fn new(alpha_s: PerProto, bandwidth: f64) -> InterSpec {
-        InterSpec { alpha_s, bandwidth, proxy_s: PerProto::all(0.0), nic_path: NicPath::default() }
+        InterSpec {
+            alpha_s,
+            bandwidth,
+            proxy_s: PerProto::all(0.0),
+            nic_path: NicPath::default(),
+            channel_bandwidth: unlimited(),
+            efficiency: None,
+        }
     }
 }
 
@@ -319,6 +336,11 @@ enum NvRoute {
 }
 
 impl ClusterSpec {
+    /// Each protocol's share of the NIC's bandwidth: `inter.efficiency`, else `efficiency`.
+    pub fn inter_efficiency(&self) -> &PerProto {
+        self.inter.efficiency.as_ref().unwrap_or(&self.efficiency)
+    }
+
     /// `nodes` x `gpus` GPUs joined inside by `intra` (no NVLink list) and across by
     /// `nics` NICs per node of `inter` on rails (one spine, no uplink), each protocol
     /// starting after `launch_s` and carrying data at NCCL's efficiency: the cluster the
@@ -490,6 +512,11 @@ impl Cluster {
         self.spec.efficiency.of(self.proto)
     }
 
+    /// The protocol's share of the NIC's bandwidth: `inter.efficiency`, else `efficiency`.
+    fn inter_eff(&self) -> f64 {
+        self.spec.inter_efficiency().of(self.proto)
+    }
+
     /// Hop costs under this view.
     fn intra_half(&self) -> Link {
         Link { alpha: self.spec.intra.alpha_s.of(self.proto) / 2.0, bandwidth: self.spec.intra.bandwidth * self.eff() }
@@ -511,13 +538,16 @@ impl Cluster {
         }
     }
     fn gpu_nic(&self) -> Link {
-        Link { alpha: 0.0, bandwidth: self.spec.inter.bandwidth * self.eff() }
+        Link { alpha: 0.0, bandwidth: self.spec.inter.bandwidth * self.inter_eff() }
     }
     fn nic_leaf(&self) -> Link {
-        Link { alpha: self.spec.inter.alpha_s.of(self.proto) / 2.0, bandwidth: self.spec.inter.bandwidth * self.eff() }
+        Link {
+            alpha: self.spec.inter.alpha_s.of(self.proto) / 2.0,
+            bandwidth: self.spec.inter.bandwidth * self.inter_eff(),
+        }
     }
     fn spine(&self) -> Link {
-        Link { alpha: self.uplink.alpha, bandwidth: self.uplink.bandwidth * self.eff() }
+        Link { alpha: self.uplink.alpha, bandwidth: self.uplink.bandwidth * self.inter_eff() }
     }
 
     /// The cost of a pair across nodes, under one leaf (`false`) or across leaves.
@@ -969,6 +999,10 @@ impl Topology for Cluster {
     }
     fn channel_bandwidth(&self) -> f64 {
         self.spec.channel_bandwidth.of(self.proto)
+    }
+
+    fn inter_channel_bandwidth(&self) -> f64 {
+        if self.nodes > 1 { self.spec.inter.channel_bandwidth.of(self.proto) } else { f64::INFINITY }
     }
 
     fn nvlinks(&self) -> Option<&[(usize, usize, u32)]> {

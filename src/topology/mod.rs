@@ -128,6 +128,13 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     fn channel_bandwidth(&self) -> f64 {
         f64::INFINITY
     }
+    /// Bytes per second one stream of a rank's program hands a message across nodes to
+    /// the network at most (`inter.channel_bandwidth` of a `cluster` of two or more
+    /// nodes, for its protocol); infinite elsewhere. Such a message passes through the
+    /// stream's copy unit at this rate instead of [`Topology::channel_bandwidth`].
+    fn inter_channel_bandwidth(&self) -> f64 {
+        f64::INFINITY
+    }
     /// The NVLink bundles inside a node, `(gpu a, gpu b, links)` with `a < b` in a node's
     /// own GPU numbers, on a machine whose GPUs are joined by explicit NVLinks (a
     /// `cluster` of kind `nvlink`); `None` on other kinds. NCCL's ring search lays its

@@ -241,7 +241,10 @@ impl TopologySpec {
                 .flat_map(|p| {
                     let eff = c.efficiency.of(p);
                     let intra = Link { alpha: c.intra.alpha_s.of(p), bandwidth: c.intra.bandwidth * eff };
-                    let inter = Link { alpha: c.inter.alpha_s.of(p), bandwidth: c.inter.bandwidth * eff };
+                    let inter = Link {
+                        alpha: c.inter.alpha_s.of(p),
+                        bandwidth: c.inter.bandwidth * c.inter_efficiency().of(p),
+                    };
                     [intra, inter]
                 })
                 .chain(c.fabric.uplink)

@@ -47,6 +47,10 @@ abci_fit=topology.intra.bandwidth,topology.inter.alpha.simple,topology.inter.alp
 abci_fit=$abci_fit,topology.inter.bandwidth,topology.launch.simple,topology.launch.ll,topology.launch.ll128
 abci_fit=$abci_fit,topology.efficiency.ll,topology.efficiency.ll128
 abci_fit=$abci_fit,topology.intra.step_latency.simple,topology.intra.step_latency.ll128
+# A channel's rate handing LL across nodes (inter.channel_bandwidth.ll): the two-node ring's
+# LL steps (4 KiB a channel from 32 to 128 KiB) show it; inter.efficiency.ll (LL's line
+# share on the wire) is held, so the NVLink's fitted LL efficiency does not slow the NICs.
+abci_fit=$abci_fit,topology.inter.channel_bandwidth.ll
 cal abci_v100 "$here/machines/abci_v100.yaml" "$d/abci_v100_p4.txt" "$d/abci_v100_p8.txt" \
     --picks file --fit "$abci_fit" \
     --hold-out "$d/abci_v100_p16.txt" "$d/abci_v100_p32.txt" "$d/abci_v100_p64.txt" "$d/abci_v100_p128.txt"

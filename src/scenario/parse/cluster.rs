@@ -119,6 +119,10 @@ pub(super) struct RawInter {
     proxy: Option<Spanned<RawPerProto>>,
     #[serde(default, deserialize_with = "present")]
     nic_path: Option<Spanned<String>>,
+    #[serde(default, deserialize_with = "present")]
+    channel_bandwidth: Option<Spanned<RawPerProto>>,
+    #[serde(default, deserialize_with = "present")]
+    efficiency: Option<Spanned<RawPerProto>>,
 }
 
 /// `fabric:`.
@@ -150,35 +154,32 @@ pub(super) struct RawCluster {
 
 /// `channel_bandwidth:`: one bandwidth for every protocol, or a map of some of them; a
 /// protocol left out has no limit. Each is above 0 and finite, as `bandwidth` checks.
-fn channel_bandwidth(src: &Src, raw: &Spanned<RawPerProto>) -> Result<PerProto, ScenarioError> {
-    per_proto_of(src, raw, "topology.channel_bandwidth", |v, key| bandwidth(src, v, key), Some(f64::INFINITY))
+fn channel_bandwidth(src: &Src, raw: &Spanned<RawPerProto>, key: &str) -> Result<PerProto, ScenarioError> {
+    per_proto_of(src, raw, key, |v, key| bandwidth(src, v, key), Some(f64::INFINITY))
 }
 
 /// `efficiency: { ll: F, ll128: F }`: the bandwidth LL and LL128 carry data at, as a
 /// fraction of the (Simple) bandwidth, each above 0; a protocol left out keeps its line
 /// layout's share. Measured on a machine it is usually below the layout's share (the
 /// protocol's stores cost more than its flags); above 1 is allowed, as a fit may find it.
-fn efficiency(src: &Src, raw: &Spanned<RawPerProto>) -> Result<PerProto, ScenarioError> {
+fn efficiency(src: &Src, raw: &Spanned<RawPerProto>, key: &str) -> Result<PerProto, ScenarioError> {
     const ALLOWED: &str = "a map { ll: F, ll128: F } of numbers above 0 (Simple is 1 by definition)";
     let RawPerProto::Map(items) = &raw.value else {
-        return Err(src.err(&raw.referenced, format!("topology.efficiency: expected {ALLOWED}")));
+        return Err(src.err(&raw.referenced, format!("{key}: expected {ALLOWED}")));
     };
     let mut e = PerProto::NCCL_EFFICIENCY;
     for (k, v) in items {
         let p = match Proto::from_name(&k.value) {
             Some(p @ (Proto::Ll | Proto::Ll128)) => p,
             _ => {
-                return Err(src.err(
-                    &k.referenced,
-                    format!("topology.efficiency: unknown key '{}'; allowed: ll, ll128", k.value),
-                ));
+                return Err(src.err(&k.referenced, format!("{key}: unknown key '{}'; allowed: ll, ll128", k.value)));
             }
         };
         let f = factor(&v.value);
         if !(f > 0.0 && f.is_finite()) {
             return Err(src.err(
                 &v.referenced,
-                format!("topology.efficiency.{}: expected a number above 0, got {}", p.name(), v.value.shown()),
+                format!("{key}.{}: expected a number above 0, got {}", p.name(), v.value.shown()),
             ));
         }
         match p {
@@ -439,6 +440,16 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
                 bandwidth: bandwidth(src, bw, "topology.inter.bandwidth")?,
                 proxy_s: proxy.unwrap_or(PerProto::all(0.0)),
                 nic_path,
+                channel_bandwidth: match &raw.value.channel_bandwidth {
+                    None => PerProto::all(f64::INFINITY),
+                    Some(c) => channel_bandwidth(src, c, "topology.inter.channel_bandwidth")?,
+                },
+                efficiency: raw
+                    .value
+                    .efficiency
+                    .as_ref()
+                    .map(|e| efficiency(src, e, "topology.inter.efficiency"))
+                    .transpose()?,
             }
         }
     };
@@ -448,12 +459,16 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
     };
     let launch =
         t.launch.as_ref().map(|l| per_proto(src, l, "topology.launch")).transpose()?.unwrap_or(PerProto::all(0.0));
-    let efficiency =
-        t.efficiency.as_ref().map(|e| efficiency(src, e)).transpose()?.unwrap_or(PerProto::NCCL_EFFICIENCY);
+    let efficiency = t
+        .efficiency
+        .as_ref()
+        .map(|e| efficiency(src, e, "topology.efficiency"))
+        .transpose()?
+        .unwrap_or(PerProto::NCCL_EFFICIENCY);
     let channel_bandwidth = t
         .channel_bandwidth
         .as_ref()
-        .map(|c| channel_bandwidth(src, c))
+        .map(|c| channel_bandwidth(src, c, "topology.channel_bandwidth"))
         .transpose()?
         .unwrap_or(PerProto::all(f64::INFINITY));
     let spec = ClusterSpec {

@@ -91,8 +91,17 @@ impl NetworkModel for Pipelined {
 /// one before, of the same size, to another peer, is that data sent to one more peer (a
 /// tree's way down to its children): NCCL's threads store each line to every peer in the
 /// same pass, so it leaves with the one before and costs the unit nothing more.
+///
+/// A message between nodes (a cluster's `inter.channel_bandwidth`) passes through the
+/// same unit at `inter_rate` instead: the thread block writes the whole step into the
+/// network proxy's buffer before the proxy hands it to the NIC.
 pub struct Channels<const PIPELINED: bool> {
     rate: f64,
+    /// The rate of a message whose two ranks are on different nodes.
+    inter_rate: f64,
+    /// GPUs per node (rank `r` is on node `r / gpus`); `usize::MAX` where the machine has
+    /// no nodes, so that every pair is on one.
+    gpus: usize,
     /// Per rank, per stream: its last message's issue time and bytes, and when its unit
     /// had copied it.
     last: Vec<Vec<Copied>>,
@@ -108,9 +117,15 @@ struct Copied {
 }
 
 impl<const PIPELINED: bool> Channels<PIPELINED> {
-    /// Streams of `rate` bytes per second.
+    /// Streams of `rate` bytes per second, on one node.
     pub fn new(rate: f64) -> Self {
-        Channels { rate, last: Vec::new() }
+        Channels { rate, inter_rate: rate, gpus: usize::MAX, last: Vec::new() }
+    }
+
+    /// Streams of `rate` bytes per second inside a node of `gpus` ranks and
+    /// `inter_rate` between nodes.
+    pub fn with_nodes(rate: f64, inter_rate: f64, gpus: usize) -> Self {
+        Channels { rate, inter_rate, gpus: gpus.max(1), last: Vec::new() }
     }
 
     /// When the unit of the sender's stream has copied message `s`.
@@ -128,7 +143,9 @@ impl<const PIPELINED: bool> Channels<PIPELINED> {
         if last.issued == s.issued && last.wire == s.wire && last.dst != s.dst {
             return last.done;
         }
-        let done = last.done.max(s.now) + s.wire as f64 / self.rate;
+        let across = s.src as usize / self.gpus != s.dst as usize / self.gpus;
+        let rate = if across { self.inter_rate } else { self.rate };
+        let done = last.done.max(s.now) + s.wire as f64 / rate;
         *last = Copied { issued: s.issued, dst: s.dst, wire: s.wire, done };
         done
     }

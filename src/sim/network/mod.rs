@@ -336,18 +336,23 @@ pub fn dispatch<'a, F: WithModel<'a>>(
     noise: Option<&'a Noise>,
     f: F,
 ) -> Result<F::Out, SimError> {
-    let channel = topo.channel_bandwidth();
-    if channel.is_finite() && !matches!(net.model, Model::Ideal | Model::Pipelined) {
+    let (channel, inter) = (topo.channel_bandwidth(), topo.inter_channel_bandwidth());
+    let rated = channel.is_finite() || inter.is_finite();
+    // Without a rate of its own across nodes a message there keeps the channel's rate,
+    // which applies to every link.
+    let inter = if inter.is_finite() { inter } else { channel };
+    if rated && !matches!(net.model, Model::Ideal | Model::Pipelined) {
         return Err(SimError::Unsupported(format!(
-            "{}: channel_bandwidth is modelled under network model ideal only, not {}; \
-             leave channel_bandwidth out or use model: ideal",
+            "{}: channel_bandwidth and inter.channel_bandwidth are modelled under network model ideal \
+             only, not {}; leave them out or use model: ideal",
             topo.describe(),
             net.name()
         )));
     }
+    let gpus = topo.node_shape().map_or(usize::MAX, |(_, g)| g);
     match net.model {
-        Model::Ideal if channel.is_finite() => f.run(ideal::Channels::<false>::new(channel)),
-        Model::Pipelined if channel.is_finite() => f.run(ideal::Channels::<true>::new(channel)),
+        Model::Ideal if rated => f.run(ideal::Channels::<false>::with_nodes(channel, inter, gpus)),
+        Model::Pipelined if rated => f.run(ideal::Channels::<true>::with_nodes(channel, inter, gpus)),
         Model::Ideal => f.run(ideal::Ideal),
         Model::Pipelined => f.run(ideal::Pipelined),
         Model::LogGP(params) => f.run(LogGPNet::new(params)),
