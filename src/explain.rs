@@ -346,7 +346,7 @@ pub fn explain(req: &Request) -> Result<String, String> {
     }
     // As `run` claims none there: the forms do not count a channel's own rate, so the
     // simulation would be "outside" a form that does not describe it.
-    let channel_rate = topo.channel_bandwidth().is_finite();
+    let channel_rate = topo.channel_rated();
     let closed = algo.closed_form(&p, &machine).map(|(t, tol)| (t + launch, tol)).filter(|_| !channel_rate);
     match closed {
         Some((t, _)) => {

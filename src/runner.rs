@@ -487,7 +487,7 @@ pub fn lower_bound(s: &Scenario, pt: &Point) -> Option<f64> {
     let p = Problem { ranks: pt.ranks, elems: (bytes / e as u64) as usize, elem_bytes: e };
     let (_, topo) = crate::estimate::point_machine(s, spec, pt.ranks, bytes).ok()?;
     // A channel's own rate voids the bounds, as `check_closed_forms` says of a run.
-    if !bounds_hold(&s.network, false, channel_rated(topo.as_ref())) {
+    if !bounds_hold(&s.network, false, topo.channel_rated()) {
         return None;
     }
     let machine = Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte };
@@ -788,12 +788,6 @@ fn check_lower_bound(
 pub(crate) const CHANNEL_RATE_NO_FORM: &str = "channel_bandwidth: a channel's messages pass through its own rate one after \
      another, which the closed forms and bounds do not count (docs/gpu-clusters.md, \"Channel bandwidth\")";
 
-/// Whether a channel's messages pass through a rate of its own on this machine (a
-/// cluster's `channel_bandwidth`, or `inter.channel_bandwidth` across nodes).
-fn channel_rated(topo: &dyn Topology) -> bool {
-    topo.channel_bandwidth().is_finite() || topo.inter_channel_bandwidth().is_finite()
-}
-
 /// The closed form (or its bounds) against the time, and under the flow model the ideal
 /// model's time. With `noise:` the closed forms describe the machine without noise: they
 /// are reported as a baseline and never fail the point.
@@ -837,7 +831,7 @@ fn check_closed_forms(
     // The closed forms count payload bytes on unshared links only.
     let shared_flow = stats.flow.as_ref().is_some_and(|f| f.shared());
     // A channel's own rate (a cluster's channel_bandwidth) is the engine's, not the forms'.
-    let channel_rate = channel_rated(topo);
+    let channel_rate = topo.channel_rated();
     let closed_form = closed_form.and_then(|cf| {
         let why = if channel_rate {
             Some(CHANNEL_RATE_NO_FORM)

@@ -2932,6 +2932,12 @@ fn twelfth_trial_explain_says_why_it_lists_no_message_and_claims_no_form_it_lack
     std::fs::write(d.join("c.yaml"), twelfth_cluster(2, "[nccl_ring]", "  channel_bandwidth: 1GB/s\n")).unwrap();
     let text = explain(&["nccl_ring", "--scenario", "c.yaml", "--param", "protocol=ll"]);
     assert!(!text.contains("OUTSIDE") && text.contains("= none: channel_bandwidth"), "{text}");
+    // A rate across nodes only (`inter.channel_bandwidth`) voids the form as well, as in `run`.
+    let inter = twelfth_cluster(2, "[nccl_ring]", "")
+        .replace("bandwidth: 100Gbps }", "bandwidth: 100Gbps, channel_bandwidth: 1GB/s }");
+    std::fs::write(d.join("i.yaml"), inter).unwrap();
+    let text = explain(&["nccl_ring", "--scenario", "i.yaml", "--param", "protocol=ll"]);
+    assert!(!text.contains("OUTSIDE") && text.contains("= none: channel_bandwidth"), "{text}");
 }
 
 /// Twelfth trial: `pci_bus: [0x4a, 0x61, ...]` unquoted read as YAML's numbers 74 and 97,

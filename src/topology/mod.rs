@@ -135,6 +135,12 @@ pub trait Topology: Send + Sync + std::fmt::Debug {
     fn inter_channel_bandwidth(&self) -> f64 {
         f64::INFINITY
     }
+    /// Whether a stream's messages pass through a rate of its own anywhere on this
+    /// machine ([`Topology::channel_bandwidth`], or [`Topology::inter_channel_bandwidth`]
+    /// across nodes): the engine's, which no closed form or bound counts.
+    fn channel_rated(&self) -> bool {
+        self.channel_bandwidth().is_finite() || self.inter_channel_bandwidth().is_finite()
+    }
     /// The NVLink bundles inside a node, `(gpu a, gpu b, links)` with `a < b` in a node's
     /// own GPU numbers, on a machine whose GPUs are joined by explicit NVLinks (a
     /// `cluster` of kind `nvlink`); `None` on other kinds. NCCL's ring search lays its

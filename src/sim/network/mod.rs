@@ -337,7 +337,7 @@ pub fn dispatch<'a, F: WithModel<'a>>(
     f: F,
 ) -> Result<F::Out, SimError> {
     let (channel, inter) = (topo.channel_bandwidth(), topo.inter_channel_bandwidth());
-    let rated = channel.is_finite() || inter.is_finite();
+    let rated = topo.channel_rated();
     // Without a rate of its own across nodes a message there keeps the channel's rate,
     // which applies to every link.
     let inter = if inter.is_finite() { inter } else { channel };
