@@ -93,7 +93,8 @@ fn own_links(s: &Scenario) -> Vec<Link> {
 const CONNECTIONS_PER_PEER: f64 = 128.0;
 
 /// On a cluster with `inter.proxy`, the network link as a sender with the most
-/// connections across nodes sees it: `inter.alpha` plus `128 P` proxy visits.
+/// connections across nodes sees it: `inter.alpha` plus `128 P` proxy visits (twice
+/// that with Simple, whose messages also wait the receiver's proxy).
 fn proxy_links(s: &Scenario) -> Vec<Link> {
     // One node has no network and no proxy to wait for.
     let TopologySpec::Cluster(c) = &s.topology else { return Vec::new() };
@@ -105,7 +106,8 @@ fn proxy_links(s: &Scenario) -> Vec<Link> {
         .into_iter()
         .filter(|&proto| c.inter.proxy_s.of(proto) > 0.0)
         .map(|proto| Link {
-            alpha: c.inter.alpha_s.of(proto) + CONNECTIONS_PER_PEER * p * c.inter.proxy_s.of(proto),
+            alpha: c.inter.alpha_s.of(proto)
+                + if proto == Proto::Simple { 2.0 } else { 1.0 } * CONNECTIONS_PER_PEER * p * c.inter.proxy_s.of(proto),
             bandwidth: c.inter.bandwidth * c.inter_efficiency().of(proto),
         })
         .collect()
@@ -246,7 +248,8 @@ pub fn check_times(s: &Scenario) -> Result<(), String> {
         if by_proxy && let TopologySpec::Cluster(c) = &s.topology {
             let proxy = Proto::ALL.into_iter().map(|proto| c.inter.proxy_s.of(proto)).fold(0.0, f64::max);
             return Err(format!(
-                "inter.proxy {} per connection, paid on a sender's connections across nodes (up to \
+                "inter.proxy {} per connection, paid on a sender's connections across nodes (and with Simple \
+                     on the receiver's; up to \
                      {CONNECTIONS_PER_PEER} per other rank, {} on {p} ranks), gives a message across nodes a \
                      time past {}: the sweep's worst run ({messages} messages of the largest size on {p} ranks) \
                      must take under {} s: lower inter.proxy",

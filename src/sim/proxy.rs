@@ -9,7 +9,10 @@
 //! that serves a parent and two child nodes has up to six. A cluster gives the time the
 //! proxy spends per connection as `inter.proxy` ([`Topology::proxy`]); a message across
 //! nodes then costs its sender's connection count times that, on top of the pair's alpha
-//! (docs/gpu-clusters.md, "Network proxy").
+//! (docs/gpu-clusters.md, "Network proxy"). With Simple it also waits its receiver's: the
+//! receiving GPU reads a Simple step only once its proxy has seen the receive complete
+//! and moved the step's tail (NCCL's `netRecvProxy`), where with LL and LL128 the GPU
+//! polls the data's own flags and its proxy only posts receives ahead.
 //!
 //! The count is read off the programs before the run ([`connections`]): the distinct
 //! `(stream, peer, direction)` of a rank's sends and receives across nodes. Algorithms
@@ -50,13 +53,16 @@ pub fn connections(programs: &(impl Programs + ?Sized), p: Problem, topo: &dyn T
 
 /// `inner` with every message across nodes paying its sender's proxy: `k_a` times
 /// `inner.proxy()` added to the alpha of a pair `(a, b)` on different nodes, `k_a` being
-/// `a`'s connections across nodes ([`connections`]). Everything else is `inner`'s.
+/// `a`'s connections across nodes ([`connections`]); with Simple (`inner.protocol()`)
+/// `k_b` times it more, for the receiver's proxy. Everything else is `inner`'s.
 #[derive(Debug)]
 pub struct ProxyView<'a> {
     inner: &'a dyn Topology,
     gpus_per_node: usize,
     /// Per rank: seconds its messages across nodes wait for its proxy.
     wait: Vec<f64>,
+    /// Whether a message also waits its receiver's proxy (Simple).
+    receiver_waits: bool,
 }
 
 impl<'a> ProxyView<'a> {
@@ -69,12 +75,21 @@ impl<'a> ProxyView<'a> {
             return None;
         }
         let wait = connections(programs, p, topo).into_iter().map(|k| f64::from(k) * per).collect();
-        Some(ProxyView { inner: topo, gpus_per_node: g.max(1), wait })
+        // A Simple step is handed to the receiving GPU by its proxy (the tail moves once
+        // the proxy has tested the receive done); LL and LL128 lines carry their own flags.
+        let receiver_waits = topo.protocol() == Some(Proto::Simple);
+        Some(ProxyView { inner: topo, gpus_per_node: g.max(1), wait, receiver_waits })
     }
 
     /// Seconds rank `r`'s messages across nodes wait for its proxy.
     pub fn wait(&self, r: usize) -> f64 {
         self.wait.get(r).copied().unwrap_or(0.0)
+    }
+
+    /// Seconds a message from `a` to `b` on another node waits for the proxies: `a`'s,
+    /// and with Simple `b`'s as well.
+    pub fn pair_wait(&self, a: usize, b: usize) -> f64 {
+        self.wait(a) + if self.receiver_waits { self.wait(b) } else { 0.0 }
     }
 }
 
@@ -86,7 +101,7 @@ impl Topology for ProxyView<'_> {
     fn link(&self, a: usize, b: usize) -> Link {
         let mut l = self.inner.link(a, b);
         if a / self.gpus_per_node != b / self.gpus_per_node {
-            l.alpha += self.wait(a);
+            l.alpha += self.pair_wait(a, b);
         }
         l
     }
