@@ -683,102 +683,161 @@ impl Outstanding {
     }
 }
 
-/// The handles of one stream issued beyond its window ([`Outstanding`]), in issue order
-/// (so ascending, and a handle's place is found by binary search). Handles mostly
-/// complete oldest first, which takes them off the front in blocks of a window; one
-/// completed behind an older one is only marked (bit 0 of its entry) and dropped when
-/// it reaches the front, or swept out when marks are the majority, so memory stays
-/// within twice what is outstanding and no operation costs more than a search,
-/// amortised.
+/// The handles of one stream issued beyond its window ([`Outstanding`]), as bits in
+/// blocks of [`Spill::BLOCK`] consecutive handles (a block's `base` a multiple of it),
+/// in ascending order. Once a stream spills, every later handle it issues is spilled
+/// too, so the handles here run consecutively but for those completed: `direct`'s every
+/// rank spills about 2P receives and sends, 2P / 64 blocks.
+///
+/// A handle's block is found from its distance to the first block's base, both bases
+/// kept here beside the blocks, so a look-up reads one block's line where it read the
+/// front, the back and a guess of a list of handles (three cache misses a completion).
+/// A block emptied in the middle stays until empty blocks are the majority, then all of
+/// those go at once; the first block is never empty. So memory stays within two blocks
+/// (32 bytes) an outstanding handle, and no operation costs more than a binary search
+/// of the blocks, amortised.
 #[derive(Debug, Default)]
 struct Spill {
-    /// `handle << 1 | completed`, ascending.
-    handles: std::collections::VecDeque<u64>,
-    /// Entries marked completed.
-    done: usize,
+    /// Ascending by `base`, distinct; the first has a bit set.
+    blocks: std::collections::VecDeque<SpillBlock>,
+    /// Blocks other than the first with no bit set.
+    empty: usize,
+    /// The first block's base and the last's, while there are blocks.
+    front: u32,
+    back: u32,
     /// While not empty: the first handle not in the window; every handle here is at
     /// or above it.
     top: u32,
 }
 
+/// [`Spill::BLOCK`] consecutive handles from `base`: bit `i` set when `base + i` is
+/// outstanding in the spill.
+#[derive(Clone, Copy, Debug)]
+struct SpillBlock {
+    base: u32,
+    bits: u64,
+}
+
 impl Spill {
-    fn push(&mut self, h: u32) {
-        debug_assert!(self.handles.back().is_none_or(|&e| e >> 1 < u64::from(h)));
-        self.handles.push_back(u64::from(h) << 1);
+    const BLOCK: u32 = 64;
+
+    fn base(h: u32) -> u32 {
+        h & !(Self::BLOCK - 1)
     }
 
-    /// Where handle `h` is. The handles are distinct and ascending, so `h` is at most
-    /// `h - front` places from the front and `back - h` from the back; where none was
-    /// swept out between (the common case) the first guess is it, and otherwise the
-    /// search is within those bounds (a binary search of the whole spill, some 2P
-    /// entries at `direct`'s every rank, was a cache miss a step).
+    fn bit(h: u32) -> u64 {
+        1 << (h % Self::BLOCK)
+    }
+
+    fn push(&mut self, h: u32) {
+        let base = Self::base(h);
+        if let Some(last) = self.blocks.back_mut()
+            && last.base == base
+        {
+            debug_assert!(last.bits >> (h % Self::BLOCK) == 0, "handles pushed in ascending order");
+            if last.bits == 0 {
+                self.empty -= 1;
+            }
+            last.bits |= Self::bit(h);
+            return;
+        }
+        debug_assert!(self.blocks.is_empty() || base > self.back);
+        if self.blocks.is_empty() {
+            self.front = base;
+        }
+        self.back = base;
+        self.blocks.push_back(SpillBlock { base, bits: Self::bit(h) });
+    }
+
+    /// The index of `h`'s block. The bases are distinct multiples of [`Spill::BLOCK`]
+    /// and ascending, so `h`'s is at most `(base - front) / BLOCK` places from the front
+    /// and `(back - base) / BLOCK` from the back; where no empty block was dropped
+    /// between (the common case) the first guess is it, otherwise the search is within
+    /// those bounds.
     fn find(&self, h: u32) -> Option<usize> {
-        let h = u64::from(h);
-        let (front, back) = (self.handles.front()? >> 1, self.handles.back()? >> 1);
-        if h < front || h > back {
+        let base = Self::base(h);
+        if self.blocks.is_empty() || base < self.front || base > self.back {
             return None;
         }
-        let last = self.handles.len() - 1;
-        let (lo, hi) = (last.saturating_sub((back - h) as usize), last.min((h - front) as usize));
-        if self.handles[hi] >> 1 == h {
+        let last = self.blocks.len() - 1;
+        let hi = last.min(((base - self.front) / Self::BLOCK) as usize);
+        if self.blocks[hi].base == base {
             return Some(hi);
         }
-        // `handles[hi] > h` now, and `handles[lo] <= h`.
-        let (mut lo, mut hi) = (lo, hi);
+        // `blocks[hi].base > base` now, and `blocks[lo].base <= base`.
+        let (mut lo, mut hi) = (last.saturating_sub(((self.back - base) / Self::BLOCK) as usize), hi);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.handles[mid] >> 1 < h { lo = mid + 1 } else { hi = mid }
+            if self.blocks[mid].base < base { lo = mid + 1 } else { hi = mid }
         }
-        (self.handles[lo] >> 1 == h).then_some(lo)
+        (self.blocks[lo].base == base).then_some(lo)
     }
 
     fn contains(&self, h: u32) -> bool {
-        self.find(h).is_some_and(|i| self.handles[i] & 1 == 0)
+        self.find(h).is_some_and(|i| self.blocks[i].bits & Self::bit(h) != 0)
     }
 
     fn is_empty(&self) -> bool {
-        self.handles.is_empty()
+        self.blocks.is_empty()
     }
 
-    /// Drop completed entries from the front.
-    fn trim(&mut self) {
-        while let Some(&e) = self.handles.front()
-            && e & 1 != 0
+    /// Drop the first block, and the empty ones after it.
+    fn pop_front(&mut self) {
+        self.blocks.pop_front();
+        while let Some(b) = self.blocks.front()
+            && b.bits == 0
         {
-            self.handles.pop_front();
-            self.done -= 1;
+            self.blocks.pop_front();
+            self.empty -= 1;
+        }
+        if let Some(b) = self.blocks.front() {
+            self.front = b.base;
+        }
+        self.sweep();
+    }
+
+    /// Drop every empty block once they are the majority.
+    fn sweep(&mut self) {
+        if self.empty * 2 > self.blocks.len() {
+            self.blocks.retain(|b| b.bits != 0);
+            self.empty = 0;
+            // The first block is not empty, so it stays, and so does a last.
+            self.back = self.blocks.back().expect("the first block stays").base;
         }
     }
 
     /// Handle `h` (here, outstanding) completed.
     fn remove(&mut self, h: u32) {
         let i = self.find(h).expect("a spilled handle is in its spill");
-        if i == 0 {
-            self.handles.pop_front();
-            self.trim();
+        let block = &mut self.blocks[i];
+        debug_assert!(block.bits & Self::bit(h) != 0);
+        block.bits &= !Self::bit(h);
+        if block.bits != 0 {
             return;
         }
-        self.handles[i] |= 1;
-        self.done += 1;
-        if self.done * 2 > self.handles.len() {
-            self.handles.retain(|&e| e & 1 == 0);
-            self.done = 0;
+        if i == 0 {
+            self.pop_front();
+            return;
         }
+        self.empty += 1;
+        self.sweep();
     }
 
     /// The oldest outstanding handle here.
-    fn first(&mut self) -> Option<u32> {
-        self.trim();
-        self.handles.front().map(|&e| (e >> 1) as u32)
+    fn first(&self) -> Option<u32> {
+        self.blocks.front().map(|b| b.base + b.bits.trailing_zeros())
     }
 
     /// Take out the oldest outstanding handle if it is below `end`.
     fn pop_below(&mut self, end: u32) -> Option<u32> {
-        self.trim();
-        let &e = self.handles.front()?;
-        ((e >> 1) < u64::from(end)).then(|| {
-            self.handles.pop_front();
-            (e >> 1) as u32
+        let h = self.first()?;
+        (h < end).then(|| {
+            let b = self.blocks.front_mut().expect("first() found a block");
+            b.bits &= !Self::bit(h);
+            if b.bits == 0 {
+                self.pop_front();
+            }
+            h
         })
     }
 }
@@ -3289,11 +3348,65 @@ mod tests {
                 for s in 0..2 {
                     assert_eq!(streams[s].is_empty(), want[s].is_empty(), "round {round}");
                     assert_eq!(streams[s].first(), want[s].first().copied(), "round {round}");
-                    assert!(spills[s].handles.len() <= 2 * want[s].len() + 1, "round {round}: spill too long");
+                    assert!(spills[s].blocks.len() <= 2 * want[s].len() + 1, "round {round}: spill too long");
                     let next = streams[s].next;
                     for h in next.saturating_sub(spread + 40)..next {
                         let got = streams[s].contains_with(h, &spills[s]);
                         assert_eq!(got, want[s].contains(&h), "round {round} h {h}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The spill's blocks of bits against a plain set: handles pushed in ascending order
+    /// (mostly consecutive, sometimes past a gap of up to a few blocks), taken out in
+    /// random order, oldest first and below a bound; with its memory within two blocks
+    /// an outstanding handle (and one).
+    #[test]
+    fn spill_is_a_set() {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        for round in 0..200 {
+            let mut spill = super::Spill::default();
+            let mut want = std::collections::BTreeSet::new();
+            let mut next = rng.next_u32() % 1000;
+            let spread = 1 + (round % 50) * 20;
+            for step in 0..4000 {
+                let r = rng.next_u32();
+                match r % 8 {
+                    0..=3 if want.len() < spread => {
+                        if r >> 28 == 0 {
+                            next += (r >> 8) % 200;
+                        }
+                        spill.push(next);
+                        want.insert(next);
+                        next += 1;
+                    }
+                    4..=6 if !want.is_empty() => {
+                        let all: Vec<u32> = want.iter().copied().collect();
+                        let h = all[(r >> 8) as usize % all.len()];
+                        spill.remove(h);
+                        want.remove(&h);
+                    }
+                    7 => {
+                        let end = want.first().map_or(next, |&f| f + (r >> 8) % 3);
+                        let got = spill.pop_below(end);
+                        let expect = want.first().copied().filter(|&f| f < end);
+                        if let Some(f) = expect {
+                            want.remove(&f);
+                        }
+                        assert_eq!(got, expect, "round {round} step {step}");
+                    }
+                    _ => {}
+                }
+                assert_eq!(spill.is_empty(), want.is_empty(), "round {round} step {step}");
+                assert_eq!(spill.first(), want.first().copied(), "round {round} step {step}");
+                assert!(spill.blocks.len() <= 2 * want.len() + 1, "round {round} step {step}: spill too long");
+                let live: u32 = spill.blocks.iter().map(|b| b.bits.count_ones()).sum();
+                assert_eq!(live as usize, want.len(), "round {round} step {step}");
+                if step % 7 == 0 {
+                    for h in next.saturating_sub(spread as u32 + 300)..next + 70 {
+                        assert_eq!(spill.contains(h), want.contains(&h), "round {round} step {step} h {h}");
                     }
                 }
             }
