@@ -280,3 +280,39 @@ fn the_reduction_depth_table_is_the_algorithms_own() {
     assert!(ok, "docs/model.md's depth table should read\n{want}");
     assert_eq!(rows.len(), algos::registry().len(), "a row for every allreduce algorithm, once");
 }
+
+/// The README's table of errors against real GPU clusters quotes
+/// `validation/hardware/RESULTS.md`, which `run.sh` regenerates: every mean / max pair in
+/// the README's table is a row of RESULTS.md's goals table, so the front page cannot keep
+/// figures the script no longer produces.
+#[test]
+fn the_readmes_hardware_errors_are_the_results_pages() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let results = std::fs::read_to_string(format!("{root}/validation/hardware/RESULTS.md")).unwrap();
+    let goals: Vec<(String, String)> = results
+        .lines()
+        .skip_while(|l| !l.starts_with("## The accuracy goals"))
+        .take_while(|l| !l.starts_with("Fit time"))
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            (cells.len() >= 5 && cells[2].ends_with('%')).then(|| (cells[2].to_string(), cells[3].to_string()))
+        })
+        .collect();
+    assert!(goals.len() >= 6, "RESULTS.md's goals table not found: {goals:?}");
+    let section: Vec<&str> = readme
+        .lines()
+        .skip_while(|l| !l.starts_with("**Against real GPU clusters**"))
+        .take_while(|l| !l.starts_with("## "))
+        .filter(|l| l.starts_with("| ") && l.contains('%'))
+        .collect();
+    assert!(section.len() >= 4, "the README's hardware table not found");
+    for row in section {
+        let last = row.trim_end_matches('|').rsplit('|').next().unwrap();
+        for pair in last.split(',') {
+            let (mean, max) = pair.split_once('/').unwrap_or_else(|| panic!("no mean / max in {row}"));
+            let pair = (mean.trim().to_string(), max.trim().to_string());
+            assert!(goals.contains(&pair), "README's {pair:?} ({row}) is not in RESULTS.md's goals: {goals:?}");
+        }
+    }
+}
