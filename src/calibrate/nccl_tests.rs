@@ -346,19 +346,20 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
         let tokens: Vec<&str> = comment.split_whitespace().collect();
         // The units line under the header (`(B) (elements) (us) (GB/s) ...`): the times are
         // read as microseconds, so a line giving them in another unit was read 1000 times off.
-        if !tokens.is_empty() && tokens.iter().all(|t| t.starts_with('(') && t.ends_with(')')) {
-            if let Some(u) = tokens.iter().find(|t| {
+        if !tokens.is_empty()
+            && tokens.iter().all(|t| t.starts_with('(') && t.ends_with(')'))
+            && let Some(u) = tokens.iter().find(|t| {
                 matches!(t.trim_matches(['(', ')']), "s" | "sec" | "ms" | "msec" | "ns" | "nsec" | "ps" | "min")
-            }) {
-                return Err(LogError::at(
-                    file,
-                    n,
-                    format!(
-                        "the units line gives times in {u}; calibrate reads nccl-tests' times as microseconds, \
-                         `(us)` as nccl-tests prints them: convert the times, or give the log as nccl-tests wrote it"
-                    ),
-                ));
-            }
+            })
+        {
+            return Err(LogError::at(
+                file,
+                n,
+                format!(
+                    "the units line gives times in {u}; calibrate reads nccl-tests' times as microseconds, `(us)` \
+                     as nccl-tests prints them: convert the times, or give the log as nccl-tests wrote it"
+                ),
+            ));
         }
         if tokens.first() == Some(&"nThread") {
             // `nThread 1 nGpus 4 minBytes ...`: each thread drives nGpus GPUs. nccl-tests
