@@ -662,7 +662,11 @@ fn cmd_tune(args: TuneArgs) -> Result<ExitCode, BadInput> {
     };
     let text = select::tune::render(&tuned, emit);
     write_or_print(&text, out.as_ref(), "the output")?;
-    Ok(checks_status(&report, " (run the scenario to see them)"))
+    // tune runs every algorithm of the collective, not only the scenario's: "run the
+    // scenario to see them" sent the user to a run where every check held.
+    let failures = allreduce_sim::report::failure_lines(&report);
+    let hint = if failures.is_empty() { String::new() } else { format!(":\n{}", failures.trim_end()) };
+    Ok(checks_status(&report, &hint))
 }
 
 /// `explain`.

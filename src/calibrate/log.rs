@@ -65,6 +65,9 @@ pub struct Run {
     /// NCCL environment variables the log shows (`NCCL_ALGO` -> `Ring`), by name, and
     /// those `--env` supplied where the log shows none.
     pub env: BTreeMap<String, String>,
+    /// The line of the log each setting of `env` was printed at (none for `--env`'s).
+    #[serde(skip)]
+    pub env_lines: BTreeMap<String, usize>,
     /// The names in `env` that came from `--env` rather than from the log.
     #[serde(default, skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub env_given: std::collections::BTreeSet<String>,

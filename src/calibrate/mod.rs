@@ -1387,6 +1387,16 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
             }
         }
     }
+    // A log's other NCCL settings (NCCL_MIN_NCHANNELS, NCCL_BUFFSIZE, ...) were kept in the
+    // output's env without a word, as if they had been read.
+    let mut told = std::collections::BTreeSet::new();
+    for r in fit_runs.iter().chain(hold_out) {
+        if let Some(w) = unmodelled_env(r)
+            && told.insert(w.clone())
+        {
+            warnings.push(w);
+        }
+    }
     // Likewise --ranks and --gpus-per-node, which fill in what a log's device list does not
     // say: where the list says otherwise, it is what ran (`--ranks 2` beside a list of 8 ranks
     // was dropped without a word).
@@ -1830,6 +1840,64 @@ fn uncertainty(sigma: f64) -> String {
     if sigma <= 0.5 { format!("+-{:.2}%", 100.0 * sigma) } else { format!("x{:.1}", sigma.exp()) }
 }
 
+/// NCCL settings that only say where NCCL logs or which interface it opens, and change no
+/// time: a log's are not warned about.
+const ENV_INERT: [&str; 5] =
+    ["NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "NCCL_SOCKET_IFNAME", "NCCL_IB_GID_INDEX"];
+
+/// The warning for a log's own NCCL settings calibrate does not model (all but
+/// [`ENV_READ`] and [`ENV_INERT`]): it simulates what the machine file describes, so a
+/// setting that changed what NCCL ran (channels, buffer sizes, the path to the NIC) is
+/// folded into the fitted values. `--env` refuses such names; a log's are kept in the
+/// output's `env`, as the log printed them.
+fn unmodelled_env(r: &Run) -> Option<String> {
+    let others: Vec<(&String, &String, Option<usize>)> = r
+        .env
+        .iter()
+        .filter(|(k, _)| {
+            !r.env_given.contains(*k) && !ENV_READ.contains(&k.as_str()) && !ENV_INERT.contains(&k.as_str())
+        })
+        .map(|(k, v)| (k, v, r.env_lines.get(k).copied()))
+        .collect();
+    if others.is_empty() {
+        return None;
+    }
+    let line = others.iter().filter_map(|o| o.2).min().unwrap_or(r.line);
+    let named: Vec<String> = others
+        .iter()
+        .map(|(k, v, l)| match l {
+            Some(l) if *l != line => format!("{k}={v} (line {l})"),
+            _ => format!("{k}={v}"),
+        })
+        .collect();
+    let nic = if r.env.contains_key("NCCL_NET_GDR_LEVEL") {
+        "; the path from a GPU to its NIC is the machine file's topology.inter.nic_path (pix, pxb, phb or sys)"
+    } else {
+        ""
+    };
+    Some(
+        crate::units::escape_controls(&format!(
+            "{}:{line}: the log sets {}, which calibrate does not model: it reads {} only and simulates what the \
+             machine file describes, so where a setting changed what NCCL ran (its channels, buffers or paths), \
+             the fitted values absorb it{nic}",
+            r.file,
+            and_list(&named.iter().map(String::as_str).collect::<Vec<_>>()),
+            ENV_READ.join(" and ")
+        ))
+        .into_owned(),
+    )
+}
+
+/// Whether a machine key is the network's (across nodes): a key under a cluster's
+/// `inter` or its fabric's `uplink`, or of a two-level hierarchy's outer level
+/// (`levels.1`; calibrate shapes at most two). Read by whole components of the dotted
+/// path: `hint_unused` and `pair_warning` each had a copy, one matching `inter` anywhere
+/// in the text, the other `.inter.`.
+fn network_key(path: &str) -> bool {
+    let parts: Vec<&str> = path.split('.').collect();
+    parts.iter().any(|p| *p == "inter" || *p == "uplink") || parts.windows(2).any(|w| w == ["levels", "1"])
+}
+
 /// What would exercise a value no logged point depends on, reasoned from what the points
 /// ran (`jobs`, one per run of `runs`, at the start values): a value of the network with
 /// no run across nodes wants a multi-node log; a protocol's value (`alpha.ll128`,
@@ -1839,7 +1907,7 @@ fn uncertainty(sigma: f64) -> String {
 /// turns LL128 off across nodes. It said "a run across nodes exercises it" beside a
 /// two-node log whose points ran no LL128 across nodes.
 fn hint_unused(path: &str, machine: &Machine, runs: &[Run], jobs: &[Job]) -> String {
-    let network = path.contains("inter") || path.contains("levels.1") || path.contains("uplink");
+    let network = network_key(path);
     let proto = path.rsplit('.').next().and_then(topology::Proto::from_name);
     let cluster = jobs.iter().any(|j| j.nodes.is_some());
     // The runs in the value's scope: across nodes for the network's values.
@@ -1984,9 +2052,11 @@ pub fn pair_warning(a: &str, b: &str, r: f64) -> String {
     } else {
         // Which log would separate them depends on where each value sits: the advice of a
         // single-node log is true only of a pair across the node's edge.
-        let inter = |p: &str| p.contains(".inter.") || p.contains("levels.1") || p.contains("uplink");
-        let intra = |p: &str| p.contains(".intra.") || p.contains("levels.0");
-        let across = (inter(a) && intra(b)) || (intra(a) && inter(b));
+        let intra = |p: &str| {
+            let parts: Vec<&str> = p.split('.').collect();
+            parts.contains(&"intra") || parts.windows(2).any(|w| w == ["levels", "0"])
+        };
+        let across = (network_key(a) && intra(b)) || (intra(a) && network_key(b));
         if across {
             "no logged run uses one without the other. A run that exercises only one of them (a single-node log for \
              the intra-node values, one GPU per node for the inter-node ones) separates them."

@@ -116,6 +116,8 @@ struct Partial {
     line: usize,
     test: Option<String>,
     hosts: Vec<String>,
+    /// The ranks the device list puts on each of `hosts`.
+    host_ranks: Vec<usize>,
     ranks: usize,
     devices: Vec<String>,
     /// The rank numbers of the device list, each with its line.
@@ -218,6 +220,12 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
     let mut runs = Vec::new();
     let mut cur = Partial::default();
     let mut env: BTreeMap<String, String> = BTreeMap::new();
+    // The line each setting of `env` was printed at, for the warning of those not modelled.
+    let mut env_lines: BTreeMap<String, usize> = BTreeMap::new();
+    // Settings printed after the current run's rows: the next run's (a job's command line
+    // `NCCL_PROTO=Simple ./all_reduce_perf` comes before the `# nThread` line that ends the
+    // run above). They were applied to the run above, which was read as run with them.
+    let mut next: BTreeMap<String, (String, usize)> = BTreeMap::new();
     let mut version: Option<String> = None;
     let mut pending_test: Option<String> = None;
     for (i, raw) in text.lines().enumerate() {
@@ -246,7 +254,16 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
             cur.started = true;
             continue;
         }
-        env_settings(body, &mut env);
+        let mut seen = BTreeMap::new();
+        env_settings(body, &mut seen);
+        for (k, v) in seen {
+            if cur.samples.is_empty() {
+                env_lines.insert(k.clone(), n);
+                env.insert(k, v);
+            } else {
+                next.insert(k, (v, n));
+            }
+        }
         if let Some(j) = body.find("NCCL version ") {
             let word = body[j + 13..].split_whitespace().next().unwrap_or_default();
             version = Some(release_of(word).ok_or_else(|| {
@@ -302,7 +319,11 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
             || comment.starts_with("nThread")
             || comment.starts_with("Using devices");
         if starts_run && !cur.samples.is_empty() {
-            runs.push(finish(std::mem::take(&mut cur), file, &env, &version)?);
+            runs.push(finish(std::mem::take(&mut cur), file, &env, &env_lines, &version)?);
+            for (k, (v, l)) in std::mem::take(&mut next) {
+                env_lines.insert(k.clone(), l);
+                env.insert(k, v);
+            }
         }
         if comment.starts_with("Collective test concluded") {
             continue;
@@ -323,6 +344,23 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
             }
         }
         let tokens: Vec<&str> = comment.split_whitespace().collect();
+        // The units line under the header (`(B) (elements) (us) (GB/s) ...`): the times are
+        // read as microseconds, so a line giving them in another unit was read 1000 times off.
+        if !tokens.is_empty()
+            && tokens.iter().all(|t| t.starts_with('(') && t.ends_with(')'))
+            && let Some(u) = tokens.iter().find(|t| {
+                matches!(t.trim_matches(['(', ')']), "s" | "sec" | "ms" | "msec" | "ns" | "nsec" | "ps" | "min")
+            })
+        {
+            return Err(LogError::at(
+                file,
+                n,
+                format!(
+                    "the units line gives times in {u}; calibrate reads nccl-tests' times as microseconds, `(us)` \
+                     as nccl-tests prints them: convert the times, or give the log as nccl-tests wrote it"
+                ),
+            ));
+        }
         if tokens.first() == Some(&"nThread") {
             // `nThread 1 nGpus 4 minBytes ...`: each thread drives nGpus GPUs. nccl-tests
             // prints each of these as a whole number, the first two from 1: a value that is
@@ -379,8 +417,12 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
                 .zip(comment.find(']'))
                 .and_then(|(a, b)| (a < b).then(|| crate::topology::pci_bus_key(&comment[a + 1..b])).flatten());
             cur.device_buses.push(bus);
-            if !cur.hosts.iter().any(|h| h == host) {
-                cur.hosts.push((*host).to_string());
+            match cur.hosts.iter().position(|h| h == host) {
+                Some(k) => cur.host_ranks[k] += 1,
+                None => {
+                    cur.hosts.push((*host).to_string());
+                    cur.host_ranks.push(1);
+                }
             }
             if let Some(k) = comment.find(']') {
                 let name = comment[k + 1..].trim().to_string();
@@ -395,7 +437,11 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
             if !cur.samples.is_empty() {
                 // A second table of the same run: its sizes stay within the run's maxBytes.
                 let max_bytes = cur.max_bytes;
-                runs.push(finish(std::mem::take(&mut cur), file, &env, &version)?);
+                runs.push(finish(std::mem::take(&mut cur), file, &env, &env_lines, &version)?);
+                for (k, (v, l)) in std::mem::take(&mut next) {
+                    env_lines.insert(k.clone(), l);
+                    env.insert(k, v);
+                }
                 cur.max_bytes = max_bytes;
                 cur.line = n;
                 cur.test = pending_test.take();
@@ -411,8 +457,13 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
             cur.started = true;
         }
     }
+    // Settings after the last run's rows (an epilogue's environment dump) can only be its own.
+    for (k, (v, l)) in next {
+        env_lines.insert(k.clone(), l);
+        env.insert(k, v);
+    }
     if !cur.samples.is_empty() {
-        runs.push(finish(cur, file, &env, &version)?);
+        runs.push(finish(cur, file, &env, &env_lines, &version)?);
     } else if cur.columns.is_some() && runs.is_empty() {
         return Err(LogError::at(file, 0, "a column header but no data rows below it"));
     }
@@ -553,7 +604,13 @@ fn read_row(body: &str, n: usize, file: &str, cur: &mut Partial) -> Result<Optio
 }
 
 /// A run from what was read of it.
-fn finish(p: Partial, file: &str, env: &BTreeMap<String, String>, version: &Option<String>) -> Result<Run, LogError> {
+fn finish(
+    p: Partial,
+    file: &str,
+    env: &BTreeMap<String, String>,
+    env_lines: &BTreeMap<String, usize>,
+    version: &Option<String>,
+) -> Result<Run, LogError> {
     let line = p.samples.first().map_or(p.line, |s| s.line);
     let collective = match p.test.as_deref().and_then(collective_of_test) {
         Some(c) => c,
@@ -607,6 +664,22 @@ fn finish(p: Partial, file: &str, env: &BTreeMap<String, String>, version: &Opti
         ));
     }
     let nodes = (!p.hosts.is_empty()).then_some(p.hosts.len());
+    // 3 ranks on one host and 1 on another were read as 2 nodes of 2 GPUs: the count of
+    // ranks divided by the count of hosts, not what each host ran.
+    if let Some(k) = p.host_ranks.iter().position(|&c| c != p.host_ranks[0]) {
+        return Err(LogError::at(
+            file,
+            p.line,
+            format!(
+                "the device list puts {} rank(s) on {} but {} on {}: not the same number of GPUs on every node, \
+                 which calibrate needs (a machine file's nodes are alike)",
+                p.host_ranks[0],
+                crate::units::escape_controls(&p.hosts[0]),
+                p.host_ranks[k],
+                crate::units::escape_controls(&p.hosts[k])
+            ),
+        ));
+    }
     let gpus_per_node = match (ranks, nodes) {
         (Some(r), Some(h)) if r.is_multiple_of(h) => Some(r / h),
         (Some(r), Some(h)) => {
@@ -632,6 +705,7 @@ fn finish(p: Partial, file: &str, env: &BTreeMap<String, String>, version: &Opti
         device_buses: p.device_buses.into_iter().collect::<Option<Vec<String>>>().unwrap_or_default(),
         nccl_version: version.clone(),
         env: env.clone(),
+        env_lines: env_lines.clone(),
         env_given: Default::default(),
         dtype: p.dtype,
         samples: p.samples,

@@ -293,6 +293,7 @@ fn parse_run(
         gpus_per_thread: None,
         nccl_version: None,
         env: BTreeMap::new(),
+        env_lines: Default::default(),
         env_given: Default::default(),
         dtype: dtype.map(str::to_string),
         samples,

@@ -9,7 +9,7 @@ mod table;
 
 pub use self::csv::Csv;
 pub use self::json::Json;
-pub use self::table::Table;
+pub use self::table::{Table, failure_lines};
 
 use serde::{Deserialize, Serialize};
 

@@ -43,13 +43,10 @@ impl Exporter for Table {
         }
 
         let failed: Vec<&PointResult> = report.results.iter().filter(|r| !r.passed()).collect();
-        if !failed.is_empty() {
+        let failures = failure_lines(report);
+        if !failures.is_empty() {
             out.push_str("\nfailures:\n");
-            for r in &failed {
-                for f in &r.failures {
-                    let _ = writeln!(out, "  {} {}: {f}", r.algorithm, point(r));
-                }
-            }
+            out.push_str(&failures);
         }
 
         let noted: Vec<&PointResult> = report.results.iter().filter(|r| !r.notes.is_empty()).collect();
@@ -193,6 +190,18 @@ fn spreads(out: &mut String, rows: &[&PointResult]) {
 }
 
 /// `P = 8, S = 1 MiB`, for failure lines.
+/// Each failed check of the report, one line each (`  ring (P = 4, S = 4 KiB): ...`);
+/// empty where every check held.
+pub fn failure_lines(report: &Report) -> String {
+    let mut out = String::new();
+    for r in report.results.iter().filter(|r| !r.passed()) {
+        for f in &r.failures {
+            let _ = writeln!(out, "  {} {}: {f}", r.algorithm, point(r));
+        }
+    }
+    out
+}
+
 fn point(r: &PointResult) -> String {
     format!("(P = {}, S = {})", r.ranks, fmt_bytes(r.bytes))
 }

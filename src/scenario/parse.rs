@@ -1406,6 +1406,18 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
                 ));
             }
         }
+        // The NIC's share of each protocol is the ideal engine's too: under flow it was
+        // accepted and changed no time.
+        if c.inter.efficiency.is_some() {
+            return Err(src.err(
+                &topology_at,
+                format!(
+                    "topology.inter.efficiency: modelled under network model ideal only, not {}; leave \
+                     inter.efficiency out or use model: ideal",
+                    s.network.name()
+                ),
+            ));
+        }
     }
     match (noise_at, repeat_at) {
         (Some(at), _) => limits::check_noise(&s).map_err(|e| src.err(&at, format!("noise: {e}")))?,

@@ -57,11 +57,21 @@ const NVLINK_FLOW_PORTS: u32 = 1 << 20;
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PerProto {
     /// LL's.
+    #[serde(deserialize_with = "de_or_unlimited")]
     pub ll: f64,
     /// LL128's.
+    #[serde(deserialize_with = "de_or_unlimited")]
     pub ll128: f64,
     /// Simple's.
+    #[serde(deserialize_with = "de_or_unlimited")]
     pub simple: f64,
+}
+
+/// A value of a report's [`PerProto`]: JSON has no infinity, so a protocol left without a
+/// rate (`channel_bandwidth: { ll: 1GB/s }`: LL128 and Simple unlimited) is written as
+/// `null`, and `merge` refused the shards `run` wrote. Read back as unlimited.
+fn de_or_unlimited<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
 }
 
 impl PerProto {
