@@ -15,6 +15,9 @@ fi
 d=$here/data
 out=$here/results
 mkdir -p "$out"
+# calibrate's charts of every log go here; two held-out ones are kept in plots/ (below).
+charts=$(mktemp -d)
+trap 'rm -rf "$charts"' EXIT
 python3 "$here/convert_astrasim.py" "$d/astrasim_validation_digitized.csv" "$d"
 python3 "$here/convert_l40s.py" "$d/l40s_nccl_allreduce.csv" "$d"
 
@@ -55,7 +58,8 @@ abci_fit=$abci_fit,topology.intra.step_latency.ll128
 abci_fit=$abci_fit,topology.inter.channel_bandwidth.ll
 cal abci_v100 "$here/machines/abci_v100.yaml" "$d/abci_v100_p4.txt" "$d/abci_v100_p8.txt" \
     --picks file --fit "$abci_fit" \
-    --hold-out "$d/abci_v100_p16.txt" "$d/abci_v100_p32.txt" "$d/abci_v100_p64.txt" "$d/abci_v100_p128.txt"
+    --hold-out "$d/abci_v100_p16.txt" "$d/abci_v100_p32.txt" "$d/abci_v100_p64.txt" "$d/abci_v100_p128.txt" \
+    --plot="$charts/abci_v100"
 # The same with every rank count fitted: how far the model itself is from the data.
 cal abci_v100_all "$here/machines/abci_v100.yaml" "$d"/abci_v100_p*.txt --picks file
 # One H100 node: the ring-forced run (allreduce, allgather, reduce-scatter) fitted, the
@@ -91,9 +95,21 @@ cal astrasim_hpe_v100 "$here/machines/dgx1_v100.yaml" "$d/astrasim_hpe_v100_p2.t
 # flat small LL sizes and the bend above them).
 l40s_fit=topology.intra.socket_link.bandwidth,topology.launch.simple,topology.launch.ll
 l40s_fit=$l40s_fit,topology.launch.ll128,topology.efficiency.ll,topology.efficiency.ll128,host.issue
-cal l40s "$here/machines/l40s_pcie.yaml" "$d"/l40s_p2_*.txt --fit "$l40s_fit" --hold-out "$d"/l40s_p4_*.txt
+cal l40s "$here/machines/l40s_pcie.yaml" "$d"/l40s_p2_*.txt --fit "$l40s_fit" --hold-out "$d"/l40s_p4_*.txt \
+    --plot="$charts/l40s"
 python3 "$here/table.py" "$out" "$d/astrasim_validation_digitized.csv" > "$here/RESULTS.md"
 echo "wrote $here/RESULTS.md"
+# The held-out charts the README and docs/calibrate.md show: 32 ABCI nodes predicted from
+# one and two, and the L40S box's P = 4 predicted from P = 2 (NCCL_ALGO=Ring).
+plots=$here/../../plots
+for pair in "abci_v100/abci-v100-p128_busbw:hardware-abci-v100-p128-holdout_busbw" \
+    "l40s/l40s-p4-ring_busbw:hardware-l40s-p4-ring-holdout_busbw"; do
+    for ext in png svg; do
+        if [ -f "$charts/${pair%%:*}.$ext" ]; then
+            cp "$charts/${pair%%:*}.$ext" "$plots/${pair##*:}.$ext"
+        fi
+    done
+done
 if [ -n "$failed" ]; then
     echo "not finished:$failed" >&2
     exit 1
