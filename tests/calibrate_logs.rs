@@ -180,7 +180,7 @@ fn malformed_logs_name_the_line() {
             format!(
                 "#  Rank  0 Pid 1 on a device 0 [0x1] GPU\n#  Rank  1 Pid 1 on a device 1 [0x1] GPU\n#  Rank  2 Pid 1 on b device 0 [0x1] GPU\n{header}{row}"
             ),
-            "bad.log:1: 3 ranks on 2 hosts",
+            "bad.log:1: the device list puts 2 rank(s) on a but 1 on b",
         ),
     ];
     for (text, want) in cases {
