@@ -57,8 +57,9 @@
 //!
 //! - the message would still hold a side when a message booked before it (of an
 //!   earlier step) starts there, so that the engine would have delayed that one; or
-//! - while it waited, a message of another peer and of lower priority took the last
-//!   free port of one side at an instant when the other side had a port free, so that
+//! - while it waited, a message of lower priority took the last free port of one side
+//!   at an instant when the other side had a port free (not counting that message,
+//!   where its own far side is the same interface: two GPUs sharing a NIC), so that
 //!   the engine would have given the port to this one.
 //!
 //! Then the steps must be taken together, which [`super::sweep()`] does. (Messages
@@ -118,14 +119,15 @@ fn less(a: Prio, b: Prio) -> bool {
     prio_cmp(a, b).is_lt()
 }
 
-/// A message booked on one port: when it holds the port, its priority, its peer, and
-/// the number of the booking in the run (bookings are numbered in the order made).
+/// A message booked on one port: when it holds the port, its priority, the interface
+/// of its other side (where it holds a port for the same span), and the number of the
+/// booking in the run (bookings are numbered in the order made).
 #[derive(Clone, Copy, Debug)]
 struct Booking {
     start: f64,
     end: f64,
     prio: Prio,
-    peer: usize,
+    far: usize,
     id: u64,
 }
 
@@ -199,10 +201,15 @@ impl Ports {
         insert_sorted(&mut self.ends, b.end);
     }
 
-    /// Whether a message of another peer than `peer`, of lower priority than `prio`,
-    /// took the last free port here at a time in `[from, to]` at which `other` (the far
-    /// end's ports) had a port free: the engine would have given it to the message of
-    /// priority `prio`, issued at `from` and waiting.
+    /// Whether a message of lower priority than `prio` took the last free port here at
+    /// a time in `[from, to]` at which `other` (the ports of interface `far`, the far
+    /// end's) had a port free, not counting that message itself where it holds a port of
+    /// `far` too: the engine would have given it to the message of priority `prio`,
+    /// issued at `from` and waiting. Two GPUs that share a NIC send through one
+    /// interface to one: a message of the other GPU that starts there found both sides
+    /// free, as the waiting message would have (a test of the far rank instead of the far
+    /// interface missed it). Two messages between the same two ranks never count: the
+    /// earlier-issued has the higher priority.
     ///
     /// Only bookings of earlier steps, and of this step those numbered below `since`,
     /// are looked at: the callers book a step's messages so that no other booking of it
@@ -210,14 +217,13 @@ impl Ports {
     /// order at every instant, so a lower one took a port the message also had free
     /// only if the message was not yet waiting: booked before `since`, at `from`;
     /// [`by_priority`] books a step's messages in priority order, `since` 0).
-    fn passed_over(&self, prio: Prio, peer: usize, (from, to): (f64, f64), since: u64, other: &Ports) -> bool {
+    fn passed_over(&self, prio: Prio, far: usize, (from, to): (f64, f64), since: u64, other: &Ports) -> bool {
         let early = starting_in(&self.cur, from, from).iter().filter(|b| b.id < since);
         starting_in(&self.old, from, to).iter().chain(early).any(|b| {
             b.end > b.start
-                && b.peer != peer
                 && less(prio, b.prio)
                 && self.held_at(b.start) >= self.k
-                && other.held_at(b.start) < other.k
+                && other.held_at(b.start).saturating_sub(usize::from(b.far == far)) < other.k
         })
     }
 
@@ -302,17 +308,25 @@ pub fn lockstep(
 /// a port, or was passed over by one while it waited (bookings of this step numbered
 /// below `since` count too): then the engine's order is not the step order, nothing is
 /// booked, and the caller gives up (`false`).
-fn book_checked(out: &mut Ports, inp: &mut Ports, x: Xfer, prio: Prio, since: u64, span: (f64, f64), id: u64) -> bool {
+fn book_checked(
+    out: &mut Ports,
+    inp: &mut Ports,
+    (oi, ii): (usize, usize),
+    prio: Prio,
+    since: u64,
+    span: (f64, f64),
+    id: u64,
+) -> bool {
     let (start, end) = span;
     if !out.fits(start, end) || !inp.fits(start, end) {
         return false;
     }
     let waited = (prio.0, start);
-    if out.passed_over(prio, x.to, waited, since, inp) || inp.passed_over(prio, x.from, waited, since, out) {
+    if out.passed_over(prio, ii, waited, since, inp) || inp.passed_over(prio, oi, waited, since, out) {
         return false;
     }
-    out.book(Booking { start, end, prio, peer: x.to, id });
-    inp.book(Booking { start, end, prio, peer: x.from, id });
+    out.book(Booking { start, end, prio, far: ii, id });
+    inp.book(Booking { start, end, prio, far: oi, id });
     true
 }
 
@@ -527,7 +541,7 @@ fn by_instant(
                         if !side_full(&out[oi], &inp[ii], (oi, ii), &mut full, now, instant) {
                             let start = now;
                             let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
-                            if !book_checked(&mut out[oi], &mut inp[ii], x, prio, since, (start, end), nbook) {
+                            if !book_checked(&mut out[oi], &mut inp[ii], (oi, ii), prio, since, (start, end), nbook) {
                                 return None;
                             }
                             nbook += 1;
@@ -621,7 +635,7 @@ fn by_instant(
                         started = true;
                         let start = now;
                         let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
-                        if !book_checked(&mut out[oi], &mut inp[ii], x, prio, since, (start, end), nbook) {
+                        if !book_checked(&mut out[oi], &mut inp[ii], (oi, ii), prio, since, (start, end), nbook) {
                             return None;
                         }
                         nbook += 1;
@@ -731,7 +745,7 @@ fn by_priority(
                 }
             }
             let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
-            if !book_checked(&mut out[oi], &mut inp[ii], x, prio, 0, (start, end), nbook) {
+            if !book_checked(&mut out[oi], &mut inp[ii], (oi, ii), prio, 0, (start, end), nbook) {
                 return None;
             }
             nbook += 1;
