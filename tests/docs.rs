@@ -302,7 +302,7 @@ fn the_readmes_hardware_errors_are_the_results_pages() {
     assert!(goals.len() >= 6, "RESULTS.md's goals table not found: {goals:?}");
     let section: Vec<&str> = readme
         .lines()
-        .skip_while(|l| !l.starts_with("**Against real GPU clusters**"))
+        .skip_while(|l| !l.starts_with("### Against real GPU clusters"))
         .take_while(|l| !l.starts_with("## "))
         .filter(|l| l.starts_with("| ") && l.contains('%'))
         .collect();
