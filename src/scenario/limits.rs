@@ -107,7 +107,10 @@ fn proxy_links(s: &Scenario) -> Vec<Link> {
         .filter(|&proto| c.inter.proxy_s.of(proto) > 0.0)
         .map(|proto| Link {
             alpha: c.inter.alpha_s.of(proto)
-                + if proto == Proto::Simple { 2.0 } else { 1.0 } * CONNECTIONS_PER_PEER * p * c.inter.proxy_s.of(proto),
+                + if crate::sim::proxy::receiver_waits(proto) { 2.0 } else { 1.0 }
+                    * CONNECTIONS_PER_PEER
+                    * p
+                    * c.inter.proxy_s.of(proto),
             bandwidth: c.inter.bandwidth * c.inter_efficiency().of(proto),
         })
         .collect()

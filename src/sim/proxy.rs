@@ -51,6 +51,14 @@ pub fn connections(programs: &(impl Programs + ?Sized), p: Problem, topo: &dyn T
         .collect()
 }
 
+/// Whether a message of protocol `proto` across nodes also waits its receiver's proxy: a
+/// Simple step is handed to the receiving GPU by its proxy (the tail moves once the proxy
+/// has tested the receive done); LL and LL128 lines carry their own flags. The run's
+/// pair costs ([`ProxyView`]) and the scenario's time limits both read it.
+pub fn receiver_waits(proto: Proto) -> bool {
+    proto == Proto::Simple
+}
+
 /// `inner` with every message across nodes paying its sender's proxy: `k_a` times
 /// `inner.proxy()` added to the alpha of a pair `(a, b)` on different nodes, `k_a` being
 /// `a`'s connections across nodes ([`connections`]); with Simple (`inner.protocol()`)
@@ -75,9 +83,7 @@ impl<'a> ProxyView<'a> {
             return None;
         }
         let wait = connections(programs, p, topo).into_iter().map(|k| f64::from(k) * per).collect();
-        // A Simple step is handed to the receiving GPU by its proxy (the tail moves once
-        // the proxy has tested the receive done); LL and LL128 lines carry their own flags.
-        let receiver_waits = topo.protocol() == Some(Proto::Simple);
+        let receiver_waits = topo.protocol().is_some_and(receiver_waits);
         Some(ProxyView { inner: topo, gpus_per_node: g.max(1), wait, receiver_waits })
     }
 
