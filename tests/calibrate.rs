@@ -515,3 +515,37 @@ fn prior_width_is_a_factor_or_off() {
         assert!(err.contains("--prior-width must be a factor above 1"), "{err}");
     }
 }
+
+/// `--output` is the machine file as the user wrote it, with the fitted values put in:
+/// its own comments, layout and quoting stay, and a calibrated file calibrated again
+/// carries one head and the user's comments once.
+#[test]
+fn the_fitted_file_keeps_the_machine_files_comments() {
+    let truth = machine(("3us", "40GB/s"), ("9us", "10GB/s"), 4, 2, "0");
+    let log = tmp("comments.log");
+    std::fs::write(&log, log_from(&truth, "all_reduce_perf", "allreduce", 4, 2, &SIZES)).unwrap();
+    let start = "# Our two test nodes (measured by hand, March)\nname: 'test machine'\ntopology:\n  kind: hierarchical\n  levels:\n    # NVLink inside a node\n    - { name: node, size: 4, alpha: 1us, bandwidth: 25GB/s }  # vendor's figures\n    - name: net\n      size: 2\n      alpha: 2us   # one switch hop\n      bandwidth: 100Gbps\ncompute: { cost_per_byte: 0 }\nalgorithms: [ring]\nsizes: [1MiB]\n";
+    let m = tmp("commented.yaml");
+    std::fs::write(&m, start).unwrap();
+    let once = tmp("commented-fitted.yaml");
+    let twice = tmp("commented-fitted-again.yaml");
+    for (from, to) in [(&m, &once), (&once, &twice)] {
+        bin().arg("calibrate").arg(from).arg(&log).args(["--patience", "20", "--output"]).arg(to).assert().success();
+    }
+    let once = std::fs::read_to_string(&once).unwrap();
+    for kept in
+        ["# Our two test nodes (measured by hand, March)\n", "name: 'test machine'\n", "    # NVLink inside a node\n"]
+    {
+        assert!(once.contains(kept), "{kept:?} lost:\n{once}");
+    }
+    assert!(once.contains("  # vendor's figures\n") && once.contains("  # one switch hop\n"), "{once}");
+    assert!(once.contains("alpha: 2us") || once.contains("      alpha: "), "{once}");
+    assert!(!once.contains("alpha: 2us   # one switch hop"), "the fitted value was not written in:\n{once}");
+    assert!(once.lines().any(|l| l.starts_with("      alpha: ") && l.contains("# fitted")), "{once}");
+    let twice = std::fs::read_to_string(&twice).unwrap();
+    assert_eq!(twice.matches("# Fitted by allreduce-sim calibrate").count(), 1, "{twice}");
+    assert_eq!(twice.matches("one switch hop").count(), 1, "{twice}");
+    assert_eq!(twice.matches("vendor's figures").count(), 1, "{twice}");
+    assert_eq!(twice.matches("# Our two test nodes").count(), 1, "{twice}");
+    bin().arg("run").arg(tmp("commented-fitted-again.yaml")).assert().success();
+}

@@ -34,7 +34,7 @@ use crate::select::{nccl, ompi};
 use crate::sim::engine::NoObserver;
 use crate::topology;
 pub use log::{Bench, LogError, Run, Sample, busbw_factor};
-use yaml::Yaml;
+use yaml::{Yaml, edit_text};
 
 /// What `calibrate` was asked to do, beyond the files.
 #[derive(Clone, Debug, Default)]
@@ -602,6 +602,8 @@ pub struct Machine {
     pub file: String,
     /// Its tree.
     pub tree: Yaml,
+    /// Its text, which `--output` edits in place where it can (keeping its comments).
+    pub text: String,
     /// Its scenario.
     pub scenario: Scenario,
 }
@@ -613,7 +615,7 @@ impl Machine {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| format!("{file}: cannot read: {e}"))?;
         let tree = Yaml::parse(&text).map_err(|e| format!("{file}: {e}"))?;
-        Ok(Machine { file, tree, scenario })
+        Ok(Machine { file, tree, text, scenario })
     }
 
     /// The topology's `kind`.
@@ -2073,6 +2075,7 @@ pub fn pair_warning(a: &str, b: &str, r: f64) -> String {
 fn fitted_file(m: &Machine, params: &[Param], values: &[f64], fitted: &[Fitted], logs: &[LogOut]) -> String {
     let mut tree = m.tree.clone();
     let mut comments = BTreeMap::new();
+    let mut edits = BTreeMap::new();
     for ((p, v), f) in params.iter().zip(values).zip(fitted) {
         // A held key the file does not have is not added; a held 0 is written back as the
         // file has it.
@@ -2084,6 +2087,7 @@ fn fitted_file(m: &Machine, params: &[Param], values: &[f64], fitted: &[Fitted],
         }
         // The path was checked against the tree before the fit.
         let _ = tree.set(&p.path, p.text(*v));
+        edits.insert(p.path.clone(), p.text(*v));
         let u = match f.rel_uncertainty {
             Some(s) if f.fitted && !note(f).is_empty() => format!("fitted, {}, {}", uncertainty(s), note(f)),
             Some(s) if f.fitted => format!("fitted, {}", uncertainty(s)),
@@ -2104,8 +2108,27 @@ fn fitted_file(m: &Machine, params: &[Param], values: &[f64], fitted: &[Fitted],
             100.0 * l.max_rel_err
         ));
     }
-    head.push_str("# Change the shape (ranks, nodes, gpus_per_node, levels' sizes) and sizes to predict other runs.\n");
-    head + &tree.to_text(&comments)
+    head.push_str(CHANGE_THE_SHAPE);
+    // The file as written, with its own comments, where every value changed stands in it
+    // once; otherwise (a key calibrate adds, an alias) the tree written afresh.
+    let body = edit_text(without_head(&m.text), &edits, &comments).unwrap_or_else(|| tree.to_text(&comments));
+    head + &body
+}
+
+/// The last line of the head [`fitted_file`] writes.
+const CHANGE_THE_SHAPE: &str =
+    "# Change the shape (ranks, nodes, gpus_per_node, levels' sizes) and sizes to predict other runs.\n";
+
+/// A machine file without the head an earlier `calibrate --output` wrote, so a calibrated
+/// file calibrated again gets one head, not two.
+fn without_head(text: &str) -> &str {
+    if !text.starts_with("# Fitted by allreduce-sim calibrate from ") {
+        return text;
+    }
+    match text.find(CHANGE_THE_SHAPE) {
+        Some(i) => &text[i + CHANGE_THE_SHAPE.len()..],
+        None => text,
+    }
 }
 
 /// What constrains a fitted value besides the logs, in a few words: its bound, or the

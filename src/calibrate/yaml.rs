@@ -1,7 +1,9 @@
 //! A machine file as a YAML tree that keeps its key order: read it, change values at
 //! dotted paths (`topology.levels.1.bandwidth`), write it back as YAML, which the
-//! scenario parser then reads as it reads any file. Comments are not kept; the writer
-//! can attach its own to the keys it was given.
+//! scenario parser then reads as it reads any file. [`Yaml::to_text`] writes the tree
+//! afresh (the file's comments gone, its own attached to the keys it was given);
+//! [`edit_text`] changes values in the file's own text where each stands in one place, so
+//! a user's comments and layout survive `calibrate --output`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -299,6 +301,162 @@ fn write_node(y: &Yaml, path: &str, indent: usize, comments: &BTreeMap<String, S
     }
 }
 
+/// Where each scalar value stands in `text`: its dotted path (as [`Yaml::get`] reads it)
+/// and its byte range, quotes included. `None` where a path would not name one place:
+/// an alias or a merge key (one value read in two places), several documents, a text the
+/// parser refuses.
+fn value_spans(text: &str) -> Option<BTreeMap<String, std::ops::Range<usize>>> {
+    use granit_parser::{Event, Parser};
+    enum Frame {
+        Map { path: String, key: Option<String> },
+        Seq { path: String, next: usize },
+    }
+    /// The path of the node that comes next in the innermost collection.
+    fn child(frames: &[Frame]) -> Option<String> {
+        let join = |p: &str, k: &str| if p.is_empty() { k.to_string() } else { format!("{p}.{k}") };
+        match frames.last() {
+            None => Some(String::new()),
+            Some(Frame::Map { path, key: Some(k) }) => Some(join(path, k)),
+            Some(Frame::Map { key: None, .. }) => None,
+            Some(Frame::Seq { path, next }) => Some(join(path, &next.to_string())),
+        }
+    }
+    /// A node of the innermost collection is done: a key waits for its value, a value
+    /// for the next key.
+    fn done(frames: &mut [Frame], scalar: Option<String>) -> Option<()> {
+        match frames.last_mut() {
+            Some(Frame::Map { key, .. }) => {
+                *key = match key.take() {
+                    None => Some(scalar?),
+                    Some(_) => None,
+                };
+            }
+            Some(Frame::Seq { next, .. }) => *next += 1,
+            None => {}
+        }
+        Some(())
+    }
+    let mut spans = BTreeMap::new();
+    let mut frames: Vec<Frame> = Vec::new();
+    let mut documents = 0;
+    for item in Parser::new_from_str(text) {
+        let (event, span) = item.ok()?;
+        match event {
+            Event::DocumentStart(..) => {
+                documents += 1;
+                if documents > 1 {
+                    return None;
+                }
+            }
+            Event::Alias(_) | Event::UnresolvedAlias(_) => return None,
+            Event::Scalar(value, ..) => {
+                let at_key = matches!(frames.last(), Some(Frame::Map { key: None, .. }));
+                if at_key {
+                    if value == "<<" {
+                        return None;
+                    }
+                } else {
+                    spans.insert(child(&frames)?, span.byte_range()?);
+                }
+                done(&mut frames, Some(value.into_owned()))?;
+            }
+            Event::MappingStart(..) => {
+                let path = child(&frames)?;
+                frames.push(Frame::Map { path, key: None });
+            }
+            Event::SequenceStart(..) => {
+                let path = child(&frames)?;
+                frames.push(Frame::Seq { path, next: 0 });
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                frames.pop();
+                done(&mut frames, None)?;
+            }
+            _ => {}
+        }
+    }
+    Some(spans)
+}
+
+/// Whether a comment at the end of a line is one [`edit_text`] wrote: each of its parts
+/// (`; `-separated, each maybe after a `key: `) says `fitted` or `held`.
+fn is_ours(comment: &str) -> bool {
+    !comment.is_empty()
+        && comment.split("; ").all(|part| {
+            let said = |c: &str| c.starts_with("fitted") || c.starts_with("held");
+            said(part) || part.split_once(": ").is_some_and(|(k, c)| !k.contains(' ') && said(c))
+        })
+}
+
+/// `text` with the scalars at `values`' paths replaced and `comments` at the end of their
+/// lines; everything else (the file's own comments, layout, quoting, key order) as written.
+/// A line's own comment is kept after the new one; one that an earlier `edit_text` wrote is
+/// replaced. `None` where a path is not a scalar of the text or [`value_spans`] gives up:
+/// the caller then writes the tree afresh.
+pub fn edit_text(text: &str, values: &BTreeMap<String, Yaml>, comments: &BTreeMap<String, String>) -> Option<String> {
+    let spans = value_spans(text)?;
+    if !values.keys().chain(comments.keys()).all(|p| spans.contains_key(p)) {
+        return None;
+    }
+    let line_of = |at: usize| {
+        let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+        // A CRLF file keeps its `\r` after the new comment.
+        let end = if text[..end].ends_with('\r') { end - 1 } else { end };
+        (start, end)
+    };
+    // The commented lines, each with its comments in file order.
+    let mut lines: BTreeMap<(usize, usize), Vec<(usize, &str, &str)>> = BTreeMap::new();
+    for (path, c) in comments {
+        let r = &spans[path];
+        let last = path.rsplit('.').next().unwrap_or(path);
+        lines.entry(line_of(r.start)).or_default().push((r.start, last, c));
+    }
+    // Edits as (range, new text), applied from the end so earlier ranges stay put.
+    let mut edits: Vec<(std::ops::Range<usize>, String)> =
+        values.iter().map(|(p, v)| (spans[p].clone(), flow(v).unwrap_or_else(|| scalar(v)))).collect();
+    for ((start, end), mut cs) in lines {
+        cs.sort_by_key(|&(at, ..)| at);
+        let ours = if cs.len() == 1 {
+            cs[0].2.to_string()
+        } else {
+            cs.iter().map(|(_, k, c)| format!("{k}: {c}")).collect::<Vec<_>>().join("; ")
+        };
+        // The line's own comment starts at the first `#` after its last value that follows
+        // a blank (a plain scalar may hold `#` without one).
+        let after = spans.values().filter(|r| r.start >= start && r.end <= end).map(|r| r.end).max().unwrap_or(start);
+        let tail = &text[after..end];
+        let hash = tail
+            .char_indices()
+            .find(|&(i, c)| c == '#' && (i == 0 || tail[..i].ends_with([' ', '\t'])))
+            .map(|(i, _)| after + i);
+        let (code_end, own) = match hash {
+            Some(h) => {
+                let c = text[h + 1..end].trim();
+                let own = match c.split_once("  # ") {
+                    Some((first, rest)) if is_ours(first) => rest.trim(),
+                    _ if is_ours(c) => "",
+                    _ => c,
+                };
+                (h, own)
+            }
+            None => (end, ""),
+        };
+        let code_end = after + text[after..code_end].trim_end().len();
+        let mut new = format!("  # {ours}");
+        if !own.is_empty() {
+            new.push_str(&format!("  # {own}"));
+        }
+        edits.push((code_end..end, new));
+    }
+    edits.sort_by_key(|(r, _)| std::cmp::Reverse(r.start));
+    let mut out = text.to_string();
+    for (r, s) in edits {
+        out.replace_range(r, &s);
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -352,5 +510,56 @@ mod tests {
         assert_eq!(y.get("data.y"), Some(&Yaml::Bool(true)));
         assert_eq!(scalar(&Yaml::Str("off".into())), "off");
         assert_eq!(Yaml::parse(&y.to_text(&BTreeMap::new())).unwrap(), y);
+    }
+
+    #[test]
+    fn edit_text_keeps_the_files_own_comments_and_layout() {
+        let text = "# my cluster, measured 2026-03\nname: 'two nodes'   # quoted on purpose\ntopology:\n  kind: hierarchical\n  levels:\n    - { name: nvlink, size: 4, alpha: 1us, bandwidth: 100GB/s }  # from the vendor\n    - name: ib\n      size: 2\n      alpha: \"5us\"   # switch hop included\n      bandwidth: 100Gbps\nsizes: [1MiB]\n";
+        let mut values = BTreeMap::new();
+        values.insert("topology.levels.0.alpha".to_string(), Yaml::Str("1.25us".into()));
+        values.insert("topology.levels.0.bandwidth".to_string(), Yaml::Str("90GB/s".into()));
+        values.insert("topology.levels.1.alpha".to_string(), Yaml::Str("4.5us".into()));
+        let mut comments = BTreeMap::new();
+        comments.insert("topology.levels.0.alpha".to_string(), "fitted, +-3%".to_string());
+        comments.insert("topology.levels.0.bandwidth".to_string(), "fitted, +-1%".to_string());
+        comments.insert("topology.levels.1.alpha".to_string(), "fitted, undetermined".to_string());
+        comments.insert("topology.levels.1.bandwidth".to_string(), "held: no log uses it".to_string());
+        let out = edit_text(text, &values, &comments).unwrap();
+        assert_eq!(
+            out,
+            "# my cluster, measured 2026-03\nname: 'two nodes'   # quoted on purpose\ntopology:\n  kind: hierarchical\n  levels:\n    - { name: nvlink, size: 4, alpha: 1.25us, bandwidth: 90GB/s }  # alpha: fitted, +-3%; bandwidth: fitted, +-1%  # from the vendor\n    - name: ib\n      size: 2\n      alpha: 4.5us  # fitted, undetermined  # switch hop included\n      bandwidth: 100Gbps  # held: no log uses it\nsizes: [1MiB]\n"
+        );
+        // What the file says is what the tree says, with the new values.
+        let mut tree = Yaml::parse(text).unwrap();
+        for (p, v) in &values {
+            tree.set(p, v.clone()).unwrap();
+        }
+        assert_eq!(Yaml::parse(&out).unwrap(), tree);
+        // Edited again (a calibrated file calibrated anew), its own earlier comments are
+        // replaced and the user's kept once.
+        values.insert("topology.levels.1.alpha".to_string(), Yaml::Str("4.4us".into()));
+        comments.insert("topology.levels.1.alpha".to_string(), "fitted, +-2%".to_string());
+        let again = edit_text(&out, &values, &comments).unwrap();
+        assert!(again.contains("      alpha: 4.4us  # fitted, +-2%  # switch hop included\n"), "{again}");
+        assert!(again.contains("      bandwidth: 100Gbps  # held: no log uses it\n"), "{again}");
+        assert!(
+            again.contains("bandwidth: 90GB/s }  # alpha: fitted, +-3%; bandwidth: fitted, +-1%  # from the vendor\n"),
+            "{again}"
+        );
+    }
+
+    #[test]
+    fn edit_text_gives_up_where_a_path_is_not_one_place() {
+        let values = |p: &str| BTreeMap::from([(p.to_string(), Yaml::Str("2us".into()))]);
+        let none = BTreeMap::new();
+        // A key the file does not have, an alias, a merge key, two documents.
+        assert_eq!(edit_text("a: { b: 1us }\n", &values("a.c"), &none), None);
+        assert_eq!(edit_text("x: &t 1us\na: { b: *t }\n", &values("x"), &none), None);
+        assert_eq!(edit_text("base: &b { alpha: 1us }\nlevel:\n  <<: *b\n", &values("base.alpha"), &none), None);
+        assert_eq!(edit_text("a: 1us\n---\na: 2us\n", &values("a"), &none), None);
+        assert_eq!(edit_text("a: [1us\n", &values("a.0"), &none), None);
+        // A `#` inside a plain scalar is the scalar's, not a comment.
+        let out = edit_text("a: 1us\nb: x#y\n", &values("a"), &BTreeMap::from([("b".to_string(), "held".to_string())]));
+        assert_eq!(out.as_deref(), Some("a: 2us\nb: x#y  # held\n"));
     }
 }
