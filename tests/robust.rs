@@ -3194,3 +3194,106 @@ fn thirteenth_trial_one_network_key_test_for_hints_and_pairs() {
     let w = pair_warning("topology.intra.step_latency", "topology.launch", 0.99);
     assert!(!w.contains(edge), "{w}");
 }
+
+/// Calibrate the flat 4-rank machine on the files `logs` (name, text) with `args` after
+/// them, `--format json`: the exit status, the warnings (or standard error) and the JSON.
+fn fourteenth_calibrate(case: &str, logs: &[(&str, &str)], args: &[&str]) -> (Option<i32>, Vec<String>, String) {
+    let d = case_dir(case);
+    std::fs::write(d.join("m.yaml"), eighth_flat("[ring]", "")).unwrap();
+    for (name, text) in logs {
+        std::fs::write(d.join(name), text).unwrap();
+    }
+    let out = cmd()
+        .current_dir(&d)
+        .args(["calibrate", "m.yaml", "--quiet", "--patience", "2", "--format", "json"])
+        .args(logs.iter().map(|l| l.0))
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let warnings = match serde_json::from_str::<serde_json::Value>(&stdout) {
+        Ok(v) => v["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap().to_string()).collect(),
+        Err(_) => vec![String::from_utf8_lossy(&out.stderr).into_owned()],
+    };
+    (out.status.code(), warnings, stdout)
+}
+
+/// Fourteenth trial: `--env NCCL_ALGO=Tree` beside a log printing `NCCL_ALGO=Ring` on
+/// its line 2 was warned about at the run's header line (`a.txt:8: the log prints
+/// NCCL_ALGO=Ring`), a line that prints no setting.
+#[test]
+fn fourteenth_trial_an_env_flag_the_log_overrides_is_warned_about_at_the_logs_setting() {
+    let log = thirteenth_log("NCCL_ALGO=Ring", "a", 4);
+    let (code, warnings, _) =
+        fourteenth_calibrate("fourteenth-env-line", &[("a.txt", &log)], &["--env", "NCCL_ALGO=Tree"]);
+    assert_eq!(code, Some(0), "{warnings:?}");
+    let w: Vec<&String> = warnings.iter().filter(|w| w.contains("--env NCCL_ALGO=Tree")).collect();
+    assert_eq!(w.len(), 1, "{warnings:?}");
+    assert!(w[0].starts_with("a.txt:2: the log prints NCCL_ALGO=Ring, which is what ran"), "{}", w[0]);
+}
+
+/// Fourteenth trial: `--env NCCL_PROTO=LL` beside an OSU log (Open MPI's run) was dropped
+/// without a word, and the JSON's `env` of the log listed it as if it had been read.
+#[test]
+fn fourteenth_trial_an_env_flag_beside_an_osu_log_is_said_to_be_unused() {
+    let osu = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size       Avg Latency(us)\n\
+               4    10.00\n8    10.50\n16   11.00\n32   11.40\n";
+    let (code, warnings, stdout) =
+        fourteenth_calibrate("fourteenth-env-osu", &[("o.txt", osu)], &["--ranks", "4", "--env", "NCCL_PROTO=LL"]);
+    assert_eq!(code, Some(0), "{warnings:?}");
+    let w: Vec<&String> = warnings.iter().filter(|w| w.contains("--env NCCL_PROTO=LL")).collect();
+    assert_eq!(w.len(), 1, "{warnings:?}");
+    assert!(w[0].starts_with("o.txt:1: an OSU log is a run of Open MPI, which NCCL settings do not steer"), "{}", w[0]);
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["logs"][0]["env"], serde_json::json!({}), "{stdout}");
+    // Beside an nccl-tests log the flag is used for that log, and said unused for the OSU one.
+    let log = thirteenth_log("NCCL_ALGO=Ring", "a", 4);
+    let (code, warnings, _) = fourteenth_calibrate(
+        "fourteenth-env-osu-both",
+        &[("a.txt", &log), ("o.txt", osu)],
+        &["--ranks", "4", "--env", "NCCL_PROTO=LL"],
+    );
+    assert_eq!(code, Some(0), "{warnings:?}");
+    let w: Vec<&String> = warnings.iter().filter(|w| w.contains("--env NCCL_PROTO=LL")).collect();
+    assert_eq!(w.len(), 1, "{warnings:?}");
+    assert!(w[0].starts_with("o.txt:1:"), "{}", w[0]);
+}
+
+/// Fourteenth trial: `--fit ,` (two empty entries) was refused as `--fit:  is given twice`,
+/// naming no key; an empty entry is refused as such.
+#[test]
+fn fourteenth_trial_empty_fit_entries_are_refused_as_empty() {
+    let log = thirteenth_log("NCCL_PROTO=LL", "a", 4);
+    for fit in [",", "topology.link.alpha,,,topology.link.bandwidth"] {
+        let (code, out, _) = fourteenth_calibrate("fourteenth-fit-empty", &[("a.txt", &log)], &["--fit", fit]);
+        assert_eq!(code, Some(2), "{out:?}");
+        assert!(out[0].contains("--fit: '' is not a dotted path of the machine file"), "{fit}: {out:?}");
+        assert!(!out[0].contains("given twice"), "{fit}: {out:?}");
+    }
+}
+
+/// Fourteenth trial: a tag YAML reads, on a key that takes text (`name: !!int 5`,
+/// `data: { dtype: !!float 32 }`), was refused as `the tag !!int is not read; ...
+/// (allowed tags: !!str, !!int, ...)`, a message against itself.
+#[test]
+fn fourteenth_trial_a_read_tag_on_a_text_key_is_refused_without_contradiction() {
+    for (line, tag, col) in [("name: !!int 5", "!!int", 13), ("name: !!bool true", "!!bool", 14)] {
+        let text = format!("{line}\n{}", eighth_flat("[ring]", ""));
+        let f = TempFile::new(text.as_bytes());
+        let out = cmd().args(["validate"]).arg(&f.0).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                ":1:{col}: name: the tag {tag} makes the value something other than text, which this key takes; \
+                 write the value without a tag, or with !!str"
+            )),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("is not read"), "{stderr}");
+    }
+    // A tag that is not read at all keeps its message.
+    let f = TempFile::new(b"name: !!timestamp 2001-12-14\nranks: [4]\n");
+    let out = cmd().args(["validate"]).arg(&f.0).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("name: the tag !!timestamp is not read"));
+}

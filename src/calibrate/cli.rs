@@ -53,7 +53,9 @@ pub fn execute(a: &Args) -> Result<(String, Calibration), String> {
     // listed twice with warnings that contradict each other.
     if let Some(fit) = &a.fit {
         for (i, key) in fit.iter().enumerate() {
-            if fit[..i].contains(key) {
+            // An empty entry (`--fit ,`) is refused as one where the keys are read, not
+            // as " is given twice".
+            if !key.is_empty() && fit[..i].contains(key) {
                 return Err(format!("--fit: {key} is given twice; name each key once"));
             }
         }

@@ -109,8 +109,10 @@ pub fn read_log(path: &Path, opts: &Options) -> Result<Vec<Run>, LogError> {
                 r.nodes = Some(p / g);
             }
         }
+        // An OSU log is Open MPI's run: no NCCL setting steered it, and recording one
+        // would claim it did (calibrate warns that `--env` is not used for it).
         for (k, v) in &opts.env {
-            if !r.env.contains_key(k) {
+            if r.bench != Bench::Osu && !r.env.contains_key(k) {
                 r.env.insert(k.clone(), v.clone());
                 r.env_given.insert(k.clone());
             }
@@ -1376,15 +1378,32 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
     // --env fills in what a log does not print; where the log prints another value, the
     // log's is what ran, and the flag is not used for it: say so rather than drop it.
     for r in fit_runs.iter().chain(hold_out) {
+        // OSU's runs are Open MPI's, which no NCCL setting steers: `--env` was dropped
+        // for them without a word.
+        if r.bench == Bench::Osu && !opts.env.is_empty() {
+            let given: Vec<String> = opts.env.iter().map(|(k, v)| format!("--env {k}={v}")).collect();
+            warnings.push(format!(
+                "{}:{}: an OSU log is a run of Open MPI, which NCCL settings do not steer; {} {} for nccl-tests \
+                 logs that print no such setting, and not used for this one",
+                r.file,
+                r.line,
+                and_list(&given.iter().map(String::as_str).collect::<Vec<_>>()),
+                if given.len() == 1 { "is" } else { "are" }
+            ));
+            continue;
+        }
         for (k, v) in &opts.env {
             if let Some(logged) = r.env.get(k)
                 && !r.env_given.contains(k)
                 && logged != v
             {
+                // The line that prints the setting, not the run's first (a data row's
+                // header): `a.txt:13: the log prints NCCL_ALGO=Ring` named a line without it.
+                let line = r.env_lines.get(k).copied().unwrap_or(r.line);
                 warnings.push(format!(
-                    "{}:{}: the log prints {k}={logged}, which is what ran; --env {k}={v} is for logs that print \
+                    "{}:{line}: the log prints {k}={logged}, which is what ran; --env {k}={v} is for logs that print \
                      no {k}, and is not used for this one",
-                    r.file, r.line
+                    r.file
                 ));
             }
         }

@@ -206,7 +206,8 @@ impl Src<'_> {
         }
         let loc = e.location().unwrap_or(Location::UNKNOWN);
         let message = match inner {
-            Y::TaggedScalarCannotDeserializeIntoString { .. } | Y::UnsupportedTag { .. } => self.tag_message(&loc),
+            Y::TaggedScalarCannotDeserializeIntoString { .. } => self.tag_message(&loc, true),
+            Y::UnsupportedTag { .. } => self.tag_message(&loc, false),
             Y::SerdeUnknownField { field, expected, .. } => {
                 format!("unknown key '{field}'; allowed: {}", expected.join(", "))
             }
@@ -239,8 +240,10 @@ impl Src<'_> {
     }
 
     /// A tag the scenario does not read (`!!timestamp`, `!Ref`), with the key it is on,
-    /// both read from the text before the node at `loc`.
-    fn tag_message(&self, loc: &Location) -> String {
+    /// both read from the text before the node at `loc`. `text`: the tag is one of those
+    /// read (`!!int`), on a key that takes text (`name: !!int 5`), where "not read" and
+    /// a list of allowed tags holding it would contradict each other.
+    fn tag_message(&self, loc: &Location, text: bool) -> String {
         let (line, col) = line_col(loc).unwrap_or((0, 0));
         let before: String = (line >= 1)
             .then(|| {
@@ -280,13 +283,15 @@ impl Src<'_> {
             let k = r.rsplit(|c: char| c.is_whitespace() || matches!(c, '{' | '[' | ',')).next().unwrap_or(r);
             k.trim_matches(['"', '\'']).to_string()
         });
-        let what = match &tag {
-            Some(t) => format!("the tag {t} is not read"),
-            None => "this tag is not read".to_string(),
+        let t = tag.as_deref().unwrap_or("this tag");
+        let (what, allowed) = if text {
+            (format!("the tag {t} makes the value something other than text, which this key takes"), TAGS_TEXT)
+        } else {
+            (format!("the tag {t} is not read"), TAGS_READ)
         };
         match key.filter(|k| !k.is_empty()) {
-            Some(k) => format!("{k}: {what}; {TAGS_READ}"),
-            None => format!("{what}; {TAGS_READ}"),
+            Some(k) => format!("{k}: {what}; {allowed}"),
+            None => format!("{what}; {allowed}"),
         }
     }
 }
@@ -692,6 +697,9 @@ fn unread_tags(src: &Src<'_>) -> Result<(), ScenarioError> {
 
 /// What a refused tag's message says is allowed.
 const TAGS_READ: &str = "write the value without a tag (allowed tags: !!str, !!int, !!float, !!bool, !!null)";
+
+/// What a read tag on a key that takes text (`name: !!int 5`) is told instead.
+const TAGS_TEXT: &str = "write the value without a tag, or with !!str";
 
 /// A collection [`unread_tags`] is inside: a mapping remembers the key whose value is
 /// being read, to name it.
