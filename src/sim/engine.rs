@@ -2227,6 +2227,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 }
                 return;
             }
+            #[cfg(test)]
+            tests::CHAINED.with(|c| c.set(c.get() + 1));
             let tail = t.last[head as usize];
             if priority(&msgs[tail as usize]) < key {
                 next[tail as usize] = id;
@@ -3395,6 +3397,9 @@ mod tests {
         /// How many of this thread's senders' look-ups ([`super::Engine::first_to_free`])
         /// took each way: a cyclic out-list's, the bits' intersection, every free receiver.
         pub(super) static LOOKUPS: std::cell::Cell<[u64; 3]> = const { std::cell::Cell::new([0; 3]) };
+        /// How many messages this thread's [`super::Dense`] tables filed behind another
+        /// of their pair's.
+        pub(super) static CHAINED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
         /// How many times this thread's engines built the index.
         pub(super) static BUILT: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
     }
@@ -3476,6 +3481,8 @@ mod tests {
         // Each way of a sender's look-up was taken.
         let ways = LOOKUPS.with(|c| c.get());
         assert!(ways.iter().all(|&n| n > 0), "look-ups by way: {ways:?}");
+        // The dense table's chains of several messages a pair were used.
+        assert!(CHAINED.with(|c| c.get()) > 0, "no pair of the dense table held two messages");
     }
 
     /// The window of outstanding handles against a plain set, with handles completed in
