@@ -1155,6 +1155,56 @@ struct Pairs {
     /// The same sets and the pairs again as bits ([`Bits`]), up to [`BITS_MAX`]
     /// interfaces: without them the look-ups go through every interface with a free port.
     bits: Option<Bits>,
+    /// The pairs' first messages as a table ([`Dense`]) instead of `heads`, where
+    /// messages in flight number a fixed share of every pair ([`dense_from`]).
+    dense: Option<Dense>,
+}
+
+/// [`Pairs`]' heads where about every pair has a message waiting (`direct`'s every rank
+/// sends to every other at once): a table of every pair's first message, 4 bytes a pair,
+/// in place of [`PairMap`]'s 32-byte slots (64 MB at 1,024 ranks, where the map held a
+/// million pairs at most three quarters full), and each chain's last message beside it
+/// by slot (read at its first only). A look-up is an index, not a hash and a probe; a
+/// removal empties one word, where the map shifted entries back; the table is 4 MiB at
+/// 1,024 ranks, so a look-up hits the cache more often than the map's 64 MB did.
+///
+/// A pair's first message's [`priority`] is read from its slot (the map kept it in the
+/// entry): the pass's merge reads that slot anyway, so the miss moves, it is not added.
+///
+/// Memory: built only when the messages in flight when the index is built are at least
+/// the pairs over [`DENSE_SHARE`] ([`dense_from`]), so the table costs at most
+/// 4 x [`DENSE_SHARE`] bytes a message in flight at the run's busiest (a message's slot
+/// and links are 84): it grows with the messages in flight, not with P^2 alone. Only with
+/// [`Bits`] (up to [`BITS_MAX`] interfaces, 64 MiB).
+struct Dense {
+    /// Interfaces: pair (s, d) is word `s * n + d`.
+    n: usize,
+    /// Each pair's first waiting message (`NONE`: none).
+    heads: Vec<u32>,
+    /// By slot, for a pair's first message: the pair's last (stale elsewhere).
+    last: Vec<u32>,
+}
+
+impl Dense {
+    #[inline]
+    fn at(&self, s: u32, d: u32) -> usize {
+        s as usize * self.n + d as usize
+    }
+}
+
+/// The share of all pairs that messages in flight must make, when the [`Pairs`] index
+/// is built, for it to keep its heads as a [`Dense`] table: a word a pair is then at most
+/// 32 bytes a message in flight.
+const DENSE_SHARE: u64 = 8;
+
+/// Whether `in_flight` messages among `n` interfaces call for a [`Dense`] table.
+#[inline]
+fn dense_from(in_flight: u64, n: usize) -> bool {
+    #[cfg(test)]
+    if let Some(v) = tests::DENSE.with(|c| c.get()) {
+        return v;
+    }
+    in_flight * DENSE_SHARE >= (n as u64) * (n as u64)
 }
 
 /// A pair's waiting messages in [`Pairs`]: the first and the last, and the first's
@@ -1237,6 +1287,31 @@ impl Lead {
     }
 }
 
+impl Pairs {
+    /// The pair (`s`, `d`)'s waiting messages, if any: from the [`Dense`] table (its
+    /// first message's priority read from its slot in `msgs`; `tail` not kept there, so
+    /// `NONE`), or from the map.
+    #[inline]
+    fn get(&self, msgs: &[Msg], s: u32, d: u32) -> Option<Pair> {
+        match self.dense.as_ref() {
+            Some(t) => {
+                let head = t.heads[t.at(s, d)];
+                (head != NONE).then(|| Pair { head, tail: NONE, first: priority(&msgs[head as usize]) })
+            }
+            None => self.heads.get(pair_key(s, d)).copied(),
+        }
+    }
+
+    /// Ask the cache for where pair (`s`, `d`) is filed ([`prefetch`]).
+    #[inline]
+    fn prefetch(&self, s: u32, d: u32) {
+        match self.dense.as_ref() {
+            Some(t) => prefetch(&t.heads[t.at(s, d)]),
+            None => self.heads.prefetch(pair_key(s, d)),
+        }
+    }
+}
+
 impl Bits {
     #[inline]
     fn set(v: &mut [u64], i: usize) {
@@ -1257,7 +1332,11 @@ const BITS_MAX: usize = 4096;
 /// Looks at waiting messages a pass may not start, after which the engine builds its
 /// [`Pairs`] index; and looks a message issued, which the walks must exceed as well.
 const PAIRS_FROM: u64 = 1 << 20;
-const PAIRS_PER_MESSAGE: u64 = 8;
+// 2, not 8 as first set: `direct` at 1,024 ranks issues its first step's million sends at
+// once, so 8 a message waited for 8.4 M looks, a slot read each, and the walks before the
+// index was built (with a walk back from a receiver's in-list tail at every deferred send
+// put in line) were 18% of the run's samples.
+const PAIRS_PER_MESSAGE: u64 = 2;
 
 /// How many more steps than there are receivers with a free port a sender's walk of its
 /// line takes before it looks them up instead (a step reads a slot near the last one, a
@@ -1929,7 +2008,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         if let Some(p) = self.pairs.as_deref() {
             // Where the next one will be filed under its pair (deferring, a rank's
             // interface is its own).
-            p.heads.prefetch(pair_key(a, next));
+            p.prefetch(a, next);
         }
         // Within a run (`direct`, `naive`) the next receivers follow from the first.
         let after = if q[0].more >= 1 {
@@ -2130,7 +2209,45 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         }
         let m = &msgs[id as usize];
         let key = priority(m);
-        let Pairs { heads, next, bits, .. } = pairs;
+        let Pairs { heads, next, bits, dense, .. } = pairs;
+        if let Some(t) = dense.as_mut() {
+            if t.last.len() < msgs.len() {
+                t.last.resize(msgs.len(), NONE);
+            }
+            let at = t.at(m.src_if, m.dst_if);
+            let head = t.heads[at];
+            if head == NONE {
+                next[id as usize] = NONE;
+                t.heads[at] = id;
+                t.last[id as usize] = id;
+                if let Some(b) = bits.as_mut() {
+                    let (s, d) = (m.src_if as usize, m.dst_if as usize);
+                    Bits::set(&mut b.to, s * b.words * 64 + d);
+                    Bits::set(&mut b.from, d * b.words * 64 + s);
+                }
+                return;
+            }
+            #[cfg(test)]
+            tests::CHAINED.with(|c| c.set(c.get() + 1));
+            let tail = t.last[head as usize];
+            if priority(&msgs[tail as usize]) < key {
+                next[tail as usize] = id;
+                next[id as usize] = NONE;
+                t.last[head as usize] = id;
+            } else if key < priority(&msgs[head as usize]) {
+                next[id as usize] = head;
+                t.heads[at] = id;
+                t.last[id as usize] = tail;
+            } else {
+                let mut prev = head;
+                while priority(&msgs[next[prev as usize] as usize]) < key {
+                    prev = next[prev as usize];
+                }
+                next[id as usize] = next[prev as usize];
+                next[prev as usize] = id;
+            }
+            return;
+        }
         let pk = pair_key(m.src_if, m.dst_if);
         match heads.get_mut(pk) {
             None => {
@@ -2168,7 +2285,36 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     fn pair_remove(&mut self, id: u32) {
         let m = &self.msgs[id as usize];
         let pairs = self.pairs.as_deref_mut().expect("built");
-        let Pairs { heads, next, bits, .. } = pairs;
+        let Pairs { heads, next, bits, dense, .. } = pairs;
+        if let Some(t) = dense.as_mut() {
+            let at = t.at(m.src_if, m.dst_if);
+            let head = t.heads[at];
+            debug_assert!(head != NONE, "a waiting message is filed under its pair");
+            if head == id {
+                let after = next[id as usize];
+                if after == NONE {
+                    t.heads[at] = NONE;
+                    if let Some(b) = bits.as_mut() {
+                        let (s, d) = (m.src_if as usize, m.dst_if as usize);
+                        Bits::clear(&mut b.to, s * b.words * 64 + d);
+                        Bits::clear(&mut b.from, d * b.words * 64 + s);
+                    }
+                } else {
+                    t.heads[at] = after;
+                    t.last[after as usize] = t.last[id as usize];
+                }
+                return;
+            }
+            let mut prev = head;
+            while next[prev as usize] != id {
+                prev = next[prev as usize];
+            }
+            next[prev as usize] = next[id as usize];
+            if t.last[head as usize] == id {
+                t.last[head as usize] = prev;
+            }
+            return;
+        }
         let key = pair_key(m.src_if, m.dst_if);
         let at = heads.find(key).expect("a waiting message is filed under its pair");
         let Pair { head, tail, first } = &mut heads.slots[at].pair;
@@ -2244,6 +2390,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         tests::BUILT.with(|c| c.set(c.get() + 1));
         let n = self.ifaces.len();
         let words = n.div_ceil(64);
+        // Issued and not yet landed, deferred sends included.
+        let in_flight: u64 =
+            self.ranks.iter().flat_map(|r| r.streams.iter()).map(|s| u64::from(s.sends_in_flight)).sum();
         let bits = (n <= bits_max()).then(|| Bits {
             words,
             free_out: vec![0; words],
@@ -2259,6 +2408,11 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             next: vec![NONE; self.msgs.len()],
             senders: IfSet::new(if bits.is_some() { 0 } else { n }),
             receivers: IfSet::new(if bits.is_some() { 0 } else { n }),
+            dense: (bits.is_some() && dense_from(in_flight, n)).then(|| Dense {
+                n,
+                heads: vec![NONE; n * n],
+                last: vec![NONE; self.msgs.len()],
+            }),
             bits,
         }));
         for i in 0..n {
@@ -3010,7 +3164,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     /// otherwise each is looked up. Without, every free receiver is.
     fn first_to_free(&self, s: u32) -> Option<Pair> {
         let pairs = self.pairs.as_deref().expect("built");
-        let head = |d: u32| pairs.heads.get(pair_key(s, d));
+        let head = |d: u32| pairs.get(&self.msgs, s, d);
         #[cfg(test)]
         let way = match pairs.bits.as_ref() {
             Some(b) if b.cyclic[s as usize] => 0,
@@ -3039,7 +3193,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             let rest = (w0 + 1..b.words).chain(0..=w0);
             let found = std::iter::once((w0, first)).chain(rest.map(|w| (w, both(w)))).find(|&(_, x)| x != 0);
             return found
-                .map(|(w, x)| *head((w * 64) as u32 + x.trailing_zeros()).expect("a pair with its bit set waits"));
+                .map(|(w, x)| head((w * 64) as u32 + x.trailing_zeros()).expect("a pair with its bit set waits"));
         }
         first_of(set_bits(b.words, both).filter_map(head))
     }
@@ -3084,13 +3238,13 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             if self.ifaces[s as usize].dirty {
                 return None;
             }
-            pairs.heads.get(pair_key(s, d))
+            pairs.get(&self.msgs, s, d)
         };
         let Some(b) = pairs.bits.as_ref() else {
             return first_of(pairs.senders.members.iter().filter_map(|&s| head(s)));
         };
         let row = &b.from[d as usize * b.words..][..b.words];
-        let pair = |s: u32| *pairs.heads.get(pair_key(s, d)).expect("a pair with its bit set waits");
+        let pair = |s: u32| pairs.get(&self.msgs, s, d).expect("a pair with its bit set waits");
         // The best so far: its (issue time, rank), its sender, its pair once looked up.
         let mut best: Option<((u64, Rank), u32, Option<Pair>)> = None;
         for s in set_bits(b.words, |w| row[w] & b.free_out[w]) {
@@ -3199,8 +3353,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
 
 /// The pair whose first message is first in priority order of `pairs` (`None`: none).
 #[inline]
-fn first_of<'x>(pairs: impl Iterator<Item = &'x Pair>) -> Option<Pair> {
-    pairs.min_by_key(|p| p.first).copied()
+fn first_of(pairs: impl Iterator<Item = Pair>) -> Option<Pair> {
+    pairs.min_by_key(|p| p.first)
 }
 
 /// The bits set in the words `word(0)` to `word(words - 1)`, as interface numbers,
@@ -3237,9 +3391,15 @@ mod tests {
         pub(super) static PAIRS: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
         /// [`super::BITS_MAX`] on this thread (`None`: as it is).
         pub(super) static BITS_MAX: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+        /// Whether this thread's indexes keep a [`super::Dense`] table where they have
+        /// bits (`None`: by the rule, [`super::dense_from`]).
+        pub(super) static DENSE: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
         /// How many of this thread's senders' look-ups ([`super::Engine::first_to_free`])
         /// took each way: a cyclic out-list's, the bits' intersection, every free receiver.
         pub(super) static LOOKUPS: std::cell::Cell<[u64; 3]> = const { std::cell::Cell::new([0; 3]) };
+        /// How many messages this thread's [`super::Dense`] tables filed behind another
+        /// of their pair's.
+        pub(super) static CHAINED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
         /// How many times this thread's engines built the index.
         pub(super) static BUILT: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
     }
@@ -3259,7 +3419,9 @@ mod tests {
     /// `direct` and `naive` with blocks of two lengths (where ranks fall out of step and
     /// the walks grow long), on 1, 2 and 3 NICs, timing only and with data, run with the
     /// index from the first pass and without it, start the same messages at the same
-    /// instants in the same order, with the same statistics and final vectors.
+    /// instants in the same order, with the same statistics and final vectors. The index
+    /// runs three ways: its bits with a [`super::Dense`] table of heads, its bits with the
+    /// map, neither.
     #[test]
     fn the_pair_index_starts_what_the_walks_start() {
         use crate::algos::{self, Machine, Params, Problem};
@@ -3279,9 +3441,10 @@ mod tests {
                             continue;
                         }
                         // The index without its bits (`bits: false`) as past `BITS_MAX`.
-                        let run = |pairs: bool, bits: bool| {
+                        let run = |pairs: bool, bits: bool, dense: bool| {
                             PAIRS.with(|c| c.set(Some(pairs)));
                             BITS_MAX.with(|c| c.set((!bits).then_some(0)));
+                            DENSE.with(|c| c.set(Some(dense)));
                             let inputs = data.then(|| {
                                 let v: Vec<Vec<f32>> = (0..ranks)
                                     .map(|r| (0..elems).map(|i| ((r * 7 + i * 3) % 11) as f32).collect())
@@ -3293,17 +3456,18 @@ mod tests {
                             let out = crate::sim::simulate(algo.as_ref(), &topo, p, 0.0, inputs, &mut seen).unwrap();
                             PAIRS.with(|c| c.set(None));
                             BITS_MAX.with(|c| c.set(None));
+                            DENSE.with(|c| c.set(None));
                             // The index is built at the end of the first pass, or never.
                             assert_eq!(BUILT.with(|c| c.get()) - built, u32::from(pairs));
                             (out, seen.0)
                         };
-                        let walked = run(false, false);
+                        let walked = run(false, false, false);
                         let what = format!("{id} P={ranks} n={elems} nics={nics} data={data}");
                         assert!(!walked.1.is_empty(), "{what}");
                         assert_eq!(walked.0.1.is_some(), data, "{what}");
-                        for bits in [true, false] {
-                            let indexed = run(true, bits);
-                            let what = format!("{what} bits={bits}");
+                        for (bits, dense) in [(true, true), (true, false), (false, false)] {
+                            let indexed = run(true, bits, dense);
+                            let what = format!("{what} bits={bits} dense={dense}");
                             assert_eq!(walked.1, indexed.1, "{what}: messages");
                             assert_eq!(walked.0.0, indexed.0.0, "{what}: statistics");
                             assert!(walked.0.1 == indexed.0.1, "{what}: final vectors");
@@ -3317,6 +3481,8 @@ mod tests {
         // Each way of a sender's look-up was taken.
         let ways = LOOKUPS.with(|c| c.get());
         assert!(ways.iter().all(|&n| n > 0), "look-ups by way: {ways:?}");
+        // The dense table's chains of several messages a pair were used.
+        assert!(CHAINED.with(|c| c.get()) > 0, "no pair of the dense table held two messages");
     }
 
     /// The window of outstanding handles against a plain set, with handles completed in
