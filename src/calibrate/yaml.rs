@@ -391,7 +391,8 @@ fn is_ours(comment: &str) -> bool {
 /// `text` with the scalars at `values`' paths replaced and `comments` at the end of their
 /// lines; everything else (the file's own comments, layout, quoting, key order) as written.
 /// A line's own comment is kept after the new one; one that an earlier `edit_text` wrote is
-/// replaced. `None` where a path is not a scalar of the text or [`value_spans`] gives up:
+/// replaced. `None` where a path is not a scalar of the text, or is not one place (an alias,
+/// a merge key, several documents, a text the parser refuses):
 /// the caller then writes the tree afresh.
 pub fn edit_text(text: &str, values: &BTreeMap<String, Yaml>, comments: &BTreeMap<String, String>) -> Option<String> {
     let spans = value_spans(text)?;
@@ -405,8 +406,9 @@ pub fn edit_text(text: &str, values: &BTreeMap<String, Yaml>, comments: &BTreeMa
         let end = if text[..end].ends_with('\r') { end - 1 } else { end };
         (start, end)
     };
-    // The commented lines, each with its comments in file order.
-    let mut lines: BTreeMap<(usize, usize), Vec<(usize, &str, &str)>> = BTreeMap::new();
+    // The commented lines (start, end), each with its comments (where, key, text) in file order.
+    type Commented<'t> = Vec<(usize, &'t str, &'t str)>;
+    let mut lines: BTreeMap<(usize, usize), Commented<'_>> = BTreeMap::new();
     for (path, c) in comments {
         let r = &spans[path];
         let last = path.rsplit('.').next().unwrap_or(path);
