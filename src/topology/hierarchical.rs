@@ -90,13 +90,18 @@ impl Hierarchical {
         for (i, w) in self.levels.windows(2).enumerate() {
             let (inner, outer) = (w[0].link, w[1].link);
             if outer.alpha < inner.alpha || outer.bandwidth > inner.bandwidth {
+                // A level the scenario named is named; an unnamed one is its number only
+                // (not "level 1 (level1)").
+                let called = |k: usize| {
+                    let name = &self.names[k];
+                    if *name == format!("level{k}") { format!("level {k}") } else { format!("level {k} ({name})") }
+                };
                 return Err(format!(
-                    "level {} ({}) is faster than level {i} ({}) inside it; under network.model: flow \
+                    "{} is faster than {} inside it; under network.model: flow \
                      a message between its groups crosses level {i}'s links too, so each level needs \
                      alpha at least and bandwidth at most those of the level inside it",
-                    i + 1,
-                    self.names[i + 1],
-                    self.names[i]
+                    called(i + 1),
+                    called(i)
                 ));
             }
         }
@@ -256,7 +261,11 @@ mod tests {
         // 24 ranks, 6 nodes, 3 leaves: each linked up to its parent, both ways.
         assert_eq!(h.link_count(), 2 * (24 + 6 + 3));
         let inverted = Hierarchical::new(vec![lv(4, 1.0, 8.0), lv(2, 3.0, 16.0)], 1).unwrap();
-        assert!(inverted.check_nested().unwrap_err().contains("level 1 (level1) is faster"));
+        // Unnamed levels by number only; named ones by number and name.
+        let e = inverted.check_nested().unwrap_err();
+        assert!(e.starts_with("level 1 is faster than level 0 inside it;"), "{e}");
+        let e = inverted.with_names(&["nvlink".to_string(), "ib".to_string()]).check_nested().unwrap_err();
+        assert!(e.starts_with("level 1 (ib) is faster than level 0 (nvlink) inside it;"), "{e}");
     }
 
     #[test]
