@@ -549,3 +549,36 @@ fn the_fitted_file_keeps_the_machine_files_comments() {
     assert_eq!(twice.matches("# Our two test nodes").count(), 1, "{twice}");
     bin().arg("run").arg(tmp("commented-fitted-again.yaml")).assert().success();
 }
+
+/// An OSU file of one run per data type (float, double, then float again) gives three
+/// logs with three names, so the table tells them apart and `--plot` writes three sets of
+/// charts: all three were `o:allreduce`, and each run's charts overwrote the last one's.
+#[test]
+fn runs_of_one_file_have_names_of_their_own() {
+    let float = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size       Avg Latency(us)\n4   10.0\n8   10.5\n";
+    let double = "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_DOUBLE.\n# Size       Avg Latency(us)\n8   10.6\n16  11.0\n";
+    let text = format!("{float}{double}{float}");
+    let runs = calibrate::osu::parse(&text, "dir/o.txt", Some(4)).unwrap();
+    let labels: Vec<String> = runs.iter().map(|r| r.label(&runs)).collect();
+    assert_eq!(labels, ["o:allreduce:float:1", "o:allreduce:double", "o:allreduce:float:2"]);
+    assert_eq!(runs[1].label(&runs[1..2]), "o", "a run alone in its set is its file's stem");
+    let log = tmp("o.txt");
+    std::fs::write(&log, &text).unwrap();
+    let m = tmp("osu-machine.yaml");
+    std::fs::write(&m, machine(("1us", "10GB/s"), ("5us", "10GB/s"), 2, 2, "0")).unwrap();
+    let plots = tmp("osu-plots");
+    let r = bin()
+        .arg("calibrate")
+        .arg(&m)
+        .arg(&log)
+        .args(["--ranks", "4", "--gpus-per-node", "2", "--patience", "2", "--quiet", "--format", "json"])
+        .arg(format!("--plot={}", plots.display()))
+        .assert()
+        .success();
+    let j: serde_json::Value = serde_json::from_slice(&r.get_output().stdout).unwrap();
+    let got: Vec<&str> = j["logs"].as_array().unwrap().iter().map(|l| l["label"].as_str().unwrap()).collect();
+    assert_eq!(got, labels);
+    for l in ["o-allreduce-float-1", "o-allreduce-double", "o-allreduce-float-2"] {
+        assert!(plots.join(format!("{l}_time.svg")).exists(), "{l}_time.svg not written");
+    }
+}

@@ -82,13 +82,31 @@ pub struct Run {
 }
 
 impl Run {
-    /// A short name for tables: the file's stem, and the collective when the file holds
-    /// several runs.
-    pub fn label(&self, several: bool) -> String {
+    /// A short name for tables and chart files, unique among `runs` (which hold this
+    /// one): the file's stem; the collective when the file holds several runs; the data
+    /// type when several of them are of that collective (an OSU file of one test per
+    /// type); their place in the file, from 1, when that still does not tell them apart.
+    pub fn label(&self, runs: &[Run]) -> String {
         let stem = std::path::Path::new(&self.file)
             .file_stem()
             .map_or_else(|| self.file.clone(), |s| s.to_string_lossy().into_owned());
-        if several { format!("{stem}:{}", self.collective) } else { stem }
+        let file: Vec<&Run> = runs.iter().filter(|x| x.file == self.file).collect();
+        if file.len() <= 1 {
+            return stem;
+        }
+        let mut label = format!("{stem}:{}", self.collective);
+        let same: Vec<&Run> = file.into_iter().filter(|x| x.collective == self.collective).collect();
+        if same.len() > 1 {
+            if let Some(t) = &self.dtype {
+                label = format!("{label}:{t}");
+            }
+            let twins: Vec<&&Run> = same.iter().filter(|x| x.dtype == self.dtype).collect();
+            if twins.len() > 1 {
+                let k = twins.iter().position(|x| std::ptr::eq(**x, self)).map_or(0, |k| k + 1);
+                label = format!("{label}:{k}");
+            }
+        }
+        label
     }
 }
 

@@ -1276,7 +1276,7 @@ pub struct PointOut {
 /// One log run's errors.
 #[derive(Clone, Debug, Serialize)]
 pub struct LogOut {
-    /// Short name (file stem, with the collective when the file has several runs).
+    /// Short name, unique among the logs of its set ([`Run::label`]).
     pub label: String,
     /// The file.
     pub file: String,
@@ -1731,15 +1731,14 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
 
     // Errors per log, fitted and held out.
     let mut logs = Vec::new();
-    let several = |runs: &[Run], r: &Run| runs.iter().filter(|x| x.file == r.file).count() > 1;
     let pick_at = if opts.picks == Picks::File { &starts } else { &values };
     let jobs = jobs_at(machine, fit_runs, &params, pick_at)?;
     let sim_fit = simulate(machine, &jobs, fit_runs, &params, &values)?;
-    push_logs(&mut logs, fit_runs, &jobs, &sim_fit, "fit", &several);
+    push_logs(&mut logs, fit_runs, &jobs, &sim_fit, "fit");
     if !hold_out.is_empty() {
         let hjobs = jobs_at(machine, hold_out, &params, pick_at)?;
         let sim = simulate(machine, &hjobs, hold_out, &params, &values)?;
-        push_logs(&mut logs, hold_out, &hjobs, &sim, "hold-out", &several);
+        push_logs(&mut logs, hold_out, &hjobs, &sim, "hold-out");
     }
     let residual_rms = st.variance.sqrt();
     let fitted_yaml = fitted_file(machine, &params, &values, &fitted, &logs);
@@ -1759,14 +1758,7 @@ pub fn calibrate(machine: &Machine, fit_runs: &[Run], hold_out: &[Run], opts: &O
     })
 }
 
-fn push_logs(
-    out: &mut Vec<LogOut>,
-    runs: &[Run],
-    jobs: &[Job],
-    sim: &[f64],
-    set: &str,
-    several: &dyn Fn(&[Run], &Run) -> bool,
-) {
+fn push_logs(out: &mut Vec<LogOut>, runs: &[Run], jobs: &[Job], sim: &[f64], set: &str) {
     let mut i = 0;
     for (r, j) in runs.iter().zip(jobs) {
         let p = r.ranks.unwrap_or(1);
@@ -1811,7 +1803,7 @@ fn push_logs(
             .collect();
         let n = points.len().max(1) as f64;
         out.push(LogOut {
-            label: r.label(several(runs, r)),
+            label: r.label(runs),
             file: r.file.clone(),
             set: set.to_string(),
             collective: r.collective,
