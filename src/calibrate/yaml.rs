@@ -413,7 +413,9 @@ pub fn edit_text(text: &str, values: &BTreeMap<String, Yaml>, comments: &BTreeMa
         (start, end)
     };
     // The commented lines, each with its comments in file order.
-    let mut lines: BTreeMap<(usize, usize), Vec<(usize, &str, &str)>> = BTreeMap::new();
+    // Each comment as (where its value starts, its key, its text).
+    type Commented<'a> = Vec<(usize, &'a str, &'a str)>;
+    let mut lines: BTreeMap<(usize, usize), Commented> = BTreeMap::new();
     for (path, c) in comments {
         let r = &spans[path];
         let last = path.rsplit('.').next().unwrap_or(path);
