@@ -398,7 +398,7 @@ fn is_ours(comment: &str) -> bool {
 /// `text` with the scalars at `values`' paths replaced and `comments` at the end of their
 /// lines; everything else (the file's own comments, layout, quoting, key order) as written.
 /// A line's own comment is kept after the new one; one that an earlier `edit_text` wrote is
-/// replaced. `None` where a path is not a scalar of the text or [`value_spans`] gives up:
+/// replaced. `None` where a path is not a scalar of the text or `value_spans` gives up:
 /// the caller then writes the tree afresh.
 pub fn edit_text(text: &str, values: &BTreeMap<String, Yaml>, comments: &BTreeMap<String, String>) -> Option<String> {
     let spans = value_spans(text)?;
