@@ -3297,3 +3297,78 @@ fn fourteenth_trial_a_read_tag_on_a_text_key_is_refused_without_contradiction() 
     let out = cmd().args(["validate"]).arg(&f.0).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("name: the tag !!timestamp is not read"));
 }
+
+/// Fifteenth trial: `calibrate --output` of a machine file whose fitted value is a block
+/// scalar (`alpha: |` then `1us` on the next line), or a plain or quoted scalar folded
+/// over two lines, replaced part of the value and put its comment inside it
+/// (`2.88912usitted, +-0.66%`): calibrate exited 0 and the file it wrote did not run.
+/// Such a value is now written with the tree afresh, and the file runs with the fitted
+/// values.
+#[test]
+fn fifteenth_trial_a_value_over_lines_is_not_edited_in_place() {
+    let log = thirteenth_log("NCCL_PROTO=LL", "a", 11);
+    for alpha in ["|\n      1us", ">-\n      1us", "|- # mine\n      1us", "1\n      us", "\"1\n      us\""] {
+        let d = case_dir("fifteenth-block");
+        let machine = format!(
+            "ranks: 4\nsizes: [4KiB]\ntopology:\n  link:\n    bandwidth: 100Gbps\n    alpha: {alpha}\nalgorithms: [ring]\n"
+        );
+        std::fs::write(d.join("m.yaml"), &machine).unwrap();
+        std::fs::write(d.join("a.txt"), &log).unwrap();
+        let out = cmd()
+            .current_dir(&d)
+            .args([
+                "calibrate",
+                "m.yaml",
+                "a.txt",
+                "--quiet",
+                "--patience",
+                "1",
+                "--format",
+                "json",
+                "--output",
+                "o.yaml",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{alpha}: {}", String::from_utf8_lossy(&out.stderr));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let fitted = report["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["path"] == "topology.link.alpha")
+            .unwrap()["text"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let written = std::fs::read_to_string(d.join("o.yaml")).unwrap();
+        assert!(written.contains(&format!("alpha: {fitted}")), "{alpha}:\n{written}");
+        let run = cmd().current_dir(&d).args(["validate", "o.yaml"]).output().unwrap();
+        assert_eq!(run.status.code(), Some(0), "{alpha}:\n{written}\n{}", String::from_utf8_lossy(&run.stderr));
+    }
+}
+
+/// Fifteenth trial: `calibrate --output` of a machine file that starts with a UTF-8
+/// byte-order mark wrote calibrate's head before the file's text, mark and all: the mark
+/// stood at the start of line 4, where YAML reads it as part of the first key
+/// (`\u{feff}ranks`). The mark is now dropped, and a file calibrated again has none.
+#[test]
+fn fifteenth_trial_a_byte_order_mark_is_not_left_mid_file() {
+    let log = thirteenth_log("NCCL_PROTO=LL", "a", 11);
+    let d = case_dir("fifteenth-bom");
+    let machine = "\u{feff}# mine\nranks: 4\nsizes: [4KiB]\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\nalgorithms: [ring]\n";
+    std::fs::write(d.join("m.yaml"), machine).unwrap();
+    std::fs::write(d.join("a.txt"), &log).unwrap();
+    for (input, output) in [("m.yaml", "o.yaml"), ("o.yaml", "o2.yaml")] {
+        let out = cmd()
+            .current_dir(&d)
+            .args(["calibrate", input, "a.txt", "--quiet", "--patience", "1", "--output", output])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let written = std::fs::read_to_string(d.join(output)).unwrap();
+        assert!(!written.contains('\u{feff}'), "{written}");
+        assert!(written.contains("# mine\nranks: 4\n"), "{written}");
+        assert_eq!(written.matches("# Fitted by allreduce-sim calibrate").count(), 1, "{written}");
+    }
+}

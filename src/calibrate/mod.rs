@@ -2122,7 +2122,10 @@ fn fitted_file(m: &Machine, params: &[Param], values: &[f64], fitted: &[Fitted],
     head.push_str(CHANGE_THE_SHAPE);
     // The file as written, with its own comments, where every value changed stands in it
     // once; otherwise (a key calibrate adds, an alias) the tree written afresh.
-    let body = edit_text(without_head(&m.text), &edits, &comments).unwrap_or_else(|| tree.to_text(&comments));
+    // A byte-order mark belongs at the start of the file, which is now the head's: kept
+    // before the body it would stand mid-file, where YAML reads it as part of a key.
+    let text = m.text.strip_prefix('\u{feff}').unwrap_or(&m.text);
+    let body = edit_text(without_head(text), &edits, &comments).unwrap_or_else(|| tree.to_text(&comments));
     head + &body
 }
 

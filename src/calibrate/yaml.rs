@@ -306,7 +306,7 @@ fn write_node(y: &Yaml, path: &str, indent: usize, comments: &BTreeMap<String, S
 /// an alias or a merge key (one value read in two places), several documents, a text the
 /// parser refuses.
 fn value_spans(text: &str) -> Option<BTreeMap<String, std::ops::Range<usize>>> {
-    use granit_parser::{Event, Parser};
+    use granit_parser::{Event, Parser, ScalarStyle};
     enum Frame {
         Map { path: String, key: Option<String> },
         Seq { path: String, next: usize },
@@ -349,14 +349,21 @@ fn value_spans(text: &str) -> Option<BTreeMap<String, std::ops::Range<usize>>> {
                 }
             }
             Event::Alias(_) | Event::UnresolvedAlias(_) => return None,
-            Event::Scalar(value, ..) => {
+            Event::Scalar(value, style, ..) => {
                 let at_key = matches!(frames.last(), Some(Frame::Map { key: None, .. }));
                 if at_key {
                     if value == "<<" {
                         return None;
                     }
                 } else {
-                    spans.insert(child(&frames)?, span.byte_range()?);
+                    let range = span.byte_range()?;
+                    // A block scalar, or one folded over lines, is not one stretch of a
+                    // line that a new value can replace: left out, so a change to it
+                    // writes the tree afresh.
+                    let block = matches!(style, ScalarStyle::Literal | ScalarStyle::Folded);
+                    if !block && !text.get(range.clone())?.contains(['\n', '\r']) {
+                        spans.insert(child(&frames)?, range);
+                    }
                 }
                 done(&mut frames, Some(value.into_owned()))?;
             }
@@ -391,8 +398,8 @@ fn is_ours(comment: &str) -> bool {
 /// `text` with the scalars at `values`' paths replaced and `comments` at the end of their
 /// lines; everything else (the file's own comments, layout, quoting, key order) as written.
 /// A line's own comment is kept after the new one; one that an earlier `edit_text` wrote is
-/// replaced. `None` where a path is not a scalar of the text, or is not one place (an alias,
-/// a merge key, several documents, a text the parser refuses):
+/// replaced. `None` where a path is not a scalar of the text, is written over several lines,
+/// or is not one place (an alias, a merge key, several documents, a text the parser refuses):
 /// the caller then writes the tree afresh.
 pub fn edit_text(text: &str, values: &BTreeMap<String, Yaml>, comments: &BTreeMap<String, String>) -> Option<String> {
     let spans = value_spans(text)?;
