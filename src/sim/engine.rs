@@ -1197,6 +1197,31 @@ impl Dense {
 /// 32 bytes a message in flight.
 const DENSE_SHARE: u64 = 8;
 
+/// Put message `id`, of priority `key`, in its pair's chain (`next`, from `head`) after
+/// the last message of higher priority: neither first nor last ([`Engine::pair_insert`]
+/// handles those ends without a walk).
+#[inline]
+fn chain_insert(next: &mut [u32], msgs: &[Msg], head: u32, id: u32, key: (u64, u64)) {
+    let mut prev = head;
+    while priority(&msgs[next[prev as usize] as usize]) < key {
+        prev = next[prev as usize];
+    }
+    next[id as usize] = next[prev as usize];
+    next[prev as usize] = id;
+}
+
+/// Take message `id`, not the first, out of its pair's chain (`next`, from `head`);
+/// the message before it.
+#[inline]
+fn chain_unlink(next: &mut [u32], head: u32, id: u32) -> u32 {
+    let mut prev = head;
+    while next[prev as usize] != id {
+        prev = next[prev as usize];
+    }
+    next[prev as usize] = next[id as usize];
+    prev
+}
+
 /// Whether `in_flight` messages among `n` interfaces call for a [`Dense`] table.
 #[inline]
 fn dense_from(in_flight: u64, n: usize) -> bool {
@@ -1313,6 +1338,21 @@ impl Pairs {
 }
 
 impl Bits {
+    /// Pair (`s`, `d`) has a message waiting (`waiting`) or none now: its bit in `s`'s row
+    /// of `to` and in `d`'s row of `from`.
+    #[inline]
+    fn mark_pair(&mut self, s: u32, d: u32, waiting: bool) {
+        let (s, d) = (s as usize, d as usize);
+        let (to, from) = (s * self.words * 64 + d, d * self.words * 64 + s);
+        if waiting {
+            Bits::set(&mut self.to, to);
+            Bits::set(&mut self.from, from);
+        } else {
+            Bits::clear(&mut self.to, to);
+            Bits::clear(&mut self.from, from);
+        }
+    }
+
     #[inline]
     fn set(v: &mut [u64], i: usize) {
         v[i / 64] |= 1 << (i % 64);
@@ -2221,9 +2261,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 t.heads[at] = id;
                 t.last[id as usize] = id;
                 if let Some(b) = bits.as_mut() {
-                    let (s, d) = (m.src_if as usize, m.dst_if as usize);
-                    Bits::set(&mut b.to, s * b.words * 64 + d);
-                    Bits::set(&mut b.from, d * b.words * 64 + s);
+                    b.mark_pair(m.src_if, m.dst_if, true);
                 }
                 return;
             }
@@ -2239,12 +2277,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 t.heads[at] = id;
                 t.last[id as usize] = tail;
             } else {
-                let mut prev = head;
-                while priority(&msgs[next[prev as usize] as usize]) < key {
-                    prev = next[prev as usize];
-                }
-                next[id as usize] = next[prev as usize];
-                next[prev as usize] = id;
+                chain_insert(next, msgs, head, id, key);
             }
             return;
         }
@@ -2254,9 +2287,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 next[id as usize] = NONE;
                 heads.insert_new(pk, Pair { head: id, tail: id, first: key });
                 if let Some(b) = bits.as_mut() {
-                    let (s, d) = (m.src_if as usize, m.dst_if as usize);
-                    Bits::set(&mut b.to, s * b.words * 64 + d);
-                    Bits::set(&mut b.from, d * b.words * 64 + s);
+                    b.mark_pair(m.src_if, m.dst_if, true);
                 }
             }
             Some(Pair { head, tail, first }) => {
@@ -2269,12 +2300,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                     *head = id;
                     *first = key;
                 } else {
-                    let mut prev = *head;
-                    while priority(&msgs[next[prev as usize] as usize]) < key {
-                        prev = next[prev as usize];
-                    }
-                    next[id as usize] = next[prev as usize];
-                    next[prev as usize] = id;
+                    chain_insert(next, msgs, *head, id, key);
                 }
             }
         }
@@ -2295,9 +2321,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 if after == NONE {
                     t.heads[at] = NONE;
                     if let Some(b) = bits.as_mut() {
-                        let (s, d) = (m.src_if as usize, m.dst_if as usize);
-                        Bits::clear(&mut b.to, s * b.words * 64 + d);
-                        Bits::clear(&mut b.from, d * b.words * 64 + s);
+                        b.mark_pair(m.src_if, m.dst_if, false);
                     }
                 } else {
                     t.heads[at] = after;
@@ -2305,11 +2329,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 }
                 return;
             }
-            let mut prev = head;
-            while next[prev as usize] != id {
-                prev = next[prev as usize];
-            }
-            next[prev as usize] = next[id as usize];
+            let prev = chain_unlink(next, head, id);
             if t.last[head as usize] == id {
                 t.last[head as usize] = prev;
             }
@@ -2322,9 +2342,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             if *tail == id {
                 heads.remove_at(at);
                 if let Some(b) = bits.as_mut() {
-                    let (s, d) = (m.src_if as usize, m.dst_if as usize);
-                    Bits::clear(&mut b.to, s * b.words * 64 + d);
-                    Bits::clear(&mut b.from, d * b.words * 64 + s);
+                    b.mark_pair(m.src_if, m.dst_if, false);
                 }
             } else {
                 *head = next[id as usize];
@@ -2332,11 +2350,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             }
             return;
         }
-        let mut prev = *head;
-        while next[prev as usize] != id {
-            prev = next[prev as usize];
-        }
-        next[prev as usize] = next[id as usize];
+        let prev = chain_unlink(next, *head, id);
         if *tail == id {
             *tail = prev;
         }
