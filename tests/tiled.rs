@@ -6,7 +6,7 @@
 use allreduce_sim::algos::{self, Machine, Params, Problem};
 use allreduce_sim::collective::Collective;
 use allreduce_sim::sim::data::{DataConfig, DataPlane, Dtype, Init, ReduceOp, generate, verify_log_with};
-use allreduce_sim::sim::engine::NoObserver;
+use allreduce_sim::sim::engine::{NoObserver, SimStats};
 use allreduce_sim::sim::{Network, simulate_logged, simulate_with};
 use allreduce_sim::topology::{FullyConnected, Grid, Link, Topology};
 
@@ -52,6 +52,8 @@ fn logged_runs_are_the_direct_runs() {
                         // The log: the same run, and replayed on whole vectors the same bits.
                         let (stats, log) =
                             simulate_logged(algo.as_ref(), topo, p, 1e-10, Network::IDEAL, &mut NoObserver).unwrap();
+                        // Only the copies of values in flight differ: a log keeps none.
+                        let direct_stats = SimStats { peak_payload_bytes: 0, ..direct_stats };
                         assert_eq!(stats, direct_stats, "{what}: the engine ran differently");
                         let (values, _) = generate(cfg, np, n, None);
                         let mut plane = DataPlane::new(values, &log.lens()[1..], op);
@@ -103,4 +105,52 @@ fn tiles_find_what_whole_vectors_find() {
         let (v, _) = verify_log_with(cfg, &log, 0, &Expectations::Allreduce, Some(width)).unwrap();
         assert_eq!(v, direct, "tiles of {width}");
     }
+}
+
+/// The estimate counts a full run's messages in flight at one vector a rank at most
+/// (`estimate::Planned::data_bytes`): every algorithm keeps to it, because sends of one
+/// unchanged region share one copy of its values. Copied once a send, `naive` held P - 1
+/// vectors a rank (at 1,000 ranks, 28 GB where the vectors are 28 MB), and `direct`'s
+/// allgather P - 1 copies of a block.
+#[test]
+fn values_in_flight_stay_within_a_vector_a_rank() {
+    let link = Link { alpha: 1e-6, bandwidth: 1e10 };
+    let mut machines: Vec<Box<dyn Topology>> = [(7usize, 1u32), (16, 1), (16, 2), (9, 4)]
+        .into_iter()
+        .map(|(np, nics)| Box::new(FullyConnected { ranks: np, link, nics }) as Box<dyn Topology>)
+        .collect();
+    machines.push(Box::new(Grid::torus(2, 4, link, 2)));
+    let mut runs = 0;
+    for topo in &machines {
+        let (topo, np) = (topo.as_ref(), topo.ranks());
+        for c in Collective::ALL.into_iter().filter(|c| c.has_data()) {
+            for info in algos::registry_of(c) {
+                let Ok(algo) = algos::build_for(c, info.id, Params::default()) else { continue };
+                for n in [4 * np + 3, 1000] {
+                    let p = Problem { ranks: np, elems: n, elem_bytes: 4 };
+                    if algo.applicable(&p, &Machine { topo, cost_per_byte: 1e-10 }).is_err() {
+                        continue;
+                    }
+                    let cfg = DataConfig { dtype: Dtype::F32, op: ReduceOp::Sum, init: Init::Random, seed: 5 };
+                    let (values, _) = generate(cfg, np, n, None);
+                    let plane = move |s: &[usize]| DataPlane::new(values, s, ReduceOp::Sum);
+                    let (stats, _) =
+                        simulate_with(algo.as_ref(), topo, p, 1e-10, Some(plane), &mut NoObserver).unwrap();
+                    let vectors = (np * n * 4) as u64;
+                    assert!(
+                        stats.peak_payload_bytes <= vectors,
+                        "{c:?} {} on {} n={n}: {} bytes in flight, more than the ranks' {vectors}",
+                        algo.label(),
+                        topo.describe(),
+                        stats.peak_payload_bytes
+                    );
+                    if np > 1 && n > 0 {
+                        assert!(stats.peak_payload_bytes > 0, "{c:?} {}: no values counted", algo.label());
+                    }
+                    runs += 1;
+                }
+            }
+        }
+    }
+    assert!(runs > 200, "{runs} runs");
 }

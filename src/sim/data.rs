@@ -12,6 +12,7 @@ mod generator;
 mod log;
 mod plane;
 mod reference;
+mod snapshots;
 mod tiled;
 
 use half::{bf16, f16};
@@ -22,6 +23,7 @@ pub use generator::RankGen;
 pub use log::{ENTRY_BYTES, Entry, OpLog, Source};
 pub use plane::{DataPlane, Finals, Plane};
 pub use reference::{Expect, Expectation, Expectations, Reference, Verification, Violation};
+pub use snapshots::Snapshots;
 pub use tiled::{MIN_TILE, Phases, TILE_BYTES, verify_log, verify_log_with};
 
 /// Element type (`data.dtype`).
@@ -310,6 +312,14 @@ pub struct Payload {
     lost: Vec<bool>,
     /// A logging plane ([`OpLog`]): the slot of the message's entry in the log.
     slot: u32,
+}
+
+impl Payload {
+    /// Bytes its values take (and a sampled payload's offsets and flags).
+    fn bytes(&self) -> u64 {
+        let vals = dispatch!(&self.vals, Buf, v, T => std::mem::size_of_val(v.as_slice()));
+        (vals + std::mem::size_of_val(self.at.as_slice()) + self.lost.len()) as u64
+    }
 }
 
 /// The values rank `rank` starts with.

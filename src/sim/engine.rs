@@ -36,7 +36,7 @@ use std::collections::BinaryHeap;
 
 use smallvec::SmallVec;
 
-use super::data::{DataPlane, Payload};
+use super::data::{DataPlane, Snapshots};
 use super::network::flow::{FlowStats, LinkStat};
 use super::network::{NetworkModel, Sched, Start};
 use super::noise::Noise;
@@ -60,6 +60,11 @@ pub struct SimStats {
     pub bytes_received: Vec<u64>,
     /// Most extra buffer bytes any rank held at once (scratch + received, unconsumed data).
     pub peak_buffer_bytes: u64,
+    /// With data moved as it runs: the most bytes of values the messages in flight held at
+    /// once, all ranks together (a send's values are copied when it is issued, one copy
+    /// for the sends of one unchanged region: [`crate::sim::data::Snapshots`]); 0 without
+    /// data or on a logging plane.
+    pub peak_payload_bytes: u64,
     /// Events popped from the queue.
     pub events: u64,
     /// Reductions performed (local and on receipt).
@@ -1434,9 +1439,9 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     /// Receives posted early at indexed ranks ([`Early`]), and the records free.
     early: Vec<Early>,
     free_early: Vec<u32>,
-    /// With data: message `i`'s values are `payloads[i]` (kept with their capacity when
-    /// the slot is reused).
-    payloads: Vec<Payload>,
+    /// With data: the values of the messages in flight, by slot, one copy for the sends
+    /// of one unchanged region ([`Snapshots`]).
+    snaps: Snapshots,
     jobs: Vec<JobSlot>,
     free_jobs: Vec<u32>,
     locals: Vec<Local>,
@@ -1534,6 +1539,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             peak_buffer_bytes: if p > 0 { cfg.scratch_bytes } else { 0 },
             ..SimStats::default()
         };
+        let snaps = data.as_deref().map(|d| Snapshots::new(p, d)).unwrap_or_default();
         Ok(Engine {
             topo,
             cfg,
@@ -1547,7 +1553,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             max_buckets: p.next_power_of_two(),
             early: Vec::new(),
             free_early: Vec::new(),
-            payloads: Vec::new(),
+            snaps,
             jobs: Vec::new(),
             free_jobs: Vec::new(),
             locals: Vec::new(),
@@ -1645,8 +1651,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             return Err(SimError::CutOff(Box::new(super::flow::CutOff { time: self.now, flows, waiting })));
         }
         self.check_finished()?;
-        let Engine { net, obs, mut stats, .. } = self;
+        let Engine { net, obs, mut stats, snaps, .. } = self;
         stats.flow = net.into_stats(obs);
+        stats.peak_payload_bytes = snaps.peak_bytes();
         Ok(stats)
     }
 
@@ -1890,10 +1897,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             None => self.new_slot(),
         };
         if let Some(d) = self.data.as_deref() {
-            if self.payloads.len() <= id as usize {
-                self.payloads.resize_with(id as usize + 1, Payload::default);
-            }
-            d.load(r as usize, src, &mut self.payloads[id as usize]);
+            self.snaps.take(d, r as usize, src, id);
         }
         let seq = self.ranks[r as usize].send_seq;
         debug_assert!(seq < u32::MAX, "a rank sent more than 2^32 messages");
@@ -2771,7 +2775,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         match m.action {
             Action::Copy => {
                 if let Some(d) = self.data.as_deref_mut() {
-                    d.store(dst as usize, m.recv_region(), &self.payloads[id as usize]);
+                    d.store(dst as usize, m.recv_region(), self.snaps.of(id));
+                    self.snaps.written(dst as usize);
+                    self.snaps.release(id);
                 }
                 self.release(id);
                 self.complete_handle(dst, stream, handle)
@@ -2896,7 +2902,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                         let m = &self.msgs[id as usize];
                         let (region, stream, handle) = (m.recv_region(), m.recv_stream, m.recv_handle);
                         if let Some(d) = self.data.as_deref_mut() {
-                            d.reduce_into(r as usize, region, &self.payloads[id as usize]);
+                            d.reduce_into(r as usize, region, self.snaps.of(id));
+                            self.snaps.written(r as usize);
+                            self.snaps.release(id);
                         }
                         self.release(id);
                         (stream, handle)
@@ -2906,6 +2914,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                         self.free_locals.push(slot);
                         if let Some(d) = self.data.as_deref_mut() {
                             d.reduce_local(r as usize, src, dst);
+                            self.snaps.written(r as usize);
                         }
                         (stream, handle)
                     }
