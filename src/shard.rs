@@ -106,6 +106,8 @@ pub fn merge(inputs: &[(String, String)]) -> Result<Report, MergeError> {
     let scenario = first.scenario.clone();
     let points = runner::points(&scenario);
     let mut results = Vec::with_capacity(points.len());
+    // Each result's shard file and index there, to name one in a refusal after ranking.
+    let mut from = Vec::with_capacity(points.len());
     let mut next = vec![0usize; count];
     for (i, pt) in points.iter().enumerate() {
         let s = i % count;
@@ -130,11 +132,12 @@ pub fn merge(inputs: &[(String, String)]) -> Result<Report, MergeError> {
         }
         if let Some((field, t)) = negative_time(r) {
             return Err(MergeError(format!(
-                "{name}: result {} has {field} {t}, and no time of a run is negative; was it edited?",
+                "{name}: result {} has {field} {t:?}, and no time of a run is negative; was it edited?",
                 next[s]
             )));
         }
         results.push(r.clone());
+        from.push((name, next[s]));
         next[s] += 1;
     }
     for (s, &k) in slots.iter().enumerate() {
@@ -149,6 +152,27 @@ pub fn merge(inputs: &[(String, String)]) -> Result<Report, MergeError> {
     }
     // Each shard ranked its own points: rank them over the whole sweep.
     crate::select::rank(&mut results);
+    // Times each finite but far apart (an edited `1e308` s beside a run's microseconds)
+    // give a margin or a `vs_best` past the largest f64, which the reports would print as
+    // `inf`: refused as a negative time is, naming the point's longest time.
+    let infinite = |r: &crate::results::PointResult| {
+        r.margin.is_some_and(|m| !m.is_finite()) || r.selection.as_ref().is_some_and(|s| !s.vs_best.is_finite())
+    };
+    if let Some(bad) = results.iter().find(|r| infinite(r)) {
+        let point = |r: &crate::results::PointResult| (r.collective, r.ranks, r.bytes);
+        let (i, r) = results
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| point(r) == point(bad) && r.not_applicable.is_none())
+            .max_by(|a, b| a.1.time_s.total_cmp(&b.1.time_s))
+            .unwrap_or((0, bad));
+        let (name, k) = from[i];
+        return Err(MergeError(format!(
+            "{name}: result {k} has time_s {:?}, so far from the other times of its point ({} at P = {}, S = {} B) \
+             that their ratio is past the largest number; no run gives such times: was it edited?",
+            r.time_s, r.collective, r.ranks, r.bytes
+        )));
+    }
     Ok(Report { scenario, results, shard: None, interrupted: false })
 }
 

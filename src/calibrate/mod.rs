@@ -2107,11 +2107,11 @@ fn fitted_file(m: &Machine, params: &[Param], values: &[f64], fitted: &[Fitted],
         };
         comments.insert(p.path.clone(), u);
     }
-    let mut head = format!("# Fitted by allreduce-sim calibrate from {} on these logs:\n", m.file);
+    let mut head = format!("# Fitted by allreduce-sim calibrate from {} on these logs:\n", in_comment(&m.file));
     for l in logs {
         head.push_str(&format!(
             "#   {} ({}, P = {}): {} mean error {:.1}%, max {:.1}%\n",
-            l.label,
+            in_comment(&l.label),
             l.collective,
             l.ranks,
             l.set,
@@ -2129,6 +2129,14 @@ fn fitted_file(m: &Machine, params: &[Param], values: &[f64], fitted: &[Fitted],
     head + &body
 }
 
+/// A file's name or a log's label as a YAML comment can hold it: escaped as on the
+/// terminal, the line feed too. A name with a line break (`x\ry.txt`, one that YAML 1.1
+/// readers break at, U+0085 or U+2028) ended the comment mid-name, and the rest of the
+/// name was read as a key of the machine file.
+fn in_comment(name: &str) -> String {
+    crate::units::escape_controls(name).replace('\n', "\\n")
+}
+
 /// The last line of the head [`fitted_file`] writes.
 const CHANGE_THE_SHAPE: &str =
     "# Change the shape (ranks, nodes, gpus_per_node, levels' sizes) and sizes to predict other runs.\n";
@@ -2139,8 +2147,14 @@ fn without_head(text: &str) -> &str {
     if !text.starts_with("# Fitted by allreduce-sim calibrate from ") {
         return text;
     }
-    match text.find(CHANGE_THE_SHAPE) {
-        Some(i) => &text[i + CHANGE_THE_SHAPE.len()..],
+    // Found without its line end: a head kept in a file whose lines end in `\r\n` (an
+    // editor's) is the same head, and was left under the new one.
+    let last = CHANGE_THE_SHAPE.trim_end_matches('\n');
+    match text.find(last) {
+        Some(i) => {
+            let rest = &text[i + last.len()..];
+            rest.strip_prefix("\r\n").or_else(|| rest.strip_prefix(['\n', '\r'])).unwrap_or(rest)
+        }
         None => text,
     }
 }

@@ -304,7 +304,7 @@ fn write_node(y: &Yaml, path: &str, indent: usize, comments: &BTreeMap<String, S
 /// Where each scalar value stands in `text`: its dotted path (as [`Yaml::get`] reads it)
 /// and its byte range, quotes included. `None` where a path would not name one place:
 /// an alias or a merge key (one value read in two places), several documents, a text the
-/// parser refuses.
+/// parser refuses. A tagged scalar, or one written over several lines, has no span.
 fn value_spans(text: &str) -> Option<BTreeMap<String, std::ops::Range<usize>>> {
     use granit_parser::{Event, Parser, ScalarStyle};
     enum Frame {
@@ -349,7 +349,7 @@ fn value_spans(text: &str) -> Option<BTreeMap<String, std::ops::Range<usize>>> {
                 }
             }
             Event::Alias(_) | Event::UnresolvedAlias(_) => return None,
-            Event::Scalar(value, style, ..) => {
+            Event::Scalar(value, style, _, tag) => {
                 let at_key = matches!(frames.last(), Some(Frame::Map { key: None, .. }));
                 if at_key {
                     if value == "<<" {
@@ -361,7 +361,10 @@ fn value_spans(text: &str) -> Option<BTreeMap<String, std::ops::Range<usize>>> {
                     // line that a new value can replace: left out, so a change to it
                     // writes the tree afresh.
                     let block = matches!(style, ScalarStyle::Literal | ScalarStyle::Folded);
-                    if !block && !text.get(range.clone())?.contains(['\n', '\r']) {
+                    // A tagged value likewise: the tag stands before the span, and a new
+                    // value under `!!float` or `!!int` (`!!float 1.2GB/s`) is one the tag
+                    // makes the reader refuse.
+                    if !block && tag.is_none() && !text.get(range.clone())?.contains(['\n', '\r']) {
                         spans.insert(child(&frames)?, range);
                     }
                 }
@@ -398,7 +401,7 @@ fn is_ours(comment: &str) -> bool {
 /// `text` with the scalars at `values`' paths replaced and `comments` at the end of their
 /// lines; everything else (the file's own comments, layout, quoting, key order) as written.
 /// A line's own comment is kept after the new one; one that an earlier `edit_text` wrote is
-/// replaced. `None` where a path is not a scalar of the text, is written over several lines,
+/// replaced. `None` where a path is not a scalar of the text, is tagged, is written over several lines,
 /// or is not one place (an alias, a merge key, several documents, a text the parser refuses):
 /// the caller then writes the tree afresh.
 pub fn edit_text(text: &str, values: &BTreeMap<String, Yaml>, comments: &BTreeMap<String, String>) -> Option<String> {

@@ -129,7 +129,7 @@ impl Src<'_> {
     /// The plain word (a scalar up to a blank, `,`, `]`, `}` or `#`) at `loc`, as written.
     fn word_at(&self, loc: &Location) -> Option<&str> {
         let (line, col) = line_col(loc)?;
-        let text = self.text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+        let text = yaml_lines(self.text).nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
         let start = text.char_indices().nth(usize::try_from(col).ok()?.checked_sub(1)?)?.0;
         let mut rest = &text[start..];
         loop {
@@ -159,7 +159,7 @@ impl Src<'_> {
     /// [`SNIPPET_WIDTH`] characters is cut to that many around the column, with `...`
     /// where it was cut.
     fn snippet(&self, line: u64, col: u64) -> Option<String> {
-        let src = self.text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+        let src = yaml_lines(self.text).nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
         let col = usize::try_from(col).ok()?.saturating_sub(1);
         let len = src.chars().count();
         // The window of characters shown: all of a short line, else SNIPPET_WIDTH
@@ -247,7 +247,7 @@ impl Src<'_> {
         let (line, col) = line_col(loc).unwrap_or((0, 0));
         let before: String = (line >= 1)
             .then(|| {
-                let text = self.text.lines().nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
+                let text = yaml_lines(self.text).nth(usize::try_from(line).ok()?.checked_sub(1)?)?;
                 Some(text.chars().take(usize::try_from(col).ok()?.saturating_sub(1)).collect())
             })
             .flatten()
@@ -591,13 +591,35 @@ fn collectives() -> Vec<(&'static str, Collective)> {
     Collective::ALL.iter().map(|&c| (c.name(), c)).collect()
 }
 
+/// The lines of a YAML text as YAML counts them, and as the reader numbers them in its
+/// messages: a line ends at `\n`, `\r\n` or a lone `\r`. `str::lines` knows the first two
+/// only, so a file of old Mac line ends was one line to it: one that opened with a comment
+/// was "empty", and a message's snippet showed another line than the one it named.
+fn yaml_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = (!text.is_empty()).then_some(text);
+    std::iter::from_fn(move || {
+        let r = rest?;
+        match r.find(['\n', '\r']) {
+            Some(i) => {
+                let skip = if r[i..].starts_with("\r\n") { 2 } else { 1 };
+                rest = Some(&r[i + skip..]).filter(|s| !s.is_empty());
+                Some(&r[..i])
+            }
+            None => {
+                rest = None;
+                Some(r)
+            }
+        }
+    })
+}
+
 /// Parse scenario `text`; `file` names it in messages and gives the default name.
 ///
 /// Every value is checked and resolved to base units; every algorithm entry is built
 /// once (unknown ids and parameters are errors here, not at run time).
 pub fn parse_str(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
     let src = Src { file, text };
-    let blank = text.lines().map(str::trim).all(|l| l.is_empty() || l.starts_with('#') || l == "---" || l == "...");
+    let blank = yaml_lines(text).map(str::trim).all(|l| l.is_empty() || l.starts_with('#') || l == "---" || l == "...");
     if blank {
         return Err(ScenarioError::in_file(
             file,
@@ -608,11 +630,12 @@ pub fn parse_str(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
     }
     // serde-saphyr stops at a document's end marker and never reads what follows, so a
     // second document that does not parse, or any text, after `...` was dropped unread.
-    let mut lines = text.lines().enumerate();
+    let mut lines = yaml_lines(text).enumerate();
     if lines.any(|(_, l)| l.split('#').next().is_some_and(|t| t.trim_end() == "..."))
         && let Some((n, l)) = lines.find(|(_, l)| !(l.trim().is_empty() || l.trim_start().starts_with('#')))
     {
-        let end = text.lines().position(|l| l.split('#').next().is_some_and(|t| t.trim_end() == "...")).unwrap_or(0);
+        let end =
+            yaml_lines(text).position(|l| l.split('#').next().is_some_and(|t| t.trim_end() == "...")).unwrap_or(0);
         let col = l.chars().take_while(|c| c.is_whitespace()).count() + 1;
         return Err(src.err_at(
             n as u64 + 1,
@@ -676,7 +699,17 @@ fn unread_tags(src: &Src<'_>) -> Result<(), ScenarioError> {
                     Open::Map { at_key: false, key } => Some(key.clone()),
                     _ => None,
                 });
-                let what = format!("the tag {shown} is not read; {TAGS_READ}");
+                // What a list or a mapping may carry is its own tag, not the scalars' list
+                // (`sizes: !!str [4KiB]` was told `!!str` is not read, `!!str` allowed).
+                let what = match event {
+                    Event::SequenceStart(..) => {
+                        format!("the tag {shown} is not read on a list; write the list without a tag, or with !!seq")
+                    }
+                    Event::MappingStart(..) => format!(
+                        "the tag {shown} is not read on a mapping; write the mapping without a tag, or with !!map"
+                    ),
+                    _ => format!("the tag {shown} is not read; {TAGS_READ}"),
+                };
                 let message = match key.flatten().filter(|k| !k.is_empty()) {
                     Some(k) => format!("{k}: {what}"),
                     None => what,
