@@ -1273,7 +1273,9 @@ struct Bits {
     /// Per interface: the receivers of the first and the last message put in its
     /// out-list since it was last empty (while `cyclic`; those messages may have started
     /// since, which leaves `cyclic` only stricter: what followed them from the first's on
-    /// follows the first left too).
+    /// follows the first left too). The first moves on to the first waiting message's
+    /// receiver where a message appended would not follow on from the first as it was
+    /// ([`Engine::pair_linked`]).
     ends: Vec<(u32, u32)>,
     /// Per interface: the (issue time, sender) its waiting messages share ([`Lead`]).
     lead: Vec<Lead>,
@@ -1283,8 +1285,11 @@ struct Bits {
 /// receiver that frees compares the first messages to it of every clean sender with a
 /// free port, tens of them where ranks fall out of step, and each pair's first message
 /// was a look-up in [`PairMap`], a cache miss. Where all of a sender's waiting messages
-/// were issued at one instant by one rank (an exchange step's sends: a rank issues the
-/// next step's only after this one's have landed), a priority's first two parts are
+/// were issued at one instant by one rank (an exchange step's sends, mostly: a rank's
+/// `WaitAll` waits for its receives, not its sends, so its next step's sends may go in
+/// line behind what is left of this one's, which makes the lead mixed; `direct` at
+/// 1,024 ranks with blocks of two lengths does so a few hundred times in 243,000 lists
+/// filled from empty), a priority's first two parts are
 /// known from the sender alone (the last part, the sequence, never decides between two
 /// senders but where they share a rank), so only the one found first is looked up.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -1343,6 +1348,17 @@ impl Pairs {
 }
 
 impl Bits {
+    /// The first receiver from `from` on, wrapping, to which sender `s` has a message
+    /// waiting (`None`: none): of a [`Bits::cyclic`] out-list, its first message's.
+    fn first_waiting(&self, s: usize, from: u32) -> Option<u32> {
+        let row = &self.to[s * self.words..][..self.words];
+        let (w0, bit) = (from as usize / 64, from % 64);
+        let first = row[w0] >> bit << bit;
+        let rest = (w0 + 1..self.words).chain(0..=w0);
+        let (w, x) = std::iter::once((w0, first)).chain(rest.map(|w| (w, row[w]))).find(|&(_, x)| x != 0)?;
+        Some((w * 64) as u32 + x.trailing_zeros())
+    }
+
     /// Pair (`s`, `d`) has a message waiting (`waiting`) or none now: its bit in `s`'s row
     /// of `to` and in `d`'s row of `from`.
     #[inline]
@@ -2233,8 +2249,27 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                     // Appended: its receiver must come after the last one's and before
                     // the first one's, wrapping.
                     let (first, last) = b.ends[s];
-                    let at = |d: u32| if d >= first { d - first } else { d + n - first };
-                    b.cyclic[s] = b.cyclic[s] && at(d) > at(last);
+                    let at = |f: u32, d: u32| if d >= f { d - f } else { d + n - f };
+                    let mut cyclic = b.cyclic[s] && at(first, d) > at(first, last);
+                    if b.cyclic[s] && !cyclic {
+                        // The first receiver may be stale: its message and some after it
+                        // may have started, and a rank's next step's sends (again to
+                        // `r + 1`, `r + 2`, ...) go in line behind what is left of this
+                        // step's, as its waits are for its receives, not its sends. What
+                        // waits follows on from its own first receiver, the first bit set
+                        // in the row from the stale one on (the head's slot would tell
+                        // too, at a cache miss); without this, the list stayed refused
+                        // until empty, and its sender walked it at every offer.
+                        if let Some(h) = b.first_waiting(s, first).filter(|&h| h != first) {
+                            b.ends[s].0 = h;
+                            cyclic = at(h, d) > at(h, last);
+                            #[cfg(test)]
+                            if cyclic {
+                                tests::MOVED.with(|c| c.set(c.get() + 1));
+                            }
+                        }
+                    }
+                    b.cyclic[s] = cyclic;
                     b.ends[s].1 = d;
                 }
             }
@@ -3423,6 +3458,9 @@ mod tests {
         /// How many messages this thread's [`super::Dense`] tables filed behind another
         /// of their pair's.
         pub(super) static CHAINED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+        /// How many times this thread's engines kept an out-list [`super::Bits::cyclic`]
+        /// by moving its first receiver on ([`super::Engine::pair_linked`]).
+        pub(super) static MOVED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
         /// How many times this thread's engines built the index.
         pub(super) static BUILT: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
     }
@@ -3506,6 +3544,8 @@ mod tests {
         assert!(ways.iter().all(|&n| n > 0), "look-ups by way: {ways:?}");
         // The dense table's chains of several messages a pair were used.
         assert!(CHAINED.with(|c| c.get()) > 0, "no pair of the dense table held two messages");
+        // Out-lists were kept cyclic by moving their first receiver on.
+        assert!(MOVED.with(|c| c.get()) > 0, "no out-list's first receiver moved on");
     }
 
     /// The window of outstanding handles against a plain set, with handles completed in
