@@ -3543,7 +3543,9 @@ fn sixteenth_trial_merge_refuses_times_whose_margin_is_not_finite() {
 fn seventeenth_trial_json_on_standard_output_stays_json_whatever_the_names() {
     let d = case_dir("seventeenth-json-names");
     let name = "a\u{202e}b\u{2028}c\u{85}d\u{7f}e\u{feff}f";
-    let scenario = format!("name: \"{}\"\n{}", name.escape_unicode(), eighth_flat("[ring]", ""));
+    // YAML's own `\uXXXX`, so the file holds nothing but ASCII.
+    let quoted: String = name.chars().map(|c| format!("\\u{:04x}", c as u32)).collect();
+    let scenario = format!("name: \"{quoted}\"\n{}", eighth_flat("[ring]", ""));
     std::fs::write(d.join("s.yaml"), scenario).unwrap();
     let out = cmd().current_dir(&d).args(["run", "s.yaml", "--quiet", "--format", "json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -3552,7 +3554,7 @@ fn seventeenth_trial_json_on_standard_output_stays_json_whatever_the_names() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("\\u202e") && !text.contains('\u{202e}'), "{text}");
 
-    let log = format!("a\u{202e}b\u{7f}.txt");
+    let log = "a\u{202e}b\u{7f}.txt".to_string();
     std::fs::write(d.join(&log), thirteenth_log("NCCL_PROTO=LL", "a", 11)).unwrap();
     std::fs::write(d.join("m.yaml"), eighth_flat("[ring]", "")).unwrap();
     let out = cmd()
@@ -3563,4 +3565,32 @@ fn seventeenth_trial_json_on_standard_output_stays_json_whatever_the_names() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("calibrate's JSON parses");
     assert!(v.to_string().contains("a\u{202e}b\u{7f}"), "{v}");
+}
+
+/// Seventeenth trial: a broadcast or an allgather with `op: avg` failed its check on every
+/// algorithm (`verified` false, exit 1): a floating-point `avg` premultiplied every input
+/// by 1/P (an integer one divided every result by P), and these collectives, which only
+/// move inputs, were checked bit for bit against the inputs as given. The op has nothing
+/// to do where nothing is reduced.
+#[test]
+fn seventeenth_trial_avg_leaves_a_broadcast_and_an_allgather_verified() {
+    let d = case_dir("seventeenth-avg-moves");
+    for (collective, algorithm) in [("broadcast", "one_to_all"), ("allgather", "ring")] {
+        for (dtype, mode) in [("f32", "full"), ("f16", "sample"), ("i32", "full"), ("bf16", "full")] {
+            std::fs::write(
+                d.join("s.yaml"),
+                eighth_flat(
+                    &format!("[{algorithm}]"),
+                    &format!("collective: {collective}\ndata: {{ dtype: {dtype}, op: avg, mode: {mode} }}\n"),
+                ),
+            )
+            .unwrap();
+            let out = cmd().current_dir(&d).args(["run", "s.yaml", "--quiet", "--format", "json"]).output().unwrap();
+            let what = format!("{collective} {dtype} {mode}: {}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(out.status.code(), Some(0), "{what}");
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(v["results"][0]["verified"], true, "{what}");
+            assert_eq!(v["results"][0]["max_abs_error"], 0.0, "{what}");
+        }
+    }
 }
