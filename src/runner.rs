@@ -547,7 +547,7 @@ pub fn run_planned_point<O: Observer>(pl: Planned<'_>, obs: &mut O) -> PointResu
     // Every element: the run logs what it does to the data, which is then generated, moved,
     // reduced and checked tile by tile in cache (crate::sim::data::verify_log), unless the
     // log would be large beside the data (many small messages): `logged`.
-    let (plane, reference) = if logged { (None, None) } else { data_plane(s, cfg, p, mode, collective) };
+    let (plane, reference) = if logged { (None, None) } else { data_plane(cfg, p, mode, collective) };
     res.data_mode =
         (mode != DataMode::Off).then(|| if mode == DataMode::Sample { "sample" } else { "full" }.to_string());
     let net = s.network;
@@ -688,7 +688,6 @@ fn build_point(pl: Planned<'_>) -> Result<(PointResult, Setup), Box<PointResult>
 /// The data plane of a point that moves real values (none with data off, for a barrier,
 /// or where the run logs instead), and the exact result to check it against.
 fn data_plane(
-    s: &Scenario,
     cfg: DataConfig,
     p: Problem,
     mode: DataMode,
