@@ -82,6 +82,12 @@ impl Collective {
         self != Collective::Barrier
     }
 
+    /// Whether some rank ends with a reduction: an allgather and a broadcast only move
+    /// inputs, so a scenario's `op` has nothing to do there (its `avg` must not scale them).
+    pub fn reduces(self) -> bool {
+        matches!(self, Collective::Allreduce | Collective::ReduceScatter | Collective::Reduce)
+    }
+
     /// nccl-tests' bus-bandwidth factor (`busbw = algbw * factor`, algbw = S / time):
     /// the fraction of S that crosses the busiest link of an optimal algorithm, so that
     /// busbw compares with the link bandwidth whatever P is. `None` for a barrier.

@@ -540,11 +540,14 @@ pub fn run_planned_point<O: Observer>(pl: Planned<'_>, obs: &mut O) -> PointResu
         ));
         return res;
     }
-    let cfg = DataConfig { dtype: s.data.dtype, op: s.data.op, init: s.data.init, seed: s.seed };
+    // A collective that reduces nothing leaves every input as it was, whatever the op: an
+    // `avg`'s premultiplication by 1/P (or integer division) would fail its bit-for-bit check.
+    let op = if collective.reduces() { s.data.op } else { crate::sim::data::ReduceOp::Sum };
+    let cfg = DataConfig { dtype: s.data.dtype, op, init: s.data.init, seed: s.seed };
     // Every element: the run logs what it does to the data, which is then generated, moved,
     // reduced and checked tile by tile in cache (crate::sim::data::verify_log), unless the
     // log would be large beside the data (many small messages): `logged`.
-    let (plane, reference) = if logged { (None, None) } else { data_plane(s, cfg, p, mode, collective) };
+    let (plane, reference) = if logged { (None, None) } else { data_plane(cfg, p, mode, collective) };
     res.data_mode =
         (mode != DataMode::Off).then(|| if mode == DataMode::Sample { "sample" } else { "full" }.to_string());
     let net = s.network;
@@ -685,7 +688,6 @@ fn build_point(pl: Planned<'_>) -> Result<(PointResult, Setup), Box<PointResult>
 /// The data plane of a point that moves real values (none with data off, for a barrier,
 /// or where the run logs instead), and the exact result to check it against.
 fn data_plane(
-    s: &Scenario,
     cfg: DataConfig,
     p: Problem,
     mode: DataMode,
@@ -696,7 +698,7 @@ fn data_plane(
     }
     let positions = (mode == DataMode::Sample).then(|| sample_positions(p.elems));
     let (values, reference) = generate(cfg, p.ranks, p.elems, positions.clone());
-    let (op, n) = (s.data.op, p.elems);
+    let (op, n) = (cfg.op, p.elems);
     let plane = move |scratch: &[usize]| match positions {
         Some(at) => DataPlane::sampled(n, at, values, scratch, op),
         None => DataPlane::new(values, scratch, op),

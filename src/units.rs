@@ -564,6 +564,33 @@ pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// `json` (serialised JSON) with every character [`escape_controls`] would escape written
+/// as JSON's own `\uXXXX`. serde_json escapes only the controls below U+0020, so a name
+/// holding U+202E, U+2028, U+0085 or DEL reached standard output raw, where
+/// `escape_controls` turned it into Rust's `\u{202e}`, which no JSON reader reads. Such a
+/// character can stand only inside a string (JSON's whitespace is space, tab, line feed
+/// and carriage return, and serde_json writes no carriage return), so the escape keeps
+/// the document's values; every such character is in the Basic Multilingual Plane, one
+/// `\uXXXX` each.
+pub fn escape_json_unseen(json: String) -> String {
+    let escaped = |c: char| is_unseen(c) && c != '\n' && c != '\t';
+    if !json.chars().any(escaped) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if escaped(c) {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{u:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

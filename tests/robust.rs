@@ -3534,3 +3534,63 @@ fn sixteenth_trial_merge_refuses_times_whose_margin_is_not_finite() {
     assert!(stderr.contains("r0.json: result 0 has time_s -1e300, and no time"), "{stderr}");
     assert!(stderr.contains("was it edited?"), "{stderr}");
 }
+
+/// Seventeenth trial: a name holding a character the terminal does not show as itself
+/// (U+202E, U+2028, U+0085, DEL) made `--format json` on standard output invalid JSON:
+/// serde_json writes those raw, and the terminal escape then wrote Rust's `\u{202e}`. The
+/// scenario's name through `run`, and a log's name (a run's label) through `calibrate`.
+#[test]
+fn seventeenth_trial_json_on_standard_output_stays_json_whatever_the_names() {
+    let d = case_dir("seventeenth-json-names");
+    let name = "a\u{202e}b\u{2028}c\u{85}d\u{7f}e\u{feff}f";
+    // YAML's own `\uXXXX`, so the file holds nothing but ASCII.
+    let quoted: String = name.chars().map(|c| format!("\\u{:04x}", c as u32)).collect();
+    let scenario = format!("name: \"{quoted}\"\n{}", eighth_flat("[ring]", ""));
+    std::fs::write(d.join("s.yaml"), scenario).unwrap();
+    let out = cmd().current_dir(&d).args(["run", "s.yaml", "--quiet", "--format", "json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("run's JSON parses");
+    assert_eq!(v["scenario"]["name"], name);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("\\u202e") && !text.contains('\u{202e}'), "{text}");
+
+    let log = "a\u{202e}b\u{7f}.txt".to_string();
+    std::fs::write(d.join(&log), thirteenth_log("NCCL_PROTO=LL", "a", 11)).unwrap();
+    std::fs::write(d.join("m.yaml"), eighth_flat("[ring]", "")).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["calibrate", "m.yaml", &log, "--quiet", "--patience", "2", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("calibrate's JSON parses");
+    assert!(v.to_string().contains("a\u{202e}b\u{7f}"), "{v}");
+}
+
+/// Seventeenth trial: a broadcast or an allgather with `op: avg` failed its check on every
+/// algorithm (`verified` false, exit 1): a floating-point `avg` premultiplied every input
+/// by 1/P (an integer one divided every result by P), and these collectives, which only
+/// move inputs, were checked bit for bit against the inputs as given. The op has nothing
+/// to do where nothing is reduced.
+#[test]
+fn seventeenth_trial_avg_leaves_a_broadcast_and_an_allgather_verified() {
+    let d = case_dir("seventeenth-avg-moves");
+    for (collective, algorithm) in [("broadcast", "one_to_all"), ("allgather", "ring")] {
+        for (dtype, mode) in [("f32", "full"), ("f16", "sample"), ("i32", "full"), ("bf16", "full")] {
+            std::fs::write(
+                d.join("s.yaml"),
+                eighth_flat(
+                    &format!("[{algorithm}]"),
+                    &format!("collective: {collective}\ndata: {{ dtype: {dtype}, op: avg, mode: {mode} }}\n"),
+                ),
+            )
+            .unwrap();
+            let out = cmd().current_dir(&d).args(["run", "s.yaml", "--quiet", "--format", "json"]).output().unwrap();
+            let what = format!("{collective} {dtype} {mode}: {}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(out.status.code(), Some(0), "{what}");
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(v["results"][0]["verified"], true, "{what}");
+            assert_eq!(v["results"][0]["max_abs_error"], 0.0, "{what}");
+        }
+    }
+}

@@ -137,7 +137,9 @@ pub fn execute(a: &Args) -> Result<(String, Calibration), String> {
         out.write_text(&c.fitted_yaml)?;
     }
     let mut text = if a.json {
-        serde_json::to_string_pretty(&c).map_err(|e| format!("cannot write the JSON: {e}"))? + "\n"
+        crate::units::escape_json_unseen(
+            serde_json::to_string_pretty(&c).map_err(|e| format!("cannot write the JSON: {e}"))? + "\n",
+        )
     } else {
         super::table(&c)
     };

@@ -26,7 +26,7 @@ impl Exporter for Json {
         match serde_json::to_string_pretty(&*report) {
             Ok(mut s) => {
                 s.push('\n');
-                s
+                crate::units::escape_json_unseen(s)
             }
             // Unreachable for these types (every map key is a string); still valid JSON.
             Err(e) => {

@@ -600,7 +600,9 @@ pub fn render(t: &Tuned, emit: Emit) -> String {
         Emit::OmpiRules => ompi_rules(t),
         Emit::NcclTuner => nccl_csv(t),
         Emit::Table => table(t),
-        Emit::Json => serde_json::to_string_pretty(t).map(|s| s + "\n").unwrap_or_default(),
+        Emit::Json => {
+            serde_json::to_string_pretty(t).map(|s| crate::units::escape_json_unseen(s + "\n")).unwrap_or_default()
+        }
     }
 }
 
