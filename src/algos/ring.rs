@@ -621,6 +621,11 @@ pub fn bidirectional_ring_streams(p: &Problem, m: &Machine) -> Option<f64> {
     }
     let n = p.elems;
     let stages = 2 * (np - 1);
+    // Past its limit the sweep gives up: say so before building the two rings' messages
+    // (at 1,000 ranks 4 million of them, half a gigabyte, for nothing).
+    if stages.saturating_mul(np).saturating_mul(2) > cost_model::SWEEP_LIMIT {
+        return None;
+    }
     let streams: Vec<Vec<cost_model::Step>> = [Direction::Forward, Direction::Backward]
         .iter()
         .enumerate()

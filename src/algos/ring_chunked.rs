@@ -175,6 +175,11 @@ pub fn ring_chunked_steps(p: &Problem, m: &Machine) -> Option<f64> {
     let d = |i: usize| if i + 2 <= last { 2 * i } else { 2 * (last - 1) + (i + 1 - (last - 1)) - 1 };
     let note = |i: usize| 2 * i + 1;
     let fin = d(last) + 1;
+    // Each rank's last + 1 data sends, last - 1 notifications and a final one: past the
+    // sweep's limit it gives up, so say so before building them.
+    if np.saturating_mul(2 * last + 1) > cost_model::SWEEP_LIMIT {
+        return None;
+    }
     let mut steps: Vec<cost_model::Posted> = vec![cost_model::Posted::default(); fin + 1];
     // Send `tag` of rank q: its bytes and whether the receiver adds it.
     let data = |q: usize, tag: usize| {
