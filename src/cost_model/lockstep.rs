@@ -925,27 +925,29 @@ mod tests {
     use super::*;
     use crate::topology::{FullyConnected, Link};
 
-    /// Every rank sends one block to every other in one step, blocks of two lengths.
-    fn all_to_all(np: usize) -> impl FnMut(usize, &mut Step) {
+    /// Every rank sends one block to every other in one step, of `bytes(to)` bytes.
+    fn exchange(np: usize, bytes: fn(usize) -> u64) -> impl FnMut(usize, &mut Step) {
         move |_, step: &mut Step| {
             for from in 0..np {
-                for k in 1..np {
-                    let to = (from + k) % np;
-                    let bytes = if to.is_multiple_of(3) { 4004 } else { 4000 };
-                    step.xfers.push(Xfer { from, to, bytes, reduce: true });
-                }
+                step.xfers.extend((1..np).map(|k| (from + k) % np).map(|to| Xfer {
+                    from,
+                    to,
+                    bytes: bytes(to),
+                    reduce: true,
+                }));
             }
         }
     }
 
-    /// [`all_to_all`] with blocks of one length: the bookings in priority order are then
+    /// [`exchange`] with blocks of two lengths.
+    fn all_to_all(np: usize) -> impl FnMut(usize, &mut Step) {
+        exchange(np, |to| if to.is_multiple_of(3) { 4004 } else { 4000 })
+    }
+
+    /// [`exchange`] with blocks of one length: the bookings in priority order are then
     /// the engine's.
     fn uniform(np: usize) -> impl FnMut(usize, &mut Step) {
-        move |_, step: &mut Step| {
-            for from in 0..np {
-                step.xfers.extend((1..np).map(|k| Xfer { from, to: (from + k) % np, bytes: 4000, reduce: true }));
-            }
-        }
+        exchange(np, |_| 4000)
     }
 
     #[test]

@@ -2811,8 +2811,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             Action::Copy => {
                 if let Some(d) = self.data.as_deref_mut() {
                     d.store(dst as usize, m.recv_region(), self.snaps.of(id));
-                    self.snaps.written(dst as usize);
-                    self.snaps.release(id);
+                    self.snaps.landed(id, dst as usize);
                 }
                 self.release(id);
                 self.complete_handle(dst, stream, handle)
@@ -2938,8 +2937,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                         let (region, stream, handle) = (m.recv_region(), m.recv_stream, m.recv_handle);
                         if let Some(d) = self.data.as_deref_mut() {
                             d.reduce_into(r as usize, region, self.snaps.of(id));
-                            self.snaps.written(r as usize);
-                            self.snaps.release(id);
+                            self.snaps.landed(id, r as usize);
                         }
                         self.release(id);
                         (stream, handle)

@@ -93,9 +93,11 @@ impl Snapshots {
         }
     }
 
-    /// Message slot `msg` landed: its copy is freed once no message reads it.
+    /// Message slot `msg` landed in a buffer of `rank` ([`Snapshots::written`]): its copy
+    /// is freed once no message reads it.
     #[inline]
-    pub fn release(&mut self, msg: u32) {
+    pub fn landed(&mut self, msg: u32, rank: usize) {
+        self.written(rank);
         let c = std::mem::replace(&mut self.of_msg[msg as usize], NONE);
         let (refs, rank) = &mut self.refs[c as usize];
         *refs -= 1;
