@@ -694,9 +694,36 @@ mod tests {
             crate::algos::Params::new(Default::default()),
         )
         .unwrap();
-        let (bounds, held) =
+        let (bounds, kept) =
             crate::cost_model::bounds_holding(&*algo.prepare(&p, &topo), &p, &topo, 1e-10).expect("bounds");
-        assert!(held <= 4, "{held} handles held by one stream of a ring of {n}");
+        assert!(kept.handles <= 4, "{} handles held by one stream of a ring of {n}", kept.handles);
+        assert!(bounds.0 > 0.0 && bounds.0 <= bounds.1, "{bounds:?}");
+    }
+
+    /// The bounds record which stream owns each channel only where a rank's streams may
+    /// share one. The bidirectional ring's two rings tag apart, yet every channel it used
+    /// was recorded: a tag a step, so 4 P (P - 1) entries, about 0.5 GB at P = 1,000
+    /// against the estimate's megabyte.
+    #[test]
+    fn the_two_rings_tag_apart_and_record_no_channel_owners() {
+        let n = 60;
+        let topo = crate::topology::FullyConnected {
+            ranks: n,
+            link: crate::topology::Link { alpha: 1e-6, bandwidth: 1e10 },
+            nics: 2,
+        };
+        // 2P does not divide the vector: no closed form, so the bounds are what it gets.
+        let p = crate::algos::Problem { ranks: n, elems: 2 * n * 7 + 3, elem_bytes: 4 };
+        let algo = crate::algos::build_for(
+            crate::collective::Collective::Allreduce,
+            "bidirectional_ring",
+            crate::algos::Params::new(Default::default()),
+        )
+        .unwrap();
+        let (bounds, kept) =
+            crate::cost_model::bounds_holding(&*algo.prepare(&p, &topo), &p, &topo, 1e-10).expect("bounds");
+        assert_eq!(kept.owners, 0, "channel owners recorded for {n} ranks");
+        assert!(kept.handles <= 4, "{} handles held", kept.handles);
         assert!(bounds.0 > 0.0 && bounds.0 <= bounds.1, "{bounds:?}");
     }
 

@@ -38,7 +38,9 @@
 //! Both need the messages of a channel (sender, receiver, tag) to be matched in the
 //! same order in every run: receives match sends in the order each was issued, which
 //! program order fixes where one stream of the sender and one of the receiver use the
-//! channel. A channel used by two streams at once makes the bounds `None`.
+//! channel. A channel used by two streams at once makes the bounds `None`. Which streams
+//! use a channel is recorded only for ranks whose streams' tag ranges overlap: streams
+//! that tag apart cannot share one.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -150,12 +152,31 @@ enum Block {
 /// every peer keeps only its first few (memory stays linear in the streams).
 const PAIRS: usize = 4;
 
-/// What the first walk learns of one stream: its reductions' total work, and its
-/// messages' total time on each of its first [`PAIRS`] pairs of sides.
+/// What the first walk learns of one stream: its reductions' total work, its messages'
+/// total time on each of its first [`PAIRS`] pairs of sides, and the least and greatest
+/// tag it sends with and receives with.
 #[derive(Clone, Debug, Default)]
 struct Totals {
     work: f64,
     pairs: Vec<(usize, usize, f64)>,
+    tags: [Option<(u32, u32)>; 2],
+}
+
+/// Widen a tag range to hold `tag`.
+fn widen(range: &mut Option<(u32, u32)>, tag: u32) {
+    *range = Some(range.map_or((tag, tag), |(lo, hi)| (lo.min(tag), hi.max(tag))));
+}
+
+/// Whether two streams of one rank may use one channel on one side: some two of their
+/// tag ranges on that side overlap. Where none do (the bidirectional ring's two rings,
+/// for one, tag apart), no channel can be shared and its owners need not be recorded:
+/// recording them costs an entry per channel the run ever uses, a message a step.
+fn may_share(row: &[Totals]) -> bool {
+    (0..2).any(|side| {
+        let mut ranges: Vec<(u32, u32)> = row.iter().filter_map(|t| t.tags[side]).collect();
+        ranges.sort_unstable();
+        ranges.windows(2).any(|w| w[1].0 <= w[0].1)
+    })
 }
 
 /// One side of an interface (its out-ports or its in-ports): its messages' total time
@@ -314,15 +335,24 @@ pub fn program_bounds(programs: &dyn Programs, p: &Problem, topo: &dyn Topology,
     bounds_holding(programs, p, topo, c).map(|(bounds, _)| bounds)
 }
 
-/// [`program_bounds`], and the most handles one stream held at once (the tests hold it
-/// to what is in flight, not to the run's length: a test in src/algos/ring.rs, which
-/// builds the ring there, as this module may not import the algorithms).
+/// What [`bounds_holding`] kept: the most handles one stream held at once, and the
+/// channels whose owner streams it recorded. The tests hold both to what is in flight,
+/// not to the run's length (tests in src/algos/ring.rs, which builds the rings there,
+/// as this module may not import the algorithms).
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(test), expect(dead_code, reason = "only the tests read what was kept"))]
+pub(crate) struct Kept {
+    pub handles: usize,
+    pub owners: usize,
+}
+
+/// [`program_bounds`], and what it kept on the way.
 pub(crate) fn bounds_holding(
     programs: &dyn Programs,
     p: &Problem,
     topo: &dyn Topology,
     c: f64,
-) -> Option<((f64, f64), usize)> {
+) -> Option<((f64, f64), Kept)> {
     let mut held = 0;
     if programs.switch_agents() {
         return None;
@@ -341,7 +371,8 @@ pub(crate) fn bounds_holding(
             let mut tot = Totals::default();
             for op in prog {
                 match op {
-                    Op::Send { to, src, .. } => {
+                    Op::Send { to, tag, src } => {
+                        widen(&mut tot.tags[0], tag);
                         let t = topo.link(r, to as usize).time((src.len as u64 * eb) as f64);
                         let (oi, ii) = topo.route_interfaces(r, to as usize);
                         out[oi].total += t;
@@ -352,7 +383,15 @@ pub(crate) fn bounds_holding(
                             tot.pairs.push((oi, ii, t));
                         }
                     }
-                    Op::Recv { dst, action: Action::Reduce, .. } | Op::Reduce { dst, .. } => {
+                    Op::Recv { tag, dst, action, .. } => {
+                        widen(&mut tot.tags[1], tag);
+                        if action == Action::Reduce {
+                            let w = (dst.len as u64 * eb) as f64 * c;
+                            unit.total += w;
+                            tot.work += w;
+                        }
+                    }
+                    Op::Reduce { dst, .. } => {
                         let w = (dst.len as u64 * eb) as f64 * c;
                         unit.total += w;
                         tot.work += w;
@@ -365,6 +404,9 @@ pub(crate) fn bounds_holding(
         totals.push(row);
     }
     let ports = |i: usize| topo.interface_ports(i).max(1) as f64;
+    // Which stream sends and which receives on each channel is recorded only for ranks
+    // whose streams' tags overlap (one stream cannot disagree with itself).
+    let apart: Vec<bool> = totals.iter().map(|row| !may_share(row)).collect();
 
     // The second walk: the graph of events, every stream run as far as what it waits
     // for is known.
@@ -398,9 +440,6 @@ pub(crate) fn bounds_holding(
         .collect();
     drop(totals);
     let mut channels: ByChannel<Channel> = ByChannel::default();
-    // Which stream sends and which receives on each channel, kept only for ranks of
-    // several streams (one stream cannot disagree with itself).
-    let one_stream: Vec<bool> = ranks.iter().map(|streams| streams.len() <= 1).collect();
     let mut owners: ByChannel<[usize; 2]> = ByChannel::default();
     let mut work: Vec<(usize, usize)> = (0..np).flat_map(|r| (0..ranks[r].len()).map(move |s| (r, s))).collect();
     work.reverse();
@@ -478,7 +517,7 @@ pub(crate) fn bounds_holding(
                     fl.0.push(lands.0);
                     fl.1.push(lands.1);
                     end = max2(end, lands);
-                    if !one_stream[r] && !own(&mut owners, (r, to, tag), 0, s) {
+                    if !apart[r] && !own(&mut owners, (r, to, tag), 0, s) {
                         return None;
                     }
                     let ch = channels.entry((r, to, tag)).or_default();
@@ -508,7 +547,7 @@ pub(crate) fn bounds_holding(
                         st.future_work -= bytes as f64 * c;
                     }
                     let post = st.now;
-                    if !one_stream[r] && !own(&mut owners, (from, r, tag), 1, s) {
+                    if !apart[r] && !own(&mut owners, (from, r, tag), 1, s) {
                         return None;
                     }
                     let ch = channels.entry((from, r, tag)).or_default();
@@ -546,5 +585,65 @@ pub(crate) fn bounds_holding(
             end = max2(end, st.settle_all(&mut units[r], 0.0));
         }
     }
-    Some((end, held))
+    Some((end, Kept { handles: held, owners: owners.len() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::op::Region;
+    use crate::topology::{FullyConnected, Link};
+
+    /// Two ranks, two streams each: stream j sends one element to the other rank with tag
+    /// `tags[j]` and receives one from it with the same tag.
+    struct Pairs {
+        tags: [u32; 2],
+    }
+
+    impl Programs for Pairs {
+        fn rank_program(&self, rank: u32, _p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
+            let peer = 1 - rank;
+            self.tags
+                .iter()
+                .enumerate()
+                .map(|(j, &tag)| {
+                    let ops = [
+                        Op::send(peer, tag, Region::vec(j, 1)),
+                        Op::recv_copy(peer, tag, Region::vec(2 + j, 1)),
+                        Op::WaitAll,
+                    ];
+                    Box::new(ops.into_iter()) as Program<'_>
+                })
+                .collect()
+        }
+        fn scratch_elems(&self, _p: &Problem) -> Vec<usize> {
+            Vec::new()
+        }
+    }
+
+    fn run(tags: [u32; 2]) -> Option<((f64, f64), Kept)> {
+        let topo = FullyConnected { ranks: 2, link: Link { alpha: 1e-6, bandwidth: 1e9 }, nics: 1 };
+        let p = Problem { ranks: 2, elems: 4, elem_bytes: 4 };
+        bounds_holding(&Pairs { tags }, &p, &topo, 0.0)
+    }
+
+    /// Streams that tag apart record no owners; streams whose tags overlap are recorded,
+    /// and two that use one channel still make the bounds `None` (which of the two
+    /// messages a receive matches would depend on the run).
+    #[test]
+    fn only_streams_whose_tags_overlap_are_checked_and_a_shared_channel_refused() {
+        let (bounds, kept) = run([3, 7]).expect("bounds");
+        assert_eq!(kept.owners, 0);
+        assert!(bounds.0 > 0.0 && bounds.0 <= bounds.1, "{bounds:?}");
+        assert!(run([5, 5]).is_none());
+        assert!(!may_share(&[
+            Totals { tags: [Some((0, 4)), None], ..Default::default() },
+            Totals { tags: [Some((5, 9)), Some((5, 5))], ..Default::default() }
+        ]));
+        assert!(may_share(&[
+            Totals { tags: [Some((0, 10)), None], ..Default::default() },
+            Totals { tags: [Some((1, 2)), None], ..Default::default() },
+            Totals { tags: [Some((20, 30)), None], ..Default::default() },
+        ]));
+    }
 }
