@@ -93,7 +93,7 @@ pub fn run_planned(s: &Scenario, plans: Vec<Planned<'_>>, opts: &RunOptions) -> 
     } else {
         Vec::new()
     };
-    let work = estimates.iter().map(|e| e.events).fold(0, u64::saturating_add);
+    let work = progress_work(&estimates);
     // The algorithms simulated only for selectors count as points too.
     let hidden = if opts.progress { crate::select::planned_runs(s, &pts) } else { 0 };
     let progress = Progress::new(pts.len() + hidden, work, opts.progress);
@@ -228,6 +228,19 @@ impl Progress {
             drop(tx);
             let _ = handle.join();
         }
+    }
+}
+
+/// The events the progress lines count the time left by before a point finishes: the
+/// estimates' sum where every point's message count is exact, else 0 (unknown). A bound
+/// is no forecast: `halving_doubling` on 65,536 ranks has none of its own past the
+/// walk's rank limit, and its bound of 4 P (P - 1) messages promised a 6-second run
+/// "about 22 h left".
+fn progress_work(estimates: &[crate::estimate::Estimate]) -> u64 {
+    if estimates.iter().all(|e| e.messages_exact) {
+        estimates.iter().map(|e| e.events).fold(0, u64::saturating_add)
+    } else {
+        0
     }
 }
 
@@ -1053,5 +1066,22 @@ mod tests {
         assert_eq!(p.tails.load(Ordering::Relaxed), 1_007);
         assert_eq!(p.done.load(Ordering::Relaxed), 2);
         p.finish();
+    }
+
+    /// A point whose message count is only a bound leaves the time left unknown until a
+    /// point finishes, instead of a forecast thousands of times too long.
+    #[test]
+    fn progress_forecasts_only_from_exact_counts() {
+        let est = |events, messages_exact| crate::estimate::Estimate {
+            data_bytes: 0,
+            engine_bytes: 0,
+            timeline_bytes: 0,
+            messages: events / 3,
+            messages_exact,
+            events,
+        };
+        assert_eq!(progress_work(&[est(300, true), est(600, true)]), 900);
+        assert_eq!(progress_work(&[est(300, true), est(51_538_821_120, false)]), 0);
+        assert_eq!(progress_work(&[]), 0);
     }
 }
