@@ -3708,7 +3708,9 @@ fn eighteenth_trial_tagged_values_are_refused_as_written() {
     for (ranks, want) in [
         (
             "!!int 12345678901234567890123",
-            "s.yaml:1:14: ranks: !!int 12345678901234567890123 is not a whole number from 0 to 18446744073709551615",
+            "s.yaml:1:14: ranks: !!int 12345678901234567890123 is not a whole number of 64 bits (0 to \
+             18446744073709551615), what the tag reads here; write the value without the tag, and it is checked \
+             against what ranks allows",
         ),
         ("!!int 4.0", "ranks: !!int 4.0 is not a whole number"),
         ("!%21 4", "ranks: the tag !! is not read (written !%21: a %-escape is the character it encodes)"),

@@ -275,18 +275,20 @@ impl Src<'_> {
             })
             .unwrap_or_default();
         let range = match ty {
-            "u64" => "a whole number from 0 to 18446744073709551615".to_string(),
-            "u32" => "a whole number from 0 to 4294967295".to_string(),
-            "u16" => "a whole number from 0 to 65535".to_string(),
-            "i64" => "a whole number from -9223372036854775808 to 9223372036854775807".to_string(),
+            "u64" => "a whole number of 64 bits (0 to 18446744073709551615)".to_string(),
+            "u32" => "a whole number of 32 bits (0 to 4294967295)".to_string(),
+            "u16" => "a whole number of 16 bits (0 to 65535)".to_string(),
+            "i64" => "a whole number of 64 bits (-9223372036854775808 to 9223372036854775807)".to_string(),
             "floating point" | "f64" | "f32" => "a number".to_string(),
             "boolean" => "true or false".to_string(),
             other => format!("a {other}"),
         };
         let tag = tag.unwrap_or_else(|| "the tagged value".to_string());
         let written = if value.is_empty() { format!("{tag} with no value") } else { format!("{tag} {value}") };
+        let allows = key.as_deref().map_or_else(|| "the key".to_string(), str::to_string);
         let what = format!(
-            "{written} is not {range}; write the value without a tag, and it is checked against what the key allows"
+            "{written} is not {range}, what the tag reads here; write the value without the tag, and it is \
+             checked against what {allows} allows"
         );
         match key {
             Some(k) => format!("{k}: {what}"),
