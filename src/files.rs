@@ -190,6 +190,8 @@ pub(crate) fn kind(meta: &fs::Metadata) -> &'static str {
 pub struct Output {
     /// The path as given, for messages.
     pub path: PathBuf,
+    /// The flag that named it (`--output`), so a write that fails says which output.
+    flag: String,
     /// Where the bytes go: `path` with symbolic links resolved when it exists, so
     /// replacing it keeps the link and updates the file it points to.
     target: PathBuf,
@@ -208,8 +210,10 @@ impl Output {
     /// the target in one rename. On failure the target is untouched and the temporary
     /// file removed.
     pub fn write(&self, fill: impl FnOnce(&Path) -> Result<(), String>) -> Result<(), String> {
+        // A device that fails (`/dev/full`) is found only now; say which flag named it.
+        let flagged = |e: String| format!("{}: {e}", self.flag);
         if self.direct {
-            return fill(&self.target);
+            return fill(&self.target).map_err(flagged);
         }
         let tmp = temp_beside(&self.target);
         let done = fill(&tmp).and_then(|()| {
@@ -218,7 +222,7 @@ impl Output {
         if done.is_err() {
             let _ = fs::remove_file(&tmp);
         }
-        done
+        done.map_err(flagged)
     }
 
     /// [`Output::write`] of `text`.
@@ -333,11 +337,23 @@ const O_NONBLOCK: i32 = 0o4000;
 /// `open(2)`'s error for a FIFO opened for writing, without waiting, that no process reads.
 const ENXIO: i32 = 6;
 
+/// The refusal of `-` as an output: it is not a file's name but standard output, where
+/// only a report can go (`run`, `merge` and `tune` read `--output -` as no `--output`).
+fn dash(flag: &str, what: &str) -> String {
+    format!(
+        "{flag} -: `-` is standard output, which only run, merge and tune's --output can write (the same as \
+         leaving --output out); give a {what} name (`./-` for one named -)"
+    )
+}
+
 /// One output file: it or its directory must be writable.
 fn check_file(flag: &str, path: &Path) -> Result<Output, String> {
     let at = |why: String| format!("{flag} {}: {why}", path.display());
     if path.as_os_str().is_empty() {
         return Err(format!("{flag}: the file name is empty"));
+    }
+    if path.as_os_str() == "-" {
+        return Err(dash(flag, "file"));
     }
     match fs::metadata(path) {
         Ok(m) if m.is_dir() => Err(at("it is a directory; give a file name".to_string())),
@@ -345,7 +361,7 @@ fn check_file(flag: &str, path: &Path) -> Result<Output, String> {
             fs::OpenOptions::new().append(true).open(path).map_err(|e| at(format!("cannot write it: {e}")))?;
             let target = fs::canonicalize(path).map_err(|e| at(e.to_string()))?;
             probe_dir(flag, path, &target)?;
-            Ok(Output { path: path.to_path_buf(), target, direct: false, _held: None })
+            Ok(Output { path: path.to_path_buf(), flag: flag.to_string(), target, direct: false, _held: None })
         }
         Ok(m) if std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type()) => {
             // Opening a FIFO for writing waits, without end and without a word, for a
@@ -361,13 +377,25 @@ fn check_file(flag: &str, path: &Path) -> Result<Output, String> {
                 }
             })?;
             let held = Some(std::sync::Arc::new(held));
-            Ok(Output { path: path.to_path_buf(), target: path.to_path_buf(), direct: true, _held: held })
+            Ok(Output {
+                path: path.to_path_buf(),
+                flag: flag.to_string(),
+                target: path.to_path_buf(),
+                direct: true,
+                _held: held,
+            })
         }
         // A socket cannot be opened as a file: found only when the report was written.
         Ok(m) if std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()) => {
             Err(at("it is a socket, which cannot be written as a file; give a file".to_string()))
         }
-        Ok(_) => Ok(Output { path: path.to_path_buf(), target: path.to_path_buf(), direct: true, _held: None }),
+        Ok(_) => Ok(Output {
+            path: path.to_path_buf(),
+            flag: flag.to_string(),
+            target: path.to_path_buf(),
+            direct: true,
+            _held: None,
+        }),
         Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
             if fs::symlink_metadata(path).is_ok() {
                 return Err(at("it is a symbolic link to a file that does not exist".to_string()));
@@ -387,7 +415,13 @@ fn check_file(flag: &str, path: &Path) -> Result<Output, String> {
                 Err(e) => return Err(at(format!("cannot use the directory {}: {e}", dir.display()))),
             }
             probe_dir(flag, path, path)?;
-            Ok(Output { path: path.to_path_buf(), target: path.to_path_buf(), direct: false, _held: None })
+            Ok(Output {
+                path: path.to_path_buf(),
+                flag: flag.to_string(),
+                target: path.to_path_buf(),
+                direct: false,
+                _held: None,
+            })
         }
         Err(e) => Err(at(e.to_string())),
     }
@@ -396,26 +430,34 @@ fn check_file(flag: &str, path: &Path) -> Result<Output, String> {
 /// Create and remove the temporary file [`Output::write`] will use beside `target`: the
 /// directory must let us.
 fn probe_dir(flag: &str, path: &Path, target: &Path) -> Result<(), String> {
-    let tmp = temp_beside(target);
-    fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|e| format!("{flag} {}: cannot write in its directory: {e}", path.display()))?;
-    let _ = fs::remove_file(&tmp);
+    probe(&temp_beside(target)).map_err(|e| format!("{flag} {}: cannot write in its directory: {e}", path.display()))
+}
+
+/// Create the file `tmp`, which must not exist, and remove it.
+fn probe(tmp: &Path) -> io::Result<()> {
+    fs::OpenOptions::new().write(true).create_new(true).open(tmp)?;
+    let _ = fs::remove_file(tmp);
     Ok(())
 }
 
 /// A directory of plots: it, or the nearest of its ancestors that exists, must be a
-/// directory (it is created when the plots are drawn).
+/// directory we can write in (it is created when the plots are drawn).
 fn check_dir(flag: &str, dir: &Path) -> Result<(), String> {
     if dir.as_os_str().is_empty() {
         return Err(format!("{flag}: the directory name is empty"));
     }
+    if dir.as_os_str() == "-" {
+        return Err(dash(flag, "directory"));
+    }
     let mut at = dir;
     loop {
         match fs::metadata(at) {
-            Ok(m) if m.is_dir() => return Ok(()),
+            // The plots are drawn after the run: a directory they cannot be written in
+            // (read-only, or /proc's) is refused now, not once the work is done.
+            Ok(m) if m.is_dir() => {
+                return probe(&temp_beside(&at.join("plots")))
+                    .map_err(|e| format!("{flag} {}: cannot write in {}: {e}", dir.display(), at.display()));
+            }
             Ok(_) => {
                 return Err(format!(
                     "{flag} {}: {} exists and is not a directory",

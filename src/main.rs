@@ -102,7 +102,7 @@ struct RunArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
-    /// Write the report to FILE instead of standard output.
+    /// Write the report to FILE instead of standard output (`-`: standard output).
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
     #[command(flatten)]
@@ -169,7 +169,7 @@ struct TuneArgs {
     /// What to write.
     #[arg(long, value_enum)]
     emit: Emit,
-    /// Write to FILE instead of standard output.
+    /// Write to FILE instead of standard output (`-`: standard output).
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Rank counts instead of the file's, comma-separated.
@@ -290,7 +290,7 @@ struct MergeArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Json)]
     format: Format,
-    /// Write the report to FILE instead of standard output.
+    /// Write the report to FILE instead of standard output (`-`: standard output).
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
 }
@@ -629,7 +629,7 @@ fn cmd_plot(args: PlotArgs) -> Result<ExitCode, BadInput> {
     let prefix = format!("{}_", plots::slug(&data.name));
     files::plan(&files::Plan { inputs: vec![&report], files: vec![], dirs: vec![("--out", &out, prefix)] })
         .map_err(BadInput)?;
-    let files = plots::plot_data(&data, &out).map_err(BadInput)?;
+    let files = plots::plot_data(&data, &out).map_err(|e| BadInput(format!("--out: {e}")))?;
     if files.is_empty() {
         eprintln!("{}: nothing to plot (no point ran)", esc_path(&report));
     }
@@ -642,7 +642,7 @@ fn cmd_plot(args: PlotArgs) -> Result<ExitCode, BadInput> {
 /// `merge`.
 fn cmd_merge(args: MergeArgs) -> Result<ExitCode, BadInput> {
     let MergeArgs { reports, format, output } = args;
-    merge(&reports, format, output.as_deref())
+    merge(&reports, format, dash_is_stdout(output).as_deref())
 }
 
 /// `tune`.
@@ -650,7 +650,7 @@ fn cmd_tune(args: TuneArgs) -> Result<ExitCode, BadInput> {
     let TuneArgs { scenario, emit, output, ranks, sizes, quiet } = args;
     let overrides = Overrides { algorithms: None, ranks, sizes, seed: None, collective: None };
     let s = select::tune::tune_scenario(&load(&scenario, &overrides)?);
-    let out = plan_file(&scenario, &[], "--output", output.as_deref())?;
+    let out = plan_file(&scenario, &[], "--output", dash_is_stdout(output).as_deref())?;
     let (plans, memory_limit) = estimate::checked_plan(&s, None, None, "--max-memory").map_err(BadInput)?;
     let report = runner::run_planned(&s, plans, &runner::RunOptions { shard: None, progress: !quiet, memory_limit });
     let tuned = select::tune::summarise(&report);
@@ -764,6 +764,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
     // on one of them destroyed it.
     let mut inputs = vec![Some(scenario.as_path()), baseline_path.as_deref()];
     inputs.extend(measured.iter().map(|m| Some(m.as_path())));
+    let output = dash_is_stdout(output);
     let [output, trace, gantt, junit] = plan_run_outputs(&s, &inputs, [output, trace, gantt, junit], plot.as_deref())?;
     // Read before the run, as every other input is: a log that cannot be read was refused
     // only after the sweep, with its plots already drawn.
@@ -802,10 +803,11 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     if let Some(dir) = &plot {
-        let mut files = plots::plot_report(&report, dir).map_err(BadInput)?;
+        let flagged = |e: String| BadInput(format!("--plot: {e}"));
+        let mut files = plots::plot_report(&report, dir).map_err(flagged)?;
         if !measured.is_empty() {
             let points = measured_points(&measured, &report);
-            files.extend(plots::plot_measured(&report, &points, dir).map_err(BadInput)?);
+            files.extend(plots::plot_measured(&report, &points, dir).map_err(flagged)?);
         }
         eprintln!("wrote {} plot file(s) to {}", files.len(), esc_path(dir));
     }
@@ -880,6 +882,12 @@ fn run_status(report: &Report, shard: Option<Shard>, gate_held: bool) -> ExitCod
         }
     }
     ExitCode::SUCCESS
+}
+
+/// `--output -` of a command that prints its result: standard output, as most tools read
+/// `-` (it wrote a file named `-`); `./-` still names that file.
+fn dash_is_stdout(output: Option<PathBuf>) -> Option<PathBuf> {
+    output.filter(|o| o.as_os_str() != "-")
 }
 
 /// Render `report` in `format` to `output`, or to standard output.

@@ -3594,3 +3594,131 @@ fn seventeenth_trial_avg_leaves_a_broadcast_and_an_allgather_verified() {
         }
     }
 }
+
+/// Eighteenth trial: a floating-point product past f64's range (`prod` of 171 ranks'
+/// `rank` data, 171! > 1.8e308, or 64 ranks' `ill_conditioned` f64 data) made the exact
+/// reference NaN (TwoProduct's split of an infinity), and every point was "verified" with
+/// a maximum error of `inf` in the table and null in the JSON: a check that could not
+/// fail. The exact product rounds to the signed infinity in every dtype, and the ranks
+/// that hold it have no error.
+#[test]
+fn eighteenth_trial_a_product_past_the_f64_range_is_checked_against_its_infinity() {
+    let d = case_dir("eighteenth-prod-overflow");
+    for (ranks, init, mode) in
+        [(171, "rank", "full"), (64, "ill_conditioned", "sample"), (64, "ill_conditioned", "full")]
+    {
+        std::fs::write(
+            d.join("s.yaml"),
+            format!(
+                "ranks: {ranks}\nsizes: [1552]\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\n\
+                 algorithms: [ring, binomial_tree]\ndata: {{ dtype: f64, op: prod, init: {init}, mode: {mode} }}\n"
+            ),
+        )
+        .unwrap();
+        let out = cmd().current_dir(&d).args(["run", "s.yaml", "--quiet", "--format", "json"]).output().unwrap();
+        let what = format!("P = {ranks} {init} {mode}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(0), "{what}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        for r in v["results"].as_array().unwrap() {
+            assert_eq!(r["verified"], true, "{what}");
+            assert_eq!(r["max_abs_error"], 0.0, "{what}: {r}");
+            assert_eq!(r["error_bound"], 0.0, "{what}: {r}");
+        }
+    }
+}
+
+/// Eighteenth trial: `--output -` wrote a file named `-` where most tools write to
+/// standard output; now `run`, `merge` and `tune` print there (as without `--output`), and
+/// every other file flag refuses `-` by name before anything runs. `./-` is still a file.
+#[test]
+fn eighteenth_trial_output_dash_is_standard_output() {
+    let d = case_dir("eighteenth-dash");
+    std::fs::write(d.join("s.yaml"), eighth_flat("[ring]", "")).unwrap();
+    for i in 0..2 {
+        let shard = format!("{i}/2");
+        let out = cmd()
+            .current_dir(&d)
+            .args(["run", "s.yaml", "--quiet", "--format", "json", "--sizes", "4KiB,8KiB", "--shard", &shard])
+            .args(["--output", &format!("r{i}.json")])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let commands: [&[&str]; 3] = [
+        &["run", "s.yaml", "--quiet", "--format", "json", "--output", "-"],
+        &["tune", "s.yaml", "--quiet", "--emit", "json", "--output", "-"],
+        &["merge", "r0.json", "r1.json", "--output", "-"],
+    ];
+    for args in commands {
+        let out = cmd().current_dir(&d).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        assert!(!d.join("-").exists(), "{args:?} wrote a file named -");
+    }
+    let out =
+        cmd().current_dir(&d).args(["run", "s.yaml", "--quiet", "--format", "json", "--output", "b.json"]).output();
+    assert_eq!(out.unwrap().status.code(), Some(0));
+    for flag in ["--trace", "--junit", "--plot=-"] {
+        let mut c = cmd();
+        c.current_dir(&d).args(["run", "s.yaml", "--quiet"]);
+        match flag {
+            "--plot=-" => c.arg(flag),
+            "--junit" => c.args([flag, "-", "--baseline", "b.json"]),
+            _ => c.args([flag, "-"]),
+        };
+        let out = c.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(stderr.contains("-: `-` is standard output"), "{flag}: {stderr}");
+        assert!(out.stdout.is_empty(), "{flag} ran before refusing");
+        assert!(!d.join("-").exists(), "{flag} wrote a file named -");
+    }
+    let out = cmd().current_dir(&d).args(["run", "s.yaml", "--quiet", "--output", "./-"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_to_string(d.join("-")).unwrap().contains("ring"));
+}
+
+/// Eighteenth trial: an output that failed only when written (`/dev/full`) said `cannot
+/// write /dev/full` without the flag, and a plot directory that could not be made or
+/// written in (`--plot=/proc/self/x`) was found only after the run, again without the flag.
+#[test]
+fn eighteenth_trial_outputs_that_cannot_be_written_name_their_flag() {
+    let d = case_dir("eighteenth-flags");
+    std::fs::write(d.join("s.yaml"), eighth_flat("[ring]", "")).unwrap();
+    for flag in ["--output", "--trace"] {
+        let out = cmd().current_dir(&d).args(["run", "s.yaml", "--quiet", flag, "/dev/full"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(&format!("{flag}: cannot write /dev/full")), "{stderr}");
+    }
+    let out = cmd().current_dir(&d).args(["run", "s.yaml", "--quiet", "--plot=/proc/self/x"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--plot /proc/self/x: cannot write in /proc/self"), "{stderr}");
+    assert!(out.stdout.is_empty(), "the run went ahead: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// Eighteenth trial: a value its own tag's type cannot hold (`ranks: !!int` of 23 digits,
+/// `!!int 4.0`) was refused as `invalid u64`, naming neither key nor value nor what is
+/// allowed; the tag `!%21` (URI-escaped `!`) was quoted only as `!!`, which the file never says.
+#[test]
+fn eighteenth_trial_tagged_values_are_refused_as_written() {
+    let d = case_dir("eighteenth-tags");
+    let rest = "sizes: [4KiB]\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\nalgorithms: [ring]\n";
+    for (ranks, want) in [
+        (
+            "!!int 12345678901234567890123",
+            "s.yaml:1:14: ranks: !!int 12345678901234567890123 is not a whole number of 64 bits (0 to \
+             18446744073709551615), what the tag reads here; write the value without the tag, and it is checked \
+             against what ranks allows",
+        ),
+        ("!!int 4.0", "ranks: !!int 4.0 is not a whole number"),
+        ("!%21 4", "ranks: the tag !! is not read (written !%21: a %-escape is the character it encodes)"),
+    ] {
+        std::fs::write(d.join("s.yaml"), format!("ranks: {ranks}\n{rest}")).unwrap();
+        let out = cmd().current_dir(&d).args(["validate", "s.yaml"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{ranks}: {stderr}");
+        assert!(stderr.contains(want), "{ranks}: {stderr}");
+    }
+}

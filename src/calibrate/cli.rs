@@ -144,7 +144,7 @@ pub fn execute(a: &Args) -> Result<(String, Calibration), String> {
         super::table(&c)
     };
     if let Some(dir) = &a.plot {
-        let files = super::plot::plot(&c, dir)?;
+        let files = super::plot::plot(&c, dir).map_err(|e| format!("--plot: {e}"))?;
         if !a.json {
             text.push_str(&format!("\nplots: {} files in {}\n", files.len(), dir.display()));
         }

@@ -208,6 +208,7 @@ impl Src<'_> {
         let message = match inner {
             Y::TaggedScalarCannotDeserializeIntoString { .. } => self.tag_message(&loc, true),
             Y::UnsupportedTag { .. } => self.tag_message(&loc, false),
+            Y::InvalidScalar { ty, .. } => self.invalid_tagged(&loc, ty),
             Y::SerdeUnknownField { field, expected, .. } => {
                 format!("unknown key '{field}'; allowed: {}", expected.join(", "))
             }
@@ -244,6 +245,60 @@ impl Src<'_> {
     /// read (`!!int`), on a key that takes text (`name: !!int 5`), where "not read" and
     /// a list of allowed tags holding it would contradict each other.
     fn tag_message(&self, loc: &Location, text: bool) -> String {
+        let (tag, key) = self.tag_and_key(loc);
+        let t = tag.as_deref().unwrap_or("this tag");
+        let (what, allowed) = if text {
+            (format!("the tag {t} makes the value something other than text, which this key takes"), TAGS_TEXT)
+        } else {
+            (format!("the tag {t} is not read"), TAGS_READ)
+        };
+        match key {
+            Some(k) => format!("{k}: {what}; {allowed}"),
+            None => format!("{what}; {allowed}"),
+        }
+    }
+
+    /// A tagged value the tag's own type cannot hold (`ranks: !!int 12345678901234567890123`,
+    /// `!!int 4.0`): the reader said only `invalid u64`, naming neither the key, the value
+    /// nor what it takes.
+    fn invalid_tagged(&self, loc: &Location, ty: &str) -> String {
+        let (tag, key) = self.tag_and_key(loc);
+        let (line, col) = line_col(loc).unwrap_or((0, 0));
+        let value: String = usize::try_from(line)
+            .ok()
+            .and_then(|l| yaml_lines(self.text).nth(l.checked_sub(1)?))
+            .map(|l| {
+                l.chars()
+                    .skip(usize::try_from(col).unwrap_or(1).saturating_sub(1))
+                    .take_while(|c| !c.is_whitespace() && !matches!(c, ',' | ']' | '}' | '#'))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let range = match ty {
+            "u64" => "a whole number of 64 bits (0 to 18446744073709551615)".to_string(),
+            "u32" => "a whole number of 32 bits (0 to 4294967295)".to_string(),
+            "u16" => "a whole number of 16 bits (0 to 65535)".to_string(),
+            "i64" => "a whole number of 64 bits (-9223372036854775808 to 9223372036854775807)".to_string(),
+            "floating point" | "f64" | "f32" => "a number".to_string(),
+            "boolean" => "true or false".to_string(),
+            other => format!("a {other}"),
+        };
+        let tag = tag.unwrap_or_else(|| "the tagged value".to_string());
+        let written = if value.is_empty() { format!("{tag} with no value") } else { format!("{tag} {value}") };
+        let allows = key.as_deref().map_or_else(|| "the key".to_string(), str::to_string);
+        let what = format!(
+            "{written} is not {range}, what the tag reads here; write the value without the tag, and it is \
+             checked against what {allows} allows"
+        );
+        match key {
+            Some(k) => format!("{k}: {what}"),
+            None => what,
+        }
+    }
+
+    /// The tag written before the node at `loc` (the location is the value after it) and
+    /// the key the node is the value of, both read from the text before it.
+    fn tag_and_key(&self, loc: &Location) -> (Option<String>, Option<String>) {
         let (line, col) = line_col(loc).unwrap_or((0, 0));
         let before: String = (line >= 1)
             .then(|| {
@@ -283,16 +338,7 @@ impl Src<'_> {
             let k = r.rsplit(|c: char| c.is_whitespace() || matches!(c, '{' | '[' | ',')).next().unwrap_or(r);
             k.trim_matches(['"', '\'']).to_string()
         });
-        let t = tag.as_deref().unwrap_or("this tag");
-        let (what, allowed) = if text {
-            (format!("the tag {t} makes the value something other than text, which this key takes"), TAGS_TEXT)
-        } else {
-            (format!("the tag {t} is not read"), TAGS_READ)
-        };
-        match key.filter(|k| !k.is_empty()) {
-            Some(k) => format!("{k}: {what}; {allowed}"),
-            None => format!("{what}; {allowed}"),
-        }
+        (tag, key.filter(|k| !k.is_empty()))
     }
 }
 
@@ -693,6 +739,12 @@ fn unread_tags(src: &Src<'_>) -> Result<(), ScenarioError> {
                 // A decoded `%0A` would break the message's line; the other characters
                 // that cannot be seen are escaped where every message is printed.
                 let shown = shown.replace('\n', "\\n").replace('\t', "\\t");
+                // `!%21` decodes to the local tag `!!`, which reads as the other handle: the
+                // spelling is quoted too, so the user finds what they wrote.
+                let written = match written_tag(src.text, &span) {
+                    Some(w) if w != shown => format!(" (written {w}: a %-escape is the character it encodes)"),
+                    _ => String::new(),
+                };
                 // The key the node is the value of, from the parser's own structure rather
                 // than the text before it (a block list's item, an anchor between key and tag).
                 let key = open.iter().rev().find_map(|o| match o {
@@ -703,12 +755,14 @@ fn unread_tags(src: &Src<'_>) -> Result<(), ScenarioError> {
                 // (`sizes: !!str [4KiB]` was told `!!str` is not read, `!!str` allowed).
                 let what = match event {
                     Event::SequenceStart(..) => {
-                        format!("the tag {shown} is not read on a list; write the list without a tag, or with !!seq")
+                        format!(
+                            "the tag {shown} is not read on a list{written}; write the list without a tag, or with !!seq"
+                        )
                     }
                     Event::MappingStart(..) => format!(
-                        "the tag {shown} is not read on a mapping; write the mapping without a tag, or with !!map"
+                        "the tag {shown} is not read on a mapping{written}; write the mapping without a tag, or with !!map"
                     ),
-                    _ => format!("the tag {shown} is not read; {TAGS_READ}"),
+                    _ => format!("the tag {shown} is not read{written}; {TAGS_READ}"),
                 };
                 let message = match key.flatten().filter(|k| !k.is_empty()) {
                     Some(k) => format!("{k}: {what}"),
@@ -726,6 +780,17 @@ fn unread_tags(src: &Src<'_>) -> Result<(), ScenarioError> {
         }
     }
     Ok(())
+}
+
+/// The tag as written before the node that starts at `span` on the same line (the
+/// shorthand's characters exclude blanks and flow indicators), when one is there.
+fn written_tag(text: &str, span: &granit_parser::Span) -> Option<String> {
+    let line = yaml_lines(text).nth(span.start.line().checked_sub(1)?)?;
+    let before: String = line.chars().take(span.start.col()).collect();
+    let before = before.trim_end();
+    let k = before.rfind(|c: char| c.is_whitespace() || matches!(c, '[' | '{' | ',')).map_or(0, |k| k + 1);
+    let token = &before[k..];
+    (token.starts_with('!') && token.contains('%')).then(|| token.to_string())
 }
 
 /// What a refused tag's message says is allowed.

@@ -257,8 +257,19 @@ pub(super) fn accumulate_float<T: Elem>(op: ReduceOp, xs: &[T], hi: &mut [f64], 
             let (p, e) = two_prod(*h, x);
             let e = e + *l * x;
             let s = p + e;
-            *l = e - (s - p);
-            *h = s;
+            if s.is_finite() {
+                *l = e - (s - p);
+                *h = s;
+            } else {
+                // Past f64's range TwoProduct's split gives inf - inf = NaN, and a NaN
+                // reference made every check pass with an infinite error. The real
+                // product's magnitude is past every dtype's range, so it rounds to the
+                // signed infinity in all of them; only a zero factor brings it back.
+                let negative = h.is_sign_negative() != x.is_sign_negative();
+                let magnitude = if x == 0.0 { 0.0 } else { f64::INFINITY };
+                *h = if negative { -magnitude } else { magnitude };
+                *l = 0.0;
+            }
             *a *= x.abs().max(1.0);
         }),
         ReduceOp::Max => xs.iter().zip(hi.iter_mut()).for_each(|(x, h)| *h = h.max(x.to_f64())),
@@ -269,6 +280,11 @@ pub(super) fn accumulate_float<T: Elem>(op: ReduceOp, xs: &[T], hi: &mut [f64], 
 pub(super) fn finish_float(op: ReduceOp, ranks: usize, hi: &mut [f64], lo: &mut [f64], aux: &mut [f64]) {
     match op {
         ReduceOp::Sum | ReduceOp::Prod => hi.iter_mut().zip(lo.iter_mut()).for_each(|(h, l)| {
+            if !h.is_finite() {
+                // inf - inf would make the low part NaN; an infinite value has none.
+                *l = 0.0;
+                return;
+            }
             let s = *h + *l;
             *l -= s - *h;
             *h = s;
@@ -603,6 +619,8 @@ pub(super) fn check_reduced_block<T: Elem>(
             let bound = move |h: f64, a: f64| match op {
                 ReduceOp::Sum => g_sum * a,
                 ReduceOp::Avg => g_avg * a + 2.0 * np * eta,
+                // An infinite exact product: the result must be that infinity.
+                ReduceOp::Prod if h.is_infinite() => 0.0,
                 ReduceOp::Prod => g_prod * h.abs() + 2.0 * mults * eta * a,
                 ReduceOp::Max | ReduceOp::Min => 0.0,
             };
