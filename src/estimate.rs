@@ -17,7 +17,9 @@
 //!   at. `auto` is `full` while whole vectors would fit `data.memory_budget`, else
 //!   `sample` ([`Planned::data_mode`]: the choice is the one it always was); a point whose data
 //!   would not fit the budget is refused ([`check_budget`]);
-//! - **engine**: [`ENGINE_BYTES_PER_RANK`] per rank (programs, queues, counters), and on
+//! - **engine**: [`ENGINE_BYTES_PER_RANK`] per rank (programs, queues, counters),
+//!   [`ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT`] for each of the P (P - 1) messages an
+//!   exchange that issues a step's sends at once may hold, and on
 //!   a `custom` or `graph` machine its route cache at the most it can hold
 //!   ([`route_cache_bytes`]);
 //! - **timeline**: a point that records its timeline (at most
@@ -46,6 +48,10 @@ use crate::units::fmt_bytes;
 
 /// Engine state per rank, bytes: its program, port and message queues, counters.
 pub const ENGINE_BYTES_PER_RANK: u64 = 1024;
+/// Engine state per message in flight, bytes, where many are ([`Planned::in_flight`]):
+/// its slot (72 bytes) and list links (20), its place in the pair index (4 or 8), with
+/// room for the slab's growth (a vector doubles, and while it grows holds both copies).
+pub const ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT: u64 = 160;
 /// Engine events per message: its start, its delivery and the reduction it feeds.
 pub const EVENTS_PER_MESSAGE: u64 = 3;
 /// Bytes per recorded timeline interval.
@@ -316,6 +322,22 @@ impl<'s> Planned<'s> {
         mode == DataMode::Full && self.s.algorithms[self.pt.algo].collective.has_data() && self.log_pays()
     }
 
+    /// Messages the engine may hold at once beyond the few a rank that
+    /// [`ENGINE_BYTES_PER_RANK`] covers: an exchange that issues every send of a step at
+    /// once (`direct`, `naive`, the barrier's `all_to_all`) has up to P (P - 1) in flight,
+    /// a slot each; every other algorithm keeps a few a rank.
+    fn in_flight(&self) -> u64 {
+        use crate::collective::Collective::{Allgather, Allreduce, Barrier, ReduceScatter};
+        let spec = &self.s.algorithms[self.pt.algo];
+        let p = self.pt.ranks as u64;
+        match (spec.collective, spec.name.as_str()) {
+            (Allreduce | ReduceScatter | Allgather, "direct") | (Allreduce, "naive") | (Barrier, "all_to_all") => {
+                p.saturating_mul(p.saturating_sub(1)).min(self.messages().0)
+            }
+            _ => 0,
+        }
+    }
+
     /// The point's estimate.
     pub fn estimate(&self) -> Estimate {
         if self.algo.is_err() && crate::select::is_selector(&self.s.algorithms[self.pt.algo].name) {
@@ -333,8 +355,10 @@ impl<'s> Planned<'s> {
         let p = pt.ranks as u64;
         let data_bytes = self.data_bytes(mode);
         let (messages, messages_exact) = self.messages();
-        let engine_bytes =
-            p.saturating_mul(ENGINE_BYTES_PER_RANK).saturating_add(route_cache_bytes(s, pt.ranks, messages));
+        let engine_bytes = p
+            .saturating_mul(ENGINE_BYTES_PER_RANK)
+            .saturating_add(route_cache_bytes(s, pt.ranks, messages))
+            .saturating_add(self.in_flight().saturating_mul(ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT));
         let events = messages.saturating_mul(EVENTS_PER_MESSAGE);
         let timeline_bytes = if self.records() {
             // Two tables of port tracks per rank (a Vec header and one track each), and
@@ -524,6 +548,11 @@ pub fn schedule_messages(spec: &AlgoSpec, p: &Problem, topo: &dyn Topology) -> O
             let chunks: u64 = (0..channels).map(|k| parts.get(k).len.div_ceil(chunk_elems) as u64).sum();
             2 * np.saturating_sub(1) * chunks
         }
+        // P a power of two: every rank swaps with one partner a round, log2 P rounds
+        // (the butterfly's whole vector; halving-doubling's reduce-scatter, then its
+        // allgather). Other P fold first, which the walk counts (up to its rank limit).
+        (Allreduce, "butterfly") if np.is_power_of_two() && n > 0 => np * np.ilog2() as u64,
+        (Allreduce, "halving_doubling") if np.is_power_of_two() && n > 0 => 2 * np * np.ilog2() as u64,
         // Pairs swap at each of P/2 steps.
         (Allgather, "neighbor_exchange") => np * (np / 2),
         // Every chunk of every block's part leaves each rank but its owner once.

@@ -106,8 +106,10 @@ fn schedule_counts_are_the_walked_counts() {
         "allgather neighbor_exchange",
         "allgather pat",
         "allreduce bidirectional_ring",
+        "allreduce butterfly",
         "allreduce direct",
         "allreduce double_binary_tree",
+        "allreduce halving_doubling",
         "allreduce naive",
         "allreduce nccl_ring",
         "allreduce nccl_tree",
@@ -125,7 +127,8 @@ fn schedule_counts_are_the_walked_counts() {
 /// The algorithms whose count is neither the algorithm's own nor read off its schedule
 /// (so the estimate walks their programs, up to 4,096 ranks): an explicit list, each
 /// cheap to walk (its messages grow as P log P or P). `auto`'s candidates among them
-/// walk quickly.
+/// walk quickly. At 16 ranks; the allreduce `butterfly` and `halving_doubling` are
+/// walked too where P is not a power of two (their fold).
 #[test]
 fn only_the_listed_algorithms_are_walked() {
     let topo = FullyConnected { ranks: 16, link: Link { alpha: 1e-6, bandwidth: 12.5e9 }, nics: 1 };
@@ -140,8 +143,6 @@ fn only_the_listed_algorithms_are_walked() {
         }
     }
     let expected = [
-        "allreduce butterfly",
-        "allreduce halving_doubling",
         "allreduce hierarchical_ring",
         "allreduce blueconnect",
         "allreduce torus_2d",
@@ -216,4 +217,30 @@ fn an_entrys_protocol_is_counted() {
     }
     // Most NCCL rows send other counts than Simple would (the protocol is not ignored).
     assert!(differs >= 15, "{differs} rows differ from Simple's count");
+}
+
+/// An exchange that issues a step's sends on every rank at once holds up to P (P - 1)
+/// messages in the engine: `direct` on 1,000 ranks ran in 86 MB where the estimate said
+/// 1000 KiB (1 KiB a rank), so a memory limit let through what it should have refused.
+/// Algorithms that keep a few messages a rank are counted as before; `butterfly` and
+/// `halving_doubling` on a power of two are counted exactly past the walk's limit.
+#[test]
+fn the_messages_an_exchange_holds_at_once_are_counted() {
+    let text = "name: held\nranks: [1000]\ntopology: { kind: fully_connected, link: { alpha: 1us, \
+                bandwidth: 100Gbps }, nics: 1 }\ndata: { mode: off }\nalgorithms: [direct, naive, ring]\n\
+                sizes: [4000012]\n";
+    let s = allreduce_sim::scenario::parse_str(text, "held.yaml").unwrap();
+    let held = 1000 * 999 * estimate::ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT;
+    let engine: Vec<u64> = s.points().iter().map(|pt| estimate::estimate(&s, pt, false).engine_bytes).collect();
+    assert!(engine[0] >= held && engine[1] >= held, "{engine:?}");
+    assert!(engine[2] < held / 100, "{engine:?}");
+    let text = "name: pow2\nranks: [65536]\ntopology: { kind: fully_connected, link: { alpha: 1us, \
+                bandwidth: 100Gbps }, nics: 1 }\ndata: { mode: off }\nalgorithms: [butterfly, halving_doubling]\n\
+                sizes: [4KiB]\n";
+    let s = allreduce_sim::scenario::parse_str(text, "pow2.yaml").unwrap();
+    let p = 65536u64;
+    for (pt, want) in s.points().iter().zip([16 * p, 32 * p]) {
+        let est = estimate::estimate(&s, pt, false);
+        assert_eq!((est.messages, est.messages_exact), (want, true), "{}", estimate::label(&s, pt));
+    }
 }
