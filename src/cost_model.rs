@@ -19,6 +19,8 @@ pub mod loggp;
 mod pipeline;
 mod programs;
 #[cfg(test)]
+pub(crate) use programs::Kept;
+#[cfg(test)]
 pub(crate) use programs::bounds_holding;
 mod sweep;
 pub use lockstep::{Step, Xfer, lockstep, lockstep_bounds};

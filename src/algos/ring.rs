@@ -676,6 +676,22 @@ pub fn ring_loggp(p: &Problem, l: &LogGP, c: f64, nics: u32, phases: &[bool]) ->
 mod tests {
     use super::*;
 
+    /// The program bounds of allreduce `id` with its default parameters, and what they
+    /// kept on the way.
+    fn bounds_kept(
+        id: &str,
+        topo: &dyn crate::topology::Topology,
+        p: crate::algos::Problem,
+    ) -> ((f64, f64), crate::cost_model::Kept) {
+        let algo = crate::algos::build_for(
+            crate::collective::Collective::Allreduce,
+            id,
+            crate::algos::Params::new(Default::default()),
+        )
+        .unwrap();
+        crate::cost_model::bounds_holding(&*algo.prepare(&p, topo), &p, topo, 1e-10).expect("bounds")
+    }
+
     /// A ring waits for each receive by its handle; a handle it has waited for stayed
     /// held to the end of the run, so a ring on P ranks held 2(P - 1) per rank (P^2 in
     /// all: 2.4 GB for the bounds of a 5,000-node line). It holds only those not yet
@@ -688,14 +704,7 @@ mod tests {
         let line: Vec<_> = (1..n).map(|i| (i - 1, i, link)).collect();
         let topo = crate::topology::Graph::custom(names, vec![1; n], &line).unwrap();
         let p = crate::algos::Problem { ranks: n, elems: n * 4, elem_bytes: 4 };
-        let algo = crate::algos::build_for(
-            crate::collective::Collective::Allreduce,
-            "ring",
-            crate::algos::Params::new(Default::default()),
-        )
-        .unwrap();
-        let (bounds, kept) =
-            crate::cost_model::bounds_holding(&*algo.prepare(&p, &topo), &p, &topo, 1e-10).expect("bounds");
+        let (bounds, kept) = bounds_kept("ring", &topo, p);
         assert!(kept.handles <= 4, "{} handles held by one stream of a ring of {n}", kept.handles);
         assert!(bounds.0 > 0.0 && bounds.0 <= bounds.1, "{bounds:?}");
     }
@@ -714,14 +723,7 @@ mod tests {
         };
         // 2P does not divide the vector: no closed form, so the bounds are what it gets.
         let p = crate::algos::Problem { ranks: n, elems: 2 * n * 7 + 3, elem_bytes: 4 };
-        let algo = crate::algos::build_for(
-            crate::collective::Collective::Allreduce,
-            "bidirectional_ring",
-            crate::algos::Params::new(Default::default()),
-        )
-        .unwrap();
-        let (bounds, kept) =
-            crate::cost_model::bounds_holding(&*algo.prepare(&p, &topo), &p, &topo, 1e-10).expect("bounds");
+        let (bounds, kept) = bounds_kept("bidirectional_ring", &topo, p);
         assert_eq!(kept.owners, 0, "channel owners recorded for {n} ranks");
         assert!(kept.handles <= 4, "{} handles held", kept.handles);
         assert!(bounds.0 > 0.0 && bounds.0 <= bounds.1, "{bounds:?}");
