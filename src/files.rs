@@ -17,7 +17,16 @@ use std::path::{Path, PathBuf};
 /// Refuse `path` as an input unless it is a regular file. Looks at the metadata only
 /// (following symbolic links), so a FIFO is refused without opening it.
 pub fn check_input(path: &Path) -> Result<(), String> {
-    let meta = fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let meta = fs::metadata(path).map_err(|e| {
+        // `--output -` is standard output, so a user may read `-` as standard input here.
+        if path.as_os_str() == "-" && e.kind() == io::ErrorKind::NotFound {
+            "cannot read -: `-` is not read as standard input (no input is); give a file name (`./-` for a file \
+             named -)"
+                .to_string()
+        } else {
+            format!("cannot read {}: {e}", path.display())
+        }
+    })?;
     if meta.is_dir() {
         return Err(format!("cannot read {}: it is a directory", path.display()));
     }
@@ -466,9 +475,21 @@ fn check_dir(flag: &str, dir: &Path) -> Result<(), String> {
                 ));
             }
             Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
-                match at.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    Some(p) => at = p,
-                    None => return Ok(()),
+                // A link to nowhere passes for a missing directory, but it cannot be
+                // created as one: refused now, not after the run.
+                if fs::symlink_metadata(at).is_ok_and(|m| m.file_type().is_symlink()) {
+                    return Err(format!(
+                        "{flag} {}: {} is a symbolic link to a directory that does not exist",
+                        dir.display(),
+                        if at == dir { "it".to_string() } else { at.display().to_string() }
+                    ));
+                }
+                match at.parent() {
+                    Some(p) if !p.as_os_str().is_empty() => at = p,
+                    // A relative name's first part is made in the working directory,
+                    // which must be writable too.
+                    Some(_) if at.is_relative() => at = Path::new("."),
+                    _ => return Ok(()),
                 }
             }
             Err(e) => return Err(format!("{flag} {}: cannot use {}: {e}", dir.display(), at.display())),

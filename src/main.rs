@@ -1239,9 +1239,13 @@ fn read_measured(logs: &[PathBuf], s: &Scenario) -> Result<Vec<(PathBuf, Vec<all
         .map(|path| {
             let runs = calibrate::read_log(path, &opts).map_err(|e| {
                 // calibrate's own advice names its flag; run's --ranks sets the sweep.
-                e.to_string().replace(
-                    "give --ranks N",
-                    "--measured reads it at the sweep's rank count, where the sweep has one (--ranks N)",
+                // The flag first: the log is named by the flag, not by the scenario.
+                format!(
+                    "--measured {}",
+                    e.to_string().replace(
+                        "give --ranks N",
+                        "--measured reads it at the sweep's rank count, where the sweep has one (--ranks N)",
+                    )
                 )
             })?;
             Ok((path.clone(), runs))

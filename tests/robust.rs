@@ -3724,3 +3724,88 @@ fn eighteenth_trial_tagged_values_are_refused_as_written() {
         assert!(stderr.contains(want), "{ranks}: {stderr}");
     }
 }
+
+/// Nineteenth trial: `--plot=l`, `l` a symbolic link to a directory that does not exist,
+/// passed the check made before the run (the link reads as missing) and failed after it,
+/// `--plot: cannot create l: File exists`; a new directory's first part was not checked
+/// in the working directory.
+#[test]
+fn nineteenth_trial_a_plot_directory_linked_to_nowhere_is_refused_before_the_run() {
+    let d = case_dir("nineteenth-dangling-plot");
+    std::fs::write(d.join("s.yaml"), eighth_flat("[ring]", "")).unwrap();
+    let _ = std::fs::remove_file(d.join("l"));
+    std::os::unix::fs::symlink("nowhere/x", d.join("l")).unwrap();
+    for args in [
+        vec!["run", "s.yaml", "--quiet", "--format", "json", "--plot=l"],
+        vec!["run", "s.yaml", "--quiet", "--format", "json", "--plot=l/sub"],
+    ] {
+        let out = cmd().current_dir(&d).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("is a symbolic link to a directory that does not exist"), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "the run went ahead: {}", String::from_utf8_lossy(&out.stdout));
+    }
+}
+
+/// Nineteenth trial: `segments: !!float 3` (or `radix`) was refused as `must be a whole
+/// number from 1 to ..., not '3'`, a value in the range; and `-` as an input (`run -`,
+/// `--measured -`) said only `cannot read -: No such file`, though `--output -` is
+/// standard output, and `--measured`'s refusal named no flag.
+#[test]
+fn nineteenth_trial_refusals_quote_the_value_and_the_flag() {
+    let d = case_dir("nineteenth-wording");
+    std::fs::write(d.join("s.yaml"), eighth_flat("[{ name: ring, segments: !!float 3 }]", "")).unwrap();
+    let out = cmd().current_dir(&d).args(["validate", "s.yaml"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not 3.0"), "{stderr}");
+    std::fs::write(d.join("s.yaml"), eighth_flat("[ring]", "")).unwrap();
+    for args in [vec!["run", "-"], vec!["run", "s.yaml", "--quiet", "--plot=p", "--measured", "-"]] {
+        let out = cmd().current_dir(&d).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("`-` is not read as standard input"), "{args:?}: {stderr}");
+        if args.contains(&"--measured") {
+            assert!(stderr.contains("--measured -"), "{stderr}");
+        }
+    }
+}
+
+/// Nineteenth trial: f64 `prod` of `rank` data at P = 170 (170! = 7.3e306, inside f64's
+/// range) failed every algorithm's check, `rank 0 element 0 is 7.257415615307994e306,
+/// exact inf`: the exact reference's TwoProduct split its factors by multiplying by
+/// 2^27 + 1, which overflows past about 2^996, and the NaN was taken for an overflow.
+#[test]
+fn nineteenth_trial_a_product_just_inside_the_f64_range_is_checked_as_finite() {
+    let d = case_dir("nineteenth-prod-edge");
+    let s = "ranks: 170\nsizes: [2728]\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+             data: { dtype: f64, op: prod, init: rank, mode: full }\nalgorithms: [ring, binomial_tree]\n";
+    std::fs::write(d.join("s.yaml"), s).unwrap();
+    let out = cmd().current_dir(&d).args(["run", "s.yaml", "--quiet", "--format", "json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for r in report["results"].as_array().unwrap() {
+        assert_eq!(r["verified"], true, "{r}");
+        assert!(r["max_abs_error"].as_f64().is_some_and(f64::is_finite), "{r}");
+    }
+}
+
+/// Nineteenth trial: f16 `sum` of `ones` at P = 3000 by `chain` (2,999 additions in
+/// sequence; the sum stalls at 2048 against an exact 3000) was `verified` with no bound
+/// (`error_bound` null): Higham's gamma_d is infinite once d u >= 1, so no error could
+/// fail. The bound is now also at most (P - 1) u sum |x_i|, which holds for any order.
+#[test]
+fn nineteenth_trial_a_sum_past_one_over_u_additions_still_has_a_bound() {
+    let d = case_dir("nineteenth-unbounded");
+    let s = "ranks: 3000\nsizes: [6]\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+             data: { dtype: f16, op: sum, init: ones, mode: full }\nalgorithms: [chain, binomial_tree]\n";
+    std::fs::write(d.join("s.yaml"), s).unwrap();
+    let out = cmd().current_dir(&d).args(["run", "s.yaml", "--quiet", "--format", "json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for r in report["results"].as_array().unwrap() {
+        let bound = r["error_bound"].as_f64().unwrap_or_else(|| panic!("no bound: {r}"));
+        assert!(bound.is_finite() && r["max_abs_error"].as_f64().unwrap() <= bound, "{r}");
+        assert_eq!(r["verified"], true, "{r}");
+    }
+}

@@ -78,7 +78,14 @@ impl Params {
                     _ => format!("'channels' must be 1 to {max}, not {v}"),
                 },
             )),
-            _ => Err(ParamError::new(Some(key), format!("'{key}' must be a whole number from 1 to {max}, not '{v}'"))),
+            // As for channels: `segments: !!float 3` is the float 3.0, not the '3' in range.
+            _ => Err(ParamError::new(
+                Some(key),
+                match &v {
+                    ParamValue::Float(x) => format!("'{key}' must be a whole number from 1 to {max}, not {x:?}"),
+                    _ => format!("'{key}' must be a whole number from 1 to {max}, not '{v}'"),
+                },
+            )),
         }
     }
 

@@ -831,7 +831,19 @@ pub const SNIPPET_WIDTH: usize = 120;
 pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
     use std::io::Read;
     let file = path.display().to_string();
-    let cannot = |e: std::io::Error| ScenarioError::in_file(&file, format!("cannot read the scenario file: {e}"));
+    let cannot = |e: std::io::Error| {
+        // `--output -` is standard output, so a user may read `-` as standard input here.
+        if file == "-" && e.kind() == std::io::ErrorKind::NotFound {
+            ScenarioError::in_file(
+                &file,
+                "cannot read the scenario file: `-` is not read as standard input (no input is); give a file name \
+                 (`./-` for a file named -)"
+                    .to_string(),
+            )
+        } else {
+            ScenarioError::in_file(&file, format!("cannot read the scenario file: {e}"))
+        }
+    };
     let too_big = |what: String| {
         ScenarioError::in_file(
             &file,

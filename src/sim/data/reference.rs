@@ -137,6 +137,29 @@ fn split(a: f64) -> (f64, f64) {
 #[inline(always)]
 fn two_prod(a: f64, b: f64) -> (f64, f64) {
     let p = a * b;
+    // Dekker's split multiplies by 2^27 + 1, which overflows past about 2^996, and the
+    // halves' products can pass f64's range where p is just inside it: a finite product
+    // such as 170! (7.3e306) came out NaN and was then taken for an overflow. There the
+    // larger factor is scaled by 2^-600 (exact), and p and its error scaled back (exact).
+    const LARGE: f64 = 1e299;
+    // A NaN factor or product takes the plain path too: its product is NaN either way.
+    let largest = p.abs().max(a.abs()).max(b.abs());
+    if largest <= LARGE || largest.is_nan() {
+        return dekker(p, a, b);
+    }
+    if !p.is_finite() {
+        return (p, 0.0);
+    }
+    const DOWN: f64 = f64::from_bits(423 << 52); // 2^-600
+    const UP: f64 = f64::from_bits(1623 << 52); // 2^600
+    let (a, b) = if a.abs() >= b.abs() { (a * DOWN, b) } else { (a, b * DOWN) };
+    let (q, e) = dekker(a * b, a, b);
+    (q * UP, e * UP)
+}
+
+/// Dekker's TwoProduct of `a` and `b`, whose rounded product is `p`.
+#[inline(always)]
+fn dekker(p: f64, a: f64, b: f64) -> (f64, f64) {
     let ((ah, al), (bh, bl)) = (split(a), split(b));
     (p, ((ah * bh - p) + ah * bl + al * bh) + al * bl)
 }
@@ -456,12 +479,15 @@ impl Reference {
     /// ch. 3-4), with `u` the element type's unit roundoff, `gamma(k) = k u / (1 - k u)`
     /// and `eta` half its smallest subnormal:
     ///
-    /// - sum: `|fl - s| <= gamma(depth) sum |x_i|`, for any summation tree of that height;
+    /// - sum: `|fl - s| <= gamma(depth) sum |x_i|`, for any summation tree of that height,
+    ///   and `(P - 1) u sum |x_i|` for any order (Jeannerod & Rump 2013), which stays
+    ///   finite where `gamma(depth)` does not (`depth u >= 1`): the smaller is used;
     /// - avg (floats): `gamma(depth + 2) sum |x_i| / P + 2 P eta`, the two extra
-    ///   roundings being `fl(1/P)` and the premultiplication, `eta` its underflow;
+    ///   roundings being `fl(1/P)` and the premultiplication, `eta` its underflow (or
+    ///   `(P - 1) u (1 + u)^2 + u (2 + u)` in place of `gamma(depth + 2)`, the smaller);
     /// - prod: `gamma(P - 1) |prod x_i| + 2 (P - 1) eta prod max(1, |x_i|)`: unlike a
     ///   sum's, every rounding of a product tree scales the whole result, whatever the
-    ///   tree's height;
+    ///   tree's height; where `gamma(P - 1)` is infinite, `(1 + u)^(P - 1) - 1` in its place;
     /// - max, min, and every integer operation: exact (bound 0).
     ///
     /// A rank whose reduced range is bit for bit that of a rank already checked over the
@@ -613,9 +639,18 @@ pub(super) fn check_reduced_block<T: Elem>(
             let u = pow2(-p);
             let eta = pow2(emin - p);
             let np = ranks as f64;
-            let (g_sum, g_avg) = (gamma(depth, u), gamma(depth + 2, u));
+            // gamma_d is infinite once d u >= 1 (2,048 f16 additions in sequence, 256 bf16),
+            // where any result passed. A sum of n terms in any order is within
+            // (n - 1) u sum |x_i| whatever n (Jeannerod & Rump 2013): the smaller holds. An
+            // average's inputs are first rounded twice (fl(fl(1/P) x)), 2u + u^2 each.
+            let n_u = (np - 1.0).max(0.0) * u;
+            let g_sum = gamma(depth, u).min(n_u);
+            let g_avg = gamma(depth + 2, u).min(n_u * (1.0 + u) * (1.0 + u) + u * (2.0 + u));
             // Every one of a product tree's P - 1 roundings scales the whole result.
             let (g_prod, mults) = (gamma(ranks.saturating_sub(1), u), ranks.saturating_sub(1) as f64);
+            // Past k u >= 1 gamma_k is infinite (and 0 times it NaN): the relative error's
+            // own bound (1 + u)^k - 1, which gamma_k only bounds from above, is finite.
+            let g_prod = if g_prod.is_finite() { g_prod } else { (mults * u.ln_1p()).exp_m1() * (1.0 + 1e-9) };
             let bound = move |h: f64, a: f64| match op {
                 ReduceOp::Sum => g_sum * a,
                 ReduceOp::Avg => g_avg * a + 2.0 * np * eta,
