@@ -287,9 +287,16 @@ fn the_check_holds_each_rank_to_its_expectation() {
     let sums = vec![11.0, 22.0, 33.0, 44.0];
     let v = check(Collective::Allreduce, &[sums.clone(), sums.clone()], 1);
     assert!(v.verified && v.ranks_bitwise_equal);
-    let nudged = vec![11.0, 22.0, 33.0, 44.000004];
-    let v = check(Collective::Allreduce, &[sums, nudged], 4);
-    assert!(v.verified && !v.ranks_bitwise_equal, "within the bound but not the same bits");
+    let v = check(Collective::Allreduce, &[sums.clone(), vec![11.0, 22.0, 33.0, 44.000004]], 4);
+    // A sum of two is within u |s| in any order, less than an ulp: one ulp off is refused
+    // (the bound is also (P - 1) u sum |x_i|, whatever the depth claimed).
+    assert!(!v.verified, "one ulp off a sum of two positive terms");
+    // With cancellation the bound (u sum |x_i|) spans ulps of the sum: within it, yet not
+    // the same bits on both ranks.
+    let cancel = Reference::of(&Vectors::F32(vec![vec![100.0f32, 1.0], vec![-99.0, 1.0]]), ReduceOp::Sum);
+    let finals = Finals { vectors: Vectors::F32(vec![vec![1.0, 2.0], vec![1.000_000_1, 2.0]]), lost: Vec::new() };
+    let v = cancel.check(&finals, 1, &Collective::Allreduce.expectations(2, 2));
+    assert!(v.verified && !v.ranks_bitwise_equal, "within the bound but not the same bits: {v:?}");
     // Every expectation names ranges of the vector, none empty.
     assert!(
         Collective::Allgather.expected(0, 5, 3).iter().all(|(r, e)| !r.is_empty() && matches!(e, Expect::InputOf(_)))
