@@ -48,7 +48,7 @@ use crate::units::fmt_bytes;
 
 /// Engine state per rank, bytes: its program, port and message queues, counters.
 pub const ENGINE_BYTES_PER_RANK: u64 = 1024;
-/// Engine state per message in flight, bytes, where many are ([`Planned::in_flight`]):
+/// Engine state per message in flight, bytes, where many are (an exchange's P (P - 1)):
 /// its slot (72 bytes) and list links (20), its place in the pair index (4 or 8), with
 /// room for the slab's growth (a vector doubles, and while it grows holds both copies).
 pub const ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT: u64 = 160;

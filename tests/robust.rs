@@ -3809,3 +3809,20 @@ fn nineteenth_trial_a_sum_past_one_over_u_additions_still_has_a_bound() {
         assert_eq!(r["verified"], true, "{r}");
     }
 }
+
+/// The nineteenth trial left this: `calibrate ... --hold-out -` said `-: cannot read -:`
+/// and named no flag, where every other refusal of `-` names the flag it came by.
+#[test]
+fn nineteenth_trial_a_hold_out_that_cannot_be_read_names_its_flag() {
+    let d = case_dir("nineteenth-hold-out-dash");
+    std::fs::write(d.join("m.yaml"), twelfth_repo("validation/hardware/machines/l40s_pcie.yaml")).unwrap();
+    std::fs::write(d.join("r.txt"), twelfth_repo("validation/hardware/data/l40s_p4_ll.txt")).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["calibrate", "-q", "m.yaml", "r.txt", "--hold-out", "-", "--patience", "1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--hold-out: ") && stderr.contains("not read as standard input"), "{stderr}");
+}

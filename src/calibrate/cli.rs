@@ -131,7 +131,8 @@ pub fn execute(a: &Args) -> Result<(String, Calibration), String> {
         Ok(out)
     };
     let fit_runs = read(&a.logs)?;
-    let hold = read(&a.hold_out)?;
+    // A hold-out log that cannot be read names its flag: `--hold-out -` said only "-: cannot read -".
+    let hold = read(&a.hold_out).map_err(|e| format!("--hold-out: {e}"))?;
     let c = super::calibrate(&machine, &fit_runs, &hold, &opts)?;
     if let Some(out) = &output {
         out.write_text(&c.fitted_yaml)?;
