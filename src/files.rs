@@ -14,15 +14,17 @@ use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+/// Why an input named `-` that does not exist cannot be read: `--output -` is standard
+/// output, so a user may take `-` for standard input where a file is read.
+pub(crate) const DASH_IS_NO_INPUT: &str =
+    "`-` is not read as standard input (no input is); give a file name (`./-` for a file named -)";
+
 /// Refuse `path` as an input unless it is a regular file. Looks at the metadata only
 /// (following symbolic links), so a FIFO is refused without opening it.
 pub fn check_input(path: &Path) -> Result<(), String> {
     let meta = fs::metadata(path).map_err(|e| {
-        // `--output -` is standard output, so a user may read `-` as standard input here.
         if path.as_os_str() == "-" && e.kind() == io::ErrorKind::NotFound {
-            "cannot read -: `-` is not read as standard input (no input is); give a file name (`./-` for a file \
-             named -)"
-                .to_string()
+            format!("cannot read -: {DASH_IS_NO_INPUT}")
         } else {
             format!("cannot read {}: {e}", path.display())
         }
@@ -358,6 +360,13 @@ fn dash(flag: &str, what: &str) -> String {
 /// One output file: it or its directory must be writable.
 fn check_file(flag: &str, path: &Path) -> Result<Output, String> {
     let at = |why: String| format!("{flag} {}: {why}", path.display());
+    let output = |target: PathBuf, direct: bool, _held| Output {
+        path: path.to_path_buf(),
+        flag: flag.to_string(),
+        target,
+        direct,
+        _held,
+    };
     if path.as_os_str().is_empty() {
         return Err(format!("{flag}: the file name is empty"));
     }
@@ -370,7 +379,7 @@ fn check_file(flag: &str, path: &Path) -> Result<Output, String> {
             fs::OpenOptions::new().append(true).open(path).map_err(|e| at(format!("cannot write it: {e}")))?;
             let target = fs::canonicalize(path).map_err(|e| at(e.to_string()))?;
             probe_dir(flag, path, &target)?;
-            Ok(Output { path: path.to_path_buf(), flag: flag.to_string(), target, direct: false, _held: None })
+            Ok(output(target, false, None))
         }
         Ok(m) if std::os::unix::fs::FileTypeExt::is_fifo(&m.file_type()) => {
             // Opening a FIFO for writing waits, without end and without a word, for a
@@ -386,25 +395,13 @@ fn check_file(flag: &str, path: &Path) -> Result<Output, String> {
                 }
             })?;
             let held = Some(std::sync::Arc::new(held));
-            Ok(Output {
-                path: path.to_path_buf(),
-                flag: flag.to_string(),
-                target: path.to_path_buf(),
-                direct: true,
-                _held: held,
-            })
+            Ok(output(path.to_path_buf(), true, held))
         }
         // A socket cannot be opened as a file: found only when the report was written.
         Ok(m) if std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()) => {
             Err(at("it is a socket, which cannot be written as a file; give a file".to_string()))
         }
-        Ok(_) => Ok(Output {
-            path: path.to_path_buf(),
-            flag: flag.to_string(),
-            target: path.to_path_buf(),
-            direct: true,
-            _held: None,
-        }),
+        Ok(_) => Ok(output(path.to_path_buf(), true, None)),
         Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => {
             if fs::symlink_metadata(path).is_ok() {
                 return Err(at("it is a symbolic link to a file that does not exist".to_string()));
@@ -424,13 +421,7 @@ fn check_file(flag: &str, path: &Path) -> Result<Output, String> {
                 Err(e) => return Err(at(format!("cannot use the directory {}: {e}", dir.display()))),
             }
             probe_dir(flag, path, path)?;
-            Ok(Output {
-                path: path.to_path_buf(),
-                flag: flag.to_string(),
-                target: path.to_path_buf(),
-                direct: false,
-                _held: None,
-            })
+            Ok(output(path.to_path_buf(), false, None))
         }
         Err(e) => Err(at(e.to_string())),
     }

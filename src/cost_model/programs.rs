@@ -370,6 +370,9 @@ pub(crate) fn bounds_holding(
         for prog in programs.rank_program(r as _, *p, topo) {
             let mut tot = Totals::default();
             for op in prog {
+                if let Op::Recv { tag, .. } = op {
+                    widen(&mut tot.tags[1], tag);
+                }
                 match op {
                     Op::Send { to, tag, src } => {
                         widen(&mut tot.tags[0], tag);
@@ -383,15 +386,7 @@ pub(crate) fn bounds_holding(
                             tot.pairs.push((oi, ii, t));
                         }
                     }
-                    Op::Recv { tag, dst, action, .. } => {
-                        widen(&mut tot.tags[1], tag);
-                        if action == Action::Reduce {
-                            let w = (dst.len as u64 * eb) as f64 * c;
-                            unit.total += w;
-                            tot.work += w;
-                        }
-                    }
-                    Op::Reduce { dst, .. } => {
+                    Op::Recv { dst, action: Action::Reduce, .. } | Op::Reduce { dst, .. } => {
                         let w = (dst.len as u64 * eb) as f64 * c;
                         unit.total += w;
                         tot.work += w;

@@ -832,14 +832,8 @@ pub fn load_file(path: &Path) -> Result<Scenario, ScenarioError> {
     use std::io::Read;
     let file = path.display().to_string();
     let cannot = |e: std::io::Error| {
-        // `--output -` is standard output, so a user may read `-` as standard input here.
         if file == "-" && e.kind() == std::io::ErrorKind::NotFound {
-            ScenarioError::in_file(
-                &file,
-                "cannot read the scenario file: `-` is not read as standard input (no input is); give a file name \
-                 (`./-` for a file named -)"
-                    .to_string(),
-            )
+            ScenarioError::in_file(&file, format!("cannot read the scenario file: {}", crate::files::DASH_IS_NO_INPUT))
         } else {
             ScenarioError::in_file(&file, format!("cannot read the scenario file: {e}"))
         }
