@@ -939,8 +939,8 @@ fn fill_verification(res: &mut PointResult, s: &Scenario, v: &Verification, dept
     if v.overflowed > 0 {
         res.notes.push(format!(
             "{} element(s) passed {}'s range in this algorithm's order of reduction (a partial \
-             result beyond its largest finite value, though the exact result is not) and hold inf or \
-             NaN, as IEEE arithmetic gives in that order (NCCL's and MPI's reductions alike): not \
+             result beyond its largest finite value, though the exact result is not) and hold an infinity or \
+             not-a-number, as IEEE arithmetic gives in that order (NCCL's and MPI's reductions alike): not \
              counted as errors; the other elements are checked against the bound",
             v.overflowed,
             s.data.dtype.name()

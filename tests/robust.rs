@@ -2439,7 +2439,13 @@ fn tenth_trial_an_unread_tag_names_its_key_and_what_it_resolved_to() {
         ("sizes: [4KiB]", "sizes: [&s !!set 4096]", "sizes: the tag !!set"),
         ("sizes: [4KiB]", "sizes: !<tag:yaml.org,2002:set> [4KiB]", "sizes: the tag !<tag:yaml.org,2002:set>"),
         ("sizes: [4KiB]", "sizes: [[!!omap 1]]", "sizes: the tag !!omap"),
-        ("sizes: [4KiB]", "sizes: [!!in%E2%80%8Bt 4096]", "sizes: the tag !!in\\u{200b}t"),
+        (
+            "sizes: [4KiB]",
+            "sizes: [!!in%E2%80%8Bt 4096]",
+            // As written first (the twentieth trial), then as it reads.
+            "sizes: the tag !!in%E2%80%8Bt is not read (a %-escape is the character it encodes, here one that cannot \
+             be printed: it reads as !!in\\u{200b}t)",
+        ),
     ] {
         let text = eighth_flat("[ring]", "").replace(from, to);
         let (code, stdout, stderr) = eighth_run("tenth-tag-key", &text, &["validate", "s.yaml"]);
@@ -3876,7 +3882,7 @@ fn twentieth_trial_an_infinite_input_is_checked_against_its_infinity() {
 
 /// The nineteenth trial left these: a point `data.memory_budget` cannot hold was refused
 /// naming the key but not its line; `ranks: 04` was quoted back as `not 4.0` and a tag
-/// `!%00` as `!\u{0}`, neither as written; a size of one byte was `1 bytes`; and, run as
+/// `!%00` as `!\u{0}`, its spelling only in a parenthesis after; a size of one byte was `1 bytes`; and, run as
 /// root, `--plot=/dev` wrote its plots among the devices.
 #[test]
 fn twentieth_trial_refusals_quote_the_file_and_plots_stay_out_of_dev() {
@@ -3893,7 +3899,10 @@ fn twentieth_trial_refusals_quote_the_file_and_plots_stay_out_of_dev() {
             "s.yaml:1:8: ranks: a rank count must be a whole number from 1 to 4294967295 (ranks are numbered in 32 bits), not 04\n",
         ),
         (format!("ranks: 1e3\n{rest}"), "not 1e3\n"),
-        (format!("ranks: !%00 4\n{rest}"), "ranks: the tag !%00 is not read (a %-escape"),
+        (
+            format!("ranks: !%00 4\n{rest}"),
+            "ranks: the tag !%00 is not read (a %-escape is the character it encodes, here one that cannot be printed: it reads as !\\u{0})",
+        ),
         (
             format!("ranks: 4\n{}data: {{ dtype: f64 }}\n", rest.replace("4KiB", "1")),
             "sizes: 1 byte is not a whole number",
@@ -3904,7 +3913,6 @@ fn twentieth_trial_refusals_quote_the_file_and_plots_stay_out_of_dev() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{file}: {stderr}");
         assert!(stderr.contains(want), "{file}: {stderr}");
-        assert!(!stderr.contains("\\u{0}"), "{stderr}");
     }
     std::fs::write(d.join("s.yaml"), format!("name: twentieth-dev\nranks: 4\n{rest}")).unwrap();
     let out = cmd().current_dir(&d).args(["run", "s.yaml", "--quiet", "--plot=/dev"]).output().unwrap();

@@ -759,10 +759,13 @@ fn unread_tags(src: &Src<'_>) -> Result<(), ScenarioError> {
                 let shown = shown.replace('\n', "\\n").replace('\t', "\\t");
                 // `!%21` decodes to the local tag `!!`, which reads as the other handle: the
                 // spelling is quoted too, so the user finds what they wrote. A tag that
-                // decodes to a character no message shows (`!%00`) is quoted as written.
+                // decodes to a character no message shows (`!%00`) is quoted as written first.
                 let (shown, written) = match written_tag(src.text, &span) {
                     Some(w) if unseen => {
-                        (w, " (a %-escape is the character it encodes, here one that cannot be printed)".to_string())
+                        let read = format!(
+                            " (a %-escape is the character it encodes, here one that cannot be printed: it reads as {shown})"
+                        );
+                        (w, read)
                     }
                     Some(w) if w != shown => (shown, format!(" (written {w}: a %-escape is the character it encodes)")),
                     _ => (shown, String::new()),
@@ -941,7 +944,7 @@ fn time(src: &Src, v: &Spanned<Scalar>, key: &str) -> Result<f64, ScenarioError>
     match &v.value {
         Scalar::Bool(_) | Scalar::Null => Err(src.err(
             &v.referenced,
-            format!("{key}: expected a time such as 1us or a number of seconds, found {}", src.shown(&v)),
+            format!("{key}: expected a time such as 1us or a number of seconds, found {}", src.shown(v)),
         )),
         s => units::parse_time(&s.text()).map_err(|e| src.err(&v.referenced, format!("{key}: {e}"))),
     }
@@ -969,7 +972,7 @@ fn host(src: &Src, raw: Spanned<RawHost>) -> Result<crate::scenario::HostSpec, S
                     "host.gpus_per_thread: must be a whole number from 1 to {} (the GPUs one host thread \
                      drives), not {}",
                     u32::MAX,
-                    src.shown(&v)
+                    src.shown(v)
                 ),
             )
         })? as usize,
@@ -985,7 +988,7 @@ fn bandwidth(src: &Src, v: &Spanned<Scalar>, key: &str) -> Result<f64, ScenarioE
             format!(
                 "{key}: expected a bandwidth such as 100Gbps or 12.5GB/s, or a number of \
                  bytes per second, found {}",
-                src.shown(&v)
+                src.shown(v)
             ),
         )),
         s => units::parse_bandwidth(&s.text()).map_err(|e| src.err(&v.referenced, format!("{key}: {e}"))),
@@ -1132,7 +1135,7 @@ fn algo_entry(
                             &v.referenced,
                             format!(
                                 "algorithms: protocol: {} is not a protocol; allowed: simple, ll, ll128, auto",
-                                src.shown(&v)
+                                src.shown(v)
                             ),
                         ));
                     };
@@ -1687,7 +1690,7 @@ fn loggp(src: &Src, raw: &RawNetwork) -> Result<LogGP, ScenarioError> {
 /// A size in bytes (`envelope`, `eager_threshold`).
 fn size(src: &Src, v: &Spanned<Scalar>, key: &str) -> Result<u64, ScenarioError> {
     let bytes = match &v.value {
-        Scalar::Bool(_) | Scalar::Null => Err(format!("expected a size such as 16 or 64B, found {}", src.shown(&v))),
+        Scalar::Bool(_) | Scalar::Null => Err(format!("expected a size such as 16 or 64B, found {}", src.shown(v))),
         other => units::parse_size(&other.text()),
     };
     bytes.map_err(|e| src.err(&v.referenced, format!("{key}: {e}")))
