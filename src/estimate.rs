@@ -606,8 +606,10 @@ pub fn check_budget(plans: &[Planned]) -> Result<(), String> {
             } else {
                 "even a sample of every vector is too much: raise data.memory_budget, use data.mode: off, or fewer ranks"
             };
+            let at =
+                if s.data.budget_location.is_empty() { String::new() } else { format!("{}: ", s.data.budget_location) };
             return Err(format!(
-                "{}: the data plane would need about {} (data.mode: {}), more than data.memory_budget {}; {hint}",
+                "{at}{}: the data plane would need about {} (data.mode: {}), more than data.memory_budget {}; {hint}",
                 pl.label(),
                 fmt_bytes(need),
                 if mode == DataMode::Full { "full" } else { "sample" },

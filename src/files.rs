@@ -440,6 +440,18 @@ fn probe(tmp: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The system directory `dir` is, or lies under, where no plot belongs: `/dev` itself
+/// (its subdirectories such as `/dev/shm` are ordinary places to write), `/proc` and
+/// `/sys` anywhere. Root may create files in `/dev` (and some of `/sys`), so the probe
+/// of [`check_dir`] let plots be written among the devices.
+fn system_dir(dir: &Path) -> Option<&'static str> {
+    let real = fs::canonicalize(dir).ok()?;
+    if real == Path::new("/dev") {
+        return Some("/dev");
+    }
+    ["/proc", "/sys"].into_iter().find(|s| real.starts_with(s))
+}
+
 /// A directory of plots: it, or the nearest of its ancestors that exists, must be a
 /// directory we can write in (it is created when the plots are drawn).
 fn check_dir(flag: &str, dir: &Path) -> Result<(), String> {
@@ -455,8 +467,16 @@ fn check_dir(flag: &str, dir: &Path) -> Result<(), String> {
             // The plots are drawn after the run: a directory they cannot be written in
             // (read-only, or /proc's) is refused now, not once the work is done.
             Ok(m) if m.is_dir() => {
-                return probe(&temp_beside(&at.join("plots")))
-                    .map_err(|e| format!("{flag} {}: cannot write in {}: {e}", dir.display(), at.display()));
+                probe(&temp_beside(&at.join("plots")))
+                    .map_err(|e| format!("{flag} {}: cannot write in {}: {e}", dir.display(), at.display()))?;
+                return match system_dir(at) {
+                    Some(system) => Err(format!(
+                        "{flag} {}: plots are not written into {system}, the system's devices and kernel \
+                         files; name a directory of your own (a new one is made)",
+                        dir.display()
+                    )),
+                    None => Ok(()),
+                };
             }
             Ok(_) => {
                 return Err(format!(

@@ -936,6 +936,16 @@ fn fill_verification(res: &mut PointResult, s: &Scenario, v: &Verification, dept
             )
         });
     }
+    if v.overflowed > 0 {
+        res.notes.push(format!(
+            "{} element(s) passed {}'s range in this algorithm's order of reduction (a partial \
+             result beyond its largest finite value, though the exact result is not) and hold an infinity or \
+             not-a-number, as IEEE arithmetic gives in that order (NCCL's and MPI's reductions alike): not \
+             counted as errors; the other elements are checked against the bound",
+            v.overflowed,
+            s.data.dtype.name()
+        ));
+    }
     if s.check.bitwise && !v.ranks_bitwise_equal {
         res.failures.push(
             "ranks ended with vectors that are not bit-identical (check.bitwise: true asks that they are)".to_string(),

@@ -469,6 +469,11 @@ pub fn fmt_time_fine(seconds: f64) -> String {
     scaled(seconds, &PRINTED_TIME_UNITS, 6)
 }
 
+/// A byte count in full for messages quoting a size the user gave: `1 byte`, `12 bytes`.
+pub fn count_bytes(n: u64) -> String {
+    if n == 1 { "1 byte".to_string() } else { format!("{n} bytes") }
+}
+
 /// A byte count for people, binary units, three significant digits: `100 B`, `4 KiB`,
 /// `1 MiB`, `1.5 MiB`. Counts below 1024 are exact.
 pub fn fmt_bytes(bytes: u64) -> String {

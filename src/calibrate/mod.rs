@@ -805,11 +805,11 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
     let ty = dtype_name(run.dtype.as_deref().unwrap_or("float"));
     if let Some(bad) = run.samples.iter().find(|x| !x.bytes.is_multiple_of(e)) {
         return Err(format!(
-            "{}:{}: a size of {} bytes is not a whole number of {e}-byte {ty} elements, which the simulator moves; \
+            "{}:{}: a size of {} is not a whole number of {e}-byte {ty} elements, which the simulator moves; \
              sizes must be multiples of {e} bytes (remove the row)",
             crate::units::escape_controls(&run.file),
             bad.line,
-            bad.bytes
+            crate::units::count_bytes(bad.bytes)
         ));
     }
     let mut tree = m.tree.clone();

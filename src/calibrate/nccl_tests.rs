@@ -553,7 +553,11 @@ fn read_row(body: &str, n: usize, file: &str, cur: &mut Partial) -> Result<Optio
         return Ok(None);
     }
     if !bytes.is_multiple_of(esize) {
-        return Err(LogError::at(file, n, format!("{bytes} bytes is not a whole number of {dtype} elements")));
+        return Err(LogError::at(
+            file,
+            n,
+            format!("{} is not a whole number of {dtype} elements", crate::units::count_bytes(bytes)),
+        ));
     }
     let root: i64 = match cols.root {
         Some(k) => f[k].parse().map_err(|_| LogError::at(file, n, "the root is not a whole number"))?,
@@ -571,8 +575,9 @@ fn read_row(body: &str, n: usize, file: &str, cur: &mut Partial) -> Result<Optio
             file,
             n,
             format!(
-                "the count {elems} does not match the size {bytes}: {bytes} bytes of {dtype} are {} elements, which \
+                "the count {elems} does not match the size {bytes}: {} of {dtype} are {} elements, which \
                  nccl-tests prints as the count, or as the count times the ranks, the same way on every row{}",
+                crate::units::count_bytes(bytes),
                 bytes / esize,
                 if first > 0 { format!(" (the run's first row: {first} times)") } else { String::new() }
             ),

@@ -22,6 +22,7 @@ pub(crate) fn scenario() -> Scenario {
             init: Init::Random,
             mode: DataMode::Full,
             memory_budget: crate::scenario::DEFAULT_MEMORY_BUDGET,
+            budget_location: String::new(),
         },
         collective: Collective::Allreduce,
         algorithms: vec![

@@ -151,6 +151,10 @@ pub struct DataSpec {
     /// Bytes the data plane of one point may hold (`data.memory_budget`, default 2 GiB):
     /// `auto` samples beyond it, and a point that would need more is refused.
     pub memory_budget: u64,
+    /// `file:line:column` of `data.memory_budget` (of `data:` where the budget is the
+    /// default; empty with neither), for the refusal of a point the budget cannot hold.
+    #[serde(skip)]
+    pub budget_location: String,
 }
 
 /// The default `data.memory_budget`: 2 GiB.

@@ -126,6 +126,23 @@ impl Src<'_> {
         self.word_at(loc).filter(|w| huge_integer(w)).map(str::to_string)
     }
 
+    /// `v` as the file wrote it where it reads as a float (`04`, `1e3`: not `4.0`,
+    /// `1000.0`): the plain, untagged word at `loc` if it is a number; else as read.
+    fn shown_at(&self, v: &Scalar, loc: &Location) -> String {
+        if let Scalar::Float(_) = v
+            && self.tag_and_key(loc).0.is_none()
+            && let Some(w) = self.word_at(loc).filter(|w| w.parse::<f64>().is_ok())
+        {
+            return w.to_string();
+        }
+        v.shown()
+    }
+
+    /// [`Self::shown_at`] of a value where its own text is.
+    fn shown(&self, v: &Spanned<Scalar>) -> String {
+        self.shown_at(&v.value, &v.defined)
+    }
+
     /// The plain word (a scalar up to a blank, `,`, `]`, `}` or `#`) at `loc`, as written.
     fn word_at(&self, loc: &Location) -> Option<&str> {
         let (line, col) = line_col(loc)?;
@@ -738,12 +755,20 @@ fn unread_tags(src: &Src<'_>) -> Result<(), ScenarioError> {
                 };
                 // A decoded `%0A` would break the message's line; the other characters
                 // that cannot be seen are escaped where every message is printed.
+                let unseen = crate::units::escape_controls(&shown) != shown;
                 let shown = shown.replace('\n', "\\n").replace('\t', "\\t");
                 // `!%21` decodes to the local tag `!!`, which reads as the other handle: the
-                // spelling is quoted too, so the user finds what they wrote.
-                let written = match written_tag(src.text, &span) {
-                    Some(w) if w != shown => format!(" (written {w}: a %-escape is the character it encodes)"),
-                    _ => String::new(),
+                // spelling is quoted too, so the user finds what they wrote. A tag that
+                // decodes to a character no message shows (`!%00`) is quoted as written first.
+                let (shown, written) = match written_tag(src.text, &span) {
+                    Some(w) if unseen => {
+                        let read = format!(
+                            " (a %-escape is the character it encodes, here one that cannot be printed: it reads as {shown})"
+                        );
+                        (w, read)
+                    }
+                    Some(w) if w != shown => (shown, format!(" (written {w}: a %-escape is the character it encodes)")),
+                    _ => (shown, String::new()),
                 };
                 // The key the node is the value of, from the parser's own structure rather
                 // than the text before it (a block list's item, an anchor between key and tag).
@@ -919,7 +944,7 @@ fn time(src: &Src, v: &Spanned<Scalar>, key: &str) -> Result<f64, ScenarioError>
     match &v.value {
         Scalar::Bool(_) | Scalar::Null => Err(src.err(
             &v.referenced,
-            format!("{key}: expected a time such as 1us or a number of seconds, found {}", v.value.shown()),
+            format!("{key}: expected a time such as 1us or a number of seconds, found {}", src.shown(v)),
         )),
         s => units::parse_time(&s.text()).map_err(|e| src.err(&v.referenced, format!("{key}: {e}"))),
     }
@@ -947,7 +972,7 @@ fn host(src: &Src, raw: Spanned<RawHost>) -> Result<crate::scenario::HostSpec, S
                     "host.gpus_per_thread: must be a whole number from 1 to {} (the GPUs one host thread \
                      drives), not {}",
                     u32::MAX,
-                    v.value.shown()
+                    src.shown(v)
                 ),
             )
         })? as usize,
@@ -963,7 +988,7 @@ fn bandwidth(src: &Src, v: &Spanned<Scalar>, key: &str) -> Result<f64, ScenarioE
             format!(
                 "{key}: expected a bandwidth such as 100Gbps or 12.5GB/s, or a number of \
                  bytes per second, found {}",
-                v.value.shown()
+                src.shown(v)
             ),
         )),
         s => units::parse_bandwidth(&s.text()).map_err(|e| src.err(&v.referenced, format!("{key}: {e}"))),
@@ -998,8 +1023,9 @@ fn check_whole_elements(bytes: u64, dtype: Dtype) -> Result<(), String> {
     let name = dtype.name();
     if !bytes.is_multiple_of(e) {
         return Err(format!(
-            "{bytes} bytes is not a whole number of {e}-byte {name} elements; \
-             use a multiple of {e} bytes"
+            "{} is not a whole number of {e}-byte {name} elements; \
+             use a multiple of {e} bytes",
+            units::count_bytes(bytes)
         ));
     }
     if usize::try_from(bytes / e).is_err() {
@@ -1010,12 +1036,12 @@ fn check_whole_elements(bytes: u64, dtype: Dtype) -> Result<(), String> {
 
 /// A rank count of at least 1, at most 2^32 - 1: ranks are numbered in 32 bits
 /// ([`crate::sim::Rank`]), and P^2 message counts then fit 64.
-fn rank_count(v: &Scalar) -> Result<usize, String> {
+fn rank_count(v: &Scalar, shown: impl FnOnce() -> String) -> Result<usize, String> {
     whole(v, 1, u64::from(u32::MAX)).map(|n| n as usize).ok_or_else(|| {
         format!(
             "a rank count must be a whole number from 1 to {} (ranks are numbered in 32 bits), not {}",
             u32::MAX,
-            v.shown()
+            shown()
         )
     })
 }
@@ -1109,7 +1135,7 @@ fn algo_entry(
                             &v.referenced,
                             format!(
                                 "algorithms: protocol: {} is not a protocol; allowed: simple, ll, ll128, auto",
-                                v.value.shown()
+                                src.shown(v)
                             ),
                         ));
                     };
@@ -1192,7 +1218,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
         Some(s) => whole(&s.value, 0, u64::MAX).ok_or_else(|| {
             src.err(
                 &s.referenced,
-                format!("seed: must be a whole number from 0 to {}, not {}", u64::MAX, s.value.shown()),
+                format!("seed: must be a whole number from 0 to {}, not {}", u64::MAX, src.shown(&s)),
             )
         })?,
     };
@@ -1232,7 +1258,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
             let mut ranks: Vec<usize> = Vec::new();
             let mut rank_locs: Vec<Location> = Vec::new();
             for (v, loc) in list_items(ranks_raw) {
-                let n = rank_count(&v).map_err(|e| src.err(&loc, format!("ranks: {e}")))?;
+                let n = rank_count(&v, || src.shown_at(&v, &loc)).map_err(|e| src.err(&loc, format!("ranks: {e}")))?;
                 if let Some(i) = ranks.iter().position(|&m| m == n) {
                     return Err(src.err(&loc, format!("ranks: {n} is listed twice{}", first_at(&rank_locs[i]))));
                 }
@@ -1285,9 +1311,16 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     let repeat = r.repeat.map(|v| noise::repeat(src, &v)).transpose()?;
 
     // data
+    let data_at = r.data.as_ref().map(|d| d.referenced);
     let (dtype, op, init, mode, budget) = match r.data {
         None => (None, None, None, None, None),
         Some(d) => (d.value.dtype, d.value.op, d.value.init, d.value.mode, d.value.memory_budget),
+    };
+    // The point a budget cannot hold is refused after parsing: it names the key's place.
+    let budget_location = match (&budget, &data_at) {
+        (Some(b), _) => src.place(&b.referenced),
+        (None, Some(at)) => src.place(at),
+        (None, None) => String::new(),
     };
     let dtypes: Vec<(&str, Dtype)> = Dtype::ALL.iter().map(|&d| (d.name(), d)).collect();
     let ops = [
@@ -1313,7 +1346,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
             Scalar::Bool(_) | Scalar::Null => {
                 return Err(src.err(
                     &b.referenced,
-                    format!("data.memory_budget: expected a size such as 2GiB, found {}", b.value.shown()),
+                    format!("data.memory_budget: expected a size such as 2GiB, found {}", src.shown(&b)),
                 ));
             }
             v => {
@@ -1327,6 +1360,7 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
         init: choice(src, init.as_ref(), "data.init", &inits, &[])?,
         mode: choice(src, mode.as_ref(), "data.mode", &modes, &[])?,
         memory_budget,
+        budget_location,
     };
 
     // algorithms
@@ -1433,7 +1467,9 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     for (v, loc) in items {
         let b = size_bytes(&v, data.dtype).map_err(|e| src.err(&loc, format!("sizes: {e}")))?;
         if let Some(i) = sizes.iter().position(|&m| m == b) {
-            return Err(src.err(&loc, format!("sizes: {b} bytes is listed twice{}", first_at(&size_locs[i]))));
+            return Err(
+                src.err(&loc, format!("sizes: {} is listed twice{}", units::count_bytes(b), first_at(&size_locs[i])))
+            );
         }
         sizes.push(b);
         size_locs.push(loc);
@@ -1654,7 +1690,7 @@ fn loggp(src: &Src, raw: &RawNetwork) -> Result<LogGP, ScenarioError> {
 /// A size in bytes (`envelope`, `eager_threshold`).
 fn size(src: &Src, v: &Spanned<Scalar>, key: &str) -> Result<u64, ScenarioError> {
     let bytes = match &v.value {
-        Scalar::Bool(_) | Scalar::Null => Err(format!("expected a size such as 16 or 64B, found {}", v.value.shown())),
+        Scalar::Bool(_) | Scalar::Null => Err(format!("expected a size such as 16 or 64B, found {}", src.shown(v))),
         other => units::parse_size(&other.text()),
     };
     bytes.map_err(|e| src.err(&v.referenced, format!("{key}: {e}")))
@@ -1812,7 +1848,7 @@ impl Overrides {
                 let b = units::parse_size(text).map_err(|e| ScenarioError::flag(FLAG, e))?;
                 check_whole_elements(b, s.data.dtype).map_err(|e| ScenarioError::flag(FLAG, e))?;
                 if out.contains(&b) {
-                    return Err(ScenarioError::flag(FLAG, format!("{b} bytes is given twice")));
+                    return Err(ScenarioError::flag(FLAG, format!("{} is given twice", units::count_bytes(b))));
                 }
                 out.push(b);
             }

@@ -177,10 +177,9 @@ fn efficiency(src: &Src, raw: &Spanned<RawPerProto>, key: &str) -> Result<PerPro
         };
         let f = factor(&v.value);
         if !(f > 0.0 && f.is_finite()) {
-            return Err(src.err(
-                &v.referenced,
-                format!("{key}.{}: expected a number above 0, got {}", p.name(), v.value.shown()),
-            ));
+            return Err(
+                src.err(&v.referenced, format!("{key}.{}: expected a number above 0, got {}", p.name(), src.shown(v)))
+            );
         }
         match p {
             Proto::Ll => e.ll = f,
@@ -242,7 +241,7 @@ fn count(src: &Src, v: &Spanned<Scalar>, key: &str, what: &str, min: u64) -> Res
     whole(&v.value, min, usize::MAX as u64).map(|n| n as usize).ok_or_else(|| {
         src.err(
             &v.referenced,
-            format!("{key}: must be a whole number of at least {min} ({what}), not {}", v.value.shown()),
+            format!("{key}: must be a whole number of at least {min} ({what}), not {}", src.shown(v)),
         )
     })
 }
@@ -335,7 +334,7 @@ pub(super) fn cluster(src: &Src, at: Location, t: RawCluster) -> Result<ClusterS
                     format!(
                         "topology.intra.nvls_efficiency: expected a number above 0 and at most 1 (the fraction of \
                          the GPU's bandwidth NVLS's switch operations reach, e.g. 0.85), got {}",
-                        v.value.shown()
+                        src.shown(v)
                     ),
                 ));
             }
@@ -530,7 +529,7 @@ fn nvlinks(
                 whole(&x.value, 0, gpus as u64 - 1).map(|n| n as usize).ok_or_else(|| {
                     src.err(
                         &x.referenced,
-                        format!("{key}: {} is not a GPU of the node; GPUs are 0 to {}", x.value.shown(), gpus - 1),
+                        format!("{key}: {} is not a GPU of the node; GPUs are 0 to {}", src.shown(x), gpus - 1),
                     )
                 })?
             } else {
@@ -539,7 +538,7 @@ fn nvlinks(
                         &x.referenced,
                         format!(
                             "{key}: the count of NVLinks must be a whole number of at least 1, not {}",
-                            x.value.shown()
+                            src.shown(x)
                         ),
                     )
                 })?
@@ -562,7 +561,7 @@ fn socket_lists(src: &Src, raw: Spanned<RawLinks>, gpus: usize) -> Result<Vec<Ve
                     &x.referenced,
                     format!(
                         "topology.intra.sockets[{i}]: {} is not a GPU of the node; GPUs are 0 to {}",
-                        x.value.shown(),
+                        src.shown(x),
                         gpus - 1
                     ),
                 )
@@ -608,7 +607,7 @@ fn pci_buses(src: &Src, raw: Spanned<Vec<Spanned<Scalar>>>, gpus: usize) -> Resu
                 format!(
                     "topology.intra.pci_bus[{g}]: {} is not a PCI bus; write it as lspci or nccl-tests does, \
                      e.g. \"4a\" or \"0000:4a:00\"",
-                    v.value.shown()
+                    src.shown(v)
                 ),
             )
         })?;

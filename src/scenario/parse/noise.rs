@@ -77,7 +77,7 @@ fn number(src: &Src, v: &Spanned<Scalar>, key: &str) -> Result<f64, ScenarioErro
         _ => None,
     };
     x.filter(|x| x.is_finite())
-        .ok_or_else(|| src.err(&v.referenced, format!("{key}: expected a number, found {}", v.value.shown())))
+        .ok_or_else(|| src.err(&v.referenced, format!("{key}: expected a number, found {}", src.shown(v))))
 }
 
 /// A required key of an entry at `at`.
@@ -88,10 +88,7 @@ fn required<'v, T>(src: &Src, v: &'v Option<T>, at: &Location, key: &str, what: 
 /// `repeat:`: seeds per point, `1..=MAX_REPEAT`.
 pub(super) fn repeat(src: &Src, v: &Spanned<Scalar>) -> Result<u32, ScenarioError> {
     whole(&v.value, 1, MAX_REPEAT).map(|n| n as u32).ok_or_else(|| {
-        src.err(
-            &v.referenced,
-            format!("repeat: must be a whole number from 1 to {MAX_REPEAT}, not {}", v.value.shown()),
-        )
+        src.err(&v.referenced, format!("repeat: must be a whole number from 1 to {MAX_REPEAT}, not {}", src.shown(v)))
     })
 }
 
@@ -235,7 +232,7 @@ fn random_fault(
             &k.referenced,
             format!(
                 "noise.faults.random: how many links fail, a whole number from 0 to {MAX_RANDOM_FAULTS}, not {}",
-                k.value.shown()
+                src.shown(k)
             ),
         )
     })? as usize;
@@ -354,7 +351,7 @@ fn slow_ranks(src: &Src, raw: Spanned<Vec<Spanned<RawSlowRank>>>) -> Result<Vec<
         let rank = whole(&rank_at.value, 0, u32::MAX as u64 - 1).ok_or_else(|| {
             src.err(
                 &rank_at.referenced,
-                format!("noise.slow_ranks.rank: a rank number from 0, not {}", rank_at.value.shown()),
+                format!("noise.slow_ranks.rank: a rank number from 0, not {}", src.shown(rank_at)),
             )
         })? as usize;
         if out.iter().any(|s| s.rank == rank) {

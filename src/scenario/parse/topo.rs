@@ -501,10 +501,7 @@ pub(super) fn topology(src: &Src, raw: Spanned<RawTopology>) -> Result<TopologyS
                 Some(v) => whole(&v.value, 1, usize::MAX as u64).map(|n| n as usize).ok_or_else(|| {
                     src.err(
                         &v.referenced,
-                        format!(
-                            "topology.{key}: must be a whole number of at least 1 ({what}), not {}",
-                            v.value.shown()
-                        ),
+                        format!("topology.{key}: must be a whole number of at least 1 ({what}), not {}", src.shown(v)),
                     )
                 }),
             };
@@ -545,7 +542,7 @@ fn ports(src: &Src, n: &Spanned<Scalar>, key: &str) -> Result<u32, ScenarioError
     whole(&n.value, 1, u64::from(u32::MAX)).map(|k| k as u32).ok_or_else(|| {
         src.err(
             &n.referenced,
-            format!("{key}: must be a whole number from 1 to {} (ports per rank), not {}", u32::MAX, n.value.shown()),
+            format!("{key}: must be a whole number from 1 to {} (ports per rank), not {}", u32::MAX, src.shown(n)),
         )
     })
 }
@@ -579,7 +576,7 @@ fn dims(src: &Src, d: Spanned<Vec<Spanned<Scalar>>>) -> Result<[usize; 2], Scena
         out[i] = whole(&v.value, 1, usize::MAX as u64).map(|n| n as usize).ok_or_else(|| {
             src.err(
                 &v.referenced,
-                format!("topology.dims: {what} must be a whole number of at least 1, not {}", v.value.shown()),
+                format!("topology.dims: {what} must be a whole number of at least 1, not {}", src.shown(v)),
             )
         })?;
     }
@@ -612,7 +609,7 @@ fn levels(src: &Src, raw: Spanned<Vec<Spanned<RawLevel>>>) -> Result<Vec<LevelSp
         let size_v = whole(&size.value, 1, usize::MAX as u64).map(|n| n as usize).ok_or_else(|| {
             src.err(
                 &size.referenced,
-                format!("{key}.size: must be a whole number of at least 1, not {}", size.value.shown()),
+                format!("{key}.size: must be a whole number of at least 1, not {}", src.shown(size)),
             )
         })?;
         ranks = ranks.checked_mul(size_v).ok_or_else(|| {
@@ -784,7 +781,7 @@ fn edges(
             idx[j] = *nodes.index.get(&v.value.text()).ok_or_else(|| {
                 src.err(
                     &v.referenced,
-                    format!("{key}.{field}: unknown node {}; the nodes are {}", v.value.shown(), nodes.names(|_| true)),
+                    format!("{key}.{field}: unknown node {}; the nodes are {}", src.shown(v), nodes.names(|_| true)),
                 )
             })?;
         }
@@ -896,7 +893,7 @@ fn graph_placement(src: &Src, raw: Spanned<RawPlacement>, nodes: &Nodes) -> Resu
         let Some(&v) = nodes.index.get(&name) else {
             return Err(src.err(
                 &item.referenced,
-                format!("{key}: unknown node {}; the hosts are {}", item.value.shown(), hosts()),
+                format!("{key}: unknown node {}; the hosts are {}", src.shown(&item), hosts()),
             ));
         };
         if nodes.nodes[v].kind == NodeKind::Switch {

@@ -83,6 +83,11 @@ pub struct Verification {
     pub first_violation: Option<Violation>,
     /// Ranks checked element by element; the others matched a checked rank bit for bit.
     pub ranks_checked: usize,
+    /// Checked elements left out of the errors: their result is inf or NaN where the
+    /// exact one is finite (or another infinity), and the inputs' magnitudes are large
+    /// enough that a partial result can pass the type's range in some order of
+    /// reduction ([`check_reduced_block`]).
+    pub overflowed: u64,
 }
 
 /// The reduction's exact values, per tracked element.
@@ -315,6 +320,14 @@ pub(super) fn finish_float(op: ReduceOp, ranks: usize, hi: &mut [f64], lo: &mut 
         ReduceOp::Avg => {
             let d = ranks as f64;
             hi.iter_mut().zip(lo.iter_mut()).zip(aux.iter_mut()).for_each(|((h, l), a)| {
+                *a /= d;
+                if !h.is_finite() {
+                    // An infinite input (f16 `rank` past 65,504) makes the sum infinite:
+                    // the remainder below would be inf - inf, a NaN reference that every
+                    // result passed.
+                    *l = 0.0;
+                    return;
+                }
                 // (h + l) / d in double-double: the quotient, then the remainder's.
                 let q = *h / d;
                 let (p, e) = two_prod(q, d);
@@ -322,7 +335,6 @@ pub(super) fn finish_float(op: ReduceOp, ranks: usize, hi: &mut [f64], lo: &mut 
                 let s = q + r;
                 *l = r - (s - q);
                 *h = s;
-                *a /= d;
             });
         }
         ReduceOp::Max | ReduceOp::Min => {}
@@ -356,6 +368,7 @@ pub(super) struct Stats {
     max_exact: f64,
     max_bound: f64,
     first: Option<Violation>,
+    overflowed: u64,
 }
 
 impl Stats {
@@ -364,6 +377,7 @@ impl Stats {
         self.max_ulp = self.max_ulp.max(o.max_ulp);
         self.max_exact = self.max_exact.max(o.max_exact);
         self.max_bound = self.max_bound.max(o.max_bound);
+        self.overflowed += o.overflowed;
         self.first = match (self.first, o.first) {
             (Some(a), Some(b)) => Some(if (b.rank, b.index) < (a.rank, a.index) { b } else { a }),
             (a, b) => a.or(b),
@@ -652,12 +666,29 @@ pub(super) fn check_reduced_block<T: Elem>(
             // own bound (1 + u)^k - 1, which gamma_k only bounds from above, is finite.
             let g_prod = if g_prod.is_finite() { g_prod } else { (mults * u.ln_1p()).exp_m1() * (1.0 + 1e-9) };
             let bound = move |h: f64, a: f64| match op {
+                // An infinite exact result (an input of the type's infinity: the
+                // sum of an infinite |x_i| gave an infinite bound, which any result was
+                // within): the result must be that infinity.
+                ReduceOp::Sum | ReduceOp::Avg | ReduceOp::Prod if h.is_infinite() => 0.0,
                 ReduceOp::Sum => g_sum * a,
                 ReduceOp::Avg => g_avg * a + 2.0 * np * eta,
-                // An infinite exact product: the result must be that infinity.
-                ReduceOp::Prod if h.is_infinite() => 0.0,
                 ReduceOp::Prod => g_prod * h.abs() + 2.0 * mults * eta * a,
                 ReduceOp::Max | ReduceOp::Min => 0.0,
+            };
+            // Higham's bounds assume no overflow. Where sum |x_i| (a product's
+            // prod max(1, |x_i|)), grown by the rounding the bound allows, is past the
+            // type's range, a partial result can pass it in some order though the exact
+            // result does not: inf, or NaN from inf - inf or inf * 0, is then what IEEE
+            // arithmetic gives in that order (NCCL's and MPI's reductions give the same),
+            // not a wrong reduction. Such elements are counted, not taken for errors.
+            let can_overflow = move |a: f64| {
+                let grown = match op {
+                    ReduceOp::Sum => a * (1.0 + g_sum),
+                    ReduceOp::Avg => a * (1.0 + g_avg),
+                    ReduceOp::Prod => a * (1.0 + g_prod),
+                    ReduceOp::Max | ReduceOp::Min => return false,
+                };
+                T::from_real(grown).to_f64().is_infinite()
             };
             let ulp = move |h: f64| {
                 let e =
@@ -674,6 +705,10 @@ pub(super) fn check_reduced_block<T: Elem>(
                     ((g - h) - l).abs()
                 };
                 let b = bound(h, aux[j]);
+                if err > b && !g.is_finite() && can_overflow(aux[j]) {
+                    st.overflowed += 1;
+                    continue;
+                }
                 st.add(err, err / ulp(h), h, b, || Violation {
                     rank,
                     index: index(j),
@@ -726,6 +761,7 @@ pub(super) fn verification(stats: Stats, verified: bool, bitwise: bool, checked:
         ranks_bitwise_equal: bitwise,
         first_violation: stats.first,
         ranks_checked: checked,
+        overflowed: stats.overflowed,
     }
 }
 

@@ -261,11 +261,11 @@ impl std::fmt::Display for CutOff {
             let sep = if i > 0 { "; " } else { "" };
             write!(
                 f,
-                "{sep}rank {} waits for rank {}'s message, {} of {} bytes moved when {} failed at {}",
+                "{sep}rank {} waits for rank {}'s message, {} of {} moved when {} failed at {}",
                 c.dst,
                 c.src,
                 c.moved,
-                c.bytes,
+                crate::units::count_bytes(c.bytes),
                 c.link,
                 crate::units::fmt_time_fine(c.at)
             )?;
