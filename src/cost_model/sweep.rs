@@ -119,7 +119,7 @@ pub const SWEEP_LOOKS_PER_MESSAGE: u64 = 4 * WORK_PER_MESSAGE;
 
 /// [`sweep`] of streams whose messages name the step that receives them ([`Posted`]).
 /// `None` also where its walks of the waiting lists would look at more messages than
-/// [`SWEEP_LOOKS_PER_MESSAGE`] a message and [`WORK_FLOOR`].
+/// `SWEEP_LOOKS_PER_MESSAGE` a message and `WORK_FLOOR`.
 pub fn sweep_posted(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<Posted>]) -> Option<f64> {
     sweep_within(topo, c, windowed, streams, (WORK_FLOOR, SWEEP_LOOKS_PER_MESSAGE))
 }
