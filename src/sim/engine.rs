@@ -1182,18 +1182,52 @@ struct Pairs {
 /// and links are 84): it grows with the messages in flight, not with P^2 alone. Only with
 /// [`Bits`] (up to [`BITS_MAX`] interfaces, 64 MiB).
 struct Dense {
-    /// Interfaces: pair (s, d) is word `s * n + d`.
+    /// Interfaces: pair (s, d) is entry `s * n + d`.
     n: usize,
-    /// Each pair's first waiting message (`NONE`: none).
-    heads: Vec<u32>,
+    /// Each pair's first waiting message (`NONE`: none), and its sender's sequence.
+    heads: Vec<DenseHead>,
     /// By slot, for a pair's first message: the pair's last (stale elsewhere).
     last: Vec<u32>,
+    /// Per interface: the one rank whose messages it has sent out, [`NONE`] before its
+    /// first, [`Dense::MANY`] once a second rank's came ([`Dense::by_sequence`]).
+    sender: Vec<u32>,
+}
+
+/// A [`Dense`] table's entry: a pair's first waiting message and that message's
+/// sequence number at its sender (`seq`), beside it so that the pairs of one sender
+/// are compared without reading their messages' slots ([`Engine::first_to_free`]).
+#[derive(Clone, Copy)]
+struct DenseHead {
+    head: u32,
+    seq: u32,
+}
+
+impl DenseHead {
+    const EMPTY: DenseHead = DenseHead { head: NONE, seq: 0 };
+
+    #[inline]
+    fn of(id: u32, m: &Msg) -> DenseHead {
+        DenseHead { head: id, seq: m.seq }
+    }
 }
 
 impl Dense {
+    /// [`Dense::sender`] of an interface that has sent more than one rank's messages.
+    const MANY: u32 = NONE - 1;
+
     #[inline]
     fn at(&self, s: u32, d: u32) -> usize {
         s as usize * self.n + d as usize
+    }
+
+    /// Whether interface `s`'s waiting messages are in priority order by their
+    /// sequence numbers alone: they are when one rank sent them all (a rank numbers its
+    /// messages as it issues them, and its clock never runs back, so its issue times
+    /// follow its numbers; [`priority`]'s rank is then the same), which is every
+    /// interface where an interface is a rank.
+    #[inline]
+    fn by_sequence(&self, s: u32) -> bool {
+        self.sender[s as usize] != Self::MANY
     }
 }
 
@@ -1330,7 +1364,7 @@ impl Pairs {
     fn get(&self, msgs: &[Msg], s: u32, d: u32) -> Option<Pair> {
         match self.dense.as_ref() {
             Some(t) => {
-                let head = t.heads[t.at(s, d)];
+                let head = t.heads[t.at(s, d)].head;
                 (head != NONE).then(|| Pair { head, tail: NONE, first: priority(&msgs[head as usize]) })
             }
             None => self.heads.get(pair_key(s, d)).copied(),
@@ -2212,9 +2246,17 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             }
             let List { head, tail: mut prev } = self.ifaces[i as usize].lists[l as usize];
             debug_assert!(!LAST_OUT || l != Link::Out || prev == NONE || before(prev, &self.msgs));
+            let mut steps = 0;
             while !(LAST_OUT && l == Link::Out) && prev != NONE && !before(prev, &self.msgs) {
                 // The head's `prev` is stale ([`List::unlink`]).
                 prev = if prev == head { NONE } else { self.links[prev as usize].prev[l as usize] };
+                steps += 1;
+            }
+            if l == Link::In {
+                // Steps the [`Pairs`] index would save (it files the message under its
+                // pair instead): a deferred send put in line after others were issued
+                // to its receiver walks back past them all.
+                self.looks += steps;
             }
             self.ifaces[i as usize].lists[l as usize].insert_after(&mut self.links, l, prev, id);
         }
@@ -2293,11 +2335,15 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             if t.last.len() < msgs.len() {
                 t.last.resize(msgs.len(), NONE);
             }
+            let sender = &mut t.sender[m.src_if as usize];
+            if *sender != m.src {
+                *sender = if *sender == NONE { m.src } else { Dense::MANY };
+            }
             let at = t.at(m.src_if, m.dst_if);
-            let head = t.heads[at];
+            let head = t.heads[at].head;
             if head == NONE {
                 next[id as usize] = NONE;
-                t.heads[at] = id;
+                t.heads[at] = DenseHead::of(id, m);
                 t.last[id as usize] = id;
                 if let Some(b) = bits.as_mut() {
                     b.mark_pair(m.src_if, m.dst_if, true);
@@ -2313,7 +2359,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 t.last[head as usize] = id;
             } else if key < priority(&msgs[head as usize]) {
                 next[id as usize] = head;
-                t.heads[at] = id;
+                t.heads[at] = DenseHead::of(id, m);
                 t.last[id as usize] = tail;
             } else {
                 chain_insert(next, msgs, head, id, key);
@@ -2353,17 +2399,17 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let Pairs { heads, next, bits, dense, .. } = pairs;
         if let Some(t) = dense.as_mut() {
             let at = t.at(m.src_if, m.dst_if);
-            let head = t.heads[at];
+            let head = t.heads[at].head;
             debug_assert!(head != NONE, "a waiting message is filed under its pair");
             if head == id {
                 let after = next[id as usize];
                 if after == NONE {
-                    t.heads[at] = NONE;
+                    t.heads[at] = DenseHead::EMPTY;
                     if let Some(b) = bits.as_mut() {
                         b.mark_pair(m.src_if, m.dst_if, false);
                     }
                 } else {
-                    t.heads[at] = after;
+                    t.heads[at] = DenseHead::of(after, &self.msgs[after as usize]);
                     t.last[after as usize] = t.last[id as usize];
                 }
                 return;
@@ -2440,7 +2486,10 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     #[cold]
     fn build_pairs(&mut self) {
         #[cfg(test)]
-        tests::BUILT.with(|c| c.set(c.get() + 1));
+        {
+            tests::BUILT.with(|c| c.set(c.get() + 1));
+            tests::BUILT_AFTER.with(|c| c.set(self.stats.messages));
+        }
         let n = self.ifaces.len();
         let words = n.div_ceil(64);
         // Issued and not yet landed, deferred sends included.
@@ -2463,8 +2512,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             receivers: IfSet::new(if bits.is_some() { 0 } else { n }),
             dense: (bits.is_some() && dense_from(in_flight, n)).then(|| Dense {
                 n,
-                heads: vec![NONE; n * n],
+                heads: vec![DenseHead::EMPTY; n * n],
                 last: vec![NONE; self.msgs.len()],
+                sender: vec![NONE; n],
             }),
             bits,
         }));
@@ -3224,8 +3274,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         #[cfg(test)]
         let way = match pairs.bits.as_ref() {
             Some(b) if b.cyclic[s as usize] => 0,
-            Some(_) => 1,
-            None => 2,
+            Some(_) if pairs.dense.as_ref().is_some_and(|t| t.by_sequence(s)) => 1,
+            Some(_) => 2,
+            None => 3,
         };
         #[cfg(test)]
         tests::LOOKUPS.with(|c| {
@@ -3250,6 +3301,15 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             let found = std::iter::once((w0, first)).chain(rest.map(|w| (w, both(w)))).find(|&(_, x)| x != 0);
             return found
                 .map(|(w, x)| head((w * 64) as u32 + x.trailing_zeros()).expect("a pair with its bit set waits"));
+        }
+        if let Some(t) = pairs.dense.as_ref().filter(|t| t.by_sequence(s)) {
+            // The candidates' sequence numbers lie side by side in the sender's row;
+            // only the first one's slot is read.
+            let row = &t.heads[t.at(s, 0)..][..t.n];
+            return set_bits(b.words, both).min_by_key(|&d| row[d as usize].seq).map(|d| {
+                let head = row[d as usize].head;
+                Pair { head, tail: NONE, first: priority(&self.msgs[head as usize]) }
+            });
         }
         first_of(set_bits(b.words, both).filter_map(head))
     }
@@ -3451,8 +3511,10 @@ mod tests {
         /// bits (`None`: by the rule, [`super::dense_from`]).
         pub(super) static DENSE: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
         /// How many of this thread's senders' look-ups ([`super::Engine::first_to_free`])
-        /// took each way: a cyclic out-list's, the bits' intersection, every free receiver.
-        pub(super) static LOOKUPS: std::cell::Cell<[u64; 3]> = const { std::cell::Cell::new([0; 3]) };
+        /// took each way: a cyclic out-list's, the bits' intersection by the
+        /// [`super::Dense`] table's sequence numbers, the same by the messages' slots,
+        /// every free receiver.
+        pub(super) static LOOKUPS: std::cell::Cell<[u64; 4]> = const { std::cell::Cell::new([0; 4]) };
         /// How many messages this thread's [`super::Dense`] tables filed behind another
         /// of their pair's.
         pub(super) static CHAINED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
@@ -3461,6 +3523,8 @@ mod tests {
         pub(super) static MOVED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
         /// How many times this thread's engines built the index.
         pub(super) static BUILT: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+        /// The messages issued when this thread's engine last built the index.
+        pub(super) static BUILT_AFTER: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     }
 
     /// Every message as an observer sees it: sender, receiver, tag, bytes, issue, start
@@ -3544,6 +3608,30 @@ mod tests {
         assert!(CHAINED.with(|c| c.get()) > 0, "no pair of the dense table held two messages");
         // Out-lists were kept cyclic by moving their first receiver on.
         assert!(MOVED.with(|c| c.get()) > 0, "no out-list's first receiver moved on");
+    }
+
+    /// Walking back from a receiver's in-list tail counts toward building the pair
+    /// index: `direct` with blocks of two lengths, 16 to 20 bytes, puts each deferred
+    /// send in line behind the messages other ranks issued to its receiver since, and
+    /// walked back past them all (178 M steps at 1,024 ranks, two thirds of the run)
+    /// while the passes' own walks were too few to build the index before nearly every
+    /// message was issued (2,092,035 of 2,095,104). Now it is built within the first step.
+    #[test]
+    fn walks_back_along_in_lists_build_the_index() {
+        use crate::algos::{self, Machine, Params, Problem};
+        use crate::topology::{FullyConnected, Link};
+        let ranks = 512;
+        let topo = FullyConnected { ranks, link: Link { alpha: 1e-6, bandwidth: 1e10 }, nics: 1 };
+        let algo = algos::build("direct", Params::default()).unwrap();
+        let p = Problem { ranks, elems: 4 * ranks + 3, elem_bytes: 4 };
+        let machine = Machine { topo: &topo, cost_per_byte: 0.0 };
+        assert!(algo.applicable(&p, &machine).is_ok());
+        let built = BUILT.with(|c| c.get());
+        let out = crate::sim::simulate(algo.as_ref(), &topo, p, 0.0, None, &mut super::NoObserver).unwrap();
+        assert_eq!(BUILT.with(|c| c.get()) - built, 1, "the index was not built");
+        let (after, all) = (BUILT_AFTER.with(|c| c.get()), out.0.messages);
+        // The first step's sends, P(P - 1) of 2P(P - 1), are issued at once.
+        assert!(after * 4 < all * 3, "built after {after} of {all} messages were issued");
     }
 
     /// The window of outstanding handles against a plain set, with handles completed in

@@ -86,7 +86,7 @@ pub struct Verification {
     /// Checked elements left out of the errors: their result is inf or NaN where the
     /// exact one is finite (or another infinity), and the inputs' magnitudes are large
     /// enough that a partial result can pass the type's range in some order of
-    /// reduction ([`check_reduced_block`]).
+    /// reduction (`check_reduced_block`).
     pub overflowed: u64,
 }
 
