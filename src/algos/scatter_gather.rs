@@ -352,12 +352,41 @@ impl Algorithm for DirectPhase {
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        if let Some(h) = Hockney::of(m)
+            && p.ranks > 0
+            && p.elems.is_multiple_of(p.ranks)
+        {
+            return Some((direct_phase(p, &h, self.reduce), EXACT));
+        }
+        if !p.elems.is_multiple_of(p.ranks.max(1)) && super::direct::uneven_too_large(p.ranks) {
+            return None;
+        }
         let t = super::stepped_time(&self.plan(p), m.topo, m.cost_per_byte, p.elem_bytes)?;
         Some((t, EXACT))
     }
 
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         if self.reduce { p.ranks.saturating_sub(1) } else { 0 }
+    }
+}
+
+/// One phase of [`direct_formula`](crate::algos::forms::direct_formula) alone, P dividing
+/// n on a uniform machine, `c = S/P`, `m = ceil((P-1)/k)`: the reduce-scatter, each rank
+/// taking in P-1 blocks on its k ports and adding them as they land,
+/// [`gather_reduce`](cost_model::gather_reduce)`(P-1, k, T(c), R(c))`; the allgather,
+/// each rank's block sent P-1 times k at a time, `m T(c)`. Every message of a phase is
+/// issued at 0 and takes `T(c)`, so no port ever serves one out of step. (It was the step
+/// recurrence, which at 1,024 ranks spent seconds before giving up at its budget.)
+pub fn direct_phase(p: &Problem, h: &Hockney, reduce: bool) -> f64 {
+    if p.ranks <= 1 {
+        return 0.0;
+    }
+    let others = p.ranks - 1;
+    let c = p.b(p.elems / p.ranks);
+    if reduce {
+        cost_model::gather_reduce(others, h.nics, h.t(c), h.r(c))
+    } else {
+        others.div_ceil(h.nics.max(1) as usize) as f64 * h.t(c)
     }
 }
 
