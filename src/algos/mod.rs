@@ -82,7 +82,7 @@ pub mod forms {
     pub use super::ring::{bidirectional_ring, ring, ring_loggp, ring_phase, ring_pipelined, ring_segmented};
     pub use super::ring_chunked::ring_chunked;
     pub use super::ring_gloo::ring_gloo;
-    pub use super::scatter_gather::{butterfly_reduce_scatter, direct_phase, halving_phase};
+    pub use super::scatter_gather::{butterfly_reduce_scatter, direct_phase, direct_phase_bounds, halving_phase};
     pub use super::star::{linear_reduce, one_to_all, star};
     pub use super::torus::{mesh_2d, mesh_2d_formula, mesh_2d_seed, torus_2d, torus_2d_formula, torus_2d_seed};
     pub use super::tree::{

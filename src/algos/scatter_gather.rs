@@ -358,16 +358,89 @@ impl Algorithm for DirectPhase {
         {
             return Some((direct_phase(p, &h, self.reduce), EXACT));
         }
-        if !p.elems.is_multiple_of(p.ranks.max(1)) && super::direct::uneven_too_large(p.ranks) {
+        // Blocks of two lengths: the step recurrence gives up on a port served out of
+        // step order, and the sweep that follows takes at most `SWEEP_LIMIT` messages,
+        // P(P-1) here (from P = 633 on: at 1,024 ranks the recurrence spent 5 to 11 s
+        // before giving up). Past it, the bounds at once; decided on P alone, so the
+        // outcome is the same on every machine.
+        if !p.elems.is_multiple_of(p.ranks.max(1)) && p.ranks * p.ranks.saturating_sub(1) > cost_model::SWEEP_LIMIT {
             return None;
         }
         let t = super::stepped_time(&self.plan(p), m.topo, m.cost_per_byte, p.elem_bytes)?;
         Some((t, EXACT))
     }
 
+    /// Where blocks differ by an element and a port serves messages out of step order:
+    /// [`direct_phase_bounds`] on a uniform machine (the bounds read off the programs
+    /// elsewhere).
+    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        Some(direct_phase_bounds(p, &Hockney::of(m)?, self.reduce))
+    }
+
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         if self.reduce { p.ranks.saturating_sub(1) } else { 0 }
     }
+}
+
+/// Bounds on one phase of `direct` alone where P does not divide n (block `j` of
+/// `ceil(n/P)` or `floor(n/P)` elements takes `t_j = T(b_j)` on a link, `r_j = R(b_j)`
+/// to add; k NICs, `m = ceil((P-1)/k)`), as
+/// [`direct_bounds`](crate::algos::forms::direct_bounds) gives them for the allreduce's
+/// two phases together. Every message is issued at 0.
+///
+/// - The reduce-scatter: rank a sends block b to every b (its out side holds
+///   `W_out(a) = sum t - t_a`), rank b takes in P-1 copies of its block
+///   (`W_in(b) = (P-1) t_b`). Lower: a rank with a largest block takes its P-1 copies on
+///   its k ports and adds each, `gather_reduce(P-1, k, t_b, r_b)`, and no side ends
+///   before its total over k. Upper: while a message waits, all k ports of its sender's
+///   out side or of its receiver's in side are busy (ports go to waiting messages
+///   greedily), so message a to b ends by `(W_out(a) + W_in(b) - 2 t_b) / k + t_b`;
+///   rank b's additions end at most their total, `(P-1) r_b`, after its last arrival.
+/// - The allgather: rank a sends its block to every other (`W_out(a) = (P-1) t_a`), rank
+///   b takes in every other block (`W_in(b) = sum t - t_b`). Lower: `m t_a` on a's out
+///   side, `W_in(b) / k` on b's in side. Upper: message a to b ends by
+///   `(W_out(a) + W_in(b) - 2 t_a) / k + t_a`.
+///
+/// O(P): the maximum over the other side is taken at its smallest block.
+pub fn direct_phase_bounds(p: &Problem, h: &Hockney, reduce: bool) -> (f64, f64) {
+    let np = p.ranks;
+    if np <= 1 {
+        return (0.0, 0.0);
+    }
+    let k = f64::from(h.nics.max(1));
+    let t: Vec<f64> = (0..np).map(|j| h.t(p.b(block(p.elems, np, j).len))).collect();
+    let all: f64 = t.iter().sum();
+    let others = (np - 1) as f64;
+    // The two smallest blocks' times, so that the smallest among all but one rank's is
+    // read without a pass over the others.
+    let (mut lo1, mut lo2, mut at1) = (f64::INFINITY, f64::INFINITY, usize::MAX);
+    for (j, &x) in t.iter().enumerate() {
+        if x < lo1 {
+            (lo2, lo1, at1) = (lo1, x, j);
+        } else if x < lo2 {
+            lo2 = x;
+        }
+    }
+    let least_but = |j: usize| if j == at1 { lo2 } else { lo1 };
+    let (mut lower, mut upper) = (0.0f64, 0.0f64);
+    for j in 0..np {
+        let side = (all - t[j]) / k;
+        if reduce {
+            let r = h.r(p.b(block(p.elems, np, j).len));
+            lower = lower.max(cost_model::gather_reduce(np - 1, h.nics, t[j], r)).max(side);
+            // Receiver j: its worst sender's out side is the one missing the smallest block.
+            let w_out = all - least_but(j);
+            let last = (w_out + others * t[j] - 2.0 * t[j]) / k + t[j];
+            upper = upper.max(last + others * r);
+        } else {
+            let rounds = (np - 1).div_ceil(h.nics.max(1) as usize) as f64;
+            lower = lower.max(rounds * t[j]).max(side);
+            // Sender j: its worst receiver's in side is the one missing the smallest block.
+            let w_in = all - least_but(j);
+            upper = upper.max((others * t[j] + w_in - 2.0 * t[j]) / k + t[j]);
+        }
+    }
+    (lower, upper)
 }
 
 /// One phase of [`direct_formula`](crate::algos::forms::direct_formula) alone, P dividing
