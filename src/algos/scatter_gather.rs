@@ -423,21 +423,21 @@ pub fn direct_phase_bounds(p: &Problem, h: &Hockney, reduce: bool) -> (f64, f64)
     }
     let least_but = |j: usize| if j == at1 { lo2 } else { lo1 };
     let (mut lower, mut upper) = (0.0f64, 0.0f64);
-    for j in 0..np {
-        let side = (all - t[j]) / k;
+    for (j, &tj) in t.iter().enumerate() {
+        let side = (all - tj) / k;
         if reduce {
             let r = h.r(p.b(block(p.elems, np, j).len));
-            lower = lower.max(cost_model::gather_reduce(np - 1, h.nics, t[j], r)).max(side);
+            lower = lower.max(cost_model::gather_reduce(np - 1, h.nics, tj, r)).max(side);
             // Receiver j: its worst sender's out side is the one missing the smallest block.
             let w_out = all - least_but(j);
-            let last = (w_out + others * t[j] - 2.0 * t[j]) / k + t[j];
+            let last = (w_out + others * tj - 2.0 * tj) / k + tj;
             upper = upper.max(last + others * r);
         } else {
             let rounds = (np - 1).div_ceil(h.nics.max(1) as usize) as f64;
-            lower = lower.max(rounds * t[j]).max(side);
+            lower = lower.max(rounds * tj).max(side);
             // Sender j: its worst receiver's in side is the one missing the smallest block.
             let w_in = all - least_but(j);
-            upper = upper.max((others * t[j] + w_in - 2.0 * t[j]) / k + t[j]);
+            upper = upper.max((others * tj + w_in - 2.0 * tj) / k + tj);
         }
     }
     (lower, upper)
