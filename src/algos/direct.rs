@@ -179,14 +179,11 @@ pub fn uneven_too_large(ranks: usize) -> bool {
 /// blocks, the allgather `m = ceil((P-1)/k)` rounds of `T(c)`:
 /// `max(T(c) + (P-1) R(c), m T(c) + (P-1-(m-1)k) R(c)) + m T(c)`. With k = P-1 NICs that
 /// is `2 T(S/P) + (P-1) R(S/P)`: two latencies, the ring's bandwidth and compute terms.
+///
+/// Its two phases are [`direct_phase`](crate::algos::forms::direct_phase)'s, which the
+/// reduce-scatter and allgather collectives' `direct` give alone.
 pub fn direct_formula(p: &Problem, h: &Hockney) -> f64 {
-    if p.ranks <= 1 {
-        return 0.0;
-    }
-    let others = p.ranks - 1;
-    let c = p.b(p.elems / p.ranks);
-    let rounds = others.div_ceil(h.nics.max(1) as usize);
-    gather_reduce(others, h.nics, h.t(c), h.r(c)) + rounds as f64 * h.t(c)
+    super::scatter_gather::direct_phase(p, h, true) + super::scatter_gather::direct_phase(p, h, false)
 }
 
 /// Bounds on direct where P does not divide n (blocks `b_j` of `ceil(n/P)` or

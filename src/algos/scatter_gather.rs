@@ -352,9 +352,9 @@ impl Algorithm for DirectPhase {
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
+        let even = p.elems.is_multiple_of(p.ranks.max(1));
         if let Some(h) = Hockney::of(m)
-            && p.ranks > 0
-            && p.elems.is_multiple_of(p.ranks)
+            && even
         {
             return Some((direct_phase(p, &h, self.reduce), EXACT));
         }
@@ -363,7 +363,7 @@ impl Algorithm for DirectPhase {
         // P(P-1) here (from P = 633 on: at 1,024 ranks the recurrence spent 5 to 11 s
         // before giving up). Past it, the bounds at once; decided on P alone, so the
         // outcome is the same on every machine.
-        if !p.elems.is_multiple_of(p.ranks.max(1)) && p.ranks * p.ranks.saturating_sub(1) > cost_model::SWEEP_LIMIT {
+        if !even && p.ranks * p.ranks.saturating_sub(1) > cost_model::SWEEP_LIMIT {
             return None;
         }
         let t = super::stepped_time(&self.plan(p), m.topo, m.cost_per_byte, p.elem_bytes)?;
@@ -422,6 +422,7 @@ pub fn direct_phase_bounds(p: &Problem, h: &Hockney, reduce: bool) -> (f64, f64)
         }
     }
     let least_but = |j: usize| if j == at1 { lo2 } else { lo1 };
+    let rounds = (np - 1).div_ceil(h.nics.max(1) as usize) as f64;
     let (mut lower, mut upper) = (0.0f64, 0.0f64);
     for (j, &tj) in t.iter().enumerate() {
         let side = (all - tj) / k;
@@ -433,7 +434,6 @@ pub fn direct_phase_bounds(p: &Problem, h: &Hockney, reduce: bool) -> (f64, f64)
             let last = (w_out + others * tj - 2.0 * tj) / k + tj;
             upper = upper.max(last + others * r);
         } else {
-            let rounds = (np - 1).div_ceil(h.nics.max(1) as usize) as f64;
             lower = lower.max(rounds * tj).max(side);
             // Sender j: its worst receiver's in side is the one missing the smallest block.
             let w_in = all - least_but(j);
