@@ -371,6 +371,7 @@ fn direct_with_two_block_lengths_past_the_sweep_limit_has_no_closed_form_and_bou
     assert!(!algos::forms::direct_uneven_too_large(447));
     assert!(algos::forms::direct_uneven_too_large(448));
     assert!(!algos::forms::direct_uneven_too_large(1) && !algos::forms::direct_uneven_too_large(0));
+    assert!(algos::forms::direct_uneven_too_large(usize::MAX) && algos::forms::direct_uneven_too_large(1 << 40));
     // 448 ranks, 4 NICs, one block short: the step recurrence found this point's time
     // (after seconds of looks); it is now not tried, and the bounds stand in.
     let np = 448;

@@ -172,7 +172,15 @@ pub fn direct(p: &Problem, m: &Machine) -> Option<f64> {
 /// P alone, before any work, so the outcome is the same on every machine; these points
 /// get [`direct_bounds`] (docs/model.md, 'The bounds').
 pub fn uneven_too_large(ranks: usize) -> bool {
-    2 * ranks * ranks.saturating_sub(1) > cost_model::SWEEP_LIMIT
+    phases_past_sweep(ranks, 2)
+}
+
+/// Whether `phases` all-to-all phases on `ranks` ranks, `P(P-1)` messages each, are more
+/// than the sweep takes ([`SWEEP_LIMIT`](cost_model::SWEEP_LIMIT)): the one test behind
+/// [`uneven_too_large`] (two phases) and `direct` as a reduce-scatter or an allgather
+/// (one). Saturating, so a rank count no machine fits still reads as past it.
+pub fn phases_past_sweep(ranks: usize, phases: usize) -> bool {
+    ranks.saturating_mul(ranks.saturating_sub(1)).saturating_mul(phases) > cost_model::SWEEP_LIMIT
 }
 
 /// Direct with P dividing n, `c = S/P`: the reduce-scatter is `gather_reduce` of P-1

@@ -363,7 +363,7 @@ impl Algorithm for DirectPhase {
         // P(P-1) here (from P = 633 on: at 1,024 ranks the recurrence spent 5 to 11 s
         // before giving up). Past it, the bounds at once; decided on P alone, so the
         // outcome is the same on every machine.
-        if !even && p.ranks * p.ranks.saturating_sub(1) > cost_model::SWEEP_LIMIT {
+        if !even && super::direct::phases_past_sweep(p.ranks, 1) {
             return None;
         }
         let t = super::stepped_time(&self.plan(p), m.topo, m.cost_per_byte, p.elem_bytes)?;
