@@ -32,7 +32,7 @@
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
 use crate::cost_model;
 use crate::cost_model::Hockney;
-use crate::sim::op::{Op, Program, Rank, Region};
+use crate::sim::op::{Op, Program, Rank, Region, per_step};
 
 /// Registry entry.
 pub const INFO: AlgoInfo = AlgoInfo {
@@ -98,19 +98,43 @@ impl Algorithm for RingChunked {
         let none = Region::vec(0, 0);
         let handshake = [Op::send(left, NOTE, none), Op::recv_copy(right, NOTE, none), Op::WaitAll];
         let chunks = 2 * np;
-        let start = [send(0, chunk_at(r, np, 0)), send(1, chunk_at(r, np, 1))];
-        // Round `round` takes the left neighbour's send `round - 2`.
-        let reduce_scatter = (2..chunks).flat_map(move |round| {
-            let c = chunk_at(r, np, round);
-            [take(round - 2, c, true), Op::WaitAll].into_iter().chain(handshake).chain([send(round, c)])
+        // Numbered steps of at most four ops each (`per_step` keeps a step of up to four
+        // for the rank's next pull; a `flat_map` of chained arrays cost more to pull than
+        // the engine spent on the ops: docs/performance.md). Step 0 sends pair r; each
+        // reduce-scatter round `round` (2..2P) is step `2 round - 3`, take and add what
+        // the left neighbour sent `round - 2` rounds before and wait, then step
+        // `2 round - 2`, the handshake and the send of the sum; each allgather round `a`
+        // (0..2P-2) the same two from step `4P - 3 + 2a`, its second empty for the last
+        // two rounds (nothing left to pass on); the closing handshake last.
+        let ag = 2 * chunks - 3;
+        let steps = ag + 2 * (chunks - 2) + 1;
+        let [note_left, note_right, wait] = handshake;
+        let program = per_step(0..steps, move |k| {
+            let ops: [Option<Op>; 4] = if k == 0 {
+                [Some(send(0, chunk_at(r, np, 0))), Some(send(1, chunk_at(r, np, 1))), None, None]
+            } else if k == steps - 1 {
+                [Some(note_left), Some(note_right), Some(wait), None]
+            } else {
+                // (round's tag, its chunk, whether it adds, the tag it passes on, if any)
+                let (tag, c, reduce, pass) = if k < ag {
+                    let round = (k + 3) / 2;
+                    (round - 2, chunk_at(r, np, round), true, Some(round))
+                } else {
+                    let a = (k - ag) / 2;
+                    (chunks - 2 + a, chunk_at(r, np, a), false, (a + 4 < chunks).then_some(chunks + a))
+                };
+                if k % 2 == 1 {
+                    [Some(take(tag, c, reduce)), Some(Op::WaitAll), None, None]
+                } else {
+                    match pass {
+                        Some(next) => [Some(note_left), Some(note_right), Some(wait), Some(send(next, c))],
+                        None => [None; 4],
+                    }
+                }
+            };
+            ops.into_iter().flatten()
         });
-        // Allgather round a takes the left neighbour's send `2P - 2 + a`.
-        let allgather = (0..chunks - 2).flat_map(move |a| {
-            let c = chunk_at(r, np, a);
-            let pass = (a + 4 < chunks).then(|| handshake.into_iter().chain([send(chunks + a, c)]));
-            [take(chunks - 2 + a, c, false), Op::WaitAll].into_iter().chain(pass.into_iter().flatten())
-        });
-        vec![Box::new(start.into_iter().chain(reduce_scatter).chain(allgather).chain(handshake))]
+        vec![Box::new(program)]
     }
 
     fn scratch(&self, p: &Problem) -> Vec<usize> {
@@ -267,4 +291,62 @@ pub fn ring_chunked(p: &Problem, h: &Hockney) -> Option<f64> {
         }
     }
     Some(serve(now, a))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Gloo's schedule written as the plain loop of the module docs, op by op: the
+    /// numbered steps `program` hands out must give exactly this sequence.
+    fn textbook(r: usize, np: usize, n: usize) -> Vec<Op> {
+        let cs = chunk_elems(np, n);
+        let (left, right) = (((r + np - 1) % np) as Rank, ((r + 1) % np) as Rank);
+        let elems = |c: usize| (c * cs < n).then(|| Region::vec(c * cs, cs.min(n - c * cs)));
+        let send = |tag: usize, c: usize| Op::send(right, tag as u32, elems(c).unwrap_or(Region::vec(0, 1)));
+        let take = |tag: usize, c: usize, reduce: bool| match elems(c) {
+            Some(reg) if reduce => Op::recv_reduce(left, tag as u32, reg),
+            Some(reg) => Op::recv_copy(left, tag as u32, reg),
+            None => Op::recv_copy(left, tag as u32, Region::scratch(1, 0, 1)),
+        };
+        let none = Region::vec(0, 0);
+        let handshake = [Op::send(left, NOTE, none), Op::recv_copy(right, NOTE, none), Op::WaitAll];
+        let chunks = 2 * np;
+        let mut ops = vec![send(0, chunk_at(r, np, 0)), send(1, chunk_at(r, np, 1))];
+        for round in 2..chunks {
+            let c = chunk_at(r, np, round);
+            ops.extend([take(round - 2, c, true), Op::WaitAll]);
+            ops.extend(handshake);
+            ops.push(send(round, c));
+        }
+        for a in 0..chunks - 2 {
+            let c = chunk_at(r, np, a);
+            ops.extend([take(chunks - 2 + a, c, false), Op::WaitAll]);
+            if a + 4 < chunks {
+                ops.extend(handshake);
+                ops.push(send(chunks + a, c));
+            }
+        }
+        ops.extend(handshake);
+        ops
+    }
+
+    #[test]
+    fn the_numbered_steps_are_glooss_loop_op_for_op() {
+        let topo = crate::topology::FullyConnected {
+            ranks: 1,
+            link: crate::topology::Link { alpha: 1e-6, bandwidth: 1e10 },
+            nics: 1,
+        };
+        for np in [2, 3, 4, 7] {
+            // Equal chunks, unequal ones, empty ones (fewer elements than 2P chunks of 256).
+            for n in [512 * np, 512 * np + 5, 300, 1] {
+                let p = Problem { ranks: np, elems: n, elem_bytes: 4 };
+                for r in 0..np {
+                    let got: Vec<Op> = RingChunked.program(r as Rank, p, &topo).into_iter().flatten().collect();
+                    assert_eq!(got, textbook(r, np, n), "P = {np}, n = {n}, rank {r}");
+                }
+            }
+        }
+    }
 }
