@@ -1313,6 +1313,11 @@ struct Bits {
     ends: Vec<(u32, u32)>,
     /// Per interface: the (issue time, sender) its waiting messages share ([`Lead`]).
     lead: Vec<Lead>,
+    /// The interfaces dirty in the pass under way ([`Iface::dirty`]), set at its start
+    /// and cleared at its end ([`Engine::pass`]), so that a receiver's look-up
+    /// ([`Engine::first_from_free`]) drops dirty senders a word at a time instead of
+    /// reading each candidate's [`Iface`] (tens a look-up at 1,024 ranks).
+    dirty: Vec<u64>,
 }
 
 /// What an interface's out-list's messages share, for [`Engine::first_from_free`]: a
@@ -1366,6 +1371,34 @@ impl Pairs {
             Some(t) => {
                 let head = t.heads[t.at(s, d)].head;
                 (head != NONE).then(|| Pair { head, tail: NONE, first: priority(&msgs[head as usize]) })
+            }
+            None => self.heads.get(pair_key(s, d)).copied(),
+        }
+    }
+
+    /// [`Pairs::get`] for a pair whose sender's waiting messages share `lead`: where
+    /// they share one (issue time, rank) ([`Lead::ONE`]) and the [`Dense`] table keeps the
+    /// first message's sequence, its [`priority`] is those three and its slot is not
+    /// read (a cache miss: the pass's merge reads it later, once [`Engine::offered`]'s
+    /// hint has had time to bring it in, while the other look-ups of the pass run).
+    #[inline]
+    fn get_led(&self, msgs: &[Msg], s: u32, d: u32, lead: Lead) -> Option<Pair> {
+        match self.dense.as_ref() {
+            Some(t) => {
+                let h = t.heads[t.at(s, d)];
+                (h.head != NONE).then(|| {
+                    let first = if lead.kind == Lead::ONE {
+                        (lead.issued, u64::from(lead.src) << 32 | u64::from(h.seq))
+                    } else {
+                        priority(&msgs[h.head as usize])
+                    };
+                    #[cfg(test)]
+                    {
+                        assert_eq!(first, priority(&msgs[h.head as usize]), "a lead is its messages' own");
+                        tests::LED.with(|c| c.set(c.get() + u64::from(lead.kind == Lead::ONE)));
+                    }
+                    Pair { head: h.head, tail: NONE, first }
+                })
             }
             None => self.heads.get(pair_key(s, d)).copied(),
         }
@@ -2103,6 +2136,13 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             // Where the next one will be filed under its pair (deferring, a rank's
             // interface is its own).
             p.prefetch(a, next);
+            // The slot it will most likely be written to ([`Engine::take_indexed`],
+            // [`Engine::new_slot`]: the free list's top), long out of the cache where
+            // messages wait by the million. Only with the index, so a ring's path is as
+            // it was.
+            if let Some(&id) = self.free_msgs.last() {
+                prefetch(&self.msgs[id as usize]);
+            }
         }
         // Within a run (`direct`, `naive`) the next receivers follow from the first.
         let after = if q[0].more >= 1 {
@@ -2504,6 +2544,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             cyclic: vec![true; n],
             ends: vec![(0, 0); n],
             lead: vec![Lead::NONE; n],
+            dirty: vec![0; words],
         });
         self.pairs = Some(Box::new(Pairs {
             heads: PairMap::new(),
@@ -3121,6 +3162,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         // in-lists would find nothing.
         let dirty_senders = self.dirty.iter().filter(|&&i| self.ifaces[i as usize].free_out > 0).count();
         let clean_senders = self.free_senders > dirty_senders;
+        if INDEXED {
+            self.dirty_bits(true);
+        }
         for k in 0..self.dirty.len() {
             let i = self.dirty[k];
             let st = &self.ifaces[i as usize];
@@ -3172,12 +3216,32 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 }
             }
         }
+        if INDEXED {
+            self.dirty_bits(false);
+        }
         for &i in &self.dirty {
             self.ifaces[i as usize].dirty = false;
         }
         self.dirty.clear();
         self.first_offers = first;
         self.later_offers = later;
+    }
+
+    /// The pass's dirty interfaces into [`Bits::dirty`] (`set`) or out of it. Nothing
+    /// marks an interface dirty during a pass (a deferred send it puts in line is not
+    /// marked, [`Engine::materialize`]), so the bits stay what the flags say.
+    #[inline(never)]
+    fn dirty_bits(&mut self, set: bool) {
+        let Some(b) = self.pairs.as_deref_mut().and_then(|p| p.bits.as_mut()) else {
+            return;
+        };
+        for &i in &self.dirty {
+            if set {
+                Bits::set(&mut b.dirty, i as usize);
+            } else {
+                Bits::clear(&mut b.dirty, i as usize);
+            }
+        }
     }
 
     /// Message `at` as a [`Cursor`] of list `l` (`None` for `NONE`).
@@ -3255,6 +3319,11 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     fn offered(&self, p: Pair, l: Link) -> Cursor {
         prefetch(&self.msgs[p.head as usize]);
         prefetch(&self.links[p.head as usize]);
+        // Its successor in the pair's chain, which taking it out of the chain reads
+        // ([`Engine::pair_remove`]): most of [`Engine::pairs_started`]'s time was that miss.
+        if let Some(next) = self.pairs.as_deref().and_then(|x| x.next.get(p.head as usize)) {
+            prefetch(next);
+        }
         (p.first.0, p.first.1, p.head, l as u8)
     }
 
@@ -3270,7 +3339,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     /// otherwise each is looked up. Without, every free receiver is.
     fn first_to_free(&self, s: u32) -> Option<Pair> {
         let pairs = self.pairs.as_deref().expect("built");
-        let head = |d: u32| pairs.get(&self.msgs, s, d);
+        let lead = pairs.bits.as_ref().map_or(Lead::NONE, |b| b.lead[s as usize]);
+        let head = |d: u32| pairs.get_led(&self.msgs, s, d, lead);
         #[cfg(test)]
         let way = match pairs.bits.as_ref() {
             Some(b) if b.cyclic[s as usize] => 0,
@@ -3304,12 +3374,12 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         }
         if let Some(t) = pairs.dense.as_ref().filter(|t| t.by_sequence(s)) {
             // The candidates' sequence numbers lie side by side in the sender's row;
-            // only the first one's slot is read.
+            // only the first one's slot is read, and not even that where they share a
+            // lead.
             let row = &t.heads[t.at(s, 0)..][..t.n];
-            return set_bits(b.words, both).min_by_key(|&d| row[d as usize].seq).map(|d| {
-                let head = row[d as usize].head;
-                Pair { head, tail: NONE, first: priority(&self.msgs[head as usize]) }
-            });
+            return set_bits(b.words, both)
+                .min_by_key(|&d| row[d as usize].seq)
+                .map(|d| head(d).expect("a pair with its bit set waits"));
         }
         first_of(set_bits(b.words, both).filter_map(head))
     }
@@ -3360,13 +3430,17 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             return first_of(pairs.senders.members.iter().filter_map(|&s| head(s)));
         };
         let row = &b.from[d as usize * b.words..][..b.words];
-        let pair = |s: u32| pairs.get(&self.msgs, s, d).expect("a pair with its bit set waits");
+        let pair = |s: u32| pairs.get_led(&self.msgs, s, d, b.lead[s as usize]).expect("a pair with its bit set waits");
         // The best so far: its (issue time, rank), its sender, its pair once looked up.
         let mut best: Option<((u64, Rank), u32, Option<Pair>)> = None;
-        for s in set_bits(b.words, |w| row[w] & b.free_out[w]) {
-            if self.ifaces[s as usize].dirty {
-                continue;
-            }
+        #[cfg(test)]
+        tests::DROPPED.with(|c| {
+            let dropped = (0..b.words).map(|w| (row[w] & b.free_out[w] & b.dirty[w]).count_ones());
+            c.set(c.get() + dropped.sum::<u32>() as u64)
+        });
+        for s in set_bits(b.words, |w| row[w] & b.free_out[w] & !b.dirty[w]) {
+            #[cfg(test)]
+            assert!(!self.ifaces[s as usize].dirty, "the pass's dirty interfaces are in the bits");
             let lead = b.lead[s as usize];
             let (known, looked) = if lead.kind == Lead::ONE {
                 ((lead.issued, lead.src), None)
@@ -3521,6 +3595,13 @@ mod tests {
         /// How many times this thread's engines kept an out-list [`super::Bits::cyclic`]
         /// by moving its first receiver on ([`super::Engine::pair_linked`]).
         pub(super) static MOVED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+        /// How many pairs this thread's look-ups priced from their sender's [`super::Lead`]
+        /// and the [`super::Dense`] table's sequence, without their first message's slot.
+        pub(super) static LED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+        /// How many dirty senders with a free port and a message to the receiver this
+        /// thread's receivers' look-ups ([`super::Engine::first_from_free`]) dropped by
+        /// [`super::Bits::dirty`].
+        pub(super) static DROPPED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
         /// How many times this thread's engines built the index.
         pub(super) static BUILT: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
         /// The messages issued when this thread's engine last built the index.
@@ -3608,6 +3689,49 @@ mod tests {
         assert!(CHAINED.with(|c| c.get()) > 0, "no pair of the dense table held two messages");
         // Out-lists were kept cyclic by moving their first receiver on.
         assert!(MOVED.with(|c| c.get()) > 0, "no out-list's first receiver moved on");
+    }
+
+    /// The look-ups that read no slot for a pair's priority (its sender's [`super::Lead`]
+    /// and the [`super::Dense`] table's sequence, [`super::Pairs::get_led`]) and drop the
+    /// pass's dirty senders by [`super::Bits::dirty`] start what the walks start:
+    /// `direct` and `naive` with blocks of two lengths on 1 and 2 NICs, with the index
+    /// from the first pass against without it. Each priced pair is checked against its
+    /// slot as it is looked up, and both paths must have been taken.
+    #[test]
+    fn look_ups_by_lead_and_dirty_bits_start_what_the_walks_start() {
+        use crate::algos::{self, Machine, Params, Problem};
+        use crate::topology::{FullyConnected, Link};
+        let link = Link { alpha: 1e-6, bandwidth: 1e10 };
+        let (led, dropped) = (LED.with(|c| c.get()), DROPPED.with(|c| c.get()));
+        for id in ["direct", "naive"] {
+            for (ranks, elems) in [(24, 1003), (40, 7), (64, 4108 / 4)] {
+                for nics in [1, 2] {
+                    let topo = FullyConnected { ranks, link, nics };
+                    let algo = algos::build(id, Params::default()).unwrap();
+                    let p = Problem { ranks, elems, elem_bytes: 4 };
+                    let machine = Machine { topo: &topo, cost_per_byte: 5e-11 };
+                    if algo.applicable(&p, &machine).is_err() {
+                        continue;
+                    }
+                    let run = |pairs: bool| {
+                        PAIRS.with(|c| c.set(Some(pairs)));
+                        DENSE.with(|c| c.set(Some(pairs)));
+                        let mut seen = Messages::default();
+                        let out = crate::sim::simulate(algo.as_ref(), &topo, p, 5e-11, None, &mut seen).unwrap();
+                        PAIRS.with(|c| c.set(None));
+                        DENSE.with(|c| c.set(None));
+                        (out.0, seen.0)
+                    };
+                    let (walked, indexed) = (run(false), run(true));
+                    let what = format!("{id} P={ranks} n={elems} nics={nics}");
+                    assert!(!walked.1.is_empty(), "{what}");
+                    assert_eq!(walked.1, indexed.1, "{what}: messages");
+                    assert_eq!(walked.0, indexed.0, "{what}: statistics");
+                }
+            }
+        }
+        assert!(LED.with(|c| c.get()) > led, "no pair was priced by its sender's lead");
+        assert!(DROPPED.with(|c| c.get()) > dropped, "no dirty sender was dropped by the bits");
     }
 
     /// Walking back from a receiver's in-list tail counts toward building the pair
