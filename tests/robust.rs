@@ -3923,3 +3923,76 @@ fn twentieth_trial_refusals_quote_the_file_and_plots_stay_out_of_dev() {
     assert!(!std::path::Path::new("/dev/twentieth-dev_sim_vs_closed_form.svg").exists());
     assert!(out.stdout.is_empty(), "the run went ahead: {}", String::from_utf8_lossy(&out.stdout));
 }
+
+/// Twenty-first trial: the overflow excusal (an element whose result is inf or NaN is
+/// not an error where `sum |x_i|` can pass the type's range in some order) excused
+/// results that no order of reduction can give, and an exact NaN (an input's +inf and
+/// another's -inf, an input's infinity times 0) was checked against a bound that no
+/// result could pass. No built-in `init` reaches these (the only infinite inputs are
+/// f16 `rank`'s, all positive), so the check itself is given hand-made wrong vectors:
+/// each must fail, and the right one beside it pass.
+#[test]
+fn twenty_first_trial_the_overflow_excusal_passes_only_what_some_order_gives() {
+    use allreduce_sim::collective::Collective;
+    use allreduce_sim::sim::data::{Finals, ReduceOp, Reference, Vectors};
+    use half::f16;
+    let h = |x: f64| f16::from_f64(x);
+    let (inf, nan) = (f64::INFINITY, f64::NAN);
+    // (op, each rank's one input, a result some order gives, results none gives)
+    let cases: &[(ReduceOp, &[f64], f64, &[f64])] = &[
+        // All positive, exact 70,000 past 65,504: +inf; neither -inf nor NaN can come.
+        (ReduceOp::Sum, &[60000.0, 10000.0], inf, &[-inf, nan, 65504.0]),
+        // Exact 50,000, finite; the positive parts can pass the range, the negative cannot:
+        // +inf in some order, never -inf or NaN.
+        (ReduceOp::Sum, &[40000.0, 30000.0, -20000.0], inf, &[-inf, nan, 1.0]),
+        // An average's inputs are scaled by 1/P first: no order passes the range here.
+        (ReduceOp::Avg, &[60000.0, 60000.0, -1.0], 40000.0, &[inf, -inf, nan]),
+        // An input's infinity: the result is that infinity in every order.
+        (ReduceOp::Sum, &[inf, 1.0], inf, &[nan, -inf, 1.0]),
+        (ReduceOp::Prod, &[inf, 2.0], inf, &[nan, -inf, 2.0]),
+        // +inf and -inf: NaN in every order, nothing else.
+        (ReduceOp::Sum, &[inf, -inf], nan, &[0.0, inf, -inf, 65504.0]),
+        (ReduceOp::Avg, &[inf, -inf, 3.0], nan, &[0.0, inf]),
+        // inf * 0 is NaN in every order.
+        (ReduceOp::Prod, &[inf, 0.0], nan, &[0.0, inf, 5.0]),
+        (ReduceOp::Prod, &[0.0, inf, 3.0], nan, &[0.0, -inf]),
+        // A product's sign is its factors' whatever the order: -inf past the range, never +inf.
+        // No factor is below 1, so no partial product can come to 0 and meet an inf: no NaN.
+        (ReduceOp::Prod, &[300.0, -300.0, 300.0], -inf, &[inf, nan, -65504.0]),
+        // Exact 351, finite; 300 x 300 passes the range first in some order, to +inf only.
+        (ReduceOp::Prod, &[300.0, 300.0, 0.0039], inf, &[-inf]),
+    ];
+    for &(op, inputs, good, bad) in cases {
+        let vectors = Vectors::F16(inputs.iter().map(|&x| vec![h(x)]).collect());
+        let reference = Reference::of(&vectors, op);
+        let p = inputs.len();
+        let check = |result: f64| {
+            let finals = Finals { vectors: Vectors::F16(vec![vec![h(result)]; p]), lost: Vec::new() };
+            reference.check(&finals, p, &Collective::Allreduce.expectations(p, 1))
+        };
+        let v = check(good);
+        assert!(v.verified, "{op:?} of {inputs:?}: {good} must pass: {v:?}");
+        for &b in bad {
+            let v = check(b);
+            assert!(!v.verified, "{op:?} of {inputs:?}: {b} is no order's result, yet passed: {v:?}");
+        }
+    }
+}
+
+/// Twenty-first trial: where a plan's lower and upper bounds meet (`nccl_tree` with one
+/// channel on one node of 8 GPUs sharing a NIC), the two are sums in different orders and
+/// the lower came out above the upper by a rounding: `closed_form_bounds_s`
+/// `[5.6002675555555564e-05, 5.600267555555555e-05]`, an interval that holds nothing.
+#[test]
+fn twenty_first_trial_bounds_that_meet_do_not_cross() {
+    let text = "name: meet\nranks: 8\ncollective: allreduce\ntopology:\n  kind: cluster\n  nodes: 1\n  \
+                gpus_per_node: 8\n  intra: { kind: nvswitch, alpha: { simple: 3.4us, ll: 0.6us, ll128: 1.9us }, \
+                bandwidth: 450GB/s }\n  nics_per_node: 1\n  inter: { alpha: { simple: 14us, ll: 2.7us, ll128: 4us }, \
+                bandwidth: 400Gbps }\n  fabric: { kind: rail_optimized }\n  launch: { simple: 8.4us, ll: 6.6us, \
+                ll128: 14us }\ndata: { mode: off, dtype: f16 }\n\
+                algorithms: [{ name: nccl_tree, protocol: simple, channels: 1 }]\nsizes: [86]\n";
+    let s = parse_str(text, "s.yaml").unwrap();
+    let r = &runner::run(&s).results[0];
+    let [lo, hi] = r.closed_form_bounds_s.expect("nccl_tree is bounded here");
+    assert!(lo <= hi && lo <= r.time_s && r.time_s <= hi, "[{lo:e}, {hi:e}] around {:e}", r.time_s);
+}

@@ -84,9 +84,9 @@ pub struct Verification {
     /// Ranks checked element by element; the others matched a checked rank bit for bit.
     pub ranks_checked: usize,
     /// Checked elements left out of the errors: their result is inf or NaN where the
-    /// exact one is finite (or another infinity), and the inputs' magnitudes are large
-    /// enough that a partial result can pass the type's range in some order of
-    /// reduction (`check_reduced_block`).
+    /// exact one is finite, and the inputs' magnitudes are large enough that a partial
+    /// result can pass the type's range in some order of reduction and give that inf or
+    /// NaN (`check_reduced_block`).
     pub overflowed: u64,
 }
 
@@ -290,13 +290,23 @@ pub(super) fn accumulate_float<T: Elem>(op: ReduceOp, xs: &[T], hi: &mut [f64], 
                 *h = s;
             } else {
                 // Past f64's range TwoProduct's split gives inf - inf = NaN, and a NaN
-                // reference made every check pass with an infinite error. The real
-                // product's magnitude is past every dtype's range, so it rounds to the
-                // signed infinity in all of them; only a zero factor brings it back.
+                // reference made every check pass with an infinite error. A product of
+                // finite factors past f64's range is past every dtype's, so it rounds to
+                // the signed infinity in all of them; only a zero factor brings it back.
+                // An input's own infinity (f16 `rank` past 65,504) is not such a product:
+                // times 0 it is NaN in every order, as a NaN factor makes every product.
+                // `l` infinite marks `h` as an input's infinity (finish_float clears it).
+                let input_inf = x.is_infinite() || l.is_infinite();
                 let negative = h.is_sign_negative() != x.is_sign_negative();
-                let magnitude = if x == 0.0 { 0.0 } else { f64::INFINITY };
+                let (magnitude, mark) = if h.is_nan() || x.is_nan() {
+                    (f64::NAN, 0.0)
+                } else if x == 0.0 || *h == 0.0 {
+                    (if input_inf { f64::NAN } else { 0.0 }, 0.0)
+                } else {
+                    (f64::INFINITY, if input_inf { f64::INFINITY } else { 0.0 })
+                };
                 *h = if negative { -magnitude } else { magnitude };
-                *l = 0.0;
+                *l = mark;
             }
             *a *= x.abs().max(1.0);
         }),
@@ -668,27 +678,49 @@ pub(super) fn check_reduced_block<T: Elem>(
             let bound = move |h: f64, a: f64| match op {
                 // An infinite exact result (an input of the type's infinity: the
                 // sum of an infinite |x_i| gave an infinite bound, which any result was
-                // within): the result must be that infinity.
-                ReduceOp::Sum | ReduceOp::Avg | ReduceOp::Prod if h.is_infinite() => 0.0,
+                // within), or a NaN one (+inf and -inf among the inputs, an input's inf
+                // times 0): the result must be that infinity, or NaN.
+                ReduceOp::Sum | ReduceOp::Avg | ReduceOp::Prod if !h.is_finite() => 0.0,
                 ReduceOp::Sum => g_sum * a,
                 ReduceOp::Avg => g_avg * a + 2.0 * np * eta,
                 ReduceOp::Prod => g_prod * h.abs() + 2.0 * mults * eta * a,
                 ReduceOp::Max | ReduceOp::Min => 0.0,
             };
-            // Higham's bounds assume no overflow. Where sum |x_i| (a product's
-            // prod max(1, |x_i|)), grown by the rounding the bound allows, is past the
-            // type's range, a partial result can pass it in some order though the exact
-            // result does not: inf, or NaN from inf - inf or inf * 0, is then what IEEE
-            // arithmetic gives in that order (NCCL's and MPI's reductions give the same),
-            // not a wrong reduction. Such elements are counted, not taken for errors.
-            let can_overflow = move |a: f64| {
-                let grown = match op {
-                    ReduceOp::Sum => a * (1.0 + g_sum),
-                    ReduceOp::Avg => a * (1.0 + g_avg),
-                    ReduceOp::Prod => a * (1.0 + g_prod),
-                    ReduceOp::Max | ReduceOp::Min => return false,
-                };
-                T::from_real(grown).to_f64().is_infinite()
+            // Higham's bounds assume no overflow. A partial result can pass the type's
+            // range in some order though the exact (finite) result does not: inf, or NaN
+            // from inf - inf or inf * 0, is then what IEEE arithmetic gives in that order
+            // (NCCL's and MPI's reductions give the same), not a wrong reduction. Such
+            // elements are counted, not taken for errors, but only where some order can
+            // give that very `got`: a rule on sum |x_i| alone also let pass a NaN of
+            // positive inputs and an inf of the wrong sign, which no order gives.
+            let passes = |v: f64| T::from_real(v).to_f64().is_infinite();
+            let some_order_gives = move |got: f64, h: f64, a: f64| match op {
+                ReduceOp::Sum | ReduceOp::Avg => {
+                    // The positive inputs add up to (a + h) / 2, the negative to (a - h) / 2
+                    // (an average's scaled by 1/P, as they are summed): a partial sum reaches
+                    // +inf only past the first, grown by the rounding the bound allows,
+                    // -inf only past the second, and NaN (inf - inf) past both.
+                    let grow = if op == ReduceOp::Sum { g_sum } else { g_avg } * a;
+                    let (up, down) = (passes((a + h) / 2.0 + grow), passes((a - h) / 2.0 + grow));
+                    if got.is_nan() {
+                        up && down
+                    } else if got > 0.0 {
+                        up
+                    } else {
+                        down
+                    }
+                }
+                // Every partial product is within prod max(1, |x_i|), grown.
+                ReduceOp::Prod if !passes(a * (1.0 + g_prod)) => false,
+                // inf * 0: a partial product must also come to 0, by a zero factor (the
+                // exact product is 0) or by factors below 1 whose product, |h| / a, shrunk
+                // by the rounding, rounds to 0.
+                ReduceOp::Prod if got.is_nan() => {
+                    h == 0.0 || T::from_real(h.abs() / a / (1.0 + g_prod)).to_f64() == 0.0
+                }
+                // A product's sign is the parity of its factors' signs, in every order.
+                ReduceOp::Prod => got.is_sign_negative() == h.is_sign_negative(),
+                ReduceOp::Max | ReduceOp::Min => false,
             };
             let ulp = move |h: f64| {
                 let e =
@@ -697,15 +729,16 @@ pub(super) fn check_reduced_block<T: Elem>(
             };
             for j in 0..got.len() {
                 let (g, h, l) = (got[j].to_f64(), hi[j], lo[j]);
-                let err = if g.is_nan() {
-                    f64::INFINITY
-                } else if g.is_infinite() || !h.is_finite() {
+                let err = if g.is_nan() || h.is_nan() {
+                    // An exact NaN is NaN in every order: only NaN is right.
+                    if g.is_nan() && h.is_nan() { 0.0 } else { f64::INFINITY }
+                } else if g.is_infinite() || h.is_infinite() {
                     if T::from_real(h).to_f64() == g { 0.0 } else { f64::INFINITY }
                 } else {
                     ((g - h) - l).abs()
                 };
                 let b = bound(h, aux[j]);
-                if err > b && !g.is_finite() && can_overflow(aux[j]) {
+                if err > b && !g.is_finite() && h.is_finite() && some_order_gives(g, h, aux[j]) {
                     st.overflowed += 1;
                     continue;
                 }
