@@ -13,13 +13,17 @@
 //!   of data operations pays ([`Planned::log_pays`]), of an algorithm without scratch buffers
 //!   (whose every operation keeps an element at its index), holds no vector: it holds the log, the index
 //!   of the log's entries by tile, and on each thread one tile of every rank's buffers
-//!   and its reference ([`crate::sim::data::verify_log`]); that is what it is counted
-//!   at. `auto` is `full` while whole vectors would fit `data.memory_budget`, else
+//!   and its reference ([`crate::sim::data::verify_log`]), and the check's plan (an
+//!   allgather's every block on every rank: P min(P, n) ranges); that is what it is counted
+//!   at. With data on, in any mode, each message in flight ([`Planned::in_flight`]) also
+//!   holds its copy's record and its values' allocation
+//!   ([`DATA_BYTES_PER_MESSAGE_IN_FLIGHT`]). `auto` is `full` while whole vectors would fit `data.memory_budget`, else
 //!   `sample` ([`Planned::data_mode`]: the choice is the one it always was); a point whose data
 //!   would not fit the budget is refused ([`check_budget`]);
 //! - **engine**: [`ENGINE_BYTES_PER_RANK`] per rank (programs, queues, counters),
-//!   [`ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT`] for each of the P (P - 1) messages an
-//!   exchange that issues a step's sends at once may hold, and on
+//!   [`ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT`] for each message the engine may hold at once
+//!   where many are ([`Planned::in_flight`]: the P (P - 1) of an exchange that issues a
+//!   step's sends at once, `pat`'s up to P^2 / 2, its schedule's own bound), and on
 //!   a `custom` or `graph` machine its route cache at the most it can hold
 //!   ([`route_cache_bytes`]);
 //! - **timeline**: a point that records its timeline (at most
@@ -52,6 +56,13 @@ pub const ENGINE_BYTES_PER_RANK: u64 = 1024;
 /// its slot (72 bytes) and list links (20), its place in the pair index (4 or 8), with
 /// room for the slab's growth (a vector doubles, and while it grows holds both copies).
 pub const ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT: u64 = 160;
+/// Data plane state per message in flight, bytes, where many are (see
+/// [`ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT`]): the record of its values' copy in the pool
+/// (a [`crate::sim::data::Payload`]), the copy's count of readers and the slot's index of
+/// it (12), and the allocation of its values at its least (32: the values themselves are
+/// in the vector a rank of messages in flight the data plane counts). A message of the
+/// same unchanged region as another shares its copy, so this is the most.
+pub const DATA_BYTES_PER_MESSAGE_IN_FLIGHT: u64 = std::mem::size_of::<crate::sim::data::Payload>() as u64 + 12 + 32;
 /// Engine events per message: its start, its delivery and the reduction it feeds.
 pub const EVENTS_PER_MESSAGE: u64 = 3;
 /// Bytes per recorded timeline interval.
@@ -229,20 +240,22 @@ impl<'s> Planned<'s> {
         let has_data = self.s.algorithms[self.pt.algo].collective.has_data();
         // An algorithm that stages data in scratch buffers may move it to other offsets:
         // its log is then replayed over whole vectors, which is what it is counted at.
-        if mode == DataMode::Full && has_data && self.log_pays() && self.scratch_sizes().is_empty() {
+        let planes = if mode == DataMode::Full && has_data && self.log_pays() && self.scratch_sizes().is_empty() {
             self.tiled_bytes()
         } else {
             self.vector_bytes(mode)
-        }
+        };
+        planes.saturating_add(self.in_flight_data_bytes(mode))
     }
 
     /// A tiled full-data run's bytes ([`crate::sim::data::verify_log`]): the log (two
     /// entries per message), its index by tile (an entry per message end, and one for
     /// each further tile an entry spans, counting `4 P n` elements moved: two ends of
     /// about two vectors per rank), and on each thread a tile of every rank's buffers
-    /// with the tile's reference.
+    /// with the tile's reference; and the check's plan, every rank's ranges (an
+    /// allgather's every non-empty block on every rank).
     fn tiled_bytes(&self) -> u64 {
-        use crate::sim::data::{ENTRY_BYTES, MIN_TILE, TILE_BYTES};
+        use crate::sim::data::{ENTRY_BYTES, MIN_TILE, PLAN_ENTRY_BYTES, TILE_BYTES};
         let s = self.s;
         let e = s.data.dtype.bytes() as u64;
         let p = self.pt.ranks as u64;
@@ -257,7 +270,12 @@ impl<'s> Planned<'s> {
             messages.saturating_mul(2).saturating_add(p.saturating_mul(n).saturating_mul(4) / width).saturating_mul(4);
         let tile = width.saturating_mul(per_index.saturating_add(reference));
         let threads = rayon::current_num_threads() as u64;
-        log.saturating_add(index).saturating_add(tile.saturating_mul(threads))
+        let ranges = match self.s.algorithms[self.pt.algo].collective {
+            crate::collective::Collective::Allgather => p.min(n).max(1),
+            _ => 1,
+        };
+        let plan = p.saturating_mul(ranges).saturating_mul(PLAN_ENTRY_BYTES as u64);
+        log.saturating_add(index).saturating_add(tile.saturating_mul(threads)).saturating_add(plan)
     }
 
     /// The scratch buffers (elements each) the algorithm declares; one of n if it
@@ -325,17 +343,42 @@ impl<'s> Planned<'s> {
     /// Messages the engine may hold at once beyond the few a rank that
     /// [`ENGINE_BYTES_PER_RANK`] covers: an exchange that issues every send of a step at
     /// once (`direct`, `naive`, the barrier's `all_to_all`) has up to P (P - 1) in flight,
-    /// a slot each; every other algorithm keeps a few a rank.
-    fn in_flight(&self) -> u64 {
+    /// a slot each; `pat`, whose leaves send a whole aggregated group before their first
+    /// receive, up to P^2 / 2 where its parts are small (its schedule's own bound,
+    /// [`crate::algos::pat::Pat::in_flight`]); every other algorithm keeps a few a rank.
+    pub fn in_flight(&self) -> u64 {
         use crate::collective::Collective::{Allgather, Allreduce, Barrier, ReduceScatter};
         let spec = &self.s.algorithms[self.pt.algo];
         let p = self.pt.ranks as u64;
+        let all = self.messages().0;
         match (spec.collective, spec.name.as_str()) {
             (Allreduce | ReduceScatter | Allgather, "direct") | (Allreduce, "naive") | (Barrier, "all_to_all") => {
-                p.saturating_mul(p.saturating_sub(1)).min(self.messages().0)
+                p.saturating_mul(p.saturating_sub(1)).min(all)
+            }
+            (ReduceScatter | Allgather, "pat") => {
+                let mut params = Params::new(spec.params.clone());
+                let pat = crate::algos::pat::Pat::from_params(&mut params, spec.collective == ReduceScatter);
+                match (pat, usize::try_from(self.elems())) {
+                    (Ok(pat), Ok(elems)) => {
+                        let prob = Problem { ranks: self.pt.ranks, elems, elem_bytes: self.s.data.dtype.bytes() };
+                        pat.in_flight(&prob).min(all)
+                    }
+                    _ => 0,
+                }
             }
             _ => 0,
         }
+    }
+
+    /// The data plane's bytes for the messages in flight ([`Planned::in_flight`]) beyond
+    /// their values (which the vector a rank of messages in flight covers): each holds
+    /// its copy's record, and its values' allocation at its least
+    /// ([`DATA_BYTES_PER_MESSAGE_IN_FLIGHT`]); none with data off.
+    fn in_flight_data_bytes(&self, mode: DataMode) -> u64 {
+        if mode == DataMode::Off || !self.s.algorithms[self.pt.algo].collective.has_data() {
+            return 0;
+        }
+        self.in_flight().saturating_mul(DATA_BYTES_PER_MESSAGE_IN_FLIGHT)
     }
 
     /// The point's estimate.

@@ -3995,4 +3995,103 @@ fn twenty_first_trial_bounds_that_meet_do_not_cross() {
     let r = &runner::run(&s).results[0];
     let [lo, hi] = r.closed_form_bounds_s.expect("nccl_tree is bounded here");
     assert!(lo <= hi && lo <= r.time_s && r.time_s <= hi, "[{lo:e}, {hi:e}] around {:e}", r.time_s);
+
+/// `pat` at thousands of ranks with small parts issues about P^2 / 2 sends before their
+/// receives (aggregation puts P/2 leaves in one group), so its memory grows as P^2; the
+/// estimate said 2 MiB at 2,048 ranks and 4 KiB where the run peaked at 80-370 MB, and a
+/// `--max-memory` between the two let it run. The engine's own count of the messages it
+/// held at once (`peak_in_flight`) is the measure: the estimate's count must cover it,
+/// within a factor of two, and its memory must hold a slot for each.
+#[test]
+fn twenty_first_estimate_counts_pats_messages_in_flight() {
+    use allreduce_sim::algos::{self, Params, Problem};
+    use allreduce_sim::collective::Collective;
+    use allreduce_sim::results::Point;
+    use allreduce_sim::sim::engine::NoObserver;
+    use allreduce_sim::topology::{FullyConnected, Link};
+    let link = Link { alpha: 1e-6, bandwidth: 1.25e10 };
+    // The P^2 regime (4 KiB, one chunk) and several chunks over blocks of two lengths,
+    // on one and two channels, where a last chunk only the longer blocks reach skips
+    // some receives.
+    let cases: &[(usize, u64, &str)] = &[
+        (512, 4096, ""),
+        (1024, 4096, ""),
+        (256, 40_000, ""),
+        (7, 4 << 20, ""),
+        (13, 1_000_004, ", chunk: 4KiB"),
+        (13, 1_000_004, ", chunk: 4KiB, channels: 2"),
+        (33, 65_540, ", chunk: 512"),
+        (100, 400_000, ", chunk: 1KiB, channels: 3"),
+        // Blocks of a whole number of chunks and one element more: the last chunk
+        // reaches only the longer blocks.
+        (13, 106_516, ", chunk: 4KiB"),
+        (100, 102_548, ", chunk: 1KiB"),
+        (33, 33_832, ", chunk: 512, channels: 2"),
+    ];
+    for (c, name) in [(Collective::ReduceScatter, "reduce_scatter"), (Collective::Allgather, "allgather")] {
+        for &(np, bytes, params) in cases {
+            let algo_spec = format!("{{ name: pat{params} }}");
+            let text = format!(
+                "ranks: {np}\ncollective: {name}\ntopology: {{ kind: fully_connected, link: {{ alpha: 1us, bandwidth: 100Gbps }}, nics: 1 }}\n\
+                 data: {{ mode: off }}\nalgorithms: [{algo_spec}]\nsizes: [{bytes}]\n"
+            );
+            let s = parse_str(&text, "s.yaml").unwrap_or_else(|e| panic!("{text}: {e}"));
+            let pt = Point { algo: 0, ranks: np, bytes };
+            let planned = estimate::Planned::new(&s, &pt, false);
+            let est = planned.estimate();
+            let counted = planned.in_flight();
+            let spec = &s.algorithms[0];
+            let algo = algos::build_for(c, "pat", Params::new(spec.params.clone())).unwrap();
+            let topo = FullyConnected { ranks: np, link, nics: 1 };
+            let p = Problem { ranks: np, elems: bytes as usize / 4, elem_bytes: 4 };
+            let (stats, _) =
+                allreduce_sim::sim::simulate(algo.as_ref(), &topo, p, 5e-11, None, &mut NoObserver).unwrap();
+            let held = stats.peak_in_flight;
+            let what = format!("{name} pat{params} at P = {np}, {bytes} B: counted {counted}, held {held}");
+            assert!(held > 0 && counted >= held, "{what}: the count is below the run");
+            if np >= 256 {
+                assert!(counted <= 2 * held, "{what}: the count is more than twice the run");
+                assert!(
+                    est.memory_bytes() >= held * 84,
+                    "{what}: memory about {} B, below a slot and its links (84 B) a message held",
+                    est.memory_bytes()
+                );
+            }
+        }
+    }
+    // The estimate refuses the point before it runs where the limit is below it: at
+    // 2,048 ranks the engine holds two million messages, the estimate counts them.
+    let d = case_dir("twenty-first-pat");
+    for name in ["reduce_scatter", "allgather"] {
+        let text = format!(
+            "ranks: 2048\ncollective: {name}\ntopology: {{ kind: fully_connected, link: {{ alpha: 1us, bandwidth: 100Gbps }}, nics: 1 }}\n\
+             data: {{ mode: off }}\nalgorithms: [pat]\nsizes: [4KiB]\n"
+        );
+        std::fs::write(d.join("s.yaml"), &text).unwrap();
+        let out = cmd()
+            .current_dir(&d)
+            .args(["run", "s.yaml", "--quiet", "--max-memory", "64MiB"])
+            .timeout(Duration::from_secs(120))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
+        assert!(stderr.contains("pat at P = 2048, S = 4 KiB would need about"), "{name}: {stderr}");
+        assert!(out.stdout.is_empty(), "{name}: the run went ahead");
+    }
+    // The tiled check of an allgather plans every block of every rank at once: at 2,048
+    // ranks and 4 KiB, 80 MB more with data on, which the estimate (12 MiB) left out.
+    let text = "ranks: 2048\ncollective: allgather\ntopology: { kind: fully_connected, link: { alpha: 1us, bandwidth: 100Gbps }, nics: 1 }\n\
+                data: { mode: full }\nalgorithms: [halving_doubling]\nsizes: [4KiB]\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["run", "s.yaml", "--quiet", "--max-memory", "48MiB"])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("halving_doubling at P = 2048, S = 4 KiB would need about"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&d);
 }

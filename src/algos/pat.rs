@@ -241,6 +241,48 @@ impl Pat {
         (np as u64 - 1).saturating_mul(blocks)
     }
 
+    /// The most messages of a run on `p` issued and not yet received at once, all ranks
+    /// together, read off the schedule in O(P): P ranks times, on each channel, the most
+    /// a rank's sends run ahead of its receives in one chunk's steps. That bounds them
+    /// whatever the timing: a rank waits for each receive before its next step, so the
+    /// messages in flight are the sum over the ranks of the sends each has issued less
+    /// the receives it has done, each term at most that most.
+    ///
+    /// Where a block's part holds chunks enough for several rounds of the trees, the
+    /// leaves' sends can run ahead of their parents' receives by a whole group; where
+    /// parts are small, aggregation puts up to P/2 leaves in one group and every rank
+    /// issues them at once: at 4 KiB and 2,048 ranks a thousand sends a rank before its
+    /// first receive, two million in all, which is why this is counted at all. A last
+    /// chunk that only the longer parts reach skips some receives whose blocks pass on
+    /// in the tops: the aggregation factor more a rank covers those.
+    pub(crate) fn in_flight(&self, p: &Problem) -> u64 {
+        let np = p.ranks;
+        if np <= 1 {
+            return 0;
+        }
+        let (chunk_elems, chunks, shape) = self.plan(p);
+        let n = shape.steps;
+        let (mut held, mut most) = (0i64, 0i64);
+        for g in 0..n {
+            let i = if self.reduce { g } else { n - 1 - g };
+            // (receives, sends) of the step, in that order: the allgather runs the
+            // reduce-scatter's step reversed.
+            let (recv, send) = match (shape.step(i), self.reduce) {
+                (Step::Skip, _) => (0, 0),
+                (Step::Send { .. }, true) => (0, 1),
+                (Step::Send { .. }, false) => (1, 0),
+                (Step::Recv { up, .. }, true) => (1, i64::from(up.is_some())),
+                (Step::Recv { up, .. }, false) => (i64::from(up.is_some()), 1),
+            };
+            held += send - recv;
+            most = most.max(held);
+        }
+        let shortest = p.elems / np / self.channels;
+        let partial = chunks > 1 && shortest.div_ceil(chunk_elems).max(1) < chunks;
+        let per_rank = most as u64 + if partial { shape.agg as u64 } else { 0 };
+        (np as u64).saturating_mul(self.channels as u64).saturating_mul(per_rank)
+    }
+
     /// The chunk in bytes for a buffer of `bytes` (NCCL's rule, or the parameter).
     fn chunk_bytes(&self, bytes: u64) -> u64 {
         self.chunk.unwrap_or_else(|| {

@@ -24,7 +24,7 @@ pub use log::{ENTRY_BYTES, Entry, OpLog, Source};
 pub use plane::{DataPlane, Finals, Plane};
 pub use reference::{Expect, Expectation, Expectations, Reference, Verification, Violation};
 pub use snapshots::Snapshots;
-pub use tiled::{MIN_TILE, Phases, TILE_BYTES, verify_log, verify_log_with};
+pub use tiled::{MIN_TILE, PLAN_ENTRY_BYTES, Phases, TILE_BYTES, verify_log, verify_log_with};
 
 /// Element type (`data.dtype`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

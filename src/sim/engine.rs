@@ -65,6 +65,11 @@ pub struct SimStats {
     /// for the sends of one unchanged region: [`crate::sim::data::Snapshots`]); 0 without
     /// data or on a logging plane.
     pub peak_payload_bytes: u64,
+    /// The most messages issued and not yet consumed by their receive at once, all ranks
+    /// together: what the engine holds a record of (a slot, or a deferred send's share of
+    /// a record) whatever its timing; the memory estimate's count of messages in flight
+    /// is an upper bound of it ([`crate::estimate`]).
+    pub peak_in_flight: u64,
     /// Events popped from the queue.
     pub events: u64,
     /// Reductions performed (local and on receipt).
@@ -1554,6 +1559,8 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     noise: Option<&'a Noise>,
     /// Whether sends behind busy ports are deferred (see [`Engine::materialize`]).
     lazy: bool,
+    /// Messages issued and not yet consumed ([`SimStats::peak_in_flight`] is its most).
+    in_flight: u64,
     /// The ranks' queues of deferred sends ([`RankState::deferred`]), and those free.
     deferred: Vec<std::collections::VecDeque<Deferred>>,
     free_deferred: Vec<u32>,
@@ -1656,6 +1663,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             net,
             noise: None,
             lazy: false,
+            in_flight: 0,
             deferred: Vec::new(),
             free_deferred: Vec::new(),
             deferring: 0,
@@ -1994,6 +2002,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         }
         self.ranks[r as usize].streams[s as usize].sends_in_flight += 1;
         self.stats.messages += 1;
+        self.count_in_flight();
         let bytes = (src.len * self.cfg.elem_bytes) as u64;
         self.stats.bytes_sent[r as usize] += bytes;
         if self.per_rank {
@@ -2057,6 +2066,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         }
         st.streams[s as usize].sends_in_flight += 1;
         self.stats.messages += 1;
+        self.count_in_flight();
         let bytes = (len * self.cfg.elem_bytes) as u64;
         self.stats.bytes_sent[r as usize] += bytes;
         if self.per_rank {
@@ -2922,8 +2932,16 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         }
     }
 
+    /// One more message issued and not yet consumed.
+    #[inline]
+    fn count_in_flight(&mut self) {
+        self.in_flight += 1;
+        self.stats.peak_in_flight = self.stats.peak_in_flight.max(self.in_flight);
+    }
+
     /// Free message `id`'s slot; its receiver's buffer goes back too if it held one.
     fn release(&mut self, id: u32) {
+        self.in_flight -= 1;
         let m = &self.msgs[id as usize];
         if m.held {
             self.ranks[m.dst as usize].held_bytes -= (m.len * self.cfg.elem_bytes) as u64;

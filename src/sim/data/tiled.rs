@@ -39,6 +39,12 @@ pub const TILE_BYTES: usize = 256 << 10;
 /// its fixed cost at large P.
 pub const MIN_TILE: usize = 256;
 
+/// Bytes of one entry of the check's plan: a range of a rank's vector and how it is
+/// checked. The plan holds every rank's entries at once: an allgather's every non-empty
+/// block on every rank, P min(P, n) of them (80 MB at 2,048 ranks and 4 KiB), which the
+/// memory estimate counts ([`crate::estimate`]).
+pub const PLAN_ENTRY_BYTES: usize = std::mem::size_of::<(Range<usize>, Check)>();
+
 /// Time the threads spent in each phase of a tiled run, summed over the threads, and the
 /// tiles.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
