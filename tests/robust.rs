@@ -3995,6 +3995,7 @@ fn twenty_first_trial_bounds_that_meet_do_not_cross() {
     let r = &runner::run(&s).results[0];
     let [lo, hi] = r.closed_form_bounds_s.expect("nccl_tree is bounded here");
     assert!(lo <= hi && lo <= r.time_s && r.time_s <= hi, "[{lo:e}, {hi:e}] around {:e}", r.time_s);
+}
 
 /// `pat` at thousands of ranks with small parts issues about P^2 / 2 sends before their
 /// receives (aggregation puts P/2 leaves in one group), so its memory grows as P^2; the
