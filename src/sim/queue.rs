@@ -25,7 +25,9 @@
 //! but the free buckets together keep at most the room one bucket holding the queue's
 //! high-water mark of events may have (the mark, an eighth more and 16, as a bucket
 //! grows: `EventQueue::budget`), and a bucket drained beyond that budget gives its
-//! memory back. Waves of P events split over several instants would otherwise leave each
+//! memory back, as does one drained with more than twice the room it used (a wave's
+//! bucket taken for one rank's instant: kept, it went from instant to instant while
+//! new waves grew new buckets, until every instant pending held a wave's room). Waves of P events split over several instants would otherwise leave each
 //! of the eight or so buckets with room for half a wave, four and a half events a rank
 //! where one is ever needed. The budget is a whole grown bucket, not the mark itself: a
 //! wave's bucket grows past the mark by up to an eighth, and with the mark as the budget
@@ -206,10 +208,14 @@ impl<T: Copy> EventQueue<T> {
             self.current = NONE;
             let budget = Self::budget(self.high_water);
             let bucket = &mut self.buckets[b as usize];
-            bucket.events.clear();
             bucket.head = 0;
             let cap = bucket.events.capacity();
-            if self.spare + cap > budget {
+            // A bucket recycled with room it did not use (a wave's room, taken for an
+            // instant of a few events) gives that room back: else every instant pending
+            // at once, up to one a rank where ranks drift apart, could hold a wave's room.
+            let used = bucket.events.len();
+            bucket.events.clear();
+            if self.spare + cap > budget || cap > 2 * used + 16 {
                 bucket.events = Vec::new();
             } else {
                 self.spare += cap;
@@ -402,5 +408,34 @@ mod tests {
         assert_eq!(q.buckets.len(), 2);
         let (lo, hi) = (held.iter().min(), held.iter().max());
         assert_eq!(lo, hi, "memory given back or grown once warm");
+    }
+
+    /// Half the ranks in step (a bucket of P/2 events an instant), the other half drifted
+    /// apart (an instant a rank, a bucket of one event each), as a ring's ranks are
+    /// where its blocks have two lengths. A bucket grown by a wave, drained, then taken
+    /// for one rank's instant kept the wave's room, and went back to the free buckets
+    /// when drained (which were nearly empty, every other bucket pending), to be taken
+    /// by the next such instant: the waves grew new buckets, and the pending instants
+    /// held a wave's room each, P^2 in all (110 slots an event here; a ring allgather of
+    /// 4 KiB at 4,096 ranks: 80 MB where 13 MB do). The room of all buckets stays within
+    /// a bucket's least room an event held.
+    #[test]
+    fn drifting_ranks_do_not_each_keep_a_waves_room() {
+        let mut q = EventQueue::default();
+        let ranks = 1000u64;
+        // Ranks below `ranks / 2` stay in step (one instant a round); the others drift
+        // apart, each a little slower than the one before.
+        let delay = |r: u64| if r < ranks / 2 { 1.0 } else { 1.0 + (r - ranks / 2 + 1) as f64 * 1e-6 };
+        for r in 0..ranks {
+            q.push(delay(r), r);
+        }
+        let mut room = 0usize;
+        for _ in 0..200 * ranks {
+            let (t, r) = q.pop().expect("every rank has its next event");
+            q.push(t + delay(r), r);
+            room = room.max(q.buckets.iter().map(|b| b.events.capacity()).sum());
+        }
+        assert_eq!(q.high_water, ranks as usize);
+        assert!(room <= 24 * q.high_water, "{room} slots for at most {} events", q.high_water);
     }
 }
