@@ -345,7 +345,7 @@ impl<'s> Planned<'s> {
     /// once (`direct`, `naive`, the barrier's `all_to_all`) has up to P (P - 1) in flight,
     /// a slot each; `pat`, whose leaves send a whole aggregated group before their first
     /// receive, up to P^2 / 2 where its parts are small (its schedule's own bound,
-    /// [`crate::algos::pat::Pat::in_flight`]); every other algorithm keeps a few a rank.
+    /// `Pat::in_flight` in src/algos/pat.rs); every other algorithm keeps a few a rank.
     pub fn in_flight(&self) -> u64 {
         use crate::collective::Collective::{Allgather, Allreduce, Barrier, ReduceScatter};
         let spec = &self.s.algorithms[self.pt.algo];
