@@ -25,11 +25,12 @@
 //! but the free buckets together keep at most the room one bucket holding the queue's
 //! high-water mark of events may have (the mark, an eighth more and 16, as a bucket
 //! grows: `EventQueue::budget`), and a bucket drained beyond that budget gives its
-//! memory back, as does one drained with more than twice the room it used (a wave's
-//! bucket taken for one rank's instant: kept, it went from instant to instant while
-//! new waves grew new buckets, until every instant pending held a wave's room). Waves of P events split over several instants would otherwise leave each
+//! memory back. Waves of P events split over several instants would otherwise leave each
 //! of the eight or so buckets with room for half a wave, four and a half events a rank
-//! where one is ever needed. The budget is a whole grown bucket, not the mark itself: a
+//! where one is ever needed. A bucket drained with more than twice the room it used
+//! gives it back too: a wave's bucket taken for one drifted rank's instant, kept, went
+//! from instant to instant while new waves grew new buckets, until every pending instant
+//! held a wave's room. The budget is a whole grown bucket, not the mark itself: a
 //! wave's bucket grows past the mark by up to an eighth, and with the mark as the budget
 //! a ring (waves of deliveries and of reductions in turn, each as large as the mark)
 //! gave back every drained bucket and grew the next one anew, a dozen reallocations a
