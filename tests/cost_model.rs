@@ -460,3 +460,30 @@ fn pipelined_binomial_tree_meets_its_recurrence_with_a_port_per_child() {
     let many = build("binomial_tree", &[("segments", ParamValue::Int(16))]).closed_form(&p, &m).unwrap().0;
     assert!(many < 0.5 * one, "16 pieces {many} vs one {one}");
 }
+
+/// Twenty-first trial: halving-doubling's fold with fewer elements than its core's ranks
+/// (most halving steps send an empty block). A rank entering a step whose piece had
+/// landed early ends that step at once (reducing an empty block, or with C = 0), and issues its next message at the
+/// same instant as a peer that entered a pass of the sweep before; the sweep handed the
+/// port to the peer's message before the rank's of higher priority was issued, an alpha
+/// off the engine (149 ranks, one element: 22 us against 23; 437 ranks, five elements and
+/// C = 0.05 ns/B: 28 us against 23). Each point failed before.
+#[test]
+fn halving_doubling_fold_with_empty_blocks_keeps_its_exact_form() {
+    let algo = build("halving_doubling", &[]);
+    let points = [
+        (149usize, 1usize, 0.0),
+        (150, 1, 0.0),
+        (170, 1, 0.0),
+        (214, 1, 0.0),
+        (437, 1, 0.0),
+        (310, 2, 5e-11),
+        (437, 5, 5e-11),
+        (725, 1, 5e-11),
+    ];
+    for (np, n, c) in points {
+        let topo = FullyConnected { ranks: np, link: Link { alpha: 1e-6, bandwidth: 12.5e9 }, nics: 1 };
+        let stats = run(algo.as_ref(), &topo, n, c, false);
+        assert!(assert_closed_form(algo.as_ref(), &topo, n, c, &stats), "P={np} n={n}: no closed form");
+    }
+}

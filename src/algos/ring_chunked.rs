@@ -44,8 +44,7 @@ pub const INFO: AlgoInfo = AlgoInfo {
                   the recurrence of one rank's 4P-4 chunks and 4P-5 notifications (alpha each) on its k NICs; \
                   one NIC and R <= T: (4P-4) T + (4P-5) alpha; otherwise (unequal chunks, links that differ) its \
                   data and notification steps on every rank taken together (cost_model::sweep_posted: a rank's \
-                  in-port carries data and notifications in the model's priority order); not with alpha = 0 \
-                  on unequal chunks (bounds: a zero-time notification's port order is the engine's)",
+                  in-port carries data and notifications in the model's priority order)",
     params: &[],
     build: |_| Ok(Box::new(RingChunked)),
 };
@@ -146,13 +145,6 @@ impl Algorithm for RingChunked {
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         if let Some(t) = cost_model::Hockney::of(m).and_then(|h| ring_chunked(p, &h)) {
             return Some((t, EXACT));
-        }
-        // A link with alpha = 0 sends a notification in no time: it takes and frees its
-        // ports within one instant, and which message waiting there a freed port serves
-        // then is the engine's event order, not a priority the model states (P = 5,
-        // n = 513, two NICs: the sweep is 40 ns, one 4-byte chunk, off). Bounds instead.
-        if m.topo.best_link().0.alpha == 0.0 {
-            return None;
         }
         Some((ring_chunked_steps(p, m)?, EXACT))
     }

@@ -359,6 +359,17 @@ fn sweep_within(
                     }
                 }
             }
+            // As the engine runs every event of an instant before it hands out a port,
+            // the ranks' side of the instant settles first: a step entered now may find
+            // a piece that landed early and end at once (a reduction of no time: an empty
+            // block, or C = 0),
+            // issuing a message of higher priority than one a rank issued a pass before
+            // at the same instant. Handed out pass by pass, the ports went to the earlier
+            // pass's message (halving-doubling's fold at 149 ranks, one element: an alpha
+            // late).
+            if changed {
+                continue;
+            }
             // Ports freed by now are dropped once per pass, before any is taken: a message
             // of no time taken in this pass holds its port until the next one.
             while let Some(&Reverse((bits, f))) = frees.peek() {
