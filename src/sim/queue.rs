@@ -216,7 +216,7 @@ impl<T: Copy> EventQueue<T> {
             // at once, up to one a rank where ranks drift apart, could hold a wave's room.
             let used = bucket.events.len();
             bucket.events.clear();
-            if self.spare + cap > budget || cap > 2 * used + 16 {
+            if self.spare + cap > budget || cap > 2 * used + MIN_GROWTH {
                 bucket.events = Vec::new();
             } else {
                 self.spare += cap;
@@ -274,11 +274,16 @@ impl<T: Copy> EventQueue<T> {
     }
 }
 
+/// The fewest slots a full bucket grows by (else an eighth more): the budget of free
+/// room and the give-back slack allow for it, so that a bucket grown once is not
+/// given back for the growth itself.
+const MIN_GROWTH: usize = 16;
+
 impl<T> EventQueue<T> {
     /// The most slots the free buckets keep between them: what a bucket grown (by
     /// [`Bucket::make_room`]'s eighths) to hold `high_water` events may have.
     fn budget(high_water: usize) -> usize {
-        high_water + high_water / 8 + 16
+        high_water + high_water / 8 + MIN_GROWTH
     }
 }
 
@@ -295,7 +300,7 @@ impl<T: Copy> Bucket<T> {
             self.events.truncate(len - self.head);
             self.head = 0;
         } else {
-            self.events.reserve_exact(len / 8 + 16);
+            self.events.reserve_exact(len / 8 + MIN_GROWTH);
         }
     }
 }
