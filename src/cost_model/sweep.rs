@@ -445,6 +445,14 @@ fn sweep_within(
                     lists[1][ii].remove(&key);
                     waiting -= 1;
                     let end = now + topo.link(x.from, x.to).time(x.bytes as f64);
+                    // A message of no time lands within the instant it starts, and the
+                    // steps it lets a rank enter issue their sends in a later round of
+                    // that instant, after the sends other streams of the rank issued in
+                    // an earlier one: the engine numbers them in that order, the keys
+                    // here by stream and step. Where streams share a rank, bounds then.
+                    if ns > 1 && end <= now {
+                        return None;
+                    }
                     out[oi].push(end);
                     inp[ii].push(end);
                     if out[oi].len() == ports(oi) {
