@@ -433,7 +433,7 @@ pub const BIDIRECTIONAL_INFO: AlgoInfo = AlgoInfo {
                   4(P-1)(alpha + S/(2PB)), no gain and twice the alphas; otherwise (chunks of unequal size, \
                   several NICs with compute, links that differ) the two rings' steps as two streams sharing the \
                   ranks' ports and compute unit (cost_model::sweep; at a tie the unit adds the piece whose \
-                  message has the higher priority first)",
+                  message has the higher priority first); bounds there where a link has alpha = 0",
     params: &[],
     build: |_| Ok(Box::new(BidirectionalRing)),
 };
