@@ -361,12 +361,11 @@ fn sweep_within(
             }
             // As the engine runs every event of an instant before it hands out a port,
             // the ranks' side of the instant settles first: a step entered now may find
-            // a piece that landed early and end at once (a reduction of no time: an empty
-            // block, or C = 0),
-            // issuing a message of higher priority than one a rank issued a pass before
-            // at the same instant. Handed out pass by pass, the ports went to the earlier
-            // pass's message (halving-doubling's fold at 149 ranks, one element: an alpha
-            // late).
+            // a piece that landed early and end at once (a reduction of no time: an
+            // empty block, or C = 0), issuing a message of higher priority than one a
+            // rank issued a pass before at the same instant. Handed out pass by pass,
+            // the ports went to the earlier pass's message (halving-doubling's fold at
+            // 149 ranks, one element: an alpha late).
             if changed {
                 continue;
             }
