@@ -493,11 +493,13 @@ fn halving_doubling_fold_with_empty_blocks_keeps_its_exact_form() {
 /// after every message of the round that could start; the step recurrence freed them at
 /// once (`direct`, 3 ranks, 2 elements: 1.6 ns against the engine's 1.28). It now leaves
 /// such plans to the sweep, which serves an instant round by round as the engine does.
-/// Where two streams share a rank (`bidirectional_ring`), a step a zero-time message
-/// lets a stream enter issues in a later round than the other stream's, an order the
-/// sweep's keys (stream, then step) do not hold, and with 2 NICs (no empty chunk) the
-/// instants of its two rings met to within an ulp that the sweep and the engine
-/// rounded apart (5 ranks, 13 elements): bounds wherever a link has alpha = 0.
+/// Where two streams share a rank (`bidirectional_ring`), the engine numbers a rank's
+/// sends of one instant in the order of the events that ended their streams' steps, the
+/// sweep's keys by stream then step: a step a zero-time message lets a stream enter
+/// issues in a later round than the other stream's, and with 2 NICs (no empty chunk,
+/// 5 ranks, 13 elements) rank 3's second ring entered its step first at 2.56 ns (its
+/// arrival's message had started first) and took the port freed at 2.88 ns in the
+/// engine: bounds wherever a link has alpha = 0.
 #[test]
 fn zero_time_messages_hold_their_ports_until_the_instants_next_round() {
     let exact = [

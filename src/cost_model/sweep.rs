@@ -22,8 +22,12 @@
 //!
 //! Nothing here is chosen by an event order the model leaves open except the tie rule
 //! of the compute unit, which matters only where several streams share a rank (a single
-//! stream's step ends at the same instant whichever piece goes first). A rank's streams
-//! issue in their order at an instant: the sender's sequence numbers them so.
+//! stream's step ends at the same instant whichever piece goes first), and, there too,
+//! the order of a rank's streams entering steps at one instant. The keys number a rank's
+//! sends of one instant by stream; the engine numbers them in the order of the events
+//! that ended their steps (arrivals of one instant run in the order their messages
+//! started). The two agree at the start (the engine runs a rank's streams in their
+//! order) and wherever the arrivals' messages started in stream order.
 //!
 //! The run is evaluated in time order: every time involved is a sum of the plan's own
 //! costs, with the engine's floating-point operations in the engine's order along every
@@ -445,16 +449,17 @@ fn sweep_within(
                     waiting -= 1;
                     let link = topo.link(x.from, x.to);
                     let end = now + link.time(x.bytes as f64);
-                    // Where streams share a rank, a link without latency gives bounds:
-                    // a message of no time lands within the instant it starts, and the
-                    // steps it lets a rank enter issue their sends in a later round of
-                    // that instant, after the sends other streams of the rank issued in
-                    // an earlier one (the engine numbers them in that order, the keys
-                    // here by stream and step); and with every time a multiple of a few
-                    // transfer times, reached along paths of different lengths, instants
-                    // meet to within a rounding and the keys' issue times were seen an
-                    // ulp from the engine's (`bidirectional_ring`, 5 ranks, 13 elements,
-                    // 2 NICs: a message of step 6 served after one of step 7).
+                    // Where streams share a rank, a link without latency gives bounds.
+                    // The engine numbers a rank's sends of one instant in the order of
+                    // the events that ended their streams' steps, the keys here by stream
+                    // and step, and without latency the instants of two streams meet
+                    // often: a message of no time lets a stream enter its next step in a
+                    // later round of an instant than the other's; with 2 NICs
+                    // (`bidirectional_ring`, 5 ranks, 13 elements) rank 3's second ring
+                    // entered step 5 at 2.56 ns before its first ring entered step 6, its
+                    // arrival's message having started first, and the engine gave the
+                    // port freed at 2.88 ns to the second ring's send, the keys to the
+                    // first's. docs/model.md has what a narrower rule cost.
                     if ns > 1 && (end <= now || link.alpha == 0.0) {
                         return None;
                     }
