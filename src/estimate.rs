@@ -527,7 +527,9 @@ pub fn checked_plan<'s>(
 /// `tests/estimate_counts.rs` holds every count to the walked programs.
 pub fn schedule_messages(spec: &AlgoSpec, p: &Problem, topo: &dyn Topology) -> Option<u64> {
     use crate::collective::Collective::{Allgather, Allreduce, Barrier, ReduceScatter};
-    let np = p.ranks as u64;
+    // Counted in u128 and saturated at the end: near 2^32 ranks a count passes 2^64,
+    // and a wrapped count would look small.
+    let np = p.ranks as u128;
     let pairs = np * np.saturating_sub(1);
     let mut params = Params::new(spec.params.clone());
     let n = p.elems;
@@ -559,7 +561,7 @@ pub fn schedule_messages(spec: &AlgoSpec, p: &Problem, topo: &dyn Topology) -> O
         // One reduce-scatter of P - 1 steps per phase, then one allgather.
         (Allreduce, "ring_segmented") => {
             let segment = params.size("segment").ok()?.unwrap_or(1 << 20);
-            let phases = crate::algos::RingSegmented { segment }.phases(p.ranks, n, e) as u64;
+            let phases = crate::algos::RingSegmented { segment }.phases(p.ranks, n, e) as u128;
             pairs * (phases + 1)
         }
         // Every edge of each tree (P - 1 of them) carries every non-empty chunk of its
@@ -569,13 +571,13 @@ pub fn schedule_messages(spec: &AlgoSpec, p: &Problem, topo: &dyn Topology) -> O
             let chunk_elems = (usize::try_from(chunk).unwrap_or(usize::MAX) / e).max(1);
             let chunks = n.div_ceil(2).div_ceil(chunk_elems).max(1);
             let sent: usize = (0..2).map(|t| chunks.min(crate::algos::block(n, 2, t).len)).sum();
-            2 * np.saturating_sub(1) * sent as u64
+            2 * np.saturating_sub(1) * sent as u128
         }
         // Each channel's items, on every rank.
         (Allreduce, "nccl_ring") => {
             let algo = crate::algos::nccl_ring::NcclRing::from_params(&mut params).ok()?;
             let plan = algo.plan(p, topo);
-            np * (0..algo.channels).map(|k| plan.items(k) as u64).sum::<u64>()
+            np * (0..algo.channels).map(|k| plan.items(k) as u128).sum::<u128>()
         }
         // Each channel's tree spans every rank (a chain in each node, a tree across
         // nodes): its P - 1 edges carry every chunk of the channel's part up and down.
@@ -588,23 +590,26 @@ pub fn schedule_messages(spec: &AlgoSpec, p: &Problem, topo: &dyn Topology) -> O
             };
             let chunk_elems = (usize::try_from(chunk).unwrap_or(usize::MAX) / e).max(1);
             let parts = crate::algos::Blocks::new(n, channels);
-            let chunks: u64 = (0..channels).map(|k| parts.get(k).len.div_ceil(chunk_elems) as u64).sum();
+            let chunks: u128 = (0..channels).map(|k| parts.get(k).len.div_ceil(chunk_elems) as u128).sum();
             2 * np.saturating_sub(1) * chunks
         }
         // P a power of two: every rank swaps with one partner a round, log2 P rounds
         // (the butterfly's whole vector; halving-doubling's reduce-scatter, then its
         // allgather). Other P fold first, which the walk counts (up to its rank limit).
-        (Allreduce, "butterfly") if np.is_power_of_two() && n > 0 => np * np.ilog2() as u64,
-        (Allreduce, "halving_doubling") if np.is_power_of_two() && n > 0 => 2 * np * np.ilog2() as u64,
+        (Allreduce, "butterfly") if np.is_power_of_two() && n > 0 => np * np.ilog2() as u128,
+        (Allreduce, "halving_doubling") if np.is_power_of_two() && n > 0 => 2 * np * np.ilog2() as u128,
         // Pairs swap at each of P/2 steps.
         (Allgather, "neighbor_exchange") => np * (np / 2),
         // Every chunk of every block's part leaves each rank but its owner once.
         (ReduceScatter | Allgather, "pat") => {
-            crate::algos::pat::Pat::from_params(&mut params, spec.collective == ReduceScatter).ok()?.message_count(p)
+            crate::algos::pat::Pat::from_params(&mut params, spec.collective == ReduceScatter)
+                .ok()?
+                .message_count(p)
+                .into()
         }
         _ => return None,
     };
-    Some(count)
+    Some(u64::try_from(count).unwrap_or(u64::MAX))
 }
 
 /// The protocol entry `spec`'s point of `ranks` ranks and `bytes` bytes runs with (its
@@ -712,14 +717,28 @@ pub fn describe(est: &Estimate) -> String {
 /// The parts of [`describe`]'s figure, and the work.
 fn parts(est: &Estimate) -> String {
     format!(
-        "data {}, engine {}, timeline {}; {}{} messages, about {} events",
+        "data {}, engine {}, timeline {}; {} messages, {} events",
         fmt_bytes(est.data_bytes),
         fmt_bytes(est.engine_bytes),
         fmt_bytes(est.timeline_bytes),
-        if est.messages_exact { "" } else { "at most " },
-        est.messages,
-        est.events
+        if est.messages == u64::MAX {
+            format!("more than {}", fmt_count(u64::MAX))
+        } else {
+            format!("{}{}", if est.messages_exact { "" } else { "at most " }, fmt_count(est.messages))
+        },
+        if est.events == u64::MAX {
+            format!("more than {}", fmt_count(u64::MAX))
+        } else {
+            format!("about {}", fmt_count(est.events))
+        }
     )
+}
+
+/// A count as the estimate prints it: digits up to 10^15, past that in scientific
+/// notation (`1.845e19`), so that no figure of 20 digits reads as a count that was
+/// taken exactly, or a saturated one as a real one.
+fn fmt_count(n: u64) -> String {
+    if n < 1_000_000_000_000_000 { n.to_string() } else { format!("{:.3e}", n as f64) }
 }
 
 /// Refuse the first point of `plans` whose estimated memory is above `limit` bytes: the

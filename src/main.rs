@@ -1167,8 +1167,13 @@ fn parse_param(text: &str) -> Result<(String, ParamValue), BadInput> {
         .filter(|(k, _)| !k.trim().is_empty())
         .ok_or_else(|| BadInput(format!("--param '{text}': write KEY=VALUE, e.g. --param segments=4")))?;
     let v = v.trim();
+    // An integer past u64 or below 0 stays text, so a refusal quotes it as written
+    // (`'99999999999999999999'`, `'-2'`, as a scenario's does), not as the float it reads as.
+    let integer = v.strip_prefix(['-', '+']).unwrap_or(v);
     let value = if let Ok(i) = v.parse::<u64>() {
         ParamValue::Int(i)
+    } else if !integer.is_empty() && integer.bytes().all(|b| b.is_ascii_digit()) {
+        ParamValue::Str(v.to_string())
     } else if let Ok(f) = v.parse::<f64>() {
         ParamValue::Float(f)
     } else {

@@ -4096,3 +4096,126 @@ fn twenty_first_estimate_counts_pats_messages_in_flight() {
     assert!(stderr.contains("halving_doubling at P = 2048, S = 4 KiB would need about"), "{stderr}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Twenty-third trial: a hierarchy, a grid or a fat tree whose own counts make 2^32
+/// ranks or more (`levels` of 65,536 x 65,536, `dims: [65536, 65536]`, a fat tree of
+/// 65,536 x 65,536 hosts without `ranks`) was read as P = 4294967296 and `validate` said
+/// `ok`, past the 32-bit rank numbers the docs promise (`ranks: 4294967296` is refused).
+/// Each is refused where it is written, with the limit; the largest count that fits
+/// still reads, and a fat tree that large with `ranks` given runs on its first hosts.
+#[test]
+fn twenty_third_trial_topologies_of_more_than_2_32_ranks_are_refused_where_written() {
+    let link = "link: { alpha: 1us, bandwidth: 100Gbps }";
+    let level = |n: u64| format!("{{ size: {n}, alpha: 1us, bandwidth: 100Gbps }}");
+    let refused = [
+        (format!("topology: {{ kind: hierarchical, levels: [{}, {}] }}\n", level(65536), level(65536)), "4:"),
+        (
+            format!("topology: {{ kind: hierarchical, levels: [{}, {}, {}] }}\n", level(2), level(1 << 31), level(1)),
+            "4:",
+        ),
+        (format!("topology: {{ kind: torus2d, dims: [65536, 65536], {link} }}\n"), "4:"),
+        (format!("topology: {{ kind: mesh2d, dims: [4294967295, 2], {link} }}\n"), "4:"),
+        (format!("topology: {{ kind: fat_tree, hosts_per_leaf: 65536, leaves: 65536, {link} }}\n"), "4:"),
+    ];
+    for (topo, line) in &refused {
+        let text = format!("name: t\nalgorithms: [ring]\nsizes: [0]\n{topo}");
+        let e = parse_str(&text, "s.yaml").err().unwrap_or_else(|| panic!("{topo}: read"));
+        let msg = e.to_string();
+        assert!(msg.contains(&format!("s.yaml:{line}")), "{topo}: {msg}");
+        assert!(msg.contains("4294967295") && msg.contains("32 bits"), "{topo}: {msg}");
+    }
+    let fits = [
+        format!("topology: {{ kind: hierarchical, levels: [{}, {}] }}\n", level(65535), level(65537)),
+        format!("topology: {{ kind: torus2d, dims: [65537, 65535], {link} }}\n"),
+        format!("ranks: 8\ntopology: {{ kind: fat_tree, hosts_per_leaf: 65536, leaves: 65536, {link} }}\n"),
+    ];
+    for topo in &fits {
+        let text = format!("name: t\nalgorithms: [ring]\nsizes: [0]\n{topo}");
+        let s = parse_str(&text, "s.yaml").unwrap_or_else(|e| panic!("{topo}: {e}"));
+        assert!(s.ranks.iter().all(|&p| p <= u32::MAX as usize), "{topo}: {:?}", s.ranks);
+    }
+}
+
+/// Twenty-third trial: `validate` of a ring at the largest rank count,
+/// `ranks: 4294967295`, `sizes: [0]`, printed `18446744047939747844 messages`, the
+/// count 2P(P-1) = 3.7e19 wrapped past 2^64 (also `direct`, `bidirectional_ring`), and
+/// `about 18446744073709551615 events`, a saturated count in 20 digits. The counts
+/// saturate now, and a count past 10^15 prints in scientific notation, a saturated one as
+/// `more than`.
+#[test]
+fn twenty_third_trial_message_counts_near_2_32_ranks_saturate() {
+    let text = "name: t\nranks: 4294967295\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+                algorithms: [ring, direct, bidirectional_ring, naive, star]\nsizes: [0]\n";
+    let s = parse_str(text, "s.yaml").unwrap();
+    let count = |algo: usize| {
+        estimate::estimate(&s, &allreduce_sim::results::Point { algo, ranks: 4294967295, bytes: 0 }, false).messages
+    };
+    for algo in 0..3 {
+        assert_eq!(count(algo), u64::MAX, "{}: a wrapped count", s.algorithms[algo].name);
+    }
+    // naive's P(P-1) fits, just: it stays exact.
+    assert_eq!(count(3), 4294967295u64 * 4294967294);
+    assert_eq!(count(4), 2 * 4294967294);
+    let d = case_dir("twenty-third-counts");
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    let out = cmd().current_dir(&d).args(["validate", "s.yaml"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let long = stdout.split(|c: char| !c.is_ascii_digit()).find(|w| w.len() >= 17);
+    assert!(long.is_none(), "a count of {long:?} digits: {stdout}");
+    assert!(stdout.contains("ring at P = 4294967295, S = 0 B:"), "{stdout}");
+    assert!(stdout.contains("more than 1.845e19 messages, more than 1.845e19 events"), "{stdout}");
+    assert!(stdout.contains("; 1.845e19 messages"), "naive's exact count: {stdout}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Twenty-third trial, two small ones: `explain knomial --param radix=99999999999999999999`
+/// said `not 1e20`, and `radix=-2` `not -2.0`, where the same values in a scenario are
+/// quoted as written; `bandwidth: 1e-400` (read as 0) said `bandwidth '0' must be greater
+/// than 0`. Each is quoted as written now.
+#[test]
+fn twenty_third_trial_refusals_quote_values_as_written() {
+    for (value, shown) in [("99999999999999999999", "'99999999999999999999'"), ("-2", "'-2'")] {
+        let out = cmd()
+            .args(["explain", "knomial", "--collective", "broadcast", "--param", &format!("radix={value}")])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("'radix' must be a whole number from 1 to"), "{stderr}");
+        assert!(stderr.contains(&format!("not {shown}")), "{value}: {stderr}");
+    }
+    let text =
+        "name: t\nranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 1e-400 } }\nalgorithms: [ring]\nsizes: [4KiB]\n";
+    let Err(e) = parse_str(text, "s.yaml") else { panic!("read") };
+    let e = e.to_string();
+    assert!(e.contains("s.yaml:3:44: topology.link.bandwidth: bandwidth '1e-400' must be greater than 0"), "{e}");
+}
+
+/// Twenty-third trial: a scenario named with control characters (`"a\u001b[31mred\u0007"`)
+/// run with `--plot` wrote SVG files holding the raw ESC and BEL, which XML 1.0 forbids:
+/// no SVG reader opened them ("not well-formed (invalid token)"). They are written as
+/// the terminal shows them (`\u{1b}`) now; `&` and `<` stay XML's own escapes.
+#[test]
+fn twenty_third_trial_plots_of_a_name_with_control_characters_are_xml() {
+    let d = case_dir("twenty-third-svg");
+    let text = "name: \"a\\u001b[31mred\\u0007 & <b>\"\nranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 1Gbps } }\n\
+                algorithms: [ring, butterfly]\nsizes: [64, 4KiB]\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    let out = cmd().current_dir(&d).args(["run", "s.yaml", "--quiet", "--plot=p"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut svgs = 0;
+    for entry in std::fs::read_dir(d.join("p")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "svg") {
+            continue;
+        }
+        svgs += 1;
+        let svg = std::fs::read_to_string(&path).unwrap();
+        let bad = svg.chars().find(|&c| c < ' ' && !matches!(c, '\t' | '\n' | '\r'));
+        assert!(bad.is_none(), "{}: holds {bad:?}, which XML forbids", path.display());
+        assert!(svg.contains("a\\u{1b}[31mred\\u{7} &amp; &lt;b&gt;"), "{}: the title", path.display());
+    }
+    assert!(svgs >= 4, "{svgs} SVG files");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -113,8 +113,8 @@ impl Algorithm for Chain {
 
     /// Each of the P-1 links carries every segment once per pass.
     fn messages(&self, p: &Problem) -> Option<u64> {
-        let once = p.ranks.saturating_sub(1) as u64 * self.segments as u64;
-        Some(if self.collective == Collective::Allreduce { 2 * once } else { once })
+        let once = (p.ranks.saturating_sub(1) as u64).saturating_mul(self.segments as u64);
+        Some(if self.collective == Collective::Allreduce { once.saturating_mul(2) } else { once })
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {

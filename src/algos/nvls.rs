@@ -334,7 +334,8 @@ impl Algorithm for Nvls {
         let plan = self.plan(p);
         let loops: usize = (0..plan.channels).map(|k| plan.loops(k)).sum();
         // Per loop and head: P loads, the sum, the store, P copies.
-        Some((loops * p.ranks * (2 * p.ranks + 2)) as u64)
+        let ranks = p.ranks as u64;
+        Some((loops as u64).saturating_mul(ranks).saturating_mul(ranks.saturating_mul(2).saturating_add(2)))
     }
 
     fn switch_agents(&self) -> bool {

@@ -286,7 +286,8 @@ impl Algorithm for NvlsHalf {
     fn messages(&self, p: &Problem) -> Option<u64> {
         let plan = self.plan(p);
         let loops: usize = (0..plan.channels).map(|k| plan.loops(k)).sum();
-        Some((loops * p.ranks * (p.ranks + 1)) as u64)
+        let ranks = p.ranks as u64;
+        Some((loops as u64).saturating_mul(ranks).saturating_mul(ranks.saturating_add(1)))
     }
 
     fn switch_agents(&self) -> bool {

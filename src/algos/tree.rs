@@ -105,8 +105,8 @@ impl Algorithm for BinomialTree {
     /// Every rank but the root sends each segment once up (reduce) and the root's result
     /// reaches it once down (broadcast).
     fn messages(&self, p: &Problem) -> Option<u64> {
-        let once = p.ranks.saturating_sub(1) as u64 * self.segments as u64;
-        Some(if self.collective == Collective::Allreduce { 2 * once } else { once })
+        let once = (p.ranks.saturating_sub(1) as u64).saturating_mul(self.segments as u64);
+        Some(if self.collective == Collective::Allreduce { once.saturating_mul(2) } else { once })
     }
 
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {

@@ -385,10 +385,18 @@ pub trait Chart {
 /// Draw `chart` into an SVG file.
 pub fn save_svg<C: Chart>(chart: &C, path: &Path) -> Result<(), String> {
     ensure_fonts();
-    let root = SVGBackend::new(path, chart.size()).into_drawing_area();
-    root.fill(&WHITE).map_err(de)?;
-    chart.draw(&root)?;
-    root.present().map_err(|e| format!("cannot write {}: {e}", path.display()))
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, chart.size()).into_drawing_area();
+        root.fill(&WHITE).map_err(de)?;
+        chart.draw(&root)?;
+        root.present().map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    // XML 1.0 allows no control character but the tab and the line ends: a name holding
+    // one (the ESC of an escape sequence) left a file no SVG reader opens. Each is written
+    // as the terminal shows it (`\u{1b}`).
+    std::fs::write(path, crate::units::escape_controls(&svg).as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Draw `chart` into a PNG file.

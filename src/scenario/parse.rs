@@ -991,7 +991,15 @@ fn bandwidth(src: &Src, v: &Spanned<Scalar>, key: &str) -> Result<f64, ScenarioE
                 src.shown(v)
             ),
         )),
-        s => units::parse_bandwidth(&s.text()).map_err(|e| src.err(&v.referenced, format!("{key}: {e}"))),
+        s => units::parse_bandwidth(&s.text()).map_err(|e| {
+            // A float is quoted as written: `1e-400` reads as 0, and "bandwidth '0'" is
+            // not what the file says.
+            let e = match s {
+                Scalar::Float(_) => e.replacen(&format!("'{}'", s.text()), &format!("'{}'", src.shown(v)), 1),
+                _ => e,
+            };
+            src.err(&v.referenced, format!("{key}: {e}"))
+        }),
     }
 }
 
@@ -1241,6 +1249,20 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     let implied = topology.implied_ranks();
     let ranks = match r.ranks {
         None => match topology.default_ranks() {
+            // A rank on every host of a tree past 2^32 - 1 hosts: more ranks than 32 bits
+            // number (the implied counts of levels and dims are refused where written).
+            Some(n) if n > u32::MAX as usize => {
+                return Err(src.err(
+                    &topology_at,
+                    format!(
+                        "topology: {}, and without 'ranks' a rank runs on every host: more than {} ranks (ranks \
+                         are numbered in 32 bits); write ranks from 1 to {}",
+                        topology.max_ranks_why().unwrap_or_else(|| format!("it has {n} hosts")),
+                        u32::MAX,
+                        u32::MAX
+                    ),
+                ));
+            }
             Some(n) => vec![n],
             None => {
                 return Err(src.err(

@@ -580,8 +580,18 @@ fn dims(src: &Src, d: Spanned<Vec<Spanned<Scalar>>>) -> Result<[usize; 2], Scena
             )
         })?;
     }
-    if out[0].checked_mul(out[1]).is_none() {
-        return Err(src.err(&d.referenced, "topology.dims: more ranks than this machine can count"));
+    // Ranks are numbered in 32 bits: a grid of more is refused here, not at a wrapped count.
+    if out[0].checked_mul(out[1]).is_none_or(|n| n > u32::MAX as usize) {
+        return Err(src.err(
+            &d.referenced,
+            format!(
+                "topology.dims: {} x {} is more than {} ranks (ranks are numbered in 32 bits); give dims whose \
+                 product is at most that",
+                out[0],
+                out[1],
+                u32::MAX
+            ),
+        ));
     }
     Ok(out)
 }
@@ -612,8 +622,17 @@ fn levels(src: &Src, raw: Spanned<Vec<Spanned<RawLevel>>>) -> Result<Vec<LevelSp
                 format!("{key}.size: must be a whole number of at least 1, not {}", src.shown(size)),
             )
         })?;
-        ranks = ranks.checked_mul(size_v).ok_or_else(|| {
-            src.err(&size.referenced, format!("{key}.size: the levels make more ranks than this machine can count"))
+        // Ranks are numbered in 32 bits: levels that make more are refused at the size
+        // that passes the limit.
+        ranks = ranks.checked_mul(size_v).filter(|&n| n <= u32::MAX as usize).ok_or_else(|| {
+            src.err(
+                &size.referenced,
+                format!(
+                    "{key}.size: the levels up to this one make more than {} ranks (ranks are numbered in 32 bits); \
+                     give sizes whose product is at most that",
+                    u32::MAX
+                ),
+            )
         })?;
         let Some(alpha) = &l.alpha else {
             return Err(
