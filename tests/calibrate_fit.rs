@@ -9,7 +9,8 @@ use allreduce_sim::calibrate::{self, Machine, Options};
 mod common;
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("allreduce-sim-calibrate-fit-{}", std::process::id()));
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("allreduce-sim-calibrate-fit-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d.join(name)
 }

@@ -52,7 +52,8 @@ fn fit_at_truth(machine: &str, sizes: &[u64], ranks: usize, gpus: usize, fit: &[
     for p in &results {
         assert_eq!(p.algorithm, "nvls_tree");
     }
-    let path: PathBuf = std::env::temp_dir().join(format!("allreduce-sim-nvls-tree-count-{}.yaml", std::process::id()));
+    let path: PathBuf = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("allreduce-sim-nvls-tree-count-{}.yaml", std::process::id()));
     std::fs::write(&path, machine).unwrap();
     let m = Machine::load(&path).unwrap();
     let _ = std::fs::remove_file(&path);

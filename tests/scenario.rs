@@ -179,7 +179,8 @@ fn block_style_algorithm_entries_keep_parameters_and_locations() {
 
 #[test]
 fn file_is_read_and_named_after_its_stem() {
-    let dir = std::env::temp_dir().join(format!("allreduce-sim-scenario-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("allreduce-sim-scenario-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("my run.yaml");
     std::fs::write(&path, MINIMAL).unwrap();

@@ -182,7 +182,8 @@ fn noise_levels_scale_the_skew_exactly() {
         assert_eq!(levels[1].slowdown, n.slowdown);
     }
     let s = parse_str(&text, "t.yaml").unwrap();
-    let dir = std::env::temp_dir().join(format!("allreduce_sim_levels_{}", std::process::id()));
+    let dir =
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("allreduce_sim_levels_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let files = allreduce_sim::plots::plot_report(&run(&s), &dir).unwrap();
     assert!(files.iter().any(|f| f.to_string_lossy().contains("slowdown_vs_noise_P8")), "{files:?}");
