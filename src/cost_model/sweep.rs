@@ -29,8 +29,9 @@
 //! costs, with the engine's floating-point operations in the engine's order along every
 //! path, so it agrees with the engine to the last bit in practice.
 
+use std::cell::Cell;
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::ops::Bound::{Excluded, Unbounded};
 
 use super::lockstep::{WORK_FLOOR, WORK_PER_MESSAGE};
@@ -144,7 +145,7 @@ fn sweep_within(
         return None;
     }
     let budget = floor.saturating_add(per_message.saturating_mul(total as u64));
-    let looks = std::cell::Cell::new(0u64);
+    let looks = Cell::new(0u64);
     let ns = streams.len();
     // Per stream and step, the receives each rank waits for, and each rank's sends.
     let mut incoming: Vec<Vec<Vec<usize>>> = Vec::with_capacity(ns);
@@ -181,6 +182,39 @@ fn sweep_within(
     let mut early: Vec<Vec<Vec<Early>>> = streams.iter().map(|st| vec![Vec::new(); st.len() * np]).collect();
     let mut cur: Vec<Vec<Cursor>> = vec![vec![Cursor::default(); ns]; np];
     let faces = topo.interfaces();
+    // Every message's interfaces (out, in), looked up once: a cluster's answer is a
+    // division or two and a branch, and the walks below asked it at every look. An
+    // interface that carries more than one rank's messages (a node's NIC shared by its
+    // GPUs) makes the in-lists long, and then they are kept by sender's interface.
+    let mut owner = vec![usize::MAX; faces];
+    let mut shared = false;
+    let routes: Vec<Vec<Vec<(u32, u32)>>> = streams
+        .iter()
+        .map(|st| {
+            st.iter()
+                .map(|step| {
+                    step.xfers
+                        .iter()
+                        .map(|&(x, _)| {
+                            let (oi, ii) = topo.route_interfaces(x.from, x.to);
+                            for (face, rank) in [(oi, x.from), (ii, x.to)] {
+                                match owner.get_mut(face) {
+                                    Some(o) if *o == usize::MAX => *o = rank,
+                                    Some(o) => shared |= *o != rank,
+                                    None => shared = true,
+                                }
+                            }
+                            (oi as u32, ii as u32)
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    let route = |key: &Key| {
+        let (oi, ii) = routes[key.2][key.3][key.4];
+        (oi as usize, ii as usize)
+    };
     // Looked up once: the topology's answers are not free (a hierarchy computes a
     // rank's level), and the loop below asks at every instant.
     let port_count: Vec<usize> = (0..faces).map(|i| topo.interface_ports(i).max(1) as usize).collect();
@@ -189,7 +223,8 @@ fn sweep_within(
     // The waiting messages: those issued by `now` on the lists of the interfaces they
     // leave by (0) and enter by (1), in priority order; those issued later in `future`;
     // those just issued in `fresh`, sorted out before the ports are handed out.
-    let mut lists: [Vec<BTreeSet<Key>>; 2] = [vec![BTreeSet::new(); faces], vec![BTreeSet::new(); faces]];
+    let mut outs = Side::new(faces, shared);
+    let mut ins = Side::new(faces, shared);
     let mut future: BinaryHeap<Reverse<Key>> = BinaryHeap::new();
     let mut fresh: Vec<Key> = Vec::new();
     let mut waiting = 0usize;
@@ -397,10 +432,9 @@ fn sweep_within(
                     break;
                 }
                 future.pop();
-                let x = streams[key.2][key.3].xfers[key.4].0;
-                let (oi, ii) = topo.route_interfaces(x.from, x.to);
-                lists[0][oi].insert(key);
-                lists[1][ii].insert(key);
+                let (oi, ii) = route(&key);
+                outs.insert(oi, ii, key);
+                ins.insert(ii, oi, key);
                 if !touched[oi] {
                     touched[oi] = true;
                     touched_list.push(oi);
@@ -415,22 +449,22 @@ fn sweep_within(
             // offer anything.
             let changed_free = touched_list.iter().filter(|&&f| out[f].len() < ports(f)).count();
             let clean_free = free_senders > changed_free;
-            let offerable = |key: &Key, out: &[Vec<f64>], touched: &[bool]| {
-                looks.set(looks.get() + 1);
-                let x = streams[key.2][key.3].xfers[key.4].0;
-                let o = topo.route_interfaces(x.from, x.to).0;
-                !touched[o] && out[o].len() < ports(o)
-            };
+            let offerable = |o: usize, out: &[Vec<f64>], touched: &[bool]| !touched[o] && out[o].len() < ports(o);
+            // An out-list walks to a receiver with a port free only where it is kept
+            // by receiver; a plain one offers its messages in turn, as it always did.
+            let out_looks = shared.then_some(&looks);
+            let takes = |i: usize, inp: &[Vec<f64>]| !shared || inp[i].len() < ports(i);
             offers.clear();
             for &f in &touched_list {
                 if out[f].len() < ports(f)
-                    && let Some(&key) = lists[0][f].first()
+                    && let Some(key) = outs.first_after(f, None, |k| route(k).1, |i| takes(i, &inp), out_looks)
                 {
                     offers.push(Reverse((key, 0, f)));
                 }
                 if clean_free
                     && inp[f].len() < ports(f)
-                    && let Some(&key) = lists[1][f].iter().find(|k| offerable(k, &out, &touched))
+                    && let Some(key) =
+                        ins.first_after(f, None, |k| route(k).0, |o| offerable(o, &out, &touched), Some(&looks))
                 {
                     offers.push(Reverse((key, 1, f)));
                 }
@@ -439,9 +473,9 @@ fn sweep_within(
                 looks.set(looks.get() + 1);
                 let (_, from, j, s, i) = key;
                 let (x, at): (Xfer, usize) = streams[j][s].xfers[i];
-                let (oi, ii) = topo.route_interfaces(x.from, x.to);
-                if out[oi].len() < ports(oi) && inp[ii].len() < ports(ii) && lists[0][oi].remove(&key) {
-                    lists[1][ii].remove(&key);
+                let (oi, ii) = route(&key);
+                if out[oi].len() < ports(oi) && inp[ii].len() < ports(ii) && outs.remove(oi, ii, &key) {
+                    ins.remove(ii, oi, &key);
                     waiting -= 1;
                     let link = topo.link(x.from, x.to);
                     let end = now + link.time(x.bytes as f64);
@@ -494,9 +528,12 @@ fn sweep_within(
                 }
                 let free = if side == 0 { out[f].len() < ports(f) } else { inp[f].len() < ports(f) };
                 if free {
-                    let mut rest = lists[side][f].range((Excluded(key), Unbounded));
-                    let next = if side == 0 { rest.next() } else { rest.find(|k| offerable(k, &out, &touched)) };
-                    if let Some(&next) = next {
+                    let next = if side == 0 {
+                        outs.first_after(f, Some(key), |k| route(k).1, |i| takes(i, &inp), out_looks)
+                    } else {
+                        ins.first_after(f, Some(key), |k| route(k).0, |o| offerable(o, &out, &touched), Some(&looks))
+                    };
+                    if let Some(next) = next {
                         offers.push(Reverse((next, side, f)));
                     }
                 }
@@ -529,6 +566,105 @@ fn sweep_within(
         return None;
     }
     Some(unit.iter().copied().fold(end_max, f64::max))
+}
+
+/// The waiting messages on one side (the interfaces they leave by, or enter by), each
+/// interface's in priority order.
+enum Side {
+    /// One list an interface, walked for the first message whose other side may take
+    /// it: where every interface is one rank's, a list holds a message or two of each
+    /// of the P - 1 peers at most, and the walk stops early.
+    Walk(Vec<BTreeSet<Key>>),
+    /// Where an interface is several ranks' (a node's GPUs sharing its NIC), its list
+    /// holds every message waiting to leave or enter the node, thousands, most of them
+    /// for a peer without a free port; so each interface keeps one list an interface
+    /// on the other side, and in `heads` the first message of each, which are what is
+    /// walked.
+    ByPeer { lists: Vec<BTreeMap<usize, BTreeSet<Key>>>, heads: Vec<BTreeSet<Key>> },
+}
+
+impl Side {
+    fn new(faces: usize, by_peer: bool) -> Self {
+        if by_peer {
+            Side::ByPeer { lists: vec![BTreeMap::new(); faces], heads: vec![BTreeSet::new(); faces] }
+        } else {
+            Side::Walk(vec![BTreeSet::new(); faces])
+        }
+    }
+
+    /// `key` joins interface `face`'s list; `peer` is its interface on the other side.
+    fn insert(&mut self, face: usize, peer: usize, key: Key) {
+        match self {
+            Side::Walk(lists) => {
+                lists[face].insert(key);
+            }
+            Side::ByPeer { lists, heads } => {
+                let list = lists[face].entry(peer).or_default();
+                let old = list.first().copied();
+                list.insert(key);
+                if old.is_none_or(|h| key < h) {
+                    if let Some(h) = old {
+                        heads[face].remove(&h);
+                    }
+                    heads[face].insert(key);
+                }
+            }
+        }
+    }
+
+    /// Takes `key` off `face`'s list; whether it was there.
+    fn remove(&mut self, face: usize, peer: usize, key: &Key) -> bool {
+        match self {
+            Side::Walk(lists) => lists[face].remove(key),
+            Side::ByPeer { lists, heads } => {
+                let Some(list) = lists[face].get_mut(&peer) else { return false };
+                let head = list.first() == Some(key);
+                let was = list.remove(key);
+                if was && head {
+                    heads[face].remove(key);
+                    match list.first() {
+                        Some(&next) => {
+                            heads[face].insert(next);
+                        }
+                        None => {
+                            lists[face].remove(&peer);
+                        }
+                    }
+                }
+                was
+            }
+        }
+    }
+
+    /// The first message of `face`'s list after `after` whose interface on the other
+    /// side (`peer`) `takes`, each message walked counted in `looks` (if given).
+    /// `after` is the message the list offered last in this pass (`None`: none yet).
+    ///
+    /// Walking the heads finds what the whole list's walk finds: that message was the
+    /// first of every peer still taking then, none of their lists has gained a message
+    /// since (messages join between passes), and a peer that did not take then still
+    /// does not (within a pass ports are only taken).
+    fn first_after(
+        &self,
+        face: usize,
+        after: Option<Key>,
+        peer: impl Fn(&Key) -> usize,
+        takes: impl Fn(usize) -> bool,
+        looks: Option<&Cell<u64>>,
+    ) -> Option<Key> {
+        let list = match self {
+            Side::Walk(lists) => &lists[face],
+            Side::ByPeer { heads, .. } => &heads[face],
+        };
+        list.range((after.map_or(Unbounded, Excluded), Unbounded))
+            .find(|k| {
+                if let Some(looks) = looks {
+                    looks.set(looks.get() + 1);
+                }
+                takes(peer(k))
+            })
+            .copied()
+    }
 }
 
 /// `ranks` becomes `pending` and then the ranks of `heap`'s entries due by `now` (popped),
