@@ -439,6 +439,7 @@ fn by_instant(
     let mut heads: Vec<usize> = Vec::new();
     let mut started: Vec<bool> = Vec::new();
     let mut seen: Vec<u64> = Vec::new();
+    let mut route_at: Vec<(usize, usize)> = Vec::new();
     let mut dirty: Vec<u64> = vec![0; 2 * out.len()];
     let mut frees: BinaryHeap<std::cmp::Reverse<(u64, usize)>> = BinaryHeap::new();
     let mut cursors: BinaryHeap<std::cmp::Reverse<(usize, usize, usize)>> = BinaryHeap::new();
@@ -506,9 +507,11 @@ fn by_instant(
             started.resize(waiting.len(), false);
             seen.clear();
             seen.resize(waiting.len(), 0);
+            route_at.clear();
             for (pos, w) in waiting.iter().enumerate() {
                 let x = step.xfers[runs[w.at].0];
                 let (oi, ii) = topo.route_interfaces(x.from, x.to);
+                route_at.push((oi, ii));
                 lists[oi].push(pos);
                 lists[faces + ii].push(pos);
             }
@@ -568,7 +571,7 @@ fn by_instant(
                         seen[pos] = instant;
                         let Ready { prio, at, since } = w;
                         let x = step.xfers[runs[at].0];
-                        let (oi, ii) = topo.route_interfaces(x.from, x.to);
+                        let (oi, ii) = route_at[pos];
                         if !side_full(&out[oi], &inp[ii], (oi, ii), &mut full, now, instant) {
                             let start = now;
                             let end = start + topo.link(x.from, x.to).time(x.bytes as f64);
@@ -596,9 +599,26 @@ fn by_instant(
                             fresh = waiting.len();
                         }
                     } else {
+                        // Passed over in place, not through the heap: a message already
+                        // started, and one issued by now whose other side was found full at
+                        // this instant (it stays full: bookings only add holders), which
+                        // could not start here. Where GPUs share a NIC, a NIC's list holds
+                        // every message leaving or entering the node, most for a NIC that
+                        // is busy, and each took a pop and a push.
                         let list = &lists[src];
+                        let other = 1 - src / faces;
                         let mut next = off + 1;
-                        while next < list.len() && started[list[next]] {
+                        while let Some(&q) = list.get(next) {
+                            if !started[q] {
+                                let face = if other == 0 { route_at[q].0 } else { route_at[q].1 };
+                                if full[other][face] != instant || waiting[q].prio.0 > now {
+                                    break;
+                                }
+                                work += 1;
+                                if work > budget {
+                                    return None;
+                                }
+                            }
                             next += 1;
                         }
                         if next < list.len() {
