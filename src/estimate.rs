@@ -515,6 +515,36 @@ pub fn checked_plan<'s>(
     Ok((plans, Some(limit)))
 }
 
+/// Refuse the largest point of `plans` if this process cannot even reserve its estimated
+/// memory: the allocator is asked for that much once, untouched (no page is used) and
+/// given back at once. `run` asks it last, after every other refusal, just before the
+/// points run. A limit given by hand (`--max-memory 15EiB`), or none where
+/// `/proc/meminfo` cannot be read, may be past what the machine or the process's
+/// address-space limit (`ulimit -v`) allows, and a point within it then died of a failed
+/// allocation midway (exit 134, 2^32 - 1 ranks: a per-rank table of 103 GB under an 8 GB
+/// limit). Linux refuses a reservation past its memory and swap unless overcommit is set
+/// to always; there the run is as before.
+pub fn check_reservable(plans: &[Planned]) -> Result<(), String> {
+    let Some((pl, need)) = plans.iter().map(|pl| (pl, pl.estimate().memory_bytes())).max_by_key(|&(_, need)| need)
+    else {
+        return Ok(());
+    };
+    let reservable = usize::try_from(need).is_ok_and(|n| Vec::<u8>::new().try_reserve_exact(n).is_ok());
+    if reservable {
+        return Ok(());
+    }
+    let est = pl.estimate();
+    Err(format!(
+        "{} would need about {} of memory ({}), more than this process can reserve (the allocator refused that \
+         much: the machine's memory and swap, or `ulimit -v`, whatever the memory limit); use fewer ranks \
+         (--ranks){}",
+        pl.label(),
+        fmt_bytes(need),
+        parts(&est),
+        if est.data_bytes > 0 { ", smaller sizes (--sizes) or data.mode: off" } else { " or smaller sizes (--sizes)" },
+    ))
+}
+
 /// The messages of algorithm `spec` on `p` and `topo`, counted from its schedule
 /// (what each rank sends in each step, as its module docs lay it out) rather than by
 /// walking every rank's program: for the algorithms whose own

@@ -145,7 +145,8 @@ struct RunArgs {
     #[arg(long, short)]
     quiet: bool,
     /// Refuse, before it runs, any point whose estimated memory is above BYTES
-    /// (`512MiB`, `2GB`) [default: MemAvailable of /proc/meminfo].
+    /// (`512MiB`, `2GB`) [default: MemAvailable of /proc/meminfo]; a point the process
+    /// cannot reserve that much memory for is refused too.
     #[arg(long, allow_hyphen_values = true, value_name = "BYTES")]
     max_memory: Option<String>,
     /// Compare every point with the same point of a saved JSON report (a regression
@@ -652,6 +653,7 @@ fn cmd_tune(args: TuneArgs) -> Result<ExitCode, BadInput> {
     let s = select::tune::tune_scenario(&load(&scenario, &overrides)?);
     let out = plan_file(&scenario, &[], "--output", dash_is_stdout(output).as_deref())?;
     let (plans, memory_limit) = estimate::checked_plan(&s, None, None, "--max-memory").map_err(BadInput)?;
+    estimate::check_reservable(&plans).map_err(BadInput)?;
     let report = runner::run_planned(&s, plans, &runner::RunOptions { shard: None, progress: !quiet, memory_limit });
     let tuned = select::tune::summarise(&report);
     let emit = match emit {
@@ -784,6 +786,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         None => None,
     };
     let recorded = picked.as_ref().unwrap_or(&s);
+    estimate::check_reservable(&plans).map_err(BadInput)?;
     // Ctrl-C: stop between points and write what finished. A second Ctrl-C
     // while a long point runs ends the process at once.
     let _ = ctrlc::set_handler(|| {

@@ -4219,3 +4219,28 @@ fn twenty_third_trial_plots_of_a_name_with_control_characters_are_xml() {
     assert!(svgs >= 4, "{svgs} SVG files");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Twenty-third trial (left there, fixed after): `--max-memory 15EiB` lets through a point
+/// whose estimate (4 TiB: a ring of 2^32 - 1 ranks) the machine cannot hold, and the run
+/// died of a failed allocation midway (`memory allocation of 103079215080 bytes failed`,
+/// exit 134) under an 8 GB address-space limit. The largest point's estimate is now
+/// reserved (untouched) before anything runs, and a refusal says why (exit 2). The limit
+/// is set here (`ulimit -v`) so that no machine's overcommit setting lets the run start.
+#[test]
+fn twenty_third_trial_a_limit_past_the_machine_is_refused_not_aborted() {
+    let d = case_dir("twenty-third-reserve");
+    let text = "name: t\nranks: 4294967295\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+                algorithms: [ring]\nsizes: [0]\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    let out = std::process::Command::new("sh")
+        .current_dir(&d)
+        .args(["-c", "ulimit -v 8000000 && exec \"$0\" run s.yaml --quiet --max-memory 15EiB"])
+        .arg(env!("CARGO_BIN_EXE_allreduce-sim"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("more than this process can reserve"), "{stderr}");
+    assert!(stderr.contains("ring at P = 4294967295"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&d);
+}
