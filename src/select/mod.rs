@@ -270,6 +270,9 @@ struct Job {
     group: usize,
     spec: AlgoSpec,
     label: String,
+    /// One of the scenario's own algorithms whose row is not in this run (another
+    /// shard's): it counts as that row would, a candidate whose failures are its own.
+    listed: bool,
 }
 
 /// What [`fill`] runs: the points (collective, ranks, bytes) with a selector and the
@@ -327,10 +330,17 @@ fn plan(
                 want.insert(i, w);
             }
         }
-        for spec in specs {
+        // A shard holds only some rows of the point: the scenario's other algorithms run
+        // in other shards. They are simulated here too, so that the selectors weigh the
+        // same rows as in the whole run and the merged shards give back its report.
+        let own: Vec<AlgoSpec> =
+            s.algorithms.iter().filter(|a| a.collective == *c && !is_selector(&a.name)).cloned().collect();
+        let own_labels: Vec<String> = own.iter().map(|a| row_label(*c, a)).collect();
+        for spec in own.into_iter().chain(specs) {
             let label = row_label(*c, &spec);
             if !listed.contains(&label) && !jobs.iter().any(|j| j.group == g && j.label == label) {
-                jobs.push(Job { group: g, spec, label });
+                let listed = own_labels.contains(&label);
+                jobs.push(Job { group: g, spec, label, listed });
             }
         }
         wishes.push(want);
@@ -448,13 +458,17 @@ impl<'r> Pool<'r> {
     /// runs there (`mine`).
     fn of(c: Collective, listed: impl Iterator<Item = &'r PointResult>, mine: &[(&Job, &'r PointResult)]) -> Self {
         let mut pool: Vec<&PointResult> = listed.filter(|r| !is_selector(&r.algorithm)).collect();
-        let hidden: Vec<&PointResult> = mine.iter().map(|(_, r)| *r).collect();
+        // The scenario's own rows run in another shard count as the listed rows do.
+        pool.extend(mine.iter().filter(|(j, _)| j.listed).map(|(_, r)| *r));
+        let hidden: Vec<&PointResult> = mine.iter().filter(|(j, _)| !j.listed).map(|(_, r)| *r).collect();
         // NCCL's own algorithms, run only for nccl_model, are its pick's simulation, not
         // candidates: the best stays the best of the algorithms auto weighs (and of
         // those the scenario lists), so nccl_model's `vs_best` may be below 0.
         let mut every = pool.clone();
         every.extend(hidden.iter().copied());
-        pool.extend(mine.iter().filter(|(j, _)| !algos::NCCL_IDS.contains(&j.spec.name.as_str())).map(|(_, r)| *r));
+        pool.extend(
+            mine.iter().filter(|(j, _)| !j.listed && !algos::NCCL_IDS.contains(&j.spec.name.as_str())).map(|(_, r)| *r),
+        );
         let ran_ok: Vec<&PointResult> = pool.iter().copied().filter(|r| r.not_applicable.is_none()).collect();
         let (best, second) = top_two(c, ran_ok.iter().map(|r| (r.algorithm.as_str(), r.time_s)).collect());
         let hidden_failures = hidden
@@ -506,8 +520,13 @@ impl<'r> Pool<'r> {
             Some(Ok(Some(w))) => self.picked(c, spec, w, placeholder),
         };
         row.algorithm = placeholder.algorithm.clone();
-        // The chosen algorithm's own row (if listed) shows its path; no second copy.
+        // The chosen algorithm's own row (if listed) shows its path and link counters; no
+        // second copy. They are recorded only where the choice ran as a listed point, so a
+        // copy would make the selector's row depend on which algorithms the scenario, or a
+        // `--shard`, happens to list (shards merged back would differ from the whole run).
         row.critical_path = None;
+        row.link_bytes_max = None;
+        row.links_used = None;
         row.failures.extend(self.hidden_failures.iter().cloned());
         row.best_algorithm = self.best.map(|(l, _)| l.to_string());
         row.best_time_s = self.best.map(|(_, t)| t);
