@@ -4389,3 +4389,30 @@ fn twenty_fourth_trial_a_selector_whose_candidates_were_cut_off_exits_3() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Twenty-fourth trial: a noisy run (`skew` of every rank) at `S = 0` printed `inf !` in the
+/// table's `rel err` (and `inf` in the CSV) for `double_binary_tree`, whose noise-free run
+/// sends nothing (closed form 0 s) while the skew made the time 1.5 us; the run said all
+/// checks held. A closed form of 0 against a later time has no relative error: `-` now.
+#[test]
+fn twenty_fourth_trial_a_closed_form_of_0_under_noise_has_no_infinite_error() {
+    let d = case_dir("twenty-fourth-inf");
+    let text = "ranks: 5\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+                algorithms: [double_binary_tree, ring]\nsizes: [0, 4KiB]\n\
+                noise:\n  skew: { dist: uniform, scale: 2us, fraction: 1 }\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    for format in ["table", "csv", "json"] {
+        let out = cmd().current_dir(&d).args(["run", "s.yaml", "--quiet", "--format", format]).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{format}: {}", String::from_utf8_lossy(&out.stderr));
+        let words: Vec<&str> = stdout.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+        assert!(!words.contains(&"inf") && !words.contains(&"NaN"), "{format}: {stdout}");
+        if format == "json" {
+            let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+            let r = &v["results"][0];
+            assert_eq!((r["algorithm"].as_str(), r["closed_form_s"].as_f64()), (Some("double_binary_tree"), Some(0.0)));
+            assert!(r["time_s"].as_f64().unwrap() > 0.0 && r["closed_form_rel_err"].is_null(), "{r}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
