@@ -4239,7 +4239,8 @@ fn twenty_fourth_trial_direct_reduce_scatter_overlapping_latency_holds_the_bound
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "nics {nics}: {}", String::from_utf8_lossy(&out.stderr));
         let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-        for r in report["results"].as_array().unwrap() {
+        // `halving_doubling` is n/a where P is not a power of two: no time, no bound.
+        for r in report["results"].as_array().unwrap().iter().filter(|r| r["not_applicable"].is_null()) {
             let (time, bound) = (r["time_s"].as_f64().unwrap(), r["lower_bound_s"].as_f64().unwrap());
             assert!(bound <= time * (1.0 + 1e-9), "{r}");
             assert!(bound >= 14e-6, "the bound keeps one alpha: {r}");
