@@ -4417,3 +4417,53 @@ fn twenty_fourth_trial_a_closed_form_of_0_under_noise_has_no_infinite_error() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Twenty-fourth trial: a reduce-scatter of 0 B on 3 ranks with `nccl_model` (whose NCCL
+/// ring sends nothing: 0 s) and `ompi_fixed` (its pick 28 us), run as 2 shards and merged:
+/// every merged row named `ring` the best, at 0 s, with NCCL's ring the runner-up at a
+/// margin of 0, where the whole run had NCCL's ring first. The margin over a best of 0 s
+/// was written as 0 however slow the runner-up, and `merge`, reading the runner-up's time
+/// back as `best * (1 + margin)`, took it for a tie at 0 s. A margin over 0 s is null now
+/// (no ratio), unless both took 0 s.
+#[test]
+fn twenty_fourth_trial_a_runner_up_behind_a_best_of_0_s_merges_back() {
+    let d = case_dir("twenty-fourth-margin");
+    let text = "ranks: 3\ntopology: { link: { alpha: 14us, bandwidth: 400Gbps } }\ncollective: reduce_scatter\n\
+                algorithms: [direct, ring, auto, ompi_fixed, nccl_model]\nsizes: [0]\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    let run = |args: &[&str]| {
+        let out = cmd().current_dir(&d).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    run(&["run", "s.yaml", "--quiet", "--format", "json", "--output", "whole.json"]);
+    for i in 0..2 {
+        run(&[
+            "run",
+            "s.yaml",
+            "--quiet",
+            "--shard",
+            &format!("{i}/2"),
+            "--format",
+            "json",
+            "--output",
+            &format!("p{i}.json"),
+        ]);
+    }
+    run(&["merge", "p0.json", "p1.json", "--output", "merged.json"]);
+    let rows = |name: &str| {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join(name)).unwrap()).unwrap();
+        let mut rows = v["results"].as_array().unwrap().clone();
+        for r in &mut rows {
+            r.as_object_mut().unwrap().remove("wall_time_s");
+        }
+        rows
+    };
+    let (whole, merged) = (rows("whole.json"), rows("merged.json"));
+    assert_eq!(whole, merged);
+    for r in &whole {
+        assert!(r["best_algorithm"].as_str().unwrap().starts_with("nccl_ring"), "{r}");
+        assert_eq!(r["best_time_s"].as_f64(), Some(0.0), "{r}");
+        assert!(r["margin"].is_null(), "the runner-up took 28 us: {r}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -64,6 +64,18 @@ pub fn top_two(c: Collective, mut times: Vec<Timed<'_>>) -> (Option<Timed<'_>>, 
     (Some(best), second)
 }
 
+/// The runner-up's time over the best's, less 1: 0 where both took 0 s, and none where
+/// only the best did (no ratio). Not 0 there: [`rank`] reads the runner-up's time back as
+/// `best * (1 + margin)`, and `merge` would take a slower runner-up for a tie at 0 s and
+/// rank it first.
+fn margin(best: Option<f64>, second: Option<f64>) -> Option<f64> {
+    match (best, second) {
+        (Some(b), Some(s)) if b > 0.0 => Some(s / b - 1.0),
+        (Some(_), Some(s)) if s <= 0.0 => Some(0.0),
+        _ => None,
+    }
+}
+
 /// Set every row's `best_algorithm`, `best_time_s`, `runner_up` and `margin` from the
 /// rows of its point (collective, ranks, bytes): the rows of algorithms, and what selector rows
 /// recorded of the algorithms simulated only for them (their best and runner-up). Also
@@ -101,11 +113,7 @@ pub fn rank(results: &mut [PointResult]) {
             r.best_algorithm = best.as_ref().map(|(l, _)| l.clone());
             r.best_time_s = best.as_ref().map(|(_, t)| *t);
             r.runner_up = second.as_ref().map(|(l, _)| l.clone());
-            r.margin = match (&best, &second) {
-                (Some((_, b)), Some((_, s))) if *b > 0.0 => Some(s / b - 1.0),
-                (Some(_), Some(_)) => Some(0.0),
-                _ => None,
-            };
+            r.margin = margin(best.as_ref().map(|(_, t)| *t), second.as_ref().map(|(_, t)| *t));
             if let (Some(sel), Some((_, b))) = (&mut r.selection, &best) {
                 sel.vs_best = if *b > 0.0 { r.time_s / b - 1.0 } else { 0.0 };
             }
@@ -531,11 +539,7 @@ impl<'r> Pool<'r> {
         row.best_algorithm = self.best.map(|(l, _)| l.to_string());
         row.best_time_s = self.best.map(|(_, t)| t);
         row.runner_up = self.second.map(|(l, _)| l.to_string());
-        row.margin = match (self.best, self.second) {
-            (Some((_, b)), Some((_, t))) if b > 0.0 => Some(t / b - 1.0),
-            (Some(_), Some(_)) => Some(0.0),
-            _ => None,
-        };
+        row.margin = margin(self.best.map(|(_, t)| t), self.second.map(|(_, t)| t));
         row
     }
 
