@@ -281,7 +281,17 @@ pub fn check_tolerance(tolerance: f64) -> Result<(), String> {
 
 /// Compare `report` with `baseline`, every field held to relative `tolerance`.
 pub fn compare(baseline: &Baseline, report: &Report, tolerance: f64) -> Comparison {
-    let current: Vec<Value> = report.results.iter().map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).collect();
+    // As the JSON report writes them (an n/a row's time null, not 0): a run must match
+    // its own saved report.
+    let current: Vec<Value> = report
+        .results
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            crate::report::blank_na_times(&mut r);
+            serde_json::to_value(&r).unwrap_or(Value::Null)
+        })
+        .collect();
     // A result the report's own serialiser wrote always has the identifying fields.
     let now = Baseline { name: String::new(), rows: rows_of(&current).unwrap_or_default() };
     compare_reports(baseline, &now, tolerance, &report.scenario.name)

@@ -118,7 +118,7 @@ pub fn flow_shop(
 
 /// The lower bound for allreduce (docs/report.md, 'The checks'; Chan et al. 2007; Patarasuk & Yuan
 /// 2009), compute allowed to overlap communication:
-/// `ceil(log_{k+1} P) alpha + max(2 (P-1)/P S / (k B), (P-1)/P S C)`, with the topology's
+/// `max(ceil(log_{k+1} P) alpha + 2 (P-1)/P S / (k B), alpha + (P-1)/P S C)`, with the topology's
 /// smallest alpha, largest B and fewest NICs ([`lower_bound_of`] for every collective).
 pub fn lower_bound(p: &Problem, topo: &dyn Topology, c: f64) -> f64 {
     lower_bound_of(Collective::Allreduce, p, topo, c)
@@ -138,7 +138,10 @@ pub fn lower_bound(p: &Problem, topo: &dyn Topology, c: f64) -> f64 {
 ///   and reduce `S` (a non-root must receive the vector; the root must receive or send
 ///   it); barrier none;
 /// - compute: the `(P-1) S` bytes of reductions that must happen somewhere, spread over
-///   the P ranks: `(P-1)/P S C` for allreduce, reduce-scatter and reduce.
+///   the P ranks: `(P-1)/P S C` for allreduce, reduce-scatter and reduce, after the one
+///   message a reduction needs (`alpha`): the reductions may overlap the later rounds'
+///   latency as well as the bandwidth term, so the bound is
+///   `max(latency + bandwidth, alpha + compute)`.
 pub fn lower_bound_of(coll: Collective, p: &Problem, topo: &dyn Topology, c: f64) -> f64 {
     // An empty vector is already reduced: an algorithm may rightly send nothing.
     if p.ranks <= 1 || (p.elems == 0 && coll.has_data()) {
@@ -156,7 +159,12 @@ pub fn lower_bound_of(coll: Collective, p: &Problem, topo: &dyn Topology, c: f64
         Collective::Reduce => (s, frac * s),
         Collective::Barrier => (0.0, 0.0),
     };
-    rounds_lower(p.ranks, nics) as f64 * link.alpha + (wire / (nics as f64 * link.bandwidth)).max(reduced * c)
+    let rounds = rounds_lower(p.ranks, nics) as f64 * link.alpha;
+    // The reductions wait for one message only, not for every round's: a rank may add
+    // the first block it receives while the next is still on the wire (`direct`'s
+    // reduce-scatter does), so they may overlap every alpha but the first.
+    let compute = if reduced > 0.0 { link.alpha + reduced * c } else { 0.0 };
+    (rounds + wire / (nics as f64 * link.bandwidth)).max(compute)
 }
 
 /// `ceil(log_{k+1} P)`: the fewest rounds in which P ranks can all hear from each other

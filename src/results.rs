@@ -232,8 +232,13 @@ pub struct LevelResult {
 
 impl PointResult {
     /// Whether the point failed only because link faults cut a run off (exit status 3).
+    /// A selector's row counts too when only the algorithms it simulated were cut off
+    /// (each failure says who waits for whom) and its choice ran: it has no `cut_off`
+    /// of its own, and no other check failed.
     pub fn only_cut_off(&self) -> bool {
-        self.cut_off.is_some() && !self.failures.is_empty() && self.failures.iter().all(|f| f.contains(CUT_OFF))
+        (self.cut_off.is_some() || self.selection.is_some())
+            && !self.failures.is_empty()
+            && self.failures.iter().all(|f| f.contains(CUT_OFF))
     }
 }
 

@@ -4244,3 +4244,251 @@ fn twenty_third_trial_a_limit_past_the_machine_is_refused_not_aborted() {
     assert!(stderr.contains("ring at P = 4294967295"), "{stderr}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Twenty-fourth trial: `direct` reduce-scatter on 3 ranks of one NIC with a compute cost
+/// (1,200 B, C = 1 ns/B; also 2 to 8 ranks of 1 and 2 NICs, and a 3-node cluster at
+/// 0.05 ns/B) exited 1, `efficiency 1.013514 is above 1: the run beat the lower bound`.
+/// The bound added every message round's alpha to the reductions, but a rank may reduce
+/// the first block it receives while the next is still on the wire: only the first
+/// message's alpha must come before any reduction. Every point runs and holds its bound now.
+#[test]
+fn twenty_fourth_trial_direct_reduce_scatter_overlapping_latency_holds_the_bound() {
+    let d = case_dir("twenty-fourth-bound");
+    let text = "ranks: [2, 3, 4, 5, 6, 8]\ntopology: { link: { alpha: 14us, bandwidth: 400Gbps }, nics: 1 }\n\
+                compute: { cost_per_byte: 1ns }\ndata: { dtype: f32, mode: off }\ncollective: reduce_scatter\n\
+                algorithms: [direct, ring, halving_doubling]\nsizes: [1200, 48KiB]\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    for nics in ["1", "2"] {
+        std::fs::write(d.join("s.yaml"), text.replace("nics: 1", &format!("nics: {nics}"))).unwrap();
+        let out = cmd().current_dir(&d).args(["run", "s.yaml", "--quiet", "--format", "json"]).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "nics {nics}: {}", String::from_utf8_lossy(&out.stderr));
+        let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        // `halving_doubling` is n/a where P is not a power of two: no time, no bound.
+        for r in report["results"].as_array().unwrap().iter().filter(|r| r["not_applicable"].is_null()) {
+            let (time, bound) = (r["time_s"].as_f64().unwrap(), r["lower_bound_s"].as_f64().unwrap());
+            assert!(bound <= time * (1.0 + 1e-9), "{r}");
+            assert!(bound >= 14e-6, "the bound keeps one alpha: {r}");
+        }
+    }
+    let out = cmd()
+        .args(["explain", "direct", "--collective", "reduce_scatter", "--ranks", "3", "--size", "1200"])
+        .args(["--alpha", "14us", "--bandwidth", "400Gbps", "--cost-per-byte", "1ns"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let eff = stdout.split("efficiency ").nth(1).and_then(|t| t.split('%').next()).unwrap();
+    assert!(eff.parse::<f64>().unwrap() <= 100.0, "{stdout}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Twenty-fourth trial: `ranks: 4`, `[ring, butterfly, auto]` at 4 KiB and 4 MiB, run
+/// whole and as 3 shards merged back: the merged `auto` row at 4 KiB lacked the whole
+/// run's `link_bytes_max` and `links_used`. A selector's row copied them from its choice
+/// only where the choice ran as a listed point of the same run (in the same shard); a
+/// choice simulated only for the selector has none. A selector's row carries neither now
+/// (as it carried no critical path). Also: a selector in a shard weighed only the listed
+/// rows of its own shard; it simulates the scenario's other algorithms there too now.
+#[test]
+fn twenty_fourth_trial_selector_rows_merge_back_as_the_whole_run() {
+    let d = case_dir("twenty-fourth-shards");
+    let text = "ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+                algorithms: [ring, butterfly, auto]\nsizes: [4KiB, 4MiB]\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    let run = |args: &[&str]| {
+        let out = cmd().current_dir(&d).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    run(&["run", "s.yaml", "--quiet", "--format", "json", "--output", "whole.json"]);
+    for i in 0..3 {
+        run(&[
+            "run",
+            "s.yaml",
+            "--quiet",
+            "--shard",
+            &format!("{i}/3"),
+            "--format",
+            "json",
+            "--output",
+            &format!("p{i}.json"),
+        ]);
+    }
+    run(&["merge", "p0.json", "p1.json", "p2.json", "--output", "merged.json"]);
+    let rows = |name: &str| {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join(name)).unwrap()).unwrap();
+        let mut rows = v["results"].as_array().unwrap().clone();
+        for r in &mut rows {
+            r.as_object_mut().unwrap().remove("wall_time_s");
+        }
+        rows
+    };
+    let (whole, merged) = (rows("whole.json"), rows("merged.json"));
+    assert_eq!(whole, merged);
+    let auto: Vec<_> = whole.iter().filter(|r| r["algorithm"] == "auto").collect();
+    assert_eq!(auto.len(), 2);
+    assert!(auto.iter().all(|r| r.get("links_used").is_none()), "{auto:?}");
+    assert!(whole.iter().any(|r| r["algorithm"] == "ring" && r["links_used"].as_u64().is_some()), "{whole:?}");
+    // A listed algorithm that `auto` does not weigh itself (`chain` in segments) ran only
+    // in its own shard: `auto` in another shard chose among 14 where the whole run's chose
+    // among 15, and could have chosen otherwise.
+    let text = "ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\ncompute: { cost_per_byte: 1ns }\n\
+                algorithms: [{ name: chain, segments: 4 }, direct, auto]\nsizes: [1200]\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    run(&["run", "s.yaml", "--quiet", "--format", "json", "--output", "whole.json"]);
+    for i in 0..3 {
+        run(&[
+            "run",
+            "s.yaml",
+            "--quiet",
+            "--shard",
+            &format!("{i}/3"),
+            "--format",
+            "json",
+            "--output",
+            &format!("p{i}.json"),
+        ]);
+    }
+    run(&["merge", "p0.json", "p1.json", "p2.json", "--output", "merged.json"]);
+    let (whole, merged) = (rows("whole.json"), rows("merged.json"));
+    assert_eq!(whole, merged);
+    assert_eq!(whole[2]["selection"]["candidates"], 15, "{:?}", whole[2]);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Twenty-fourth trial: a run compared with its own saved report (`run s.yaml --format json
+/// --output o.json`, then `run s.yaml --baseline o.json`) exited 1 wherever a point was
+/// `n/a` (`mesh_2d` on a torus, `scatter_allgather` of fewer elements than ranks):
+/// `time_s null 0e0 changed <- beyond`. The report writes an n/a row's time as null, and
+/// the comparison took this run's as 0. It compares the run as the report writes it now.
+#[test]
+fn twenty_fourth_trial_a_run_with_n_a_rows_matches_its_own_baseline() {
+    let d = case_dir("twenty-fourth-baseline");
+    let text = "ranks: [3, 4]\ntopology: { kind: torus2d, link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+                algorithms: [torus_2d, mesh_2d, ring, auto]\nsizes: [0, 4KiB]\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["run", "s.yaml", "--quiet", "--format", "json", "--output", "o.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let saved = std::fs::read_to_string(d.join("o.json")).unwrap();
+    assert!(saved.contains("\"time_s\": null"), "the sweep has n/a rows: {saved}");
+    let out = cmd()
+        .current_dir(&d)
+        .args(["run", "s.yaml", "--quiet", "--baseline", "o.json", "--junit", "j.xml"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("0 moved beyond") && stderr.contains(": passed"), "{stderr}");
+    assert!(!std::fs::read_to_string(d.join("j.xml")).unwrap().contains("<failure"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Twenty-fourth trial: `auto` on a fat tree whose leaf 0 loses both spine links at 1 us
+/// (flow model, `sizes: [0]`) exited 1, `1 of 1 point(s) failed a check`, where the only
+/// failures were the cut-offs of the algorithms `auto` simulated (star, chain, ...: `cut
+/// off by a link fault`) and its choice ran: status 3 is documented for exactly that.
+/// The row had no `cut_off` of its own, which the status required.
+#[test]
+fn twenty_fourth_trial_a_selector_whose_candidates_were_cut_off_exits_3() {
+    let d = case_dir("twenty-fourth-cut-off");
+    let text = "ranks: 8\ntopology:\n  kind: fat_tree\n  hosts_per_leaf: 4\n  leaves: 2\n  spines: 2\n  \
+                link: { alpha: 1us, bandwidth: 100Gbps }\nnetwork: { model: flow }\ndata: { mode: off }\n\
+                algorithms: [auto]\nsizes: [0]\nnoise:\n  faults: [{ a: leaf0, b: spine0, at: 1us }, { a: leaf0, b: spine1, at: 1us }]\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["run", "s.yaml", "--quiet", "--format", "json", "--output", "o.json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("1 of 1 point(s) cut off"), "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("o.json")).unwrap()).unwrap();
+    let r = &v["results"][0];
+    assert!(
+        r["failures"].as_array().unwrap().iter().all(|f| f.as_str().unwrap().contains("cut off by a link fault")),
+        "{r}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Twenty-fourth trial: a noisy run (`skew` of every rank) at `S = 0` printed `inf !` in the
+/// table's `rel err` (and `inf` in the CSV) for `double_binary_tree`, whose noise-free run
+/// sends nothing (closed form 0 s) while the skew made the time 1.5 us; the run said all
+/// checks held. A closed form of 0 against a later time has no relative error: `-` now.
+#[test]
+fn twenty_fourth_trial_a_closed_form_of_0_under_noise_has_no_infinite_error() {
+    let d = case_dir("twenty-fourth-inf");
+    let text = "ranks: 5\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+                algorithms: [double_binary_tree, ring]\nsizes: [0, 4KiB]\n\
+                noise:\n  skew: { dist: uniform, scale: 2us, fraction: 1 }\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    for format in ["table", "csv", "json"] {
+        let out = cmd().current_dir(&d).args(["run", "s.yaml", "--quiet", "--format", format]).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{format}: {}", String::from_utf8_lossy(&out.stderr));
+        let words: Vec<&str> = stdout.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+        assert!(!words.contains(&"inf") && !words.contains(&"NaN"), "{format}: {stdout}");
+        if format == "json" {
+            let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+            let r = &v["results"][0];
+            assert_eq!((r["algorithm"].as_str(), r["closed_form_s"].as_f64()), (Some("double_binary_tree"), Some(0.0)));
+            assert!(r["time_s"].as_f64().unwrap() > 0.0 && r["closed_form_rel_err"].is_null(), "{r}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Twenty-fourth trial: a reduce-scatter of 0 B on 3 ranks with `nccl_model` (whose NCCL
+/// ring sends nothing: 0 s) and `ompi_fixed` (its pick 28 us), run as 2 shards and merged:
+/// every merged row named `ring` the best, at 0 s, with NCCL's ring the runner-up at a
+/// margin of 0, where the whole run had NCCL's ring first. The margin over a best of 0 s
+/// was written as 0 however slow the runner-up, and `merge`, reading the runner-up's time
+/// back as `best * (1 + margin)`, took it for a tie at 0 s. A margin over 0 s is null now
+/// (no ratio), unless both took 0 s.
+#[test]
+fn twenty_fourth_trial_a_runner_up_behind_a_best_of_0_s_merges_back() {
+    let d = case_dir("twenty-fourth-margin");
+    let text = "ranks: 3\ntopology: { link: { alpha: 14us, bandwidth: 400Gbps } }\ncollective: reduce_scatter\n\
+                algorithms: [direct, ring, auto, ompi_fixed, nccl_model]\nsizes: [0]\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    let run = |args: &[&str]| {
+        let out = cmd().current_dir(&d).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    run(&["run", "s.yaml", "--quiet", "--format", "json", "--output", "whole.json"]);
+    for i in 0..2 {
+        run(&[
+            "run",
+            "s.yaml",
+            "--quiet",
+            "--shard",
+            &format!("{i}/2"),
+            "--format",
+            "json",
+            "--output",
+            &format!("p{i}.json"),
+        ]);
+    }
+    run(&["merge", "p0.json", "p1.json", "--output", "merged.json"]);
+    let rows = |name: &str| {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join(name)).unwrap()).unwrap();
+        let mut rows = v["results"].as_array().unwrap().clone();
+        for r in &mut rows {
+            r.as_object_mut().unwrap().remove("wall_time_s");
+        }
+        rows
+    };
+    let (whole, merged) = (rows("whole.json"), rows("merged.json"));
+    assert_eq!(whole, merged);
+    for r in &whole {
+        assert!(r["best_algorithm"].as_str().unwrap().starts_with("nccl_ring"), "{r}");
+        assert_eq!(r["best_time_s"].as_f64(), Some(0.0), "{r}");
+        assert!(r["margin"].is_null(), "the runner-up took 28 us: {r}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

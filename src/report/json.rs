@@ -15,10 +15,7 @@ impl Exporter for Json {
         // take for the fastest). NaN is written as null.
         let report = if report.results.iter().any(|r| r.not_applicable.is_some()) {
             let mut r = report.clone();
-            for res in r.results.iter_mut().filter(|res| res.not_applicable.is_some()) {
-                res.time_s = f64::NAN;
-                res.lower_bound_s = f64::NAN;
-            }
+            r.results.iter_mut().for_each(blank_na_times);
             std::borrow::Cow::Owned(r)
         } else {
             std::borrow::Cow::Borrowed(report)
@@ -33,6 +30,15 @@ impl Exporter for Json {
                 format!("{{\"error\": {}}}\n", serde_json::Value::String(format!("cannot serialise the report: {e}")))
             }
         }
+    }
+}
+
+/// An n/a row's times as the JSON report writes them: none (`null`), not 0. `--baseline`
+/// compares a run with a saved report through this, so that a run matches its own.
+pub(crate) fn blank_na_times(res: &mut crate::results::PointResult) {
+    if res.not_applicable.is_some() {
+        res.time_s = f64::NAN;
+        res.lower_bound_s = f64::NAN;
     }
 }
 

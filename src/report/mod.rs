@@ -9,6 +9,7 @@ mod table;
 
 pub use self::csv::Csv;
 pub use self::json::Json;
+pub(crate) use self::json::blank_na_times;
 pub use self::table::{Table, failure_lines};
 
 use serde::{Deserialize, Serialize};

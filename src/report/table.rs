@@ -106,6 +106,7 @@ fn selections(out: &mut String, rows: &[&PointResult]) {
             _ => {
                 let second = match (&r.runner_up, r.margin) {
                     (Some(u), Some(m)) => format!("; runner-up {u} {}", pct(m)),
+                    (Some(u), None) => format!("; runner-up {u}"),
                     _ => String::new(),
                 };
                 format!("{} of {} algorithms{second}", sel.selected, sel.candidates)

@@ -64,6 +64,18 @@ pub fn top_two(c: Collective, mut times: Vec<Timed<'_>>) -> (Option<Timed<'_>>, 
     (Some(best), second)
 }
 
+/// The runner-up's time over the best's, less 1: 0 where both took 0 s, and none where
+/// only the best did (no ratio). Not 0 there: [`rank`] reads the runner-up's time back as
+/// `best * (1 + margin)`, and `merge` would take a slower runner-up for a tie at 0 s and
+/// rank it first.
+fn margin(best: Option<f64>, second: Option<f64>) -> Option<f64> {
+    match (best, second) {
+        (Some(b), Some(s)) if b > 0.0 => Some(s / b - 1.0),
+        (Some(_), Some(s)) if s <= 0.0 => Some(0.0),
+        _ => None,
+    }
+}
+
 /// Set every row's `best_algorithm`, `best_time_s`, `runner_up` and `margin` from the
 /// rows of its point (collective, ranks, bytes): the rows of algorithms, and what selector rows
 /// recorded of the algorithms simulated only for them (their best and runner-up). Also
@@ -101,11 +113,7 @@ pub fn rank(results: &mut [PointResult]) {
             r.best_algorithm = best.as_ref().map(|(l, _)| l.clone());
             r.best_time_s = best.as_ref().map(|(_, t)| *t);
             r.runner_up = second.as_ref().map(|(l, _)| l.clone());
-            r.margin = match (&best, &second) {
-                (Some((_, b)), Some((_, s))) if *b > 0.0 => Some(s / b - 1.0),
-                (Some(_), Some(_)) => Some(0.0),
-                _ => None,
-            };
+            r.margin = margin(best.as_ref().map(|(_, t)| *t), second.as_ref().map(|(_, t)| *t));
             if let (Some(sel), Some((_, b))) = (&mut r.selection, &best) {
                 sel.vs_best = if *b > 0.0 { r.time_s / b - 1.0 } else { 0.0 };
             }
@@ -270,6 +278,9 @@ struct Job {
     group: usize,
     spec: AlgoSpec,
     label: String,
+    /// One of the scenario's own algorithms whose row is not in this run (another
+    /// shard's): it counts as that row would, a candidate whose failures are its own.
+    listed: bool,
 }
 
 /// What [`fill`] runs: the points (collective, ranks, bytes) with a selector and the
@@ -327,10 +338,17 @@ fn plan(
                 want.insert(i, w);
             }
         }
-        for spec in specs {
+        // A shard holds only some rows of the point: the scenario's other algorithms run
+        // in other shards. They are simulated here too, so that the selectors weigh the
+        // same rows as in the whole run and the merged shards give back its report.
+        let own: Vec<AlgoSpec> =
+            s.algorithms.iter().filter(|a| a.collective == *c && !is_selector(&a.name)).cloned().collect();
+        let own_labels: Vec<String> = own.iter().map(|a| row_label(*c, a)).collect();
+        for spec in own.into_iter().chain(specs) {
             let label = row_label(*c, &spec);
             if !listed.contains(&label) && !jobs.iter().any(|j| j.group == g && j.label == label) {
-                jobs.push(Job { group: g, spec, label });
+                let listed = own_labels.contains(&label);
+                jobs.push(Job { group: g, spec, label, listed });
             }
         }
         wishes.push(want);
@@ -448,13 +466,17 @@ impl<'r> Pool<'r> {
     /// runs there (`mine`).
     fn of(c: Collective, listed: impl Iterator<Item = &'r PointResult>, mine: &[(&Job, &'r PointResult)]) -> Self {
         let mut pool: Vec<&PointResult> = listed.filter(|r| !is_selector(&r.algorithm)).collect();
-        let hidden: Vec<&PointResult> = mine.iter().map(|(_, r)| *r).collect();
+        // The scenario's own rows run in another shard count as the listed rows do.
+        pool.extend(mine.iter().filter(|(j, _)| j.listed).map(|(_, r)| *r));
+        let hidden: Vec<&PointResult> = mine.iter().filter(|(j, _)| !j.listed).map(|(_, r)| *r).collect();
         // NCCL's own algorithms, run only for nccl_model, are its pick's simulation, not
         // candidates: the best stays the best of the algorithms auto weighs (and of
         // those the scenario lists), so nccl_model's `vs_best` may be below 0.
         let mut every = pool.clone();
         every.extend(hidden.iter().copied());
-        pool.extend(mine.iter().filter(|(j, _)| !algos::NCCL_IDS.contains(&j.spec.name.as_str())).map(|(_, r)| *r));
+        pool.extend(
+            mine.iter().filter(|(j, _)| !j.listed && !algos::NCCL_IDS.contains(&j.spec.name.as_str())).map(|(_, r)| *r),
+        );
         let ran_ok: Vec<&PointResult> = pool.iter().copied().filter(|r| r.not_applicable.is_none()).collect();
         let (best, second) = top_two(c, ran_ok.iter().map(|r| (r.algorithm.as_str(), r.time_s)).collect());
         let hidden_failures = hidden
@@ -506,17 +528,18 @@ impl<'r> Pool<'r> {
             Some(Ok(Some(w))) => self.picked(c, spec, w, placeholder),
         };
         row.algorithm = placeholder.algorithm.clone();
-        // The chosen algorithm's own row (if listed) shows its path; no second copy.
+        // The chosen algorithm's own row (if listed) shows its path and link counters; no
+        // second copy. They are recorded only where the choice ran as a listed point, so a
+        // copy would make the selector's row depend on which algorithms the scenario, or a
+        // `--shard`, happens to list (shards merged back would differ from the whole run).
         row.critical_path = None;
+        row.link_bytes_max = None;
+        row.links_used = None;
         row.failures.extend(self.hidden_failures.iter().cloned());
         row.best_algorithm = self.best.map(|(l, _)| l.to_string());
         row.best_time_s = self.best.map(|(_, t)| t);
         row.runner_up = self.second.map(|(l, _)| l.to_string());
-        row.margin = match (self.best, self.second) {
-            (Some((_, b)), Some((_, t))) if b > 0.0 => Some(t / b - 1.0),
-            (Some(_), Some(_)) => Some(0.0),
-            _ => None,
-        };
+        row.margin = margin(self.best.map(|(_, t)| t), self.second.map(|(_, t)| t));
         row
     }
 
