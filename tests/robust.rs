@@ -4295,26 +4295,10 @@ fn twenty_fourth_trial_selector_rows_merge_back_as_the_whole_run() {
     let d = case_dir("twenty-fourth-shards");
     let text = "ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
                 algorithms: [ring, butterfly, auto]\nsizes: [4KiB, 4MiB]\n";
-    std::fs::write(d.join("s.yaml"), text).unwrap();
     let run = |args: &[&str]| {
         let out = cmd().current_dir(&d).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     };
-    run(&["run", "s.yaml", "--quiet", "--format", "json", "--output", "whole.json"]);
-    for i in 0..3 {
-        run(&[
-            "run",
-            "s.yaml",
-            "--quiet",
-            "--shard",
-            &format!("{i}/3"),
-            "--format",
-            "json",
-            "--output",
-            &format!("p{i}.json"),
-        ]);
-    }
-    run(&["merge", "p0.json", "p1.json", "p2.json", "--output", "merged.json"]);
     let rows = |name: &str| {
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join(name)).unwrap()).unwrap();
         let mut rows = v["results"].as_array().unwrap().clone();
@@ -4323,7 +4307,18 @@ fn twenty_fourth_trial_selector_rows_merge_back_as_the_whole_run() {
         }
         rows
     };
-    let (whole, merged) = (rows("whole.json"), rows("merged.json"));
+    // The whole run and its three shards merged back, each without `wall_time_s`.
+    let whole_and_merged = |text: &str| {
+        std::fs::write(d.join("s.yaml"), text).unwrap();
+        run(&["run", "s.yaml", "--quiet", "--format", "json", "--output", "whole.json"]);
+        for i in 0..3 {
+            let (shard, out) = (format!("{i}/3"), format!("p{i}.json"));
+            run(&["run", "s.yaml", "--quiet", "--shard", &shard, "--format", "json", "--output", &out]);
+        }
+        run(&["merge", "p0.json", "p1.json", "p2.json", "--output", "merged.json"]);
+        (rows("whole.json"), rows("merged.json"))
+    };
+    let (whole, merged) = whole_and_merged(text);
     assert_eq!(whole, merged);
     let auto: Vec<_> = whole.iter().filter(|r| r["algorithm"] == "auto").collect();
     assert_eq!(auto.len(), 2);
@@ -4334,23 +4329,7 @@ fn twenty_fourth_trial_selector_rows_merge_back_as_the_whole_run() {
     // among 15, and could have chosen otherwise.
     let text = "ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\ncompute: { cost_per_byte: 1ns }\n\
                 algorithms: [{ name: chain, segments: 4 }, direct, auto]\nsizes: [1200]\n";
-    std::fs::write(d.join("s.yaml"), text).unwrap();
-    run(&["run", "s.yaml", "--quiet", "--format", "json", "--output", "whole.json"]);
-    for i in 0..3 {
-        run(&[
-            "run",
-            "s.yaml",
-            "--quiet",
-            "--shard",
-            &format!("{i}/3"),
-            "--format",
-            "json",
-            "--output",
-            &format!("p{i}.json"),
-        ]);
-    }
-    run(&["merge", "p0.json", "p1.json", "p2.json", "--output", "merged.json"]);
-    let (whole, merged) = (rows("whole.json"), rows("merged.json"));
+    let (whole, merged) = whole_and_merged(text);
     assert_eq!(whole, merged);
     assert_eq!(whole[2]["selection"]["candidates"], 15, "{:?}", whole[2]);
     let _ = std::fs::remove_dir_all(&d);
