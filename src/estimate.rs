@@ -134,6 +134,10 @@ pub struct Planned<'s> {
     algo: Result<Box<dyn Algorithm>, String>,
     /// Its messages and whether the count is exact, found on first use.
     messages: OnceLock<(u64, bool)>,
+    /// Its estimate ([`Planned::estimate`]), found on first use: `run` asks it of every
+    /// point against the memory limit and again for the largest reservation, and a
+    /// selector's walks its candidates.
+    estimate: OnceLock<Estimate>,
 }
 
 impl<'s> Planned<'s> {
@@ -146,7 +150,7 @@ impl<'s> Planned<'s> {
             crate::algos::build_for(spec.collective, &spec.name, Params::new(spec.params.clone()))
                 .map_err(|e| format!("cannot build {}: {e}", spec.name))
         };
-        Planned { s, pt: pt.clone(), single, algo, messages: OnceLock::new() }
+        Planned { s, pt: pt.clone(), single, algo, messages: OnceLock::new(), estimate: OnceLock::new() }
     }
 
     /// The scenario the point belongs to.
@@ -383,10 +387,14 @@ impl<'s> Planned<'s> {
 
     /// The point's estimate.
     pub fn estimate(&self) -> Estimate {
-        if self.algo.is_err() && crate::select::is_selector(&self.s.algorithms[self.pt.algo].name) {
-            return selector_estimate(self.s, &self.pt, None);
-        }
-        self.estimate_in(self.data_mode())
+        self.estimate
+            .get_or_init(|| {
+                if self.algo.is_err() && crate::select::is_selector(&self.s.algorithms[self.pt.algo].name) {
+                    return selector_estimate(self.s, &self.pt, None);
+                }
+                self.estimate_in(self.data_mode())
+            })
+            .clone()
     }
 
     /// The point's estimate with its data plane in `mode` (not `auto`).
@@ -525,15 +533,14 @@ pub fn checked_plan<'s>(
 /// limit). Linux refuses a reservation past its memory and swap unless overcommit is set
 /// to always; there the run is as before.
 pub fn check_reservable(plans: &[Planned]) -> Result<(), String> {
-    let Some((pl, need)) = plans.iter().map(|pl| (pl, pl.estimate().memory_bytes())).max_by_key(|&(_, need)| need)
-    else {
+    let Some((pl, est)) = plans.iter().map(|pl| (pl, pl.estimate())).max_by_key(|(_, est)| est.memory_bytes()) else {
         return Ok(());
     };
+    let need = est.memory_bytes();
     let reservable = usize::try_from(need).is_ok_and(|n| Vec::<u8>::new().try_reserve_exact(n).is_ok());
     if reservable {
         return Ok(());
     }
-    let est = pl.estimate();
     Err(format!(
         "{} would need about {} of memory ({}), more than this process can reserve (the allocator refused that \
          much: the machine's memory and swap, or `ulimit -v`, whatever the memory limit); use fewer ranks \
@@ -746,21 +753,18 @@ pub fn describe(est: &Estimate) -> String {
 
 /// The parts of [`describe`]'s figure, and the work.
 fn parts(est: &Estimate) -> String {
+    // A saturated count is a floor, whatever the count's own qualifier.
+    let count = |n: u64, qualifier: &str| {
+        let qualifier = if n == u64::MAX { "more than " } else { qualifier };
+        format!("{qualifier}{}", fmt_count(n))
+    };
     format!(
         "data {}, engine {}, timeline {}; {} messages, {} events",
         fmt_bytes(est.data_bytes),
         fmt_bytes(est.engine_bytes),
         fmt_bytes(est.timeline_bytes),
-        if est.messages == u64::MAX {
-            format!("more than {}", fmt_count(u64::MAX))
-        } else {
-            format!("{}{}", if est.messages_exact { "" } else { "at most " }, fmt_count(est.messages))
-        },
-        if est.events == u64::MAX {
-            format!("more than {}", fmt_count(u64::MAX))
-        } else {
-            format!("about {}", fmt_count(est.events))
-        }
+        count(est.messages, if est.messages_exact { "" } else { "at most " }),
+        count(est.events, "about ")
     )
 }
 
