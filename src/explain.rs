@@ -25,7 +25,7 @@ use crate::sim::op::{Action, Op, Rank, Region, VEC};
 use crate::sim::simulate;
 use crate::timeline::Recorder;
 use crate::topology::{self, FullyConnected, Link, Topology};
-use crate::units::{fmt_bandwidth, fmt_bytes, fmt_time};
+use crate::units::{fmt_bandwidth, fmt_bytes, fmt_time, fmt_time_fine};
 
 /// The most ranks `explain` prints a schedule for.
 pub const MAX_RANKS: usize = 256;
@@ -418,8 +418,10 @@ fn schedule_table(out: &mut String, rows: &[Row]) {
             into,
             fmt_bytes(r.bytes),
             action.to_string(),
-            if first { fmt_time(r.start) } else { String::new() },
-            fmt_time(r.end),
+            // Six digits: two steps' instants may differ past the third (a reduction of
+            // 0.2 ns after a 1 us message), and three would print them alike.
+            if first { fmt_time_fine(r.start) } else { String::new() },
+            fmt_time_fine(r.end),
         ]);
     }
     let mut widths = [0usize; 10];
@@ -526,6 +528,28 @@ mod tests {
         assert!(text.contains("(within tolerance 1e-9)"), "{text}");
         let first = text.lines().find(|l| l.trim_start().starts_with("1 ")).unwrap();
         assert!(first.contains("0  -> 1") && first.contains("[0, 64)") && first.contains("reduce"), "{first}");
+    }
+
+    /// Steps are instants: two that differ by a 0.2 ns reduction after a 1 us message
+    /// print apart (three digits showed both as `1 us`, two steps at one printed instant).
+    #[test]
+    fn steps_print_their_instants_apart() {
+        let text = explain(&Request { ranks: 2, bytes: 4, ..Request::default() }).unwrap();
+        // A step's first line is `step from -> to ... start unit end unit`; the others
+        // have no step number and no start.
+        let starts: Vec<String> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("step"))
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .filter(|w| w.get(2) == Some(&"->"))
+            .map(|w| format!("{} {}", w[w.len() - 4], w[w.len() - 3]))
+            .collect();
+        assert!(starts.len() >= 3, "{text}");
+        let mut unique = starts.clone();
+        unique.dedup();
+        assert_eq!(unique.len(), starts.len(), "{text}");
     }
 
     #[test]

@@ -353,9 +353,10 @@ pub struct Selection {
     #[serde(default)]
     pub library_choice: Option<String>,
     /// `time_s / best_time_s - 1`: how much slower than the fastest algorithm
-    /// simulated at this point (0 for `auto`).
-    #[serde(deserialize_with = "nan_if_null")]
-    pub vs_best: f64,
+    /// simulated at this point (0 where the pick is the fastest). None where there is no
+    /// ratio: the pick did not run to the end, or the fastest took 0 s and the pick did not.
+    #[serde(default)]
+    pub vs_best: Option<f64>,
     /// `nccl_model`: NCCL's predicted time for its choice, seconds.
     #[serde(default)]
     pub predicted_s: Option<f64>,

@@ -156,7 +156,8 @@ pub fn merge(inputs: &[(String, String)]) -> Result<Report, MergeError> {
     // give a margin or a `vs_best` past the largest f64, which the reports would print as
     // `inf`: refused as a negative time is, naming the point's longest time.
     let infinite = |r: &crate::results::PointResult| {
-        r.margin.is_some_and(|m| !m.is_finite()) || r.selection.as_ref().is_some_and(|s| !s.vs_best.is_finite())
+        r.margin.is_some_and(|m| !m.is_finite())
+            || r.selection.as_ref().is_some_and(|s| s.vs_best.is_some_and(|v| !v.is_finite()))
     };
     if let Some(bad) = results.iter().find(|r| infinite(r)) {
         let point = |r: &crate::results::PointResult| (r.collective, r.ranks, r.bytes);

@@ -49,7 +49,7 @@ fn selector_rows_pick_what_they_say() {
             assert_eq!(auto.time_s, fastest, "P {p} S {b}");
             let sel = auto.selection.as_ref().unwrap();
             assert_eq!(sel.selected, best);
-            assert_eq!(sel.vs_best, 0.0);
+            assert_eq!(sel.vs_best, Some(0.0));
             assert_eq!(sel.candidates, algos.len());
             // The runner-up is the second fastest of everything the point ran, the selectors'
             // picks included (nccl_model's NCCL variant is in no candidate list), and the
@@ -75,7 +75,7 @@ fn selector_rows_pick_what_they_say() {
             assert_eq!(osel.library_choice.as_deref(), Some(m.steps.as_str()));
             let ours = algos.iter().find(|r| r.algorithm == m.id).unwrap();
             assert_eq!(om.time_s, ours.time_s);
-            assert!((osel.vs_best - (ours.time_s / fastest - 1.0)).abs() < 1e-12);
+            assert!((osel.vs_best.unwrap() - (ours.time_s / fastest - 1.0)).abs() < 1e-12);
 
             // nccl_model: NCCL's choice and prediction, our simulation of it.
             let nm = rows.iter().find(|r| r.algorithm == "nccl_model").unwrap();
@@ -397,7 +397,7 @@ fn plot_shows_where_ompi_fixed_loses() {
     assert!(text.contains("Open MPI 4.1.4"));
     // P = 32, 1 KiB: Rabenseifner where recursive doubling is fastest (a loss above 1.00x).
     let om = rows_at(&report.results, 32, 1024).into_iter().find(|r| r.algorithm == "ompi_fixed").unwrap();
-    let ratio = format!("{:.2}x", 1.0 + om.selection.as_ref().unwrap().vs_best);
+    let ratio = format!("{:.2}x", 1.0 + om.selection.as_ref().unwrap().vs_best.unwrap());
     assert_ne!(ratio, "1.00x");
     assert!(text.contains(&ratio), "{ratio} not in the map");
 }
@@ -657,4 +657,66 @@ fn nccl_model_finds_its_simple_ring() {
         }
         assert!(simple > 0, "{machine}: NCCL's model picks Simple at 64 MiB");
     }
+}
+
+/// A selector's distance from the fastest where it did not pick the fastest. `nccl_model`'s
+/// NCCL variant is in no candidate list, so it can beat every algorithm `auto` weighs: then
+/// `auto`'s line gives its distance from the best, not the point's runner-up (which may be
+/// `auto`'s own pick). And a best of 0 s (a 0-byte reduce-scatter that NCCL skips) gives no
+/// ratio: `vs_best` is null, not the 0 that reads as "picked the fastest".
+#[test]
+fn a_selector_behind_a_best_it_did_not_pick_says_how_far() {
+    use allreduce_sim::report::{Json, Table};
+    let zero = "name: zero
+ranks: 3
+topology: { kind: fully_connected, link: { alpha: 14us, bandwidth: 400Gbps } }
+collective: reduce_scatter
+algorithms: [direct, ring, auto, ompi_fixed, nccl_model]
+sizes: [0]
+";
+    let report = runner::run(&parse_str(zero, "zero.yaml").unwrap());
+    let row = |name: &str| report.results.iter().find(|r| r.algorithm == name).unwrap();
+    assert_eq!(row("auto").best_time_s, Some(0.0));
+    assert!(row("auto").time_s > 0.0);
+    for name in ["auto", "ompi_fixed"] {
+        assert_eq!(row(name).selection.as_ref().unwrap().vs_best, None, "{name}");
+    }
+    assert_eq!(row("nccl_model").selection.as_ref().unwrap().vs_best, Some(0.0));
+    let table = Table.render(&report);
+    let best = row("auto").best_algorithm.clone().unwrap();
+    assert!(table.contains(&format!("auto: ring of 4 algorithms, against 0 s for the best ({best})")), "{table}");
+    assert!(table.contains(&format!("ring simulates 28 us, against 0 s for the best ({best})")), "{table}");
+    assert!(!table.contains("runner-up ring"), "{table}");
+    // Written and read back: null stays null, and `merge` of shards gives the same.
+    let json = Json.render(&report);
+    assert!(json.contains("\"vs_best\": null"), "{json}");
+    let back: allreduce_sim::report::Report = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.results, report.results);
+
+    // 16 GPUs on two DGX-like nodes, 64 KiB: NCCL's LL tree beats every textbook algorithm.
+    let gpus = "name: gpus
+ranks: 16
+topology:
+  kind: cluster
+  nodes: 2
+  gpus_per_node: 8
+  intra: { kind: nvswitch, alpha: { simple: 3.4us, ll: 0.6us, ll128: 1.9us }, bandwidth: 450GB/s }
+  nics_per_node: 8
+  inter: { alpha: { simple: 14us, ll: 2.7us, ll128: 4us }, bandwidth: 400Gbps }
+  fabric: { kind: rail_optimized }
+  launch: { simple: 8.4us, ll: 6.6us, ll128: 14us }
+data: { mode: off }
+algorithms: [ring, auto, nccl_model]
+sizes: [64KiB]
+";
+    let report = runner::run(&parse_str(gpus, "gpus.yaml").unwrap());
+    let row = |name: &str| report.results.iter().find(|r| r.algorithm == name).unwrap();
+    let auto = row("auto");
+    let (pick, best) = (&auto.selection.as_ref().unwrap().selected, auto.best_algorithm.clone().unwrap());
+    assert_ne!(*pick, best, "NCCL's variant is the fastest here");
+    let vs = auto.selection.as_ref().unwrap().vs_best.unwrap();
+    assert!((vs - (auto.time_s / auto.best_time_s.unwrap() - 1.0)).abs() < 1e-12 && vs > 0.0);
+    let table = Table.render(&report);
+    let line = format!("auto: {pick} of {} algorithms, ", auto.selection.as_ref().unwrap().candidates);
+    assert!(table.contains(&line) && table.contains(&format!("vs the best ({best})")), "{table}");
 }

@@ -128,8 +128,9 @@ impl Algorithm for ScatterAllgather {
 
     fn applicable(&self, p: &Problem, _m: &Machine) -> Result<(), String> {
         if p.elems < p.ranks {
+            let elements = if p.elems == 1 { "element" } else { "elements" };
             return Err(format!(
-                "{} elements on {} ranks: fewer elements than ranks (Open MPI runs the linear broadcast)",
+                "{} {elements} on {} ranks: fewer elements than ranks (Open MPI runs the linear broadcast)",
                 p.elems, p.ranks
             ));
         }

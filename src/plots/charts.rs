@@ -142,8 +142,10 @@ fn ompi_loss_map(d: &PlotData, c: Collective, ranks: &[usize], sizes: &[u64]) ->
             picks.push(sel.selected.clone());
             picks.len() - 1
         });
-        worst = worst.max(sel.vs_best);
-        cells[ri][si] = Some((i, Some(1.0 + sel.vs_best), None));
+        // No ratio (the fastest took 0 s and the pick did not): the cell shows no number.
+        let lead = sel.vs_best.map(|v| 1.0 + v);
+        worst = worst.max(sel.vs_best.unwrap_or(0.0));
+        cells[ri][si] = Some((i, lead, None));
     }
     Some(MapChart {
         title: match c {

@@ -104,7 +104,7 @@ fn row(r: &PointResult) -> [String; 40] {
         opt_float(r.best_time_s),
         r.selection.as_ref().map(|s| text(&s.selected)).unwrap_or_default(),
         r.selection.as_ref().and_then(|s| s.library_choice.as_deref()).map(text).unwrap_or_default(),
-        opt_float(r.selection.as_ref().map(|s| s.vs_best)),
+        opt_float(r.selection.as_ref().and_then(|s| s.vs_best)),
         opt_float(r.selection.as_ref().and_then(|s| s.predicted_s)),
         opt_float(r.max_rel_error),
         opt_float(r.max_ulp_error),

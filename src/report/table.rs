@@ -90,18 +90,26 @@ fn selections(out: &mut String, rows: &[&PointResult]) {
     for r in rows {
         let Some(sel) = &r.selection else { continue };
         let best = r.best_algorithm.as_deref().unwrap_or("-");
+        // How far the pick is from the fastest. A fastest of 0 s gives no ratio: its time
+        // is named instead, as a pick 0% off it would read as the fastest.
+        let off = || match (sel.vs_best, r.best_time_s) {
+            (Some(v), _) => format!("{} vs the best ({best})", pct(v)),
+            (None, Some(t)) => format!("against {} for the best ({best})", fmt_time(t)),
+            (None, None) => format!("vs the best ({best})"),
+        };
         let line = match (&sel.library, &sel.library_choice) {
             (Some(lib), Some(choice)) if r.time_s.is_nan() => {
                 format!("{lib} picks {choice}; {} did not run to the end (see the failures)", sel.selected)
             }
             (Some(lib), Some(choice)) => {
                 let predicted = sel.predicted_s.map_or_else(String::new, |p| format!(", predicts {}", fmt_time(p)));
-                format!(
-                    "{lib} picks {choice}{predicted}; {} simulates {}, {} vs the best ({best})",
-                    sel.selected,
-                    fmt_time(r.time_s),
-                    pct(sel.vs_best)
-                )
+                format!("{lib} picks {choice}{predicted}; {} simulates {}, {}", sel.selected, fmt_time(r.time_s), off())
+            }
+            // `auto` picks the fastest of its candidates, but `nccl_model`'s pick (an NCCL
+            // variant no candidate list holds) may beat them all: then the point's best and
+            // runner-up are not `auto`'s, and the runner-up may be its own pick.
+            _ if r.best_algorithm.as_deref().is_some_and(|b| b != sel.selected) && !r.time_s.is_nan() => {
+                format!("{} of {} algorithms, {}", sel.selected, sel.candidates, off())
             }
             _ => {
                 let second = match (&r.runner_up, r.margin) {

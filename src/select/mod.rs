@@ -76,6 +76,18 @@ fn margin(best: Option<f64>, second: Option<f64>) -> Option<f64> {
     }
 }
 
+/// A selector's pick's time over the fastest's, less 1: none where it did not run to the
+/// end, and none where the fastest took 0 s and the pick did not (no ratio: not 0, which
+/// would read as "the pick is the fastest" however slow it was).
+fn vs_best(best: Option<f64>, time: f64) -> Option<f64> {
+    match best {
+        _ if time.is_nan() => None,
+        Some(b) if b > 0.0 => Some(time / b - 1.0),
+        Some(_) if time <= 0.0 => Some(0.0),
+        _ => None,
+    }
+}
+
 /// Set every row's `best_algorithm`, `best_time_s`, `runner_up` and `margin` from the
 /// rows of its point (collective, ranks, bytes): the rows of algorithms, and what selector rows
 /// recorded of the algorithms simulated only for them (their best and runner-up). Also
@@ -114,8 +126,8 @@ pub fn rank(results: &mut [PointResult]) {
             r.best_time_s = best.as_ref().map(|(_, t)| *t);
             r.runner_up = second.as_ref().map(|(l, _)| l.clone());
             r.margin = margin(best.as_ref().map(|(_, t)| *t), second.as_ref().map(|(_, t)| *t));
-            if let (Some(sel), Some((_, b))) = (&mut r.selection, &best) {
-                sel.vs_best = if *b > 0.0 { r.time_s / b - 1.0 } else { 0.0 };
+            if let Some(sel) = &mut r.selection {
+                sel.vs_best = vs_best(best.as_ref().map(|(_, t)| *t), r.time_s);
             }
         }
     }
@@ -563,7 +575,7 @@ impl<'r> Pool<'r> {
                     selected: label.clone(),
                     library: w.library.clone(),
                     library_choice: w.choice.clone(),
-                    vs_best: 0.0,
+                    vs_best: Some(0.0),
                     predicted_s: w.predicted_s,
                     candidates: self.ran_ok,
                 });

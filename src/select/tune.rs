@@ -115,8 +115,10 @@ pub struct Choice {
     pub algorithm: String,
     /// Simulated time, seconds.
     pub time_s: f64,
-    /// How much slower than the best (0.1: 10%).
-    pub vs_best: f64,
+    /// How much slower than the best (0.1: 10%); none where the best took 0 s and this
+    /// did not (no ratio).
+    #[serde(default)]
+    pub vs_best: Option<f64>,
     /// NCCL's predicted time, seconds.
     pub predicted_s: Option<f64>,
 }
@@ -545,7 +547,8 @@ pub fn table(t: &Tuned) -> String {
     let pct = crate::units::fmt_rel_diff;
     for pt in &t.points {
         let pick = |c: &Option<Choice>| match c {
-            Some(c) => (c.algorithm.clone(), pct(c.vs_best)),
+            // No ratio: the fastest took 0 s and this pick did not.
+            Some(c) => (c.algorithm.clone(), c.vs_best.map_or_else(|| "over 0 s".to_string(), pct)),
             None => ("-".to_string(), "-".to_string()),
         };
         let (om, ov) = pick(&pt.ompi_fixed);
