@@ -489,7 +489,8 @@ fn fill_in(formula: &str, s: &Symbols) -> String {
             continue;
         }
         if !word.is_empty() {
-            let condition = CONDITIONS.iter().any(|w| formula[at..].starts_with(w));
+            // "other n" names the remaining cases, not a value ("other 1" would not).
+            let condition = CONDITIONS.iter().any(|w| formula[at..].starts_with(w)) || out.ends_with("other ");
             let filled = if condition { None } else { value(&word) };
             out.push_str(&filled.unwrap_or_else(|| word.clone()));
             word.clear();
@@ -518,6 +519,7 @@ mod tests {
             fill_in("log2(P) T for P a power of two, 2P dividing n; P m divides n", &s),
             "log2(4) T for P a power of two, 2P dividing 256; 4 m divides 256"
         );
+        assert_eq!(fill_in("n P; other n: a recurrence", &s), "256 4; other n: a recurrence");
     }
 
     #[test]
