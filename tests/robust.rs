@@ -4471,3 +4471,51 @@ fn twenty_fourth_trial_a_runner_up_behind_a_best_of_0_s_merges_back() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Twenty-fifth trial: `--gantt` of a run that takes 0 s (one rank, or a size of 0 with
+/// alpha 0; also `auto`'s pick at such a point) ran past 20 s, for SVG and PNG alike: the
+/// time axis spans 1 ns there and its ticks were spaced for 1 fs, a million of them, each
+/// drawn and labelled.
+#[test]
+fn twenty_fifth_trial_a_gantt_of_a_run_of_0_s_is_drawn() {
+    let d = case_dir("twenty-fifth-gantt");
+    let text = "ranks: 1\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\nalgorithms: [ring]\nsizes: [0]\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    for file in ["g.svg", "g.png"] {
+        let out = cmd()
+            .current_dir(&d)
+            .args(["run", "s.yaml", "--quiet", "--gantt", file])
+            .timeout(Duration::from_secs(20))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(d.join(file).is_file(), "{file}");
+    }
+    let svg = std::fs::read_to_string(d.join("g.svg")).unwrap();
+    assert!(svg.matches("<text").count() < 100, "{} labels", svg.matches("<text").count());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Twenty-fifth trial: OS detours every 1 ns on 2 ranks of a 4-byte ring at a compute
+/// cost of 1 s/B (4 s of reduction) ran for minutes, and Ctrl-C did not stop it: the
+/// reduction walked its 4e9 detours one by one inside one event. Whole windows are
+/// skipped now; the reduction still takes twice its work (half of every window is a
+/// detour).
+#[test]
+fn twenty_fifth_trial_a_long_reduction_under_fine_os_detours_ends() {
+    let d = case_dir("twenty-fifth-detours");
+    let text = "ranks: 2\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\ncompute: { cost_per_byte: 1s }\n\
+                algorithms: [ring]\nsizes: [4]\nnoise:\n  os: { interval: 1ns, duration: 0.5ns }\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["run", "s.yaml", "--quiet", "--format", "json"])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let t = v["results"][0]["time_s"].as_f64().unwrap();
+    assert!((8.0..8.001).contains(&t), "4 s of reduction, stretched twice: {t}");
+    let _ = std::fs::remove_dir_all(&d);
+}
