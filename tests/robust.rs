@@ -4519,3 +4519,52 @@ fn twenty_fifth_trial_a_long_reduction_under_fine_os_detours_ends() {
     assert!((8.0..8.001).contains(&t), "4 s of reduction, stretched twice: {t}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Twenty-fifth trial: a reduce-scatter on a fat tree whose leaf 0 loses both spine links
+/// at 0 us, with `ring`, `auto`, `ompi_fixed` and `nccl_model`, exited 1 where every
+/// failure was a cut-off (status 3 is documented): every selector row carried the
+/// cut-offs of the candidates `auto` simulated, and `nccl_model`, whose pick sends nothing
+/// at 0 B and ran, and `ompi_fixed`, n/a there, had no `cut_off` of their own. The rows
+/// also carried NCCL's pick's failures, so 3 shards merged gave `auto` and `ompi_fixed`
+/// rows other than the whole run's. Only `auto`'s row carries its candidates' failures.
+#[test]
+fn twenty_fifth_trial_selector_rows_carry_only_their_own_candidates_failures() {
+    let d = case_dir("twenty-fifth-selector-failures");
+    let text = "ranks: 4\ntopology:\n  kind: fat_tree\n  hosts_per_leaf: 2\n  leaves: 2\n  spines: 2\n  \
+                link: { alpha: 1us, bandwidth: 100Gbps }\nnetwork: { model: flow }\ncollective: reduce_scatter\n\
+                algorithms: [ring, auto, ompi_fixed, nccl_model]\nsizes: [0, 8]\nnoise:\n  \
+                faults: [{ a: leaf0, b: spine0, at: 0us }, { a: leaf0, b: spine1, at: 0us }]\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    let run = |args: &[&str], code: i32| {
+        let out = cmd().current_dir(&d).args(args).timeout(Duration::from_secs(60)).output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    run(&["run", "s.yaml", "--quiet", "--format", "json", "--output", "whole.json"], 3);
+    for i in 0..3 {
+        let shard = format!("{i}/3");
+        let file = format!("p{i}.json");
+        let out = cmd()
+            .current_dir(&d)
+            .args(["run", "s.yaml", "--quiet", "--shard", &shard, "--format", "json", "--output", &file])
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        assert!(matches!(out.status.code(), Some(0 | 3)), "{shard}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    run(&["merge", "p2.json", "p0.json", "p1.json", "--output", "merged.json"], 3);
+    let rows = |name: &str| {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join(name)).unwrap()).unwrap();
+        let mut rows = v["results"].as_array().unwrap().clone();
+        for r in &mut rows {
+            r.as_object_mut().unwrap().remove("wall_time_s");
+        }
+        rows
+    };
+    let whole = rows("whole.json");
+    assert_eq!(whole, rows("merged.json"));
+    for r in whole.iter().filter(|r| r["algorithm"] != "auto") {
+        let failures = r["failures"].as_array().unwrap();
+        assert!(failures.iter().all(|f| !f.as_str().unwrap().contains("simulated for a selector")), "{r}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -457,7 +457,7 @@ struct Pool<'r> {
     ran_ok: usize,
     best: Option<Timed<'r>>,
     second: Option<Timed<'r>>,
-    /// Failed checks of the rows nobody sees, which the selector rows carry.
+    /// Failed checks of the candidates `auto` weighs that no row shows, which its row carries.
     hidden_failures: Vec<String>,
 }
 
@@ -479,9 +479,17 @@ impl<'r> Pool<'r> {
         );
         let ran_ok: Vec<&PointResult> = pool.iter().copied().filter(|r| r.not_applicable.is_none()).collect();
         let (best, second) = top_two(c, ran_ok.iter().map(|r| (r.algorithm.as_str(), r.time_s)).collect());
-        let hidden_failures = hidden
+        // Only `auto` weighs the hidden candidates, so only its row carries their failures.
+        // NCCL's runs and the other selectors' picks are their selectors' rows already
+        // (failures and all); carried by every selector row, they made a row depend on
+        // which selectors share its shard, and a selector whose own pick ran gave exit 1
+        // for another's candidates that link faults cut off.
+        let hidden_failures = mine
             .iter()
-            .flat_map(|r| r.failures.iter().map(move |f| format!("{} (simulated for a selector): {f}", r.algorithm)))
+            .filter(|(j, _)| !j.listed && !algos::NCCL_IDS.contains(&j.spec.name.as_str()))
+            .flat_map(|(_, r)| {
+                r.failures.iter().map(move |f| format!("{} (simulated for a selector): {f}", r.algorithm))
+            })
             .collect();
         Pool { every, weighed: pool.len(), ran_ok: ran_ok.len(), best, second, hidden_failures }
     }
@@ -535,7 +543,9 @@ impl<'r> Pool<'r> {
         row.critical_path = None;
         row.link_bytes_max = None;
         row.links_used = None;
-        row.failures.extend(self.hidden_failures.iter().cloned());
+        if matches!(wish, None | Some(Ok(None))) {
+            row.failures.extend(self.hidden_failures.iter().cloned());
+        }
         row.best_algorithm = self.best.map(|(l, _)| l.to_string());
         row.best_time_s = self.best.map(|(_, t)| t);
         row.runner_up = self.second.map(|(l, _)| l.to_string());
