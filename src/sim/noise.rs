@@ -346,7 +346,7 @@ impl Os {
             if t + work <= s {
                 return t + work;
             }
-            if !(e > t) {
+            if e <= t {
                 // Windows finer than the float spacing at t: no detour can be told apart
                 // from the next, so the work is stretched by their mean share.
                 return t + work * (self.interval / free);
