@@ -4521,18 +4521,20 @@ fn twenty_fifth_trial_a_long_reduction_under_fine_os_detours_ends() {
 }
 
 /// Twenty-fifth trial: a reduce-scatter on a fat tree whose leaf 0 loses both spine links
-/// at 0 us, with `ring`, `auto`, `ompi_fixed` and `nccl_model`, exited 1 where every
-/// failure was a cut-off (status 3 is documented): every selector row carried the
-/// cut-offs of the candidates `auto` simulated, and `nccl_model`, whose pick sends nothing
-/// at 0 B and ran, and `ompi_fixed`, n/a there, had no `cut_off` of their own. The rows
-/// also carried NCCL's pick's failures, so 3 shards merged gave `auto` and `ompi_fixed`
-/// rows other than the whole run's. Only `auto`'s row carries its candidates' failures.
+/// at 0 us, with four algorithms and the three selectors, exited 1 where every failure was
+/// a cut-off (status 3 is documented): every selector row carried the cut-offs of the
+/// candidates `auto` simulated, and `nccl_model`, whose pick sends nothing at 0 B and ran,
+/// and `ompi_fixed`, n/a there, had no `cut_off` of their own. The rows also carried NCCL's
+/// pick's failures, and a pick-less `auto` row took the `cut_off` of whichever candidate
+/// its shard ran first, so 3 shards merged gave rows other than the whole run's. Only
+/// `auto`'s row carries its candidates' failures, and the `cut_off` of the first by label.
 #[test]
 fn twenty_fifth_trial_selector_rows_carry_only_their_own_candidates_failures() {
     let d = case_dir("twenty-fifth-selector-failures");
     let text = "ranks: 4\ntopology:\n  kind: fat_tree\n  hosts_per_leaf: 2\n  leaves: 2\n  spines: 2\n  \
                 link: { alpha: 1us, bandwidth: 100Gbps }\nnetwork: { model: flow }\ncollective: reduce_scatter\n\
-                algorithms: [ring, auto, ompi_fixed, nccl_model]\nsizes: [0, 8]\nnoise:\n  \
+                algorithms: [ring, direct, halving_doubling, pat, auto, ompi_fixed, nccl_model]\nsizes: [0, 8]\n\
+                noise:\n  \
                 faults: [{ a: leaf0, b: spine0, at: 0us }, { a: leaf0, b: spine1, at: 0us }]\n";
     std::fs::write(d.join("s.yaml"), text).unwrap();
     let run = |args: &[&str], code: i32| {

@@ -23,7 +23,7 @@ use rayon::prelude::*;
 
 use crate::algos::{self, Params};
 use crate::collective::Collective;
-use crate::results::{Point, PointResult};
+use crate::results::{CutOffReport, Point, PointResult};
 use crate::scenario::{AlgoSpec, ParamValue, ProtocolChoice, Scenario};
 use crate::sim::data::ReduceOp;
 use crate::topology;
@@ -459,6 +459,10 @@ struct Pool<'r> {
     second: Option<Timed<'r>>,
     /// Failed checks of the candidates `auto` weighs that no row shows, which its row carries.
     hidden_failures: Vec<String>,
+    /// Of the weighed algorithms that link faults cut off, the first by label: the one
+    /// whose `cut_off` a pick-less `auto` row shows. By label, not by the order the shard
+    /// ran them in, so that merged shards give back the whole run's row.
+    cut_off: Option<&'r CutOffReport>,
 }
 
 impl<'r> Pool<'r> {
@@ -491,7 +495,12 @@ impl<'r> Pool<'r> {
                 r.failures.iter().map(move |f| format!("{} (simulated for a selector): {f}", r.algorithm))
             })
             .collect();
-        Pool { every, weighed: pool.len(), ran_ok: ran_ok.len(), best, second, hidden_failures }
+        let cut_off = pool
+            .iter()
+            .filter_map(|r| r.cut_off.as_ref().map(|c| (r.algorithm.as_str(), c)))
+            .min_by(|a, b| a.0.cmp(b.0))
+            .map(|(_, c)| c);
+        Pool { every, weighed: pool.len(), ran_ok: ran_ok.len(), best, second, hidden_failures, cut_off }
     }
 
     fn find(&self, label: &str) -> Option<&'r PointResult> {
@@ -528,7 +537,7 @@ impl<'r> Pool<'r> {
                         "none of the {} algorithms that apply here ran to the end (see their failures)",
                         self.ran_ok
                     ));
-                    row.cut_off = self.every.iter().find_map(|r| r.cut_off.clone());
+                    row.cut_off = self.cut_off.cloned();
                     row
                 }
             },
