@@ -4471,3 +4471,102 @@ fn twenty_fourth_trial_a_runner_up_behind_a_best_of_0_s_merges_back() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Twenty-fifth trial: `--gantt` of a run that takes 0 s (one rank, or a size of 0 with
+/// alpha 0; also `auto`'s pick at such a point) ran past 20 s, for SVG and PNG alike: the
+/// time axis spans 1 ns there and its ticks were spaced for 1 fs, a million of them, each
+/// drawn and labelled.
+#[test]
+fn twenty_fifth_trial_a_gantt_of_a_run_of_0_s_is_drawn() {
+    let d = case_dir("twenty-fifth-gantt");
+    let text = "ranks: 1\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\nalgorithms: [ring]\nsizes: [0]\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    for file in ["g.svg", "g.png"] {
+        let out = cmd()
+            .current_dir(&d)
+            .args(["run", "s.yaml", "--quiet", "--gantt", file])
+            .timeout(Duration::from_secs(20))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(d.join(file).is_file(), "{file}");
+    }
+    let svg = std::fs::read_to_string(d.join("g.svg")).unwrap();
+    assert!(svg.matches("<text").count() < 100, "{} labels", svg.matches("<text").count());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Twenty-fifth trial: OS detours every 1 ns on 2 ranks of a 4-byte ring at a compute
+/// cost of 1 s/B (4 s of reduction) ran for minutes, and Ctrl-C did not stop it: the
+/// reduction walked its 4e9 detours one by one inside one event. Whole windows are
+/// skipped now; the reduction still takes twice its work (half of every window is a
+/// detour).
+#[test]
+fn twenty_fifth_trial_a_long_reduction_under_fine_os_detours_ends() {
+    let d = case_dir("twenty-fifth-detours");
+    let text = "ranks: 2\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\ncompute: { cost_per_byte: 1s }\n\
+                algorithms: [ring]\nsizes: [4]\nnoise:\n  os: { interval: 1ns, duration: 0.5ns }\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["run", "s.yaml", "--quiet", "--format", "json"])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let t = v["results"][0]["time_s"].as_f64().unwrap();
+    assert!((8.0..8.001).contains(&t), "4 s of reduction, stretched twice: {t}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Twenty-fifth trial: a reduce-scatter on a fat tree whose leaf 0 loses both spine links
+/// at 0 us, with four algorithms and the three selectors, exited 1 where every failure was
+/// a cut-off (status 3 is documented): every selector row carried the cut-offs of the
+/// candidates `auto` simulated, and `nccl_model`, whose pick sends nothing at 0 B and ran,
+/// and `ompi_fixed`, n/a there, had no `cut_off` of their own. The rows also carried NCCL's
+/// pick's failures, and a pick-less `auto` row took the `cut_off` of whichever candidate
+/// its shard ran first, so 3 shards merged gave rows other than the whole run's. Only
+/// `auto`'s row carries its candidates' failures, and the `cut_off` of the first by label.
+#[test]
+fn twenty_fifth_trial_selector_rows_carry_only_their_own_candidates_failures() {
+    let d = case_dir("twenty-fifth-selector-failures");
+    let text = "ranks: 4\ntopology:\n  kind: fat_tree\n  hosts_per_leaf: 2\n  leaves: 2\n  spines: 2\n  \
+                link: { alpha: 1us, bandwidth: 100Gbps }\nnetwork: { model: flow }\ncollective: reduce_scatter\n\
+                algorithms: [ring, direct, halving_doubling, pat, auto, ompi_fixed, nccl_model]\nsizes: [0, 8]\n\
+                noise:\n  \
+                faults: [{ a: leaf0, b: spine0, at: 0us }, { a: leaf0, b: spine1, at: 0us }]\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    let run = |args: &[&str], code: i32| {
+        let out = cmd().current_dir(&d).args(args).timeout(Duration::from_secs(60)).output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    run(&["run", "s.yaml", "--quiet", "--format", "json", "--output", "whole.json"], 3);
+    for i in 0..3 {
+        let shard = format!("{i}/3");
+        let file = format!("p{i}.json");
+        let out = cmd()
+            .current_dir(&d)
+            .args(["run", "s.yaml", "--quiet", "--shard", &shard, "--format", "json", "--output", &file])
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap();
+        assert!(matches!(out.status.code(), Some(0 | 3)), "{shard}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    run(&["merge", "p2.json", "p0.json", "p1.json", "--output", "merged.json"], 3);
+    let rows = |name: &str| {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join(name)).unwrap()).unwrap();
+        let mut rows = v["results"].as_array().unwrap().clone();
+        for r in &mut rows {
+            r.as_object_mut().unwrap().remove("wall_time_s");
+        }
+        rows
+    };
+    let whole = rows("whole.json");
+    assert_eq!(whole, rows("merged.json"));
+    for r in whole.iter().filter(|r| r["algorithm"] != "auto") {
+        let failures = r["failures"].as_array().unwrap();
+        assert!(failures.iter().all(|f| !f.as_str().unwrap().contains("simulated for a selector")), "{r}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -288,7 +288,9 @@ impl Chart for GanttChart {
         let widest = ylabels.iter().map(|(_, l)| style::text_width(l, 13.0)).max().unwrap_or(40);
 
         let t_end = if self.time > 0.0 { self.time * 1.02 } else { 1e-9 };
-        let step = nice_step(self.time.max(1e-15) / 8.0);
+        // A run of 0 s spans 1 ns: its ticks divide that, not 1 fs (a million ticks, each
+        // drawn and labelled, which took minutes).
+        let step = nice_step(if self.time > 0.0 { self.time.max(1e-15) } else { t_end } / 8.0);
         let xticks: Vec<f64> = (0..).map(|k| k as f64 * step).take_while(|&t| t <= t_end).collect();
         let xlabel = |v: &f64| format_value(Quantity::Time, *v);
         let top = self.ranks as f64 * self.group();

@@ -23,7 +23,7 @@ use rayon::prelude::*;
 
 use crate::algos::{self, Params};
 use crate::collective::Collective;
-use crate::results::{Point, PointResult};
+use crate::results::{CutOffReport, Point, PointResult};
 use crate::scenario::{AlgoSpec, ParamValue, ProtocolChoice, Scenario};
 use crate::sim::data::ReduceOp;
 use crate::topology;
@@ -469,8 +469,12 @@ struct Pool<'r> {
     ran_ok: usize,
     best: Option<Timed<'r>>,
     second: Option<Timed<'r>>,
-    /// Failed checks of the rows nobody sees, which the selector rows carry.
+    /// Failed checks of the candidates `auto` weighs that no row shows, which its row carries.
     hidden_failures: Vec<String>,
+    /// Of the weighed algorithms that link faults cut off, the first by label: the one
+    /// whose `cut_off` a pick-less `auto` row shows. By label, not by the order the shard
+    /// ran them in, so that merged shards give back the whole run's row.
+    cut_off: Option<&'r CutOffReport>,
 }
 
 impl<'r> Pool<'r> {
@@ -491,11 +495,24 @@ impl<'r> Pool<'r> {
         );
         let ran_ok: Vec<&PointResult> = pool.iter().copied().filter(|r| r.not_applicable.is_none()).collect();
         let (best, second) = top_two(c, ran_ok.iter().map(|r| (r.algorithm.as_str(), r.time_s)).collect());
-        let hidden_failures = hidden
+        // Only `auto` weighs the hidden candidates, so only its row carries their failures.
+        // NCCL's runs and the other selectors' picks are their selectors' rows already
+        // (failures and all); carried by every selector row, they made a row depend on
+        // which selectors share its shard, and a selector whose own pick ran gave exit 1
+        // for another's candidates that link faults cut off.
+        let hidden_failures = mine
             .iter()
-            .flat_map(|r| r.failures.iter().map(move |f| format!("{} (simulated for a selector): {f}", r.algorithm)))
+            .filter(|(j, _)| !j.listed && !algos::NCCL_IDS.contains(&j.spec.name.as_str()))
+            .flat_map(|(_, r)| {
+                r.failures.iter().map(move |f| format!("{} (simulated for a selector): {f}", r.algorithm))
+            })
             .collect();
-        Pool { every, weighed: pool.len(), ran_ok: ran_ok.len(), best, second, hidden_failures }
+        let cut_off = pool
+            .iter()
+            .filter_map(|r| r.cut_off.as_ref().map(|c| (r.algorithm.as_str(), c)))
+            .min_by(|a, b| a.0.cmp(b.0))
+            .map(|(_, c)| c);
+        Pool { every, weighed: pool.len(), ran_ok: ran_ok.len(), best, second, hidden_failures, cut_off }
     }
 
     fn find(&self, label: &str) -> Option<&'r PointResult> {
@@ -532,7 +549,7 @@ impl<'r> Pool<'r> {
                         "none of the {} algorithms that apply here ran to the end (see their failures)",
                         self.ran_ok
                     ));
-                    row.cut_off = self.every.iter().find_map(|r| r.cut_off.clone());
+                    row.cut_off = self.cut_off.cloned();
                     row
                 }
             },
@@ -547,7 +564,9 @@ impl<'r> Pool<'r> {
         row.critical_path = None;
         row.link_bytes_max = None;
         row.links_used = None;
-        row.failures.extend(self.hidden_failures.iter().cloned());
+        if matches!(wish, None | Some(Ok(None))) {
+            row.failures.extend(self.hidden_failures.iter().cloned());
+        }
         row.best_algorithm = self.best.map(|(l, _)| l.to_string());
         row.best_time_s = self.best.map(|(_, t)| t);
         row.runner_up = self.second.map(|(l, _)| l.to_string());
