@@ -382,9 +382,10 @@ impl<'s> Planned<'s> {
     /// where nothing holds it back (a chain's first rank, a tree's leaves, a ring's first
     /// step), so the engine holds up to P of them a piece ([`Planned::in_flight`]): a
     /// chain of 10^9 segments queued 10^9 sends at its first rank, 40 GB, where the
-    /// estimate said 4 KiB; `double_binary_tree`'s program holds each of its chunks
-    /// (1.2 GB for 4 million). NCCL's chunks and `pat`'s go a few at a time per channel:
-    /// they are not counted here. `None` where no count or piece is given.
+    /// estimate said 4 KiB; `double_binary_tree` held 1.2 GB for 4 million chunks (few
+    /// of them messages in flight), which this count covers. NCCL's chunks and `pat`'s
+    /// go a few at a time per channel: they are not counted here. `None` where no count
+    /// or piece is given.
     fn pieces(&self) -> Option<u64> {
         let spec = &self.s.algorithms[self.pt.algo];
         let mut params = Params::new(spec.params.clone());
