@@ -23,7 +23,8 @@
 //! - **engine**: [`ENGINE_BYTES_PER_RANK`] per rank (programs, queues, counters),
 //!   [`ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT`] for each message the engine may hold at once
 //!   where many are ([`Planned::in_flight`]: the P (P - 1) of an exchange that issues a
-//!   step's sends at once, `pat`'s up to P^2 / 2, its schedule's own bound), and on
+//!   step's sends at once, `pat`'s up to P^2 / 2, its schedule's own bound, P a piece
+//!   of a vector cut by `segments` or `double_binary_tree`'s `chunk`), and on
 //!   a `custom` or `graph` machine its route cache at the most it can hold
 //!   ([`route_cache_bytes`]);
 //! - **timeline**: a point that records its timeline (at most
@@ -349,7 +350,9 @@ impl<'s> Planned<'s> {
     /// once (`direct`, `naive`, the barrier's `all_to_all`) has up to P (P - 1) in flight,
     /// a slot each; `pat`, whose leaves send a whole aggregated group before their first
     /// receive, up to P^2 / 2 where its parts are small (its schedule's own bound,
-    /// `Pat::in_flight` in src/algos/pat.rs); every other algorithm keeps a few a rank.
+    /// `Pat::in_flight` in src/algos/pat.rs); an algorithm given `segments` (or
+    /// `double_binary_tree` a `chunk`), P a piece ([`Planned::pieces`]); every other
+    /// algorithm keeps a few a rank.
     pub fn in_flight(&self) -> u64 {
         use crate::collective::Collective::{Allgather, Allreduce, Barrier, ReduceScatter};
         let spec = &self.s.algorithms[self.pt.algo];
@@ -370,8 +373,30 @@ impl<'s> Planned<'s> {
                     _ => 0,
                 }
             }
-            _ => 0,
+            _ => self.pieces().map_or(0, |n| p.saturating_mul(n).min(all)),
         }
+    }
+
+    /// The pieces a vector is cut into where the scenario gives the count (`segments`), or
+    /// `double_binary_tree`'s piece (`chunk`): a rank may issue a send of each at once
+    /// where nothing holds it back (a chain's first rank, a tree's leaves, a ring's first
+    /// step), so the engine holds up to P of them a piece ([`Planned::in_flight`]): a
+    /// chain of 10^9 segments queued 10^9 sends at its first rank, 40 GB, where the
+    /// estimate said 4 KiB; `double_binary_tree` held 1.2 GB for 4 million chunks (few
+    /// of them messages in flight), which this count covers. NCCL's chunks and `pat`'s
+    /// go a few at a time per channel: they are not counted here. `None` where no count
+    /// or piece is given.
+    fn pieces(&self) -> Option<u64> {
+        let spec = &self.s.algorithms[self.pt.algo];
+        let mut params = Params::new(spec.params.clone());
+        let n = if params.has("segments") {
+            params.count("segments", 1).ok()? as u64
+        } else if spec.name == "double_binary_tree" && params.has("chunk") {
+            self.pt.bytes.div_ceil(params.size("chunk").ok()??.max(1))
+        } else {
+            return None;
+        };
+        (n > 1).then_some(n)
     }
 
     /// The data plane's bytes for the messages in flight ([`Planned::in_flight`]) beyond

@@ -155,7 +155,7 @@ struct RunArgs {
     #[arg(long, value_name = "REPORT.json", conflicts_with = "shard")]
     baseline: Option<PathBuf>,
     /// The relative tolerance of --baseline.
-    #[arg(long, allow_hyphen_values = true, value_name = "REL", default_value_t = allreduce_sim::baseline::DEFAULT_TOLERANCE, requires = "baseline")]
+    #[arg(long, allow_hyphen_values = true, value_name = "REL", default_value_t = allreduce_sim::baseline::DEFAULT_TOLERANCE, requires = "baseline", value_parser = tolerance_arg)]
     tolerance: f64,
     /// Also write the --baseline comparison to FILE as JUnit XML, one test case per point.
     #[arg(long, value_name = "FILE", requires = "baseline")]
@@ -213,7 +213,7 @@ struct CalibrateArgs {
     #[arg(long, allow_negative_numbers = true, value_name = "N", value_parser = rank_arg)]
     ranks: Option<usize>,
     /// GPUs per node, for logs that do not list their devices' hosts.
-    #[arg(long, allow_negative_numbers = true, value_name = "G")]
+    #[arg(long, allow_negative_numbers = true, value_name = "G", value_parser = gpus_per_node_arg)]
     gpus_per_node: Option<usize>,
     /// NCCL_ALGO or NCCL_PROTO for logs that do not print it (`--env NCCL_ALGO=Ring`; repeat); other names are refused.
     #[arg(long, value_name = "NCCL_NAME=VALUE")]
@@ -473,6 +473,24 @@ fn rank_arg(v: &str) -> Result<usize, String> {
     v.trim().parse::<u32>().map(|n| n as usize).map_err(|_| {
         format!("a rank count must be a whole number from 1 to {} (ranks are numbered in 32 bits), not '{v}'", u32::MAX)
     })
+}
+
+/// `calibrate --gpus-per-node`: a whole number (0 reaches the check that names the
+/// least), said with the range rather than the standard library's `invalid digit found
+/// in string`.
+fn gpus_per_node_arg(v: &str) -> Result<usize, String> {
+    v.trim()
+        .parse::<usize>()
+        .map_err(|_| format!("GPUs per node must be a whole number from 1 to {}, not '{v}'", usize::MAX))
+}
+
+/// `run --tolerance`: a relative tolerance, a finite number >= 0, quoted as written when
+/// refused (not `invalid float literal`, nor -9223372036854775808 read back as a float).
+fn tolerance_arg(v: &str) -> Result<f64, String> {
+    match v.trim().parse::<f64>() {
+        Ok(t) if t.is_finite() && t >= 0.0 => Ok(t),
+        _ => Err(format!("the relative tolerance must be a finite number >= 0 such as 1e-9, not '{v}'")),
+    }
 }
 
 /// `explain --ranks`: P from 1 to 256 (explain prints every message).

@@ -616,3 +616,128 @@ fn the_docs_say_what_the_code_does() {
         allreduce_sim::algos::find_in(allreduce_sim::collective::Collective::Allreduce, "bidirectional_ring").is_some()
     );
 }
+
+/// The twenty-fifth trial: a ring of 4 ranks cut into 40,000 segments (64 MiB, under a
+/// million messages, which `chain` runs in a third of a second) ran past a minute, and
+/// a binomial tree of 160,000 segments took 26 s: every rank posts a receive for each
+/// segment of a source at once, and a rank's matching table was keyed by the source
+/// alone, so each match walked every piece waiting from that source, quadratic in the
+/// segments. Keyed by source and tag, each match walks its own.
+#[test]
+fn twenty_fifth_trial_many_segments_from_one_source_match_in_linear_time() {
+    for algo in ["{ name: ring, segments: 40000 }", "{ name: binomial_tree, segments: 160000 }"] {
+        let f = File::new(&format!(
+            "name: t\nranks: 4\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\n\
+             data: {{ mode: off }}\nalgorithms: [{algo}]\nsizes: [64MiB]\n"
+        ));
+        let out = cmd()
+            .args(["run", f.0.to_str().unwrap(), "--quiet"])
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{algo}: {stderr}");
+    }
+}
+
+/// The twenty-fifth trial: `chain` of 10^9 segments on 4 ranks (4 GiB, data off) was
+/// estimated at 4 KiB of memory, ran, and died of `memory allocation of 8589934592 bytes
+/// failed` (exit 134): its first rank issues a send of every segment at once, and the
+/// engine queued 10^9 of them. `double_binary_tree` of 16-byte chunks held 1.2 GB where
+/// the estimate said 4 KiB. The estimate counts P messages a piece where the scenario
+/// cuts the vector (`segments`, `chunk`), which covers what the engine holds at once
+/// (`peak_in_flight`), and refuses such a point before it runs.
+#[test]
+fn twenty_fifth_trial_the_estimate_counts_pieces_issued_at_once() {
+    use allreduce_sim::algos::{self, Params, Problem};
+    use allreduce_sim::results::Point;
+    use allreduce_sim::sim::engine::NoObserver;
+    use allreduce_sim::topology::{FullyConnected, Link};
+    let link = Link { alpha: 1e-6, bandwidth: 1.25e10 };
+    let cases = [
+        ("allreduce", "{ name: chain, segments: 3000 }"),
+        ("allreduce", "{ name: binomial_tree, segments: 3000 }"),
+        ("allreduce", "{ name: ring, segments: 700 }"),
+        ("allreduce", "{ name: double_binary_tree, chunk: 64 }"),
+        ("broadcast", "{ name: chain, segments: 3000 }"),
+        ("reduce", "{ name: chain, segments: 3000 }"),
+    ];
+    for (coll, algo) in cases {
+        for np in [2usize, 4, 5, 8] {
+            let bytes = 48_000u64;
+            let text = format!(
+                "ranks: {np}\ncollective: {coll}\ntopology: {{ kind: fully_connected, link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\n\
+                 data: {{ mode: off }}\nalgorithms: [{algo}]\nsizes: [{bytes}]\n"
+            );
+            let s = parse_str(&text, "s.yaml").unwrap_or_else(|e| panic!("{text}: {e}"));
+            let planned = estimate::Planned::new(&s, &Point { algo: 0, ranks: np, bytes }, false);
+            let counted = planned.in_flight();
+            let spec = &s.algorithms[0];
+            let built = algos::build_for(spec.collective, &spec.name, Params::new(spec.params.clone())).unwrap();
+            let topo = FullyConnected { ranks: np, link, nics: 1 };
+            let p = Problem { ranks: np, elems: bytes as usize / 4, elem_bytes: 4 };
+            let (stats, _) =
+                allreduce_sim::sim::simulate(built.as_ref(), &topo, p, 5e-11, None, &mut NoObserver).unwrap();
+            let held = stats.peak_in_flight;
+            assert!(counted >= held, "{coll} {algo} at P = {np}: counted {counted}, held {held}");
+        }
+    }
+    let f = File::new(
+        "name: t\nranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+         data: { mode: off }\nalgorithms: [{ name: chain, segments: 1000000000 }]\nsizes: [4GiB]\n",
+    );
+    let out = cmd()
+        .args(["run", f.0.to_str().unwrap(), "--quiet", "--max-memory", "4GiB"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("chain at P = 4, S = 4 GiB would need about"), "{stderr}");
+}
+
+/// The twenty-fifth trial: refusals that did not say what is allowed, or printed a
+/// figure that is not a number. `calibrate --gpus-per-node 0x10` said `invalid digit
+/// found in string` (the standard library's words); `--tolerance 0x10` said `invalid
+/// float literal` and `--tolerance -9223372036854775808` quoted `-9223372036854776000`;
+/// a skew of scale 1e308 said the worst run `could take inf s (skew inf s, ...)`; a
+/// cluster of 2^32 - 1 GPUs a node and a fat tree of 2^64 - 1 leaves were "too large to
+/// count" without the limits.
+#[test]
+fn twenty_fifth_trial_refusals_say_what_is_allowed() {
+    let refused = |args: &[&str]| {
+        let out = cmd().args(args).timeout(std::time::Duration::from_secs(20)).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    for v in ["0x10", "1e3", "-0", "18446744073709551616", "٣"] {
+        let stderr = refused(&["calibrate", "m.yaml", "a.txt", "--gpus-per-node", v]);
+        assert!(
+            stderr.contains(&format!("GPUs per node must be a whole number from 1 to {}, not '{v}'", usize::MAX)),
+            "{stderr}"
+        );
+    }
+    for v in ["0x10", "٣", "-9223372036854775808", "nan", "inf", "1e400"] {
+        let stderr = refused(&["run", "s.yaml", "--baseline", "b.json", "--tolerance", v]);
+        assert!(stderr.contains(&format!("a finite number >= 0 such as 1e-9, not '{v}'")), "{stderr}");
+    }
+    let f = File::new(&flat(
+        "100Gbps",
+        "noise: { skew: { dist: exponential, scale: 1e308 } }\nalgorithms: [ring]\nsizes: [4KiB]\n",
+    ));
+    let stderr = refused(&["run", f.0.to_str().unwrap(), "--quiet"]);
+    assert!(!stderr.contains("inf"), "{stderr}");
+    assert!(stderr.contains("could take more than 1.8") && stderr.contains("(skew more than 1.8"), "{stderr}");
+    let f = File::new(
+        "name: t\nranks: 2\ntopology:\n  kind: cluster\n  nodes: 1\n  gpus_per_node: 4294967295\n  \
+         intra: { kind: nvswitch, alpha: 3us, bandwidth: 450GB/s }\nalgorithms: [nccl_ring]\nsizes: [4KiB]\n",
+    );
+    let stderr = refused(&["run", f.0.to_str().unwrap(), "--quiet"]);
+    assert!(stderr.contains("nodes x gpus_per_node may be at most 536870911"), "{stderr}");
+    let f = File::new(
+        "name: t\nranks: 4\ntopology: { kind: fat_tree, hosts_per_leaf: 2, leaves: 18446744073709551615, \
+         link: { alpha: 1us, bandwidth: 1Gbps } }\nalgorithms: [ring]\nsizes: [4KiB]\n",
+    );
+    let stderr = refused(&["run", f.0.to_str().unwrap(), "--quiet"]);
+    assert!(stderr.contains("hosts_per_leaf x leaves + leaves x spines must stay below 2^62"), "{stderr}");
+}

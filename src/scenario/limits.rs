@@ -186,12 +186,15 @@ pub fn check_noise(s: &Scenario) -> Result<(), String> {
     if worst < limit {
         return Ok(());
     }
+    // A skew of 1e308 s times the longest draw is past f64: said as past the largest
+    // time, never as `inf`.
+    let time = |t: f64| if t.is_finite() { fmt_time(t) } else { format!("more than {}", fmt_time(f64::MAX)) };
     Err(format!(
         "with this noise the sweep's worst run could take {} (skew {}, slowdown x{}, detours x{}), and \
          the statistics over {} seed(s) square and sum such times: keep the worst run under {}: lower the \
          skew, the slowdowns, the detours' share of their interval or the noise levels",
-        fmt_time(worst),
-        fmt_time(skew),
+        time(worst),
+        time(skew),
         factor(slow),
         factor(stretch),
         seeds,

@@ -500,17 +500,32 @@ const INDEX_FROM: u32 = 16;
 /// The buckets a rank's matching table starts with (a power of two above [`INDEX_FROM`]).
 const TABLE_FROM: usize = 32;
 
-/// An indexed rank's matching list, split into buckets by source rank: the entries from
-/// source `s` are in bucket `s % len`, in the order they came, so the first receive
-/// posted for a source and tag still takes that source's first message with the tag,
-/// which is all matching needs. A match walks one bucket: at a rank with few entries
-/// the sources that share a bucket, and once the rank has grown the table to P buckets
-/// (rounded up to a power of two), only the pair's own entries, with their tags. The
+/// The most buckets a matching table grows to (a table doubles only while its rank holds
+/// more entries than buckets, so this bounds nothing a run reaches but the index width).
+const MAX_BUCKETS: usize = 1 << 31;
+
+/// An indexed rank's matching list, split into buckets by source rank and tag: the
+/// entries of source `s` and tag `t` are in bucket [`bucket_of`]`(s, t) % len`, in the
+/// order they came, so the first receive posted for a source and tag still takes that
+/// source's first message with the tag, which is all matching needs. A match walks one
+/// bucket: at a rank with few entries the pairs that share a bucket, and once the rank
+/// has grown the table past its entries, only the pair's own entries of that tag. The
 /// table doubles when the rank holds more entries than buckets, so it costs at most 16
-/// bytes an entry at the rank's busiest, never a P^2 table; it goes back to the pool
-/// when the rank has nothing waiting. Sources are ranks, dense from 0, so a bucket is
-/// an index, not a hash (no hash order anywhere).
+/// bytes an entry at the rank's busiest; it goes back to the pool when the rank has
+/// nothing waiting. The tag is in the key because one source may have many entries
+/// waiting, one per tag (a ring or tree cut into a million segments posts a receive for
+/// each at once): keyed by source alone, every match walked them all, quadratic in the
+/// segments. A bucket is computed, not hashed at random (no hash order anywhere).
 type Table = Vec<List>;
+
+/// The bucket key of what comes from `src` with `tag` ([`Table`]): the source plus the
+/// tag times an odd constant, so that with 2^k buckets the sources of one tag fall in
+/// distinct buckets (an exchange's P - 1 receives of one step, as before the tag was in
+/// the key), and so do one source's tags (a segmented pipeline's pieces).
+#[inline(always)]
+fn bucket_of(src: Rank, tag: u32) -> usize {
+    (src as usize).wrapping_add((tag as usize).wrapping_mul(0x9E37_79B1))
+}
 
 /// A compute job in the job slab, and the next job of its rank's queue.
 #[derive(Clone, Copy, Debug)]
@@ -1522,7 +1537,7 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     /// (empty, keeping their capacity).
     tables: Vec<Table>,
     free_tables: Vec<u32>,
-    /// The most buckets a table takes: P rounded up to a power of two.
+    /// The most buckets a table takes ([`MAX_BUCKETS`]).
     max_buckets: usize,
     /// Receives posted early at indexed ranks ([`Early`]), and the records free.
     early: Vec<Early>,
@@ -1640,7 +1655,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             free_msgs: Vec::new(),
             tables: Vec::new(),
             free_tables: Vec::new(),
-            max_buckets: p.next_power_of_two(),
+            max_buckets: MAX_BUCKETS,
             early: Vec::new(),
             free_early: Vec::new(),
             snaps,
@@ -2163,10 +2178,10 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             }
             self.upcoming(q, 1)
         };
-        if let Some(b) = after.and_then(|(_, to)| self.bucket(to, a)) {
+        if let Some(b) = after.and_then(|(at, to)| self.bucket(to, a, q[at].tag)) {
             prefetch(b);
         }
-        if let Some(b) = self.bucket(next, a)
+        if let Some(b) = self.bucket(next, a, q[0].tag)
             && b.head != NONE
         {
             if b.head & EARLY != 0 {
@@ -2198,13 +2213,13 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     /// The bucket of indexed rank `r`'s matching table that holds what comes from `src`
     /// (`None` while `r` keeps a list).
     #[inline]
-    fn bucket(&self, r: Rank, src: Rank) -> Option<&List> {
+    fn bucket(&self, r: Rank, src: Rank, tag: u32) -> Option<&List> {
         let t = self.ranks[r as usize].table;
         if t == NONE {
             return None;
         }
         let table = &self.tables[t as usize];
-        Some(&table[src as usize & (table.len() - 1)])
+        Some(&table[bucket_of(src, tag) & (table.len() - 1)])
     }
 
     /// A send that leaves by another interface than its sender's own: no more
@@ -2697,7 +2712,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let st = &mut self.ranks[r as usize];
         let table = &mut self.tables[st.table as usize];
         let mask = table.len() - 1;
-        let bucket = &mut table[src as usize & mask];
+        let bucket = &mut table[bucket_of(src, tag) & mask];
         let mut ch = Chains { links: &mut self.links, early: &mut self.early };
         let (mut prev, mut at) = (NONE, bucket.head);
         while at != NONE {
@@ -2779,7 +2794,8 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             st.unmatched.push_back(&mut self.links, Link::Unmatched, id);
             return;
         }
-        self.put_indexed(r, id, self.msgs[id as usize].src);
+        let m = &self.msgs[id as usize];
+        self.put_indexed(r, id, bucket_of(m.src, m.tag));
     }
 
     /// Receive `p` of rank `r`, from `src` with `tag`, waits for its message as an
@@ -2805,20 +2821,25 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             None => slab_push(&mut self.early, e),
         };
         debug_assert!(i < EARLY, "2^31 receives posted early at once");
-        self.put_indexed(r, i | EARLY, src);
+        self.put_indexed(r, i | EARLY, bucket_of(src, tag));
     }
 
-    /// Entry `e` (a slot, or an [`Early`] record) from `src` waits to be matched at
-    /// rank `r`, which is, or is about to be, indexed (out of line, as
-    /// [`Engine::take_indexed`]).
+    /// Entry `e` (a slot, or an [`Early`] record) of bucket key `key` ([`bucket_of`] its
+    /// source and tag) waits to be matched at rank `r`, which is, or is about to be,
+    /// indexed (out of line, as [`Engine::take_indexed`]).
     #[inline(never)]
-    fn put_indexed(&mut self, r: Rank, e: u32, src: Rank) {
+    fn put_indexed(&mut self, r: Rank, e: u32, key: usize) {
         let st = &mut self.ranks[r as usize];
         st.unmatched_len += 1;
         let msgs = &self.msgs;
         let mut ch = Chains { links: &mut self.links, early: &mut self.early };
-        let src_of = |ch: &Chains, at: u32| {
-            if at & EARLY != 0 { ch.early[(at & !EARLY) as usize].src } else { msgs[at as usize].src }
+        let key_of = |ch: &Chains, at: u32| {
+            if at & EARLY != 0 {
+                let e = &ch.early[(at & !EARLY) as usize];
+                bucket_of(e.src, e.tag)
+            } else {
+                bucket_of(msgs[at as usize].src, msgs[at as usize].tag)
+            }
         };
         if st.table == NONE {
             // Too many to walk: move the list (slots only) into a table, in order.
@@ -2832,27 +2853,27 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             table.resize(buckets, List::EMPTY);
             let mut list = std::mem::replace(&mut st.unmatched, List::EMPTY);
             while let Some(at) = list.pop_front(ch.links, Link::Unmatched) {
-                let b = msgs[at as usize].src as usize & (buckets - 1);
+                let b = bucket_of(msgs[at as usize].src, msgs[at as usize].tag) & (buckets - 1);
                 ch.push_back(&mut table[b], at);
             }
         } else {
             let table = &mut self.tables[st.table as usize];
             if st.unmatched_len as usize > table.len() && table.len() < self.max_buckets {
                 // Twice the buckets: bucket b's chain splits into b and b + len by the
-                // next bit of the source, each part in the order it was.
+                // next bit of its key, each part in the order it was.
                 let half = table.len();
                 table.resize(2 * half, List::EMPTY);
                 for b in 0..half {
                     let mut chain = std::mem::replace(&mut table[b], List::EMPTY);
                     while let Some(at) = ch.pop_front(&mut chain) {
-                        let to = src_of(&ch, at) as usize & (2 * half - 1);
+                        let to = key_of(&ch, at) & (2 * half - 1);
                         ch.push_back(&mut table[to], at);
                     }
                 }
             }
         }
         let table = &mut self.tables[st.table as usize];
-        let b = src as usize & (table.len() - 1);
+        let b = key & (table.len() - 1);
         ch.push_back(&mut table[b], e);
     }
 

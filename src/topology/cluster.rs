@@ -704,7 +704,14 @@ fn check(spec: &ClusterSpec) -> Result<(), String> {
         .nodes
         .checked_mul(spec.gpus_per_node)
         .filter(|&p| p <= u32::MAX as usize / 8 && spec.nodes.saturating_mul(spec.nics_per_node) <= 1 << 40)
-        .ok_or("a cluster that large has more GPUs than this simulator can count")?;
+        .ok_or_else(|| {
+            format!(
+                "a cluster that large has more GPUs than this simulator can count: nodes x gpus_per_node may be at \
+                 most {} and nodes x nics_per_node at most {}",
+                u32::MAX as usize / 8,
+                1u64 << 40
+            )
+        })?;
     let _ = total;
     if spec.fabric.hosts_per_leaf == Some(0) {
         return Err("fabric.hosts_per_leaf must be at least 1".to_string());

@@ -64,7 +64,11 @@ impl FatTree {
         let hosts = hosts_per_leaf
             .checked_mul(leaves)
             .filter(|&h| leaves.checked_mul(spines).and_then(|u| u.checked_add(h)).is_some_and(|n| n < 1 << 62))
-            .ok_or_else(|| "a fat tree that large has more links than this machine can count".to_string())?;
+            .ok_or_else(|| {
+                "a fat tree that large has more links than this machine can count: hosts_per_leaf x leaves + \
+                 leaves x spines must stay below 2^62"
+                    .to_string()
+            })?;
         for (what, l) in [("link", link), ("uplink", uplink)] {
             if !(l.alpha >= 0.0 && l.alpha.is_finite() && l.bandwidth > 0.0 && l.bandwidth.is_finite()) {
                 return Err(format!(
