@@ -351,7 +351,7 @@ impl<'s> Planned<'s> {
     /// a slot each; `pat`, whose leaves send a whole aggregated group before their first
     /// receive, up to P^2 / 2 where its parts are small (its schedule's own bound,
     /// `Pat::in_flight` in src/algos/pat.rs); an algorithm given `segments` (or
-    /// `double_binary_tree` a `chunk`), P a piece ([`Planned::pieces`]); every other
+    /// `double_binary_tree` a `chunk`), P a piece (`Planned::pieces`); every other
     /// algorithm keeps a few a rank.
     pub fn in_flight(&self) -> u64 {
         use crate::collective::Collective::{Allgather, Allreduce, Barrier, ReduceScatter};
