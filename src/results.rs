@@ -207,7 +207,8 @@ pub struct PointResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skew_s: Option<f64>,
     /// With skew: `(mean time - noise_free_time_s) / skew_s`, the time lost per second
-    /// of skew (1: the skew lands on the critical path in full).
+    /// of skew (1: the skew lands on the critical path in full). None where the skew is
+    /// under 1,000 float spacings of the time (the difference would be rounding).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skew_sensitivity: Option<f64>,
     /// With `noise.faults`: the run (of the scenario's seed, or the first seed that was)

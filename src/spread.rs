@@ -32,6 +32,11 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+/// The least skew, in float spacings of the times (`f64::EPSILON` times the time), whose
+/// sensitivity is reported: below it the difference of two times is mostly their rounding
+/// (an error of about 1 / RESOLVED in the sensitivity at the threshold).
+const RESOLVED: f64 = 1e3;
+
 impl Spread {
     /// The spread of `times` (one per seed, in seed order), whose runs had skews `skews`,
     /// against the same point without noise (`noise_free`, if it ran).
@@ -43,7 +48,10 @@ impl Spread {
         let mean = times.iter().sum::<f64>() / n;
         let skew = skews.iter().sum::<f64>() / skews.len().max(1) as f64;
         let slowdown = noise_free.filter(|&t| t > 0.0).map(|t| mean / t);
-        let sensitivity = noise_free.filter(|_| skew > 0.0).map(|t| (mean - t) / skew);
+        // A skew the times cannot resolve gives rounding over nearly nothing (a skew of
+        // 5e-324 s read 1.5e304 s lost per s): none below RESOLVED float spacings of the time.
+        let resolved = |t: f64| skew > RESOLVED * f64::EPSILON * t.max(mean);
+        let sensitivity = noise_free.filter(|&t| skew > 0.0 && resolved(t)).map(|t| (mean - t) / skew);
         Spread {
             mean,
             p50: percentile(&sorted, 50.0),
@@ -77,5 +85,14 @@ mod tests {
         assert_eq!(s.slowdown, Some(1.3));
         assert_eq!(s.sensitivity, Some(1.0));
         assert_eq!(Spread::of(&[1.0], &[0.0], Some(1.0)).sensitivity, None);
+        // A skew far below the times' float spacing (the twenty-sixth trial: 5e-324 s
+        // over a 1e-4 s run gave 1.5e304) has no sensitivity; one a thousand spacings up has.
+        let t = 1e-4;
+        let ulp = f64::EPSILON * t;
+        assert_eq!(Spread::of(&[t + ulp], &[5e-324], Some(t)).sensitivity, None);
+        assert_eq!(Spread::of(&[t + ulp], &[100.0 * ulp], Some(t)).sensitivity, None);
+        assert!(
+            Spread::of(&[t + 2e3 * ulp], &[2e3 * ulp], Some(t)).sensitivity.is_some_and(|k| (k - 1.0).abs() < 1e-3)
+        );
     }
 }
