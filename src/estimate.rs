@@ -348,6 +348,7 @@ impl<'s> Planned<'s> {
     /// Messages the engine may hold at once beyond the few a rank that
     /// [`ENGINE_BYTES_PER_RANK`] covers: an exchange that issues every send of a step at
     /// once (`direct`, `naive`, the barrier's `all_to_all`) has up to P (P - 1) in flight,
+    /// `bcube` 2 P (b - 1) (a step's data and notifications to its group of b),
     /// a slot each; `pat`, whose leaves send a whole aggregated group before their first
     /// receive, up to P^2 / 2 where its parts are small (its schedule's own bound,
     /// `Pat::in_flight` in src/algos/pat.rs); an algorithm given `segments` (or
@@ -361,6 +362,13 @@ impl<'s> Planned<'s> {
         match (spec.collective, spec.name.as_str()) {
             (Allreduce | ReduceScatter | Allgather, "direct") | (Allreduce, "naive") | (Barrier, "all_to_all") => {
                 p.saturating_mul(p.saturating_sub(1)).min(all)
+            }
+            (Allreduce, "bcube") => {
+                // A step's b - 1 data sends and b - 1 notifications go at once, and so
+                // the engine, and the closed form's recurrence and bounds after it, hold
+                // up to 2 P (b - 1): one group of 1,024 held 481 MB where this said 1 MiB.
+                let base = Params::new(spec.params.clone()).count("base", 2).unwrap_or(2) as u64;
+                p.saturating_mul(2 * base.saturating_sub(1)).min(all)
             }
             (ReduceScatter | Allgather, "pat") => {
                 let mut params = Params::new(spec.params.clone());

@@ -741,3 +741,40 @@ fn twenty_fifth_trial_refusals_say_what_is_allowed() {
     let stderr = refused(&["run", f.0.to_str().unwrap(), "--quiet"]);
     assert!(stderr.contains("hosts_per_leaf x leaves + leaves x spines must stay below 2^62"), "{stderr}");
 }
+
+/// The twenty-sixth trial: `bcube` with one group of 1,024 ranks (base = P, 16 MiB, data
+/// off) held 481 MB where `validate` said 1 MiB: each rank sends its b - 1 data messages
+/// and b - 1 notifications of a step at once, so the engine holds up to 2 P (b - 1). The
+/// estimate counts them (held to what the engine holds, `peak_in_flight`, here and at
+/// smaller bases).
+#[test]
+fn twenty_sixth_trial_the_estimate_counts_bcubes_group_in_flight() {
+    use allreduce_sim::algos::{self, Params, Problem};
+    use allreduce_sim::results::Point;
+    use allreduce_sim::sim::engine::NoObserver;
+    use allreduce_sim::topology::{FullyConnected, Link};
+    let link = Link { alpha: 1e-6, bandwidth: 1.25e10 };
+    for (np, base) in [(16usize, 16usize), (27, 3), (64, 64), (64, 8), (64, 4), (32, 2)] {
+        for nics in [1, 2] {
+            let bytes = 4 * 3 * np as u64 * 7;
+            let text = format!(
+                "ranks: {np}\ntopology: {{ kind: fully_connected, link: {{ alpha: 1us, bandwidth: 100Gbps }}, nics: {nics} }}\n\
+                 data: {{ mode: off }}\nalgorithms: [{{ name: bcube, base: {base} }}]\nsizes: [{bytes}]\n"
+            );
+            let s = parse_str(&text, "s.yaml").unwrap_or_else(|e| panic!("{text}: {e}"));
+            let planned = estimate::Planned::new(&s, &Point { algo: 0, ranks: np, bytes }, false);
+            let counted = planned.in_flight();
+            let spec = &s.algorithms[0];
+            let built = algos::build_for(spec.collective, &spec.name, Params::new(spec.params.clone())).unwrap();
+            let topo = FullyConnected { ranks: np, link, nics };
+            let p = Problem { ranks: np, elems: bytes as usize / 4, elem_bytes: 4 };
+            let (stats, _) =
+                allreduce_sim::sim::simulate(built.as_ref(), &topo, p, 5e-11, None, &mut NoObserver).unwrap();
+            let held = stats.peak_in_flight;
+            assert!(counted >= held, "bcube base {base} at P = {np}, {nics} NICs: counted {counted}, held {held}");
+            if base == np {
+                assert!(held >= (np * (np - 1)) as u64, "one group holds a step's sends at once: {held}");
+            }
+        }
+    }
+}

@@ -338,7 +338,14 @@ impl Algorithm for Pat {
                     let hi = ((k + 1) * chunk_elems).min(part.len);
                     Region::vec(b.offset + part.offset + lo, hi - lo)
                 };
-                let tag = move |t: usize, k: usize| ((k * channels + c) * np + t) as u32;
+                // A channel's messages of block t to one peer share a tag across chunks:
+                // chunk k's all come before chunk k + 1's on both sides, so they match in
+                // order. Tagging every chunk apart (as once) made the channels' tag
+                // ranges overlap, so the bounds recorded an owner per message (5.5 GB at
+                // 64 channels of 4-byte chunks over 64 MiB), and the tags could pass
+                // 2^32 with enough chunks; by channel, each channel's tags are a range of
+                // their own (`c * P + t` passes 2^32 only from 2^26 ranks on 64 channels).
+                let tag = move |t: usize, _k: usize| (c * np + t) as u32;
                 let at = move |s: usize| (x + s) % np;
                 let peer_up = move |dim: usize| ((x + (1 << dim)) % np) as Rank;
                 let peer_down = move |dim: usize| ((x + np - (1 << dim)) % np) as Rank;
@@ -477,5 +484,25 @@ mod tests {
         assert_eq!(mirror_invert(0, 8), 7);
         assert_eq!(mirror_invert(1, 8), 3);
         assert_eq!(mirror_invert(0, 1), 0);
+    }
+
+    /// Channels tag apart (each its own range of tags), so the bounds read off the
+    /// programs record no channel owners however many chunks a channel cuts its part
+    /// into, and the bounds are still there.
+    #[test]
+    fn channels_tag_apart_and_the_bounds_record_no_owners() {
+        let topo = crate::topology::FullyConnected {
+            ranks: 8,
+            link: crate::topology::Link { alpha: 1e-6, bandwidth: 1e10 },
+            nics: 1,
+        };
+        for reduce in [true, false] {
+            let pat = Pat { reduce, channels: 8, chunk: Some(4) };
+            let p = Problem { ranks: 8, elems: 8 * 8 * 64 + 5, elem_bytes: 4 };
+            let (bounds, kept) =
+                crate::cost_model::bounds_holding(&*pat.prepare(&p, &topo), &p, &topo, 1e-10).expect("bounds");
+            assert_eq!(kept.owners, 0, "channel owners recorded (reduce {reduce})");
+            assert!(bounds.0 > 0.0 && bounds.0 <= bounds.1, "{bounds:?}");
+        }
     }
 }

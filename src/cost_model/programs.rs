@@ -40,7 +40,11 @@
 //! program order fixes where one stream of the sender and one of the receiver use the
 //! channel. A channel used by two streams at once makes the bounds `None`. Which streams
 //! use a channel is recorded only for ranks whose streams' tag ranges overlap: streams
-//! that tag apart cannot share one.
+//! that tag apart cannot share one. That record holds an entry per channel ever used, not
+//! per message in flight, so past [`OWNERS_FLOOR`] plus [`OWNERS_PER_STREAM`] a stream
+//! the bounds give up (`None`) rather than grow with the run: streams whose tags overlap
+//! and give every message its own tag once recorded one entry a message (5.5 GB for 64
+//! channels of 4-byte chunks over 64 MiB, after the simulation had run in 328 KiB).
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -112,6 +116,13 @@ impl Hasher for Fx {
 
 /// A map keyed by channel.
 type ByChannel<V> = HashMap<Key, V, BuildHasherDefault<Fx>>;
+
+/// Channel owners the bounds may record whatever the run (see the module docs).
+const OWNERS_FLOOR: usize = 1 << 16;
+
+/// Channel owners the bounds may record for each stream of the run, beyond
+/// [`OWNERS_FLOOR`]: a stream that tags by step recorded one a step and a peer.
+const OWNERS_PER_STREAM: usize = 256;
 
 /// Record that stream `s` uses channel `key` on side `side` (0: sends, 1: receives);
 /// false where another stream of the same rank did.
@@ -227,8 +238,10 @@ struct Stream<'a> {
     next: u64,
     /// Handles not yet known.
     unknown: usize,
-    /// Landing times of its sends not yet waited past, below and above.
+    /// Landing times of its sends not yet waited past, below and above, and the length
+    /// at which those landed by `now` are next dropped.
     in_flight: (Vec<f64>, Vec<f64>),
+    sweep_at: usize,
     /// Work of its reductions not yet posted, and its followed pairs of sides.
     future_work: f64,
     pairs: Vec<Pairing>,
@@ -402,6 +415,8 @@ pub(crate) fn bounds_holding(
     // Which stream sends and which receives on each channel is recorded only for ranks
     // whose streams' tags overlap (one stream cannot disagree with itself).
     let apart: Vec<bool> = totals.iter().map(|row| !may_share(row)).collect();
+    let streams: usize = totals.iter().map(Vec::len).sum();
+    let owners_max = OWNERS_FLOOR.saturating_add(OWNERS_PER_STREAM.saturating_mul(streams));
 
     // The second walk: the graph of events, every stream run as far as what it waits
     // for is known.
@@ -422,6 +437,7 @@ pub(crate) fn bounds_holding(
                         next: 0,
                         unknown: 0,
                         in_flight: (Vec::new(), Vec::new()),
+                        sweep_at: 64,
                         future_work: tot.work,
                         pairs: tot
                             .pairs
@@ -504,15 +520,19 @@ pub(crate) fn bounds_holding(
                     // Sends landed by the stream's present are behind it for good
                     // (whatever WaitSends comes later), so a stream that never waits for
                     // its sends keeps only those in flight.
+                    // The pass runs once the list doubles since the last one kept it, so
+                    // a stream that issues a thousand sends before any lands (one group
+                    // of bcube) does not pass over them all at every send.
                     let fl = &mut st.in_flight;
-                    if fl.0.len() >= 64 {
+                    if fl.0.len() >= st.sweep_at {
                         fl.0.retain(|&x| x > st.now.0);
                         fl.1.retain(|&x| x > st.now.1);
+                        st.sweep_at = (2 * fl.0.len().max(fl.1.len())).max(64);
                     }
                     fl.0.push(lands.0);
                     fl.1.push(lands.1);
                     end = max2(end, lands);
-                    if !apart[r] && !own(&mut owners, (r, to, tag), 0, s) {
+                    if !apart[r] && (!own(&mut owners, (r, to, tag), 0, s) || owners.len() > owners_max) {
                         return None;
                     }
                     let ch = channels.entry((r, to, tag)).or_default();
@@ -542,7 +562,7 @@ pub(crate) fn bounds_holding(
                         st.future_work -= bytes as f64 * c;
                     }
                     let post = st.now;
-                    if !apart[r] && !own(&mut owners, (from, r, tag), 1, s) {
+                    if !apart[r] && (!own(&mut owners, (from, r, tag), 1, s) || owners.len() > owners_max) {
                         return None;
                     }
                     let ch = channels.entry((from, r, tag)).or_default();
@@ -640,5 +660,48 @@ mod tests {
             Totals { tags: [Some((1, 2)), None], ..Default::default() },
             Totals { tags: [Some((20, 30)), None], ..Default::default() },
         ]));
+    }
+
+    /// Two ranks, two streams each whose tags interleave (stream j tags its i-th message
+    /// `2 i + j`): the tag ranges overlap, so every channel's owners are recorded, one
+    /// entry a message.
+    struct Interleaved {
+        messages: u32,
+    }
+
+    impl Programs for Interleaved {
+        fn rank_program(&self, rank: u32, _p: Problem, _topo: &dyn Topology) -> Vec<Program<'_>> {
+            let peer = 1 - rank;
+            (0..2u32)
+                .map(|j| {
+                    let ops = (0..self.messages).flat_map(move |i| {
+                        [
+                            Op::send(peer, 2 * i + j, Region::vec(j as usize, 1)),
+                            Op::recv_copy(peer, 2 * i + j, Region::vec(2 + j as usize, 1)),
+                            Op::WaitAll,
+                        ]
+                    });
+                    Box::new(ops) as Program<'_>
+                })
+                .collect()
+        }
+        fn scratch_elems(&self, _p: &Problem) -> Vec<usize> {
+            Vec::new()
+        }
+    }
+
+    /// The owners recorded grow with the channels the run uses, not with what is in
+    /// flight: past their budget the bounds give up instead of growing with the run, and
+    /// below it they are kept.
+    #[test]
+    fn channel_owners_past_their_budget_give_up_the_bounds() {
+        let topo = FullyConnected { ranks: 2, link: Link { alpha: 1e-6, bandwidth: 1e9 }, nics: 1 };
+        let p = Problem { ranks: 2, elems: 4, elem_bytes: 4 };
+        let budget = OWNERS_FLOOR + 4 * OWNERS_PER_STREAM;
+        let within = (budget / 4 - 1) as u32;
+        let (bounds, kept) = bounds_holding(&Interleaved { messages: within }, &p, &topo, 0.0).expect("bounds");
+        assert_eq!(kept.owners, 4 * within as usize);
+        assert!(bounds.0 > 0.0 && bounds.0 <= bounds.1, "{bounds:?}");
+        assert!(bounds_holding(&Interleaved { messages: within + 2 }, &p, &topo, 0.0).is_none());
     }
 }

@@ -80,12 +80,7 @@ fn margin(best: Option<f64>, second: Option<f64>) -> Option<f64> {
 /// end, and none where the fastest took 0 s and the pick did not (no ratio: not 0, which
 /// would read as "the pick is the fastest" however slow it was).
 fn vs_best(best: Option<f64>, time: f64) -> Option<f64> {
-    match best {
-        _ if time.is_nan() => None,
-        Some(b) if b > 0.0 => Some(time / b - 1.0),
-        Some(_) if time <= 0.0 => Some(0.0),
-        _ => None,
-    }
+    margin(best, Some(time).filter(|t| !t.is_nan()))
 }
 
 /// Set every row's `best_algorithm`, `best_time_s`, `runner_up` and `margin` from the

@@ -1537,8 +1537,6 @@ pub struct Engine<'a, 'p, O: Observer, N: NetworkModel> {
     /// (empty, keeping their capacity).
     tables: Vec<Table>,
     free_tables: Vec<u32>,
-    /// The most buckets a table takes ([`MAX_BUCKETS`]).
-    max_buckets: usize,
     /// Receives posted early at indexed ranks ([`Early`]), and the records free.
     early: Vec<Early>,
     free_early: Vec<u32>,
@@ -1655,7 +1653,6 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             free_msgs: Vec::new(),
             tables: Vec::new(),
             free_tables: Vec::new(),
-            max_buckets: MAX_BUCKETS,
             early: Vec::new(),
             free_early: Vec::new(),
             snaps,
@@ -2843,7 +2840,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         };
         if st.table == NONE {
             // Too many to walk: move the list (slots only) into a table, in order.
-            let buckets = TABLE_FROM.min(self.max_buckets);
+            let buckets = TABLE_FROM;
             st.table = match self.free_tables.pop() {
                 Some(t) => t,
                 None => slab_push(&mut self.tables, Vec::new()),
@@ -2858,7 +2855,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             }
         } else {
             let table = &mut self.tables[st.table as usize];
-            if st.unmatched_len as usize > table.len() && table.len() < self.max_buckets {
+            if st.unmatched_len as usize > table.len() && table.len() < MAX_BUCKETS {
                 // Twice the buckets: bucket b's chain splits into b and b + len by the
                 // next bit of its key, each part in the order it was.
                 let half = table.len();
