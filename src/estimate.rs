@@ -34,10 +34,11 @@
 //! - **work**: messages from the algorithm's step count (exact where the algorithm's
 //!   count is known, else a stated upper bound), and about [`EVENTS_PER_MESSAGE`] events
 //!   per message;
-//! - **selectors**: a selector's point simulates each algorithm it chooses from
-//!   (`auto`: every algorithm of the collective; `ompi_fixed`, `nccl_model`: their pick)
-//!   as a point of its own, without a timeline, one at a time on a thread: the work of
-//!   all of them and the memory of the largest ([`estimate`]).
+//! - **selectors**: a selector's point simulates every algorithm of the collective (its
+//!   row says how far its pick is from their best) and its pick where that is none of
+//!   them (NCCL's own for `nccl_model`), each as a point of its own, without a timeline,
+//!   one at a time on a thread: the work of all of them and the memory of the largest
+//!   ([`estimate`], [`crate::select::simulated_specs`]).
 
 use std::sync::OnceLock;
 
@@ -744,12 +745,13 @@ pub fn estimate(s: &Scenario, pt: &Point, single: bool) -> Estimate {
     Planned::new(s, pt, single).estimate()
 }
 
-/// A selector's point: the sum of its algorithms' work, the memory of the largest of
-/// them (each runs as a point of its own, without a timeline).
+/// A selector's point: the sum of the work of the algorithms it simulates
+/// ([`crate::select::simulated_specs`]), the memory of the largest of them (each runs as
+/// a point of its own, without a timeline).
 fn selector_estimate(s: &Scenario, pt: &Point, mode: Option<DataMode>) -> Estimate {
     let mut out =
         Estimate { data_bytes: 0, engine_bytes: 0, timeline_bytes: 0, messages: 0, messages_exact: true, events: 0 };
-    for spec in crate::select::candidate_specs(s, pt) {
+    for spec in crate::select::simulated_specs(s, pt) {
         let mut one = s.clone();
         one.algorithms = vec![spec];
         let planned = Planned::new(&one, &Point { algo: 0, ranks: pt.ranks, bytes: pt.bytes }, false);

@@ -778,3 +778,38 @@ fn twenty_sixth_trial_the_estimate_counts_bcubes_group_in_flight() {
         }
     }
 }
+
+/// The twenty-seventh trial: `ompi_fixed` and `nccl_model` were estimated as their pick
+/// alone (1 MiB at 1,024 ranks) while, as `auto`, they simulate every algorithm of the
+/// collective to set their pick against the best: `--max-memory 8MiB` let them run (113
+/// MB), and at 2,048 ranks under an address-space limit they aborted where `auto` was
+/// refused. Every selector is estimated at what it simulates, and refused alike.
+#[test]
+fn twenty_seventh_trial_every_selector_is_estimated_at_what_it_simulates() {
+    use allreduce_sim::results::Point;
+    let text = |algo: &str| {
+        format!(
+            "name: t\nranks: 1024\ntopology: {{ kind: fully_connected, link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\n\
+             data: {{ mode: off }}\nalgorithms: [{algo}]\nsizes: [4000]\n"
+        )
+    };
+    let est = |algo: &str| {
+        let s = parse_str(&text(algo), "s.yaml").unwrap();
+        estimate::estimate(&s, &Point { algo: 0, ranks: 1024, bytes: 4000 }, false)
+    };
+    let auto = est("auto");
+    for sel in ["ompi_fixed", "nccl_model"] {
+        let e = est(sel);
+        assert!(e.memory_bytes() >= auto.memory_bytes(), "{sel}: {e:?} against auto's {auto:?}");
+        assert!(e.messages >= auto.messages, "{sel}: {e:?} against auto's {auto:?}");
+        let f = File::new(&text(sel));
+        let out = cmd()
+            .args(["run", f.0.to_str().unwrap(), "--quiet", "--max-memory", "8MiB"])
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{sel}: {stderr}");
+        assert!(stderr.contains("would need about"), "{sel}: {stderr}");
+    }
+}

@@ -4570,3 +4570,32 @@ fn twenty_fifth_trial_selector_rows_carry_only_their_own_candidates_failures() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Twenty-seventh trial: a legal run of 2 ranks at 1.79e308 B/s has a bus bandwidth
+/// past 1.73e308 B/s, and `run --plot` (and `plot` of its report) panicked with a capacity
+/// overflow (exit 101): the linear axis padded its top past the largest float and
+/// collected ticks up to i64's largest. The plots are drawn.
+#[test]
+fn twenty_seventh_trial_plots_of_a_bandwidth_near_the_largest_float_are_drawn() {
+    let d = case_dir("twenty-seventh-huge-busbw");
+    let text = "ranks: 2\ntopology: { link: { alpha: 0s, bandwidth: 1.79e308B/s } }\ncompute: { cost_per_byte: 0 }\n\
+                algorithms: [ring]\nsizes: [4, 8]\n";
+    std::fs::write(d.join("s.yaml"), text).unwrap();
+    let out = cmd()
+        .current_dir(&d)
+        .args(["run", "s.yaml", "--quiet", "--plot=pl", "--format", "json", "--output", "r.json"])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let drawn = std::fs::read_dir(d.join("pl")).unwrap().count();
+    assert!(drawn > 0, "no plot drawn");
+    let out = cmd()
+        .current_dir(&d)
+        .args(["plot", "r.json", "--out", "pl2"])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -183,17 +183,31 @@ impl Axis {
                 if b - a <= 0.0 {
                     b = a + 1.0;
                 }
-                let step = nice_step((b - a) / 6.0);
+                let mut step = nice_step((b - a) / 6.0);
                 if q == Quantity::Fraction {
                     b = (b / step).ceil() * step;
                 }
                 let pad = 0.04 * (b - a);
-                a -= if q == Quantity::Fraction { 0.0 } else { pad };
-                ax.lo = a;
+                ax.lo = a - if q == Quantity::Fraction { 0.0 } else { pad };
                 ax.hi = b + pad;
-                let k0 = (ax.lo / step).ceil() as i64;
-                let k1 = (ax.hi / step).floor() as i64;
-                ax.ticks = (k0..=k1).map(|k| k as f64 * step).collect();
+                if !(ax.hi - ax.lo).is_finite() {
+                    // Values near the largest float (a bus bandwidth of 1.75e308 B/s):
+                    // the padding, or the span itself, passes it, and a tick range up to
+                    // infinity was collected (a capacity overflow). Drawn unpadded, with
+                    // the step taken from half the span, or not at all.
+                    (ax.lo, ax.hi) = (a, b);
+                    step = nice_step(b / 6.0 - a / 6.0);
+                    if !(b - a).is_finite() {
+                        return None;
+                    }
+                }
+                let k0 = (ax.lo / step).ceil();
+                let k1 = (ax.hi / step).floor();
+                ax.ticks = if k1 - k0 <= 1000.0 {
+                    (k0 as i64..=k1 as i64).map(|k| k as f64 * step).collect()
+                } else {
+                    Vec::new()
+                };
             }
         }
         Some(ax)
@@ -299,6 +313,20 @@ pub fn nice_step(raw: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The twenty-seventh trial: a bus bandwidth of 1.75e308 B/s (a legal run at
+    /// 1.79e308 B/s) padded the linear axis past the largest float, and the ticks were
+    /// collected up to i64's largest: a capacity overflow panic. The axis is drawn, with
+    /// a few ticks and a finite span; a span no float holds gives no axis.
+    #[test]
+    fn a_linear_axis_near_the_largest_float_is_finite() {
+        for vals in [[1.72e308, 1.75e308], [1.0e308, f64::MAX], [f64::MAX, f64::MAX]] {
+            let ax = Axis::fit(Quantity::Bandwidth, "busbw", &vals).expect("an axis");
+            assert_eq!(ax.scale, Scale::Linear);
+            assert!((ax.hi - ax.lo).is_finite() && ax.lo <= vals[0] && ax.hi >= vals[1], "{} {}", ax.lo, ax.hi);
+            assert!(!ax.ticks.is_empty() && ax.ticks.len() <= 20, "{:?}", ax.ticks);
+        }
+    }
 
     fn labels(ax: &Axis) -> Vec<String> {
         ax.ticks.iter().map(|&t| ax.label(t)).collect()

@@ -394,6 +394,36 @@ pub fn candidate_specs(s: &Scenario, pt: &Point) -> Vec<AlgoSpec> {
     }
 }
 
+/// Every algorithm selector point `pt` of `s` simulates, as [`fill`] runs them, for the
+/// estimates of its work and memory: every candidate of the collective, whose best every
+/// selector's row is set against (its pick's distance from it), and the pick where it is
+/// none of them (NCCL's own variant for `nccl_model`). Estimated as their pick alone,
+/// `ompi_fixed` and `nccl_model` at 1,024 ranks passed `--max-memory 8MiB` and then held
+/// 113 MB, and at 2,048 ranks under a 400 MB address-space limit aborted where `auto` at
+/// the point was refused.
+pub fn simulated_specs(s: &Scenario, pt: &Point) -> Vec<AlgoSpec> {
+    let spec = &s.algorithms[pt.algo];
+    let mut specs: Vec<AlgoSpec> = candidates(spec.collective)
+        .into_iter()
+        .map(|id| AlgoSpec {
+            name: id.to_string(),
+            collective: spec.collective,
+            params: Vec::new(),
+            location: String::new(),
+            protocol: None,
+        })
+        .collect();
+    if let Ok(Some(w)) = wanted(s, spec, pt.ranks, pt.bytes)
+        && w.missing.is_none()
+    {
+        let label = row_label(spec.collective, &w.spec);
+        if !specs.iter().any(|c| row_label(spec.collective, c) == label) {
+            specs.push(w.spec);
+        }
+    }
+    specs
+}
+
 /// How [`fill_with`] runs the selectors' algorithms.
 #[derive(Default)]
 pub struct FillOptions<'a> {
