@@ -191,12 +191,12 @@ impl<'s> Planned<'s> {
         let Ok(algo) = self.algo() else { return bound };
         let Ok(elems) = usize::try_from(self.elems()) else { return bound };
         let prob = Problem { ranks: pt.ranks, elems, elem_bytes: s.data.dtype.bytes() };
-        if let Some(m) = algo.messages(&prob) {
-            return (m, true);
-        }
         let spec = &s.algorithms[pt.algo];
         let bytes = if spec.collective.has_data() { pt.bytes } else { 0 };
         let Ok((_, topo)) = point_machine(s, spec, pt.ranks, bytes) else { return bound };
+        if let Some(m) = algo.messages(&prob, topo.as_ref()) {
+            return (m, true);
+        }
         if algo.applicable(&prob, &Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte }).is_err() {
             return bound;
         }

@@ -472,7 +472,7 @@ fn runs_beyond_the_sweep_limit_get_bounds() {
     let c = 1e-10;
     let m = Machine { topo, cost_per_byte: c };
     let algo = algos::build_for(Collective::Allreduce, "ring", Params::new(Default::default())).expect("builds");
-    assert!(algo.messages(&p).expect("counted") > allreduce_sim::cost_model::SWEEP_LIMIT as u64);
+    assert!(algo.messages(&p, topo).expect("counted") > allreduce_sim::cost_model::SWEEP_LIMIT as u64);
     assert!(algo.closed_form(&p, &m).is_none());
     let (lo, hi) = algo.bounds(&p, &m).expect("bounds");
     let t = simulate(algo.as_ref(), topo, p, c, None, &mut NoObserver).expect("runs").0.time;

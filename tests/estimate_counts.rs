@@ -137,7 +137,9 @@ fn only_the_listed_algorithms_are_walked() {
     for c in Collective::ALL {
         for info in algos::registry_of(c) {
             let algo = algos::build_for(c, info.id, Params::default()).unwrap();
-            if algo.messages(&p).is_none() && estimate::schedule_messages(&spec(c, info.id, &[]), &p, &topo).is_none() {
+            if algo.messages(&p, &topo).is_none()
+                && estimate::schedule_messages(&spec(c, info.id, &[]), &p, &topo).is_none()
+            {
                 walked.push(format!("{c} {}", info.id));
             }
         }

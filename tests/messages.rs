@@ -23,35 +23,53 @@ fn machines() -> Vec<Box<dyn Topology>> {
     out
 }
 
-/// The machines `id` is tried on: [`machines`]; for `nvls`, which needs one, a node of 8
-/// GPUs on an NVSwitch; for `nvls_tree`, which needs several, 3 such nodes of 4 GPUs with
-/// 2 NICs each.
-fn machines_for(id: &str) -> Vec<Box<dyn Topology>> {
-    let (text, ranks) = match id {
-        "nvls" => (
-            "name: n\ntopology: { kind: cluster, nodes: 1, gpus_per_node: 8, \
-             intra: { kind: nvswitch, alpha: 1us, bandwidth: 100GB/s } }\nalgorithms: [nvls]\nsizes: [1KiB]\n",
-            8,
-        ),
-        "nvls_tree" => (
-            "name: n\ntopology: { kind: cluster, nodes: 3, gpus_per_node: 4, \
-             intra: { kind: nvswitch, alpha: 1us, bandwidth: 100GB/s }, nics_per_node: 2, \
-             inter: { alpha: 2us, bandwidth: 50GB/s }, fabric: { kind: rail_optimized } }\n\
-             algorithms: [nvls_tree]\nsizes: [1KiB]\ndata: { mode: off }\n",
-            12,
-        ),
-        _ => return machines(),
-    };
-    let s = allreduce_sim::scenario::parse_str(text, "n.yaml").unwrap();
-    vec![allreduce_sim::topology::build(&s.topology, ranks).unwrap()]
+/// A cluster of `nodes` nodes of `gpus` GPUs on an NVSwitch with `nics` NICs each on
+/// rails, and its rank count.
+fn nvswitch_cluster(nodes: usize, gpus: usize, nics: usize) -> Box<dyn Topology> {
+    let text = format!(
+        "name: n\ntopology: {{ kind: cluster, nodes: {nodes}, gpus_per_node: {gpus}, \
+         intra: {{ kind: nvswitch, alpha: 1us, bandwidth: 100GB/s }}, nics_per_node: {nics}, \
+         inter: {{ alpha: 2us, bandwidth: 50GB/s }}, fabric: {{ kind: rail_optimized }} }}\n\
+         algorithms: [nvls_tree]\nsizes: [1KiB]\ndata: {{ mode: off }}\n"
+    );
+    let s = allreduce_sim::scenario::parse_str(&text, "n.yaml").unwrap();
+    allreduce_sim::topology::build(&s.topology, nodes * gpus).unwrap()
 }
 
-/// The variants of an algorithm tried: its defaults, and three segments where it takes
-/// `segments`.
+/// The machines `id` is tried on: [`machines`]; for `nvls`, which needs one, a node of 8
+/// GPUs on an NVSwitch; for `nvls_tree`, which needs several, clusters of several shapes
+/// (nodes x GPUs x NICs): its heads (one per NIC, on the first GPU of each rail, not
+/// always evenly spread), the trees of even and odd node counts, one head and a head on
+/// every GPU.
+fn machines_for(id: &str) -> Vec<Box<dyn Topology>> {
+    match id {
+        "nvls" => vec![nvswitch_cluster(1, 8, 1)],
+        "nvls_tree" => [(3, 4, 2), (2, 8, 8), (2, 8, 1), (5, 4, 3), (4, 2, 1), (2, 2, 2), (6, 3, 2)]
+            .into_iter()
+            .map(|(nodes, gpus, nics)| nvswitch_cluster(nodes, gpus, nics))
+            .collect(),
+        _ => machines(),
+    }
+}
+
+/// The variants of an algorithm tried: its defaults; three segments where it takes
+/// `segments`; and where it takes a `chunk` (NCCL's algorithms and
+/// `double_binary_tree`), chunks of 3 and 5 elements (odd, so that parts end in short
+/// chunks), over 3 channels where it takes `channels`, and over 1.
 fn variants(info: &algos::AlgoInfo) -> Vec<Vec<(String, ParamValue)>> {
+    let takes = |name: &str| info.params.iter().any(|p| p.starts_with(&format!("{name}=")));
     let mut out = vec![Vec::new()];
-    if info.params.iter().any(|p| p.starts_with("segments=")) {
+    if takes("segments") {
         out.push(vec![("segments".to_string(), ParamValue::Int(3))]);
+    }
+    if takes("chunk") {
+        for (channels, chunk) in [(3, 12), (1, 20)] {
+            let mut v = vec![("chunk".to_string(), ParamValue::Int(chunk))];
+            if takes("channels") {
+                v.push(("channels".to_string(), ParamValue::Int(channels)));
+            }
+            out.push(v);
+        }
     }
     out
 }
@@ -73,15 +91,24 @@ fn every_algorithms_message_count_is_what_the_engine_sends() {
                         }
                         let (stats, _) = simulate(algo.as_ref(), topo.as_ref(), p, 1e-10, None, &mut NoObserver)
                             .unwrap_or_else(|e| panic!("{c} {} at P = {}: {e}", algo.label(), p.ranks));
-                        if let Some(closed) = algo.messages(&p) {
+                        if let Some(closed) = algo.messages(&p, topo.as_ref()) {
                             assert_eq!(
                                 closed,
                                 stats.messages,
-                                "{c} {}'s closed count at P = {}",
+                                "{c} {}'s closed count at P = {}, n = {elems} on {}",
                                 algo.label(),
-                                p.ranks
+                                p.ranks,
+                                topo.describe()
                             );
                         }
+                        assert_eq!(
+                            algos::walk_messages(algo.as_ref(), &p, topo.as_ref()),
+                            stats.messages,
+                            "{c} {}'s programs walked at P = {}, n = {elems} on {}",
+                            algo.label(),
+                            p.ranks,
+                            topo.describe()
+                        );
                         assert_eq!(
                             algos::messages_of(algo.as_ref(), &p, topo.as_ref()),
                             stats.messages,

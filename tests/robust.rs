@@ -4599,3 +4599,58 @@ fn twenty_seventh_trial_plots_of_a_bandwidth_near_the_largest_float_are_drawn() 
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The twenty-sixth trial, finding 3: `validate` of `nvls_tree` at `chunk: 1` on 2 nodes
+/// x 8 GPUs took 118 s (and at 1 TiB with NCCL's chunk past 20 s, `nccl_model` too),
+/// because it had no closed message count and the estimate walked every operation of
+/// every GPU's and switch agent's program. It now has one, read off the machine's heads:
+/// the count is the walked programs' on clusters of several shapes (nodes x GPUs x
+/// NICs, chunks of odd element counts, several channels), and the trial's point is
+/// counted exactly without a walk, at the figure the walk printed.
+#[test]
+fn twenty_sixth_nvls_tree_messages_are_counted_not_walked() {
+    use allreduce_sim::algos::{self, Params, Problem};
+    use allreduce_sim::results::Point;
+    use allreduce_sim::scenario::ParamValue;
+    let cluster = |nodes: usize, gpus: usize, nics: usize, algo: &str, size: &str| {
+        let text = format!(
+            "name: t\nranks: [{}]\ntopology: {{ kind: cluster, nodes: {nodes}, gpus_per_node: {gpus}, \
+             intra: {{ kind: nvswitch, alpha: 3.4us, bandwidth: 450GB/s }}, nics_per_node: {nics}, \
+             inter: {{ alpha: 14us, bandwidth: 400Gbps }}, fabric: {{ kind: rail_optimized }} }}\n\
+             data: {{ mode: off }}\nalgorithms: [{algo}]\nsizes: [{size}]\n",
+            nodes * gpus
+        );
+        parse_str(&text, "t.yaml").unwrap()
+    };
+    for (nodes, gpus, nics, channels, chunk, elems) in [
+        (2, 8, 8, 16, 4, 5000),
+        (2, 8, 1, 3, 12, 1001),
+        (3, 4, 2, 5, 20, 777),
+        (5, 4, 3, 2, 4, 300),
+        (4, 2, 1, 16, 131072, 1 << 20),
+        (6, 3, 2, 7, 28, 99),
+    ] {
+        let s = cluster(nodes, gpus, nics, "nvls_tree", "1KiB");
+        let topo = allreduce_sim::topology::build(&s.topology, nodes * gpus).unwrap();
+        let params =
+            vec![("channels".to_string(), ParamValue::Int(channels)), ("chunk".to_string(), ParamValue::Int(chunk))];
+        let algo = algos::build("nvls_tree", Params::new(params)).unwrap();
+        let p = Problem { ranks: nodes * gpus, elems, elem_bytes: 4 };
+        let walked = algos::walk_messages(algo.as_ref(), &p, topo.as_ref());
+        assert_eq!(
+            algo.messages(&p, topo.as_ref()),
+            Some(walked),
+            "{nodes} x {gpus}, {nics} NICs, {channels} channels"
+        );
+    }
+    // The trial's point: 159383552 messages, as the walk counted them.
+    let s = cluster(2, 8, 8, "{ name: nvls_tree, chunk: 1 }", "16MiB");
+    let pt = Point { algo: 0, ranks: 16, bytes: 16 << 20 };
+    assert_eq!(estimate::Planned::new(&s, &pt, false).messages(), (159_383_552, true));
+    // At 1 TiB on NCCL's chunk, and through nccl_model, which picks it there: exact.
+    for algo in ["nvls_tree", "nccl_model"] {
+        let s = cluster(2, 8, 8, algo, "1TiB");
+        let est = estimate::estimate(&s, &Point { algo: 0, ranks: 16, bytes: 1 << 40 }, false);
+        assert!(est.messages_exact, "{algo}: {est:?}");
+    }
+}

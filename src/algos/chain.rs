@@ -112,7 +112,7 @@ impl Algorithm for Chain {
     }
 
     /// Each of the P-1 links carries every segment once per pass.
-    fn messages(&self, p: &Problem) -> Option<u64> {
+    fn messages(&self, p: &Problem, _topo: &dyn Topology) -> Option<u64> {
         let once = (p.ranks.saturating_sub(1) as u64).saturating_mul(self.segments as u64);
         Some(if self.collective == Collective::Allreduce { once.saturating_mul(2) } else { once })
     }

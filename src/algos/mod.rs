@@ -151,10 +151,13 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     /// The most rounded additions any result element goes through in sequence:
     /// the height of its summation tree, which sets the error bound.
     fn reduction_depth(&self, p: &Problem, topo: &dyn Topology) -> usize;
-    /// Messages the whole run sends, where a closed count is cheap (the estimates,
-    /// `validate`); `None` leaves it to [`messages_of`], which walks the programs.
-    /// tests/messages.rs holds every algorithm's count to what the engine sends.
-    fn messages(&self, _p: &Problem) -> Option<u64> {
+    /// Messages the whole run on `p` and `topo` sends, where a closed count is cheap (the
+    /// estimates, `validate`); `None` leaves it to [`messages_of`], which walks the
+    /// programs. `topo` is the machine the run's programs are built on: a count that
+    /// depends on its shape (`nvls_tree`'s heads, one per NIC) reads it as
+    /// [`Algorithm::program`] does. tests/messages.rs holds every algorithm's count to
+    /// what the engine sends.
+    fn messages(&self, _p: &Problem, _topo: &dyn Topology) -> Option<u64> {
         None
     }
     /// Steps inside a node of the pipeline NCCL's kernel runs for this algorithm, each
@@ -203,20 +206,24 @@ impl<A: Algorithm + ?Sized> crate::sim::Programs for EachRank<'_, A> {
 }
 
 /// Messages `algo` sends on `p` and `topo`: its closed count, else its programs walked
-/// ([`Algorithm::prepare`]d once) and their sends counted, exact by construction but a
-/// pass over every operation. The programs are the one source; call it only where
-/// [`Algorithm::applicable`] said yes.
+/// ([`walk_messages`]). Call it only where [`Algorithm::applicable`] said yes.
 pub fn messages_of(algo: &dyn Algorithm, p: &Problem, topo: &dyn Topology) -> u64 {
-    algo.messages(p).unwrap_or_else(|| {
-        let run = algo.prepare(p, topo);
-        let sends = |r: usize| {
-            let streams = run.rank_program(r as Rank, *p, topo);
-            streams.into_iter().flatten().filter(|op| matches!(op, crate::sim::op::Op::Send { .. })).count() as u64
-        };
-        // An NVSwitch's agents (ranks P..2P) send too: the loads and stores of NVLS.
-        let ranks = if algo.switch_agents() { 2 * p.ranks } else { p.ranks };
-        (0..ranks).map(sends).sum()
-    })
+    algo.messages(p, topo).unwrap_or_else(|| walk_messages(algo, p, topo))
+}
+
+/// Messages `algo` sends on `p` and `topo`, its programs walked ([`Algorithm::prepare`]d
+/// once) and their sends counted: exact by construction but a pass over every
+/// operation, what a closed count ([`Algorithm::messages`]) is checked against. The
+/// programs are the one source; call it only where [`Algorithm::applicable`] said yes.
+pub fn walk_messages(algo: &dyn Algorithm, p: &Problem, topo: &dyn Topology) -> u64 {
+    let run = algo.prepare(p, topo);
+    let sends = |r: usize| {
+        let streams = run.rank_program(r as Rank, *p, topo);
+        streams.into_iter().flatten().filter(|op| matches!(op, crate::sim::op::Op::Send { .. })).count() as u64
+    };
+    // An NVSwitch's agents (ranks P..2P) send too: the loads and stores of NVLS.
+    let ranks = if algo.switch_agents() { 2 * p.ranks } else { p.ranks };
+    (0..ranks).map(sends).sum()
 }
 
 /// How many algorithms [`build_for`] has built in this process: the runner builds each

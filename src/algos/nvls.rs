@@ -330,7 +330,7 @@ impl Algorithm for Nvls {
         p.ranks.saturating_sub(1)
     }
 
-    fn messages(&self, p: &Problem) -> Option<u64> {
+    fn messages(&self, p: &Problem, _topo: &dyn Topology) -> Option<u64> {
         let plan = self.plan(p);
         let loops: usize = (0..plan.channels).map(|k| plan.loops(k)).sum();
         // Per loop and head: P loads, the sum, the store, P copies.

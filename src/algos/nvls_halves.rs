@@ -283,7 +283,7 @@ impl Algorithm for NvlsHalf {
         if self.collective == Collective::ReduceScatter { p.ranks.saturating_sub(1) } else { 0 }
     }
 
-    fn messages(&self, p: &Problem) -> Option<u64> {
+    fn messages(&self, p: &Problem, _topo: &dyn Topology) -> Option<u64> {
         let plan = self.plan(p);
         let loops: usize = (0..plan.channels).map(|k| plan.loops(k)).sum();
         let ranks = p.ranks as u64;

@@ -233,6 +233,32 @@ impl Plan {
         ((l * PHASES + phase as usize) * self.channels + k) as u32
     }
 
+    /// Messages the whole run sends, read off the same heads, trees and loops as
+    /// [`Plan::gpu`] and [`Plan::agent_streams`] without walking them: every loop of a
+    /// channel sends the same messages (only their lengths differ), and a channel's
+    /// depend on its tree (`k mod 2`) alone, so one loop of each tree is counted and
+    /// multiplied by the loops of that tree's channels. O(channels + nodes x heads).
+    fn messages(&self) -> u64 {
+        // One loop on tree t: every GPU's H loads; each head its send up (not the root),
+        // one down to each child and its store; each head's agent the node's sum and a
+        // copy to every GPU of the node.
+        let per_loop = |t: usize| -> u128 {
+            let loads = (self.ranks() * self.heads) as u128;
+            let heads: u128 = (0..self.nodes)
+                .flat_map(|node| (0..self.g).filter_map(move |j| self.head_of(j).map(|h| (node, h))))
+                .map(|(node, h)| {
+                    let (parent, kids) = self.tree(t, node, h);
+                    let head = usize::from(parent.is_some()) + kids.iter().flatten().count() + 1;
+                    (head + 1 + self.g) as u128
+                })
+                .sum();
+            loads + heads
+        };
+        let loops = |t: usize| -> u128 { (t..self.channels).step_by(2).map(|k| self.loops(k) as u128).sum() };
+        let total: u128 = (0..2).map(|t| per_loop(t) * loops(t)).sum();
+        u64::try_from(total).unwrap_or(u64::MAX)
+    }
+
     fn agent(&self, gpu: usize) -> Rank {
         (self.ranks() + gpu) as Rank
     }
@@ -469,9 +495,10 @@ impl Algorithm for NvlsTree {
         p.ranks.saturating_sub(1)
     }
 
-    fn messages(&self, _p: &Problem) -> Option<u64> {
-        // The heads depend on the machine, which this count does not see.
-        None
+    fn messages(&self, p: &Problem, topo: &dyn Topology) -> Option<u64> {
+        let plan = self.plan(p, topo)?;
+        // Off the machine it runs on (where it is not applicable) no count is claimed.
+        (topo.intra_nvswitch() && plan.nodes >= 2 && plan.ranks() == p.ranks).then(|| plan.messages())
     }
 
     fn switch_agents(&self) -> bool {
@@ -619,6 +646,34 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The closed count is the sends of every GPU's and agent's streams, on machines of
+    /// even and odd node counts (both trees), heads not dividing the GPUs, one head and
+    /// a head per GPU, channels with no loop, short last loops.
+    #[test]
+    fn messages_are_the_programs_sends() {
+        for (nodes, g, heads, channels, n, chunk) in [
+            (2, 8, 8, 16, 1000, 1),
+            (2, 8, 1, 3, 257, 5),
+            (3, 4, 2, 5, 3, 1),
+            (5, 4, 3, 4, 999, 7),
+            (6, 3, 2, 2, 64, 3),
+            (7, 2, 2, 1, 10, 100),
+        ] {
+            let plan = Plan { g, nodes, heads, channels, n, chunk_elems: chunk, align: 2 };
+            let np = plan.ranks();
+            let walked: usize = (0..2 * np)
+                .flat_map(|r| {
+                    (0..channels)
+                        .filter(|&k| plan.loops(k) > 0)
+                        .flat_map(move |k| if r < np { plan.gpu(k, r) } else { plan.agent_streams(k, r - np) })
+                })
+                .flatten()
+                .filter(|op| matches!(op, Op::Send { .. }))
+                .count();
+            assert_eq!(plan.messages(), walked as u64, "{nodes} nodes x {g} GPUs, {heads} heads, {channels} channels");
         }
     }
 

@@ -253,7 +253,7 @@ impl Algorithm for Ring {
     }
 
     /// Every rank sends one piece per segment at each of the 2(P-1) steps.
-    fn messages(&self, p: &Problem) -> Option<u64> {
+    fn messages(&self, p: &Problem, _topo: &dyn Topology) -> Option<u64> {
         let np = p.ranks as u64;
         // Saturates: a count past 2^64 (P near 2^32) must not wrap into a small one.
         Some(np.saturating_mul(np.saturating_sub(1)).saturating_mul(2).saturating_mul(self.segments as u64))
@@ -300,7 +300,7 @@ impl Algorithm for RingPhases {
     }
 
     /// Every rank sends one block at each of the P-1 steps.
-    fn messages(&self, p: &Problem) -> Option<u64> {
+    fn messages(&self, p: &Problem, _topo: &dyn Topology) -> Option<u64> {
         let np = p.ranks as u64;
         Some(np.saturating_mul(np.saturating_sub(1)))
     }

@@ -97,7 +97,7 @@ impl Algorithm for Star {
     }
 
     /// Every rank but the root sends to it (reduce), the root to every other (broadcast).
-    fn messages(&self, p: &Problem) -> Option<u64> {
+    fn messages(&self, p: &Problem, _topo: &dyn Topology) -> Option<u64> {
         let once = p.ranks.saturating_sub(1) as u64;
         Some(if self.collective == Collective::Allreduce { once.saturating_mul(2) } else { once })
     }

@@ -104,7 +104,7 @@ impl Algorithm for BinomialTree {
 
     /// Every rank but the root sends each segment once up (reduce) and the root's result
     /// reaches it once down (broadcast).
-    fn messages(&self, p: &Problem) -> Option<u64> {
+    fn messages(&self, p: &Problem, _topo: &dyn Topology) -> Option<u64> {
         let once = (p.ranks.saturating_sub(1) as u64).saturating_mul(self.segments as u64);
         Some(if self.collective == Collective::Allreduce { once.saturating_mul(2) } else { once })
     }
