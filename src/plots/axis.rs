@@ -179,7 +179,7 @@ impl Axis {
             }
             Scale::Linear => {
                 let (vmin, vmax) = min_max(&vals)?;
-                let (mut a, mut b) = if q == Quantity::Fraction { (0.0, vmax.max(1.0)) } else { (vmin.min(0.0), vmax) };
+                let (a, mut b) = if q == Quantity::Fraction { (0.0, vmax.max(1.0)) } else { (vmin.min(0.0), vmax) };
                 if b - a <= 0.0 {
                     b = a + 1.0;
                 }
