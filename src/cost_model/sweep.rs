@@ -51,23 +51,45 @@ use crate::topology::Topology;
 pub const SWEEP_LIMIT: usize = 400_000;
 
 /// The engine's event during which something happened, in the engine's order of the
-/// events of one instant: `(bits of the instant it was scheduled at, 0 while that
-/// instant's events ran or 1 while its ports were handed out, count)`. A delivery is
-/// scheduled when its message starts, in the order the ports go out (the count of
-/// starts); a reduction's end when it starts on the unit (the count of the unit's
-/// starts, compared only within a rank). [`NO_EVENT`] where one stream runs: its order
-/// of events decides nothing.
-type Event = (u64, u8, u64);
+/// events of one instant: `(bits of the instant it was scheduled at, a count whose top
+/// bit is 0 while that instant's events ran and 1 while its ports were handed out)`. A
+/// delivery is scheduled when its message starts, in the order the ports go out (the
+/// count of starts); a reduction's end when it starts on the unit (the count of the
+/// units' starts, compared only within a rank). [`NO_EVENT`] where one stream runs: its
+/// order of events decides nothing.
+type Event = (u64, u64);
 
 /// The start of the run, and every event where a single stream runs.
-const NO_EVENT: Event = (0, 0, 0);
+const NO_EVENT: Event = (0, 0);
+
+/// The top bit of an [`Event`]'s count: scheduled while ports were handed out.
+const HAND_OUT: u64 = 1 << 63;
 
 /// A message's place in the waiting set: `(issue time's bits, sender, the event in
-/// which the sender's stream entered the step, stream, step, index in the step)`;
-/// non-negative times order as their bits, and the event, stream, step and index order
-/// a sender's messages as the engine numbers them: in the order it ran the events that
-/// let its streams issue, a stream's own sends in program order.
-type Key = (u64, usize, Event, usize, usize, usize);
+/// which the sender's stream entered the step, (stream, step, index in the step) in
+/// [`PLACE_BITS`] each)`; non-negative times order as their bits, and the event, stream,
+/// step and index order a sender's messages as the engine numbers them: in the order it
+/// ran the events that let its streams issue, a stream's own sends in program order.
+/// (Packed, a key is the 40 bytes it was before it carried the event: `direct` at 256
+/// ranks held 19% more memory with the three apart.)
+type Key = (u64, usize, Event, u64);
+
+/// Bits of each of a message's stream, step and index in its [`Key`].
+const PLACE_BITS: u32 = 21;
+
+// Every index of a step's message fits in its place.
+const _: () = assert!(SWEEP_LIMIT < 1 << PLACE_BITS);
+
+/// A message's key.
+fn key_of(issue: f64, sender: usize, ev: Event, j: usize, s: usize, i: usize) -> Key {
+    (issue.to_bits(), sender, ev, ((j as u64) << (2 * PLACE_BITS)) | ((s as u64) << PLACE_BITS) | i as u64)
+}
+
+/// A key's `(stream, step, index)`.
+fn place(key: &Key) -> (usize, usize, usize) {
+    let mask = (1u64 << PLACE_BITS) - 1;
+    ((key.3 >> (2 * PLACE_BITS)) as usize, ((key.3 >> PLACE_BITS) & mask) as usize, (key.3 & mask) as usize)
+}
 
 /// A message that landed before its receive was posted: (end, bytes, reduce, key, the
 /// event of its delivery).
@@ -143,7 +165,8 @@ pub struct Posted {
 /// in order, the streams side by side, sharing its ports and compute unit). With
 /// `windowed`, a rank keeps at most `nics` of a step's sends undelivered and ends the
 /// step once all have landed. Local reductions are allowed only in a single stream.
-/// `None` where the run has more than [`SWEEP_LIMIT`] messages.
+/// `None` where the run has more than [`SWEEP_LIMIT`] messages (or 2^21 streams, or
+/// steps in a stream).
 pub fn sweep(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<Step>]) -> Option<f64> {
     let posted: Vec<Vec<Posted>> = streams
         .iter()
@@ -193,8 +216,13 @@ fn sweep_within(
     let np = topo.ranks();
     let total: usize = streams.iter().flat_map(|st| st.iter().map(|s| s.xfers.len())).sum();
     // Several streams: neither local reductions nor windows, whose events (a landed
-    // send letting the next go) are not ordered here.
-    if total > SWEEP_LIMIT || (streams.len() > 1 && (windowed || streams.iter().flatten().any(|s| !s.local.is_empty())))
+    // send letting the next go) are not ordered here. A key holds a stream, step and
+    // index in `PLACE_BITS` each (an index is below `SWEEP_LIMIT`).
+    let too_many = |n: usize| n >> PLACE_BITS != 0;
+    if total > SWEEP_LIMIT
+        || too_many(streams.len())
+        || streams.iter().any(|st| too_many(st.len()))
+        || (streams.len() > 1 && (windowed || streams.iter().flatten().any(|s| !s.local.is_empty())))
     {
         return None;
     }
@@ -266,7 +294,8 @@ fn sweep_within(
         })
         .collect();
     let route = |key: &Key| {
-        let (oi, ii) = routes[key.3][key.4][key.5];
+        let (j, s, i) = place(key);
+        let (oi, ii) = routes[j][s][i];
         (oi as usize, ii as usize)
     };
     // Looked up once: the topology's answers are not free (a hierarchy computes a
@@ -343,7 +372,7 @@ fn sweep_within(
         cu.last_issue = cu.post;
         cu.ends.clear();
         for &i in &cu.sends[..cu.issued] {
-            fresh.push((cu.post.to_bits(), r, cu.entry, j, s, i));
+            fresh.push(key_of(cu.post, r, cu.entry, j, s, i));
         }
         marks.push(Reverse(cu.post.to_bits()));
         for (end, bytes, reduce, key, landed) in early[j][s * np + r].drain(..) {
@@ -392,7 +421,7 @@ fn sweep_within(
                     // Its end is scheduled as it starts, among the events of that instant.
                     let ev = if order_events {
                         unit_starts += 1;
-                        (start.to_bits(), 0, unit_starts)
+                        (start.to_bits(), unit_starts)
                     } else {
                         NO_EVENT
                     };
@@ -455,7 +484,7 @@ fn sweep_within(
                             done.sort_by(f64::total_cmp);
                             let at = cu.last_issue.max(done[need - 1]);
                             let i = cu.sends[cu.issued];
-                            fresh.push((at.to_bits(), r, cu.entry, j, cu.step, i));
+                            fresh.push(key_of(at, r, cu.entry, j, cu.step, i));
                             waiting += 1;
                             marks.push(Reverse(at.to_bits()));
                             cu.last_issue = at;
@@ -542,7 +571,8 @@ fn sweep_within(
             }
             while let Some(Reverse((key, side, f))) = offers.pop() {
                 looks.set(looks.get() + 1);
-                let (_, from, _, j, s, i) = key;
+                let from = key.1;
+                let (j, s, i) = place(&key);
                 let (x, at): (Xfer, usize) = streams[j][s].xfers[i];
                 let (oi, ii) = route(&key);
                 if out[oi].len() < ports(oi) && inp[ii].len() < ports(ii) && outs.remove(oi, ii, &key) {
@@ -567,7 +597,7 @@ fn sweep_within(
                     // before it (the engine hands ports out in this order too).
                     let delivery = if order_events {
                         starts += 1;
-                        (now.to_bits(), 1, starts)
+                        (now.to_bits(), HAND_OUT | starts)
                     } else {
                         NO_EVENT
                     };
