@@ -433,8 +433,9 @@ pub const BIDIRECTIONAL_INFO: AlgoInfo = AlgoInfo {
                   C = 0: 2(P-1)(alpha + S/(2PB)), half the ring's bandwidth term; 1 NIC, C = 0: \
                   4(P-1)(alpha + S/(2PB)), no gain and twice the alphas; otherwise (chunks of unequal size, \
                   several NICs with compute, links that differ) the two rings' steps as two streams sharing the \
-                  ranks' ports and compute unit (cost_model::sweep; at a tie the unit adds the piece whose \
-                  message has the higher priority first); bounds there where a link has alpha = 0",
+                  ranks' ports and compute unit (cost_model::sweep; at one instant the unit adds pieces, and a \
+                  rank numbers its rings' sends, in the order of the engine's events that let them go); bounds \
+                  there where a link has alpha = 0",
     params: &[],
     build: |_| Ok(Box::new(BidirectionalRing)),
 };

@@ -16,18 +16,22 @@
 //!   one in-port of the one it enters by for `alpha + m/B`;
 //! - a received piece is ready at `max(arrival, post)`; a copy is then done, a reduction
 //!   waits for the rank's one compute unit, which takes ready pieces in the order they
-//!   became ready (at a tie, in the priority order of the messages that brought them);
+//!   became ready (at a tie, in the order of the engine's events that made them ready);
 //! - the step is over once every receive is done (windowed: and every send has landed),
 //!   plus its local reductions.
 //!
-//! Nothing here is chosen by an event order the model leaves open except the tie rule
-//! of the compute unit, which matters only where several streams share a rank (a single
-//! stream's step ends at the same instant whichever piece goes first), and, there too,
-//! the order of a rank's streams entering steps at one instant. The keys number a rank's
-//! sends of one instant by stream; the engine numbers them in the order of the events
-//! that ended their steps (arrivals of one instant run in the order their messages
-//! started). The two agree at the start (the engine runs a rank's streams in their
-//! order) and wherever the arrivals' messages started in stream order.
+//! Nothing here is chosen by an event order the model leaves open but two orders that
+//! matter only where several streams share a rank (a single stream's step ends at the
+//! same instant whichever piece goes first): the compute unit's at a tie, and a rank's
+//! numbering of its streams' sends of one instant. The engine settles both by the order
+//! its events of an instant run in, the order they were scheduled: a delivery when its
+//! message started (ports go out after the instant's events, in priority order), a
+//! reduction's end when it started on the unit. So here each step a stream enters
+//! carries that event (`Event`), and a rank's sends of one instant are keyed by it
+//! before stream and step (by stream alone, the keys gave the port to the wrong ring on a
+//! 4 x 2 hierarchy of 2 NICs: the twenty-seventh trial). With latency-free links an
+//! instant has several rounds of hand-out, which these events do not follow: several
+//! streams give up there.
 //!
 //! The run is evaluated in time order: every time involved is a sum of the plan's own
 //! costs, with the engine's floating-point operations in the engine's order along every
@@ -46,17 +50,77 @@ use crate::topology::Topology;
 /// the run's own time); beyond it the caller falls back on bounds.
 pub const SWEEP_LIMIT: usize = 400_000;
 
-/// A message's place in the waiting set: `(issue time's bits, sender, stream, step,
-/// index in the step)`; non-negative times order as their bits, and the stream, step
-/// and index order a sender's messages as it issued them.
-type Key = (u64, usize, usize, usize, usize);
+/// The engine's event during which something happened, in the engine's order of the
+/// events of one instant: `(bits of the instant it was scheduled at, a count whose top
+/// bit is 0 while that instant's events ran and 1 while its ports were handed out)`. A
+/// delivery is scheduled when its message starts, in the order the ports go out (the
+/// count of starts); a reduction's end when it starts on the unit (the count of the
+/// units' starts, compared only within a rank). [`NO_EVENT`] where one stream runs: its
+/// order of events decides nothing.
+type Event = (u64, u64);
 
-/// A message that landed before its receive was posted: (end, bytes, reduce, key).
-type Early = (f64, u64, bool, Key);
+/// The start of the run, and every event where a single stream runs.
+const NO_EVENT: Event = (0, 0);
 
-/// A piece waiting for a rank's compute unit: ready at `release` (bits), the key of
-/// the message that brought it, its stream, its time.
-type Job = Reverse<(u64, Key, usize, u64)>;
+/// The top bit of an [`Event`]'s count: scheduled while ports were handed out.
+const HAND_OUT: u64 = 1 << 63;
+
+/// A message's place in the waiting set: `(issue time's bits, sender, the event in
+/// which the sender's stream entered the step, (stream, step, index in the step) in
+/// [`PLACE_BITS`] each)`; non-negative times order as their bits, and the event, stream,
+/// step and index order a sender's messages as the engine numbers them: in the order it
+/// ran the events that let its streams issue, a stream's own sends in program order.
+/// (Packed, a key is the 40 bytes it was before it carried the event: `direct` at 256
+/// ranks held 19% more memory with the three apart.)
+type Key = (u64, usize, Event, u64);
+
+/// Bits of each of a message's stream, step and index in its [`Key`].
+const PLACE_BITS: u32 = 21;
+
+// Every index of a step's message fits in its place.
+const _: () = assert!(SWEEP_LIMIT < 1 << PLACE_BITS);
+
+/// A message's key.
+fn key_of(issue: f64, sender: usize, ev: Event, j: usize, s: usize, i: usize) -> Key {
+    (issue.to_bits(), sender, ev, ((j as u64) << (2 * PLACE_BITS)) | ((s as u64) << PLACE_BITS) | i as u64)
+}
+
+/// A key's `(stream, step, index)`.
+fn place(key: &Key) -> (usize, usize, usize) {
+    let mask = (1u64 << PLACE_BITS) - 1;
+    ((key.3 >> (2 * PLACE_BITS)) as usize, ((key.3 >> PLACE_BITS) & mask) as usize, (key.3 & mask) as usize)
+}
+
+/// A message that landed before its receive was posted: (end, bytes, reduce, key, the
+/// event of its delivery).
+type Early = (f64, u64, bool, Key, Event);
+
+/// A piece waiting for a rank's compute unit: ready at `release` (bits), in the event
+/// that made it ready (the engine's unit takes pieces in that order), the key of the
+/// message that brought it, its stream, its bytes.
+type Job = Reverse<(u64, Event, Key, usize, u64)>;
+
+/// The event in which a piece that landed at `end` in `landed` is ready for a receive
+/// posted at `post` in `posted`: the later of the two (at one instant, the one the
+/// engine runs second).
+fn ready_event(end: f64, landed: Event, post: f64, posted: Event) -> Event {
+    if end > post {
+        landed
+    } else if end < post {
+        posted
+    } else {
+        landed.max(posted)
+    }
+}
+
+/// Receive done at `t` in event `ev`: the step's latest, at one instant the last run.
+fn later(done: &mut f64, done_ev: &mut Event, t: f64, ev: Event) {
+    if t > *done {
+        (*done, *done_ev) = (t, ev);
+    } else if t == *done && ev > *done_ev {
+        *done_ev = ev;
+    }
+}
 
 /// Where one stream of one rank is.
 #[derive(Clone, Debug, Default)]
@@ -65,10 +129,14 @@ struct Cursor {
     step: usize,
     /// When the step began, `d(step - 1)`.
     post: f64,
+    /// The event in which it began (that ended the step before).
+    entry: Event,
     /// Receives of the step not yet done.
     need: usize,
     /// The latest end of a done receive of the step (and of a landed send, windowed).
     done: f64,
+    /// The event of that end (at one instant, the last the engine runs).
+    done_ev: Event,
     /// The step's sends of this rank (indices into the step's messages), how many of
     /// them are issued and started, the issue time of the last issued, and the ends of
     /// those started.
@@ -97,7 +165,8 @@ pub struct Posted {
 /// in order, the streams side by side, sharing its ports and compute unit). With
 /// `windowed`, a rank keeps at most `nics` of a step's sends undelivered and ends the
 /// step once all have landed. Local reductions are allowed only in a single stream.
-/// `None` where the run has more than [`SWEEP_LIMIT`] messages.
+/// `None` where the run has more than [`SWEEP_LIMIT`] messages (or 2^21 streams, or
+/// steps in a stream).
 pub fn sweep(topo: &dyn Topology, c: f64, windowed: bool, streams: &[Vec<Step>]) -> Option<f64> {
     let posted: Vec<Vec<Posted>> = streams
         .iter()
@@ -146,7 +215,15 @@ fn sweep_within(
 ) -> Option<f64> {
     let np = topo.ranks();
     let total: usize = streams.iter().flat_map(|st| st.iter().map(|s| s.xfers.len())).sum();
-    if total > SWEEP_LIMIT || (streams.len() > 1 && streams.iter().flatten().any(|s| !s.local.is_empty())) {
+    // Several streams: neither local reductions nor windows, whose events (a landed
+    // send letting the next go) are not ordered here. A key holds a stream, step and
+    // index in `PLACE_BITS` each (an index is below `SWEEP_LIMIT`).
+    let too_many = |n: usize| n >> PLACE_BITS != 0;
+    if total > SWEEP_LIMIT
+        || too_many(streams.len())
+        || streams.iter().any(|st| too_many(st.len()))
+        || (streams.len() > 1 && (windowed || streams.iter().flatten().any(|s| !s.local.is_empty())))
+    {
         return None;
     }
     let budget = floor.saturating_add(per_message.saturating_mul(total as u64));
@@ -217,7 +294,8 @@ fn sweep_within(
         })
         .collect();
     let route = |key: &Key| {
-        let (oi, ii) = routes[key.2][key.3][key.4];
+        let (j, s, i) = place(key);
+        let (oi, ii) = routes[j][s][i];
         (oi as usize, ii as usize)
     };
     // Looked up once: the topology's answers are not free (a hierarchy computes a
@@ -263,6 +341,12 @@ fn sweep_within(
     let mut touched_list: Vec<usize> = Vec::new();
     let mut free_senders = faces;
     let mut offers: BinaryHeap<Reverse<(Key, usize, usize)>> = BinaryHeap::new();
+    // The engine's order of a rank's events at one instant decides the order of its
+    // streams' sends issued then, and of the pieces its unit takes: kept where several
+    // streams share a rank. `starts` counts the messages started (the deliveries'
+    // events are scheduled in that order), `unit_starts` the pieces started on units.
+    let order_events = ns > 1;
+    let (mut starts, mut unit_starts) = (0u64, 0u64);
 
     // Enter step `cur[r][j].step` at `post`; issue what it issues then.
     let enter = |r: usize,
@@ -281,23 +365,25 @@ fn sweep_within(
         }
         cu.need = incoming[j][s][r];
         cu.done = cu.post;
+        cu.done_ev = cu.entry;
         cu.sends = sends_of(j, s, r);
         cu.issued = cu.sends.len().min(window(r));
         cu.started = 0;
         cu.last_issue = cu.post;
         cu.ends.clear();
         for &i in &cu.sends[..cu.issued] {
-            fresh.push((cu.post.to_bits(), r, j, s, i));
+            fresh.push(key_of(cu.post, r, cu.entry, j, s, i));
         }
         marks.push(Reverse(cu.post.to_bits()));
-        for (end, bytes, reduce, key) in early[j][s * np + r].drain(..) {
+        for (end, bytes, reduce, key, landed) in early[j][s * np + r].drain(..) {
             let release = end.max(cu.post);
+            let ev = ready_event(end, landed, cu.post, cu.entry);
             if reduce {
-                jobs[r].push(Reverse((release.to_bits(), key, j, bytes)));
+                jobs[r].push(Reverse((release.to_bits(), ev, key, j, bytes)));
                 marks.push(Reverse(release.to_bits()));
                 wakes.push(Reverse((release.to_bits(), r)));
             } else {
-                cu.done = cu.done.max(release);
+                later(&mut cu.done, &mut cu.done_ev, release, ev);
                 cu.need -= 1;
             }
         }
@@ -325,17 +411,25 @@ fn sweep_within(
             due_ranks(&mut wakes, now, &mut woken, &mut seen, pass, &mut ranks);
             for &r in &ranks {
                 while unit[r] <= now {
-                    let Some(&Reverse((bits, _, j, bytes))) = jobs[r].peek() else { break };
+                    let Some(&Reverse((bits, _, _, j, bytes))) = jobs[r].peek() else { break };
                     let release = f64::from_bits(bits);
                     if release > now {
                         break;
                     }
                     jobs[r].pop();
-                    unit[r] = unit[r].max(release) + bytes as f64 * c;
+                    let start = unit[r].max(release);
+                    // Its end is scheduled as it starts, among the events of that instant.
+                    let ev = if order_events {
+                        unit_starts += 1;
+                        (start.to_bits(), unit_starts)
+                    } else {
+                        NO_EVENT
+                    };
+                    unit[r] = start + bytes as f64 * c;
                     marks.push(Reverse(unit[r].to_bits()));
                     wakes.push(Reverse((unit[r].to_bits(), r)));
                     let cu = &mut cur[r][j];
-                    cu.done = cu.done.max(unit[r]);
+                    later(&mut cu.done, &mut cu.done_ev, unit[r], ev);
                     cu.need -= 1;
                     dirty.push((r, j));
                     changed = true;
@@ -366,6 +460,7 @@ fn sweep_within(
                 }
                 cu.step += 1;
                 cu.post = d;
+                cu.entry = cu.done_ev;
                 end_max = end_max.max(d);
                 waiting += enter(r, j, &mut cur, &mut early, &mut fresh, &mut marks, &mut jobs, &mut wakes, &mut dirty);
                 if windowed {
@@ -389,7 +484,7 @@ fn sweep_within(
                             done.sort_by(f64::total_cmp);
                             let at = cu.last_issue.max(done[need - 1]);
                             let i = cu.sends[cu.issued];
-                            fresh.push((at.to_bits(), r, j, cu.step, i));
+                            fresh.push(key_of(at, r, cu.entry, j, cu.step, i));
                             waiting += 1;
                             marks.push(Reverse(at.to_bits()));
                             cu.last_issue = at;
@@ -476,7 +571,8 @@ fn sweep_within(
             }
             while let Some(Reverse((key, side, f))) = offers.pop() {
                 looks.set(looks.get() + 1);
-                let (_, from, j, s, i) = key;
+                let from = key.1;
+                let (j, s, i) = place(&key);
                 let (x, at): (Xfer, usize) = streams[j][s].xfers[i];
                 let (oi, ii) = route(&key);
                 if out[oi].len() < ports(oi) && inp[ii].len() < ports(ii) && outs.remove(oi, ii, &key) {
@@ -485,19 +581,26 @@ fn sweep_within(
                     let link = topo.link(x.from, x.to);
                     let end = now + link.time(x.bytes as f64);
                     // Where streams share a rank, a link without latency gives bounds.
-                    // The engine numbers a rank's sends of one instant in the order of
-                    // the events that ended their streams' steps, the keys here by stream
-                    // and step, and without latency the instants of two streams meet
-                    // often: a message of no time lets a stream enter its next step in a
-                    // later round of an instant than the other's; with 2 NICs
+                    // The keys order a rank's sends of one instant by the engine's event
+                    // that let each go, which is the engine's order where ports go out
+                    // once an instant; without latency the instants of two streams meet
+                    // often and a message of no time lets a stream enter its next step in
+                    // a later round of an instant than the other's: with 2 NICs
                     // (`bidirectional_ring`, 5 ranks, 13 elements) rank 3's second ring
-                    // entered step 5 at 2.56 ns before its first ring entered step 6, its
-                    // arrival's message having started first, and the engine gave the
-                    // port freed at 2.88 ns to the second ring's send, the keys to the
-                    // first's. docs/model.md has what a narrower rule cost.
+                    // entered step 5 at 2.56 ns before its first ring entered step 6, and
+                    // the engine gave the port freed at 2.88 ns to the second ring's send.
+                    // docs/model.md has what a narrower rule cost.
                     if ns > 1 && (end <= now || link.alpha == 0.0) {
                         return None;
                     }
+                    // Its delivery is scheduled now, after those of the messages started
+                    // before it (the engine hands ports out in this order too).
+                    let delivery = if order_events {
+                        starts += 1;
+                        (now.to_bits(), HAND_OUT | starts)
+                    } else {
+                        NO_EVENT
+                    };
                     out[oi].push(end);
                     inp[ii].push(end);
                     if out[oi].len() == ports(oi) {
@@ -518,17 +621,18 @@ fn sweep_within(
                     let rc = &mut cur[b][j];
                     if rc.step == at {
                         let release = end.max(rc.post);
+                        let ev = ready_event(end, delivery, rc.post, rc.entry);
                         if x.reduce {
-                            jobs[b].push(Reverse((release.to_bits(), key, j, x.bytes)));
+                            jobs[b].push(Reverse((release.to_bits(), ev, key, j, x.bytes)));
                             marks.push(Reverse(release.to_bits()));
                             wakes.push(Reverse((release.to_bits(), b)));
                         } else {
-                            rc.done = rc.done.max(release);
+                            later(&mut rc.done, &mut rc.done_ev, release, ev);
                             rc.need -= 1;
                             dirty.push((b, j));
                         }
                     } else {
-                        early[j][at * np + b].push((end, x.bytes, x.reduce, key));
+                        early[j][at * np + b].push((end, x.bytes, x.reduce, key, delivery));
                     }
                     changed = true;
                 }
