@@ -323,16 +323,7 @@ fn plan(
     for (g, ((c, ranks, bytes), idx)) in groups.iter().enumerate() {
         let listed: Vec<String> = idx.iter().filter(|&&i| present(i)).filter_map(|&i| listed(i)).collect();
         let mut want: BTreeMap<usize, Result<Option<Wanted>, String>> = BTreeMap::new();
-        let mut specs: Vec<AlgoSpec> = candidates(*c)
-            .into_iter()
-            .map(|id| AlgoSpec {
-                name: id.to_string(),
-                collective: *c,
-                params: Vec::new(),
-                location: String::new(),
-                protocol: None,
-            })
-            .collect();
+        let mut specs = candidate_defaults(*c);
         for &i in idx {
             let spec = &s.algorithms[pts[i].algo];
             if is_selector(&spec.name) {
@@ -363,6 +354,21 @@ fn plan(
     Plan { groups, wishes, jobs }
 }
 
+/// `auto`'s candidates for collective `c` ([`candidates`]), each with its default
+/// parameters, as the selectors simulate them.
+fn candidate_defaults(c: Collective) -> Vec<AlgoSpec> {
+    candidates(c)
+        .into_iter()
+        .map(|id| AlgoSpec {
+            name: id.to_string(),
+            collective: c,
+            params: Vec::new(),
+            location: String::new(),
+            protocol: None,
+        })
+        .collect()
+}
+
 /// How many algorithms [`fill`] will simulate for the selectors of `pts` (all of them
 /// run), beyond the points themselves: what the progress counts.
 pub fn planned_runs(s: &Scenario, pts: &[Point]) -> usize {
@@ -381,16 +387,7 @@ pub fn candidate_specs(s: &Scenario, pt: &Point) -> Vec<AlgoSpec> {
     match wanted(s, spec, pt.ranks, pt.bytes) {
         Ok(Some(w)) if w.missing.is_none() => vec![w.spec],
         Ok(Some(_)) | Err(_) => Vec::new(),
-        Ok(None) => candidates(spec.collective)
-            .into_iter()
-            .map(|id| AlgoSpec {
-                name: id.to_string(),
-                collective: spec.collective,
-                params: Vec::new(),
-                location: String::new(),
-                protocol: None,
-            })
-            .collect(),
+        Ok(None) => candidate_defaults(spec.collective),
     }
 }
 
@@ -403,16 +400,7 @@ pub fn candidate_specs(s: &Scenario, pt: &Point) -> Vec<AlgoSpec> {
 /// the point was refused.
 pub fn simulated_specs(s: &Scenario, pt: &Point) -> Vec<AlgoSpec> {
     let spec = &s.algorithms[pt.algo];
-    let mut specs: Vec<AlgoSpec> = candidates(spec.collective)
-        .into_iter()
-        .map(|id| AlgoSpec {
-            name: id.to_string(),
-            collective: spec.collective,
-            params: Vec::new(),
-            location: String::new(),
-            protocol: None,
-        })
-        .collect();
+    let mut specs = candidate_defaults(spec.collective);
     if let Ok(Some(w)) = wanted(s, spec, pt.ranks, pt.bytes)
         && w.missing.is_none()
     {
