@@ -640,6 +640,25 @@ fn twenty_fifth_trial_many_segments_from_one_source_match_in_linear_time() {
     }
 }
 
+/// The messages the estimate counts in flight at point (`np`, `bytes`) of `text`, a
+/// scenario of one algorithm on a fully connected machine (alpha 1 us, 100 Gb/s, `nics`
+/// NICs, f32, data off), and the most the engine held at once (`peak_in_flight`)
+/// running it there.
+fn in_flight_counted_and_held(text: &str, np: usize, bytes: u64, nics: u32) -> (u64, u64) {
+    use allreduce_sim::algos::{self, Params, Problem};
+    use allreduce_sim::results::Point;
+    use allreduce_sim::sim::engine::NoObserver;
+    use allreduce_sim::topology::{FullyConnected, Link};
+    let s = parse_str(text, "s.yaml").unwrap_or_else(|e| panic!("{text}: {e}"));
+    let counted = estimate::Planned::new(&s, &Point { algo: 0, ranks: np, bytes }, false).in_flight();
+    let spec = &s.algorithms[0];
+    let built = algos::build_for(spec.collective, &spec.name, Params::new(spec.params.clone())).unwrap();
+    let topo = FullyConnected { ranks: np, link: Link { alpha: 1e-6, bandwidth: 1.25e10 }, nics };
+    let p = Problem { ranks: np, elems: bytes as usize / 4, elem_bytes: 4 };
+    let (stats, _) = allreduce_sim::sim::simulate(built.as_ref(), &topo, p, 5e-11, None, &mut NoObserver).unwrap();
+    (counted, stats.peak_in_flight)
+}
+
 /// The twenty-fifth trial: `chain` of 10^9 segments on 4 ranks (4 GiB, data off) was
 /// estimated at 4 KiB of memory, ran, and died of `memory allocation of 8589934592 bytes
 /// failed` (exit 134): its first rank issues a send of every segment at once, and the
@@ -649,11 +668,6 @@ fn twenty_fifth_trial_many_segments_from_one_source_match_in_linear_time() {
 /// (`peak_in_flight`), and refuses such a point before it runs.
 #[test]
 fn twenty_fifth_trial_the_estimate_counts_pieces_issued_at_once() {
-    use allreduce_sim::algos::{self, Params, Problem};
-    use allreduce_sim::results::Point;
-    use allreduce_sim::sim::engine::NoObserver;
-    use allreduce_sim::topology::{FullyConnected, Link};
-    let link = Link { alpha: 1e-6, bandwidth: 1.25e10 };
     let cases = [
         ("allreduce", "{ name: chain, segments: 3000 }"),
         ("allreduce", "{ name: binomial_tree, segments: 3000 }"),
@@ -669,16 +683,7 @@ fn twenty_fifth_trial_the_estimate_counts_pieces_issued_at_once() {
                 "ranks: {np}\ncollective: {coll}\ntopology: {{ kind: fully_connected, link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\n\
                  data: {{ mode: off }}\nalgorithms: [{algo}]\nsizes: [{bytes}]\n"
             );
-            let s = parse_str(&text, "s.yaml").unwrap_or_else(|e| panic!("{text}: {e}"));
-            let planned = estimate::Planned::new(&s, &Point { algo: 0, ranks: np, bytes }, false);
-            let counted = planned.in_flight();
-            let spec = &s.algorithms[0];
-            let built = algos::build_for(spec.collective, &spec.name, Params::new(spec.params.clone())).unwrap();
-            let topo = FullyConnected { ranks: np, link, nics: 1 };
-            let p = Problem { ranks: np, elems: bytes as usize / 4, elem_bytes: 4 };
-            let (stats, _) =
-                allreduce_sim::sim::simulate(built.as_ref(), &topo, p, 5e-11, None, &mut NoObserver).unwrap();
-            let held = stats.peak_in_flight;
+            let (counted, held) = in_flight_counted_and_held(&text, np, bytes, 1);
             assert!(counted >= held, "{coll} {algo} at P = {np}: counted {counted}, held {held}");
         }
     }
@@ -749,11 +754,6 @@ fn twenty_fifth_trial_refusals_say_what_is_allowed() {
 /// smaller bases).
 #[test]
 fn twenty_sixth_trial_the_estimate_counts_bcubes_group_in_flight() {
-    use allreduce_sim::algos::{self, Params, Problem};
-    use allreduce_sim::results::Point;
-    use allreduce_sim::sim::engine::NoObserver;
-    use allreduce_sim::topology::{FullyConnected, Link};
-    let link = Link { alpha: 1e-6, bandwidth: 1.25e10 };
     for (np, base) in [(16usize, 16usize), (27, 3), (64, 64), (64, 8), (64, 4), (32, 2)] {
         for nics in [1, 2] {
             let bytes = 4 * 3 * np as u64 * 7;
@@ -761,16 +761,7 @@ fn twenty_sixth_trial_the_estimate_counts_bcubes_group_in_flight() {
                 "ranks: {np}\ntopology: {{ kind: fully_connected, link: {{ alpha: 1us, bandwidth: 100Gbps }}, nics: {nics} }}\n\
                  data: {{ mode: off }}\nalgorithms: [{{ name: bcube, base: {base} }}]\nsizes: [{bytes}]\n"
             );
-            let s = parse_str(&text, "s.yaml").unwrap_or_else(|e| panic!("{text}: {e}"));
-            let planned = estimate::Planned::new(&s, &Point { algo: 0, ranks: np, bytes }, false);
-            let counted = planned.in_flight();
-            let spec = &s.algorithms[0];
-            let built = algos::build_for(spec.collective, &spec.name, Params::new(spec.params.clone())).unwrap();
-            let topo = FullyConnected { ranks: np, link, nics };
-            let p = Problem { ranks: np, elems: bytes as usize / 4, elem_bytes: 4 };
-            let (stats, _) =
-                allreduce_sim::sim::simulate(built.as_ref(), &topo, p, 5e-11, None, &mut NoObserver).unwrap();
-            let held = stats.peak_in_flight;
+            let (counted, held) = in_flight_counted_and_held(&text, np, bytes, nics);
             assert!(counted >= held, "bcube base {base} at P = {np}, {nics} NICs: counted {counted}, held {held}");
             if base == np {
                 assert!(held >= (np * (np - 1)) as u64, "one group holds a step's sends at once: {held}");

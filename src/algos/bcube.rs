@@ -200,12 +200,6 @@ impl Algorithm for Bcube {
     /// Blocks that differ by an element: the exact forms at n rounded down and up to a
     /// multiple of P.
     fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        // Where P divides n both roundings are n itself, whose recurrence has just given
-        // up (the bounds are asked only then): running it twice more tripled the cost of
-        // one group of 1,024 ranks, a million messages a step.
-        if p.elems.is_multiple_of(p.ranks.max(1)) {
-            return None;
-        }
         cost_model::rounding_bounds(p, p.ranks, |q| bcube(q, m, self.base))
     }
 

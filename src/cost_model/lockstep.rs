@@ -485,25 +485,16 @@ struct ByPair {
     turn: Vec<Option<usize>>,
 }
 
-/// Where `peer` is among `len` peers in ascending order (`at(i)` the i-th), which holds
-/// it: first tried where every peer below it is there, with or without one more (a
-/// rank's messages to every other rank), then searched.
-fn find(len: usize, peer: usize, at: impl Fn(usize) -> usize) -> usize {
+/// Where `peer` is in `v`, whose peers (`key`) ascend and which holds it: first tried
+/// where every peer below it is there, with or without one more (a rank's messages to
+/// every other rank), then searched.
+fn find<T>(v: &[T], peer: usize, key: impl Fn(&T) -> usize) -> usize {
     for guess in [peer, peer.wrapping_sub(1)] {
-        if guess < len && at(guess) == peer {
+        if v.get(guess).is_some_and(|x| key(x) == peer) {
             return guess;
         }
     }
-    let (mut lo, mut hi) = (0, len);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if at(mid) < peer {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
+    v.partition_point(|x| key(x) < peer)
 }
 
 fn bit(v: &[u64], i: usize) -> bool {
@@ -667,10 +658,10 @@ impl ByPair {
         let head = |peer: usize| {
             let k = if side == 0 {
                 let mine = &self.pairs[self.out_at[face]..self.out_at[face + 1]];
-                self.out_at[face] + find(mine.len(), peer, |i| mine[i].ii)
+                self.out_at[face] + find(mine, peer, |x| x.ii)
             } else {
                 let mine = &self.by_in[self.in_at[face]..self.in_at[face + 1]];
-                mine[find(mine.len(), peer, |i| self.pairs[mine[i]].oi)]
+                mine[find(mine, peer, |&k| self.pairs[k].oi)]
             };
             self.msgs[self.pairs[k].next]
         };

@@ -125,13 +125,14 @@ const OWNERS_FLOOR: usize = 1 << 16;
 const OWNERS_PER_STREAM: usize = 256;
 
 /// Record that stream `s` uses channel `key` on side `side` (0: sends, 1: receives);
-/// false where another stream of the same rank did.
-fn own(owners: &mut ByChannel<[usize; 2]>, key: Key, side: usize, s: usize) -> bool {
+/// false where another stream of the same rank did, or the record has grown past `most`
+/// channels (the bounds give up then: module docs).
+fn own(owners: &mut ByChannel<[usize; 2]>, most: usize, key: Key, side: usize, s: usize) -> bool {
     let o = owners.entry(key).or_insert([usize::MAX; 2]);
     if o[side] == usize::MAX {
         o[side] = s;
     }
-    o[side] == s
+    o[side] == s && owners.len() <= most
 }
 
 /// A `WaitSends(n)` reached at `now` by a stream whose undelivered sends land at
@@ -532,7 +533,7 @@ pub(crate) fn bounds_holding(
                     fl.0.push(lands.0);
                     fl.1.push(lands.1);
                     end = max2(end, lands);
-                    if !apart[r] && (!own(&mut owners, (r, to, tag), 0, s) || owners.len() > owners_max) {
+                    if !apart[r] && !own(&mut owners, owners_max, (r, to, tag), 0, s) {
                         return None;
                     }
                     let ch = channels.entry((r, to, tag)).or_default();
@@ -562,7 +563,7 @@ pub(crate) fn bounds_holding(
                         st.future_work -= bytes as f64 * c;
                     }
                     let post = st.now;
-                    if !apart[r] && (!own(&mut owners, (from, r, tag), 1, s) || owners.len() > owners_max) {
+                    if !apart[r] && !own(&mut owners, owners_max, (from, r, tag), 1, s) {
                         return None;
                     }
                     let ch = channels.entry((from, r, tag)).or_default();
