@@ -1157,12 +1157,13 @@ fn by_instant(
                         i += 1;
                         let x = step.xfers[runs[at].0];
                         let (oi, ii) = topo.route_interfaces(x.from, x.to);
-                        let wake = |_, _, end: f64| {
+                        // Windowed, no side's list is walked: a freed side needs only its instant.
+                        let mark_end = |_, _, end: f64| {
                             if end.is_finite() {
                                 marks.push(std::cmp::Reverse(end.to_bits()));
                             }
                         };
-                        if side_full(&out[oi], &inp[ii], (oi, ii), &mut full, (now, instant), wake) {
+                        if side_full(&out[oi], &inp[ii], (oi, ii), &mut full, (now, instant), mark_end) {
                             waiting[kept] = w;
                             kept += 1;
                             continue;
