@@ -201,7 +201,8 @@ pub fn lower_bound(p: &Problem, topo: &dyn Topology, c: f64) -> f64 {
 ///   the P ranks: `(P-1)/P S C` for allreduce, reduce-scatter and reduce, after the one
 ///   message a reduction needs (`alpha`): the reductions may overlap the later rounds'
 ///   latency as well as the bandwidth term, so the bound is
-///   `max(latency + bandwidth, alpha + compute)`.
+///   `max(latency + bandwidth, alpha + compute)`. None on a cluster whose nodes' GPUs an
+///   NVSwitch joins: the switch may add them (NVLS) without a rank's compute unit.
 pub fn lower_bound_of(coll: Collective, p: &Problem, topo: &dyn Topology, c: f64) -> f64 {
     // An empty vector is already reduced: an algorithm may rightly send nothing.
     if p.ranks <= 1 || (p.elems == 0 && coll.has_data()) {
@@ -222,8 +223,11 @@ pub fn lower_bound_of(coll: Collective, p: &Problem, topo: &dyn Topology, c: f64
     let rounds = rounds_lower(p.ranks, nics) as f64 * link.alpha;
     // The reductions wait for one message only, not for every round's: a rank may add
     // the first block it receives while the next is still on the wire (`direct`'s
-    // reduce-scatter does), so they may overlap every alpha but the first.
-    let compute = if reduced > 0.0 { link.alpha + reduced * c } else { 0.0 };
+    // reduce-scatter does), so they may overlap every alpha but the first. Where an
+    // NVSwitch joins a node's GPUs the switch itself may add (NVLS), at no cost to any
+    // rank's compute unit: then no reduction need happen on a rank.
+    let switch_adds = topo.intra_nvswitch() && topo.node_shape().is_some_and(|(_, gpus)| gpus >= 2);
+    let compute = if reduced > 0.0 && !switch_adds { link.alpha + reduced * c } else { 0.0 };
     (rounds + wire / (nics as f64 * link.bandwidth)).max(compute)
 }
 

@@ -170,7 +170,7 @@ fn malformed_logs_name_the_line() {
             "bad.log:1: a data row of 6 fields and no column header",
         ),
         ("hello\nworld\n".to_string(), "bad.log: no nccl-tests data rows"),
-        (header.to_string(), "bad.log: a column header but no data rows"),
+        (header.to_string(), "bad.log:1: a column header but no data rows"),
         ("# size foo bar\n".to_string(), "bad.log:1: a column header without size"),
         (
             "# Using devices\n#  Rank  0 Pid 1 device 0 [0x1] GPU\n".to_string(),

@@ -938,3 +938,65 @@ fn the_largest_nics_costs_no_memory() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(d.read("t.json").len() < 100_000 && d.read("g.svg").len() < 1_000_000);
 }
+
+// ---------------------------------------------------------------------------------------
+// The thirtieth trial of docs/hardening.md.
+
+/// An OS detour of 1e308 s every 1e308 s gave `time inf s`, "all checks held", exit 0
+/// (the JSON's null time then could not be read back): the noise limit counted the
+/// detours' stretch of the busy time, not the whole detour a short run still meets.
+#[test]
+fn thirtieth_trial_whole_detours_count_against_the_noise_limit() {
+    let topo = "topology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n";
+    for os in ["{ interval: 1e308s, duration: 9.99e307s }", "{ interval: 1e300s, duration: 9e299s }"] {
+        let f = File::new(&format!("ranks: 4\n{topo}algorithms: [ring]\nsizes: [4KiB]\nnoise: {{ os: {os} }}\n"));
+        cmd()
+            .args(["run", "--quiet"])
+            .arg(&f.0)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(predicate::str::contains(":5:8: noise: with this noise the sweep's worst run could take"));
+    }
+    // Detours of everyday lengths run as before.
+    let f = File::new(&format!(
+        "ranks: 4\n{topo}algorithms: [ring]\nsizes: [4KiB]\nnoise: {{ os: {{ interval: 1ms, duration: 20us }} }}\n"
+    ));
+    cmd().args(["run", "--quiet"]).arg(&f.0).assert().code(0);
+}
+
+/// A slowdown of 3 x 10^292 (a noise-free time of 3e-287 ps under a skew of 1 us) was
+/// printed in fixed point, 293 digits.
+#[test]
+fn thirtieth_trial_a_huge_slowdown_is_in_scientific_notation() {
+    let f = File::new(
+        "ranks: 4\ntopology: { link: { alpha: 1e-300s, bandwidth: 1e300B/s } }\ncompute: { cost_per_byte: 0 }\n\
+         noise: { skew: { dist: fixed, scale: 1us } }\nalgorithms: [ring]\nsizes: [16]\n",
+    );
+    let out = stdout(cmd().args(["run", "--quiet"]).arg(&f.0));
+    let line = out.lines().find(|l| l.contains("the noise-free")).unwrap_or_default();
+    assert!(line.contains("x3.333e292"), "{out}");
+    let digits = line.split(|c: char| !c.is_ascii_digit()).map(str::len).max().unwrap_or(0);
+    assert!(digits < 20, "{line}");
+}
+
+/// Refusals of slow ranks and links that printed `xinf` or left out the upper limit, and a
+/// slow link between rank 2^64 - 1 and rank 0 that was taken (and ignored).
+#[test]
+fn thirtieth_trial_slow_ranks_and_links_say_their_limits() {
+    for (noise, want) in [
+        ("{ slow_links: [{ a: 3, b: 4, factor: 5e-324 }] }", "slowdown xmore than 1.798e308"),
+        ("{ slow_ranks: [{ rank: 4294967295, factor: 2 }] }", "a rank number from 0 to 4294967294"),
+        ("{ slow_links: [{ a: 18446744073709551615, b: 0, factor: 0.5 }] }", "rank numbers from 0 to 4294967294"),
+        ("{ slow_links: [{ a: '4294967295', b: 0, factor: 0.5 }] }", "rank numbers from 0 to 4294967294"),
+    ] {
+        let f = File::new(&format!(
+            "ranks: 16\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\nalgorithms: [ring]\n\
+             sizes: [4KiB]\nnoise: {noise}\n"
+        ));
+        let out = cmd().args(["run", "--quiet"]).arg(&f.0).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{noise}: {err}");
+        assert!(err.contains(want) && !err.contains("inf "), "{noise}: {err}");
+    }
+}

@@ -136,3 +136,24 @@ fn one_loop_of_loads_in_the_switch_at_a_time() {
     let want = (loops + 1.0) * 2e-6;
     assert!((r.time_s / want - 1.0).abs() < 1e-3, "{} {want}", r.time_s);
 }
+
+/// The switch adds, so no rank's compute unit need: the lower bound has no compute term
+/// on an NVSwitch node. With it, one channel at 4 MiB and C = 0.05 ns/B took 120 us
+/// against a bound of 187 us, an efficiency of 1.56 and a failed run (the thirtieth
+/// trial of docs/hardening.md), on valid input.
+#[test]
+fn the_switchs_additions_are_not_bounded_by_the_gpus_compute() {
+    for (collective, bytes) in [("reduce_scatter", "4MiB"), ("reduce_scatter", "4194308"), ("allreduce", "4MiB")] {
+        let text = node(
+            "[{ name: nvls, channels: 1 }]",
+            &format!("[{bytes}]"),
+            &format!("collective: {collective}\ndata: {{ mode: off }}\n"),
+        )
+        .replace("cost_per_byte: 0.01ns", "cost_per_byte: 0.05ns")
+        .replace("alpha: 2us", "alpha: 3.4us");
+        let report = runner::run(&parse_str(&text, "nvls.yaml").unwrap());
+        let r = &report.results[0];
+        assert!(r.not_applicable.is_none() && r.passed(), "{collective} {bytes}: {r:?}");
+        assert!(r.efficiency.is_some_and(|e| e > 0.0 && e <= 1.0), "{collective} {bytes}: {:?}", r.efficiency);
+    }
+}

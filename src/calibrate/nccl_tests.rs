@@ -464,8 +464,13 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Run>, LogError> {
     }
     if !cur.samples.is_empty() {
         runs.push(finish(cur, file, &env, &env_lines, &version)?);
-    } else if cur.columns.is_some() && runs.is_empty() {
-        return Err(LogError::at(file, 0, "a column header but no data rows below it"));
+    } else if let Some(columns) = cur.columns.as_ref().filter(|_| runs.is_empty()) {
+        return Err(LogError::at(
+            file,
+            columns.line,
+            "a column header but no data rows below it; expected a row per size under it, as nccl-tests writes \
+             (`size count type redop root time algbw busbw #wrong ...`)",
+        ));
     }
     if runs.is_empty() {
         return Err(LogError::at(

@@ -187,10 +187,14 @@ fn spreads(out: &mut String, rows: &[&PointResult]) {
             ));
         }
         if let (Some(slowdown), Some(free)) = (r.slowdown, r.noise_free_time_s) {
-            parts.push(format!("x{slowdown:.3} the noise-free {}", fmt_time(free)));
+            // A noise-free time of 3e-287 ps under a skew of 1 us is a slowdown of 10^299:
+            // in scientific notation past a million, never 300 digits.
+            let x = if slowdown.abs() < 1e6 { format!("{slowdown:.3}") } else { format!("{slowdown:.3e}") };
+            parts.push(format!("x{x} the noise-free {}", fmt_time(free)));
         }
         if let Some(k) = r.skew_sensitivity {
-            parts.push(format!("{k:.3} s lost per s of skew"));
+            let k = if k.abs() < 1e6 { format!("{k:.3}") } else { format!("{k:.3e}") };
+            parts.push(format!("{k} s lost per s of skew"));
         }
         if !parts.is_empty() {
             let _ = writeln!(out, "   {}: {}", r.algorithm, parts.join("; "));

@@ -149,6 +149,10 @@ fn worst_time(s: &Scenario) -> f64 {
 
 /// A factor for people: `2`, `1.5`, `1e308`.
 fn factor(x: f64) -> String {
+    if !x.is_finite() {
+        // A slow link of factor 5e-324 divides by it: past the largest number, said so.
+        return format!("more than {:.3e}", f64::MAX);
+    }
     if (1e-3..1e6).contains(&x) { format!("{}", (x * 1000.0).round() / 1000.0) } else { format!("{x:.3e}") }
 }
 
@@ -174,12 +178,16 @@ pub fn check_noise(s: &Scenario) -> Result<(), String> {
     } * level;
     let slow = n.slow_ranks.iter().map(|r| r.factor).fold(1.0, f64::max)
         / n.slow_links.iter().map(|l| l.factor).fold(1.0, f64::min);
-    // A detour of d every i stretches the busy time by i / (i - d) at most.
-    let stretch = n.os.as_ref().map_or(1.0, |o| {
+    // A detour of d every i stretches the busy time by i / (i - d) at most, and delays
+    // each thing a run waits for (a message's start, a reduction; two a message at most)
+    // by d at most on top: a run shorter than the interval still meets a whole detour.
+    let (stretch, delays) = n.os.as_ref().map_or((1.0, 0.0), |o| {
         let d = o.duration_s * level;
-        if d < o.interval_s { o.interval_s / (o.interval_s - d) } else { f64::INFINITY }
+        let p = s.ranks.iter().copied().max().unwrap_or(1) as u64;
+        let stretch = if d < o.interval_s { o.interval_s / (o.interval_s - d) } else { f64::INFINITY };
+        (stretch, d * (2.0 * worst_messages(p) as f64 + 1.0))
     });
-    let worst = worst_time(s) * slow * stretch + skew;
+    let worst = worst_time(s) * slow * stretch + delays + skew;
     let seeds = f64::from(s.repeat.unwrap_or(1).max(1)) * (n.levels.len() + 1) as f64;
     // The statistics sum squares of times over the seeds.
     let limit = (f64::MAX / seeds).sqrt();
@@ -190,13 +198,15 @@ pub fn check_noise(s: &Scenario) -> Result<(), String> {
     // time, never as `inf`.
     let time = |t: f64| if t.is_finite() { fmt_time(t) } else { format!("more than {}", fmt_time(f64::MAX)) };
     Err(format!(
-        "with this noise the sweep's worst run could take {} (skew {}, slowdown x{}, detours x{}), and \
+        "with this noise the sweep's worst run could take {} (skew {}, slowdown x{}, detours x{} and {} \
+         of whole detours), and \
          the statistics over {} seed(s) square and sum such times: keep the worst run under {}: lower the \
          skew, the slowdowns, the detours' share of their interval or the noise levels",
         time(worst),
         time(skew),
         factor(slow),
         factor(stretch),
+        time(delays),
         seeds,
         fmt_time(limit),
     ))

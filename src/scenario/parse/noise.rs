@@ -351,7 +351,11 @@ fn slow_ranks(src: &Src, raw: Spanned<Vec<Spanned<RawSlowRank>>>) -> Result<Vec<
         let rank = whole(&rank_at.value, 0, u32::MAX as u64 - 1).ok_or_else(|| {
             src.err(
                 &rank_at.referenced,
-                format!("noise.slow_ranks.rank: a rank number from 0, not {}", src.shown(rank_at)),
+                format!(
+                    "noise.slow_ranks.rank: a rank number from 0 to {} (ranks are numbered in 32 bits), not {}",
+                    u32::MAX - 1,
+                    src.shown(rank_at)
+                ),
             )
         })? as usize;
         if out.iter().any(|s| s.rank == rank) {
@@ -387,7 +391,8 @@ fn slow_links(
     let what = if flow {
         "under the flow model a slow link is { a: NODE, b: NODE, factor: X } by the names the report gives links (h0, leaf0, r3)"
     } else {
-        "under the ideal model a slow link is a pair of ranks { a: N, b: M, factor: X }"
+        "under the ideal model a slow link is a pair of ranks { a: N, b: M, factor: X }, rank numbers from 0 to \
+         4294967294"
     };
     for e in raw.value {
         let mut ends = Vec::new();
@@ -395,9 +400,16 @@ fn slow_links(
             let v = required(src, v, &e.referenced, key, what)?;
             let text = match &v.value {
                 Scalar::Str(s) if flow && !s.trim().is_empty() => s.trim().to_string(),
-                Scalar::UInt(n) if !flow => n.to_string(),
+                // A rank number, as slow_ranks takes (2^64 - 1 was taken, and ignored).
+                Scalar::UInt(n) if !flow && *n < u64::from(u32::MAX) => n.to_string(),
                 // As the number it is, so that `1` and `"01"` are one rank below.
-                Scalar::Str(s) if !flow && let Ok(n) = s.trim().parse::<u32>() => n.to_string(),
+                Scalar::Str(s)
+                    if !flow
+                        && let Ok(n) = s.trim().parse::<u32>()
+                        && n < u32::MAX =>
+                {
+                    n.to_string()
+                }
                 other => {
                     return Err(
                         src.err(&v.referenced, format!("noise.slow_links.{key}: {what}; found {}", other.shown()))
