@@ -24,7 +24,9 @@
 //!   [`ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT`] for each message the engine may hold at once
 //!   where many are ([`Planned::in_flight`]: the P (P - 1) of an exchange that issues a
 //!   step's sends at once, `pat`'s up to P^2 / 2, its schedule's own bound, P a piece
-//!   of a vector cut by `segments` or `double_binary_tree`'s `chunk`), and on
+//!   of a vector cut by `segments` or `double_binary_tree`'s `chunk`), or, where more,
+//!   what the closed form's check holds after the engine is gone, where an exchange's
+//!   step recurrence books every message ([`Planned::closed_form_bytes`]); and on
 //!   a `custom` or `graph` machine its route cache at the most it can hold
 //!   ([`route_cache_bytes`]);
 //! - **timeline**: a point that records its timeline (at most
@@ -43,6 +45,7 @@
 use std::sync::OnceLock;
 
 use crate::algos::{Algorithm, Machine, Params, Problem};
+use crate::cost_model::{BOUNDS_BYTES_PER_MESSAGE_IN_FLIGHT, BYTES_PER_BOOKING, BYTES_PER_STEP_MESSAGE};
 use crate::results::Point;
 use crate::scenario::AlgoSpec;
 use crate::scenario::{DataMode, Scenario};
@@ -408,6 +411,62 @@ impl<'s> Planned<'s> {
         (n > 1).then_some(n)
     }
 
+    /// What the closed form's check holds, bytes, for an algorithm that issues a whole
+    /// step's sends at once (an exchange, `bcube`) where its time is not a formula: on a
+    /// machine whose links or NICs differ, and for `bcube` also where its parts differ by
+    /// an element. The check runs after the simulation, whose engine is gone by then, so
+    /// it is counted against the engine's own, not on top ([`Planned::estimate`]). Its
+    /// step recurrence ([`crate::cost_model::lockstep`]) holds every message of the
+    /// largest step ([`Planned::in_flight`]) at [`BYTES_PER_STEP_MESSAGE`] and keeps the
+    /// bookings of the run, at most every message, at [`BYTES_PER_BOOKING`] (bounds taken
+    /// over whole steps hold less a message: the steps' messages and their receivers'
+    /// jobs), both twice over for the growth of the vectors that hold them; where the
+    /// recurrence gives up, the bounds read off the programs hold each unmatched message
+    /// ([`BOUNDS_BYTES_PER_MESSAGE_IN_FLIGHT`]), at most those in flight. One after the
+    /// other, so the larger counts. Naive at 1,024 ranks on a hierarchy held 396 MB here
+    /// where the estimate said 161 MiB. 0 for every other point: the other algorithms'
+    /// recurrences serve a step of a few messages a rank, and the sweep that follows
+    /// one that gives up is held to [`crate::cost_model::SWEEP_LIMIT`] messages.
+    pub fn closed_form_bytes(&self) -> u64 {
+        use crate::collective::Collective::{Allgather, Allreduce, Barrier, ReduceScatter};
+        let spec = &self.s.algorithms[self.pt.algo];
+        let bytes = if spec.collective.has_data() { self.pt.bytes } else { 0 };
+        let Ok((_, topo)) = point_machine(self.s, spec, self.pt.ranks, bytes) else { return 0 };
+        let uniform = topo.uniform().is_some();
+        let uneven = !self.elems().is_multiple_of(self.pt.ranks.max(1) as u64);
+        let p = self.pt.ranks;
+        // Whether the step recurrence may run, and the bounds read off the programs.
+        let (recurrence, bounds) = match (spec.collective, spec.name.as_str()) {
+            // The formula on a uniform machine, else the recurrence (the bounds after it).
+            (Allreduce, "naive") => (!uniform, !uniform),
+            // Blocks of two lengths past the sweep's limit go to the bounds at once
+            // (`direct_uneven_too_large`); on a uniform machine those are a formula.
+            (Allreduce, "direct") => {
+                let past = uneven && crate::algos::forms::direct_uneven_too_large(p);
+                ((uneven || !uniform) && !past, !uniform)
+            }
+            (ReduceScatter | Allgather, "direct") => {
+                // One phase of P (P - 1) messages past the sweep's limit, as the form decides.
+                let past = uneven && p.saturating_mul(p.saturating_sub(1)) > crate::cost_model::SWEEP_LIMIT;
+                ((uneven || !uniform) && !past, !uniform)
+            }
+            // No closed form off a uniform machine: the bounds read off the programs.
+            (Barrier, "all_to_all") => (false, !uniform),
+            // The recurrence, or for parts of two lengths its bounds over whole steps.
+            (Allreduce, "bcube") => (uneven || !uniform, false),
+            _ => (false, false),
+        };
+        let step = self.in_flight();
+        let (messages, _) = self.messages();
+        let held = if recurrence {
+            step.saturating_mul(BYTES_PER_STEP_MESSAGE).saturating_add(messages.saturating_mul(BYTES_PER_BOOKING))
+        } else {
+            0
+        };
+        let read = if bounds { step.saturating_mul(BOUNDS_BYTES_PER_MESSAGE_IN_FLIGHT) } else { 0 };
+        held.saturating_mul(2).max(read)
+    }
+
     /// The data plane's bytes for the messages in flight ([`Planned::in_flight`]) beyond
     /// their values (which the vector a rank of messages in flight covers): each holds
     /// its copy's record, and its values' allocation at its least
@@ -440,10 +499,14 @@ impl<'s> Planned<'s> {
         let p = pt.ranks as u64;
         let data_bytes = self.data_bytes(mode);
         let (messages, messages_exact) = self.messages();
+        // The engine's state, then (once it is gone) the closed form's check, on the
+        // same per-rank tables and routes.
         let engine_bytes = p
             .saturating_mul(ENGINE_BYTES_PER_RANK)
             .saturating_add(route_cache_bytes(s, pt.ranks, messages))
-            .saturating_add(self.in_flight().saturating_mul(ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT));
+            .saturating_add(
+                self.in_flight().saturating_mul(ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT).max(self.closed_form_bytes()),
+            );
         let events = messages.saturating_mul(EVENTS_PER_MESSAGE);
         let timeline_bytes = if self.records() {
             // Two tables of port tracks per rank (a Vec header and one track each), and

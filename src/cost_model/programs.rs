@@ -53,6 +53,18 @@ use crate::sim::op::{Action, Op, Program};
 use crate::sim::{Problem, Programs};
 use crate::topology::Topology;
 
+/// Bytes [`program_bounds`] holds for each message its evaluation has issued and not yet
+/// matched (a send its receive has not reached, or a receive its send has not): the
+/// channel's entry in the map (its key and two queues, the control byte, the table's
+/// slack at its most loaded and the room of a table that doubles), the queue's first
+/// allocation (four entries of the larger kind), the landing times a stream keeps of its
+/// sends, below and above, and a handle's slot, each counted twice for the vectors'
+/// growth. Such messages are at most those the engine may hold at once.
+pub const BOUNDS_BYTES_PER_MESSAGE_IN_FLIGHT: u64 = (2 * (std::mem::size_of::<(Key, Channel)>() + 1) * 8 / 7
+    + 4 * std::mem::size_of::<Pending>()
+    + 2 * 2 * std::mem::size_of::<f64>()
+    + 2 * std::mem::size_of::<Slot>()) as u64;
+
 /// A time below and above.
 type Pair = (f64, f64);
 

@@ -1,0 +1,87 @@
+//! The memory estimate is an upper figure of what a point's run holds: the heap's peak
+//! while the point runs (its simulation, then the closed form's check) is held to the
+//! estimate of the point, measured by a counting allocator. The points are those whose
+//! closed form is a step recurrence that books every message (an exchange on a machine
+//! whose links differ), which the estimate once left out: `naive` at 256 ranks on a
+//! hierarchy held 2.5 times its estimate.
+//!
+//! One test in its own binary, so that no other test's allocations share the count.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use allreduce_sim::estimate;
+use allreduce_sim::results::Point;
+
+/// The system allocator, counting the bytes held now and the most held since reset.
+struct Counting;
+
+static HELD: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let now = HELD.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        HELD.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            // Counted as the allocator may hold both blocks while it copies.
+            let now = HELD.fetch_add(new_size, Ordering::Relaxed) + new_size;
+            PEAK.fetch_max(now, Ordering::Relaxed);
+            HELD.fetch_sub(layout.size(), Ordering::Relaxed);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+#[test]
+fn a_point_holds_no_more_than_its_estimate() {
+    let hierarchy = "ranks: 256\ntopology: { kind: hierarchical, levels: [ { size: 16, alpha: 0.5us, bandwidth: \
+                     300GB/s }, { size: 16, alpha: 10us, bandwidth: 25Gbps, nics: 1 } ], nics: 2 }";
+    let torus = "topology: { kind: torus2d, link: { alpha: 1us, bandwidth: 100Gbps }, dims: [8, 24], nics: 2 }";
+    let cases = [
+        (hierarchy, "naive", "40", "off"),
+        (hierarchy, "naive", "4000", "full"),
+        (hierarchy, "direct", "40", "off"),
+        (hierarchy, "direct", "4096", "off"),
+        (torus, "naive", "40", "off"),
+        (torus, "bcube", "40", "off"),
+        (hierarchy, "all_to_all", "0", "off"),
+    ];
+    for (machine, algo, size, mode) in cases {
+        let entry = if algo == "all_to_all" { "{ name: all_to_all, collective: barrier }" } else { algo };
+        let text = format!(
+            "name: m\n{machine}\ncompute: {{ cost_per_byte: 0.01ns }}\ndata: {{ mode: {mode} }}\nalgorithms: \
+             [{entry}]\nsizes: [{size}]\n"
+        );
+        let s = allreduce_sim::scenario::parse_str(&text, "m.yaml").unwrap();
+        let pts = allreduce_sim::runner::points(&s);
+        assert_eq!(pts.len(), 1);
+        let pt: &Point = &pts[0];
+        let est = estimate::estimate(&s, pt, false);
+        let before = HELD.load(Ordering::Relaxed);
+        PEAK.store(before, Ordering::Relaxed);
+        let res = allreduce_sim::runner::run_point(&s, pt);
+        let held = PEAK.load(Ordering::Relaxed) - before;
+        assert!(res.failures.is_empty(), "{algo} {size} on {machine}: {:?}", res.failures);
+        assert!(
+            held as u64 <= est.memory_bytes(),
+            "{algo} at P = {}, {size} B, data {mode}, on {machine}: held {held} bytes, estimated {} ({est:?})",
+            pt.ranks,
+            est.memory_bytes()
+        );
+    }
+}
