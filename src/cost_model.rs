@@ -183,24 +183,3 @@ fn rounds_lower(ranks: usize, k: u32) -> u32 {
 
 // ---------------------------------------------------------------------------------------
 // Bounds where the port arbitration makes the time depend on event order
-
-/// Bounds from the even problems on either side: the exact time of the algorithm at
-/// `n` rounded down and up to a multiple of `multiple` (where its chunks are all equal
-/// and it has an exact form), `exact(n')`. Every message and every reduction of the
-/// uneven run lies between its counterparts in the two even runs (a block of n
-/// elements cut into `multiple` parts has `floor` or `ceil` of `n / multiple`
-/// elements), and the even runs are in lockstep; the bounds rest on the time growing
-/// with the sizes, which the property test of `tests/closed_forms.rs` checks over
-/// random machines. `None` where either side has no exact form, and where `multiple`
-/// divides n: both roundings are n itself, whose exact form every caller's closed form
-/// tries first, so the bounds are asked there only once it has failed (running it twice
-/// more tripled the cost of a `bcube` group of 1,024 ranks, a million messages a step).
-pub fn rounding_bounds(p: &Problem, multiple: usize, exact: impl Fn(&Problem) -> Option<f64>) -> Option<(f64, f64)> {
-    let m = multiple.max(1);
-    if p.elems.is_multiple_of(m) {
-        return None;
-    }
-    let down = Problem { elems: p.elems / m * m, ..*p };
-    let up = Problem { elems: p.elems.div_ceil(m) * m, ..*p };
-    Some((exact(&down)?, exact(&up)?))
-}

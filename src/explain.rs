@@ -23,7 +23,7 @@ use crate::cost_model;
 use crate::scenario::{ParamValue, TopologySpec};
 use crate::sim::op::{Action, Op, Rank, Region, VEC};
 use crate::sim::simulate;
-use crate::timeline::Recorder;
+use crate::timeline::{MAX_INTERVALS, Recorder};
 use crate::topology::{self, FullyConnected, Link, Topology};
 use crate::units::{fmt_bandwidth, fmt_bytes, fmt_time, fmt_time_fine};
 
@@ -183,6 +183,13 @@ pub fn explain(req: &Request) -> Result<String, String> {
     let topo = topo.as_ref();
     let machine = Machine { topo, cost_per_byte: req.cost_per_byte };
     algo.applicable(&p, &machine).map_err(|why| format!("{} cannot run here: {why}", algo.label()))?;
+    // Every message is filed and recorded before anything is printed: count them first
+    // (the algorithm's closed count, or a walk of its programs that holds nothing), so a
+    // point past the recording is refused at once and not after gigabytes of maps.
+    let messages = algos::messages_of(algo.as_ref(), &p, topo);
+    if messages > MAX_INTERVALS as u64 {
+        return Err(too_many(algo.label(), messages));
+    }
 
     // The programs' regions, per (src, dst, tag) in issue order.
     let mut sends: BTreeMap<(Rank, Rank, u32), VecDeque<Region>> = BTreeMap::new();
@@ -209,7 +216,7 @@ pub fn explain(req: &Request) -> Result<String, String> {
     let mut rec = Recorder::new(req.ranks);
     let (stats, _) = simulate(algo.as_ref(), topo, p, req.cost_per_byte, None, &mut rec)
         .map_err(|e| format!("{} does not run on {} ranks: {e}", algo.label(), req.ranks))?;
-    let timeline = rec.finish().ok_or("too many messages to explain")?;
+    let timeline = rec.finish().ok_or_else(|| too_many(algo.label(), messages))?;
     // As `run` does: a cluster's start-up shifts the whole run (the protocol's, the one
     // explain builds the machine with).
     let launch = req.topology.as_ref().map_or(0.0, |spec| {
@@ -380,6 +387,16 @@ pub fn explain(req: &Request) -> Result<String, String> {
 }
 
 /// Distinct start times among `rows` (already in start order).
+/// The refusal of a point whose schedule is larger than `explain` records: how many
+/// messages it sends, the most a recording holds, and the flags that make it smaller.
+fn too_many(label: String, messages: u64) -> String {
+    format!(
+        "{label} sends {messages} messages here, more than explain records ({MAX_INTERVALS} messages and \
+         reductions): give fewer --ranks, or fewer pieces (a larger --param chunk, fewer --param segments \
+         or channels)"
+    )
+}
+
 fn count_steps(rows: &[Row]) -> usize {
     let mut n = 0;
     let mut last = None;

@@ -778,10 +778,12 @@ fn check_lower_bound(
 ) {
     res.lower_bound_s = if bound { cost_model::lower_bound_of(collective, p, topo, cost_per_byte) } else { 0.0 };
     if res.time_s > 0.0 {
+        // A time of a few subnormal seconds (a LogGP gap of 5e-324 s) makes bytes over
+        // time overflow: no figure then, as for a run of no time, never `inf`.
         if let Some(factor) = collective.busbw_factor(p.ranks) {
             let algbw = res.bytes as f64 / res.time_s;
-            res.algbw_bps = Some(algbw);
-            res.busbw_bps = Some(algbw * factor);
+            res.algbw_bps = algbw.is_finite().then_some(algbw);
+            res.busbw_bps = (algbw * factor).is_finite().then_some(algbw * factor);
         }
         if !bound {
             return;

@@ -804,3 +804,42 @@ fn twenty_seventh_trial_every_selector_is_estimated_at_what_it_simulates() {
         assert!(stderr.contains("would need about"), "{sel}: {stderr}");
     }
 }
+
+/// Twenty-eighth trial: a LogGP gap of a subnormal number of seconds (any `G` up to
+/// 5e-309 s, inside the documented 0 to 1 s) gives a finite time of a few subnormal
+/// seconds, and bytes over it overflowed: the table printed `inf B/s` and the CSV `inf`.
+/// Such a bandwidth is no figure, as for a run of no time.
+#[test]
+fn twenty_eighth_trial_a_subnormal_time_prints_no_infinite_bandwidth() {
+    let f = File::new(
+        "name: t\nranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+         network: { model: loggp, L: 0s, G: 5e-324s }\nalgorithms: [ring, direct]\nsizes: [1KiB]\n",
+    );
+    for format in ["table", "csv", "json"] {
+        let out = cmd().args(["run", f.0.to_str().unwrap(), "--quiet", "--format", format]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_lowercase();
+        assert_eq!(out.status.code(), Some(0), "{format}: {text}");
+        assert!(!text.contains("inf") && !text.contains("nan"), "{format}: {text}");
+    }
+}
+
+/// Twenty-eighth trial: `explain` filed every rank's operations and recorded the run
+/// before it knew the point was past what it records: `double_binary_tree` of 1-element
+/// chunks at 256 ranks aborted on an allocation after 25 s at 8 GB, and `ring` of 16
+/// segments at 256 ranks was refused after 3.4 s and 938 MB with "too many messages to
+/// explain", naming nothing. It is now refused at once, saying how many messages, the
+/// limit, and the flags that make the point smaller.
+#[test]
+fn twenty_eighth_trial_explain_refuses_a_schedule_past_its_recording_at_once() {
+    let cases: [&[&str]; 2] = [
+        &["explain", "double_binary_tree", "--ranks", "256", "--size", "256KiB", "--param", "chunk=1"],
+        &["explain", "ring", "--ranks", "256", "--size", "4MiB", "--param", "segments=16"],
+    ];
+    for args in cases {
+        let out = cmd().args(args).timeout(std::time::Duration::from_secs(60)).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("messages here, more than explain records"), "{args:?}: {stderr}");
+        assert!(stderr.contains("--ranks") && stderr.contains("--param"), "{args:?}: {stderr}");
+    }
+}

@@ -279,16 +279,15 @@ impl Algorithm for HalvingDoubling {
         Some((super::stepped_time(&plan, m.topo, m.cost_per_byte, p.elem_bytes)?, EXACT))
     }
 
-    /// P a power of two not dividing n: the exact forms at n rounded down and up to a
-    /// multiple of P. The fold: the bounds of its steps whatever order the ports serve
-    /// ([`cost_model::lockstep_bounds`]; its lockstep count is no upper bound, a folded
-    /// rank's late messages can queue behind the core's).
+    /// The bounds of its steps whatever order the ports serve
+    /// ([`cost_model::lockstep_bounds`]): with the fold, its lockstep count is no upper
+    /// bound (a folded rank's late messages can queue behind the core's); with P a power
+    /// of two not dividing n, the exact forms at n rounded down and up to a multiple of P
+    /// are none either (the time does not grow with n: 473 elements on 8 ranks, one NIC,
+    /// took 1.709 us against 1.699 us at 480).
     fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        let h = cost_model::Hockney::of(m)?;
-        if p.ranks.is_power_of_two() {
-            return cost_model::rounding_bounds(p, p.ranks, |q| halving_doubling(q, &h));
-        }
-        if self.binary_blocks {
+        cost_model::Hockney::of(m)?;
+        if self.binary_blocks && !p.ranks.is_power_of_two() {
             return None;
         }
         let plan = FoldPlan { np: p.ranks, n: p.elems, halving: true };

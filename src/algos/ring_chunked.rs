@@ -149,16 +149,6 @@ impl Algorithm for RingChunked {
         Some((ring_chunked_steps(p, m)?, EXACT))
     }
 
-    /// Unequal chunks with n at least `512 P` (2P chunks of at least Gloo's 256
-    /// elements either way): the exact forms at n rounded down and up to a multiple of 2P.
-    fn closed_form_bounds(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
-        let h = cost_model::Hockney::of(m)?;
-        if p.elems < 2 * MIN_CHUNK * p.ranks {
-            return None;
-        }
-        cost_model::rounding_bounds(p, 2 * p.ranks, |q| ring_chunked(q, &h))
-    }
-
     fn reduction_depth(&self, p: &Problem, _topo: &dyn Topology) -> usize {
         p.ranks.saturating_sub(1)
     }
