@@ -99,9 +99,10 @@ enum Command {
 struct RunArgs {
     /// The scenario file (YAML).
     scenario: PathBuf,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    format: Format,
+    /// Output format [default: that of `--output`'s extension, `.json` or `.csv`; else
+    /// table].
+    #[arg(long, value_enum)]
+    format: Option<Format>,
     /// Write the report to FILE instead of standard output (`-`: standard output).
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -364,6 +365,19 @@ enum Format {
     Json,
     /// One row per result.
     Csv,
+}
+
+impl Format {
+    /// The format a file's extension names (`.json`, `.csv`, in any case); a table for
+    /// any other file and for standard output.
+    fn of_file(path: Option<&std::path::Path>) -> Format {
+        let ext = path.and_then(|p| p.extension()).map(|e| e.to_string_lossy().to_ascii_lowercase());
+        match ext.as_deref() {
+            Some("json") => Format::Json,
+            Some("csv") => Format::Csv,
+            _ => Format::Table,
+        }
+    }
 }
 
 /// What `calibrate` writes: a fit has no rows of one shape for a CSV (its parameters,
@@ -817,6 +831,9 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         Some(out) => run_traced(recorded, out)?,
         None => runner::run_planned(&s, plans, &runner::RunOptions { shard, progress: !quiet, memory_limit }),
     };
+    // A report written to `x.json` without `--format` is JSON, as a user naming the
+    // file expects; a table there was read as a broken JSON file.
+    let format = format.unwrap_or_else(|| Format::of_file(output.as_ref().map(|o| o.path.as_path())));
     emit(&report, format, output.as_ref())?;
     if runner::STOP.load(std::sync::atomic::Ordering::Relaxed) {
         let all = s.points_of(shard).len();

@@ -638,6 +638,23 @@ pub fn run_planned_point<O: Observer>(pl: Planned<'_>, obs: &mut O) -> PointResu
     res
 }
 
+/// The label of entry `spec`'s rows: its name for a selector or an entry that cannot be
+/// built, else the algorithm's label with its parameters and protocol
+/// (`ring_segmented(segment=262144, protocol=ll)`). `merge` checks shards' rows by it.
+pub fn row_label(spec: &crate::scenario::AlgoSpec) -> String {
+    if crate::select::is_selector(&spec.name) {
+        return spec.name.clone();
+    }
+    match crate::algos::build_for(spec.collective, &spec.name, crate::algos::Params::new(spec.params.clone())) {
+        Ok(algo) => label_of(algo.as_ref(), spec),
+        Err(_) => spec.name.clone(),
+    }
+}
+
+fn label_of(algo: &dyn Algorithm, spec: &crate::scenario::AlgoSpec) -> String {
+    crate::scenario::ProtocolChoice::label(algo.label(), spec.protocol)
+}
+
 /// Build the point's algorithm, protocol and machine; the result so far, or (boxed, as
 /// it is large) the finished result of a point that cannot run.
 fn build_point(pl: Planned<'_>) -> Result<(PointResult, Setup), Box<PointResult>> {
@@ -662,7 +679,7 @@ fn build_point(pl: Planned<'_>) -> Result<(PointResult, Setup), Box<PointResult>
             return Err(Box::new(res));
         }
     };
-    res.algorithm = crate::scenario::ProtocolChoice::label(algo.label(), spec.protocol);
+    res.algorithm = label_of(algo.as_ref(), spec);
     let (proto, topo): (Proto, Box<dyn Topology>) = match crate::estimate::point_machine(s, spec, pt.ranks, bytes) {
         Ok(t) => t,
         Err(why) => {

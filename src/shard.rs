@@ -105,6 +105,8 @@ pub fn merge(inputs: &[(String, String)]) -> Result<Report, MergeError> {
 
     let scenario = first.scenario.clone();
     let points = runner::points(&scenario);
+    // The label a run writes for each entry (with its parameters and protocol).
+    let labels: Vec<String> = scenario.algorithms.iter().map(runner::row_label).collect();
     let mut results = Vec::with_capacity(points.len());
     // Each result's shard file and index there, to name one in a refusal after ranking.
     let mut from = Vec::with_capacity(points.len());
@@ -123,11 +125,12 @@ pub fn merge(inputs: &[(String, String)]) -> Result<Report, MergeError> {
         let spec = scenario.algorithms.get(pt.algo);
         let collective = spec.map_or(r.collective, |a| a.collective);
         let bytes = if collective.has_data() { pt.bytes } else { 0 };
-        if r.ranks != pt.ranks || r.bytes != bytes || r.collective != collective {
+        let label = labels.get(pt.algo).map_or(r.algorithm.as_str(), String::as_str);
+        if r.ranks != pt.ranks || r.bytes != bytes || r.collective != collective || r.algorithm != label {
             return Err(MergeError(format!(
-                "{name}: result {} is {} at P = {}, S = {} B where the sweep has {collective} at P = {}, S = {bytes} B; \
-                 was it edited or run with other flags?",
-                next[s], r.collective, r.ranks, r.bytes, pt.ranks
+                "{name}: result {} is {} {:?} at P = {}, S = {} B where the sweep has {collective} {label:?} at \
+                 P = {}, S = {bytes} B; was it edited or run with other flags?",
+                next[s], r.collective, r.algorithm, r.ranks, r.bytes, pt.ranks
             )));
         }
         if let Some((field, t)) = negative_time(r) {

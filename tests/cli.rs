@@ -72,6 +72,26 @@ fn run_json_has_every_spec_field() {
 }
 
 #[test]
+fn an_output_file_without_format_takes_its_extensions_format() {
+    let f = scenario(SMALL);
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let stem = format!("cli-ext-{}", std::process::id());
+    let read = |name: &str, extra: &[&str]| {
+        let path = dir.join(format!("{stem}{name}"));
+        cmd().arg("run").arg(&f.0).arg("--output").arg(&path).args(extra).assert().success();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        text
+    };
+    let json: serde_json::Value = serde_json::from_str(&read(".json", &[])).unwrap();
+    assert_eq!(json["results"].as_array().unwrap().len(), 12);
+    assert!(read(".CSV", &[]).starts_with("collective,algorithm,ranks,bytes,time_s,"));
+    assert!(read(".txt", &[]).contains("12 points, all checks held"));
+    // A format given wins over the extension.
+    assert!(read(".json", &["--format", "table"]).contains("12 points, all checks held"));
+}
+
+#[test]
 fn flags_override_the_file() {
     let f = scenario(SMALL);
     let out = cmd()

@@ -473,6 +473,54 @@ fn merge_refuses_a_negative_time() {
     assert!(out.stdout.is_empty());
 }
 
+/// A shard whose row names another algorithm than the sweep's entry (the twenty-ninth
+/// trial's `"zzz"`, printed as the winner): rows are checked by algorithm too, label
+/// and all (parameters, protocol), and the shards as written merge back.
+#[test]
+fn merge_refuses_a_row_of_another_algorithm() {
+    let d = Dir::new();
+    d.write(
+        "s.yaml",
+        &flat(
+            "100Gbps",
+            "algorithms: [ring, auto, { name: ring_segmented, segment: 4 }, { name: ring, protocol: ll128 }, \
+             hierarchical_ring]\nsizes: [4KiB, 8KiB]\n",
+        ),
+    );
+    for i in 0..2 {
+        let out = cmd()
+            .current_dir(&d.0)
+            .args(["run", "s.yaml", "--quiet", "--shard", &format!("{i}/2"), "--format", "json"])
+            .args(["--output", &format!("s{i}.json")])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let merge = || cmd().current_dir(&d.0).args(["merge", "s0.json", "s1.json"]).output().unwrap();
+    assert!(merge().status.success());
+    let good = d.read("s1.json");
+    let rows: serde_json::Value = serde_json::from_str(&good).unwrap();
+    let rows = rows["results"].as_array().unwrap().iter().map(|r| r["algorithm"].as_str().unwrap().to_string());
+    // Each row renamed, stripped of its parameters, or given one it did not have.
+    let edits = rows.enumerate().flat_map(|(row, label)| {
+        let other = match label.split_once('(') {
+            Some((name, _)) => name.to_string(),
+            None => format!("{label}(protocol=ll)"),
+        };
+        [(row, "zzz".to_string()), (row, other)]
+    });
+    for (row, edit) in edits {
+        let mut shard: serde_json::Value = serde_json::from_str(&good).unwrap();
+        shard["results"][row]["algorithm"] = serde_json::json!(edit);
+        d.write("s1.json", &shard.to_string());
+        let out = merge();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{edit}: {stderr}");
+        assert!(stderr.contains(&format!("s1.json: result {row} is allreduce {edit:?}")), "{stderr}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // The third trial of docs/hardening.md (new inputs of issue 25's kinds): each of these
 // once printed `inf` or `NaN`, hung, or echoed an escape sequence.
@@ -842,4 +890,51 @@ fn twenty_eighth_trial_explain_refuses_a_schedule_past_its_recording_at_once() {
         assert!(stderr.contains("messages here, more than explain records"), "{args:?}: {stderr}");
         assert!(stderr.contains("--ranks") && stderr.contains("--param"), "{args:?}: {stderr}");
     }
+}
+
+/// `nics` at its documented limit, 4294967295: the closed forms' port recurrences once
+/// held a vector of one free time per NIC (34 GB: an abort), and the trace and the Gantt
+/// chart a track per port. Every collective's algorithms and both drawings, on a flat
+/// machine and a hierarchy, with P not a power of two.
+#[test]
+fn the_largest_nics_costs_no_memory() {
+    let d = Dir::new();
+    let machines = [
+        "ranks: 5\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps }, nics: 4294967295 }",
+        "topology: { kind: hierarchical, levels: [ { size: 2, alpha: 1us, bandwidth: 1GB/s }, \
+         { size: 3, alpha: 2us, bandwidth: 1GB/s } ], nics: 4294967295 }",
+    ];
+    let sized = "sizes: [1KiB, 3000]";
+    let collectives = [
+        (
+            "allreduce",
+            "[star, chain, {name: chain, segments: 3}, binomial_tree, {name: binomial_tree, segments: 3}, \
+             butterfly, ring, {name: ring, segments: 2}, ring_segmented, bidirectional_ring, halving_doubling, \
+             hierarchical_ring, blueconnect, double_binary_tree, naive, ring_gloo, ring_chunked, bcube, direct, \
+             nccl_ring, nccl_tree, auto, ompi_fixed, nccl_model]",
+            sized,
+        ),
+        ("broadcast", "[one_to_all, binomial_tree, chain, binary_tree, knomial, scatter_allgather, auto]", sized),
+        ("reduce", "[binomial_tree, chain, all_to_one, binary_tree, in_order_binary_tree, auto]", sized),
+        ("reduce_scatter", "[ring, halving_doubling, direct, butterfly, recursive_halving, pat, nccl_ring]", sized),
+        ("allgather", "[ring, halving_doubling, direct, neighbor_exchange, pat, nccl_ring]", sized),
+        ("barrier", "[all_to_all, all_to_one, recursive_doubling, bruck]", ""),
+    ];
+    for machine in machines {
+        for (coll, algorithms, sizes) in collectives {
+            d.write("s.yaml", &format!("name: t\n{machine}\ncollective: {coll}\nalgorithms: {algorithms}\n{sizes}\n"));
+            let out = cmd().current_dir(&d.0).args(["run", "s.yaml", "--quiet"]).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(0), "{coll} on {machine}: {stderr}");
+        }
+    }
+    // One point drawn: a track per port used, not per port the machine has.
+    d.write("b.yaml", &format!("name: t\n{}\ncollective: barrier\nalgorithms: [bruck]\n", machines[0]));
+    let out = cmd()
+        .current_dir(&d.0)
+        .args(["run", "b.yaml", "--quiet", "--trace", "t.json", "--gantt", "g.svg"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(d.read("t.json").len() < 100_000 && d.read("g.svg").len() < 1_000_000);
 }

@@ -22,7 +22,7 @@
 
 use super::stepped::{self, Recv, Send, StepPlan, Stepped};
 use super::{AlgoInfo, Algorithm, EXACT, Machine, Params, Problem, Topology, binomial_shape, block, clog2};
-use crate::cost_model::earliest;
+use crate::cost_model::PortPool;
 use crate::sim::op::{Action, Program, Rank, Region};
 
 /// Registry entry.
@@ -332,7 +332,8 @@ pub fn hierarchical_ring_formula(p: &Problem, m: &Machine, method: GroupMethod) 
     let (done, mut ports, ring_end) = leaders_ring(p, m, g, groups, start, kr);
     let mut end = ring_end.max(start);
     for (d, ring_ports) in done.iter().zip(ports.iter_mut()) {
-        let mut own = vec![0.0f64; kl];
+        // The broadcast starts when the leader is done, after its ring sends were issued.
+        let mut own = PortPool::new(kl);
         let leader_ports = if shared { ring_ports } else { &mut own };
         end = end.max(group_broadcast(method, g, t0, *d, leader_ports, km));
     }
@@ -359,11 +360,9 @@ fn group_reduce(method: GroupMethod, g: usize, t: f64, r: f64, kl: usize, km: us
                 // Children's partial sums reach q's ports in the order they were sent.
                 let mut order: Vec<(f64, usize)> = children.clone().map(|c| (ready[c], c)).collect();
                 order.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-                let mut ports = vec![0.0f64; if q == 0 { kl } else { km }];
+                let mut ports = PortPool::new(if q == 0 { kl } else { km });
                 for (sent, c) in order {
-                    let i = earliest(&ports);
-                    ports[i] = sent.max(ports[i]) + t;
-                    arrived[c] = ports[i];
+                    arrived[c] = ports.take(sent, t) + t;
                 }
                 // q adds them one by one, farthest child first, as the program says.
                 ready[q] = children.fold(0.0, |done: f64, c| done.max(arrived[c]) + r);
@@ -375,12 +374,8 @@ fn group_reduce(method: GroupMethod, g: usize, t: f64, r: f64, kl: usize, km: us
 
 /// When the last member of a group has the result, the leader starting at `start` with
 /// its ports free at `ports` (updated), members with `km` free ports.
-fn group_broadcast(method: GroupMethod, g: usize, t: f64, start: f64, ports: &mut [f64], km: usize) -> f64 {
-    let send = |ports: &mut [f64]| {
-        let i = earliest(ports);
-        ports[i] = start.max(ports[i]) + t;
-        ports[i]
-    };
+fn group_broadcast(method: GroupMethod, g: usize, t: f64, start: f64, ports: &mut PortPool, km: usize) -> f64 {
+    let send = |ports: &mut PortPool| ports.take(start, t) + t;
     match method {
         _ if g <= 1 => start,
         GroupMethod::Star => (1..g).map(|_| send(ports)).fold(start, f64::max),
@@ -415,9 +410,10 @@ fn leaders_ring(
     groups: usize,
     start: f64,
     k: usize,
-) -> (Vec<f64>, Vec<Vec<f64>>, f64) {
+) -> (Vec<f64>, Vec<PortPool>, f64) {
     let mut done = vec![start; groups];
-    let mut ports = vec![vec![0.0f64; k]; groups];
+    // A leader's sends are issued at `before[j]`, which never decreases.
+    let mut ports = vec![PortPool::new(k); groups];
     let mut end = start;
     if groups < 2 {
         return (done, ports, end);
@@ -433,9 +429,7 @@ fn leaders_ring(
             let (chunk, reduce) =
                 if s < steps { (j + 2 * groups - s, true) } else { (j + 2 * groups + 1 - (s - steps), false) };
             let b = bytes(chunk);
-            let i = earliest(&ports[j]);
-            let arrival = before[j].max(ports[j][i]) + hops[j].time(b);
-            ports[j][i] = arrival;
+            let arrival = ports[j].take(before[j], hops[j].time(b)) + hops[j].time(b);
             end = end.max(arrival);
             let to = (j + 1) % groups;
             done[to] = arrival.max(before[to]) + if reduce { b * m.cost_per_byte } else { 0.0 };

@@ -304,19 +304,17 @@ fn tree_reduce_ready(
     children: impl Fn(usize) -> Vec<usize>,
 ) -> Vec<f64> {
     let (t, r) = (h.t(p.bytes()), h.r(p.bytes()));
-    let k = h.nics.max(1) as usize;
     let mut ready = vec![0.0f64; p.ranks];
     let mut arrived = vec![0.0f64; p.ranks];
+    let mut ports = cost_model::PortPool::of_nics(h.nics);
     for q in order {
         let kids = children(q);
         let mut queue: Vec<(f64, usize)> = kids.iter().map(|&c| (ready[c], c)).collect();
         queue.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let mut ports = vec![0.0f64; k];
+        // q's ports, all free, take the sums in order of send time.
+        ports.reset(h.nics as usize);
         for &(sent, c) in &queue {
-            let port = (0..k).min_by(|&a, &b| ports[a].total_cmp(&ports[b])).unwrap_or(0);
-            let start = sent.max(ports[port]);
-            ports[port] = start + t;
-            arrived[c] = start + t;
+            arrived[c] = ports.take(sent, t) + t;
         }
         ready[q] = kids.iter().fold(0.0f64, |done, &c| done.max(arrived[c]) + r);
     }

@@ -39,8 +39,8 @@
 
 use super::{AlgoInfo, Algorithm, Blocks, EXACT, Machine, Problem, Topology, block};
 use crate::cost_model;
-use crate::cost_model::Hockney;
 use crate::cost_model::loggp::{LogGP, exchanges};
+use crate::cost_model::{Hockney, PortPool};
 use crate::sim::op::{Action, Op, Program, Rank, Region, per_step};
 
 /// One phase of a ring program: P-1 steps around the ring, one of the textbook's two
@@ -525,15 +525,14 @@ pub fn ring_pipelined(p: &Problem, h: &Hockney, segments: usize) -> Option<f64> 
     }
     let s = p.b(p.elems / (np * segments));
     let (t, r) = (h.t(s), h.r(s));
-    let mut ports = vec![0.0f64; h.nics as usize];
+    // Sends are issued in order, at times that never decrease.
+    let mut ports = PortPool::of_nics(h.nics);
     let mut done = vec![0.0f64; segments];
     let (mut issue, mut compute, mut end) = (0.0f64, 0.0f64, 0.0f64);
     for stage in 0..2 * (np - 1) {
         for d in done.iter_mut() {
             issue = issue.max(*d);
-            let port = (0..ports.len()).min_by(|&a, &b| ports[a].total_cmp(&ports[b])).unwrap_or(0);
-            let arrive = issue.max(ports[port]) + t;
-            ports[port] = arrive;
+            let arrive = ports.take(issue, t) + t;
             *d = if stage < np - 1 {
                 compute = compute.max(arrive) + r;
                 compute
@@ -588,15 +587,14 @@ pub fn bidirectional_ring(p: &Problem, h: &Hockney) -> Option<f64> {
     let s = p.b(p.elems / (2 * np));
     let (t, r) = (h.t(s), h.r(s));
     let stages = 2 * (np - 1);
-    let mut ports = vec![0.0f64; h.nics as usize];
+    // The two rings' sends merged in issue order: ready times that never decrease.
+    let mut ports = PortPool::of_nics(h.nics);
     let (mut next, mut issue) = ([0usize; 2], [0.0f64; 2]);
     let (mut compute, mut end) = (0.0f64, 0.0f64);
     while next[0] < stages || next[1] < stages {
         // The next send in issue order; the forward ring (0) first at a tie.
         let x = if next[1] >= stages || (next[0] < stages && issue[0] <= issue[1]) { 0 } else { 1 };
-        let port = (0..ports.len()).min_by(|&a, &b| ports[a].total_cmp(&ports[b])).unwrap_or(0);
-        let arrive = issue[x].max(ports[port]) + t;
-        ports[port] = arrive;
+        let arrive = ports.take(issue[x], t) + t;
         let done = if next[x] < np - 1 {
             compute = compute.max(arrive) + r;
             compute

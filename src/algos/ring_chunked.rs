@@ -247,13 +247,10 @@ pub fn ring_chunked(p: &Problem, h: &Hockney) -> Option<f64> {
         return None;
     }
     let (t, r, a) = (h.t(p.b(cs)), h.r(p.b(cs)), h.alpha);
-    let mut ports = vec![0.0f64; h.nics.max(1) as usize];
-    // A message issued at `issue` for `dur`: FIFO on the first port to free.
-    let mut serve = |issue: f64, dur: f64| {
-        let i = (0..ports.len()).min_by(|&x, &y| ports[x].total_cmp(&ports[y])).unwrap_or(0);
-        ports[i] = issue.max(ports[i]) + dur;
-        ports[i]
-    };
+    let mut ports = cost_model::PortPool::of_nics(h.nics);
+    // A message issued at `issue` for `dur`: FIFO on the first port to free (the issue
+    // times below never decrease).
+    let mut serve = |issue: f64, dur: f64| ports.take(issue, dur) + dur;
     // ends[i]: when this rank's i-th chunk lands, which is also when the left
     // neighbour's i-th lands here.
     let mut ends = Vec::with_capacity(2 * chunks);

@@ -306,15 +306,15 @@ pub(crate) fn bounds(plan: &dyn Stepped, topo: &dyn Topology, c: f64, elem_bytes
 /// `None` where a message takes no time (`alpha = 0` and no data): the engine holds its
 /// ports until the instant's next round, which the recurrence does not follow either.
 pub(crate) fn symmetric_time(plan: &dyn Stepped, h: &cost_model::Hockney, elem_bytes: usize) -> Option<f64> {
-    let k = h.nics.max(1) as usize;
     let mut sp = StepPlan::default();
-    let mut free = vec![0.0f64; k];
+    let mut free = cost_model::PortPool::of_nics(h.nics);
     let mut ends: Vec<(f64, u64, bool)> = Vec::new();
     let mut done = 0.0f64;
     for s in 0..plan.steps() {
         sp.clear();
         plan.plan(0, s, &mut sp);
-        free.fill(done);
+        // Every port is free when the step starts, and every send is ready then.
+        free.reset(h.nics as usize);
         ends.clear();
         for x in &sp.sends {
             let bytes = (x.src.len * elem_bytes) as u64;
@@ -322,11 +322,8 @@ pub(crate) fn symmetric_time(plan: &dyn Stepped, h: &cost_model::Hockney, elem_b
             if t <= 0.0 {
                 return None;
             }
-            // The first port to free; ties to the lowest (ports are interchangeable).
-            let (i, start) =
-                free.iter().copied().enumerate().fold((0, f64::INFINITY), |a, b| if b.1 < a.1 { b } else { a });
-            let end = start + t;
-            free[i] = end;
+            // The first port to free (ports are interchangeable).
+            let end = free.take(done, t) + t;
             ends.push((end, bytes, x.reduce));
         }
         // The receives land when the sends of their positions end (symmetry); the

@@ -20,7 +20,7 @@ use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology, block, clog2
 use crate::collective::Collective;
 use crate::cost_model;
 use crate::cost_model::loggp::{LogGP, tree_bcast};
-use crate::cost_model::{Hockney, earliest};
+use crate::cost_model::{Hockney, PortPool};
 use crate::sim::op::{Op, Program, Rank};
 
 /// Registry entry.
@@ -187,23 +187,21 @@ pub fn binomial_reduce(p: &Problem, h: &Hockney) -> f64 {
     use super::tree::binomial as shape;
     let np = p.ranks;
     let (t, r) = (h.t(p.bytes()), h.r(p.bytes()));
-    let k = h.nics as usize;
     // ready[r] = when rank r has its subtree's sum (children have higher ranks).
     let mut ready = vec![0.0f64; np];
     let mut arrivals: Vec<(f64, usize)> = Vec::new();
+    let mut ports = PortPool::of_nics(h.nics);
     for q in (0..np).rev() {
         let (_, children) = shape(q, np);
         arrivals.clear();
         arrivals.extend(children.clone().map(|c| (ready[c], c)));
         arrivals.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let mut ports = vec![0.0f64; k];
+        // q's incoming ports, all free, take the sums in order of send time.
+        ports.reset(h.nics as usize);
         // Children are distinct powers of two above q: index them by that power.
         let mut arrived = [0.0f64; 64];
         for &(sent, c) in &arrivals {
-            let port = (0..k).min_by(|&a, &b| ports[a].total_cmp(&ports[b])).unwrap_or(0);
-            let start = sent.max(ports[port]);
-            ports[port] = start + t;
-            arrived[slot_of(q, c)] = start + t;
+            arrived[slot_of(q, c)] = ports.take(sent, t) + t;
         }
         let mut done = 0.0f64;
         for c in children {
@@ -355,6 +353,7 @@ pub fn binomial_pipeline(np: usize, h: &Hockney, segments: usize, seg: impl Fn(u
         shape(q, np).1.fold(now, |t, c| t.max(arr[c * segments + s]) + h.r(seg(s)))
     };
     let mut kids: Vec<Child> = Vec::new();
+    let mut servers = PortPool::new(k);
     for q in (0..np).rev() {
         let (_, children) = shape(q, np);
         kids.clear();
@@ -362,12 +361,13 @@ pub fn binomial_pipeline(np: usize, h: &Hockney, segments: usize, seg: impl Fn(u
             let now = add(c, 0, 0.0, &arr);
             kids.push(Child { rank: c, now, next: 0, landed: 0.0, issue: now });
         }
-        let mut servers = vec![0.0f64; k];
+        // The earliest pending issue never decreases: the piece taken is one of those
+        // issued first, and its child's next issue is after it lands.
+        servers.reset(k);
         loop {
             let pending = kids.iter().filter(|c| c.next < segments);
             let Some(first) = pending.clone().map(|c| c.issue).min_by(f64::total_cmp) else { break };
-            let port = earliest(&servers);
-            let start = servers[port].max(first);
+            let start = servers.start(first);
             // The waiting piece of highest priority: earliest issue, then lowest sender.
             let Some(pick) = (0..kids.len())
                 .filter(|&i| kids[i].next < segments && kids[i].issue <= start)
@@ -378,7 +378,7 @@ pub fn binomial_pipeline(np: usize, h: &Hockney, segments: usize, seg: impl Fn(u
             let c = &mut kids[pick];
             let s = c.next;
             let land = start + h.t(seg(s));
-            servers[port] = land;
+            servers.occupy(land);
             arr[c.rank * segments + s] = land;
             c.landed = land;
             c.next += 1;

@@ -148,6 +148,8 @@ struct Ports {
     cur: Vec<Booking>,
     starts: Vec<f64>,
     ends: Vec<f64>,
+    /// How many bookings `old` kept when it was last rid of those ended ([`Ports::next_step`]).
+    kept: usize,
     /// Bookings and ends looked at or moved since last taken ([`by_priority`]'s budget).
     looks: std::cell::Cell<u64>,
 }
@@ -175,6 +177,31 @@ fn upto(v: &[f64], t: f64) -> usize {
     lo + v[lo..n - stride / 2].partition_point(|&x| x <= t)
 }
 
+/// How many bookings of `v` (by start) come before the first for which `past` holds
+/// (`v.partition_point(|b| !past(b))`), found from the back, doubling the stride as
+/// [`upto`] does: the earlier steps' bookings a step asks about start late, among the
+/// last, cached, ones. A binary search over a side's thousands of earlier bookings
+/// missed the cache at each probe (`torus_2d` on a mesh of one row of 1,024 ranks: a
+/// third of the run).
+fn before_back(v: &[Booking], past: impl Fn(&Booking) -> bool) -> usize {
+    let n = v.len();
+    let mut stride = 1;
+    // Every booking from `n - stride / 2` on is past.
+    while stride <= n && past(&v[n - stride]) {
+        stride *= 2;
+    }
+    let lo = n.saturating_sub(stride);
+    lo + v[lo..n - stride / 2].partition_point(|b| !past(b))
+}
+
+/// The bookings of earlier steps in `v` (by start) that start in `[from, to]`, found
+/// from the back ([`before_back`]).
+fn starting_late(v: &[Booking], from: f64, to: f64) -> &[Booking] {
+    let hi = before_back(v, |b| b.start > to);
+    let lo = before_back(&v[..hi], |b| b.start >= from);
+    &v[lo..hi]
+}
+
 /// The bookings of `v` (by start) that start in `[from, to]`: found from the front,
 /// doubling the stride, where they lie there (a step's bookings from its first instant).
 fn starting_in(v: &[Booking], from: f64, to: f64) -> &[Booking] {
@@ -198,6 +225,7 @@ impl Ports {
             cur: Vec::new(),
             starts: Vec::new(),
             ends: Vec::new(),
+            kept: 0,
             looks: std::cell::Cell::new(0),
         }
     }
@@ -210,6 +238,12 @@ impl Ports {
     /// How many bookings hold the side at instant `t`.
     fn held_at(&self, t: f64) -> usize {
         upto(&self.starts, t) - upto(&self.ends, t)
+    }
+
+    /// The first end of a booking after `t` (infinite where none is left): the next
+    /// instant at which a side full at `t` may free.
+    fn next_end(&self, t: f64) -> f64 {
+        self.ends.get(upto(&self.ends, t)).copied().unwrap_or(f64::INFINITY)
     }
 
     /// The first instant from `x` on at which a port is free: `x`, or the end of a
@@ -232,8 +266,8 @@ impl Ports {
             if v.last().is_none_or(|b| b.start <= start) {
                 return true;
             }
-            let lo = v.partition_point(|b| b.start <= start);
-            let hi = v.partition_point(|b| b.start < end);
+            let lo = before_back(v, |b| b.start > start);
+            let hi = before_back(v, |b| b.start >= end);
             self.look(hi.saturating_sub(lo));
             v[lo..hi.max(lo)].iter().all(|b| self.held_at(b.start) < self.k)
         };
@@ -268,7 +302,7 @@ impl Ports {
     /// only if the message was not yet waiting: booked before `since`, at `from`;
     /// [`by_priority`] books a step's messages in priority order, `since` 0).
     fn passed_over(&self, prio: Prio, far: usize, (from, to): (f64, f64), since: u64, other: &Ports) -> bool {
-        let (early, old) = (starting_in(&self.cur, from, from), starting_in(&self.old, from, to));
+        let (early, old) = (starting_in(&self.cur, from, from), starting_late(&self.old, from, to));
         self.look(early.len() + old.len());
         let early = early.iter().filter(|b| b.id < since);
         old.iter().chain(early).any(|b| {
@@ -279,21 +313,31 @@ impl Ports {
         })
     }
 
-    /// Start a new step: the bookings made so far become earlier steps', and those
-    /// that end before `t` are forgotten (no message is issued before `t` any more, so
-    /// none of them holds a port at any instant asked about again).
+    /// Start a new step: the bookings made so far become earlier steps'. Those that end
+    /// before `t` no longer matter (no message is issued before `t` any more, and a
+    /// booking that starts and ends before an instant adds nothing to the holders at it),
+    /// so they are dropped, with their starts and ends, once the side has grown by a
+    /// quarter since they were last dropped: each booking is moved a few times at most,
+    /// and a side holds at most a quarter more than it needs. Where ranks drift apart (a
+    /// torus's ring on a mesh of one row, whose closing pair is 1,023 hops) every booking
+    /// since the slowest rank's step stays live, and sorting and copying them all at every
+    /// step was most of the run.
     fn next_step(&mut self, t: f64) {
-        if self.cur.is_empty() && self.old.is_empty() {
-            return;
+        if !self.cur.is_empty() {
+            // Bookings mostly come in time order: then the step's go after the earlier.
+            let after = self.old.last().is_none_or(|o| self.cur.first().is_some_and(|c| o.start <= c.start));
+            self.old.append(&mut self.cur);
+            if !after {
+                self.old.sort_by(|a, b| a.start.total_cmp(&b.start));
+            }
         }
-        let mut all = std::mem::take(&mut self.old);
-        all.append(&mut self.cur);
-        all.retain(|b| b.end >= t);
-        all.sort_by(|a, b| a.start.total_cmp(&b.start));
-        self.starts.clear();
-        self.starts.extend(all.iter().map(|b| b.start));
-        self.ends.retain(|&e| e >= t);
-        self.old = all;
+        if self.old.len() >= self.kept + self.kept / 4 + 16 {
+            self.old.retain(|b| b.end >= t);
+            self.starts.clear();
+            self.starts.extend(self.old.iter().map(|b| b.start));
+            self.ends.retain(|&e| e >= t);
+            self.kept = self.old.len();
+        }
     }
 }
 
@@ -407,8 +451,17 @@ fn next_mark(marks: &mut BinaryHeap<std::cmp::Reverse<u64>>, now: f64) -> Option
 /// Whether the out side `oi` (ports `o`) or the in side `ii` (ports `i`) of a message
 /// has no port free at `now`. A side found full stays full for the rest of the instant
 /// (bookings only add holders), so it is marked in `full` for instant `instant` and not
-/// counted again.
-fn side_full(o: &Ports, i: &Ports, (oi, ii): (usize, usize), full: &mut [Vec<u64>; 2], now: f64, instant: u64) -> bool {
+/// counted again; `wake(kind, face, end)` hears of each side newly found full (out sides
+/// kind 0, in sides 1) with the first end of one of its bookings after `now`, the next
+/// instant at which it may free.
+fn side_full(
+    o: &Ports,
+    i: &Ports,
+    (oi, ii): (usize, usize),
+    full: &mut [Vec<u64>; 2],
+    (now, instant): (f64, u64),
+    mut wake: impl FnMut(usize, usize, f64),
+) -> bool {
     if full[0][oi] == instant || full[1][ii] == instant {
         return true;
     }
@@ -416,11 +469,27 @@ fn side_full(o: &Ports, i: &Ports, (oi, ii): (usize, usize), full: &mut [Vec<u64
     let i_full = i.held_at(now) >= i.k;
     if o_full {
         full[0][oi] = instant;
+        wake(0, oi, o.next_end(now));
     }
     if i_full {
         full[1][ii] = instant;
+        wake(1, ii, i.next_end(now));
     }
     o_full || i_full
+}
+
+/// Side `side` (out sides, then in sides) is full until `end` at the earliest: at `end`
+/// it is an instant, and the side frees (its list is looked at again).
+fn wake(
+    marks: &mut BinaryHeap<std::cmp::Reverse<u64>>,
+    frees: &mut BinaryHeap<std::cmp::Reverse<(u64, usize)>>,
+    side: usize,
+    end: f64,
+) {
+    if end.is_finite() {
+        marks.push(std::cmp::Reverse(end.to_bits()));
+        frees.push(std::cmp::Reverse((end.to_bits(), side)));
+    }
 }
 
 /// How many messages a freed side's walk passes over before [`ByPair::first`] looks
@@ -795,10 +864,12 @@ fn by_instant(
             marks.push(std::cmp::Reverse(done[from].to_bits()));
             first += len;
         }
-        // A port held by a message of an earlier step frees at its end: an instant too.
-        for p in out.iter().chain(inp.iter()) {
-            marks.extend(p.old.iter().filter(|b| b.end >= earliest).map(|b| std::cmp::Reverse(b.end.to_bits())));
-        }
+        // A port held by a message of an earlier step frees at its end, an instant too,
+        // but only where a message waits for it: a side found full wakes at its next end
+        // (`side_full`), and from there at the next, till it frees. All the earlier
+        // steps' ends made instants on every step: where ranks drift apart (a mesh of one
+        // row, whose closing pair is 511 hops), every booking since the slowest rank's
+        // step stays, and each step pushed and popped all of them.
         waiting.sort_by(|a, b| prio_cmp(a.prio, b.prio));
         // The model's service, instant by instant: at each instant at which a message is
         // issued or a port frees, the issued messages still waiting take free ports
@@ -833,11 +904,6 @@ fn by_instant(
             }
             let indexed = by_pair.build(faces, &route_at, &lists);
             frees.clear();
-            for (side, p) in out.iter().chain(inp.iter()).enumerate() {
-                frees.extend(
-                    p.old.iter().filter(|b| b.end >= earliest).map(|b| std::cmp::Reverse((b.end.to_bits(), side))),
-                );
-            }
             let mut fresh = 0;
             let mut left = waiting.len();
             while left > 0 {
@@ -910,7 +976,9 @@ fn by_instant(
                         let Ready { prio, at, since } = w;
                         let (oi, ii) = route_at[pos];
                         let blocked = indexed && !(by_pair.open(0, oi) && by_pair.open(1, ii))
-                            || side_full(&out[oi], &inp[ii], (oi, ii), &mut full, now, instant);
+                            || side_full(&out[oi], &inp[ii], (oi, ii), &mut full, (now, instant), |kind, face, end| {
+                                wake(&mut marks, &mut frees, kind * faces + face, end)
+                            });
                         if indexed {
                             // Found full, a side stays so until one of its bookings ends.
                             if full[0][oi] == instant {
@@ -935,9 +1003,11 @@ fn by_instant(
                                 // looked at: the look-ups would offer its messages till then.
                                 if out[oi].held_at(now) >= out[oi].k {
                                     by_pair.mark(0, oi, false);
+                                    wake(&mut marks, &mut frees, oi, out[oi].next_end(now));
                                 }
                                 if inp[ii].held_at(now) >= inp[ii].k {
                                     by_pair.mark(1, ii, false);
+                                    wake(&mut marks, &mut frees, faces + ii, inp[ii].next_end(now));
                                 }
                             }
                             marks.push(std::cmp::Reverse(end.to_bits()));
@@ -1087,7 +1157,13 @@ fn by_instant(
                         i += 1;
                         let x = step.xfers[runs[at].0];
                         let (oi, ii) = topo.route_interfaces(x.from, x.to);
-                        if side_full(&out[oi], &inp[ii], (oi, ii), &mut full, now, instant) {
+                        // Windowed, no side's list is walked: a freed side needs only its instant.
+                        let mark_end = |_, _, end: f64| {
+                            if end.is_finite() {
+                                marks.push(std::cmp::Reverse(end.to_bits()));
+                            }
+                        };
+                        if side_full(&out[oi], &inp[ii], (oi, ii), &mut full, (now, instant), mark_end) {
                             waiting[kept] = w;
                             kept += 1;
                             continue;

@@ -21,20 +21,14 @@ pub use crate::sim::network::loggp::LogGP;
 /// any send could start, so a rendezvous never waits and the eager threshold does not
 /// matter. The time is the last `T`.
 pub fn exchanges(l: &LogGP, c: f64, nics: u32, steps: impl IntoIterator<Item = (u64, u64)>) -> f64 {
-    let mut ports = vec![0.0f64; nics.max(1) as usize];
+    // Each step's send is ready after the step before: ready times that never decrease.
+    let mut ports = super::PortPool::of_nics(nics);
     let mut t = 0.0;
     for (m, r) in steps {
-        let (port, free) = earliest(&ports);
-        let start = (t + l.o).max(free);
-        ports[port] = start + l.gap(m);
+        let start = ports.take(t + l.o, l.gap(m));
         t = start + l.wire(m) + l.o + r as f64 * c;
     }
     t
-}
-
-/// The port free first, and when (the lowest index among equals).
-fn earliest(ports: &[f64]) -> (usize, f64) {
-    ports.iter().copied().enumerate().fold((0, f64::INFINITY), |best, (i, f)| if f < best.1 { (i, f) } else { best })
 }
 
 /// When each rank of a binomial broadcast tree has the message, the root at `start`:
@@ -58,14 +52,13 @@ pub fn tree_bcast<I: Iterator<Item = usize>>(
         return got;
     }
     got[0] = start;
-    let mut ports = vec![0.0f64; nics.max(1) as usize];
+    let mut ports = super::PortPool::of_nics(nics);
     // Parents have lower ranks than their children in every tree it is used for.
     for q in 0..np {
-        ports.fill(got[q]);
+        // All free when q has the message; its sends are ready one overhead apart.
+        ports.reset(nics as usize);
         for (i, child) in children(q).enumerate() {
-            let (port, free) = earliest(&ports);
-            let s = (got[q] + (i + 1) as f64 * l.o).max(free);
-            ports[port] = s + l.gap(m);
+            let s = ports.take(got[q] + (i + 1) as f64 * l.o, l.gap(m));
             got[child] = s + l.wire(m) + l.o;
         }
     }

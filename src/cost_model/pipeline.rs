@@ -69,13 +69,13 @@ pub fn ring_items(
         return 0.0;
     }
     let window = window.max(1);
-    let k = h.nics.max(1) as usize;
     // Only the last `window` items of a rank can still be waited for, so the state is a
     // ring of `window + 1` slots per rank (NaN: not yet added), not one per item.
     let slots = window + 1;
     let mut issue = vec![0.0f64; np];
     let mut done = vec![f64::NAN; np * slots];
-    let mut ports = vec![0.0f64; np * k];
+    // A rank's sends are issued at times that never decrease (`issue` only grows).
+    let mut ports = vec![super::PortPool::of_nics(h.nics); np];
     let mut heaps: Vec<BinaryHeap<Job>> = vec![BinaryHeap::new(); np];
     let mut compute = vec![0.0f64; np];
     let mut end = 0.0f64;
@@ -101,11 +101,8 @@ pub fn ring_items(
         }
         for q in 0..np {
             let to = (q + 1) % np;
-            let mine = &mut ports[q * k..(q + 1) * k];
-            let port = earliest(mine);
             let b = bytes(i, q);
-            let arrive = issue[q].max(mine[port]) + h.t(b);
-            mine[port] = arrive;
+            let arrive = ports[q].take(issue[q], h.t(b)) + h.t(b);
             let release = arrive.max(issue[to]);
             if reduce(i) {
                 heaps[to].push(Job { release, item: i, dur: h.r(b) });

@@ -151,12 +151,17 @@ impl Bar {
     }
 }
 
+/// The most port rows a rank's chart shows that no message used.
+const IDLE_ROWS: usize = 8;
+
 impl GanttChart {
     fn new(title: String, subtitle: String, ranks: usize, time: f64, t: &Timeline) -> Self {
-        // A row per port the topology gives (or, if unknown, per track used).
+        // A row per port the topology gives (or, if unknown, per track used); of a
+        // machine with more than IDLE_ROWS ports, only the rows that carry something
+        // (`nics` may be 4294967295).
         let used_out = t.messages.iter().map(|m| m.out_port as usize + 1).max().unwrap_or(1);
         let used_in = t.messages.iter().map(|m| m.in_port as usize + 1).max().unwrap_or(1);
-        let nics = t.nics.iter().map(|&n| n as usize).max().unwrap_or(0);
+        let nics = t.nics.iter().map(|&n| n as usize).max().unwrap_or(0).min(IDLE_ROWS);
         let send_rows = used_out.max(nics).max(1);
         let recv_rows = used_in.max(nics).max(1);
         let mut bars = Vec::with_capacity(2 * t.messages.len() + t.computes.len());

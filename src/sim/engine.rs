@@ -1178,11 +1178,140 @@ struct Pairs {
     senders: IfSet,
     receivers: IfSet,
     /// The same sets and the pairs again as bits ([`Bits`]), up to [`BITS_MAX`]
-    /// interfaces: without them the look-ups go through every interface with a free port.
+    /// interfaces: without them, the sets above and [`Sparse`]'s lists of each
+    /// interface's pairs.
     bits: Option<Bits>,
     /// The pairs' first messages as a table ([`Dense`]) instead of `heads`, where
     /// messages in flight number a fixed share of every pair ([`dense_from`]).
     dense: Option<Dense>,
+    /// The pairs again by interface ([`Sparse`]), kept only where there are no `bits`.
+    sparse: Option<Sparse>,
+}
+
+/// [`Pairs`]' pairs listed by interface, where there are no [`Bits`] (past [`BITS_MAX`]
+/// interfaces): for each interface, the pairs it is the receiver of and those it is the
+/// sender of, each by its first waiting message.
+///
+/// Without them a look-up for a receiver's first message that may start hashed the pair
+/// it makes with every sender with a free port, and for a sender's every receiver with
+/// one. On a GPU cluster (4,096 GPUs and 1,024 NICs: 5,120 interfaces) nearly every GPU's
+/// own interface is free while the few messages to a NIC wait for it, so each look-up
+/// hashed thousands of pairs to find one of a dozen that exist: bcube at 4,096 ranks
+/// spent three quarters of its run there. A look-up now goes through whichever is
+/// shorter, the interface's own pairs or the interfaces with a free port; both hold the
+/// pair it finds (the one of first priority among those that may start), so what starts
+/// is the same.
+///
+/// The lists link the pairs' first messages through their slots, so a pair whose first
+/// message starts or is overtaken hands its place to its next without a look-up.
+/// Memory: 24 bytes a message slot and 16 an interface.
+struct Sparse {
+    /// By message slot, for a pair's first message: its places in its receiver's list
+    /// ([`Sparse::FROM`]) and its sender's ([`Sparse::TO`]); stale elsewhere.
+    links: Vec<SparseLink>,
+    /// Per list kind, per interface: the first message of the list's first pair
+    /// (`NONE`: no pair), and how many pairs the list holds.
+    first: [Vec<u32>; 2],
+    len: [Vec<u32>; 2],
+}
+
+/// A pair's places in [`Sparse`]'s two lists, by [`Sparse::FROM`] and [`Sparse::TO`]:
+/// the first messages of the pairs before and after it (`NONE`: none), and the
+/// interface at the pair's other end (the sender in its receiver's list, the receiver in
+/// its sender's), so that a look-up filters the pairs without reading their messages.
+#[derive(Clone, Copy)]
+struct SparseLink {
+    prev: [u32; 2],
+    next: [u32; 2],
+    other: [u32; 2],
+}
+
+impl Sparse {
+    /// The lists of pairs an interface receives.
+    const FROM: usize = 0;
+    /// The lists of pairs an interface sends.
+    const TO: usize = 1;
+    const UNLINKED: SparseLink = SparseLink { prev: [NONE; 2], next: [NONE; 2], other: [NONE; 2] };
+
+    fn new(n: usize, slots: usize) -> Self {
+        Sparse {
+            links: vec![Self::UNLINKED; slots],
+            first: [vec![NONE; n], vec![NONE; n]],
+            len: [vec![0; n], vec![0; n]],
+        }
+    }
+
+    /// The interface whose list of kind `k` holds pair (`s`, `d`), and the other end.
+    #[inline]
+    fn ends(k: usize, s: u32, d: u32) -> (u32, u32) {
+        if k == Self::FROM { (d, s) } else { (s, d) }
+    }
+
+    /// Pair (`s`, `d`), whose first message is `id`, into both lists (at their fronts:
+    /// their order is never read).
+    fn link(&mut self, id: u32, s: u32, d: u32) {
+        for k in [Self::FROM, Self::TO] {
+            let (owner, other) = Self::ends(k, s, d);
+            let head = self.first[k][owner as usize];
+            let l = &mut self.links[id as usize];
+            (l.prev[k], l.next[k], l.other[k]) = (NONE, head, other);
+            if head != NONE {
+                self.links[head as usize].prev[k] = id;
+            }
+            self.first[k][owner as usize] = id;
+            self.len[k][owner as usize] += 1;
+        }
+    }
+
+    /// Pair (`s`, `d`), whose first message is `id`, out of both lists.
+    fn unlink(&mut self, id: u32, s: u32, d: u32) {
+        for k in [Self::FROM, Self::TO] {
+            let (owner, _) = Self::ends(k, s, d);
+            let SparseLink { prev, next, .. } = self.links[id as usize];
+            self.point(k, owner, prev[k], next[k]);
+            if next[k] != NONE {
+                self.links[next[k] as usize].prev[k] = prev[k];
+            }
+            self.len[k][owner as usize] -= 1;
+        }
+    }
+
+    /// Pair (`s`, `d`)'s first message is `new` instead of `old`: `new` takes its places.
+    fn replace(&mut self, old: u32, new: u32, s: u32, d: u32) {
+        let l = self.links[old as usize];
+        self.links[new as usize] = l;
+        for k in [Self::FROM, Self::TO] {
+            let (owner, _) = Self::ends(k, s, d);
+            self.point(k, owner, l.prev[k], new);
+            if l.next[k] != NONE {
+                self.links[l.next[k] as usize].prev[k] = new;
+            }
+        }
+    }
+
+    /// What follows `prev` in `owner`'s list of kind `k` (`prev` `NONE`: its first) is `to`.
+    #[inline]
+    fn point(&mut self, k: usize, owner: u32, prev: u32, to: u32) {
+        if prev == NONE {
+            self.first[k][owner as usize] = to;
+        } else {
+            self.links[prev as usize].next[k] = to;
+        }
+    }
+
+    /// The pairs in `i`'s list of kind `k`: the interface at each one's other end and its
+    /// first message.
+    #[inline]
+    fn pairs(&self, k: usize, i: u32) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let mut at = self.first[k][i as usize];
+        std::iter::from_fn(move || {
+            (at != NONE).then(|| {
+                let (id, l) = (at, &self.links[at as usize]);
+                at = l.next[k];
+                (l.other[k], id)
+            })
+        })
+    }
 }
 
 /// [`Pairs`]' heads where about every pair has a message waiting (`direct`'s every rank
@@ -2390,9 +2519,12 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         if pairs.next.len() < msgs.len() {
             pairs.next.resize(msgs.len(), NONE);
         }
+        if let Some(sp) = pairs.sparse.as_mut().filter(|sp| sp.links.len() < msgs.len()) {
+            sp.links.resize(msgs.len(), Sparse::UNLINKED);
+        }
         let m = &msgs[id as usize];
         let key = priority(m);
-        let Pairs { heads, next, bits, dense, .. } = pairs;
+        let Pairs { heads, next, bits, dense, sparse, .. } = pairs;
         if let Some(t) = dense.as_mut() {
             if t.last.len() < msgs.len() {
                 t.last.resize(msgs.len(), NONE);
@@ -2436,6 +2568,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 if let Some(b) = bits.as_mut() {
                     b.mark_pair(m.src_if, m.dst_if, true);
                 }
+                if let Some(sp) = sparse.as_mut() {
+                    sp.link(id, m.src_if, m.dst_if);
+                }
             }
             Some(Pair { head, tail, first }) => {
                 if priority(&msgs[*tail as usize]) < key {
@@ -2443,6 +2578,9 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                     next[id as usize] = NONE;
                     *tail = id;
                 } else if key < *first {
+                    if let Some(sp) = sparse.as_mut() {
+                        sp.replace(*head, id, m.src_if, m.dst_if);
+                    }
                     next[id as usize] = *head;
                     *head = id;
                     *first = key;
@@ -2458,7 +2596,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
     fn pair_remove(&mut self, id: u32) {
         let m = &self.msgs[id as usize];
         let pairs = self.pairs.as_deref_mut().expect("built");
-        let Pairs { heads, next, bits, dense, .. } = pairs;
+        let Pairs { heads, next, bits, dense, sparse, .. } = pairs;
         if let Some(t) = dense.as_mut() {
             let at = t.at(m.src_if, m.dst_if);
             let head = t.heads[at].head;
@@ -2491,9 +2629,15 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 if let Some(b) = bits.as_mut() {
                     b.mark_pair(m.src_if, m.dst_if, false);
                 }
+                if let Some(sp) = sparse.as_mut() {
+                    sp.unlink(id, m.src_if, m.dst_if);
+                }
             } else {
                 *head = next[id as usize];
                 *first = priority(&self.msgs[*head as usize]);
+                if let Some(sp) = sparse.as_mut() {
+                    sp.replace(id, *head, m.src_if, m.dst_if);
+                }
             }
             return;
         }
@@ -2579,6 +2723,7 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
                 last: vec![NONE; self.msgs.len()],
                 sender: vec![NONE; n],
             }),
+            sparse: bits.is_none().then(|| Sparse::new(n, self.msgs.len())),
             bits,
         }));
         for i in 0..n {
@@ -3320,7 +3465,10 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
         let budget = match pairs.bits.as_ref() {
             Some(b) if b.cyclic[s as usize] => 0,
             Some(_) => WALK_SLACK,
-            None => pairs.receivers.members.len() + WALK_SLACK,
+            None => {
+                let own = pairs.sparse.as_ref().map_or(usize::MAX, |sp| sp.len[Sparse::TO][s as usize] as usize);
+                pairs.receivers.members.len().min(own) + WALK_SLACK
+            }
         };
         let (mut steps, mut looked) = (0, false);
         loop {
@@ -3393,7 +3541,12 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             })
         });
         let Some(b) = pairs.bits.as_ref() else {
-            return first_of(pairs.receivers.members.iter().filter_map(|&d| head(d)));
+            let free = pairs.receivers.members.len();
+            return self.sparse_first(Sparse::TO, s, free).unwrap_or_else(|| {
+                #[cfg(test)]
+                tests::SCANNED.with(|c| c.set(c.get() + free as u64));
+                first_of(pairs.receivers.members.iter().filter_map(|&d| head(d)))
+            });
         };
         let row = &b.to[s as usize * b.words..][..b.words];
         let both = |w: usize| row[w] & b.free_in[w];
@@ -3463,7 +3616,12 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             pairs.get(&self.msgs, s, d)
         };
         let Some(b) = pairs.bits.as_ref() else {
-            return first_of(pairs.senders.members.iter().filter_map(|&s| head(s)));
+            let free = pairs.senders.members.len();
+            return self.sparse_first(Sparse::FROM, d, free).unwrap_or_else(|| {
+                #[cfg(test)]
+                tests::SCANNED.with(|c| c.set(c.get() + free as u64));
+                first_of(pairs.senders.members.iter().filter_map(|&s| head(s)))
+            });
         };
         let row = &b.from[d as usize * b.words..][..b.words];
         let pair = |s: u32| pairs.get_led(&self.msgs, s, d, b.lead[s as usize]).expect("a pair with its bit set waits");
@@ -3495,6 +3653,31 @@ impl<'a, 'p, O: Observer, N: NetworkModel> Engine<'a, 'p, O, N> {
             };
         }
         best.map(|(_, s, p)| p.unwrap_or_else(|| pair(s)))
+    }
+
+    /// Without [`Bits`], the look-up of [`Engine::first_to_free`] (`k`
+    /// [`Sparse::TO`], `i` the sender) or [`Engine::first_from_free`] ([`Sparse::FROM`],
+    /// the receiver) through `i`'s own pairs, where they are fewer than the `free`
+    /// interfaces with a free port at the other end (`None` where they are not: those
+    /// are gone through instead). A pair may start where its other end has a free port
+    /// and, as a sender, is clean (a dirty sender offers its own).
+    #[inline]
+    fn sparse_first(&self, k: usize, i: u32, free: usize) -> Option<Option<Pair>> {
+        let sp = self.pairs.as_deref().and_then(|p| p.sparse.as_ref()).expect("kept without bits");
+        let own = sp.len[k][i as usize] as usize;
+        #[cfg(test)]
+        tests::FREE.with(|c| c.set(c.get() + free as u64));
+        if own >= free {
+            return None;
+        }
+        #[cfg(test)]
+        tests::SCANNED.with(|c| c.set(c.get() + own as u64));
+        let may_start = |o: u32| {
+            let st = &self.ifaces[o as usize];
+            if k == Sparse::TO { st.free_in > 0 } else { st.free_out > 0 && !st.dirty }
+        };
+        let found = sp.pairs(k, i).filter(|&(o, _)| may_start(o));
+        Some(first_of(found.map(|(_, id)| Pair { head: id, tail: NONE, first: priority(&self.msgs[id as usize]) })))
     }
 
     /// Message `id` as an [`Observer`] sees it.
@@ -3638,6 +3821,12 @@ mod tests {
         /// thread's receivers' look-ups ([`super::Engine::first_from_free`]) dropped by
         /// [`super::Bits::dirty`].
         pub(super) static DROPPED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+        /// How many pairs or interfaces this thread's look-ups without [`super::Bits`]
+        /// went through ([`super::Engine::sparse_first`]).
+        pub(super) static SCANNED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+        /// How many interfaces with a free port at the other end those look-ups had to
+        /// choose from (what going through them all would have cost).
+        pub(super) static FREE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
         /// How many times this thread's engines built the index.
         pub(super) static BUILT: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
         /// The messages issued when this thread's engine last built the index.
@@ -3768,6 +3957,60 @@ mod tests {
         }
         assert!(LED.with(|c| c.get()) > led, "no pair was priced by its sender's lead");
         assert!(DROPPED.with(|c| c.get()) > dropped, "no dirty sender was dropped by the bits");
+    }
+
+    /// Without [`super::Bits`] (past [`super::BITS_MAX`] interfaces) a look-up goes
+    /// through its interface's own pairs where they are fewer than the interfaces with a
+    /// free port: bcube on GPU clusters, whose GPUs' own interfaces are nearly all free
+    /// while a few messages wait for each NIC, run with the index from the first pass and
+    /// no bits against without the index. They start the same messages, and the look-ups
+    /// go through a few pairs a message: going through every interface with a free port,
+    /// they went through hundreds (4,096 GPUs on 1,024 NICs spent three quarters of a run
+    /// there).
+    #[test]
+    fn look_ups_without_bits_go_through_own_pairs() {
+        use crate::algos::{self, Params, Problem};
+        use crate::units::ParamValue;
+        let (mut messages, mut scanned, mut free) = (0, 0, 0);
+        for (nodes, nics, fabric, base, elems) in [
+            (64, 2, "{ kind: fat_tree, hosts_per_leaf: 4, spines: 2 }", 8, 1_000_001),
+            (32, 1, "{ kind: rail_optimized }", 4, 513),
+        ] {
+            let ranks = nodes * 8;
+            let text = format!(
+                "ranks: {ranks}\ntopology: {{ kind: cluster, nodes: {nodes}, gpus_per_node: 8, \
+                 intra: {{ kind: nvswitch, alpha: 3.4us, bandwidth: 450GB/s }}, nics_per_node: {nics}, \
+                 inter: {{ alpha: 14us, bandwidth: 400Gbps }}, fabric: {fabric} }}\n\
+                 algorithms: [ring]\nsizes: [4]\n"
+            );
+            let sc = crate::scenario::parse_str(&text, "cluster.yaml").unwrap();
+            let topo = crate::topology::build(&sc.topology, ranks).unwrap();
+            let algo = algos::build("bcube", Params::new(vec![("base".into(), ParamValue::Int(base))])).unwrap();
+            let p = Problem { ranks, elems, elem_bytes: 4 };
+            let run = |pairs: bool| {
+                PAIRS.with(|c| c.set(Some(pairs)));
+                BITS_MAX.with(|c| c.set(Some(0)));
+                let before = (SCANNED.with(|c| c.get()), FREE.with(|c| c.get()));
+                let mut seen = Messages::default();
+                let out = crate::sim::simulate(algo.as_ref(), &*topo, p, 5e-11, None, &mut seen).unwrap();
+                PAIRS.with(|c| c.set(None));
+                BITS_MAX.with(|c| c.set(None));
+                let counts = (SCANNED.with(|c| c.get()) - before.0, FREE.with(|c| c.get()) - before.1);
+                (out.0, seen.0, counts)
+            };
+            let (walked, indexed) = (run(false), run(true));
+            let what = format!("{nodes} nodes x 8, {nics} NICs, base {base}");
+            assert_eq!(walked.1, indexed.1, "{what}: messages");
+            assert_eq!(walked.0, indexed.0, "{what}: statistics");
+            messages += indexed.0.messages;
+            scanned += indexed.2.0;
+            free += indexed.2.1;
+        }
+        let counts = format!("{scanned} pairs or interfaces gone through, of {free}, for {messages} messages");
+        // The runs are ones where going through every free interface costs hundreds a
+        // message, and the look-ups now cost a few.
+        assert!(free > 100 * messages, "{counts}");
+        assert!(scanned < 16 * messages, "{counts}");
     }
 
     /// Walking back from a receiver's in-list tail counts toward building the pair

@@ -44,11 +44,16 @@ impl Tracks {
     }
 }
 
+/// The most port tracks a rank's trace shows that no message used.
+const IDLE_TRACKS: u32 = 8;
+
 /// Write `t` as a Chrome trace to `out`; `meta` (an object: algorithm, ranks, bytes, ...)
 /// goes into the file's `otherData`.
 pub fn write_trace(t: &Timeline, meta: Value, out: &mut dyn Write) -> io::Result<()> {
-    // Tracks per rank: its ports, or more if the recording used more (it cannot).
-    let mut ports: Vec<u32> = (0..t.ranks).map(|r| t.nics.get(r).copied().unwrap_or(1).max(1)).collect();
+    // Tracks per rank: its ports, or more if the recording used more (it cannot); of a
+    // rank with more than IDLE_TRACKS ports, only the tracks that carry something
+    // (`nics` may be 4294967295).
+    let mut ports: Vec<u32> = (0..t.ranks).map(|r| t.nics.get(r).copied().unwrap_or(1).clamp(1, IDLE_TRACKS)).collect();
     for m in &t.messages {
         ports[m.src as usize] = ports[m.src as usize].max(m.out_port + 1);
         ports[m.dst as usize] = ports[m.dst as usize].max(m.in_port + 1);
