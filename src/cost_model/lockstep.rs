@@ -370,10 +370,10 @@ impl Ord for Ready {
 }
 
 /// Bytes the step recurrence holds for each message of the step it is serving
-/// ([`by_instant`], the larger of its two services): the message ([`Xfer`]), its place
-/// among its sender's (`runs`), its wait ([`Ready`]), whether it started and when last
+/// (`by_instant`, the larger of its two services): the message ([`Xfer`]), its place
+/// among its sender's (`runs`), its wait (`Ready`), whether it started and when last
 /// looked at, its two sides, its place in those sides' lists, its entries in the index by
-/// pair of sides ([`ByPair`]: position, pair, offsets, a pair of its own at the most, its
+/// pair of sides (`ByPair`: position, pair, offsets, a pair of its own at the most, its
 /// place by in side, and its share of the pair's bit rows, which are built only where no
 /// larger than the messages), its receiver's job, its sender's end, and its instants in
 /// the heaps (an issue, an end and a wake; two frees and a wake). Held for the largest
@@ -395,8 +395,8 @@ pub const BYTES_PER_STEP_MESSAGE: u64 = (std::mem::size_of::<Xfer>()
     + 3 * std::mem::size_of::<(u64, usize)>()) as u64;
 
 /// Bytes the step recurrence holds for each message it has booked and not yet dropped
-/// ([`Ports::next_step`] drops only bookings that ended before every rank's last step
-/// end, so where ranks drift apart every booking of the run may stay): a [`Booking`] on
+/// (`Ports::next_step` drops only bookings that ended before every rank's last step
+/// end, so where ranks drift apart every booking of the run may stay): a `Booking` on
 /// each of its two sides, with its start and end in each side's sorted lists.
 pub const BYTES_PER_BOOKING: u64 = 2 * (std::mem::size_of::<Booking>() + 2 * std::mem::size_of::<f64>()) as u64;
 
