@@ -1193,6 +1193,20 @@ mod tests {
         assert_eq!(run(12, 8, (0, SWEEP_LOOKS_PER_MESSAGE)), whole);
     }
 
+    /// `direct`'s two steps on `np` ranks as one stream: every rank sends 32 KiB to every
+    /// other, added in the first step and copied in the second.
+    fn all_to_all_steps(np: usize) -> Vec<Vec<Posted>> {
+        let step = |s: usize| Posted {
+            xfers: (0..np)
+                .flat_map(|from| {
+                    (1..np).map(move |k| (Xfer { from, to: (from + k) % np, bytes: 32768, reduce: s == 0 }, s))
+                })
+                .collect(),
+            local: Vec::new(),
+        };
+        vec![vec![step(0), step(1)]]
+    }
+
     /// `direct`'s two all-to-all steps on a hierarchy of 16 x 8 ranks of 2 NICs (links
     /// of two speeds, so the interfaces free out of turn): each interface that freed
     /// walked its list, a message for each of up to P - 1 peers, for one whose peer had
@@ -1205,15 +1219,7 @@ mod tests {
         let level = |size, alpha, bandwidth| Level { size, link: Link { alpha, bandwidth }, nics: None };
         let topo = Hierarchical::new(vec![level(16, 0.7e-6, 150e9), level(8, 5e-6, 12.5e9)], 2).unwrap();
         let np = topo.ranks();
-        let step = |s: usize| Posted {
-            xfers: (0..np)
-                .flat_map(|from| {
-                    (1..np).map(move |k| (Xfer { from, to: (from + k) % np, bytes: 32768, reduce: s == 0 }, s))
-                })
-                .collect(),
-            local: Vec::new(),
-        };
-        let streams = vec![vec![step(0), step(1)]];
+        let streams = all_to_all_steps(np);
         let whole = sweep_within(&topo, 0.05e-9, false, &streams, (u64::MAX, 0));
         assert!(whole.is_some(), "unbounded, the sweep holds");
         assert_eq!(sweep_within(&topo, 0.05e-9, false, &streams, (0, 32)), whole);
@@ -1230,15 +1236,7 @@ mod tests {
         use crate::topology::FullyConnected;
         let np = 128;
         let topo = FullyConnected { ranks: np, link: Link { alpha: 1e-6, bandwidth: 12.5e9 }, nics: 1 };
-        let step = |s: usize| Posted {
-            xfers: (0..np)
-                .flat_map(|from| {
-                    (1..np).map(move |k| (Xfer { from, to: (from + k) % np, bytes: 32768, reduce: s == 0 }, s))
-                })
-                .collect(),
-            local: Vec::new(),
-        };
-        let streams = vec![vec![step(0), step(1)]];
+        let streams = all_to_all_steps(np);
         let whole = sweep_within(&topo, 0.0, false, &streams, (u64::MAX, 0));
         assert!(whole.is_some(), "unbounded, the sweep holds");
         assert_eq!(sweep_within(&topo, 0.0, false, &streams, (0, 8)), whole);
