@@ -6,6 +6,27 @@
 //! and checks each against its closed form in [`cost_model`]; [`report`] renders it.
 #![warn(missing_docs)]
 
+/// `eprintln!` that cannot panic: a line to standard error, where a failed write (stderr
+/// closed, or on a full device) is dropped. A message that cannot be shown must not turn
+/// the exit status the run earned into a panic's 101; the report on standard output or
+/// in `--output` is what carries the results.
+#[macro_export]
+macro_rules! diag {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// [`diag!`] without the line feed (`eprint!`).
+#[macro_export]
+macro_rules! diag_text {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod algos;
 pub mod baseline;
 pub mod calibrate;

@@ -415,7 +415,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprint!("{}", parse_error(e));
+            allreduce_sim::diag_text!("{}", parse_error(e));
             return ExitCode::from(2);
         }
     };
@@ -423,7 +423,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(BadInput(msg)) => {
             // A message may quote the scenario (a snippet of the line, a name).
-            eprintln!("error: {}", allreduce_sim::scenario::units::escape_controls(&msg));
+            allreduce_sim::diag!("error: {}", allreduce_sim::scenario::units::escape_controls(&msg));
             ExitCode::from(2)
         }
     }
@@ -457,7 +457,7 @@ fn write_stdout(text: &str) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }
-        eprintln!("error: cannot write to standard output: {e}");
+        allreduce_sim::diag!("error: cannot write to standard output: {e}");
         std::process::exit(2);
     }
 }
@@ -627,7 +627,7 @@ fn calibrate_progress() -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle
                 "events/s not counted yet".to_string()
             };
             let done = EVALUATIONS.load(Relaxed).saturating_sub(evaluations0);
-            eprintln!("progress: calibrate: {done} model evaluations, {elapsed:.0}s elapsed, {speed}");
+            allreduce_sim::diag!("progress: calibrate: {done} model evaluations, {elapsed:.0}s elapsed, {speed}");
         }
     });
     (tx, handle)
@@ -664,7 +664,7 @@ fn cmd_plot(args: PlotArgs) -> Result<ExitCode, BadInput> {
         .map_err(BadInput)?;
     let files = plots::plot_data(&data, &out).map_err(|e| BadInput(format!("--out: {e}")))?;
     if files.is_empty() {
-        eprintln!("{}: nothing to plot (no point ran)", esc_path(&report));
+        allreduce_sim::diag!("{}: nothing to plot (no point ran)", esc_path(&report));
     }
     for f in &files {
         write_stdout(&format!("{}\n", esc_path(f)));
@@ -825,7 +825,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         if runner::STOP.swap(true, std::sync::atomic::Ordering::Relaxed) {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
-        eprintln!("interrupted: finishing the points under way (Ctrl-C again to quit at once)");
+        allreduce_sim::diag!("interrupted: finishing the points under way (Ctrl-C again to quit at once)");
     });
     let report = match &trace {
         Some(out) => run_traced(recorded, out)?,
@@ -837,7 +837,10 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
     emit(&report, format, output.as_ref())?;
     if runner::STOP.load(std::sync::atomic::Ordering::Relaxed) {
         let all = s.points_of(shard).len();
-        eprintln!("interrupted: the report holds the {} of {all} point(s) that finished", report.results.len());
+        allreduce_sim::diag!(
+            "interrupted: the report holds the {} of {all} point(s) that finished",
+            report.results.len()
+        );
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     if let Some(dir) = &plot {
@@ -847,11 +850,11 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
             let points = measured_points(&measured, &report);
             files.extend(plots::plot_measured(&report, &points, dir).map_err(flagged)?);
         }
-        eprintln!("wrote {} plot file(s) to {}", files.len(), esc_path(dir));
+        allreduce_sim::diag!("wrote {} plot file(s) to {}", files.len(), esc_path(dir));
     }
     if let Some(g) = &gantt {
         g.write(|tmp| plots::write_gantt(recorded, tmp)).map_err(BadInput)?;
-        eprintln!("wrote {}", esc_path(&g.path));
+        allreduce_sim::diag!("wrote {}", esc_path(&g.path));
     }
     let gate_held = match &baseline {
         Some(b) => gate(b, &report, tolerance, junit.as_ref())?,
@@ -882,7 +885,7 @@ fn plan_run_outputs(
 fn pick_recorded(s: &Scenario) -> Result<Option<Scenario>, BadInput> {
     let run = |s: &Scenario, pt: &runner::Point| runner::run_point_observed(s, pt, &mut NoObserver);
     Ok(select::pick_single(s, &run).map_err(BadInput)?.map(|(one, note)| {
-        eprintln!("{}", esc(&note));
+        allreduce_sim::diag!("{}", esc(&note));
         one
     }))
 }
@@ -893,7 +896,7 @@ fn run_status(report: &Report, shard: Option<Shard>, gate_held: bool) -> ExitCod
     let failed = report.results.iter().filter(|r| !r.passed()).count();
     let cut = report.results.iter().filter(|r| r.only_cut_off()).count();
     if failed > 0 && cut == failed && gate_held {
-        eprintln!(
+        allreduce_sim::diag!(
             "{cut} of {} point(s) cut off: link faults left messages with no route (each point's cut_off \
              says who waits for whom)",
             report.results.len()
@@ -901,7 +904,7 @@ fn run_status(report: &Report, shard: Option<Shard>, gate_held: bool) -> ExitCod
         return ExitCode::from(EXIT_CUT_OFF);
     }
     if failed > 0 {
-        eprintln!("{failed} of {} point(s) failed a check", report.results.len());
+        allreduce_sim::diag!("{failed} of {} point(s) failed a check", report.results.len());
         return ExitCode::from(1);
     }
     if !gate_held {
@@ -910,7 +913,7 @@ fn run_status(report: &Report, shard: Option<Shard>, gate_held: bool) -> ExitCod
     if !report.results.is_empty() && report.results.iter().all(|r| r.not_applicable.is_some()) {
         // A shard may hold only n/a points while the other shards run theirs.
         let whole = if shard.is_some() { "this shard's" } else { "the sweep's" };
-        eprintln!(
+        allreduce_sim::diag!(
             "no point ran: all {} of {whole} point(s) are not applicable (the report gives each \
                  reason); nothing was simulated",
             report.results.len()
@@ -1048,7 +1051,7 @@ fn refuse_unrecordable_selector(s: &Scenario, flag: &str) -> Result<Vec<String>,
         }
         Some(_) => {
             let labels: Vec<String> = over.iter().map(|c| c.label.clone()).collect();
-            eprintln!(
+            allreduce_sim::diag!(
                 "{}",
                 esc(&format!(
                     "{flag}: {} of the {} algorithms {entry} chooses from at {at} cannot be recorded (more than \
@@ -1158,7 +1161,7 @@ fn gate(
     junit: Option<&Output>,
 ) -> Result<bool, BadInput> {
     let cmp = allreduce_sim::baseline::compare(baseline, report, tolerance);
-    eprint!("{}", esc(&cmp.render()));
+    allreduce_sim::diag_text!("{}", esc(&cmp.render()));
     if let Some(out) = junit {
         out.write_text(&cmp.junit()).map_err(BadInput)?;
     }
@@ -1184,7 +1187,7 @@ fn checks_status(report: &Report, hint: &str) -> ExitCode {
     let failed = report.results.iter().filter(|r| !r.passed()).count();
     let cut = report.results.iter().filter(|r| r.only_cut_off()).count();
     if failed > 0 && cut == failed {
-        eprintln!(
+        allreduce_sim::diag!(
             "{cut} of {} point(s) cut off: link faults left messages with no route (each point's cut_off \
              says who waits for whom){hint}",
             report.results.len()
@@ -1192,7 +1195,7 @@ fn checks_status(report: &Report, hint: &str) -> ExitCode {
         return ExitCode::from(EXIT_CUT_OFF);
     }
     if failed > 0 {
-        eprintln!("{failed} of {} point(s) failed a check{hint}", report.results.len());
+        allreduce_sim::diag!("{failed} of {} point(s) failed a check{hint}", report.results.len());
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
@@ -1233,7 +1236,7 @@ fn measured_points(logs: &[(PathBuf, Vec<allreduce_sim::calibrate::Run>)], repor
             let held: std::collections::BTreeSet<usize> =
                 report.results.iter().filter(|q| q.collective == r.collective).map(|q| q.ranks).collect();
             if held.is_empty() {
-                eprintln!(
+                allreduce_sim::diag!(
                     "note: --measured {}:{}: a run of {}, a collective the report does not hold; not drawn",
                     esc_path(path),
                     r.line,
@@ -1243,7 +1246,7 @@ fn measured_points(logs: &[(PathBuf, Vec<allreduce_sim::calibrate::Run>)], repor
             }
             if !held.contains(&p) {
                 let ranks: Vec<String> = held.iter().map(ToString::to_string).collect();
-                eprintln!(
+                allreduce_sim::diag!(
                     "note: --measured {}:{}: a run on {p} ranks, where the report's {} points are on {} ranks; not \
                      drawn (a chart is drawn per rank count the two share)",
                     esc_path(path),

@@ -268,7 +268,7 @@ fn progress_lines(stop: &mpsc::Receiver<()>, done: &AtomicUsize, tails: &AtomicU
         };
         // Before a point finishes or a block of events is counted the rate is unknown, not 0.
         let speed = if events > 0 { format!("{rate:.3e} events/s") } else { "events/s not counted yet".to_string() };
-        eprintln!("progress: {d}/{len} points, {:.0}s elapsed, {speed}, {left}", elapsed);
+        crate::diag!("progress: {d}/{len} points, {:.0}s elapsed, {speed}, {left}", elapsed);
     }
 }
 

@@ -225,3 +225,53 @@ fn a_closed_pipe_is_not_a_panic() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.code(), Some(0), "{stderr}");
 }
+
+/// Standard error on a full device (or closed) loses the messages, not the exit status:
+/// a refusal still exits 2 and a run that held every check 0, where every message to
+/// stderr once panicked (101).
+#[test]
+fn a_full_standard_error_is_not_a_panic() {
+    if !std::path::Path::new("/dev/full").exists() {
+        eprintln!("skipped: this machine has no /dev/full");
+        return;
+    }
+    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let file = scenario(SMALL);
+    let plots = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-full-{}", std::process::id()));
+    let plot = format!("--plot={}", plots.display());
+    let runs: [(Vec<&str>, i32); 3] = [
+        (vec!["run", "no-such-scenario.yaml"], 2),
+        (vec!["explain", "zzz"], 2),
+        (vec!["run", file.0.to_str().unwrap(), &plot], 0),
+    ];
+    for (args, code) in runs {
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("allreduce-sim"))
+            .args(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(full())
+            .status()
+            .unwrap();
+        assert_eq!(out.code(), Some(code), "{args:?}");
+    }
+    let _ = std::fs::remove_dir_all(&plots);
+}
+
+/// A list of a quarter of a million sizes (the most nodes a scenario may hold) is read in
+/// time proportional to it: each duplicate check was a scan of the list so far (44 s).
+#[test]
+fn a_long_list_of_sizes_is_read_at_once() {
+    let sizes: Vec<String> = (1..=240_000u64).map(|i| (4 * i).to_string()).collect();
+    let ranks: Vec<String> = (1..=5_000u64).map(|i| i.to_string()).collect();
+    let file = scenario(&format!(
+        "ranks: [{}]\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\nalgorithms: [ring]\nsizes: [{}]\n",
+        ranks.join(", "),
+        sizes.join(", ")
+    ));
+    cmd()
+        .args(["validate", "--ranks", "4", "--sizes", "4"])
+        .arg(&file.0)
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("1 point(s)"));
+}

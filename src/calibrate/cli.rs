@@ -64,7 +64,7 @@ pub fn execute(a: &Args) -> Result<(String, Calibration), String> {
     // Also on standard error, before the fit: with `--format json` or `--output` the
     // table's warnings may never be read, and the fitted file keeps the noise.
     if let Some(w) = super::noise_warning(&machine) {
-        eprintln!("warning: {}: {w}", crate::units::escape_controls(&machine.file));
+        crate::diag!("warning: {}: {w}", crate::units::escape_controls(&machine.file));
     }
     let mut env = Vec::new();
     for kv in &a.env {
