@@ -20,10 +20,12 @@
 //!   ([`DATA_BYTES_PER_MESSAGE_IN_FLIGHT`]). `auto` is `full` while whole vectors would fit `data.memory_budget`, else
 //!   `sample` ([`Planned::data_mode`]: the choice is the one it always was); a point whose data
 //!   would not fit the budget is refused ([`check_budget`]);
-//! - **engine**: [`ENGINE_BYTES_PER_RANK`] per rank (programs, queues, counters),
-//!   [`ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT`] for each message the engine may hold at once
+//! - **engine**: [`ENGINE_BYTES_PER_RANK`] per rank (programs, queues, counters) and as
+//!   much per switch agent, `nvls_tree`'s many streams (each its record and its
+//!   program), [`ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT`] for each message the engine may hold at once
 //!   where many are ([`Planned::in_flight`]: the P (P - 1) of an exchange that issues a
-//!   step's sends at once, `pat`'s up to P^2 / 2, its schedule's own bound, P a piece
+//!   step's sends at once, `pat`'s up to P^2 / 2, its schedule's own bound, `nvls_tree`'s
+//!   window of loops on every channel, P a piece
 //!   of a vector cut by `segments` or `double_binary_tree`'s `chunk`), or, where more,
 //!   what the closed form's check holds after the engine is gone, where an exchange's
 //!   step recurrence books every message ([`Planned::closed_form_bytes`]); and on
@@ -44,12 +46,14 @@
 
 use std::sync::OnceLock;
 
+use crate::algos::nvls_tree::{EngineLoad, NvlsTree};
 use crate::algos::{Algorithm, Machine, Params, Problem};
 use crate::cost_model::{BOUNDS_BYTES_PER_MESSAGE_IN_FLIGHT, BYTES_PER_BOOKING, BYTES_PER_STEP_MESSAGE};
 use crate::results::Point;
 use crate::scenario::AlgoSpec;
 use crate::scenario::{DataMode, Scenario};
 use crate::sim::data::SAMPLE_GRID;
+use crate::sim::engine::STREAM_BYTES;
 use crate::timeline::{DETAIL_MAX_RANKS, MAX_INTERVALS};
 use crate::topology::spec::TopologySpec;
 use crate::topology::{MAX_CACHED_HOPS, MAX_CACHED_ROUTES, Topology};
@@ -143,6 +147,9 @@ pub struct Planned<'s> {
     /// point against the memory limit and again for the largest reservation, and a
     /// selector's walks its candidates.
     estimate: OnceLock<Estimate>,
+    /// `nvls_tree`'s streams and messages in flight ([`Planned::nvls_tree_load`]), found
+    /// on first use.
+    load: OnceLock<Option<EngineLoad>>,
 }
 
 impl<'s> Planned<'s> {
@@ -155,7 +162,15 @@ impl<'s> Planned<'s> {
             crate::algos::build_for(spec.collective, &spec.name, Params::new(spec.params.clone()))
                 .map_err(|e| format!("cannot build {}: {e}", spec.name))
         };
-        Planned { s, pt: pt.clone(), single, algo, messages: OnceLock::new(), estimate: OnceLock::new() }
+        Planned {
+            s,
+            pt: pt.clone(),
+            single,
+            algo,
+            messages: OnceLock::new(),
+            estimate: OnceLock::new(),
+            load: OnceLock::new(),
+        }
     }
 
     /// The scenario the point belongs to.
@@ -356,7 +371,9 @@ impl<'s> Planned<'s> {
     /// a slot each; `pat`, whose leaves send a whole aggregated group before their first
     /// receive, up to P^2 / 2 where its parts are small (its schedule's own bound,
     /// `Pat::in_flight` in src/algos/pat.rs); an algorithm given `segments` (or
-    /// `double_binary_tree` a `chunk`), P a piece (`Planned::pieces`); every other
+    /// `double_binary_tree` a `chunk`), P a piece (`Planned::pieces`); `nvls_tree`, whose
+    /// GPUs issue their loads on every channel at once and run up to 8 loops ahead of
+    /// the totals, what its waits allow (`Planned::nvls_tree_load`); every other
     /// algorithm keeps a few a rank.
     pub fn in_flight(&self) -> u64 {
         use crate::collective::Collective::{Allgather, Allreduce, Barrier, ReduceScatter};
@@ -385,8 +402,47 @@ impl<'s> Planned<'s> {
                     _ => 0,
                 }
             }
+            (Allreduce, "nvls_tree") => self.nvls_tree_load().map_or(0, |load| load.in_flight.min(all)),
             _ => self.pieces().map_or(0, |n| p.saturating_mul(n).min(all)),
         }
+    }
+
+    /// `nvls_tree`'s streams, their programs' bytes and its messages in flight at the
+    /// most, read off its schedule (`NvlsTree::engine_load` in src/algos/nvls_tree.rs):
+    /// its GPUs issue a window of loops' loads on every channel at once (every load of
+    /// the run where a channel has one loop), and each GPU and switch agent runs two
+    /// streams a channel, 32 at NCCL's 16 channels. `None` for any other point, or one
+    /// it does not run on.
+    fn nvls_tree_load(&self) -> Option<EngineLoad> {
+        *self.load.get_or_init(|| {
+            let spec = &self.s.algorithms[self.pt.algo];
+            if spec.collective != crate::collective::Collective::Allreduce || spec.name != "nvls_tree" {
+                return None;
+            }
+            let algo = NvlsTree::from_params(&mut Params::new(spec.params.clone())).ok()?;
+            let elems = usize::try_from(self.elems()).ok()?;
+            let prob = Problem { ranks: self.pt.ranks, elems, elem_bytes: self.s.data.dtype.bytes() };
+            let (_, topo) = point_machine(self.s, spec, self.pt.ranks, self.pt.bytes).ok()?;
+            algo.engine_load(&prob, topo.as_ref())
+        })
+    }
+
+    /// The engine's state beyond [`ENGINE_BYTES_PER_RANK`] a rank and its few streams:
+    /// as much again for each switch agent of an algorithm that has them (one per
+    /// rank), and `nvls_tree`'s many streams ([`Planned::nvls_tree_load`]), each its
+    /// record in the engine ([`STREAM_BYTES`]) and its program (a closure over the
+    /// schedule, a few hundred bytes): 266,000 streams, 63 MB, at 4,160 ranks of 16
+    /// channels. 0 for every other point.
+    fn streams_bytes(&self) -> u64 {
+        let p = self.pt.ranks as u64;
+        let agents = match self.algo() {
+            Ok(a) if a.switch_agents() => p.saturating_mul(ENGINE_BYTES_PER_RANK),
+            _ => 0,
+        };
+        let streams = self
+            .nvls_tree_load()
+            .map_or(0, |load| load.streams.saturating_mul(STREAM_BYTES).saturating_add(load.program_bytes));
+        agents.saturating_add(streams)
     }
 
     /// The pieces a vector is cut into where the scenario gives the count (`segments`), or
@@ -511,6 +567,7 @@ impl<'s> Planned<'s> {
         // same per-rank tables and routes.
         let engine_bytes = p
             .saturating_mul(ENGINE_BYTES_PER_RANK)
+            .saturating_add(self.streams_bytes())
             .saturating_add(route_cache_bytes(s, pt.ranks, messages))
             .saturating_add(
                 self.in_flight().saturating_mul(ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT).max(self.closed_form_bytes()),
@@ -628,9 +685,14 @@ pub fn checked_plan<'s>(
     Ok((plans, Some(limit)))
 }
 
+/// The address space an allocator arena takes at once: glibc's largest heap of a thread's
+/// arena on a 64-bit machine (twice its 32 MiB largest mmap threshold).
+const ARENA_BYTES: u64 = 64 << 20;
+
 /// Refuse the largest point of `plans` if this process cannot even reserve its estimated
-/// memory: the allocator is asked for that much once, untouched (no page is used) and
-/// given back at once. `run` asks it last, after every other refusal, just before the
+/// memory, and an arena for each thread of the run (`ARENA_BYTES`, 64 MiB): the
+/// allocator is asked for that much once, untouched (no page is used) and given back at
+/// once. `run` asks it last, after every other refusal, just before the
 /// points run. A limit given by hand (`--max-memory 15EiB`), or none where
 /// `/proc/meminfo` cannot be read, may be past what the machine or the process's
 /// address-space limit (`ulimit -v`) allows, and a point within it then died of a failed
@@ -642,7 +704,13 @@ pub fn check_reservable(plans: &[Planned]) -> Result<(), String> {
         return Ok(());
     };
     let need = est.memory_bytes();
-    let reservable = usize::try_from(need).is_ok_and(|n| Vec::<u8>::new().try_reserve_exact(n).is_ok());
+    // The run's threads each get an allocator arena of their own, which takes its address
+    // space a whole arena at a time: under `ulimit -v` the point then needs that much
+    // beside its estimate (`nvls_tree` at 4,160 ranks: a 197 MB heap in 430 MB of address
+    // space, which died under a limit of 300 MB that its estimate of 271 MiB passed).
+    let arenas = ARENA_BYTES.saturating_mul(rayon::current_num_threads() as u64);
+    let reservable =
+        usize::try_from(need.saturating_add(arenas)).is_ok_and(|n| Vec::<u8>::new().try_reserve_exact(n).is_ok());
     if reservable {
         return Ok(());
     }

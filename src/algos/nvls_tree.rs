@@ -95,6 +95,15 @@ impl NvlsTree {
         Ok(NvlsTree { channels, chunk })
     }
 
+    /// What a run of `p` on `topo` holds in the engine beside its ranks' own state: its
+    /// streams, their programs' bytes and the most messages in flight, read off the
+    /// schedule in O(channels + nodes x heads) without walking it. `None` where no
+    /// count is claimed (as [`Algorithm::messages`]).
+    pub fn engine_load(&self, p: &Problem, topo: &dyn Topology) -> Option<EngineLoad> {
+        let plan = self.plan(p, topo)?;
+        (topo.intra_nvswitch() && plan.nodes >= 2 && plan.ranks() == p.ranks).then(|| plan.engine_load())
+    }
+
     /// The schedule of `p` on `topo`'s nodes (`None` off a cluster).
     fn plan(&self, p: &Problem, topo: &dyn Topology) -> Option<Plan> {
         let (_, g) = topo.node_shape()?;
@@ -148,6 +157,20 @@ pub fn chunk_bytes(bytes: u64, channels: usize, heads: usize, nodes: usize, max:
         }
     }
     chunk
+}
+
+/// What a run of `nvls_tree` holds in the engine at once beside its ranks' own state
+/// ([`NvlsTree::engine_load`]): the memory estimate counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineLoad {
+    /// Streams of every GPU and switch agent (two per GPU and channel at the most: 32
+    /// at NCCL's 16 channels).
+    pub streams: u64,
+    /// Bytes of those streams' programs.
+    pub program_bytes: u64,
+    /// Messages in flight at once, at the most (sends issued and not yet received, and
+    /// receives posted before their message).
+    pub in_flight: u64,
 }
 
 /// One run's schedule.
@@ -239,24 +262,88 @@ impl Plan {
     /// depend on its tree (`k mod 2`) alone, so one loop of each tree is counted and
     /// multiplied by the loops of that tree's channels. O(channels + nodes x heads).
     fn messages(&self) -> u64 {
-        // One loop on tree t: every GPU's H loads; each head its send up (not the root),
-        // one down to each child and its store; each head's agent the node's sum and a
-        // copy to every GPU of the node.
-        let per_loop = |t: usize| -> u128 {
-            let loads = (self.ranks() * self.heads) as u128;
-            let heads: u128 = (0..self.nodes)
-                .flat_map(|node| (0..self.g).filter_map(move |j| self.head_of(j).map(|h| (node, h))))
-                .map(|(node, h)| {
-                    let (parent, kids) = self.tree(t, node, h);
-                    let head = usize::from(parent.is_some()) + kids.iter().flatten().count() + 1;
-                    (head + 1 + self.g) as u128
-                })
-                .sum();
-            loads + heads
-        };
         let loops = |t: usize| -> u128 { (t..self.channels).step_by(2).map(|k| self.loops(k) as u128).sum() };
-        let total: u128 = (0..2).map(|t| per_loop(t) * loops(t)).sum();
+        let total: u128 = (0..2).map(|t| self.loop_messages(t) * loops(t)).sum();
         u64::try_from(total).unwrap_or(u64::MAX)
+    }
+
+    /// Messages of one loop of a channel on tree t: every GPU's H loads; each head its
+    /// send up (not the root), one down to each child and its store; each head's agent
+    /// the node's sum and a copy to every GPU of the node.
+    fn loop_messages(&self, t: usize) -> u128 {
+        let loads = (self.ranks() * self.heads) as u128;
+        let heads: u128 = (0..self.nodes)
+            .flat_map(|node| (0..self.g).filter_map(move |j| self.head_of(j).map(|h| (node, h))))
+            .map(|(node, h)| {
+                let (parent, kids) = self.tree(t, node, h);
+                let head = usize::from(parent.is_some()) + kids.iter().flatten().count() + 1;
+                (head + 1 + self.g) as u128
+            })
+            .sum();
+        loads + heads
+    }
+
+    /// What the engine holds for the run beside its ranks' own state, read off the
+    /// schedule as [`Plan::messages`] is ([`EngineLoad`]).
+    ///
+    /// Streams: per channel with a loop, every GPU's main stream, a broadcast stream on
+    /// each head but the root node's, and two on each head's agent; each program is its
+    /// closure over the plan, whose size is read off one head's and its agent's
+    /// programs (the same types on every rank and channel).
+    ///
+    /// In flight, per channel, from the waits alone (whatever the timing). Let GPU r be
+    /// at loop m (it has issued loop m's loads, not loop m + 1's). It has every copy of
+    /// loop m - [`WINDOW`] (it waited for them before loop m), and posts its copies'
+    /// receives loop by loop; every other GPU is at loop m - [`WINDOW`] or later, as the
+    /// total of that loop needed its loads. So, of the messages of a loop:
+    ///
+    /// - loads: a GPU's are received before its copies of the loop are sent, so it has
+    ///   at most [`WINDOW`] loops of them in flight; a head's only two: at loop m it has
+    ///   its node's sum of loop m - 1, so every other head of its node has begun loop
+    ///   m - 1, having had its own sum of loop m - 2, which its agent sends only once it
+    ///   has every load of that loop;
+    /// - copies (their receives posted or their messages sent): [`WINDOW`] loops a GPU;
+    /// - sums: one, the head's current loop's (its agent sends a loop's sum only once it
+    ///   has the head's loads of it, and the head then waits for it);
+    /// - ups, downs and stores: [`WINDOW`] loops an edge or head: a child head at loop m
+    ///   has the total of loop m - [`WINDOW`], so its parent has taken its ups up to that
+    ///   loop; a down or store of loop x is sent only once the total of loop x is, which
+    ///   needed every GPU's loads of loop x, and is taken before the copies of loop x
+    ///   its receiver's node waits for [`WINDOW`] loops later.
+    ///
+    /// With one loop a channel (small sizes) that is every message at once: every GPU
+    /// issues its loads on every channel at its start.
+    fn engine_load(&self) -> EngineLoad {
+        let size = |progs: Vec<Program<'static>>| -> Vec<u64> {
+            progs.iter().map(|p| std::mem::size_of_val(&**p) as u64).collect()
+        };
+        // A node whose heads have a parent in tree 0 (any but its root: nodes >= 2), so
+        // that its head 0 runs both GPU streams and its agent both of its own.
+        let node = (0..self.nodes).find(|&n| dtree(self.nodes, n, 0).0.is_some()).unwrap_or(0);
+        let r = node * self.g + self.head_gpu(0);
+        let (gpu, agent) = (size(self.gpu(0, r)), size(self.agent_streams(0, r)));
+        let [main, broadcast] = [0, 1].map(|i| gpu.get(i).copied().unwrap_or(0));
+        let agent: u64 = agent.iter().sum();
+        let (p, heads) = (self.ranks() as u64, (self.nodes * self.heads) as u64);
+        let parented = heads.saturating_sub(self.heads as u64);
+        // A loop's loads (and as many copies) from heads and from the other GPUs, its
+        // sums (one a head), and its ups, downs and stores (the rest) on tree t.
+        let hh = self.heads as u128;
+        let (from_heads, from_others) = (heads as u128 * hh, (p - heads) as u128 * hh);
+        let sums = heads as u128;
+        let rest = [0, 1].map(|t| self.loop_messages(t).saturating_sub(2 * p as u128 * hh + sums));
+        let window = WINDOW as u128;
+        let mut load = EngineLoad { streams: 0, program_bytes: 0, in_flight: 0 };
+        for k in (0..self.channels).filter(|&k| self.loops(k) > 0) {
+            load.streams += p + parented + 2 * heads;
+            load.program_bytes += p * main + parented * broadcast + heads * agent;
+            let loops = self.loops(k) as u128;
+            let loads = from_heads * loops.min(2) + from_others * loops.min(window);
+            let copies = p as u128 * hh * loops.min(window);
+            let held = loads + copies + sums + rest[k % 2] * loops.min(window);
+            load.in_flight = load.in_flight.saturating_add(u64::try_from(held).unwrap_or(u64::MAX));
+        }
+        load
     }
 
     fn agent(&self, gpu: usize) -> Rank {
@@ -674,6 +761,39 @@ mod tests {
                 .filter(|op| matches!(op, Op::Send { .. }))
                 .count();
             assert_eq!(plan.messages(), walked as u64, "{nodes} nodes x {g} GPUs, {heads} heads, {channels} channels");
+        }
+    }
+
+    /// The engine load's streams and program bytes are those of every GPU's and agent's
+    /// programs, and its messages in flight are at most the run's, all of them where a
+    /// channel has one loop, on the machines of the count's test.
+    #[test]
+    fn engine_load_is_the_programs() {
+        for (nodes, g, heads, channels, n, chunk) in [
+            (2, 8, 8, 16, 1000, 1),
+            (2, 8, 1, 3, 257, 5),
+            (3, 4, 2, 5, 3, 1),
+            (5, 4, 3, 4, 999, 7),
+            (6, 3, 2, 2, 64, 3),
+            (7, 2, 2, 1, 10, 100),
+        ] {
+            let plan = Plan { g, nodes, heads, channels, n, chunk_elems: chunk, align: 2 };
+            let np = plan.ranks();
+            let progs: Vec<Program<'static>> = (0..2 * np)
+                .flat_map(|r| {
+                    (0..channels)
+                        .filter(|&k| plan.loops(k) > 0)
+                        .flat_map(move |k| if r < np { plan.gpu(k, r) } else { plan.agent_streams(k, r - np) })
+                })
+                .collect();
+            let load = plan.engine_load();
+            let at = format!("{nodes} nodes x {g} GPUs, {heads} heads, {channels} channels");
+            assert_eq!(load.streams, progs.len() as u64, "{at}");
+            let bytes: usize = progs.iter().map(|p| std::mem::size_of_val(&**p)).sum();
+            assert_eq!(load.program_bytes, bytes as u64, "{at}");
+            let one_loop = (0..channels).all(|k| plan.loops(k) <= 1);
+            assert!(load.in_flight <= plan.messages(), "{at}");
+            assert!(!one_loop || load.in_flight == plan.messages(), "{at}");
         }
     }
 

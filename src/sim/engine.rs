@@ -577,6 +577,11 @@ struct Deferred {
     issued: f64,
 }
 
+/// Bytes of the engine's record of one stream of a rank's program, beside the
+/// program's own state (its boxed iterator): the memory estimate counts it for an
+/// algorithm that runs many streams a rank.
+pub const STREAM_BYTES: u64 = std::mem::size_of::<Stream<'static>>() as u64;
+
 /// One sequential stream of a rank's program (a rank may run several at once).
 struct Stream<'p> {
     prog: Program<'p>,
