@@ -690,7 +690,9 @@ pub fn checked_plan<'s>(
 const ARENA_BYTES: u64 = 64 << 20;
 
 /// Refuse the largest point of `plans` if this process cannot even reserve its estimated
-/// memory, and an arena for each thread of the run (`ARENA_BYTES`, 64 MiB): the
+/// memory, and up to an arena's heap for each thread of the run and the main thread
+/// (`ARENA_BYTES`, 64 MiB;
+/// no more than the estimate itself): the
 /// allocator is asked for that much once, untouched (no page is used) and given back at
 /// once. `run` asks it last, after every other refusal, just before the
 /// points run. A limit given by hand (`--max-memory 15EiB`), or none where
@@ -704,11 +706,15 @@ pub fn check_reservable(plans: &[Planned]) -> Result<(), String> {
         return Ok(());
     };
     let need = est.memory_bytes();
-    // The run's threads each get an allocator arena of their own, which takes its address
-    // space a whole arena at a time: under `ulimit -v` the point then needs that much
-    // beside its estimate (`nvls_tree` at 4,160 ranks: a 197 MB heap in 430 MB of address
-    // space, which died under a limit of 300 MB that its estimate of 271 MiB passed).
-    let arenas = ARENA_BYTES.saturating_mul(rayon::current_num_threads() as u64);
+    // The run's threads each allocate from an arena of their own, which takes address
+    // space a whole 64 MiB heap at a time: under `ulimit -v` a large point needs up to a
+    // heap's slack a thread beside its estimate (`nvls_tree` at 4,160 ranks: a 197 MB heap
+    // in 430 MB of address space died under a limit of 300 MB that its estimate of
+    // 271 MiB passed). A small point fits in the heaps its threads already reserved, so
+    // the margin is at most the point's own size (a full margin refused a 2 MiB run under
+    // a limit of 200 MB that it runs in).
+    // The main thread's heap counts as one more.
+    let arenas = ARENA_BYTES.saturating_mul(rayon::current_num_threads() as u64 + 1).min(need);
     let reservable =
         usize::try_from(need.saturating_add(arenas)).is_ok_and(|n| Vec::<u8>::new().try_reserve_exact(n).is_ok());
     if reservable {
