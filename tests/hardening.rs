@@ -986,3 +986,58 @@ fn thirtieth_trial_slow_ranks_and_links_say_their_limits() {
         assert!(err.contains(want) && !err.contains("inf "), "{noise}: {err}");
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// The thirty-first trial of docs/hardening.md.
+
+/// `explain` counted a schedule past its recording by walking every rank's program:
+/// 41 s for `double_binary_tree` of 4-byte chunks (534,773,760 messages), 20 s for
+/// `ring_segmented` of 4-byte segments, 19 s for `pat` allgather of 4-byte chunks, each
+/// then refused. The count `validate` prints (the algorithm's own, or the one read off
+/// its schedule) is taken first; a walk stops once past the limit.
+#[test]
+fn thirty_first_trial_explain_refuses_past_its_recording_at_once() {
+    let cases: [&[&str]; 3] = [
+        &["explain", "double_binary_tree", "--ranks", "256", "--size", "4MiB", "--param", "chunk=4"],
+        &["explain", "ring_segmented", "--ranks", "256", "--size", "4MiB", "--param", "segment=4"],
+        &["explain", "pat", "--collective", "allgather", "--ranks", "256", "--size", "4MiB", "--param", "chunk=4"],
+    ];
+    for args in cases {
+        let started = std::time::Instant::now();
+        let out = cmd().args(args).timeout(std::time::Duration::from_secs(15)).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("messages here, more than explain records"), "{args:?}: {stderr}");
+        // Seconds of a loaded machine's start-up at most, not a walk of every message.
+        assert!(started.elapsed().as_secs_f64() < 5.0, "{args:?}: {:?}", started.elapsed());
+    }
+    let out = cmd().args(cases[0]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sends 534773760 messages"));
+}
+
+/// `explain ring_chunked --ranks 256 --size 4` (521,984 messages, a tag each) held
+/// 525 MB, ~1 KB a message (a map entry and queue per tag, ten strings per table row),
+/// and died of a failed allocation (exit 134) under `ulimit -v` of 200,000 to
+/// 400,000 KB. It now holds ~135 MB, and a table that would not fit is refused before
+/// anything is filed.
+#[test]
+fn thirty_first_trial_explain_refuses_a_table_that_would_not_fit() {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "ulimit -v 200000 && exec \"$0\" explain ring_chunked --ranks 256 --size 4"])
+        .arg(env!("CARGO_BIN_EXE_allreduce-sim"))
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("ring_chunked sends 521984 messages here, whose table and recording need"), "{stderr}");
+    assert!(stderr.contains("--ranks"), "{stderr}");
+    // With room, the whole table.
+    let out = std::process::Command::new("sh")
+        .args(["-c", "ulimit -v 600000 && exec \"$0\" explain ring_chunked --ranks 256 --size 4"])
+        .arg(env!("CARGO_BIN_EXE_allreduce-sim"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("521984 messages"));
+}
