@@ -387,21 +387,27 @@ pub fn explain(req: &Request) -> Result<String, String> {
     // The flat symbols, from the machine's one link class if it has one.
     let (link, nics) = topo.uniform().unwrap_or_else(|| topo.best_link());
     let sym = Symbols { ranks: req.ranks, elems: p.elems, bytes: req.bytes, link, c: req.cost_per_byte };
+    // A machine of one host has no link: its "best" is no time and no limit (0 s, an
+    // infinite B), which is no figure to print or put in a formula.
+    let linked = link.bandwidth.is_finite();
+    let link_text = if linked {
+        format!("alpha = {:e} s, B = {:e} B/s", link.alpha, link.bandwidth)
+    } else {
+        "alpha and B: none (the machine has no link; one rank sends nothing)".to_string()
+    };
     let _ = writeln!(
         out,
-        "where         P = {}, n = {}, e = {ELEM_BYTES} B, S = {} B, alpha = {:e} s, B = {:e} B/s, C = {:e} s/B, k = {nics} NIC{}{}",
+        "where         P = {}, n = {}, e = {ELEM_BYTES} B, S = {} B, {link_text}, C = {:e} s/B, k = {nics} NIC{}{}",
         req.ranks,
         p.elems,
         req.bytes,
-        link.alpha,
-        link.bandwidth,
         req.cost_per_byte,
         if nics == 1 { "" } else { "s" },
-        if topo.uniform().is_some() { "" } else { " (alpha and B: the smallest and largest of any link)" },
+        if topo.uniform().is_some() || !linked { "" } else { " (alpha and B: the smallest and largest of any link)" },
     );
     // Only a flat machine has one alpha and one B to put in a flat formula.
     let filled = fill_in(info.closed_form, &sym);
-    if topo.uniform().is_some() && filled != info.closed_form {
+    if linked && topo.uniform().is_some() && filled != info.closed_form {
         let _ = writeln!(out, "filled in:    {filled}");
     }
     // As `run` claims none there: the forms do not count a channel's own rate, so the

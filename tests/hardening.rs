@@ -1041,3 +1041,27 @@ fn thirty_first_trial_explain_refuses_a_table_that_would_not_fit() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("521984 messages"));
 }
+
+/// A machine of one host has no link: `explain` printed its "best link" as `alpha = 0e0 s,
+/// B = inf B/s` and filled a form in with `1024/inf`, and `run` under the flow model
+/// ended a line with `0 of 0 links used; busiest ` and nothing after it.
+#[test]
+fn thirty_first_trial_a_machine_of_one_host_prints_no_infinite_link() {
+    let machines = [
+        "topology: { kind: custom, nodes: [n0], link: { alpha: 1us, bandwidth: 100Gbps } }",
+        "topology: { kind: graph, nodes: [h0], link: { alpha: 1us, bandwidth: 100Gbps } }\nnetwork: { model: flow }",
+        "topology: { kind: graph, nodes: [h0], link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+         network: { model: loggp, L: 1us, G: 1ns }",
+    ];
+    for machine in machines {
+        let f = File::new(&format!("{machine}\nalgorithms: [ring]\nsizes: [1KiB]\n"));
+        let out = stdout(cmd().args(["explain", "ring", "--scenario"]).arg(&f.0));
+        assert!(!out.contains("inf"), "{machine}: {out}");
+        assert!(out.contains("alpha and B: none (the machine has no link; one rank sends nothing)"), "{out}");
+        let run = stdout(cmd().args(["run", "--quiet"]).arg(&f.0));
+        assert!(!run.contains("inf") && !run.contains("busiest \n"), "{machine}: {run}");
+        if machine.contains("flow") {
+            assert!(run.contains("ring: the machine has no link (one rank sends nothing)"), "{run}");
+        }
+    }
+}
