@@ -1065,3 +1065,31 @@ fn thirty_first_trial_a_machine_of_one_host_prints_no_infinite_link() {
         }
     }
 }
+
+/// `calibrate` of a log whose row is past the sizes' limit (`4 P^2 S` below 2^64) named
+/// the machine file as `calibrate` had edited it (`m.yaml:29:5` of a 5-line file, echoing
+/// a line the file does not have); the log's own row is named now.
+#[test]
+fn thirty_first_trial_calibrate_names_the_logs_row_past_the_size_limit() {
+    let dir = std::env::temp_dir().join(format!("hardening-31-calibrate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("m.yaml"),
+        "ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 10GB/s } }\ncompute: { cost_per_byte: 0 }\n\
+         algorithms: [ompi_fixed]\nsizes: [4]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("o.txt"),
+        "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size       Avg Latency(us)\n\
+         4   2.004\n8   2.008\n18446744073709551612 1e9\n",
+    )
+    .unwrap();
+    let out = cmd().current_dir(&dir).args(["calibrate", "m.yaml", "o.txt", "--ranks", "4"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("o.txt:6: a size of 18446744073709551612 bytes"), "{stderr}");
+    assert!(stderr.contains("at most 288230376151711743 bytes"), "{stderr}");
+    assert!(!stderr.contains("m.yaml"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
