@@ -1093,3 +1093,37 @@ fn thirty_first_trial_calibrate_names_the_logs_row_past_the_size_limit() {
     assert!(!stderr.contains("m.yaml"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Wording: a number of 5,000 digits was echoed whole with no key; the YAML reader's
+/// node limit was shown in its Debug form; `bcube`'s `base=0` was told "from 1" and
+/// `base=1` then refused.
+#[test]
+fn thirty_first_trial_refusals_say_the_key_and_the_limit() {
+    let f = File::new(&format!(
+        "ranks: {}\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\nalgorithms: [ring]\nsizes: [4]\n",
+        "9".repeat(5000)
+    ));
+    let out = cmd().arg("validate").arg(&f.0).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(":1:8: ranks: 99999999999999999999...99999999 (5000 characters) is not a finite"), "{err}");
+    assert!(err.contains("at most 4294967295") && err.len() < 1000, "{err}");
+
+    let nodes: String = (0..250_000).map(|i| format!("  - n{i}\n")).collect();
+    let f = File::new(&format!("topology:\n  kind: custom\n  nodes:\n{nodes}algorithms: [ring]\n"));
+    let out = cmd().arg("validate").arg(&f.0).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("too large or too complex: more than 250000 nodes"), "{err}");
+    assert!(!err.contains("Nodes {"), "{err}");
+
+    for (base, code) in [("0", 2), ("1", 2), ("2", 0)] {
+        let out =
+            cmd().args(["explain", "bcube", "--ranks", "4", "--param", &format!("base={base}")]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{base}: {err}");
+        if code == 2 {
+            assert!(err.contains("'base' must be a whole number from 2 to"), "{base}: {err}");
+        }
+    }
+}
