@@ -1962,4 +1962,3 @@ mod tests {
         assert!(s.starts_with(" 1 | a: xxx") && s.lines().next().unwrap().ends_with("..."), "{s}");
     }
 }
-
