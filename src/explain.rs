@@ -14,7 +14,6 @@
 //! `--size` bytes per rank (default 1KiB); or, with `--scenario FILE`, that scenario's
 //! topology and C (for the algorithms that need a grid or a hierarchy).
 
-use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
 
 use crate::algos::{self, Machine, Params, Problem};
@@ -112,7 +111,7 @@ pub fn explain(req: &Request) -> Result<String, String> {
             params.remove(i);
         }
     }
-    let algo = algos::build_for(c, &req.algorithm, Params::new(params)).map_err(|e| e.message)?;
+    let algo = algos::build_for(c, &req.algorithm, Params::new(params.clone())).map_err(|e| e.message)?;
     let info = algos::find_in(c, &req.algorithm).ok_or_else(|| format!("no {c} algorithm '{}'", req.algorithm))?;
     if req.ranks == 0 || req.ranks > MAX_RANKS {
         return Err(format!(
@@ -183,26 +182,39 @@ pub fn explain(req: &Request) -> Result<String, String> {
     let topo = topo.as_ref();
     let machine = Machine { topo, cost_per_byte: req.cost_per_byte };
     algo.applicable(&p, &machine).map_err(|why| format!("{} cannot run here: {why}", algo.label()))?;
-    // Every message is filed and recorded before anything is printed: count them first
-    // (the algorithm's closed count, or a walk of its programs that holds nothing), so a
-    // point past the recording is refused at once and not after gigabytes of maps.
-    let messages = algos::messages_of(algo.as_ref(), &p, topo);
+    // Every message is filed and recorded before anything is printed: count them first,
+    // so a point past the recording is refused at once and not after gigabytes of maps.
+    // The algorithm's closed count or the one read off its schedule (what `validate`
+    // prints) costs nothing; a walk of the programs is linear in the messages (41 s for
+    // 534,773,760), so it stops once past the limit.
+    let spec = crate::scenario::AlgoSpec {
+        name: req.algorithm.clone(),
+        collective: c,
+        params,
+        location: String::new(),
+        protocol: None,
+    };
+    let counted = algo.messages(&p, topo).or_else(|| crate::estimate::schedule_messages(&spec, &p, topo));
+    let (messages, whole) = match counted {
+        Some(m) => (m, true),
+        None => algos::walk_messages_past(algo.as_ref(), &p, topo, MAX_INTERVALS as u64),
+    };
     if messages > MAX_INTERVALS as u64 {
-        return Err(too_many(algo.label(), messages));
+        return Err(too_many(algo.label(), messages, whole));
     }
+    check_memory(&algo.label(), messages)?;
 
-    // The programs' regions, per (src, dst, tag) in issue order.
-    let mut sends: BTreeMap<(Rank, Rank, u32), VecDeque<Region>> = BTreeMap::new();
-    let mut recvs: BTreeMap<(Rank, Rank, u32), VecDeque<(Region, Action)>> = BTreeMap::new();
+    // The programs' regions, each keyed by (src, dst, tag), in issue order: sorted by key
+    // below (stably), the k-th send of a key is the k-th message of it the engine ran.
+    let mut sends: Vec<((Rank, Rank, u32), Region)> = Vec::new();
+    let mut recvs: Vec<((Rank, Rank, u32), Region, Action)> = Vec::new();
     let mut local: Vec<(Rank, Region, Region)> = Vec::new();
     for r in 0..req.ranks as Rank {
         for stream in algo.program(r, p, topo) {
             for op in stream {
                 match op {
-                    Op::Send { to, tag, src } => sends.entry((r, to, tag)).or_default().push_back(src),
-                    Op::Recv { from, tag, dst, action } => {
-                        recvs.entry((from, r, tag)).or_default().push_back((dst, action))
-                    }
+                    Op::Send { to, tag, src } => sends.push(((r, to, tag), src)),
+                    Op::Recv { from, tag, dst, action } => recvs.push(((from, r, tag), dst, action)),
                     Op::Reduce { src_buf, src_offset, dst } => {
                         local.push((r, Region { buf: src_buf, offset: src_offset, len: dst.len }, dst))
                     }
@@ -216,30 +228,71 @@ pub fn explain(req: &Request) -> Result<String, String> {
     let mut rec = Recorder::new(req.ranks);
     let (stats, _) = simulate(algo.as_ref(), topo, p, req.cost_per_byte, None, &mut rec)
         .map_err(|e| format!("{} does not run on {} ranks: {e}", algo.label(), req.ranks))?;
-    let timeline = rec.finish().ok_or_else(|| too_many(algo.label(), messages))?;
+    // The recording holds reductions too: a schedule of fewer messages than the limit
+    // may still pass it.
+    let timeline = rec.finish().ok_or_else(|| {
+        format!(
+            "{} sends {messages} messages and makes {} reductions here, more than explain records \
+             ({MAX_INTERVALS} messages and reductions): give fewer --ranks, or fewer pieces (a larger --param \
+             chunk, fewer --param segments or channels)",
+            algo.label(),
+            stats.reductions
+        )
+    })?;
     // As `run` does: a cluster's start-up shifts the whole run (the protocol's, the one
     // explain builds the machine with).
     let launch = req.topology.as_ref().map_or(0.0, |spec| {
         topology::launch(spec, proto) + if steps > 0 { steps as f64 * topology::step_latency(spec, proto) } else { 0.0 }
     });
 
-    let rows: Vec<Row> = timeline
-        .messages
-        .iter()
-        .map(|m| {
-            let key = (m.src, m.dst, m.tag);
-            Row {
-                src: m.src,
-                dst: m.dst,
-                tag: m.tag,
-                bytes: m.bytes,
-                start: m.start + launch,
-                end: m.end + launch,
-                sent: sends.get_mut(&key).and_then(VecDeque::pop_front),
-                into: recvs.get_mut(&key).and_then(VecDeque::pop_front),
-            }
-        })
-        .collect();
+    // Pair the engine's messages with the ops, as the engine pairs them: per (source,
+    // destination, tag), first in, first out. Flat vectors sorted by key, not a queue per
+    // key in a map: a schedule of a tag per message (ring_chunked) made a map node and a
+    // queue of each message.
+    let msgs = &timeline.messages;
+    sends.sort_by_key(|s| s.0);
+    recvs.sort_by_key(|r| r.0);
+    let mut order: Vec<u32> = (0..msgs.len() as u32).collect();
+    order.sort_by_key(|&i| {
+        let m = &msgs[i as usize];
+        (m.src, m.dst, m.tag)
+    });
+    let mut sent: Vec<Option<Region>> = vec![None; msgs.len()];
+    let mut into: Vec<Option<(Region, Action)>> = vec![None; msgs.len()];
+    let (mut si, mut ri) = (0, 0);
+    for &i in &order {
+        let m = &msgs[i as usize];
+        let key = (m.src, m.dst, m.tag);
+        while sends.get(si).is_some_and(|s| s.0 < key) {
+            si += 1;
+        }
+        if let Some(s) = sends.get(si).filter(|s| s.0 == key) {
+            sent[i as usize] = Some(s.1);
+            si += 1;
+        }
+        while recvs.get(ri).is_some_and(|r| r.0 < key) {
+            ri += 1;
+        }
+        if let Some(r) = recvs.get(ri).filter(|r| r.0 == key) {
+            into[i as usize] = Some((r.1, r.2));
+            ri += 1;
+        }
+    }
+    drop((sends, recvs, order));
+    let row = |i: usize| {
+        let m = &msgs[i];
+        Row {
+            src: m.src,
+            dst: m.dst,
+            tag: m.tag,
+            bytes: m.bytes,
+            start: m.start + launch,
+            end: m.end + launch,
+            sent: sent[i],
+            into: into[i],
+        }
+    };
+    let rows = Rows { len: msgs.len(), row: &row };
 
     let mut out = String::new();
     let _ = writeln!(out, "{}: {}", algo.label(), info.summary);
@@ -280,7 +333,7 @@ pub fn explain(req: &Request) -> Result<String, String> {
         out.push_str(&algos::nccl_tree_describe(&req.params, &p, topo));
     }
     out.push('\n');
-    if rows.is_empty() {
+    if rows.len == 0 {
         // Say why: one rank, nothing to move, or messages only to and from a switch.
         let why = if req.ranks == 1 {
             "a single rank has nothing to exchange".to_string()
@@ -310,7 +363,7 @@ pub fn explain(req: &Request) -> Result<String, String> {
         }
     }
 
-    let steps = count_steps(&rows);
+    let steps = rows.count_steps();
     out.push('\n');
     let _ = writeln!(
         out,
@@ -318,7 +371,7 @@ pub fn explain(req: &Request) -> Result<String, String> {
         stats.messages,
         if stats.messages == 1 { "" } else { "s" },
         // Steps are counted from the table's messages; where it lists none of them, no count.
-        if rows.is_empty() && stats.messages > 0 {
+        if rows.len == 0 && stats.messages > 0 {
             String::new()
         } else {
             format!(" in {steps} step{}", if steps == 1 { "" } else { "s" })
@@ -334,21 +387,27 @@ pub fn explain(req: &Request) -> Result<String, String> {
     // The flat symbols, from the machine's one link class if it has one.
     let (link, nics) = topo.uniform().unwrap_or_else(|| topo.best_link());
     let sym = Symbols { ranks: req.ranks, elems: p.elems, bytes: req.bytes, link, c: req.cost_per_byte };
+    // A machine of one host has no link: its "best" is no time and no limit (0 s, an
+    // infinite B), which is no figure to print or put in a formula.
+    let linked = link.bandwidth.is_finite();
+    let link_text = if linked {
+        format!("alpha = {:e} s, B = {:e} B/s", link.alpha, link.bandwidth)
+    } else {
+        "alpha and B: none (the machine has no link; one rank sends nothing)".to_string()
+    };
     let _ = writeln!(
         out,
-        "where         P = {}, n = {}, e = {ELEM_BYTES} B, S = {} B, alpha = {:e} s, B = {:e} B/s, C = {:e} s/B, k = {nics} NIC{}{}",
+        "where         P = {}, n = {}, e = {ELEM_BYTES} B, S = {} B, {link_text}, C = {:e} s/B, k = {nics} NIC{}{}",
         req.ranks,
         p.elems,
         req.bytes,
-        link.alpha,
-        link.bandwidth,
         req.cost_per_byte,
         if nics == 1 { "" } else { "s" },
-        if topo.uniform().is_some() { "" } else { " (alpha and B: the smallest and largest of any link)" },
+        if topo.uniform().is_some() || !linked { "" } else { " (alpha and B: the smallest and largest of any link)" },
     );
     // Only a flat machine has one alpha and one B to put in a flat formula.
     let filled = fill_in(info.closed_form, &sym);
-    if topo.uniform().is_some() && filled != info.closed_form {
+    if linked && topo.uniform().is_some() && filled != info.closed_form {
         let _ = writeln!(out, "filled in:    {filled}");
     }
     // As `run` claims none there: the forms do not count a channel's own rate, so the
@@ -386,71 +445,135 @@ pub fn explain(req: &Request) -> Result<String, String> {
     Ok(out)
 }
 
-/// Distinct start times among `rows` (already in start order).
 /// The refusal of a point whose schedule is larger than `explain` records: how many
-/// messages it sends, the most a recording holds, and the flags that make it smaller.
-fn too_many(label: String, messages: u64) -> String {
+/// messages it sends (`whole`: the count, else where a walk stopped past the limit), the
+/// most a recording holds, and the flags that make it smaller.
+fn too_many(label: String, messages: u64, whole: bool) -> String {
     format!(
-        "{label} sends {messages} messages here, more than explain records ({MAX_INTERVALS} messages and \
+        "{label} sends {}{messages} messages here, more than explain records ({MAX_INTERVALS} messages and \
          reductions): give fewer --ranks, or fewer pieces (a larger --param chunk, fewer --param segments \
-         or channels)"
+         or channels)",
+        if whole { "" } else { "more than " },
     )
 }
 
-fn count_steps(rows: &[Row]) -> usize {
-    let mut n = 0;
-    let mut last = None;
-    for r in rows {
-        if last != Some(r.start) {
-            n += 1;
-            last = Some(r.start);
-        }
+/// Bytes `explain` holds per message of the schedule, at its peak: the engine's record
+/// of it, the send and receive ops paired with it, and its line of the table (about 100
+/// characters). Resident size over messages measured 270 to 320 B on schedules of
+/// 130,000 to 522,000 messages (`ring_chunked`, `double_binary_tree`, `pat`, `direct`,
+/// `nccl_ring`, `ring_segmented` at 256 ranks), with a margin.
+pub const BYTES_PER_MESSAGE: u64 = 400;
+
+/// Refuse a schedule of `messages` messages whose recording and table would not fit:
+/// more than the machine's available memory, or more than this process may reserve
+/// (`ulimit -v`), where it would otherwise die of a failed allocation midway.
+fn check_memory(label: &str, messages: u64) -> Result<(), String> {
+    let need = messages.saturating_mul(BYTES_PER_MESSAGE);
+    let refuse = |limit: String| {
+        Err(format!(
+            "{label} sends {messages} messages here, whose table and recording need about {} of memory, more \
+             than {limit}: give fewer --ranks, or fewer pieces (a larger --param chunk, fewer --param segments \
+             or channels)",
+            fmt_bytes(need)
+        ))
+    };
+    if let Some(avail) = crate::estimate::available_memory().filter(|&a| a < need) {
+        return refuse(format!("the {} available (MemAvailable)", fmt_bytes(avail)));
     }
-    n
+    let reservable = usize::try_from(need).is_ok_and(|n| Vec::<u8>::new().try_reserve_exact(n).is_ok());
+    if !reservable {
+        return refuse(
+            "this process can reserve (the allocator refused that much: the machine's memory and swap, or \
+             `ulimit -v`)"
+                .to_string(),
+        );
+    }
+    Ok(())
+}
+
+/// The table's rows, made one at a time from the recording and the paired ops (a
+/// vector of them cost another ~100 B a message).
+struct Rows<'a> {
+    len: usize,
+    row: &'a dyn Fn(usize) -> Row,
+}
+
+impl Rows<'_> {
+    /// Distinct start times among the rows (in start order).
+    fn count_steps(&self) -> usize {
+        let mut n = 0;
+        let mut last = None;
+        for i in 0..self.len {
+            let start = (self.row)(i).start;
+            if last != Some(start) {
+                n += 1;
+                last = Some(start);
+            }
+        }
+        n
+    }
+}
+
+/// Columns of the schedule table.
+const COLUMNS: usize = 10;
+
+/// Row `r`'s cells, `first` if it opens step `step`.
+fn cells(r: &Row, first: bool, step: usize) -> [String; COLUMNS] {
+    let (into, action) = match &r.into {
+        Some((reg, Action::Reduce)) => (region(reg), "reduce"),
+        Some((reg, Action::Copy)) => (region(reg), "copy"),
+        None => ("?".to_string(), "?"),
+    };
+    [
+        if first { step.to_string() } else { String::new() },
+        r.src.to_string(),
+        format!("-> {}", r.dst),
+        r.tag.to_string(),
+        r.sent.as_ref().map_or_else(|| "?".to_string(), region),
+        into,
+        fmt_bytes(r.bytes),
+        action.to_string(),
+        // Six digits: two steps' instants may differ past the third (a reduction of
+        // 0.2 ns after a 1 us message), and three would print them alike.
+        if first { fmt_time_fine(r.start) } else { String::new() },
+        fmt_time_fine(r.end),
+    ]
 }
 
 /// The table: one line per message, the step number on the first message of each step.
-fn schedule_table(out: &mut String, rows: &[Row]) {
-    let header = ["step", "from", "to", "tag", "elements sent", "received into", "bytes", "action", "start", "end"];
-    let mut lines: Vec<[String; 10]> = vec![header.map(str::to_string)];
-    let mut step = 0;
-    let mut last = None;
-    for r in rows {
-        let first = last != Some(r.start);
-        if first {
-            step += 1;
-            last = Some(r.start);
+/// Two passes over the rows, the widths and then the lines, each row's cells made and
+/// dropped in turn: a table of every row's cells held ten strings a message.
+fn schedule_table(out: &mut String, rows: &Rows) {
+    let header = ["step", "from", "to", "tag", "elements sent", "received into", "bytes", "action", "start", "end"]
+        .map(str::to_string);
+    // Each row's cells with its step, in order.
+    let each = |f: &mut dyn FnMut(&[String; COLUMNS])| {
+        f(&header);
+        let mut step = 0;
+        let mut last = None;
+        for i in 0..rows.len {
+            let r = (rows.row)(i);
+            let first = last != Some(r.start);
+            if first {
+                step += 1;
+                last = Some(r.start);
+            }
+            f(&cells(&r, first, step));
         }
-        let (into, action) = match &r.into {
-            Some((reg, Action::Reduce)) => (region(reg), "reduce"),
-            Some((reg, Action::Copy)) => (region(reg), "copy"),
-            None => ("?".to_string(), "?"),
-        };
-        lines.push([
-            if first { step.to_string() } else { String::new() },
-            r.src.to_string(),
-            format!("-> {}", r.dst),
-            r.tag.to_string(),
-            r.sent.as_ref().map_or_else(|| "?".to_string(), region),
-            into,
-            fmt_bytes(r.bytes),
-            action.to_string(),
-            // Six digits: two steps' instants may differ past the third (a reduction of
-            // 0.2 ns after a 1 us message), and three would print them alike.
-            if first { fmt_time_fine(r.start) } else { String::new() },
-            fmt_time_fine(r.end),
-        ]);
-    }
-    let mut widths = [0usize; 10];
-    for l in &lines {
+    };
+    let mut widths = [0usize; COLUMNS];
+    each(&mut |l| {
         for (w, c) in widths.iter_mut().zip(l) {
             *w = (*w).max(c.chars().count());
         }
-    }
+    });
+    // The whole table at once, not grown by doubling (a copy of it at each step).
+    out.reserve((rows.len + 1) * (widths.iter().sum::<usize>() + 2 * (COLUMNS - 1) + 1));
     // Numbers right-aligned, words left-aligned.
     let right = [true, true, false, true, false, false, true, false, true, true];
-    for l in &lines {
-        let mut text = String::new();
+    let mut text = String::new();
+    each(&mut |l| {
+        text.clear();
         for (i, c) in l.iter().enumerate() {
             if i > 0 {
                 text.push_str("  ");
@@ -465,7 +588,7 @@ fn schedule_table(out: &mut String, rows: &[Row]) {
             }
         }
         let _ = writeln!(out, "{}", text.trim_end());
-    }
+    });
 }
 
 /// The values [`fill_in`] puts in a formula.

@@ -986,3 +986,144 @@ fn thirtieth_trial_slow_ranks_and_links_say_their_limits() {
         assert!(err.contains(want) && !err.contains("inf "), "{noise}: {err}");
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// The thirty-first trial of docs/hardening.md.
+
+/// `explain` counted a schedule past its recording by walking every rank's program:
+/// 41 s for `double_binary_tree` of 4-byte chunks (534,773,760 messages), 20 s for
+/// `ring_segmented` of 4-byte segments, 19 s for `pat` allgather of 4-byte chunks, each
+/// then refused. The count `validate` prints (the algorithm's own, or the one read off
+/// its schedule) is taken first; a walk stops once past the limit.
+#[test]
+fn thirty_first_trial_explain_refuses_past_its_recording_at_once() {
+    let cases: [&[&str]; 3] = [
+        &["explain", "double_binary_tree", "--ranks", "256", "--size", "4MiB", "--param", "chunk=4"],
+        &["explain", "ring_segmented", "--ranks", "256", "--size", "4MiB", "--param", "segment=4"],
+        &["explain", "pat", "--collective", "allgather", "--ranks", "256", "--size", "4MiB", "--param", "chunk=4"],
+    ];
+    for args in cases {
+        let started = std::time::Instant::now();
+        let out = cmd().args(args).timeout(std::time::Duration::from_secs(15)).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("messages here, more than explain records"), "{args:?}: {stderr}");
+        // Seconds of a loaded machine's start-up at most, not a walk of every message.
+        assert!(started.elapsed().as_secs_f64() < 5.0, "{args:?}: {:?}", started.elapsed());
+    }
+    let out = cmd().args(cases[0]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sends 534773760 messages"));
+}
+
+/// `explain ring_chunked --ranks 256 --size 4` (521,984 messages, a tag each) held
+/// 525 MB, ~1 KB a message (a map entry and queue per tag, ten strings per table row),
+/// and died of a failed allocation (exit 134) under `ulimit -v` of 200,000 to
+/// 400,000 KB. It now holds ~135 MB, and a table that would not fit is refused before
+/// anything is filed.
+#[test]
+fn thirty_first_trial_explain_refuses_a_table_that_would_not_fit() {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "ulimit -v 200000 && exec \"$0\" explain ring_chunked --ranks 256 --size 4"])
+        .arg(env!("CARGO_BIN_EXE_allreduce-sim"))
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("ring_chunked sends 521984 messages here, whose table and recording need"), "{stderr}");
+    assert!(stderr.contains("--ranks"), "{stderr}");
+    // With room, the whole table.
+    let out = std::process::Command::new("sh")
+        .args(["-c", "ulimit -v 600000 && exec \"$0\" explain ring_chunked --ranks 256 --size 4"])
+        .arg(env!("CARGO_BIN_EXE_allreduce-sim"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("521984 messages"));
+}
+
+/// A machine of one host has no link: `explain` printed its "best link" as `alpha = 0e0 s,
+/// B = inf B/s` and filled a form in with `1024/inf`, and `run` under the flow model
+/// ended a line with `0 of 0 links used; busiest ` and nothing after it.
+#[test]
+fn thirty_first_trial_a_machine_of_one_host_prints_no_infinite_link() {
+    let machines = [
+        "topology: { kind: custom, nodes: [n0], link: { alpha: 1us, bandwidth: 100Gbps } }",
+        "topology: { kind: graph, nodes: [h0], link: { alpha: 1us, bandwidth: 100Gbps } }\nnetwork: { model: flow }",
+        "topology: { kind: graph, nodes: [h0], link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+         network: { model: loggp, L: 1us, G: 1ns }",
+    ];
+    for machine in machines {
+        let f = File::new(&format!("{machine}\nalgorithms: [ring]\nsizes: [1KiB]\n"));
+        let out = stdout(cmd().args(["explain", "ring", "--scenario"]).arg(&f.0));
+        assert!(!out.contains("inf"), "{machine}: {out}");
+        assert!(out.contains("alpha and B: none (the machine has no link; one rank sends nothing)"), "{out}");
+        let run = stdout(cmd().args(["run", "--quiet"]).arg(&f.0));
+        assert!(!run.contains("inf") && !run.contains("busiest \n"), "{machine}: {run}");
+        if machine.contains("flow") {
+            assert!(run.contains("ring: the machine has no link (one rank sends nothing)"), "{run}");
+        }
+    }
+}
+
+/// `calibrate` of a log whose row is past the sizes' limit (`4 P^2 S` below 2^64) named
+/// the machine file as `calibrate` had edited it (`m.yaml:29:5` of a 5-line file, echoing
+/// a line the file does not have); the log's own row is named now.
+#[test]
+fn thirty_first_trial_calibrate_names_the_logs_row_past_the_size_limit() {
+    let dir = std::env::temp_dir().join(format!("hardening-31-calibrate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("m.yaml"),
+        "ranks: 4\ntopology: { link: { alpha: 1us, bandwidth: 10GB/s } }\ncompute: { cost_per_byte: 0 }\n\
+         algorithms: [ompi_fixed]\nsizes: [4]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("o.txt"),
+        "# OSU MPI Allreduce Latency Test v7.3\n# Datatype: MPI_FLOAT.\n# Size       Avg Latency(us)\n\
+         4   2.004\n8   2.008\n18446744073709551612 1e9\n",
+    )
+    .unwrap();
+    let out = cmd().current_dir(&dir).args(["calibrate", "m.yaml", "o.txt", "--ranks", "4"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("o.txt:6: a size of 18446744073709551612 bytes"), "{stderr}");
+    assert!(stderr.contains("at most 288230376151711743 bytes"), "{stderr}");
+    assert!(!stderr.contains("m.yaml"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Wording: a number of 5,000 digits was echoed whole with no key; the YAML reader's
+/// node limit was shown in its Debug form; `bcube`'s `base=0` was told "from 1" and
+/// `base=1` then refused.
+#[test]
+fn thirty_first_trial_refusals_say_the_key_and_the_limit() {
+    let f = File::new(&format!(
+        "ranks: {}\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\nalgorithms: [ring]\nsizes: [4]\n",
+        "9".repeat(5000)
+    ));
+    let out = cmd().arg("validate").arg(&f.0).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(":1:8: ranks: 99999999999999999999...99999999 (5000 characters) is not a finite"), "{err}");
+    assert!(err.contains("at most 4294967295") && err.len() < 1000, "{err}");
+
+    let nodes: String = (0..250_000).map(|i| format!("  - n{i}\n")).collect();
+    let f = File::new(&format!("topology:\n  kind: custom\n  nodes:\n{nodes}algorithms: [ring]\n"));
+    let out = cmd().arg("validate").arg(&f.0).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("too large or too complex: more than 250000 nodes"), "{err}");
+    assert!(!err.contains("Nodes {"), "{err}");
+
+    for (base, code) in [("0", 2), ("1", 2), ("2", 0)] {
+        let out =
+            cmd().args(["explain", "bcube", "--ranks", "4", "--param", &format!("base={base}")]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{base}: {err}");
+        if code == 2 {
+            assert!(err.contains("'base' must be a whole number from 2 to"), "{base}: {err}");
+        }
+    }
+}

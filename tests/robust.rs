@@ -4183,7 +4183,7 @@ fn twenty_third_trial_refusals_quote_values_as_written() {
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{stderr}");
-        assert!(stderr.contains("'radix' must be a whole number from 1 to"), "{stderr}");
+        assert!(stderr.contains("'radix' must be a whole number from 2 to"), "{stderr}");
         assert!(stderr.contains(&format!("not {shown}")), "{value}: {stderr}");
     }
     let text =

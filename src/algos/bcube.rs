@@ -41,7 +41,7 @@
 //! and reorder), so its bounds are those that hold in any port order.
 
 use super::stepped::{self, Recv, Send, StepPlan, Stepped};
-use super::{AlgoInfo, Algorithm, EXACT, Machine, ParamError, Problem, Topology};
+use super::{AlgoInfo, Algorithm, EXACT, Machine, Problem, Topology};
 use crate::cost_model;
 use crate::sim::op::{Action, Program, Rank, Region};
 
@@ -60,10 +60,7 @@ pub const INFO: AlgoInfo = AlgoInfo {
                   reorder a step's b - 1 messages, and one more element can cost half as much again)",
     params: &["base=2: ranks per group (at least 2); P must be a power of it"],
     build: |params| {
-        let base = params.count("base", 2)?;
-        if base < 2 {
-            return Err(ParamError::new(Some("base"), format!("'base' must be at least 2, not {base}")));
-        }
+        let base = params.count_from("base", 2, 2)?;
         Ok(Box::new(Bcube { base }))
     },
 };

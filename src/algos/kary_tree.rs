@@ -62,10 +62,7 @@ pub const KNOMIAL_BCAST_INFO: AlgoInfo = AlgoInfo {
                   P a power of the radix r, one NIC: (r-1) log_r(P) T",
     params: &["radix=4: children per power of the radix (Open MPI's coll_tuned_bcast_algorithm_knomial_radix)"],
     build: |params| {
-        let radix = params.count("radix", 4)?;
-        if radix < 2 {
-            return Err(super::ParamError::new(Some("radix"), format!("radix {radix}: must be at least 2")));
-        }
+        let radix = params.count_from("radix", 4, 2)?;
         Ok(Box::new(KaryTree { radix, collective: Collective::Broadcast }))
     },
 };

@@ -53,6 +53,12 @@ impl Params {
     /// A positive whole number (`segments: 4`), written as a YAML integer or, like
     /// `ranks: "4"`, a string of digits.
     pub fn count(&mut self, key: &str, default: usize) -> Result<usize, ParamError> {
+        self.count_from(key, default, 1)
+    }
+
+    /// A whole number of at least `min` (`base: 2`), as [`Params::count`] reads it: the
+    /// refusal states the range from `min`, not from 1 (where 1 would then be refused).
+    pub fn count_from(&mut self, key: &str, default: usize, min: usize) -> Result<usize, ParamError> {
         let v = match self.take(key) {
             None => return Ok(default),
             Some(v) => v,
@@ -68,7 +74,7 @@ impl Params {
         let channels = key == "channels";
         let max = if channels { 64 } else { usize::MAX };
         match n.map(usize::try_from) {
-            Some(Ok(n)) if (1..=max).contains(&n) => Ok(n),
+            Some(Ok(n)) if (min.max(1)..=max).contains(&n) => Ok(n),
             // A number with a fraction is shown as written (`8.0`, `1e1` as 10.0): "1 to 64,
             // not 8" would name a value in the range.
             _ if channels => Err(ParamError::new(
@@ -82,8 +88,8 @@ impl Params {
             _ => Err(ParamError::new(
                 Some(key),
                 match &v {
-                    ParamValue::Float(x) => format!("'{key}' must be a whole number from 1 to {max}, not {x:?}"),
-                    _ => format!("'{key}' must be a whole number from 1 to {max}, not '{v}'"),
+                    ParamValue::Float(x) => format!("'{key}' must be a whole number from {min} to {max}, not {x:?}"),
+                    _ => format!("'{key}' must be a whole number from {min} to {max}, not '{v}'"),
                 },
             )),
         }

@@ -812,9 +812,23 @@ fn job_for(m: &Machine, run: &Run) -> Result<Job, String> {
             crate::units::count_bytes(bad.bytes)
         ));
     }
+    // The same for the sizes' limit (`4 P^2 S` below 2^64, scenario::limits).
+    let ranks = run.ranks.unwrap_or(1);
+    let max = crate::scenario::limits::largest_size(ranks as u64);
+    if let Some(bad) = run.samples.iter().find(|x| x.bytes > max) {
+        return Err(format!(
+            "{}:{}: a size of {} ({}) on {ranks} ranks could take byte counts past 2^64 (16 EiB): the size \
+             times 4 P^2 must stay below 2^64; at P = {ranks} a size may be at most {max} bytes ({}) (remove \
+             the row)",
+            crate::units::escape_controls(&run.file),
+            bad.line,
+            crate::units::count_bytes(bad.bytes),
+            crate::units::fmt_bytes(bad.bytes),
+            crate::units::fmt_bytes(max)
+        ));
+    }
     let mut tree = m.tree.clone();
     shape(&mut tree, m.kind(), run)?;
-    let ranks = run.ranks.unwrap_or(1);
     tree.set("collective", Yaml::Str(run.collective.name().to_string()))?;
     tree.set("data.mode", Yaml::Str("off".into()))?;
     tree.set("data.dtype", Yaml::Str(ty.into()))?;

@@ -156,14 +156,22 @@ fn busiest_links(out: &mut String, rows: &[&PointResult]) {
             Some(true) => "shared links slowed it",
             _ => "no message slowed by sharing",
         };
-        let _ = writeln!(
-            out,
-            "   {}: {shared}, {} of {} links used; busiest {}",
-            r.algorithm,
-            links.used,
-            links.machine_links,
-            busiest.join(", ")
-        );
+        // A machine of one host has no link, and a point that sends nothing uses none:
+        // no "busiest" with nothing after it.
+        let _ = if links.machine_links == 0 {
+            writeln!(out, "   {}: the machine has no link (one rank sends nothing)", r.algorithm)
+        } else if busiest.is_empty() {
+            writeln!(out, "   {}: {shared}, 0 of {} links used", r.algorithm, links.machine_links)
+        } else {
+            writeln!(
+                out,
+                "   {}: {shared}, {} of {} links used; busiest {}",
+                r.algorithm,
+                links.used,
+                links.machine_links,
+                busiest.join(", ")
+            )
+        };
     }
 }
 
@@ -328,10 +336,11 @@ pub(crate) fn describe_topology(t: &TopologySpec) -> String {
         }
         TopologySpec::Ring { link: l, nics: n } => format!("ring, per hop {}, {}", link(l), nics(*n)),
         TopologySpec::Custom { nodes, links, nics: n } => {
+            let plural = |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
             format!(
-                "custom graph of {} nodes and {} links, routed by fewest hops, {}",
-                nodes.len(),
-                links.len(),
+                "custom graph of {} and {}, routed by fewest hops, {}",
+                plural(nodes.len(), "node", "nodes"),
+                plural(links.len(), "link", "links"),
                 nics(*n)
             )
         }

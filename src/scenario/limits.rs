@@ -25,6 +25,13 @@ fn worst_messages(ranks: u64) -> u128 {
     (4 * u128::from(ranks)).saturating_mul(u128::from(ranks))
 }
 
+/// The largest size, bytes, a sweep of up to `ranks` ranks may hold: `4 P^2 S` below
+/// 2^64 ([`check_bytes`]).
+pub fn largest_size(ranks: u64) -> u64 {
+    let messages = worst_messages(ranks.max(1));
+    u64::try_from(((1u128 << 64) - 1) / messages).unwrap_or(u64::MAX)
+}
+
 /// Refuse a sweep whose byte counts could wrap: the message says which size, on how
 /// many ranks, and the largest size allowed there.
 pub fn check_bytes(s: &Scenario) -> Result<(), String> {
@@ -34,7 +41,7 @@ pub fn check_bytes(s: &Scenario) -> Result<(), String> {
     if messages.saturating_mul(u128::from(size)) < 1u128 << 64 {
         return Ok(());
     }
-    let max = (((1u128 << 64) - 1) / messages) as u64;
+    let max = largest_size(p);
     Err(format!(
         "{size} bytes ({}) on {p} ranks could take byte counts past 2^64 (16 EiB): the largest size \
          times 4 P^2 must stay below 2^64; at P = {p} the sizes may be at most {max} bytes ({})",

@@ -243,8 +243,24 @@ impl Src<'_> {
             },
             Y::MultipleDocuments { .. } => "only one YAML document is allowed in a scenario file".to_string(),
             Y::NonFiniteFloat { value, .. } => {
-                format!("{value} is not a finite number; times, sizes, bandwidths and counts must be finite")
+                // A literal of thousands of digits was echoed whole: its first and last
+                // digits and its length say which it is.
+                let n = value.chars().count();
+                let shown = if n > 40 {
+                    let head: String = value.chars().take(20).collect();
+                    let tail: String = value.chars().skip(n - 8).collect();
+                    format!("{head}...{tail} ({n} characters)")
+                } else {
+                    value.to_string()
+                };
+                let key = self.tag_and_key(&loc).1.map(|k| format!("{k}: ")).unwrap_or_default();
+                format!(
+                    "{key}{shown} is not a finite number (past 1.8e308, the largest a scenario reads); times, \
+                     sizes, bandwidths and counts must be finite, and each key's own range is smaller (a rank \
+                     count at most 4294967295, a size at most 2^64 - 1 bytes)"
+                )
             }
+            Y::Budget { breach, .. } => budget_breach(breach),
             other => {
                 let m = serde_saphyr::UserMessageFormatter.format_message(other).into_owned();
                 if m.contains("found a tab") {
@@ -1899,6 +1915,26 @@ impl Overrides {
         }
         Ok(())
     }
+}
+
+/// A YAML reader's limit a file passed, in words with the limit (the reader's own text
+/// was its Debug form: `limits breached: Nodes { nodes: 250001 }`).
+fn budget_breach(breach: &serde_saphyr::budget::BudgetBreach) -> String {
+    use serde_saphyr::budget::BudgetBreach as B;
+    let limits = serde_saphyr::budget::Budget::default();
+    let what = match breach {
+        B::Nodes { .. } => format!("more than {} nodes (lists, mappings and values)", limits.max_nodes),
+        B::Depth { .. } => format!("lists and mappings nested more than {} deep", limits.max_depth),
+        B::Aliases { .. } => format!("more than {} aliases (*name)", limits.max_aliases),
+        B::Anchors { .. } => format!("more than {} anchors (&name)", limits.max_anchors),
+        B::Documents { .. } => format!("more than {} documents", limits.max_documents),
+        B::MergeKeys { .. } => format!("more than {} merge keys (<<)", limits.max_merge_keys),
+        B::ScalarBytes { .. } => format!("more than {} bytes of values", limits.max_total_scalar_bytes),
+        B::Events { .. } => format!("more than {} YAML events", limits.max_events),
+        B::AliasAnchorRatio { .. } => "far more aliases than anchors (an alias expansion bomb)".to_string(),
+        other => format!("past a YAML reader limit ({other:?})"),
+    };
+    format!("the YAML document is too large or too complex: {what}; a scenario must stay within that")
 }
 
 #[cfg(test)]

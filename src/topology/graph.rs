@@ -485,7 +485,7 @@ impl Topology for Graph {
     fn describe(&self) -> String {
         let n = self.names.len();
         if self.custom {
-            format!("custom graph of {n} nodes")
+            format!("custom graph of {n} node{}", if n == 1 { "" } else { "s" })
         } else {
             let (h, s) = (self.hosts, n - self.hosts);
             let plural = |k: usize, one: &str, many: &str| format!("{k} {}", if k == 1 { one } else { many });
