@@ -685,16 +685,21 @@ pub fn checked_plan<'s>(
     Ok((plans, Some(limit)))
 }
 
+/// Whether the allocator grants `bytes` at once: reserved, untouched (no page is used)
+/// and given back at once. Linux refuses past the machine's memory and swap or the
+/// process's `ulimit -v`, unless the kernel overcommits always.
+pub fn reservable(bytes: u64) -> bool {
+    usize::try_from(bytes).is_ok_and(|n| Vec::<u8>::new().try_reserve_exact(n).is_ok())
+}
+
 /// The address space an allocator arena takes at once: glibc's largest heap of a thread's
 /// arena on a 64-bit machine (twice its 32 MiB largest mmap threshold).
 const ARENA_BYTES: u64 = 64 << 20;
 
 /// Refuse the largest point of `plans` if this process cannot even reserve its estimated
 /// memory, and up to an arena's heap for each thread of the run and the main thread
-/// (`ARENA_BYTES`, 64 MiB;
-/// no more than the estimate itself): the
-/// allocator is asked for that much once, untouched (no page is used) and given back at
-/// once. `run` asks it last, after every other refusal, just before the
+/// (`ARENA_BYTES`, 64 MiB; no more than the estimate itself), with [`reservable`]. `run`
+/// asks it last, after every other refusal, just before the
 /// points run. A limit given by hand (`--max-memory 15EiB`), or none where
 /// `/proc/meminfo` cannot be read, may be past what the machine or the process's
 /// address-space limit (`ulimit -v`) allows, and a point within it then died of a failed
@@ -712,12 +717,9 @@ pub fn check_reservable(plans: &[Planned]) -> Result<(), String> {
     // in 430 MB of address space died under a limit of 300 MB that its estimate of
     // 271 MiB passed). A small point fits in the heaps its threads already reserved, so
     // the margin is at most the point's own size (a full margin refused a 2 MiB run under
-    // a limit of 200 MB that it runs in).
-    // The main thread's heap counts as one more.
+    // a limit of 200 MB that it runs in). The main thread's heap counts as one more.
     let arenas = ARENA_BYTES.saturating_mul(rayon::current_num_threads() as u64 + 1).min(need);
-    let reservable =
-        usize::try_from(need.saturating_add(arenas)).is_ok_and(|n| Vec::<u8>::new().try_reserve_exact(n).is_ok());
-    if reservable {
+    if reservable(need.saturating_add(arenas)) {
         return Ok(());
     }
     Err(format!(

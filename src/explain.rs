@@ -480,8 +480,7 @@ fn check_memory(label: &str, messages: u64) -> Result<(), String> {
     if let Some(avail) = crate::estimate::available_memory().filter(|&a| a < need) {
         return refuse(format!("the {} available (MemAvailable)", fmt_bytes(avail)));
     }
-    let reservable = usize::try_from(need).is_ok_and(|n| Vec::<u8>::new().try_reserve_exact(n).is_ok());
-    if !reservable {
+    if !crate::estimate::reservable(need) {
         return refuse(
             "this process can reserve (the allocator refused that much: the machine's memory and swap, or \
              `ulimit -v`)"

@@ -1022,22 +1022,22 @@ fn thirty_first_trial_explain_refuses_past_its_recording_at_once() {
 /// anything is filed.
 #[test]
 fn thirty_first_trial_explain_refuses_a_table_that_would_not_fit() {
-    let out = std::process::Command::new("sh")
-        .args(["-c", "ulimit -v 200000 && exec \"$0\" explain ring_chunked --ranks 256 --size 4"])
-        .arg(env!("CARGO_BIN_EXE_allreduce-sim"))
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .unwrap();
+    // The table of `explain ring_chunked --ranks 256 --size 4` under an address-space limit, KB.
+    let explain_under = |kb: u32| {
+        std::process::Command::new("sh")
+            .args(["-c", &format!("ulimit -v {kb} && exec \"$0\" explain ring_chunked --ranks 256 --size 4")])
+            .arg(env!("CARGO_BIN_EXE_allreduce-sim"))
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap()
+    };
+    let out = explain_under(200_000);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("ring_chunked sends 521984 messages here, whose table and recording need"), "{stderr}");
     assert!(stderr.contains("--ranks"), "{stderr}");
     // With room, the whole table.
-    let out = std::process::Command::new("sh")
-        .args(["-c", "ulimit -v 600000 && exec \"$0\" explain ring_chunked --ranks 256 --size 4"])
-        .arg(env!("CARGO_BIN_EXE_allreduce-sim"))
-        .output()
-        .unwrap();
+    let out = explain_under(600_000);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stdout).contains("521984 messages"));
 }

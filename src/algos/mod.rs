@@ -216,14 +216,7 @@ pub fn messages_of(algo: &dyn Algorithm, p: &Problem, topo: &dyn Topology) -> u6
 /// operation, what a closed count ([`Algorithm::messages`]) is checked against. The
 /// programs are the one source; call it only where [`Algorithm::applicable`] said yes.
 pub fn walk_messages(algo: &dyn Algorithm, p: &Problem, topo: &dyn Topology) -> u64 {
-    let run = algo.prepare(p, topo);
-    let sends = |r: usize| {
-        let streams = run.rank_program(r as Rank, *p, topo);
-        streams.into_iter().flatten().filter(|op| matches!(op, crate::sim::op::Op::Send { .. })).count() as u64
-    };
-    // An NVSwitch's agents (ranks P..2P) send too: the loads and stores of NVLS.
-    let ranks = if algo.switch_agents() { 2 * p.ranks } else { p.ranks };
-    (0..ranks).map(sends).sum()
+    walk_messages_past(algo, p, topo, u64::MAX).0
 }
 
 /// Messages `algo` sends on `p` and `topo`, its programs walked rank by rank as
@@ -233,6 +226,7 @@ pub fn walk_messages(algo: &dyn Algorithm, p: &Problem, topo: &dyn Topology) -> 
 /// 4 MiB: 41 s for 534,773,760 messages).
 pub fn walk_messages_past(algo: &dyn Algorithm, p: &Problem, topo: &dyn Topology, limit: u64) -> (u64, bool) {
     let run = algo.prepare(p, topo);
+    // An NVSwitch's agents (ranks P..2P) send too: the loads and stores of NVLS.
     let ranks = if algo.switch_agents() { 2 * p.ranks } else { p.ranks };
     let mut count = 0u64;
     for r in 0..ranks {

@@ -736,31 +736,45 @@ mod tests {
         }
     }
 
-    /// The closed count is the sends of every GPU's and agent's streams, on machines of
-    /// even and odd node counts (both trees), heads not dividing the GPUs, one head and
-    /// a head per GPU, channels with no loop, short last loops.
-    #[test]
-    fn messages_are_the_programs_sends() {
-        for (nodes, g, heads, channels, n, chunk) in [
+    /// Machines of even and odd node counts (both trees), heads not dividing the GPUs,
+    /// one head and a head per GPU, channels with no loop, short last loops; each with
+    /// its label.
+    fn shapes() -> Vec<(Plan, String)> {
+        [
             (2, 8, 8, 16, 1000, 1),
             (2, 8, 1, 3, 257, 5),
             (3, 4, 2, 5, 3, 1),
             (5, 4, 3, 4, 999, 7),
             (6, 3, 2, 2, 64, 3),
             (7, 2, 2, 1, 10, 100),
-        ] {
+        ]
+        .into_iter()
+        .map(|(nodes, g, heads, channels, n, chunk)| {
             let plan = Plan { g, nodes, heads, channels, n, chunk_elems: chunk, align: 2 };
-            let np = plan.ranks();
-            let walked: usize = (0..2 * np)
-                .flat_map(|r| {
-                    (0..channels)
-                        .filter(|&k| plan.loops(k) > 0)
-                        .flat_map(move |k| if r < np { plan.gpu(k, r) } else { plan.agent_streams(k, r - np) })
-                })
-                .flatten()
-                .filter(|op| matches!(op, Op::Send { .. }))
-                .count();
-            assert_eq!(plan.messages(), walked as u64, "{nodes} nodes x {g} GPUs, {heads} heads, {channels} channels");
+            (plan, format!("{nodes} nodes x {g} GPUs, {heads} heads, {channels} channels"))
+        })
+        .collect()
+    }
+
+    /// Every stream the run builds: each GPU's and each switch agent's, on every channel
+    /// that has a loop.
+    fn streams(plan: &Plan) -> Vec<Program<'static>> {
+        let np = plan.ranks();
+        (0..2 * np)
+            .flat_map(|r| {
+                (0..plan.channels)
+                    .filter(|&k| plan.loops(k) > 0)
+                    .flat_map(move |k| if r < np { plan.gpu(k, r) } else { plan.agent_streams(k, r - np) })
+            })
+            .collect()
+    }
+
+    /// The closed count is the sends of every GPU's and agent's streams ([`shapes`]).
+    #[test]
+    fn messages_are_the_programs_sends() {
+        for (plan, at) in shapes() {
+            let walked = streams(&plan).into_iter().flatten().filter(|op| matches!(op, Op::Send { .. })).count();
+            assert_eq!(plan.messages(), walked as u64, "{at}");
         }
     }
 
@@ -769,29 +783,13 @@ mod tests {
     /// channel has one loop, on the machines of the count's test.
     #[test]
     fn engine_load_is_the_programs() {
-        for (nodes, g, heads, channels, n, chunk) in [
-            (2, 8, 8, 16, 1000, 1),
-            (2, 8, 1, 3, 257, 5),
-            (3, 4, 2, 5, 3, 1),
-            (5, 4, 3, 4, 999, 7),
-            (6, 3, 2, 2, 64, 3),
-            (7, 2, 2, 1, 10, 100),
-        ] {
-            let plan = Plan { g, nodes, heads, channels, n, chunk_elems: chunk, align: 2 };
-            let np = plan.ranks();
-            let progs: Vec<Program<'static>> = (0..2 * np)
-                .flat_map(|r| {
-                    (0..channels)
-                        .filter(|&k| plan.loops(k) > 0)
-                        .flat_map(move |k| if r < np { plan.gpu(k, r) } else { plan.agent_streams(k, r - np) })
-                })
-                .collect();
+        for (plan, at) in shapes() {
+            let progs = streams(&plan);
             let load = plan.engine_load();
-            let at = format!("{nodes} nodes x {g} GPUs, {heads} heads, {channels} channels");
             assert_eq!(load.streams, progs.len() as u64, "{at}");
             let bytes: usize = progs.iter().map(|p| std::mem::size_of_val(&**p)).sum();
             assert_eq!(load.program_bytes, bytes as u64, "{at}");
-            let one_loop = (0..channels).all(|k| plan.loops(k) <= 1);
+            let one_loop = (0..plan.channels).all(|k| plan.loops(k) <= 1);
             assert!(load.in_flight <= plan.messages(), "{at}");
             assert!(!one_loop || load.in_flight == plan.messages(), "{at}");
         }
