@@ -5,7 +5,10 @@
 //! whose links differ), which the estimate once left out: `naive` at 256 ranks on a
 //! hierarchy held 2.5 times its estimate; so are `pat`'s, whose bounds read off the programs
 //! (it has no closed form) hold its leaves' unmatched sends: its allgather at 256 ranks held
-//! more than its estimate.
+//! more than its estimate. So are the points whose check sweeps or runs the step recurrence
+//! of another algorithm (`ring_chunked` at 200 ranks held 96 MB for an estimate of 39 MiB),
+//! and single points whose critical path is tracked with its steps (`ring` at 256 ranks
+//! held 25 MB in the tracker for a timeline of 16 MiB).
 //!
 //! One test in its own binary, so that no other test's allocations share the count.
 
@@ -55,21 +58,37 @@ fn a_point_holds_no_more_than_its_estimate() {
                      300GB/s }, { size: 16, alpha: 10us, bandwidth: 25Gbps, nics: 1 } ], nics: 2 }";
     let flat = "ranks: 256\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps }, nics: 1 }";
     let torus = "topology: { kind: torus2d, link: { alpha: 1us, bandwidth: 100Gbps }, dims: [8, 24], nics: 2 }";
+    let flat200 = "ranks: 200\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }";
+    let flat1024 = "ranks: 1024\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }";
+    // (machine, algorithm, size, data mode, the only point of its run: its critical path
+    // tracked with its steps).
     let cases = [
-        (hierarchy, "naive", "40", "off"),
-        (hierarchy, "naive", "4000", "full"),
-        (hierarchy, "direct", "40", "off"),
-        (hierarchy, "direct", "4096", "off"),
-        (torus, "naive", "40", "off"),
-        (torus, "bcube", "40", "off"),
-        (hierarchy, "all_to_all", "0", "off"),
-        (flat, "pat", "4000004", "off"),
-        (hierarchy, "pat", "40", "off"),
+        (hierarchy, "naive", "40", "off", false),
+        (hierarchy, "naive", "4000", "full", false),
+        (hierarchy, "direct", "40", "off", false),
+        (hierarchy, "direct", "4096", "off", false),
+        (torus, "naive", "40", "off", false),
+        (torus, "bcube", "40", "off", false),
+        (hierarchy, "all_to_all", "0", "off", false),
+        (flat, "pat", "4000004", "off", false),
+        (hierarchy, "pat", "40", "off", false),
+        (flat, "ring", "4000004", "off", true),
+        (flat, "ring_gloo", "40", "off", true),
+        (flat200, "nccl_ring_ag", "4000004", "off", true),
+        (flat1024, "butterfly_rs", "40", "off", true),
+        (flat200, "ring_chunked", "4000004", "off", true),
+        (flat1024, "butterfly_rs", "40", "off", false),
+        (flat1024, "neighbor_exchange", "40", "off", false),
+        (flat1024, "scatter_allgather", "4000004", "off", true),
     ];
-    for (machine, algo, size, mode) in cases {
+    for (machine, algo, size, mode, single) in cases {
         let entry = match algo {
             "all_to_all" => "{ name: all_to_all, collective: barrier }",
             "pat" => "{ name: pat, collective: allgather }",
+            "nccl_ring_ag" => "{ name: nccl_ring, collective: allgather }",
+            "butterfly_rs" => "{ name: butterfly, collective: reduce_scatter }",
+            "neighbor_exchange" => "{ name: neighbor_exchange, collective: allgather }",
+            "scatter_allgather" => "{ name: scatter_allgather, collective: broadcast }",
             _ => algo,
         };
         let text = format!(
@@ -80,10 +99,14 @@ fn a_point_holds_no_more_than_its_estimate() {
         let pts = allreduce_sim::runner::points(&s);
         assert_eq!(pts.len(), 1);
         let pt: &Point = &pts[0];
-        let est = estimate::estimate(&s, pt, false);
+        let est = estimate::estimate(&s, pt, single);
         let before = HELD.load(Ordering::Relaxed);
         PEAK.store(before, Ordering::Relaxed);
-        let res = allreduce_sim::runner::run_point(&s, pt);
+        let res = if single {
+            allreduce_sim::runner::run_point_tracked(&s, pt, true)
+        } else {
+            allreduce_sim::runner::run_point(&s, pt)
+        };
         let held = PEAK.load(Ordering::Relaxed) - before;
         assert!(res.failures.is_empty(), "{algo} {size} on {machine}: {:?}", res.failures);
         assert!(
