@@ -26,7 +26,9 @@ mod sweep;
 pub use lockstep::{BYTES_PER_BOOKING, BYTES_PER_STEP_MESSAGE, Step, Xfer, lockstep, lockstep_bounds};
 pub use pipeline::{earliest, ring_items};
 pub use programs::{BOUNDS_BYTES_PER_MESSAGE_IN_FLIGHT, program_bounds};
-pub use sweep::{Posted, SWEEP_LIMIT, sweep, sweep_posted, sweep_steps};
+pub use sweep::{
+    BYTES_PER_PLANNED_MESSAGE, BYTES_PER_SWEPT_MESSAGE, Posted, SWEEP_LIMIT, sweep, sweep_posted, sweep_steps,
+};
 
 /// The problem belongs to the engine's layer (the programs are built for it); the closed
 /// forms name it from here.

@@ -48,7 +48,10 @@ use std::sync::OnceLock;
 
 use crate::algos::nvls_tree::{EngineLoad, NvlsTree};
 use crate::algos::{Algorithm, Machine, Params, Problem};
-use crate::cost_model::{BOUNDS_BYTES_PER_MESSAGE_IN_FLIGHT, BYTES_PER_BOOKING, BYTES_PER_STEP_MESSAGE};
+use crate::cost_model::{
+    BOUNDS_BYTES_PER_MESSAGE_IN_FLIGHT, BYTES_PER_BOOKING, BYTES_PER_PLANNED_MESSAGE, BYTES_PER_STEP_MESSAGE,
+    BYTES_PER_SWEPT_MESSAGE, SWEEP_LIMIT,
+};
 use crate::results::Point;
 use crate::scenario::AlgoSpec;
 use crate::scenario::{DataMode, Scenario};
@@ -531,6 +534,71 @@ impl<'s> Planned<'s> {
         held.saturating_mul(2).max(read)
     }
 
+    /// What the closed form's check holds, bytes, for an algorithm whose check may run
+    /// the step recurrence ([`crate::cost_model::lockstep`]) and, where that gives up, the
+    /// sweep ([`crate::cost_model::sweep()`]): one after the other, so the larger counts.
+    /// The recurrence holds the largest step's messages ([`BYTES_PER_STEP_MESSAGE`]; a
+    /// step of these algorithms is at most four sends a rank, or what
+    /// [`Planned::in_flight`] counts) and the bookings still live
+    /// ([`BYTES_PER_BOOKING`]): the step's, and the up to 16 a side keeps before it drops
+    /// those ended, both twice over for the vectors' growth; the sweep holds every
+    /// message of the run ([`BYTES_PER_SWEPT_MESSAGE`]), and past [`SWEEP_LIMIT`] only the
+    /// plan built up to it ([`BYTES_PER_PLANNED_MESSAGE`]; `ring_chunked` and
+    /// `bidirectional_ring`, which only sweep, build none). Which of
+    /// the two runs is known only by running them, so the sweep is counted wherever the
+    /// recurrence may give up.
+    /// `ring_chunked` at 200 ranks held 50.8 MB in its sweep where nothing was counted,
+    /// `neighbor_exchange`'s allgather at 2,048 ranks 7.3 MB in its recurrence. 0 for the
+    /// algorithms whose check is a formula or a recurrence of their own.
+    fn stepped_check_bytes(&self) -> u64 {
+        use crate::collective::Collective::{Allgather, Allreduce, Broadcast, ReduceScatter};
+        const SENDS_PER_RANK: u64 = 4;
+        const KEPT_PER_SIDE: u64 = 16;
+        let spec = &self.s.algorithms[self.pt.algo];
+        // Sweeps only, and not at all past its limit (the plan is not even built).
+        if spec.collective == Allreduce && matches!(spec.name.as_str(), "ring_chunked" | "bidirectional_ring") {
+            let (messages, _) = self.messages();
+            return if messages > SWEEP_LIMIT as u64 { 0 } else { messages * BYTES_PER_SWEPT_MESSAGE };
+        }
+        let stepped = match (spec.collective, spec.name.as_str()) {
+            // A formula on a uniform machine (as `naive`, which with the exchanges and
+            // `bcube` [`Planned::closed_form_bytes`] counts).
+            (Allreduce, "ring_gloo") => {
+                let bytes = if spec.collective.has_data() { self.pt.bytes } else { 0 };
+                point_machine(self.s, spec, self.pt.ranks, bytes).is_ok_and(|(_, topo)| topo.uniform().is_none())
+            }
+            (Allreduce, name) => matches!(
+                name,
+                "blueconnect"
+                    | "butterfly"
+                    | "double_binary_tree"
+                    | "halving_doubling"
+                    | "hierarchical_ring"
+                    | "torus_2d"
+                    | "mesh_2d"
+            ),
+            (ReduceScatter, name) => matches!(name, "halving_doubling" | "butterfly" | "recursive_halving"),
+            (Allgather, name) => matches!(name, "halving_doubling" | "neighbor_exchange"),
+            (Broadcast, name) => name == "scatter_allgather",
+            _ => false,
+        };
+        if !stepped {
+            return 0;
+        }
+        let p = self.pt.ranks as u64;
+        let (messages, _) = self.messages();
+        let step = self.in_flight().max(p.saturating_mul(SENDS_PER_RANK)).min(messages);
+        let bookings = step.saturating_add(p.saturating_mul(KEPT_PER_SIDE)).min(messages);
+        let recurrence =
+            step.saturating_mul(BYTES_PER_STEP_MESSAGE).saturating_add(bookings.saturating_mul(BYTES_PER_BOOKING));
+        let swept = if messages > SWEEP_LIMIT as u64 {
+            SWEEP_LIMIT as u64 * BYTES_PER_PLANNED_MESSAGE
+        } else {
+            messages * BYTES_PER_SWEPT_MESSAGE
+        };
+        recurrence.saturating_mul(2).max(swept)
+    }
+
     /// The data plane's bytes for the messages in flight ([`Planned::in_flight`]) beyond
     /// their values (which the vector a rank of messages in flight covers): each holds
     /// its copy's record, and its values' allocation at its least
@@ -570,19 +638,36 @@ impl<'s> Planned<'s> {
             .saturating_add(self.streams_bytes())
             .saturating_add(route_cache_bytes(s, pt.ranks, messages))
             .saturating_add(
-                self.in_flight().saturating_mul(ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT).max(self.closed_form_bytes()),
+                self.in_flight()
+                    .saturating_mul(ENGINE_BYTES_PER_MESSAGE_IN_FLIGHT)
+                    .max(self.closed_form_bytes())
+                    .max(self.stepped_check_bytes()),
             );
         let events = messages.saturating_mul(EVENTS_PER_MESSAGE);
-        let timeline_bytes = if self.records() {
-            // Two tables of port tracks per rank (a Vec header and one track each), and
-            // the intervals: each message and each reduction, up to MAX_INTERVALS.
-            let tables = p.saturating_mul(2 * (24 + 8));
-            let intervals = messages.saturating_mul(2).min(MAX_INTERVALS as u64);
-            tables.saturating_add(intervals * INTERVAL_BYTES)
-        } else {
-            0
-        };
+        let timeline_bytes = if self.records() { self.timeline_bytes() } else { 0 };
         Estimate { data_bytes, engine_bytes, timeline_bytes, messages, messages_exact, events }
+    }
+
+    /// What recording the point's timeline, or tracking its critical path, holds, bytes:
+    /// two tables of port tracks per rank (a Vec header and one track each), and the
+    /// intervals, each message and each reduction (none where the collective does not
+    /// reduce), up to [`MAX_INTERVALS`]: a recorded
+    /// one at [`INTERVAL_BYTES`], or as the [`crate::timeline::PathTracker`] keeps it
+    /// ([`TRACKER_BYTES_PER_INTERVAL`], with its chunks' slack), whichever is more, and
+    /// the tracker's link counters, a pair per message at most and P (P - 1) at most
+    /// ([`TRACKER_BYTES_PER_PAIR`]). The tracker keeps the chains a path's steps may
+    /// list: `ring` at 256 ranks and 4 MB held 25 MB in it where this counted 16 MiB.
+    fn timeline_bytes(&self) -> u64 {
+        use crate::timeline::critical::{TRACKER_BYTES_PER_INTERVAL, TRACKER_BYTES_PER_PAIR, tracker_slack_bytes};
+        let p = self.pt.ranks as u64;
+        let (messages, _) = self.messages();
+        let tables = p.saturating_mul(2 * (24 + 8));
+        let per_message = if self.s.algorithms[self.pt.algo].collective.reduces() { 2 } else { 1 };
+        let intervals = messages.saturating_mul(per_message).min(MAX_INTERVALS as u64);
+        let tracked = intervals * TRACKER_BYTES_PER_INTERVAL + tracker_slack_bytes(intervals);
+        let pairs = messages.min(p.saturating_mul(p.saturating_sub(1))).min(MAX_INTERVALS as u64);
+        let held = (intervals * INTERVAL_BYTES).max(tracked + pairs * TRACKER_BYTES_PER_PAIR);
+        tables.saturating_add(held)
     }
 
     /// The point's label in messages ([`label`]).

@@ -223,6 +223,43 @@ fn every_linked_file_and_plot_is_in_the_repository() {
     assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
 
+/// A merge whose conflict was committed unresolved leaves its markers in the text, where
+/// neither the compiler (in a doc page) nor a reader notices them: one such block sat in
+/// docs/scenario.md for a session.
+#[test]
+fn no_page_or_source_keeps_a_merge_conflict() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let markers = [format!("{} ", "<".repeat(7)), format!("{} ", ">".repeat(7))];
+    let mut files = vec![root.join("README.md")];
+    let mut dirs: Vec<_> = ["docs", "src", "tests", "scenarios", "validation", "python", "benches"]
+        .iter()
+        .map(|d| root.join(d))
+        .filter(|d| d.is_dir())
+        .collect();
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| ["md", "rs", "yaml", "py", "sh", "toml"].iter().any(|k| x == *k)) {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let mut found = Vec::new();
+    for f in &files {
+        let Ok(text) = std::fs::read_to_string(f) else { continue };
+        for (n, line) in text.lines().enumerate() {
+            if markers.iter().any(|m| line.starts_with(m.as_str())) {
+                found.push(format!("{}:{}: {line}", f.display(), n + 1));
+            }
+        }
+    }
+    assert!(files.len() > 50, "only {} files read", files.len());
+    assert!(found.is_empty(), "unresolved merge conflicts:\n{}", found.join("\n"));
+}
+
 /// The machines of docs/model.md's reduction-depth table at P = 4, 8 and 12, in the
 /// order an algorithm is tried on them: flat (fully connected, one NIC), then levels
 /// (2 x 2, 4 x 2, 3 x 2 x 2), then the squarest 2-D torus with 2 NICs.

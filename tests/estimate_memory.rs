@@ -5,9 +5,12 @@
 //! whose links differ), which the estimate once left out: `naive` at 256 ranks on a
 //! hierarchy held 2.5 times its estimate; `pat`'s, whose bounds read off the programs (it
 //! has no closed form) hold its leaves' unmatched sends: its allgather at 256 ranks held
-//! more than its estimate; and `nvls_tree` on NVSwitch clusters, whose streams (two a
-//! GPU, switch agent and channel) and messages in flight it also left out: 22.7 MB held at
-//! 512 ranks where it said 512 KiB.
+//! more than its estimate; `nvls_tree` on NVSwitch clusters, whose streams (two a GPU,
+//! switch agent and channel) and messages in flight it also left out: 22.7 MB held at 512
+//! ranks where it said 512 KiB; the points whose check sweeps or runs the step recurrence
+//! of another algorithm (`ring_chunked` at 200 ranks held 96 MB for an estimate of 39 MiB),
+//! and single points whose critical path is tracked with its steps (`ring` at 256 ranks
+//! held 25 MB in the tracker for a timeline of 16 MiB).
 //!
 //! One test in its own binary, so that no other test's allocations share the count.
 
@@ -69,25 +72,41 @@ fn a_point_holds_no_more_than_its_estimate() {
         )
     };
     let (wide, narrow) = (cluster(64, 8), cluster(16, 4));
+    let flat200 = "ranks: 200\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }";
+    let flat1024 = "ranks: 1024\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }";
+    // (machine, algorithm, size, data mode, the only point of its run: its critical path
+    // tracked with its steps).
     let cases = [
-        // One loop a channel; then 32 loops of 4 KiB chunks, where heads (4 of 8 GPUs)
-        // and the other GPUs run ahead of the totals by different windows.
-        (wide.as_str(), "nvls_tree", "4000004", "off"),
-        (narrow.as_str(), "{ name: nvls_tree, chunk: 4KiB }", "8MiB", "off"),
-        (hierarchy, "naive", "40", "off"),
-        (hierarchy, "naive", "4000", "full"),
-        (hierarchy, "direct", "40", "off"),
-        (hierarchy, "direct", "4096", "off"),
-        (torus, "naive", "40", "off"),
-        (torus, "bcube", "40", "off"),
-        (hierarchy, "all_to_all", "0", "off"),
-        (flat, "pat", "4000004", "off"),
-        (hierarchy, "pat", "40", "off"),
+        // NVSwitch clusters: one loop a channel; then 32 loops of 4 KiB chunks, where heads
+        // (4 of 8 GPUs) and the other GPUs run ahead of the totals by different windows.
+        (wide.as_str(), "nvls_tree", "4000004", "off", false),
+        (narrow.as_str(), "{ name: nvls_tree, chunk: 4KiB }", "8MiB", "off", false),
+        (hierarchy, "naive", "40", "off", false),
+        (hierarchy, "naive", "4000", "full", false),
+        (hierarchy, "direct", "40", "off", false),
+        (hierarchy, "direct", "4096", "off", false),
+        (torus, "naive", "40", "off", false),
+        (torus, "bcube", "40", "off", false),
+        (hierarchy, "all_to_all", "0", "off", false),
+        (flat, "pat", "4000004", "off", false),
+        (hierarchy, "pat", "40", "off", false),
+        (flat, "ring", "4000004", "off", true),
+        (flat, "ring_gloo", "40", "off", true),
+        (flat200, "nccl_ring_ag", "4000004", "off", true),
+        (flat1024, "butterfly_rs", "40", "off", true),
+        (flat200, "ring_chunked", "4000004", "off", true),
+        (flat1024, "butterfly_rs", "40", "off", false),
+        (flat1024, "neighbor_exchange", "40", "off", false),
+        (flat1024, "scatter_allgather", "4000004", "off", true),
     ];
-    for (machine, algo, size, mode) in cases {
+    for (machine, algo, size, mode, single) in cases {
         let entry = match algo {
             "all_to_all" => "{ name: all_to_all, collective: barrier }",
             "pat" => "{ name: pat, collective: allgather }",
+            "nccl_ring_ag" => "{ name: nccl_ring, collective: allgather }",
+            "butterfly_rs" => "{ name: butterfly, collective: reduce_scatter }",
+            "neighbor_exchange" => "{ name: neighbor_exchange, collective: allgather }",
+            "scatter_allgather" => "{ name: scatter_allgather, collective: broadcast }",
             _ => algo,
         };
         let text = format!(
@@ -98,10 +117,14 @@ fn a_point_holds_no_more_than_its_estimate() {
         let pts = allreduce_sim::runner::points(&s);
         assert_eq!(pts.len(), 1);
         let pt: &Point = &pts[0];
-        let est = estimate::estimate(&s, pt, false);
+        let est = estimate::estimate(&s, pt, single);
         let before = HELD.load(Ordering::Relaxed);
         PEAK.store(before, Ordering::Relaxed);
-        let res = allreduce_sim::runner::run_point(&s, pt);
+        let res = if single {
+            allreduce_sim::runner::run_point_tracked(&s, pt, true)
+        } else {
+            allreduce_sim::runner::run_point(&s, pt)
+        };
         let held = PEAK.load(Ordering::Relaxed) - before;
         assert!(res.failures.is_empty(), "{algo} {size} on {machine}: {:?}", res.failures);
         assert!(

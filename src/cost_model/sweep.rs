@@ -50,6 +50,24 @@ use crate::topology::Topology;
 /// the run's own time); beyond it the caller falls back on bounds.
 pub const SWEEP_LIMIT: usize = 400_000;
 
+/// Bytes a sweep holds per message of the run ([`SWEEP_LIMIT`] at most), as the memory
+/// estimate counts it: the message as the caller's plan holds it (grown by doubling) and
+/// as the sweep reads it ([`Posted`]); its place among its sender's, its interfaces, its
+/// receiver's count of receives and list of early arrivals in its step; its key in the
+/// heap of those issued later (grown by doubling); and its receiver's job. A message
+/// waits on one list at a time, so the lists of those waiting and arrived early are
+/// counted in the job's and the heap's room.
+pub const BYTES_PER_SWEPT_MESSAGE: u64 = (2 * std::mem::size_of::<(Xfer, usize)>()
+    + 2 * std::mem::size_of::<usize>()
+    + std::mem::size_of::<(u32, u32)>()
+    + std::mem::size_of::<Vec<Early>>()
+    + 2 * std::mem::size_of::<Key>()
+    + std::mem::size_of::<Job>()) as u64;
+
+/// Bytes [`sweep_steps`] holds per message of the plan it builds before it finds the
+/// plan past [`SWEEP_LIMIT`] and gives up: the message, in a vector grown by doubling.
+pub const BYTES_PER_PLANNED_MESSAGE: u64 = 2 * std::mem::size_of::<Xfer>() as u64;
+
 /// The engine's event during which something happened, in the engine's order of the
 /// events of one instant: `(bits of the instant it was scheduled at, a count whose top
 /// bit is 0 while that instant's events ran and 1 while its ports were handed out)`. A
@@ -384,7 +402,10 @@ fn sweep_within(
         for &i in &cu.sends[..cu.issued] {
             fresh.push(key_of(cu.post, r, cu.entry, j, s, i));
         }
-        for (end, bytes, reduce, key, landed) in early[j][s * np + r].drain(..) {
+        // Taken, not drained: a drained list kept its room (four arrivals at least) for
+        // the rest of the run, at every step and rank that had one (`ring_chunked` at 200
+        // ranks held 51 MB of them).
+        for (end, bytes, reduce, key, landed) in std::mem::take(&mut early[j][s * np + r]) {
             let release = end.max(cu.post);
             let ev = ready_event(end, landed, cu.post, cu.entry);
             if reduce {

@@ -278,7 +278,7 @@ struct AtInstant {
 
 impl AtInstant {
     /// The intervals of `list` (rank `r`'s) that end at `t`.
-    fn rebuild(&mut self, r: Rank, t: f64, list: &[u32], nodes: &[Interval]) {
+    fn rebuild(&mut self, r: Rank, t: f64, list: &[u32], nodes: &Store) {
         self.instant = t.to_bits();
         self.valid = true;
         self.comp.clear();
@@ -371,6 +371,69 @@ impl Interval {
     }
 }
 
+/// Intervals a [`Store`] chunk holds: 96 KiB of them.
+const CHUNK: usize = 1024;
+
+/// The most a [`PathTracker`] holds per interval it keeps, bytes, as the memory
+/// estimate counts it ([`crate::estimate`]): the interval, and its places on the free
+/// list and on its two ranks' lists (4 bytes each, in vectors grown by doubling, so
+/// three times over while one grows). With steps asked for, every interval on a chain
+/// that may still be listed is kept (up to [`MAX_STEPS`] back from each interval still
+/// touching a rank): `ring` at 256 ranks keeps 131,000 of its 196,000.
+pub const TRACKER_BYTES_PER_INTERVAL: u64 = (std::mem::size_of::<Interval>() + 3 * (4 + 2 * 4)) as u64;
+
+/// The most a [`PathTracker`] holds per `(src, dst)` pair of its link counters, bytes:
+/// 16 and a control byte a bucket, at most 7 entries in 8 buckets, and while the table
+/// grows its old buckets beside twice as many new ones.
+pub const TRACKER_BYTES_PER_PAIR: u64 = 64;
+
+/// What a [`PathTracker`]'s intervals may hold beyond [`TRACKER_BYTES_PER_INTERVAL`]
+/// each, bytes, for `intervals` of them: the first chunk grows by doubling (its old and
+/// new buffers held at once, up to twice the chunk beyond its entries), the last is
+/// taken whole.
+pub fn tracker_slack_bytes(intervals: u64) -> u64 {
+    2 * intervals.min(CHUNK as u64) * std::mem::size_of::<Interval>() as u64
+}
+
+/// The tracker's intervals by index, in chunks of [`CHUNK`] that never move: a vector
+/// of them grown by doubling held its old and new buffers at once, three times what it
+/// held (`ring` at 256 ranks, whose chains keep 131,000 intervals: 25 MB asked at once
+/// where 12.6 MB were in use). Only the first chunk grows by doubling, up to [`CHUNK`].
+#[derive(Default)]
+struct Store {
+    chunks: Vec<Vec<Interval>>,
+}
+
+impl Store {
+    /// Add `n` at the end; its index.
+    fn push(&mut self, n: Interval) -> u32 {
+        let full = self.chunks.last().is_none_or(|c| c.len() == CHUNK);
+        if full {
+            // The first chunk starts small (a short run keeps few intervals); the
+            // others are taken whole, so none is ever copied.
+            let capacity = if self.chunks.is_empty() { 0 } else { CHUNK };
+            self.chunks.push(Vec::with_capacity(capacity));
+        }
+        let k = self.chunks.len() - 1;
+        let chunk = &mut self.chunks[k];
+        chunk.push(n);
+        (k * CHUNK + chunk.len() - 1) as u32
+    }
+}
+
+impl std::ops::Index<usize> for Store {
+    type Output = Interval;
+    fn index(&self, i: usize) -> &Interval {
+        &self.chunks[i / CHUNK][i % CHUNK]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Store {
+    fn index_mut(&mut self, i: usize) -> &mut Interval {
+        &mut self.chunks[i / CHUNK][i % CHUNK]
+    }
+}
+
 /// A hasher for the `(src, dst)` pairs of the link counters (one multiply; the counters
 /// do not depend on the map's order).
 #[derive(Clone, Copy, Default)]
@@ -398,7 +461,7 @@ type Pairs = HashMap<u64, u64, std::hash::BuildHasherDefault<PairHasher>>;
 /// [`MAX_INTERVALS`] intervals.
 pub struct PathTracker {
     steps: bool,
-    nodes: Vec<Interval>,
+    nodes: Store,
     free: Vec<u32>,
     /// Per rank: the intervals touching it that had not ended before the current instant
     /// (and, between prunings, some that had).
@@ -431,7 +494,7 @@ impl PathTracker {
     pub fn new(ranks: usize, steps: bool) -> Self {
         PathTracker {
             steps,
-            nodes: Vec::new(),
+            nodes: Store::default(),
             free: Vec::new(),
             touching: vec![Vec::new(); ranks],
             prune_at: vec![PRUNE_FROM; ranks],
@@ -535,10 +598,7 @@ impl PathTracker {
                 self.nodes[id as usize] = node;
                 id
             }
-            None => {
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as u32
-            }
+            None => self.nodes.push(node),
         };
         // While every interval's end was known when it was scheduled (the ideal model),
         // what this one waited for is known now; afterwards, once the instant is over.
@@ -708,7 +768,7 @@ impl PathTracker {
 
 /// Drop one hold on interval `x`; free it, and its chain as far as nothing else holds
 /// it, when that was the last.
-fn unref(nodes: &mut [Interval], free: &mut Vec<u32>, mut x: u32) {
+fn unref(nodes: &mut Store, free: &mut Vec<u32>, mut x: u32) {
     while x != NONE {
         let n = &mut nodes[x as usize];
         n.refs -= 1;

@@ -13,7 +13,7 @@
 //! [`MAX_INTERVALS`] intervals. The link counters and the critical path that every point of
 //! at most [`DETAIL_MAX_RANKS`] ranks and a run of a single point report need no
 //! recording: [`PathTracker`] finds them as the run goes, in memory that grows with the
-//! ranks, not with the messages. They are left out where a recording would have outgrown
+//! ranks, and with the path's steps with the intervals on chains that may still be listed. They are left out where a recording would have outgrown
 //! [`MAX_INTERVALS`] (the algorithm's exact message count is above it,
 //! [`crate::estimate::timeline_overflows`], or the run turns out longer), as before the
 //! tracker existed. Without an observer the hooks compile to nothing.
