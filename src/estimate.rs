@@ -279,7 +279,8 @@ impl<'s> Planned<'s> {
     /// entries per message), its index by tile (an entry per message end, and one for
     /// each further tile an entry spans, counting `4 P n` elements moved: two ends of
     /// about two vectors per rank), and on each thread a tile of every rank's buffers
-    /// with the tile's reference; and the check's plan, every rank's ranges (an
+    /// with the tile's reference and a tile's copy of each message in flight; and the
+    /// check's plan, every rank's ranges (an
     /// allgather's every non-empty block on every rank).
     fn tiled_bytes(&self) -> u64 {
         use crate::sim::data::{ENTRY_BYTES, MIN_TILE, PLAN_ENTRY_BYTES, TILE_BYTES};
@@ -302,7 +303,15 @@ impl<'s> Planned<'s> {
             _ => 1,
         };
         let plan = p.saturating_mul(ranges).saturating_mul(PLAN_ENTRY_BYTES as u64);
-        log.saturating_add(index).saturating_add(tile.saturating_mul(threads)).saturating_add(plan)
+        // A thread's copies of the messages whose region is written while they are in
+        // flight: a slot for each message in flight, each up to a tile of one buffer, and
+        // each thread keeps its own (`naive` at 256 ranks and 64 KiB: 65,280 slots of
+        // 1 KiB on each of two threads, 133 MB, where 96 MiB was counted for the whole
+        // point and a run under a `ulimit -v` of 200 MB died of a failed allocation).
+        let slots = self.in_flight().saturating_mul(width.saturating_mul(e).saturating_add(24));
+        log.saturating_add(index)
+            .saturating_add(tile.saturating_add(slots).saturating_mul(threads))
+            .saturating_add(plan)
     }
 
     /// The scratch buffers (elements each) the algorithm declares; one of n if it
@@ -781,11 +790,46 @@ pub fn reservable(bytes: u64) -> bool {
 /// arena on a 64-bit machine (twice its 32 MiB largest mmap threshold).
 const ARENA_BYTES: u64 = 64 << 20;
 
+/// Whether [`one_allocator_arena`] took: every thread then allocates from the one arena.
+static ONE_ARENA: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Under an address-space limit (`ulimit -v`), make every thread of this process allocate
+/// from glibc's main arena, and say whether it did (never without a limit, never on
+/// another C library). Call it first thing in a program of our own, before any thread
+/// starts; a library loaded into someone else's process (the Python module) leaves their
+/// allocator alone.
+///
+/// glibc gives each thread that allocates an arena of its own (up to eight a core), and
+/// each arena reserves address space a 64 MiB heap at a time whatever it holds: a run's
+/// rayon workers, its progress thread and the Ctrl-C handler's reserved 256 MiB beside a
+/// 24 MB heap, and under a `ulimit -v` of 300 MB `ring` at 256 ranks died of a failed
+/// allocation that 200 MB and 400 MB let run (which thread allocated first decided). With
+/// one arena the address space taken is what the heap holds, which the estimate counts.
+/// Without a limit the arenas stay: threads that share one wait for each other (a
+/// 36-second run of many full-data points took 10% longer with one).
+pub fn one_allocator_arena() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit writes the struct it is given; mallopt only sets a tunable of
+        // the allocator, called before any other thread of ours exists (an arena already
+        // made is kept, not moved).
+        let limited = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } == 0 && lim.rlim_cur != libc::RLIM_INFINITY;
+        let took = limited && unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) } == 1;
+        ONE_ARENA.store(took, std::sync::atomic::Ordering::Relaxed);
+        took
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}
+
 /// Refuse the largest point of `plans` if this process cannot even reserve its estimated
-/// memory, and up to an arena's heap for each thread of the run and the main thread
-/// (`ARENA_BYTES`, 64 MiB; no more than the estimate itself), with [`reservable`]. `run`
-/// asks it last, after every other refusal, just before the
-/// points run. A limit given by hand (`--max-memory 15EiB`), or none where
+/// memory, with [`reservable`], and, unless [`one_allocator_arena`] took, up to an
+/// arena's heap for each thread of the run and the main thread (`ARENA_BYTES`, 64 MiB; no
+/// more than the estimate itself). `run` asks it last, after every other refusal, just
+/// before the points run. A limit given by hand (`--max-memory 15EiB`), or none where
 /// `/proc/meminfo` cannot be read, may be past what the machine or the process's
 /// address-space limit (`ulimit -v`) allows, and a point within it then died of a failed
 /// allocation midway (exit 134, 2^32 - 1 ranks: a per-rank table of 103 GB under an 8 GB
@@ -796,14 +840,17 @@ pub fn check_reservable(plans: &[Planned]) -> Result<(), String> {
         return Ok(());
     };
     let need = est.memory_bytes();
-    // The run's threads each allocate from an arena of their own, which takes address
-    // space a whole 64 MiB heap at a time: under `ulimit -v` a large point needs up to a
-    // heap's slack a thread beside its estimate (`nvls_tree` at 4,160 ranks: a 197 MB heap
-    // in 430 MB of address space died under a limit of 300 MB that its estimate of
-    // 271 MiB passed). A small point fits in the heaps its threads already reserved, so
-    // the margin is at most the point's own size (a full margin refused a 2 MiB run under
-    // a limit of 200 MB that it runs in). The main thread's heap counts as one more.
-    let arenas = ARENA_BYTES.saturating_mul(rayon::current_num_threads() as u64 + 1).min(need);
+    // Where each thread allocates from an arena of its own, each takes address space a
+    // whole 64 MiB heap at a time: under `ulimit -v` a large point needs up to a heap's
+    // slack a thread beside its estimate (`nvls_tree` at 4,160 ranks: a 197 MB heap in
+    // 430 MB of address space died under a limit of 300 MB that its estimate of 271 MiB
+    // passed). A small point fits in the heaps its threads already reserved, so the
+    // margin is at most the point's own size. The main thread's heap counts as one more.
+    let arenas = if ONE_ARENA.load(std::sync::atomic::Ordering::Relaxed) {
+        0
+    } else {
+        ARENA_BYTES.saturating_mul(rayon::current_num_threads() as u64 + 1).min(need)
+    };
     if reservable(need.saturating_add(arenas)) {
         return Ok(());
     }

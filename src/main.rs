@@ -407,6 +407,8 @@ enum Emit {
 struct BadInput(String);
 
 fn main() -> ExitCode {
+    // Before any thread starts: see the function's docs (address space under `ulimit -v`).
+    allreduce_sim::estimate::one_allocator_arena();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
@@ -419,6 +421,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Err(e) = start_workers() {
+        allreduce_sim::diag!("error: {e}");
+        return ExitCode::from(2);
+    }
     match execute(cli) {
         Ok(code) => code,
         Err(BadInput(msg)) => {
@@ -427,6 +433,21 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Start rayon's worker threads (as many as `RAYON_NUM_THREADS` or the cores say), or say
+/// why they cannot start. Started lazily, the pool panicked at its first use where the
+/// threads could not be made (under a `ulimit -v` of 20 MB the estimate of a full-data
+/// point asked for the thread count: exit 101). The pool starts once or never, so there
+/// is no retry with fewer threads.
+fn start_workers() -> Result<(), String> {
+    rayon::ThreadPoolBuilder::new().build_global().map_err(|e| {
+        format!(
+            "cannot start the worker threads ({e}): the process may not map their stacks or start more \
+             threads; raise the address-space limit (`ulimit -v`) or the process limit (`ulimit -u`), or \
+             ask for fewer threads (RAYON_NUM_THREADS=1)"
+        )
+    })
 }
 
 /// clap's message for a command line it refuses, with what it quotes of the arguments

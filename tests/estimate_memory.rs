@@ -83,6 +83,8 @@ fn a_point_holds_no_more_than_its_estimate() {
         (narrow.as_str(), "{ name: nvls_tree, chunk: 4KiB }", "8MiB", "off", false),
         (hierarchy, "naive", "40", "off", false),
         (hierarchy, "naive", "4000", "full", false),
+        // Replayed by tiles: each thread copies a tile of every message in flight.
+        (hierarchy, "naive", "64KiB", "full", false),
         (hierarchy, "direct", "40", "off", false),
         (hierarchy, "direct", "4096", "off", false),
         (torus, "naive", "40", "off", false),

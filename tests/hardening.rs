@@ -1127,3 +1127,43 @@ fn thirty_first_trial_refusals_say_the_key_and_the_limit() {
         }
     }
 }
+
+/// Under an address-space limit a run either runs or is refused, and more room never
+/// turns a run into an abort. `ring` at 256 ranks (a 24 MB heap) ran under a `ulimit -v`
+/// of 200 MB and died of a failed allocation (exit 134) under 300 MB: glibc's per-thread
+/// arenas reserved 64 MiB each, as many as threads had allocated first. `naive` at 256
+/// ranks and 64 KiB with full data died under 130 to 200 MB: each thread's tiled replay
+/// kept a copy of every message in flight, which the estimate left out. Under 20 MB the
+/// worker threads could not start and the first use of the pool panicked (exit 101).
+#[test]
+fn thirty_second_trial_more_room_never_turns_a_run_into_an_abort() {
+    let flat = "ranks: 256\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps }, nics: 1 }\n\
+                compute: { cost_per_byte: 0.05ns }\ndata: { mode: off }\nalgorithms: [ring]\nsizes: [4000004]\n";
+    let hier = "ranks: 256\ntopology: { kind: hierarchical, levels: [ { size: 16, alpha: 0.5us, bandwidth: 300GB/s }, \
+                { size: 16, alpha: 10us, bandwidth: 25Gbps, nics: 1 } ], nics: 2 }\ncompute: { cost_per_byte: 0.05ns }\n\
+                data: { mode: full }\nalgorithms: [naive]\nsizes: [64KiB]\n";
+    for text in [flat, hier] {
+        let f = File::new(text);
+        let mut codes = Vec::new();
+        for kb in [20_000, 130_000, 200_000, 300_000, 450_000, 700_000] {
+            let out = std::process::Command::new("sh")
+                .args(["-c", &format!("ulimit -v {kb} && exec \"$0\" run --quiet \"$1\"")])
+                .arg(env!("CARGO_BIN_EXE_allreduce-sim"))
+                .arg(&f.0)
+                .env("RUST_BACKTRACE", "0")
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            let code = out.status.code();
+            assert!(code == Some(0) || code == Some(2), "{kb} KB: {code:?} {stderr}");
+            if code == Some(2) {
+                assert!(stderr.contains("ulimit"), "{kb} KB: {stderr}");
+            }
+            codes.push(code);
+        }
+        // Refused below some limit, run above it.
+        let first_run = codes.iter().position(|&c| c == Some(0)).expect("runs with 700 MB");
+        assert!(codes[first_run..].iter().all(|&c| c == Some(0)), "{codes:?}");
+        assert_eq!(codes[0], Some(2));
+    }
+}
