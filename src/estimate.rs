@@ -790,6 +790,13 @@ pub fn reservable(bytes: u64) -> bool {
 /// arena on a 64-bit machine (twice its 32 MiB largest mmap threshold).
 const ARENA_BYTES: u64 = 64 << 20;
 
+/// What a run allocates beside its points' estimates, reserved with the largest: the
+/// report's text and its JSON, the plots' bitmaps (a 1,600 x 900 PNG is 4.3 MB) and fonts,
+/// the points' small tables. Under a `ulimit -v` that left a few MB past the program and its
+/// threads' stacks, runs of points estimated at 2 to 6 MiB passed the reservation and died
+/// of a failed allocation (exit 134) writing their report or plots.
+pub const RUN_SLACK_BYTES: u64 = 16 << 20;
+
 /// Whether [`one_allocator_arena`] took: every thread then allocates from the one arena.
 static ONE_ARENA: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -826,7 +833,7 @@ pub fn one_allocator_arena() -> bool {
 }
 
 /// Refuse the largest point of `plans` if this process cannot even reserve its estimated
-/// memory, with [`reservable`], and, unless [`one_allocator_arena`] took, up to an
+/// memory and 16 MiB for the rest of the run, with [`reservable`], and, unless [`one_allocator_arena`] took, up to an
 /// arena's heap for each thread of the run and the main thread (`ARENA_BYTES`, 64 MiB; no
 /// more than the estimate itself). `run` asks it last, after every other refusal, just
 /// before the points run. A limit given by hand (`--max-memory 15EiB`), or none where
@@ -851,7 +858,7 @@ pub fn check_reservable(plans: &[Planned]) -> Result<(), String> {
     } else {
         ARENA_BYTES.saturating_mul(rayon::current_num_threads() as u64 + 1).min(need)
     };
-    if reservable(need.saturating_add(arenas)) {
+    if reservable(need.saturating_add(arenas).saturating_add(RUN_SLACK_BYTES)) {
         return Ok(());
     }
     Err(format!(

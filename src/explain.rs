@@ -459,10 +459,13 @@ fn too_many(label: String, messages: u64, whole: bool) -> String {
 
 /// Bytes `explain` holds per message of the schedule, at its peak: the engine's record
 /// of it, the send and receive ops paired with it, and its line of the table (about 100
-/// characters). Resident size over messages measured 270 to 320 B on schedules of
-/// 130,000 to 522,000 messages (`ring_chunked`, `double_binary_tree`, `pat`, `direct`,
-/// `nccl_ring`, `ring_segmented` at 256 ranks), with a margin.
-pub const BYTES_PER_MESSAGE: u64 = 400;
+/// characters), which the text may hold three times over while it grows (the old buffer
+/// and the new one of twice its size). Resident size over messages measured 270 to 320 B
+/// on schedules of 130,000 to 522,000 messages (`ring_chunked`, `double_binary_tree`,
+/// `pat`, `direct`, `nccl_ring`, `ring_segmented` at 256 ranks), with a margin, before the
+/// text's growth was counted: `explain naive --ranks 256 --size 1MiB` passed the check
+/// and died under a `ulimit -v` of 40 to 60 MB growing its 6 MB text to 12 MB.
+pub const BYTES_PER_MESSAGE: u64 = 600;
 
 /// Refuse a schedule of `messages` messages whose recording and table would not fit:
 /// more than the machine's available memory, or more than this process may reserve
@@ -480,7 +483,7 @@ fn check_memory(label: &str, messages: u64) -> Result<(), String> {
     if let Some(avail) = crate::estimate::available_memory().filter(|&a| a < need) {
         return refuse(format!("the {} available (MemAvailable)", fmt_bytes(avail)));
     }
-    if !crate::estimate::reservable(need) {
+    if !crate::estimate::reservable(need.saturating_add(crate::estimate::RUN_SLACK_BYTES)) {
         return refuse(
             "this process can reserve (the allocator refused that much: the machine's memory and swap, or \
              `ulimit -v`)"

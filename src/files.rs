@@ -226,20 +226,31 @@ impl Output {
         if self.direct {
             return fill(&self.target).map_err(flagged);
         }
-        let tmp = temp_beside(&self.target);
-        let done = fill(&tmp).and_then(|()| {
-            fs::rename(&tmp, &self.target).map_err(|e| format!("cannot write {}: {e}", self.path.display()))
-        });
-        if done.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        done.map_err(flagged)
+        replace_through_temp(&self.target, &self.path, fill).map_err(flagged)
     }
 
     /// [`Output::write`] of `text`.
     pub fn write_text(&self, text: &str) -> Result<(), String> {
         self.write(|p| fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", self.path.display())))
     }
+}
+
+/// Write `target` by `fill`ing a temporary file beside it (`.NAME.tmpPID.EXT`) and
+/// renaming it over `target` once whole: an old file is replaced at once or kept whole,
+/// whatever stops the write (a full disk, `ulimit -f`, Ctrl-C). `shown` is the name
+/// messages give. The temporary file is removed where the write fails.
+pub fn replace_through_temp(
+    target: &Path,
+    shown: &Path,
+    fill: impl FnOnce(&Path) -> Result<(), String>,
+) -> Result<(), String> {
+    let tmp = temp_beside(target);
+    let done = fill(&tmp)
+        .and_then(|()| fs::rename(&tmp, target).map_err(|e| format!("cannot write {}: {e}", shown.display())));
+    if done.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    done
 }
 
 /// `.NAME.tmpPID.EXT` in the directory of `target`: hidden, unique to this process, and

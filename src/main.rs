@@ -409,6 +409,44 @@ struct BadInput(String);
 fn main() -> ExitCode {
     // Before any thread starts: see the function's docs (address space under `ulimit -v`).
     allreduce_sim::estimate::one_allocator_arena();
+    ignore_file_size_signal();
+    // The work runs on a thread whose stack we size: the main thread's is what `ulimit -s`
+    // gives, and under 160 KB reading a scenario (the YAML deserializer's frames of 12 to
+    // 33 KB) overflowed it (exit 134).
+    match std::thread::Builder::new().name("main-work".into()).stack_size(WORK_STACK).spawn(work) {
+        Ok(handle) => handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        Err(e) => {
+            allreduce_sim::diag!(
+                "error: cannot start a thread ({e}): the process may not map an {} MiB stack or start \
+                 another thread; raise the address-space limit (`ulimit -v`) or the process limit (`ulimit -u`)",
+                WORK_STACK >> 20
+            );
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The stack of the thread that does the work: what Linux gives a main thread by default.
+const WORK_STACK: usize = 8 << 20;
+
+/// Most worker threads `RAYON_NUM_THREADS` may ask for: 10,000 took two minutes to start
+/// before anything ran (even `list`), and no machine we simulate on has that many cores.
+const MAX_WORKERS: usize = 1024;
+
+/// Let a write past the file-size limit (`ulimit -f`) fail as any other write does, and be
+/// reported with the file's name and status 2: by default the kernel kills the process
+/// with SIGXFSZ at the first such write, with no message (status 153).
+fn ignore_file_size_signal() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to "ignore" runs no handler of ours; it is
+    // done before any other thread starts.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
+/// What `main` does, on a thread of [`WORK_STACK`].
+fn work() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
@@ -441,7 +479,21 @@ fn main() -> ExitCode {
 /// point asked for the thread count: exit 101). The pool starts once or never, so there
 /// is no retry with fewer threads.
 fn start_workers() -> Result<(), String> {
-    rayon::ThreadPoolBuilder::new().build_global().map_err(|e| {
+    let mut builder = rayon::ThreadPoolBuilder::new();
+    if let Ok(text) = std::env::var("RAYON_NUM_THREADS")
+        && let Ok(n) = text.trim().parse::<usize>()
+        && n > MAX_WORKERS
+    {
+        return Err(format!(
+            "RAYON_NUM_THREADS={n} asks for more worker threads than allowed: 1 to {MAX_WORKERS}, or 0 for one a core"
+        ));
+    }
+    // A worker's stack is the platform's default (2 MiB), or more if RUST_MIN_STACK asks:
+    // rayon takes RUST_MIN_STACK as given, and a stack of 1 to 16,384 bytes overflowed at
+    // once (exit 134).
+    let asked = std::env::var("RUST_MIN_STACK").ok().and_then(|t| t.trim().parse::<usize>().ok()).unwrap_or(0);
+    builder = builder.stack_size(asked.clamp(2 << 20, 1 << 30));
+    builder.build_global().map_err(|e| {
         format!(
             "cannot start the worker threads ({e}): the process may not map their stacks or start more \
              threads; raise the address-space limit (`ulimit -v`) or the process limit (`ulimit -u`), or \
@@ -616,7 +668,7 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode, BadInput> {
         picks,
         prior_width,
     };
-    let progress = (!quiet).then(calibrate_progress);
+    let progress = (!quiet).then(calibrate_progress).flatten();
     let result = allreduce_sim::calibrate::cli::execute(&args);
     if let Some((stop, handle)) = progress {
         drop(stop);
@@ -630,13 +682,14 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<ExitCode, BadInput> {
 /// `calibrate`'s progress: a line on stderr every [`runner::PROGRESS_EVERY`] (as `run`'s
 /// lines), from a thread of its own until the sender is dropped. A fit of logs up to
 /// 8 GiB runs for minutes, and its length is not known beforehand (the optimiser stops
-/// when it converges), so the line says what was done, not what is left.
-fn calibrate_progress() -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+/// when it converges), so the line says what was done, not what is left. `None` where the
+/// thread cannot start: the fit goes on without the lines.
+fn calibrate_progress() -> Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)> {
     use allreduce_sim::calibrate::EVALUATIONS;
     use allreduce_sim::sim::engine::EVENTS_DONE;
     use std::sync::atomic::Ordering::Relaxed;
     let (tx, rx) = std::sync::mpsc::channel::<()>();
-    let handle = std::thread::spawn(move || {
+    let handle = std::thread::Builder::new().spawn(move || {
         let started = std::time::Instant::now();
         let (events0, evaluations0) = (EVENTS_DONE.load(Relaxed), EVALUATIONS.load(Relaxed));
         while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(runner::PROGRESS_EVERY) {
@@ -651,7 +704,7 @@ fn calibrate_progress() -> (std::sync::mpsc::Sender<()>, std::thread::JoinHandle
             allreduce_sim::diag!("progress: calibrate: {done} model evaluations, {elapsed:.0}s elapsed, {speed}");
         }
     });
-    (tx, handle)
+    Some((tx, handle.ok()?))
 }
 
 /// `validate`.

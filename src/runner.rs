@@ -186,12 +186,18 @@ impl Progress {
         });
         let done = Arc::new(AtomicUsize::new(0));
         let tails = Arc::new(AtomicU64::new(0));
-        let lines = (allowed && !terminal).then(|| {
-            let (tx, rx) = mpsc::channel::<()>();
-            let (done, tails) = (Arc::clone(&done), Arc::clone(&tails));
-            let handle = std::thread::spawn(move || progress_lines(&rx, &done, &tails, len, work));
-            (tx, handle)
-        });
+        // Progress lines come from a thread of their own; where it cannot start (under a
+        // tight `ulimit -v`: `std::thread::spawn` panicked, exit 101) the run goes on
+        // without them.
+        let lines = (allowed && !terminal)
+            .then(|| {
+                let (tx, rx) = mpsc::channel::<()>();
+                let (done, tails) = (Arc::clone(&done), Arc::clone(&tails));
+                let handle =
+                    std::thread::Builder::new().spawn(move || progress_lines(&rx, &done, &tails, len, work)).ok()?;
+                Some((tx, handle))
+            })
+            .flatten();
         let p = Progress { bar, started: Instant::now(), shown: AtomicBool::new(false), done, tails, lines };
         if len > PROGRESS_MIN_POINTS {
             p.show();

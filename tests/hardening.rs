@@ -1166,4 +1166,78 @@ fn thirty_second_trial_more_room_never_turns_a_run_into_an_abort() {
         assert!(codes[first_run..].iter().all(|&c| c == Some(0)), "{codes:?}");
         assert_eq!(codes[0], Some(2));
     }
+    // `explain`'s text (6 MB here) grew by doubling past what its check counted: an abort
+    // under 40 to 60 MB.
+    for (kb, code) in [(60_000, 2), (200_000, 0)] {
+        let out = std::process::Command::new("sh")
+            .args(["-c", &format!("ulimit -v {kb} && exec \"$0\" explain naive --ranks 256 --size 1MiB")])
+            .arg(env!("CARGO_BIN_EXE_allreduce-sim"))
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(code), "{kb} KB: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+/// The process's other limits and the environment's thread settings: each is an error
+/// with status 2 or a run, never a signal or a panic. Under `ulimit -f` smaller than the
+/// report the kernel killed the process with SIGXFSZ (status 153, no message), and a
+/// `--plot` cut short replaced a whole plot of an earlier run with a truncated one; under
+/// `ulimit -s 64` reading the scenario overflowed the main thread's stack (134);
+/// `RUST_MIN_STACK=1` gave the workers a stack too small to run (134);
+/// `RAYON_NUM_THREADS=10000` started ten thousand threads before even `list` (minutes).
+#[test]
+fn thirty_second_trial_process_limits_are_errors_not_signals() {
+    let f = File::new(
+        "ranks: 8\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\nalgorithms: [ring, butterfly]\n\
+         sizes: [4KiB, 1MiB]\n",
+    );
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("hard-32-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let under = |limit: &str, args: &str| {
+        std::process::Command::new("sh")
+            .args(["-c", &format!("{limit} && exec \"$0\" {args}")])
+            .arg(env!("CARGO_BIN_EXE_allreduce-sim"))
+            .arg(&f.0)
+            .arg(&dir)
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap()
+    };
+    // A whole report, then one that cannot be written past 4 KiB: the old file is kept.
+    let report = dir.join("r.json");
+    let out = under("true", "run --quiet \"$1\" --output \"$2/r.json\" --plot=\"$2/plots\"");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let before = std::fs::read(&report).unwrap();
+    let plots: Vec<_> = std::fs::read_dir(dir.join("plots")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(plots.len() > 2 && plots.iter().any(|p| std::fs::metadata(p).unwrap().len() > 4096));
+    let whole: Vec<_> = plots.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    for args in ["run --quiet \"$1\" --output \"$2/r.json\"", "run --quiet \"$1\" --plot=\"$2/plots\""] {
+        let out = under("ulimit -f 4", args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args}: {stderr}");
+        assert!(stderr.contains("File too large"), "{args}: {stderr}");
+    }
+    assert_eq!(std::fs::read(&report).unwrap(), before);
+    for (p, w) in plots.iter().zip(&whole) {
+        assert_eq!(&std::fs::read(p).unwrap(), w, "{} changed", p.display());
+    }
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .chain(std::fs::read_dir(dir.join("plots")).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+    // A small stack for the main thread, or asked for the workers; a run either way.
+    for limit in ["ulimit -s 64", "export RUST_MIN_STACK=1"] {
+        let out = under(limit, "run --quiet \"$1\"");
+        assert_eq!(out.status.code(), Some(0), "{limit}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    // Too many workers asked for: refused at once, naming the variable and the range.
+    let out = under("export RAYON_NUM_THREADS=100000", "list");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("RAYON_NUM_THREADS=100000") && stderr.contains("1 to 1024"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

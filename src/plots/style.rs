@@ -382,7 +382,7 @@ pub trait Chart {
     }
 }
 
-/// Draw `chart` into an SVG file.
+/// Draw `chart` into an SVG file, replacing any file of that name only once it is whole.
 pub fn save_svg<C: Chart>(chart: &C, path: &Path) -> Result<(), String> {
     ensure_fonts();
     let mut svg = String::new();
@@ -395,17 +395,23 @@ pub fn save_svg<C: Chart>(chart: &C, path: &Path) -> Result<(), String> {
     // XML 1.0 allows no control character but the tab and the line ends: a name holding
     // one (the ESC of an escape sequence) left a file no SVG reader opens. Each is written
     // as the terminal shows it (`\u{1b}`).
-    std::fs::write(path, crate::units::escape_controls(&svg).as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    crate::files::replace_through_temp(path, path, |tmp| {
+        std::fs::write(tmp, crate::units::escape_controls(&svg).as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    })
 }
 
-/// Draw `chart` into a PNG file.
+/// Draw `chart` into a PNG file, replacing any file of that name only once it is whole.
 pub fn save_png<C: Chart>(chart: &C, path: &Path) -> Result<(), String> {
     ensure_fonts();
-    let root = super::text::CrispText(BitMapBackend::new(path, chart.size())).into_drawing_area();
-    root.fill(&WHITE).map_err(de)?;
-    chart.draw(&root)?;
-    root.present().map_err(|e| format!("cannot write {}: {e}", path.display()))
+    // Drawn into a file beside it and renamed once whole: a plot cut short (`ulimit -f`, a
+    // second Ctrl-C) replaced a whole one of an earlier run with a truncated file.
+    crate::files::replace_through_temp(path, path, |tmp| {
+        let root = super::text::CrispText(BitMapBackend::new(tmp, chart.size())).into_drawing_area();
+        root.fill(&WHITE).map_err(de)?;
+        chart.draw(&root)?;
+        root.present().map_err(|e| format!("cannot write {}: {e}", path.display()))
+    })
 }
 
 #[cfg(test)]
