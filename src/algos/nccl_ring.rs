@@ -577,60 +577,50 @@ impl RingPlan {
         node * self.g + (local + self.g - self.entry(k)) % self.g
     }
 
-    /// Chunk i of loop l of channel k. Allreduce: the i-th of the loop's P pieces of the
-    /// channel's part. Reduce-scatter and allgather: the loop's chunk of the channel's
-    /// part of the block of the rank at ring position i (the block that position ends
-    /// with, or starts with), possibly short or empty in the last loop, as NCCL's kernel
-    /// takes `min(chunk, rest)` of each block.
-    pub fn chunk(&self, k: usize, l: usize, i: usize) -> Region {
-        if self.coll != Collective::Allreduce {
-            let part = self.block_part(self.rank_at(k, i), k);
-            let start = (l * self.chunk_elems).min(part.len);
-            return Region::vec(part.offset + start, self.chunk_elems.min(part.len - start));
+    /// Channel k's items, with what every item of the channel shares worked out once.
+    pub fn channel(&self, k: usize) -> RingChannel {
+        let (np, channels) = (self.np, self.channels);
+        let rings = self.rings.clone();
+        let ring = rings.as_ref().map_or(0, |r| k % r.order.len());
+        let mut ch = RingChannel {
+            k,
+            channels,
+            np,
+            g: self.g,
+            entry: self.entry(k),
+            rings,
+            ring,
+            coll: self.coll,
+            items: self.items(k),
+            steps: self.steps(),
+            slices: self.slices,
+            chunk_elems: self.chunk_elems,
+            part: Region::vec(0, 0),
+            whole: np * self.chunk_elems,
+            last_cc: 0,
+            block_base: self.n / np,
+            block_extra: self.n % np,
+            in_block: [Region::vec(0, 0); 2],
+        };
+        match self.coll {
+            Collective::Allreduce => {
+                // Only the last loop can hold less than P whole chunks; its chunks are
+                // cut from its rest, the same in every item of the loop.
+                let part = self.part(k);
+                let loops = part.len.div_ceil(ch.whole);
+                let rest = part.len - loops.saturating_sub(1) * ch.whole;
+                ch.part = part;
+                ch.last_cc = rest.div_ceil(np).div_ceil(self.align) * self.align;
+            }
+            _ => {
+                // Blocks have one of two lengths, so a channel's part of a block sits at
+                // one of two places within it.
+                for (i, len) in [ch.block_base, ch.block_base + 1].into_iter().enumerate() {
+                    ch.in_block[i] = Blocks::new(len, channels).get(k);
+                }
+            }
         }
-        let part = self.part(k);
-        let whole = self.np * self.chunk_elems;
-        let rest = part.len - l * whole;
-        let cc = if rest < whole { rest.div_ceil(self.np).div_ceil(self.align) * self.align } else { self.chunk_elems };
-        let start = (i * cc).min(rest);
-        let len = cc.min(rest - start);
-        Region::vec(part.offset + l * whole + start, len)
-    }
-
-    /// Item s of channel k's program at ring position q.
-    pub fn item(&self, k: usize, q: usize, s: usize) -> Item {
-        let np = self.np;
-        let per_loop = self.per_loop();
-        let (l, u) = (s / per_loop, s % per_loop);
-        let (t, j) = (u / self.slices, u % self.slices);
-        // Reduce-scatter steps send chunk q-1-t (position q ends with chunk q reduced);
-        // allgather steps send chunk q-t', starting with the one just finished (or, in an
-        // allgather alone, with its own). What arrives is the chunk before the one sent.
-        let t = if self.coll == Collective::Allgather { t + np - 1 } else { t };
-        let (send, action) = if t < np - 1 {
-            ((q + 2 * np - 1 - t) % np, Action::Reduce)
-        } else {
-            ((q + 2 * np - (t - (np - 1))) % np, Action::Copy)
-        };
-        let recv = (send + np - 1) % np;
-        let piece = |i: usize| {
-            let c = self.chunk(k, l, i);
-            let b = Blocks::new(c.len, self.slices).get(j);
-            Region::vec(c.offset + b.offset, b.len)
-        };
-        let wait = if u + 1 == per_loop {
-            Wait::All
-        } else if u + 1 >= self.slices {
-            Wait::Item(s + 1 - self.slices)
-        } else {
-            Wait::None
-        };
-        Item { send: piece(send), recv: piece(recv), action, wait }
-    }
-
-    /// Message tag of item s of channel k: apart from every other channel's.
-    pub fn tag(&self, k: usize, s: usize) -> u32 {
-        (s * self.channels + k) as u32
+        ch
     }
 
     /// Rank r's program on channel k.
@@ -644,20 +634,202 @@ impl RingPlan {
         // would take two shares of it and starve the ring beside it; there a slice leaves
         // when the channel's previous one has arrived.
         let serial = self.serial;
-        per_step(0..self.items(k), move |s| {
-            let it = self.item(k, q, s);
-            let tag = self.tag(k, s);
-            let wait = match it.wait {
-                Wait::None => None,
-                Wait::Item(i) => Some(Op::Wait(i as u32)),
-                Wait::All => Some(Op::WaitAll),
-            };
-            (serial && s > 0)
-                .then_some(Op::WaitSends(0))
-                .into_iter()
-                .chain([Op::send(right, tag, it.send), Op::Recv { from: left, tag, dst: it.recv, action: it.action }])
-                .chain(wait)
+        let ch = self.channel(k);
+        per_step(ch.indices(), move |at| {
+            let it = ch.item(q, at);
+            let tag = ch.tag(at.s);
+            // The step's ops written in place into one array: built as a chain of options
+            // and arrays, each op was copied through the chain's parts and read back in
+            // blocks that straddled the stores of its fields, a stall each.
+            let mut ops = [Op::WaitAll; 4];
+            let mut n = 0;
+            if serial && at.s > 0 {
+                ops[0] = Op::WaitSends(0);
+                n = 1;
+            }
+            ops[n] = Op::send(right, tag, it.send);
+            ops[n + 1] = Op::Recv { from: left, tag, dst: it.recv, action: it.action };
+            n += 2;
+            match it.wait {
+                Wait::None => {}
+                Wait::Item(i) => {
+                    ops[n] = Op::Wait(i as u32);
+                    n += 1;
+                }
+                Wait::All => {
+                    ops[n] = Op::WaitAll;
+                    n += 1;
+                }
+            }
+            ops.into_iter().take(n)
         })
+    }
+}
+
+/// Where item s of a channel's program falls: loop `l`, ring step `t` of the loop, slice
+/// `j` of the step's chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ItemIndex {
+    /// The item.
+    pub s: usize,
+    /// Its loop.
+    pub l: usize,
+    /// Its step within the loop.
+    pub t: usize,
+    /// Its slice within the step.
+    pub j: usize,
+}
+
+/// One channel of a [`RingPlan`], with what all its items share worked out once: its
+/// part's place, its ring's entry GPU, the two places its part can have in a block. A
+/// program makes one item per message, and dividing for each of these every time was
+/// most of the program's cost (several divisions per chunk, two chunks per item).
+#[derive(Clone, Debug)]
+pub(crate) struct RingChannel {
+    k: usize,
+    channels: usize,
+    np: usize,
+    g: usize,
+    entry: usize,
+    rings: Option<Arc<Rings>>,
+    ring: usize,
+    coll: Collective,
+    items: usize,
+    steps: usize,
+    slices: usize,
+    chunk_elems: usize,
+    /// Allreduce: the channel's part of the vector, the elements of a whole loop, and the
+    /// chunk of the last loop if it holds less.
+    part: Region,
+    whole: usize,
+    last_cc: usize,
+    /// Reduce-scatter and allgather: the ranks' blocks (`block_base` elements, one more
+    /// for the first `block_extra`), and the channel's part within a block of each of
+    /// the two lengths.
+    block_base: usize,
+    block_extra: usize,
+    in_block: [Region; 2],
+}
+
+impl RingChannel {
+    /// Every item of the channel's program in order, counted rather than divided out.
+    pub fn indices(&self) -> Indices {
+        Indices { next: ItemIndex { s: 0, l: 0, t: 0, j: 0 }, end: self.items, steps: self.steps, slices: self.slices }
+    }
+
+    /// Message tag of item s: apart from every other channel's.
+    pub fn tag(&self, s: usize) -> u32 {
+        (s * self.channels + self.k) as u32
+    }
+
+    /// The rank at ring position q < P.
+    #[inline(always)]
+    fn rank_at(&self, q: usize) -> usize {
+        if let Some(r) = &self.rings {
+            return r.order[self.ring][q];
+        }
+        if self.g == 1 {
+            return q;
+        }
+        let j = q % self.g;
+        let k = j + self.entry;
+        q - j + if k >= self.g { k - self.g } else { k }
+    }
+
+    /// Chunk i of loop l. Allreduce: the i-th of the loop's P pieces of the channel's
+    /// part. Reduce-scatter and allgather: the loop's chunk of the channel's part of the
+    /// block of the rank at ring position i (below P: the block that position ends with,
+    /// or starts with), possibly short or empty in the last loop, as NCCL's kernel takes
+    /// `min(chunk, rest)` of each block.
+    #[inline(always)]
+    pub fn chunk(&self, l: usize, i: usize) -> Region {
+        if self.coll != Collective::Allreduce {
+            let b = self.rank_at(i);
+            let block = b * self.block_base + b.min(self.block_extra);
+            let part = self.in_block[usize::from(b < self.block_extra)];
+            let start = (l * self.chunk_elems).min(part.len);
+            return Region::vec(block + part.offset + start, self.chunk_elems.min(part.len - start));
+        }
+        let rest = self.part.len - l * self.whole;
+        let cc = if rest < self.whole { self.last_cc } else { self.chunk_elems };
+        let start = (i * cc).min(rest);
+        let len = cc.min(rest - start);
+        Region::vec(self.part.offset + l * self.whole + start, len)
+    }
+
+    /// Slice j of chunk `c`.
+    #[inline(always)]
+    fn slice(&self, c: Region, j: usize) -> Region {
+        // Simple's two slices by halving, where a division by the plan's `slices` would
+        // be a real one; the first slice takes the odd element, as `Blocks` cuts.
+        let (q, r) = match self.slices {
+            1 => return c,
+            2 => (c.len / 2, c.len % 2),
+            n => (c.len / n, c.len % n),
+        };
+        Region::vec(c.offset + j * q + j.min(r), q + usize::from(j < r))
+    }
+
+    /// Item `at` at ring position q.
+    #[inline(always)]
+    pub fn item(&self, q: usize, at: ItemIndex) -> Item {
+        let np = self.np;
+        // Reduce-scatter steps send chunk q-1-t (position q ends with chunk q reduced);
+        // allgather steps send chunk q-t', starting with the one just finished (or, in an
+        // allgather alone, with its own). What arrives is the chunk before the one sent.
+        // Each is below 2P, so one subtraction takes it mod P.
+        let t = if self.coll == Collective::Allgather { at.t + np - 1 } else { at.t };
+        let (x, action) =
+            if t < np - 1 { (q + np - 1 - t, Action::Reduce) } else { (q + np - (t - (np - 1)), Action::Copy) };
+        let send = if x >= np { x - np } else { x };
+        let recv = if send == 0 { np - 1 } else { send - 1 };
+        let last = at.j + 1 == self.slices;
+        let wait = if last && at.t + 1 == self.steps {
+            Wait::All
+        } else if last || at.t > 0 {
+            Wait::Item(at.s + 1 - self.slices)
+        } else {
+            Wait::None
+        };
+        Item {
+            send: self.slice(self.chunk(at.l, send), at.j),
+            recv: self.slice(self.chunk(at.l, recv), at.j),
+            action,
+            wait,
+        }
+    }
+}
+
+/// The items of a channel in order ([`RingChannel::indices`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Indices {
+    next: ItemIndex,
+    end: usize,
+    steps: usize,
+    slices: usize,
+}
+
+impl Iterator for Indices {
+    type Item = ItemIndex;
+
+    #[inline]
+    fn next(&mut self) -> Option<ItemIndex> {
+        if self.next.s >= self.end {
+            return None;
+        }
+        let at = self.next;
+        let n = &mut self.next;
+        n.s += 1;
+        n.j += 1;
+        if n.j == self.slices {
+            n.j = 0;
+            n.t += 1;
+            if n.t == self.steps {
+                n.t = 0;
+                n.l += 1;
+            }
+        }
+        Some(at)
     }
 }
 
@@ -796,17 +968,18 @@ fn ring_channel(plan: &RingPlan, k: usize, h: &Hockney) -> (f64, bool) {
     let mut recv = Receives::new(np, plan.slices);
     let mut arrive = vec![0.0f64; np];
     let mut waited = false;
-    for s in 0..items {
+    let ch = plan.channel(k);
+    for at in ch.indices() {
         // Slice s from every position to the next.
         for q in 0..np {
-            let it = plan.item(k, q, s);
+            let it = ch.item(q, at);
             let start = issue[q].max(port[q]);
             waited |= port[q] > issue[q];
             port[q] = start + h.t(it.send.len as f64 * e);
             arrive[(q + 1) % np] = port[q];
         }
         for q in 0..np {
-            let it = plan.item(k, q, s);
+            let it = ch.item(q, at);
             let d = match it.action {
                 Action::Reduce => {
                     compute[q] = compute[q].max(arrive[q]) + h.r(it.recv.len as f64 * e);
@@ -814,7 +987,7 @@ fn ring_channel(plan: &RingPlan, k: usize, h: &Hockney) -> (f64, bool) {
                 }
                 Action::Copy => arrive[q],
             };
-            recv.record(q, s, d, it.wait, &mut issue[q]);
+            recv.record(q, at.s, d, it.wait, &mut issue[q]);
         }
     }
     (recv.end, waited)
@@ -992,7 +1165,7 @@ mod tests {
                 let mut at = part.offset;
                 for l in 0..p.loops(k) {
                     for i in 0..np {
-                        let c = p.chunk(k, l, i);
+                        let c = p.channel(k).chunk(l, i);
                         assert_eq!(c.offset, at, "n={n} P={np} k={k} l={l} i={i}");
                         at += c.len;
                     }
@@ -1002,5 +1175,107 @@ mod tests {
             }
             assert_eq!(covered, n);
         }
+    }
+
+    /// Item s of channel k at position q worked out from the definitions, every block,
+    /// part and position divided out anew: what the programs sent before the channel's
+    /// shares were worked out once ([`RingChannel`]).
+    fn item_by_division(p: &RingPlan, k: usize, q: usize, s: usize) -> Item {
+        let np = p.np;
+        let block_part = |b: usize| {
+            let blk = Blocks::new(p.n, np).get(b);
+            let part = Blocks::new(blk.len, p.channels).get(k);
+            Region::vec(blk.offset + part.offset, part.len)
+        };
+        let chunk = |l: usize, i: usize| {
+            if p.coll != Collective::Allreduce {
+                let part = block_part(p.rank_at(k, i));
+                let start = (l * p.chunk_elems).min(part.len);
+                return Region::vec(part.offset + start, p.chunk_elems.min(part.len - start));
+            }
+            let part = p.part(k);
+            let whole = np * p.chunk_elems;
+            let rest = part.len - l * whole;
+            let cc = if rest < whole { rest.div_ceil(np).div_ceil(p.align) * p.align } else { p.chunk_elems };
+            let start = (i * cc).min(rest);
+            Region::vec(part.offset + l * whole + start, cc.min(rest - start))
+        };
+        let per_loop = p.per_loop();
+        let (l, u) = (s / per_loop, s % per_loop);
+        let (t, j) = (u / p.slices, u % p.slices);
+        let t = if p.coll == Collective::Allgather { t + np - 1 } else { t };
+        let (send, action) = if t < np - 1 {
+            ((q + 2 * np - 1 - t) % np, Action::Reduce)
+        } else {
+            ((q + 2 * np - (t - (np - 1))) % np, Action::Copy)
+        };
+        let recv = (send + np - 1) % np;
+        let piece = |i: usize| {
+            let c = chunk(l, i);
+            let b = Blocks::new(c.len, p.slices).get(j);
+            Region::vec(c.offset + b.offset, b.len)
+        };
+        let wait = if u + 1 == per_loop {
+            Wait::All
+        } else if u + 1 >= p.slices {
+            Wait::Item(s + 1 - p.slices)
+        } else {
+            Wait::None
+        };
+        Item { send: piece(send), recv: piece(recv), action, wait }
+    }
+
+    /// A channel's items, with its shares worked out once and its items counted in order,
+    /// are the items divided out from the definitions, on every collective, ring order
+    /// (one GPU a node, nodes of g GPUs behind shared NICs, NVLink rings), slice count,
+    /// and vector lengths from empty through blocks of two lengths to several loops.
+    #[test]
+    fn channel_items_are_the_items_divided_out() {
+        let dgx1 = Arc::new(Rings::new(nvlink_rings(8, &DGX1)));
+        let mut checked = 0usize;
+        for coll in [Collective::Allreduce, Collective::ReduceScatter, Collective::Allgather] {
+            for (np, g, nics, rings) in [
+                (2, 1, 0, None),
+                (3, 1, 0, None),
+                (5, 1, 0, None),
+                (12, 4, 0, None),
+                (12, 4, 2, None),
+                (16, 8, 4, None),
+                (16, 8, 2, None),
+                (8, 8, 0, Some(dgx1.clone())),
+            ] {
+                for (channels, slices, chunk_elems) in [(1, 1, 8), (3, 2, 4), (5, 2, 3), (2, 3, 5), (7, 1, 2)] {
+                    for n in [0, 1, 7, np - 1, np + 1, 97, 1000, 4099] {
+                        let p = RingPlan {
+                            coll,
+                            nics,
+                            rings: rings.clone(),
+                            ..plan(np, g, channels, n, chunk_elems, slices)
+                        };
+                        for k in 0..channels {
+                            let ch = p.channel(k);
+                            let mut s = 0;
+                            for at in ch.indices() {
+                                let per_loop = p.per_loop();
+                                let u = s % per_loop;
+                                assert_eq!(
+                                    (at.s, at.l, at.t, at.j),
+                                    (s, s / per_loop, u / slices, u % slices),
+                                    "{coll:?} P={np} n={n} k={k}"
+                                );
+                                for q in 0..np {
+                                    let want = item_by_division(&p, k, q, s);
+                                    assert_eq!(ch.item(q, at), want, "{coll:?} P={np} g={g} n={n} k={k} q={q} s={s}");
+                                    checked += 1;
+                                }
+                                s += 1;
+                            }
+                            assert_eq!(s, p.items(k));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 100_000, "{checked} items");
     }
 }

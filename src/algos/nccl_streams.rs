@@ -216,21 +216,22 @@ pub(crate) fn ring_time(plan: &RingPlan, topo: &dyn Topology, c: f64) -> Option<
             let (a, b) = hop(k, q);
             routes.push(sides.route(k, a, b));
         }
-        for s in 0..plan.items(k) {
+        let ch = plan.channel(k);
+        for at in ch.indices() {
             for q in 0..np {
-                let it = plan.item(k, q, s);
+                let it = ch.item(q, at);
                 let (_, e_) = sides.send(routes[q], issue[q], it.send.len as f64 * e)?;
                 arrive[(q + 1) % np] = e_;
             }
             for q in 0..np {
-                let it = plan.item(k, q, s);
+                let it = ch.item(q, at);
                 // The receive is posted when the item is issued.
                 let ready = arrive[q].max(issue[q]);
                 let d = match it.action {
                     Action::Reduce => compute[q].add(ready, it.recv.len as f64 * e * c)?,
                     Action::Copy => ready,
                 };
-                recv.record(q, s, d, it.wait, &mut issue[q]);
+                recv.record(q, at.s, d, it.wait, &mut issue[q]);
             }
         }
     }
@@ -521,10 +522,11 @@ pub(crate) fn ring_bounds(plan: &RingPlan, topo: &dyn Topology, c: f64) -> (f64,
         recv.clear();
         links.clear();
         links.extend((0..np).map(|q| (plan.rank_at(k, q), plan.rank_at(k, q + 1))));
-        for s in 0..plan.items(k) {
+        let ch = plan.channel(k);
+        for at in ch.indices() {
             for q in 0..np {
                 let (a, b) = links[q];
-                let t = topo.link(a, b).time(plan.item(k, q, s).send.len as f64 * e);
+                let t = topo.link(a, b).time(ch.item(q, at).send.len as f64 * e);
                 load.message(a, b, t);
                 // A serial channel sends only once its previous slice has arrived.
                 let start = if plan.serial { issue[q].max(sent[q]) } else { issue[q] };
@@ -532,7 +534,7 @@ pub(crate) fn ring_bounds(plan: &RingPlan, topo: &dyn Topology, c: f64) -> (f64,
                 arrive[(q + 1) % np] = sent[q];
             }
             for q in 0..np {
-                let it = plan.item(k, q, s);
+                let it = ch.item(q, at);
                 let ready = arrive[q].max(issue[q]);
                 let d = match it.action {
                     Action::Reduce => {
@@ -542,7 +544,7 @@ pub(crate) fn ring_bounds(plan: &RingPlan, topo: &dyn Topology, c: f64) -> (f64,
                     }
                     Action::Copy => ready,
                 };
-                recv.record(q, s, d, it.wait, &mut issue[q]);
+                recv.record(q, at.s, d, it.wait, &mut issue[q]);
             }
         }
         chain = chain.max(recv.end);
