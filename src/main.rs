@@ -479,7 +479,6 @@ fn work() -> ExitCode {
 /// point asked for the thread count: exit 101). The pool starts once or never, so there
 /// is no retry with fewer threads.
 fn start_workers() -> Result<(), String> {
-    let mut builder = rayon::ThreadPoolBuilder::new();
     if let Ok(text) = std::env::var("RAYON_NUM_THREADS")
         && let Ok(n) = text.trim().parse::<usize>()
         && n > MAX_WORKERS
@@ -492,8 +491,7 @@ fn start_workers() -> Result<(), String> {
     // rayon takes RUST_MIN_STACK as given, and a stack of 1 to 16,384 bytes overflowed at
     // once (exit 134).
     let asked = std::env::var("RUST_MIN_STACK").ok().and_then(|t| t.trim().parse::<usize>().ok()).unwrap_or(0);
-    builder = builder.stack_size(asked.clamp(2 << 20, 1 << 30));
-    builder.build_global().map_err(|e| {
+    rayon::ThreadPoolBuilder::new().stack_size(asked.clamp(2 << 20, 1 << 30)).build_global().map_err(|e| {
         format!(
             "cannot start the worker threads ({e}): the process may not map their stacks or start more \
              threads; raise the address-space limit (`ulimit -v`) or the process limit (`ulimit -u`), or \
@@ -927,7 +925,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         allreduce_sim::diag!("wrote {} plot file(s) to {}", files.len(), esc_path(dir));
     }
     if let Some(g) = &gantt {
-        g.write(|tmp| plots::write_gantt(recorded, tmp)).map_err(BadInput)?;
+        g.write(|tmp| plots::write_gantt(recorded, tmp, &g.path)).map_err(BadInput)?;
         allreduce_sim::diag!("wrote {}", esc_path(&g.path));
     }
     let gate_held = match &baseline {

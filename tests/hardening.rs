@@ -10,6 +10,9 @@ use allreduce_sim::scenario::parse_str;
 use assert_cmd::Command;
 use predicates::prelude::*;
 
+mod common;
+use common::cli_under;
+
 fn cmd() -> Command {
     let mut c = Command::cargo_bin("allreduce-sim").unwrap();
     c.env("RUST_BACKTRACE", "0");
@@ -1024,12 +1027,7 @@ fn thirty_first_trial_explain_refuses_past_its_recording_at_once() {
 fn thirty_first_trial_explain_refuses_a_table_that_would_not_fit() {
     // The table of `explain ring_chunked --ranks 256 --size 4` under an address-space limit, KB.
     let explain_under = |kb: u32| {
-        std::process::Command::new("sh")
-            .args(["-c", &format!("ulimit -v {kb} && exec \"$0\" explain ring_chunked --ranks 256 --size 4")])
-            .arg(env!("CARGO_BIN_EXE_allreduce-sim"))
-            .env("RUST_BACKTRACE", "0")
-            .output()
-            .unwrap()
+        cli_under(&format!("ulimit -v {kb}"), "explain ring_chunked --ranks 256 --size 4", &[]).output().unwrap()
     };
     let out = explain_under(200_000);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -1146,13 +1144,7 @@ fn thirty_second_trial_more_room_never_turns_a_run_into_an_abort() {
         let f = File::new(text);
         let mut codes = Vec::new();
         for kb in [20_000, 130_000, 200_000, 300_000, 450_000, 700_000] {
-            let out = std::process::Command::new("sh")
-                .args(["-c", &format!("ulimit -v {kb} && exec \"$0\" run --quiet \"$1\"")])
-                .arg(env!("CARGO_BIN_EXE_allreduce-sim"))
-                .arg(&f.0)
-                .env("RUST_BACKTRACE", "0")
-                .output()
-                .unwrap();
+            let out = cli_under(&format!("ulimit -v {kb}"), "run --quiet \"$1\"", &[&f.0]).output().unwrap();
             let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
             let code = out.status.code();
             assert!(code == Some(0) || code == Some(2), "{kb} KB: {code:?} {stderr}");
@@ -1169,12 +1161,7 @@ fn thirty_second_trial_more_room_never_turns_a_run_into_an_abort() {
     // `explain`'s text (6 MB here) grew by doubling past what its check counted: an abort
     // under 40 to 60 MB.
     for (kb, code) in [(60_000, 2), (200_000, 0)] {
-        let out = std::process::Command::new("sh")
-            .args(["-c", &format!("ulimit -v {kb} && exec \"$0\" explain naive --ranks 256 --size 1MiB")])
-            .arg(env!("CARGO_BIN_EXE_allreduce-sim"))
-            .env("RUST_BACKTRACE", "0")
-            .output()
-            .unwrap();
+        let out = cli_under(&format!("ulimit -v {kb}"), "explain naive --ranks 256 --size 1MiB", &[]).output().unwrap();
         assert_eq!(out.status.code(), Some(code), "{kb} KB: {}", String::from_utf8_lossy(&out.stderr));
     }
 }
@@ -1194,16 +1181,7 @@ fn thirty_second_trial_process_limits_are_errors_not_signals() {
     );
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("hard-32-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let under = |limit: &str, args: &str| {
-        std::process::Command::new("sh")
-            .args(["-c", &format!("{limit} && exec \"$0\" {args}")])
-            .arg(env!("CARGO_BIN_EXE_allreduce-sim"))
-            .arg(&f.0)
-            .arg(&dir)
-            .env("RUST_BACKTRACE", "0")
-            .output()
-            .unwrap()
-    };
+    let under = |limit: &str, args: &str| cli_under(limit, args, &[&f.0, &dir]).output().unwrap();
     // A whole report, then one that cannot be written past 4 KiB: the old file is kept.
     let report = dir.join("r.json");
     let out = under("true", "run --quiet \"$1\" --output \"$2/r.json\" --plot=\"$2/plots\"");

@@ -33,6 +33,9 @@ use predicates::prelude::*;
 use proptest::prelude::*;
 use proptest::test_runner::{FileFailurePersistence, RngSeed};
 
+mod common;
+use common::cli_under;
+
 /// `cases` cases from [`FUZZ_SEED`], failures saved beside this file.
 fn fuzz_config(cases: u32) -> ProptestConfig {
     ProptestConfig {
@@ -4233,12 +4236,8 @@ fn twenty_third_trial_a_limit_past_the_machine_is_refused_not_aborted() {
     let text = "name: t\nranks: 4294967295\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
                 algorithms: [ring]\nsizes: [0]\n";
     std::fs::write(d.join("s.yaml"), text).unwrap();
-    let out = std::process::Command::new("sh")
-        .current_dir(&d)
-        .args(["-c", "ulimit -v 8000000 && exec \"$0\" run s.yaml --quiet --max-memory 15EiB"])
-        .arg(env!("CARGO_BIN_EXE_allreduce-sim"))
-        .output()
-        .unwrap();
+    let out =
+        cli_under("ulimit -v 8000000", "run s.yaml --quiet --max-memory 15EiB", &[]).current_dir(&d).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("more than this process can reserve"), "{stderr}");

@@ -51,10 +51,11 @@ pub fn check_gantt(s: &Scenario, path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Simulate the single point of `s` (timing only) and draw its Gantt chart into `path`
-/// (PNG or SVG by extension).
-pub fn write_gantt(s: &Scenario, path: &Path) -> Result<(), String> {
-    check_gantt(s, path)?;
+/// Simulate the single point of `s` (timing only) and draw its Gantt chart into exactly
+/// `path` (PNG or SVG by extension): the caller passes a temporary file it renames over
+/// the target once whole (`files::Output::write`); messages name `shown`, the target.
+pub fn write_gantt(s: &Scenario, path: &Path, shown: &Path) -> Result<(), String> {
+    check_gantt(s, shown)?;
     let point = &runner::points(s)[0];
     // The timeline does not depend on the values; skip moving them.
     let mut timing = s.clone();
@@ -79,14 +80,13 @@ pub fn write_gantt(s: &Scenario, path: &Path) -> Result<(), String> {
         r.time_s,
         &timeline,
     );
-    style::ensure_fonts();
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("svg")) {
-        style::save_svg(&chart, path)
+        style::draw_svg(&chart, path, shown)
     } else {
-        style::save_png(&chart, path)
+        style::draw_png(&chart, path, shown)
     }
 }
 

@@ -384,34 +384,41 @@ pub trait Chart {
 
 /// Draw `chart` into an SVG file, replacing any file of that name only once it is whole.
 pub fn save_svg<C: Chart>(chart: &C, path: &Path) -> Result<(), String> {
+    crate::files::replace_through_temp(path, path, |tmp| draw_svg(chart, tmp, path))
+}
+
+/// Draw `chart` into a PNG file, replacing any file of that name only once it is whole.
+pub fn save_png<C: Chart>(chart: &C, path: &Path) -> Result<(), String> {
+    // A plot cut short (`ulimit -f`, a second Ctrl-C) replaced a whole one of an earlier
+    // run with a truncated file when drawn in place.
+    crate::files::replace_through_temp(path, path, |tmp| draw_png(chart, tmp, path))
+}
+
+/// Draw `chart` as SVG into exactly `to`, a file the caller has made safe to write (a
+/// temporary one: see [`save_svg`]); messages name `shown`.
+pub fn draw_svg<C: Chart>(chart: &C, to: &Path, shown: &Path) -> Result<(), String> {
     ensure_fonts();
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, chart.size()).into_drawing_area();
         root.fill(&WHITE).map_err(de)?;
         chart.draw(&root)?;
-        root.present().map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        root.present().map_err(|e| format!("cannot write {}: {e}", shown.display()))?;
     }
     // XML 1.0 allows no control character but the tab and the line ends: a name holding
     // one (the ESC of an escape sequence) left a file no SVG reader opens. Each is written
     // as the terminal shows it (`\u{1b}`).
-    crate::files::replace_through_temp(path, path, |tmp| {
-        std::fs::write(tmp, crate::units::escape_controls(&svg).as_bytes())
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
-    })
+    std::fs::write(to, crate::units::escape_controls(&svg).as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", shown.display()))
 }
 
-/// Draw `chart` into a PNG file, replacing any file of that name only once it is whole.
-pub fn save_png<C: Chart>(chart: &C, path: &Path) -> Result<(), String> {
+/// Draw `chart` as PNG into exactly `to`, as [`draw_svg`] does.
+pub fn draw_png<C: Chart>(chart: &C, to: &Path, shown: &Path) -> Result<(), String> {
     ensure_fonts();
-    // Drawn into a file beside it and renamed once whole: a plot cut short (`ulimit -f`, a
-    // second Ctrl-C) replaced a whole one of an earlier run with a truncated file.
-    crate::files::replace_through_temp(path, path, |tmp| {
-        let root = super::text::CrispText(BitMapBackend::new(tmp, chart.size())).into_drawing_area();
-        root.fill(&WHITE).map_err(de)?;
-        chart.draw(&root)?;
-        root.present().map_err(|e| format!("cannot write {}: {e}", path.display()))
-    })
+    let root = super::text::CrispText(BitMapBackend::new(to, chart.size())).into_drawing_area();
+    root.fill(&WHITE).map_err(de)?;
+    chart.draw(&root)?;
+    root.present().map_err(|e| format!("cannot write {}: {e}", shown.display()))
 }
 
 #[cfg(test)]

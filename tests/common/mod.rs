@@ -169,3 +169,15 @@ pub fn engine_log_on_hosts(
     let runs = allreduce_sim::calibrate::nccl_tests::parse(&out, name).unwrap();
     (report.results, runs)
 }
+
+/// The binary started by `sh -c "<limit> && exec \"$0\" <args>"`, so that a process limit
+/// (`ulimit -v`, `-f`, `-s`) or an `export` applies to it alone and not to the test. `args`
+/// may name `"$1"`, `"$2"`, ...: the `positional` paths, in order.
+pub fn cli_under(limit: &str, args: &str, positional: &[&std::path::Path]) -> std::process::Command {
+    let mut c = std::process::Command::new("sh");
+    c.args(["-c", &format!("{limit} && exec \"$0\" {args}")])
+        .arg(env!("CARGO_BIN_EXE_allreduce-sim"))
+        .args(positional)
+        .env("RUST_BACKTRACE", "0");
+    c
+}
