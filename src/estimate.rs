@@ -783,7 +783,7 @@ pub fn checked_plan<'s>(
 /// and given back at once. Linux refuses past the machine's memory and swap or the
 /// process's `ulimit -v`, unless the kernel overcommits always.
 pub fn reservable(bytes: u64) -> bool {
-    usize::try_from(bytes).is_ok_and(|n| Vec::<u8>::new().try_reserve_exact(n).is_ok())
+    usize::try_from(bytes).is_ok_and(|n| crate::process::fallible(|| Vec::<u8>::new().try_reserve_exact(n).is_ok()))
 }
 
 /// The address space an allocator arena takes at once: glibc's largest heap of a thread's
@@ -797,43 +797,14 @@ const ARENA_BYTES: u64 = 64 << 20;
 /// of a failed allocation (exit 134) writing their report or plots.
 pub const RUN_SLACK_BYTES: u64 = 16 << 20;
 
-/// Whether [`one_allocator_arena`] took: every thread then allocates from the one arena.
-static ONE_ARENA: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Under an address-space limit (`ulimit -v`), make every thread of this process allocate
-/// from glibc's main arena, and say whether it did (never without a limit, never on
-/// another C library). Call it first thing in a program of our own, before any thread
-/// starts; a library loaded into someone else's process (the Python module) leaves their
-/// allocator alone.
-///
-/// glibc gives each thread that allocates an arena of its own (up to eight a core), and
-/// each arena reserves address space a 64 MiB heap at a time whatever it holds: a run's
-/// rayon workers, its progress thread and the Ctrl-C handler's reserved 256 MiB beside a
-/// 24 MB heap, and under a `ulimit -v` of 300 MB `ring` at 256 ranks died of a failed
-/// allocation that 200 MB and 400 MB let run (which thread allocated first decided). With
-/// one arena the address space taken is what the heap holds, which the estimate counts.
-/// Without a limit the arenas stay: threads that share one wait for each other (a
-/// 36-second run of many full-data points took 10% longer with one).
-pub fn one_allocator_arena() -> bool {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        // SAFETY: getrlimit writes the struct it is given; mallopt only sets a tunable of
-        // the allocator, called before any other thread of ours exists (an arena already
-        // made is kept, not moved).
-        let limited = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } == 0 && lim.rlim_cur != libc::RLIM_INFINITY;
-        let took = limited && unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) } == 1;
-        ONE_ARENA.store(took, std::sync::atomic::Ordering::Relaxed);
-        took
-    }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    {
-        false
-    }
-}
+/// What the report keeps a point, from its result to its JSON or table: 3.3 to 4.3 KB in
+/// a sweep of 14,000 small points (its whole peak over 14,000), with room for a
+/// selector's lines and longer names.
+pub const REPORT_BYTES_PER_POINT: u64 = 6 << 10;
 
 /// Refuse the largest point of `plans` if this process cannot even reserve its estimated
-/// memory and 16 MiB for the rest of the run, with [`reservable`], and, unless [`one_allocator_arena`] took, up to an
+/// memory, [`REPORT_BYTES_PER_POINT`] for each point of the sweep and 16 MiB for the rest
+/// of the run, with [`reservable`], and, unless [`crate::process::one_allocator_arena`] took, up to an
 /// arena's heap for each thread of the run and the main thread (`ARENA_BYTES`, 64 MiB; no
 /// more than the estimate itself). `run` asks it last, after every other refusal, just
 /// before the points run. A limit given by hand (`--max-memory 15EiB`), or none where
@@ -853,13 +824,25 @@ pub fn check_reservable(plans: &[Planned]) -> Result<(), String> {
     // 430 MB of address space died under a limit of 300 MB that its estimate of 271 MiB
     // passed). A small point fits in the heaps its threads already reserved, so the
     // margin is at most the point's own size. The main thread's heap counts as one more.
-    let arenas = if ONE_ARENA.load(std::sync::atomic::Ordering::Relaxed) {
+    let arenas = if crate::process::one_arena() {
         0
     } else {
         ARENA_BYTES.saturating_mul(rayon::current_num_threads() as u64 + 1).min(need)
     };
-    if reservable(need.saturating_add(arenas).saturating_add(RUN_SLACK_BYTES)) {
+    let alone = need.saturating_add(arenas).saturating_add(RUN_SLACK_BYTES);
+    let results = REPORT_BYTES_PER_POINT.saturating_mul(plans.len() as u64);
+    if reservable(alone.saturating_add(results)) {
         return Ok(());
+    }
+    if reservable(alone) {
+        return Err(format!(
+            "the {} points' results would need about {} of memory beside the largest point's {}, more than this \
+             process can reserve (the allocator refused that much: the machine's memory and swap, or `ulimit -v`); \
+             run fewer points at once (--ranks, --sizes, --algorithms, or --shard and `merge`)",
+            plans.len(),
+            fmt_bytes(results),
+            fmt_bytes(need),
+        ));
     }
     Err(format!(
         "{} would need about {} of memory ({}), more than this process can reserve (the allocator refused that \
@@ -1112,6 +1095,11 @@ pub fn check_memory(plans: &[Planned], limit: u64, source: &str) -> Result<(), S
                 continue;
             }
             let need = pl.estimate_in(mode).memory_bytes();
+            // A sample keeps 16 bytes for each element it tracks (full data 4) and tracks
+            // a small vector whole: it can need more than full data, no way out then.
+            if need >= est.memory_bytes() {
+                continue;
+            }
             let fits = if need <= limit { "fits" } else { "still too much" };
             hint.push(format!("data.mode: {word} needs about {} ({fits})", fmt_bytes(need)));
         }

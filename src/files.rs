@@ -245,20 +245,33 @@ pub fn replace_through_temp(
     fill: impl FnOnce(&Path) -> Result<(), String>,
 ) -> Result<(), String> {
     let tmp = temp_beside(target);
+    // Removed by a signal that ends the process meanwhile (crate::process).
+    crate::process::hold_temp(Some(&tmp));
     let done = fill(&tmp)
         .and_then(|()| fs::rename(&tmp, target).map_err(|e| format!("cannot write {}: {e}", shown.display())));
     if done.is_err() {
         let _ = fs::remove_file(&tmp);
     }
+    crate::process::hold_temp(None);
     done
 }
 
 /// `.NAME.tmpPID.EXT` in the directory of `target`: hidden, unique to this process, and
 /// with the target's extension (the chart writers choose PNG or SVG by it).
+///
+/// The name is cut to fit the file system's 255 bytes: a target of 241 to 255 bytes was
+/// refused as `File name too long` though its own name was legal.
 fn temp_beside(target: &Path) -> PathBuf {
+    const NAME_MAX: usize = 255;
     let name = target.file_name().map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
-    let ext = target.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
-    target.with_file_name(format!(".{name}.tmp{}{ext}", std::process::id()))
+    // Only the chart writers read the extension (`png`, `svg`); a long one is dropped.
+    let ext = target.extension().map(|e| format!(".{}", e.to_string_lossy())).filter(|e| e.len() <= 16);
+    let tail = format!(".tmp{}{}", std::process::id(), ext.unwrap_or_default());
+    let mut cut = name.len().min(NAME_MAX - 1 - tail.len());
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    target.with_file_name(format!(".{}{tail}", &name[..cut]))
 }
 
 /// What a command will write: files by flag, and directories of plots.
@@ -529,5 +542,17 @@ mod tests {
         assert_eq!(t.extension().unwrap(), "png");
         assert_eq!(t.parent().unwrap(), Path::new("out"));
         assert!(t.file_name().unwrap().to_string_lossy().starts_with(".g.png.tmp"));
+    }
+
+    /// A legal name of 255 bytes (multi-byte letters too) gets a temporary name within
+    /// 255 bytes, still with its extension.
+    #[test]
+    fn the_temporary_name_of_a_long_name_fits() {
+        for stem in ["a".repeat(251), "é".repeat(125), "b".repeat(100)] {
+            let t = temp_beside(&Path::new("d").join(format!("{stem}.png")));
+            let name = t.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(name.len() <= 255, "{}", name.len());
+            assert!(name.starts_with('.') && name.ends_with(".png"), "{name}");
+        }
     }
 }

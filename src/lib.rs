@@ -37,6 +37,7 @@ pub mod estimate;
 pub mod explain;
 pub mod files;
 pub mod plots;
+pub mod process;
 #[cfg(feature = "python")]
 mod python;
 pub mod report;

@@ -406,10 +406,15 @@ enum Emit {
 /// A user error: printed as is, exit status 2.
 struct BadInput(String);
 
+/// Memory that runs out ends the process with a message and status 2, not an abort.
+#[global_allocator]
+static ALLOC: allreduce_sim::process::GuardedAlloc = allreduce_sim::process::GuardedAlloc;
+
 fn main() -> ExitCode {
     // Before any thread starts: see the function's docs (address space under `ulimit -v`).
-    allreduce_sim::estimate::one_allocator_arena();
+    allreduce_sim::process::one_allocator_arena();
     ignore_file_size_signal();
+    allreduce_sim::process::end_on_signals();
     // The work runs on a thread whose stack we size: the main thread's is what `ulimit -s`
     // gives, and under 160 KB reading a scenario (the YAML deserializer's frames of 12 to
     // 33 KB) overflowed it (exit 134).
@@ -491,11 +496,17 @@ fn start_workers() -> Result<(), String> {
     // rayon takes RUST_MIN_STACK as given, and a stack of 1 to 16,384 bytes overflowed at
     // once (exit 134).
     let asked = std::env::var("RUST_MIN_STACK").ok().and_then(|t| t.trim().parse::<usize>().ok()).unwrap_or(0);
-    rayon::ThreadPoolBuilder::new().stack_size(asked.clamp(2 << 20, 1 << 30)).build_global().map_err(|e| {
+    let stack = asked.clamp(2 << 20, 1 << 30);
+    rayon::ThreadPoolBuilder::new().stack_size(stack).build_global().map_err(|e| {
+        let smaller = if asked > 2 << 20 {
+            format!(", or smaller stacks (RUST_MIN_STACK={asked} asks for {} MiB a thread)", stack >> 20)
+        } else {
+            String::new()
+        };
         format!(
             "cannot start the worker threads ({e}): the process may not map their stacks or start more \
              threads; raise the address-space limit (`ulimit -v`) or the process limit (`ulimit -u`), or \
-             ask for fewer threads (RAYON_NUM_THREADS=1)"
+             ask for fewer threads (RAYON_NUM_THREADS=1){smaller}"
         )
     })
 }
@@ -687,7 +698,7 @@ fn calibrate_progress() -> Option<(std::sync::mpsc::Sender<()>, std::thread::Joi
     use allreduce_sim::sim::engine::EVENTS_DONE;
     use std::sync::atomic::Ordering::Relaxed;
     let (tx, rx) = std::sync::mpsc::channel::<()>();
-    let handle = std::thread::Builder::new().spawn(move || {
+    let handle = std::thread::Builder::new().stack_size(allreduce_sim::runner::PROGRESS_STACK).spawn(move || {
         let started = std::time::Instant::now();
         let (events0, evaluations0) = (EVENTS_DONE.load(Relaxed), EVALUATIONS.load(Relaxed));
         while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(runner::PROGRESS_EVERY) {
@@ -891,18 +902,28 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
     };
     let recorded = picked.as_ref().unwrap_or(&s);
     estimate::check_reservable(&plans).map_err(BadInput)?;
-    // Ctrl-C: stop between points and write what finished. A second Ctrl-C
-    // while a long point runs ends the process at once.
+    // Ctrl-C: stop between points and write what finished; once the points are done,
+    // stop between the files written after the report. A second Ctrl-C ends the process
+    // at once (every file is whole or untouched: each is renamed into place).
+    static WRITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     let _ = ctrlc::set_handler(|| {
         if runner::STOP.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            allreduce_sim::process::remove_temp();
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
-        allreduce_sim::diag!("interrupted: finishing the points under way (Ctrl-C again to quit at once)");
+        if WRITING.load(std::sync::atomic::Ordering::Relaxed) {
+            allreduce_sim::diag!(
+                "interrupted: stopping once the file being written is whole (Ctrl-C again to quit at once)"
+            );
+        } else {
+            allreduce_sim::diag!("interrupted: finishing the points under way (Ctrl-C again to quit at once)");
+        }
     });
     let report = match &trace {
         Some(out) => run_traced(recorded, out)?,
         None => runner::run_planned(&s, plans, &runner::RunOptions { shard, progress: !quiet, memory_limit }),
     };
+    WRITING.store(true, std::sync::atomic::Ordering::Relaxed);
     // A report written to `x.json` without `--format` is JSON, as a user naming the
     // file expects; a table there was read as a broken JSON file.
     let format = format.unwrap_or_else(|| Format::of_file(output.as_ref().map(|o| o.path.as_path())));
@@ -924,9 +945,22 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         }
         allreduce_sim::diag!("wrote {} plot file(s) to {}", files.len(), esc_path(dir));
     }
-    if let Some(g) = &gantt {
+    let stopped = || runner::STOP.load(std::sync::atomic::Ordering::Relaxed);
+    if let Some(g) = gantt.as_ref().filter(|_| !stopped()) {
         g.write(|tmp| plots::write_gantt(recorded, tmp, &g.path)).map_err(BadInput)?;
         allreduce_sim::diag!("wrote {}", esc_path(&g.path));
+    }
+    if stopped() {
+        let skipped: Vec<&str> = [
+            (plot.is_some(), "the plots not yet drawn"),
+            (gantt.is_some(), "--gantt"),
+            (baseline.is_some(), "the --baseline comparison"),
+        ]
+        .into_iter()
+        .filter_map(|(given, what)| given.then_some(what))
+        .collect();
+        allreduce_sim::diag!("interrupted: the report holds every point; skipped: {}", skipped.join(", "));
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
     }
     let gate_held = match &baseline {
         Some(b) => gate(b, &report, tolerance, junit.as_ref())?,

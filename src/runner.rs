@@ -155,6 +155,11 @@ pub fn run_planned(s: &Scenario, plans: Vec<Planned<'_>>, opts: &RunOptions) -> 
 /// end.
 pub static STOP: AtomicBool = AtomicBool::new(false);
 
+/// The stack of a thread that prints progress lines: it formats a line and sleeps. The
+/// default (2 MiB, or what RUST_MIN_STACK asks) took address space a run under a tight
+/// `ulimit -v` needed: `calibrate` ran at 33,000 KB and was refused at 33,500.
+pub const PROGRESS_STACK: usize = 256 << 10;
+
 /// How often a run whose stderr is not a terminal reports its progress there.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
@@ -193,8 +198,10 @@ impl Progress {
             .then(|| {
                 let (tx, rx) = mpsc::channel::<()>();
                 let (done, tails) = (Arc::clone(&done), Arc::clone(&tails));
-                let handle =
-                    std::thread::Builder::new().spawn(move || progress_lines(&rx, &done, &tails, len, work)).ok()?;
+                let handle = std::thread::Builder::new()
+                    .stack_size(PROGRESS_STACK)
+                    .spawn(move || progress_lines(&rx, &done, &tails, len, work))
+                    .ok()?;
                 Some((tx, handle))
             })
             .flatten();

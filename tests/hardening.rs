@@ -1219,3 +1219,236 @@ fn thirty_second_trial_process_limits_are_errors_not_signals() {
     assert!(stderr.contains("RAYON_NUM_THREADS=100000") && stderr.contains("1 to 1024"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--max-memory` too small for `full` data: the refusal's hint offered `data.mode: sample`
+/// needing more than full data did (a small vector's sample keeps 16 bytes an element
+/// against 4): only a mode that needs less is offered now.
+#[test]
+fn thirty_second_trial_a_refusal_offers_only_a_mode_that_needs_less() {
+    let f = File::new(
+        "ranks: 64\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\ndata: { mode: full }\n\
+         algorithms: [direct]\nsizes: [4KiB]\n",
+    );
+    let out = cmd().args(["run", "--quiet", "--max-memory", "0"]).arg(&f.0).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("data.mode: off needs about"), "{stderr}");
+    assert!(!stderr.contains("data.mode: sample"), "{stderr}");
+    // Where sampling does save memory, it is offered.
+    let f = File::new(
+        "ranks: 16\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\ndata: { mode: full }\n\
+         algorithms: [direct]\nsizes: [64KiB]\n",
+    );
+    let out = cmd().args(["run", "--quiet", "--max-memory", "0"]).arg(&f.0).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("data.mode: sample needs about"));
+}
+
+/// Ctrl-C (SIGINT) during the points: the points under way finish, the report holds them
+/// and says it was interrupted, status 130. During the plots, after the report: the plot
+/// being drawn is finished and the rest skipped, status 130. It printed "finishing the
+/// points under way", drew every plot and exited 0. No file is ever left cut short.
+#[test]
+fn ctrl_c_stops_between_points_then_between_plots() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("hard-ctrlc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let sigint = |child: &std::process::Child| {
+        // SAFETY: kill sends a signal to the child's pid, which has not been waited for.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) }, 0);
+    };
+    let spawn = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_allreduce-sim"))
+            .args(args)
+            .env("RUST_BACKTRACE", "0")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+
+    // 48 points of a few tenths of a second each. The handler is set once the scenario is
+    // read and checked: a signal before that kills the process (as it should), and the
+    // case is tried again later.
+    let sizes: Vec<String> = (0..48).map(|i| (4096 + 4 * i).to_string()).collect();
+    let long = File::new(&format!(
+        "ranks: 2048\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\ndata: {{ mode: off }}\n\
+         algorithms: [ring]\nsizes: [{}]\n",
+        sizes.join(", ")
+    ));
+    let report = dir.join("r.json");
+    let mut done = false;
+    for wait_ms in [300, 1000, 3000] {
+        let child =
+            spawn(&["run".as_ref(), "--quiet".as_ref(), long.0.as_os_str(), "--output".as_ref(), report.as_os_str()]);
+        std::thread::sleep(std::time::Duration::from_millis(wait_ms));
+        sigint(&child);
+        let out = child.wait_with_output().unwrap();
+        if out.status.signal() == Some(libc::SIGINT) {
+            continue;
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{stderr}");
+        assert!(stderr.contains("interrupted: finishing the points under way"), "{stderr}");
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        assert_eq!(json["interrupted"], true);
+        let n = json["results"].as_array().unwrap().len();
+        assert!(n < 48, "{n} points");
+        assert!(stderr.contains(&format!("the report holds the {n} of 48 point(s) that finished")), "{stderr}");
+        done = true;
+        break;
+    }
+    assert!(done, "the run never got as far as its Ctrl-C handler");
+
+    // The plot phase: the signal is sent once the report is in place (the report is
+    // written first, then about 200 plots, for most of a second).
+    let ranks: Vec<String> = (1..=32).map(|i| (2 * i).to_string()).collect();
+    let many = File::new(&format!(
+        "name: many\nranks: [{}]\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\n\
+         data: {{ mode: off }}\nalgorithms: [ring, butterfly]\nsizes: [4KiB, 64KiB, 1MiB]\n",
+        ranks.join(", ")
+    ));
+    let plots = dir.join("plots");
+    let args = ["run".as_ref(), "--quiet".as_ref(), many.0.as_os_str(), "--output".as_ref(), report.as_os_str()];
+    let plot_arg = format!("--plot={}", plots.display());
+    let whole = cmd().args(args).arg(&plot_arg).output().unwrap();
+    assert_eq!(whole.status.code(), Some(0));
+    let files: Vec<PathBuf> = std::fs::read_dir(&plots).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(files.len() > 100, "{} plots", files.len());
+    let before: Vec<Vec<u8>> = files.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    std::fs::remove_file(&report).unwrap();
+    let mut all: Vec<&std::ffi::OsStr> = args.to_vec();
+    all.push(plot_arg.as_ref());
+    let child = spawn(&all);
+    let started = std::time::Instant::now();
+    while !report.exists() {
+        assert!(started.elapsed().as_secs() < 60, "no report after a minute");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    sigint(&child);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted: stopping once the file being written is whole"), "{stderr}");
+    assert!(stderr.contains("interrupted: the report holds every point; skipped: the plots not yet drawn"), "{stderr}");
+    let drawn: usize = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("wrote ")?.split(' ').next()?.parse().ok())
+        .expect("a count of plots");
+    assert!(drawn < files.len(), "{drawn} of {}: {stderr}", files.len());
+    // Every plot whole: those drawn again are the same bytes, the rest untouched.
+    for (p, b) in files.iter().zip(&before) {
+        assert_eq!(&std::fs::read(p).unwrap(), b, "{}", p.display());
+    }
+    let left = std::fs::read_dir(&plots)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains(".tmp"));
+    assert_eq!(left.count(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Memory that runs out where no estimate looked (a scenario of 15 MB of comments, a
+/// merge of large shards, the comparison after a sweep) aborted (134, `memory allocation
+/// of N bytes failed`) under `ulimit -v`; the command now says so and exits with status 2.
+/// A sweep of many small points is refused before it runs: its results are reserved.
+#[test]
+fn thirty_third_trial_memory_that_runs_out_is_an_error_not_an_abort() {
+    let comment: String = (0..150_000).map(|i| format!("# {i:0>96}\n")).collect();
+    let f = File::new(&format!(
+        "ranks: 4\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\nalgorithms: [ring]\nsizes: [4]\n{comment}"
+    ));
+    for (kb, code) in [(45_000, 2), (50_000, 2), (400_000, 0)] {
+        let out = cli_under(&format!("ulimit -v {kb}"), "validate \"$1\"", &[&f.0]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{kb} KB: {stderr}");
+        if code == 2 {
+            assert!(stderr.contains("ulimit -v"), "{kb} KB: {stderr}");
+        }
+    }
+    let sizes: Vec<String> = (1..=2000).map(|i| (4 * i).to_string()).collect();
+    let f = File::new(&format!(
+        "ranks: [4, 8]\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\ndata: {{ mode: off }}\n\
+         algorithms: [ring, star, butterfly]\nsizes: [{}]\n",
+        sizes.join(", ")
+    ));
+    let out = cli_under("ulimit -v 60000", "run --quiet \"$1\" --format json", &[&f.0]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("the 12000 points' results would need about"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}
+
+/// SIGTERM while a report is being written left its hidden temporary file behind (58 MB
+/// once); the soft CPU limit (`ulimit -t`) killed a run with no word (status 152). The
+/// temporary file is removed now, and the CPU limit is an error with a message.
+#[test]
+fn thirty_third_trial_signals_leave_no_temporary_file() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("hard-33-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let sizes: Vec<String> = (1..=2000).map(|i| (4 * i).to_string()).collect();
+    let f = File::new(&format!(
+        "ranks: [4, 8]\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\ndata: {{ mode: off }}\n\
+         algorithms: [ring, star, butterfly]\nsizes: [{}]\n",
+        sizes.join(", ")
+    ));
+    let temps = || {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains(".tmp"))
+            .count()
+    };
+    // The signal is sent once the temporary file appears; where the write was over first
+    // (status 0) the case is tried again.
+    let mut caught = 0;
+    for _ in 0..5 {
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_allreduce-sim"))
+            .args(["run", "--quiet", "--format", "json", "--output"])
+            .arg(dir.join("r.json"))
+            .arg(&f.0)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while temps() == 0 && started.elapsed().as_secs() < 60 {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        // SAFETY: kill sends a signal to the child's pid, which has not been waited for.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) }, 0);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(temps(), 0, "a temporary file left: {:?}", out.status);
+        assert!(out.status.signal().is_none(), "{:?}", out.status);
+        if out.status.code() == Some(143) {
+            caught += 1;
+        } else {
+            assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    assert!(caught > 0, "no SIGTERM arrived during a write");
+
+    // Seconds of CPU under a limit of one.
+    let long = File::new(
+        "ranks: 2048\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\ndata: { mode: off }\n\
+         algorithms: [ring]\nsizes: [4096, 4100, 4104, 4108, 4112, 4116, 4120, 4124]\n",
+    );
+    let out =
+        cli_under("ulimit -St 1", "run --quiet \"$1\" --output \"$2/t.json\"", &[&long.0, &dir]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{:?} {stderr}", out.status);
+    assert!(stderr.contains("the CPU time limit (`ulimit -t`) ran out"), "{stderr}");
+    assert_eq!(temps(), 0);
+    // A legal name of 250 bytes: its temporary name fits too.
+    let name = format!("{}.json", "a".repeat(245));
+    let out = cmd()
+        .args(["run", "--quiet", "--output"])
+        .arg(dir.join(&name))
+        .arg(&long.0)
+        .args(["--sizes", "4"])
+        .args(["--ranks", "4"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(dir.join(&name).exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

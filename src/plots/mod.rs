@@ -185,12 +185,18 @@ pub fn plot_report(report: &Report, out_dir: &Path) -> Result<Vec<PathBuf>, Stri
 }
 
 /// [`plot_report`] for a report read with [`PlotData::load`].
+///
+/// A `run` stopped by Ctrl-C ([`crate::runner::STOP`]) stops between charts: every file
+/// is whole, and the list says which were written.
 pub fn plot_data(data: &PlotData, out_dir: &Path) -> Result<Vec<PathBuf>, String> {
     style::ensure_fonts();
     std::fs::create_dir_all(out_dir).map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
     let slug = slug(&data.name);
     let mut written = Vec::new();
     for (name, chart) in charts::all(data) {
+        if crate::runner::STOP.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
         let stem = out_dir.join(format!("{slug}_{name}"));
         written.extend(chart.save(&stem)?);
     }
@@ -207,6 +213,9 @@ pub fn plot_measured(report: &Report, measured: &[PlotPoint], out_dir: &Path) ->
     let slug = slug(&data.name);
     let mut written = Vec::new();
     for (name, chart) in charts::against_measured(&data, measured) {
+        if crate::runner::STOP.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
         let stem = out_dir.join(format!("{slug}_{name}"));
         written.extend(chart.save(&stem)?);
     }

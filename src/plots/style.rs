@@ -170,6 +170,21 @@ pub fn de<E: std::fmt::Display>(e: E) -> String {
     format!("drawing failed: {e}")
 }
 
+/// The innermost cause of a drawing backend's error, as the system says it (`File too
+/// large (os error 27)`): the backend's own text wraps it in three layers of Rust names.
+fn cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut inner = e;
+    while let Some(next) = inner.source() {
+        inner = next;
+    }
+    let text = inner.to_string();
+    // The bitmap backend gives no source, only its Debug text around the system's words
+    // (`ImageError(IoError(Custom { kind: Other, error: "File too large (os error 27)" }))`).
+    text.split_once("error: \"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map_or(text.clone(), |(words, _)| words.to_string())
+}
+
 /// A text style of the bundled font.
 pub fn text(size: f64, color: &RGBColor) -> TextStyle<'_> {
     TextStyle::from((FONT, size).into_font()).color(color)
@@ -403,7 +418,7 @@ pub fn draw_svg<C: Chart>(chart: &C, to: &Path, shown: &Path) -> Result<(), Stri
         let root = SVGBackend::with_string(&mut svg, chart.size()).into_drawing_area();
         root.fill(&WHITE).map_err(de)?;
         chart.draw(&root)?;
-        root.present().map_err(|e| format!("cannot write {}: {e}", shown.display()))?;
+        root.present().map_err(|e| format!("cannot write {}: {}", shown.display(), cause(&e)))?;
     }
     // XML 1.0 allows no control character but the tab and the line ends: a name holding
     // one (the ESC of an escape sequence) left a file no SVG reader opens. Each is written
@@ -418,7 +433,7 @@ pub fn draw_png<C: Chart>(chart: &C, to: &Path, shown: &Path) -> Result<(), Stri
     let root = super::text::CrispText(BitMapBackend::new(to, chart.size())).into_drawing_area();
     root.fill(&WHITE).map_err(de)?;
     chart.draw(&root)?;
-    root.present().map_err(|e| format!("cannot write {}: {e}", shown.display()))
+    root.present().map_err(|e| format!("cannot write {}: {}", shown.display(), cause(&e)))
 }
 
 #[cfg(test)]

@@ -182,7 +182,7 @@ impl Recorder {
     pub fn new(ranks: usize) -> Self {
         let table = || {
             let mut t: Vec<Vec<f64>> = Vec::new();
-            t.try_reserve_exact(ranks).ok()?;
+            crate::process::fallible(|| t.try_reserve_exact(ranks)).ok()?;
             t.resize(ranks, Vec::new());
             Some(t)
         };
