@@ -418,7 +418,12 @@ fn main() -> ExitCode {
     // The work runs on a thread whose stack we size: the main thread's is what `ulimit -s`
     // gives, and under 160 KB reading a scenario (the YAML deserializer's frames of 12 to
     // 33 KB) overflowed it (exit 134).
-    match std::thread::Builder::new().name("main-work".into()).stack_size(WORK_STACK).spawn(work) {
+    let spawned = if allreduce_sim::process::room_for_threads(1, WORK_STACK) {
+        std::thread::Builder::new().name("main-work".into()).stack_size(WORK_STACK).spawn(work)
+    } else {
+        Err(std::io::Error::from(std::io::ErrorKind::OutOfMemory))
+    };
+    match spawned {
         Ok(handle) => handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
         Err(e) => {
             allreduce_sim::diag!(
@@ -497,7 +502,16 @@ fn start_workers() -> Result<(), String> {
     // once (exit 134).
     let asked = std::env::var("RUST_MIN_STACK").ok().and_then(|t| t.trim().parse::<usize>().ok()).unwrap_or(0);
     let stack = asked.clamp(2 << 20, 1 << 30);
-    rayon::ThreadPoolBuilder::new().stack_size(stack).build_global().map_err(|e| {
+    let threads = match std::env::var("RAYON_NUM_THREADS").ok().and_then(|t| t.trim().parse::<usize>().ok()) {
+        Some(n) if n > 0 => n,
+        _ => std::thread::available_parallelism().map_or(1, usize::from),
+    };
+    let built = if allreduce_sim::process::room_for_threads(threads, stack) {
+        rayon::ThreadPoolBuilder::new().stack_size(stack).build_global().map_err(|e| e.to_string())
+    } else {
+        Err(format!("no room for {threads} stacks of {} MiB", stack >> 20))
+    };
+    built.map_err(|e| {
         let smaller = if asked > 2 << 20 {
             format!(", or smaller stacks (RUST_MIN_STACK={asked} asks for {} MiB a thread)", stack >> 20)
         } else {
@@ -697,6 +711,9 @@ fn calibrate_progress() -> Option<(std::sync::mpsc::Sender<()>, std::thread::Joi
     use allreduce_sim::calibrate::EVALUATIONS;
     use allreduce_sim::sim::engine::EVENTS_DONE;
     use std::sync::atomic::Ordering::Relaxed;
+    if !allreduce_sim::process::room_for_threads(1, runner::PROGRESS_STACK) {
+        return None;
+    }
     let (tx, rx) = std::sync::mpsc::channel::<()>();
     let handle = std::thread::Builder::new().stack_size(allreduce_sim::runner::PROGRESS_STACK).spawn(move || {
         let started = std::time::Instant::now();
@@ -906,19 +923,30 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
     // stop between the files written after the report. A second Ctrl-C ends the process
     // at once (every file is whole or untouched: each is renamed into place).
     static WRITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    let _ = ctrlc::set_handler(|| {
-        if runner::STOP.swap(true, std::sync::atomic::Ordering::Relaxed) {
-            allreduce_sim::process::remove_temp();
-            std::process::exit(i32::from(EXIT_INTERRUPTED));
-        }
-        if WRITING.load(std::sync::atomic::Ordering::Relaxed) {
-            allreduce_sim::diag!(
-                "interrupted: stopping once the file being written is whole (Ctrl-C again to quit at once)"
-            );
-        } else {
-            allreduce_sim::diag!("interrupted: finishing the points under way (Ctrl-C again to quit at once)");
-        }
-    });
+    // A SIGINT the caller set to be ignored (`trap '' INT`) stays ignored. The handler's
+    // thread takes a stack of RUST_MIN_STACK: where it cannot start, or the handler is
+    // not set, the process's own handler stays (Ctrl-C ends it at once, status 130,
+    // removing the file being written) rather than a handler nobody reads.
+    let handled = !allreduce_sim::process::ignored(libc::SIGINT)
+        && allreduce_sim::process::room_for_threads(1, allreduce_sim::process::default_stack());
+    let set = handled
+        && ctrlc::set_handler(|| {
+            if runner::STOP.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                allreduce_sim::process::remove_temp();
+                std::process::exit(i32::from(EXIT_INTERRUPTED));
+            }
+            if WRITING.load(std::sync::atomic::Ordering::Relaxed) {
+                allreduce_sim::diag!(
+                    "interrupted: stopping once the file being written is whole (Ctrl-C again to quit at once)"
+                );
+            } else {
+                allreduce_sim::diag!("interrupted: finishing the points under way (Ctrl-C again to quit at once)");
+            }
+        })
+        .is_ok();
+    if handled && !set {
+        allreduce_sim::process::end_on_signals();
+    }
     let report = match &trace {
         Some(out) => run_traced(recorded, out)?,
         None => runner::run_planned(&s, plans, &runner::RunOptions { shard, progress: !quiet, memory_limit }),

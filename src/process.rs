@@ -114,8 +114,8 @@ pub fn out_of_memory(size: usize) -> ! {
         }
     }
     let _ = b.write_str(
-        "ask for less: fewer points (--ranks, --sizes, --algorithms, --shard), data.mode: off, or smaller \
-         input files. Nothing more was written.\n",
+        "ask for less: fewer points (a run's --ranks, --sizes, --algorithms, --shard), data.mode: off, or \
+         smaller input files. Nothing more was written.\n",
     );
     // SAFETY: write and _exit are async-signal-safe and take plain memory; the buffer
     // lives on this stack.
@@ -169,8 +169,8 @@ pub fn remove_temp() {
 extern "C" fn on_signal(sig: libc::c_int) {
     remove_temp();
     if sig == libc::SIGXCPU {
-        let msg = b"error: the CPU time limit (`ulimit -t`) ran out; raise it, or ask for less: fewer points \
-                    (--ranks, --sizes, --algorithms, --shard). Nothing more was written.\n";
+        let msg = b"error: the CPU time limit (`ulimit -t`) ran out; raise it, or ask for less: fewer points (a \
+                    run's --ranks, --sizes, --algorithms, --shard) or smaller inputs. Nothing more was written.\n";
         // SAFETY: write is async-signal-safe; the message is static.
         unsafe {
             libc::write(2, msg.as_ptr().cast(), msg.len());
@@ -179,6 +179,33 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
     // SAFETY: _exit is async-signal-safe.
     unsafe { libc::_exit(128 + sig) }
+}
+
+/// Whether signal `sig` is set to be ignored (by the caller: `nohup`, `trap '' INT`).
+pub fn ignored(sig: libc::c_int) -> bool {
+    // SAFETY: sigaction with a null new action only reads the current one into `old`.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
+/// What a thread takes beside its stack: the signal stack the standard library maps
+/// for it (whose failure it cannot report: it aborts), guard pages, thread-local
+/// storage; with room to spare.
+const THREAD_EXTRA_BYTES: u64 = 1 << 20;
+
+/// Whether `n` threads of `stack` bytes each can start: their address space is asked of
+/// the allocator first (and given back). A thread whose stack is mapped but whose signal
+/// stack then is not aborted the process (`failed to allocate an alternative stack`)
+/// under a `ulimit -v` 20 KB above what the stack alone needed.
+pub fn room_for_threads(n: usize, stack: usize) -> bool {
+    crate::estimate::reservable((n as u64).saturating_mul(stack as u64 + THREAD_EXTRA_BYTES))
+}
+
+/// The stack a thread started without a size gets: RUST_MIN_STACK, or 2 MiB.
+pub fn default_stack() -> usize {
+    std::env::var("RUST_MIN_STACK").ok().and_then(|t| t.trim().parse::<usize>().ok()).unwrap_or(2 << 20)
 }
 
 /// End the process on SIGTERM, SIGHUP, SIGINT and SIGXCPU as their default would (status

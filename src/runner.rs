@@ -194,7 +194,7 @@ impl Progress {
         // Progress lines come from a thread of their own; where it cannot start (under a
         // tight `ulimit -v`: `std::thread::spawn` panicked, exit 101) the run goes on
         // without them.
-        let lines = (allowed && !terminal)
+        let lines = (allowed && !terminal && crate::process::room_for_threads(1, PROGRESS_STACK))
             .then(|| {
                 let (tx, rx) = mpsc::channel::<()>();
                 let (done, tails) = (Arc::clone(&done), Arc::clone(&tails));
