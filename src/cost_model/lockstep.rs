@@ -136,19 +136,37 @@ struct Booking {
 /// left before a lagging peer's message of an earlier step). As in the engine, ports are
 /// interchangeable: a side is free at an instant when fewer than `k` bookings hold it.
 ///
-/// The bookings of earlier steps (`old`) are kept apart from the current step's (`cur`),
-/// both by start, and every booking's start and end are kept sorted on their own: how
-/// many hold the side at `t` is then the starts up to `t` less the ends up to `t` (a
-/// booking ends no sooner than it starts), two binary searches where a walk over the
-/// bookings made the checks below cost the square of the bookings per port.
+/// The bookings of earlier steps ([`Ports::old`]) are kept apart from the current
+/// step's ([`Ports::cur`]), both by start, and every booking's start and end are kept
+/// sorted on their own: how many hold the side at `t` is then the starts up to `t` less
+/// the ends up to `t` (a booking ends no sooner than it starts), two binary searches
+/// where a walk over the bookings made the checks below cost the square of the bookings
+/// per port.
+///
+/// The latest start and the latest end of any booking made on the side are kept beside
+/// `k`, in the struct itself: a side asked about at an instant past every booking's end
+/// (or, for the bookings that start late, past every start) is answered from them alone.
+/// Every side's vectors are apart on the heap, each of their tails a cache miss, and a
+/// message's checks read the tails of each of its two sides' vectors: where every rank
+/// sends one message a step (`neighbor_exchange` at 2,048 and 4,096 ranks) the sides are
+/// thousands and each is touched once a step, so nearly every such read missed.
 #[derive(Clone, Debug)]
+#[repr(C)]
 struct Ports {
     k: usize,
-    old: Vec<Booking>,
-    cur: Vec<Booking>,
+    /// The latest start and end of a booking made here (of those dropped too); minus
+    /// infinity before the first.
+    hi_start: f64,
+    hi_end: f64,
+    /// The bookings, earlier steps' (`..split`) then the current step's, each part by
+    /// start: one vector, so that a new step costs no move (the two were apart, and the
+    /// step's bookings were appended to the earlier ones at every step, a cache miss a
+    /// side).
+    all: Vec<Booking>,
+    split: usize,
     starts: Vec<f64>,
     ends: Vec<f64>,
-    /// How many bookings `old` kept when it was last rid of those ended ([`Ports::next_step`]).
+    /// How many bookings were left when those ended were last dropped ([`Ports::next_step`]).
     kept: usize,
     /// Bookings and ends looked at or moved since last taken ([`by_priority`]'s budget).
     looks: std::cell::Cell<u64>,
@@ -221,13 +239,25 @@ impl Ports {
     fn new(k: u32) -> Self {
         Ports {
             k: k.max(1) as usize,
-            old: Vec::new(),
-            cur: Vec::new(),
+            hi_start: f64::NEG_INFINITY,
+            hi_end: f64::NEG_INFINITY,
+            all: Vec::new(),
+            split: 0,
             starts: Vec::new(),
             ends: Vec::new(),
             kept: 0,
             looks: std::cell::Cell::new(0),
         }
+    }
+
+    /// The bookings of earlier steps, by start.
+    fn old(&self) -> &[Booking] {
+        &self.all[..self.split]
+    }
+
+    /// The bookings of the current step, by start.
+    fn cur(&self) -> &[Booking] {
+        &self.all[self.split..]
     }
 
     /// Counts `n` bookings or ends looked at or moved.
@@ -237,12 +267,19 @@ impl Ports {
 
     /// How many bookings hold the side at instant `t`.
     fn held_at(&self, t: f64) -> usize {
+        // Every booking ended by `t` (and so started): none holds the side.
+        if t >= self.hi_end {
+            return 0;
+        }
         upto(&self.starts, t) - upto(&self.ends, t)
     }
 
     /// The first end of a booking after `t` (infinite where none is left): the next
     /// instant at which a side full at `t` may free.
     fn next_end(&self, t: f64) -> f64 {
+        if t >= self.hi_end {
+            return f64::INFINITY;
+        }
         self.ends.get(upto(&self.ends, t)).copied().unwrap_or(f64::INFINITY)
     }
 
@@ -261,6 +298,10 @@ impl Ports {
     /// Whether a port stays free for all of `[start, end)` (the count of holders only
     /// rises at a booking's start).
     fn fits(&self, start: f64, end: f64) -> bool {
+        if self.hi_start <= start {
+            // Nothing starts after `start`: the count of holders cannot rise in the span.
+            return self.held_at(start) < self.k;
+        }
         let inside = |v: &[Booking]| {
             // Where nothing starts after `start` (a step served in time order), no search.
             if v.last().is_none_or(|b| b.start <= start) {
@@ -271,16 +312,19 @@ impl Ports {
             self.look(hi.saturating_sub(lo));
             v[lo..hi.max(lo)].iter().all(|b| self.held_at(b.start) < self.k)
         };
-        self.held_at(start) < self.k && inside(&self.old) && inside(&self.cur)
+        self.held_at(start) < self.k && inside(self.old()) && inside(self.cur())
     }
 
     fn book(&mut self, b: Booking) {
-        let at = match self.cur.last() {
-            Some(o) if o.start > b.start => self.cur.partition_point(|o| o.start <= b.start),
-            _ => self.cur.len(),
+        self.hi_start = self.hi_start.max(b.start);
+        self.hi_end = self.hi_end.max(b.end);
+        let cur = self.cur();
+        let at = match cur.last() {
+            Some(o) if o.start > b.start => cur.partition_point(|o| o.start <= b.start),
+            _ => cur.len(),
         };
-        self.look(self.cur.len() - at);
-        self.cur.insert(at, b);
+        self.look(cur.len() - at);
+        self.all.insert(self.split + at, b);
         insert_sorted(&mut self.starts, b.start);
         insert_sorted(&mut self.ends, b.end);
     }
@@ -302,7 +346,11 @@ impl Ports {
     /// only if the message was not yet waiting: booked before `since`, at `from`;
     /// [`by_priority`] books a step's messages in priority order, `since` 0).
     fn passed_over(&self, prio: Prio, far: usize, (from, to): (f64, f64), since: u64, other: &Ports) -> bool {
-        let (early, old) = (starting_in(&self.cur, from, from), starting_late(&self.old, from, to));
+        if self.hi_start < from {
+            // No booking starts in `[from, to]`: none looked at.
+            return false;
+        }
+        let (early, old) = (starting_in(self.cur(), from, from), starting_late(self.old(), from, to));
         self.look(early.len() + old.len());
         let early = early.iter().filter(|b| b.id < since);
         old.iter().chain(early).any(|b| {
@@ -323,20 +371,21 @@ impl Ports {
     /// since the slowest rank's step stays live, and sorting and copying them all at every
     /// step was most of the run.
     fn next_step(&mut self, t: f64) {
-        if !self.cur.is_empty() {
+        if self.split < self.all.len() {
             // Bookings mostly come in time order: then the step's go after the earlier.
-            let after = self.old.last().is_none_or(|o| self.cur.first().is_some_and(|c| o.start <= c.start));
-            self.old.append(&mut self.cur);
+            let after = self.old().last().is_none_or(|o| o.start <= self.all[self.split].start);
             if !after {
-                self.old.sort_by(|a, b| a.start.total_cmp(&b.start));
+                self.all.sort_by(|a, b| a.start.total_cmp(&b.start));
             }
+            self.split = self.all.len();
         }
-        if self.old.len() >= self.kept + self.kept / 4 + 16 {
-            self.old.retain(|b| b.end >= t);
+        if self.all.len() >= self.kept + self.kept / 4 + 16 {
+            self.all.retain(|b| b.end >= t);
+            self.split = self.all.len();
             self.starts.clear();
-            self.starts.extend(self.old.iter().map(|b| b.start));
+            self.starts.extend(self.all.iter().map(|b| b.start));
             self.ends.retain(|&e| e >= t);
-            self.kept = self.old.len();
+            self.kept = self.all.len();
         }
     }
 }
@@ -830,8 +879,9 @@ fn by_instant(
     let mut marks: BinaryHeap<std::cmp::Reverse<u64>> = BinaryHeap::new();
     let mut jobs: Vec<Vec<(f64, u64, bool)>> = vec![Vec::new(); np];
     let mut touched: Vec<usize> = Vec::new();
-    // Per sender this step: the ends of its messages started so far, where its run
-    // starts and ends in `runs`, and how many of its messages are issued.
+    // Per sender this step: the ends of its messages started so far (windowed steps
+    // only: without a window a step does not wait for its sends), where its run starts
+    // and ends in `runs`, and how many of its messages are issued.
     let mut ends: Vec<Vec<f64>> = vec![Vec::new(); np];
     let mut run_of: Vec<(usize, usize, usize)> = vec![(0, 0, 0); np];
     let mut senders: Vec<usize> = Vec::new();
@@ -850,6 +900,8 @@ fn by_instant(
     let mut seen: Vec<u64> = Vec::new();
     let mut route_at: Vec<(usize, usize)> = Vec::new();
     let mut dirty: Vec<u64> = vec![0; 2 * out.len()];
+    // Per side, its messages of the step not yet started.
+    let mut unstarted: Vec<usize> = vec![0; 2 * out.len()];
     let mut frees: BinaryHeap<std::cmp::Reverse<(u64, usize)>> = BinaryHeap::new();
     let mut cursors: BinaryHeap<std::cmp::Reverse<(usize, usize, usize)>> = BinaryHeap::new();
     let mut by_pair = ByPair::default();
@@ -919,6 +971,7 @@ fn by_instant(
             for list in lists.iter_mut() {
                 list.clear();
             }
+            unstarted.fill(0);
             heads.clear();
             heads.resize(2 * faces, 0);
             started.clear();
@@ -932,6 +985,8 @@ fn by_instant(
                 route_at.push((oi, ii));
                 lists[oi].push(pos);
                 lists[faces + ii].push(pos);
+                unstarted[oi] += 1;
+                unstarted[faces + ii] += 1;
             }
             let indexed = by_pair.build(faces, &route_at, &lists);
             frees.clear();
@@ -1029,6 +1084,8 @@ fn by_instant(
                             nbook += 1;
                             started[pos] = true;
                             left -= 1;
+                            unstarted[oi] -= 1;
+                            unstarted[faces + ii] -= 1;
                             if indexed {
                                 // A side this booking filled is closed at once, not when next
                                 // looked at: the look-ups would offer its messages till then.
@@ -1042,10 +1099,16 @@ fn by_instant(
                                 }
                             }
                             marks.push(std::cmp::Reverse(end.to_bits()));
-                            frees.push(std::cmp::Reverse((end.to_bits(), oi)));
-                            frees.push(std::cmp::Reverse((end.to_bits(), faces + ii)));
+                            // Unindexed, a side that frees only offers its list's next
+                            // message: where every one has started, its free has nothing
+                            // to offer (`neighbor_exchange`, one message a rank a step:
+                            // two pushes and two pops of the heap a message, for nothing).
+                            for side in [oi, faces + ii] {
+                                if indexed || unstarted[side] > 0 {
+                                    frees.push(std::cmp::Reverse((end.to_bits(), side)));
+                                }
+                            }
                             end_max = end_max.max(end);
-                            ends[x.from].push(end);
                             if jobs[x.to].is_empty() {
                                 touched.push(x.to);
                             }
