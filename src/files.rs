@@ -459,9 +459,14 @@ fn probe_dir(flag: &str, path: &Path, target: &Path) -> Result<(), String> {
 
 /// Create the file `tmp`, which must not exist, and remove it.
 fn probe(tmp: &Path) -> io::Result<()> {
-    fs::OpenOptions::new().write(true).create_new(true).open(tmp)?;
-    let _ = fs::remove_file(tmp);
-    Ok(())
+    // Removed by a signal that ends the process meanwhile, as a written file's is.
+    crate::process::hold_temp(Some(tmp));
+    let made = fs::OpenOptions::new().write(true).create_new(true).open(tmp);
+    if made.is_ok() {
+        let _ = fs::remove_file(tmp);
+    }
+    crate::process::hold_temp(None);
+    made.map(drop)
 }
 
 /// The system directory `dir` is, or lies under, where no plot belongs: `/dev` itself
