@@ -413,17 +413,12 @@ static ALLOC: allreduce_sim::process::GuardedAlloc = allreduce_sim::process::Gua
 fn main() -> ExitCode {
     // Before any thread starts: see the function's docs (address space under `ulimit -v`).
     allreduce_sim::process::one_allocator_arena();
-    ignore_file_size_signal();
+    allreduce_sim::process::ignore_file_size_signal();
     allreduce_sim::process::end_on_signals();
     // The work runs on a thread whose stack we size: the main thread's is what `ulimit -s`
     // gives, and under 160 KB reading a scenario (the YAML deserializer's frames of 12 to
     // 33 KB) overflowed it (exit 134).
-    let spawned = if allreduce_sim::process::room_for_threads(1, WORK_STACK) {
-        std::thread::Builder::new().name("main-work".into()).stack_size(WORK_STACK).spawn(work)
-    } else {
-        Err(std::io::Error::from(std::io::ErrorKind::OutOfMemory))
-    };
-    match spawned {
+    match allreduce_sim::process::spawn("main-work", WORK_STACK, work) {
         Ok(handle) => handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
         Err(e) => {
             allreduce_sim::diag!(
@@ -442,18 +437,6 @@ const WORK_STACK: usize = 8 << 20;
 /// Most worker threads `RAYON_NUM_THREADS` may ask for: 10,000 took two minutes to start
 /// before anything ran (even `list`), and no machine we simulate on has that many cores.
 const MAX_WORKERS: usize = 1024;
-
-/// Let a write past the file-size limit (`ulimit -f`) fail as any other write does, and be
-/// reported with the file's name and status 2: by default the kernel kills the process
-/// with SIGXFSZ at the first such write, with no message (status 153).
-fn ignore_file_size_signal() {
-    #[cfg(unix)]
-    // SAFETY: setting a signal's disposition to "ignore" runs no handler of ours; it is
-    // done before any other thread starts.
-    unsafe {
-        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-    }
-}
 
 /// What `main` does, on a thread of [`WORK_STACK`].
 fn work() -> ExitCode {
@@ -489,8 +472,8 @@ fn work() -> ExitCode {
 /// point asked for the thread count: exit 101). The pool starts once or never, so there
 /// is no retry with fewer threads.
 fn start_workers() -> Result<(), String> {
-    if let Ok(text) = std::env::var("RAYON_NUM_THREADS")
-        && let Ok(n) = text.trim().parse::<usize>()
+    let asked_threads = std::env::var("RAYON_NUM_THREADS").ok().and_then(|t| t.trim().parse::<usize>().ok());
+    if let Some(n) = asked_threads
         && n > MAX_WORKERS
     {
         return Err(format!(
@@ -500,9 +483,9 @@ fn start_workers() -> Result<(), String> {
     // A worker's stack is the platform's default (2 MiB), or more if RUST_MIN_STACK asks:
     // rayon takes RUST_MIN_STACK as given, and a stack of 1 to 16,384 bytes overflowed at
     // once (exit 134).
-    let asked = std::env::var("RUST_MIN_STACK").ok().and_then(|t| t.trim().parse::<usize>().ok()).unwrap_or(0);
+    let asked = allreduce_sim::process::default_stack();
     let stack = asked.clamp(2 << 20, 1 << 30);
-    let threads = match std::env::var("RAYON_NUM_THREADS").ok().and_then(|t| t.trim().parse::<usize>().ok()) {
+    let threads = match asked_threads {
         Some(n) if n > 0 => n,
         _ => std::thread::available_parallelism().map_or(1, usize::from),
     };
@@ -711,11 +694,8 @@ fn calibrate_progress() -> Option<(std::sync::mpsc::Sender<()>, std::thread::Joi
     use allreduce_sim::calibrate::EVALUATIONS;
     use allreduce_sim::sim::engine::EVENTS_DONE;
     use std::sync::atomic::Ordering::Relaxed;
-    if !allreduce_sim::process::room_for_threads(1, runner::PROGRESS_STACK) {
-        return None;
-    }
     let (tx, rx) = std::sync::mpsc::channel::<()>();
-    let handle = std::thread::Builder::new().stack_size(allreduce_sim::runner::PROGRESS_STACK).spawn(move || {
+    let handle = allreduce_sim::process::spawn("progress", runner::PROGRESS_STACK, move || {
         let started = std::time::Instant::now();
         let (events0, evaluations0) = (EVENTS_DONE.load(Relaxed), EVALUATIONS.load(Relaxed));
         while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(runner::PROGRESS_EVERY) {

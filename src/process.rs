@@ -9,6 +9,8 @@
 //! - **Signals that end it** ([`end_on_signals`]): SIGTERM, SIGHUP, SIGINT where nothing
 //!   else handles it, and SIGXCPU (`ulimit -t`) remove the temporary file being written
 //!   ([`hold_temp`]) before the process ends, so that nothing is left beside the target.
+//! - **Writes past `ulimit -f`** ([`ignore_file_size_signal`]) fail as any other write.
+//! - **Threads** ([`spawn`], [`room_for_threads`]) start only where their stacks fit.
 //! - **Allocator arenas** ([`one_allocator_arena`]) under an address-space limit.
 //!
 //! The library loaded into another process (the Python module) uses none of it but
@@ -203,9 +205,32 @@ pub fn room_for_threads(n: usize, stack: usize) -> bool {
     crate::estimate::reservable((n as u64).saturating_mul(stack as u64 + THREAD_EXTRA_BYTES))
 }
 
+/// Start thread `name` with a stack of `stack` bytes, once [`room_for_threads`] says it
+/// can start whole (an `OutOfMemory` error otherwise, as the spawn's own would be).
+pub fn spawn<T: Send + 'static>(
+    name: &str,
+    stack: usize,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<T>> {
+    if !room_for_threads(1, stack) {
+        return Err(std::io::ErrorKind::OutOfMemory.into());
+    }
+    std::thread::Builder::new().name(name.into()).stack_size(stack).spawn(f)
+}
+
 /// The stack a thread started without a size gets: RUST_MIN_STACK, or 2 MiB.
 pub fn default_stack() -> usize {
     std::env::var("RUST_MIN_STACK").ok().and_then(|t| t.trim().parse::<usize>().ok()).unwrap_or(2 << 20)
+}
+
+/// Let a write past the file-size limit (`ulimit -f`) fail as any other write does, and be
+/// reported with the file's name and status 2: by default the kernel kills the process
+/// with SIGXFSZ at the first such write, with no message (status 153).
+pub fn ignore_file_size_signal() {
+    // SAFETY: setting a signal's disposition to "ignore" runs no handler of ours.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
 }
 
 /// End the process on SIGTERM, SIGHUP, SIGINT and SIGXCPU as their default would (status
@@ -251,12 +276,9 @@ static ONE_ARENA: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool:
 pub fn one_allocator_arena() -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        // SAFETY: getrlimit writes the struct it is given; mallopt only sets a tunable of
-        // the allocator, called before any other thread of ours exists (an arena already
-        // made is kept, not moved).
-        let limited = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } == 0 && lim.rlim_cur != libc::RLIM_INFINITY;
-        let took = limited && unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) } == 1;
+        // SAFETY: mallopt only sets a tunable of the allocator, called before any other
+        // thread of ours exists (an arena already made is kept, not moved).
+        let took = address_space_limit().is_some() && unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) } == 1;
         ONE_ARENA.store(took, std::sync::atomic::Ordering::Relaxed);
         took
     }

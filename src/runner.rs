@@ -194,14 +194,14 @@ impl Progress {
         // Progress lines come from a thread of their own; where it cannot start (under a
         // tight `ulimit -v`: `std::thread::spawn` panicked, exit 101) the run goes on
         // without them.
-        let lines = (allowed && !terminal && crate::process::room_for_threads(1, PROGRESS_STACK))
+        let lines = (allowed && !terminal)
             .then(|| {
                 let (tx, rx) = mpsc::channel::<()>();
                 let (done, tails) = (Arc::clone(&done), Arc::clone(&tails));
-                let handle = std::thread::Builder::new()
-                    .stack_size(PROGRESS_STACK)
-                    .spawn(move || progress_lines(&rx, &done, &tails, len, work))
-                    .ok()?;
+                let handle = crate::process::spawn("progress", PROGRESS_STACK, move || {
+                    progress_lines(&rx, &done, &tails, len, work)
+                })
+                .ok()?;
                 Some((tx, handle))
             })
             .flatten();

@@ -189,34 +189,30 @@ pub fn plot_report(report: &Report, out_dir: &Path) -> Result<Vec<PathBuf>, Stri
 /// A `run` stopped by Ctrl-C ([`crate::runner::STOP`]) stops between charts: every file
 /// is whole, and the list says which were written.
 pub fn plot_data(data: &PlotData, out_dir: &Path) -> Result<Vec<PathBuf>, String> {
-    style::ensure_fonts();
-    std::fs::create_dir_all(out_dir).map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
-    let slug = slug(&data.name);
-    let mut written = Vec::new();
-    for (name, chart) in charts::all(data) {
-        if crate::runner::STOP.load(std::sync::atomic::Ordering::Relaxed) {
-            break;
-        }
-        let stem = out_dir.join(format!("{slug}_{name}"));
-        written.extend(chart.save(&stem)?);
-    }
-    Ok(written)
+    save_charts(&data.name, charts::all(data), out_dir)
 }
 
 /// Draw, per rank count of `report` that `measured` has points at, the simulated bus
 /// bandwidth against size beside the measured points (`run --measured`), as SVG and PNG
 /// into `out_dir`; returns the files written.
 pub fn plot_measured(report: &Report, measured: &[PlotPoint], out_dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let data = PlotData::from(report);
+    save_charts(&data.name, charts::against_measured(&data, measured), out_dir)
+}
+
+/// Save each of `charts` as `<slug of name>_<chart>.svg` and `.png` in `out_dir` (created
+/// if needed); returns the files written. A `run` stopped by Ctrl-C
+/// ([`crate::runner::STOP`]) stops between charts.
+fn save_charts(name: &str, charts: Vec<(String, charts::ReportChart)>, out_dir: &Path) -> Result<Vec<PathBuf>, String> {
     style::ensure_fonts();
     std::fs::create_dir_all(out_dir).map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
-    let data = PlotData::from(report);
-    let slug = slug(&data.name);
+    let slug = slug(name);
     let mut written = Vec::new();
-    for (name, chart) in charts::against_measured(&data, measured) {
+    for (chart_name, chart) in charts {
         if crate::runner::STOP.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
-        let stem = out_dir.join(format!("{slug}_{name}"));
+        let stem = out_dir.join(format!("{slug}_{chart_name}"));
         written.extend(chart.save(&stem)?);
     }
     Ok(written)

@@ -180,9 +180,10 @@ fn cause(e: &(dyn std::error::Error + 'static)) -> String {
     let text = inner.to_string();
     // The bitmap backend gives no source, only its Debug text around the system's words
     // (`ImageError(IoError(Custom { kind: Other, error: "File too large (os error 27)" }))`).
-    text.split_once("error: \"")
-        .and_then(|(_, rest)| rest.split_once('"'))
-        .map_or(text.clone(), |(words, _)| words.to_string())
+    match text.split_once("error: \"").and_then(|(_, rest)| rest.split_once('"')) {
+        Some((words, _)) => words.to_string(),
+        None => text,
+    }
 }
 
 /// A text style of the bundled font.

@@ -1427,7 +1427,6 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
     // duplicate checks: a search of every earlier entry made 8,000 entries take 11 s.
     let mut written: HashMap<String, usize> = HashMap::new();
     let mut running: HashMap<String, usize> = HashMap::new();
-    let mut selectors: Vec<usize> = Vec::new();
     for entry in algos_raw.value {
         let at = entry.referenced;
         let (spec, label) = algo_entry(src, entry, collective)?;
@@ -1457,16 +1456,15 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
             Some(Runs::Algorithm(l)) => Some(format!("{:?}\0{l}", spec.collective)),
             _ => None,
         };
-        let same = match &runs {
-            Some(Runs::Algorithm(_)) => runs_key.as_ref().and_then(|k| running.get(k).copied()),
+        let same = match (&runs, &runs_key) {
+            (_, Some(k)) => running.get(k).copied(),
             // A selector takes no `protocol:` (refused in `algo_entry`).
-            Some(Runs::Selector(x)) => selectors.iter().copied().find(|&i| {
-                let a = &algorithms[i];
+            (Some(Runs::Selector(x)), None) => algorithms.iter().zip(&ran).position(|(a, theirs)| {
                 a.collective == spec.collective
                     && a.name == spec.name
-                    && matches!(&ran[i], Some(Runs::Selector(y)) if x.same_run(y))
+                    && matches!(theirs, Some(Runs::Selector(y)) if x.same_run(y))
             }),
-            None => None,
+            _ => None,
         };
         if let (Some(mine), Some(i)) = (&runs, same) {
             let message = match mine {
@@ -1489,9 +1487,6 @@ fn validate(src: &Src, raw: Spanned<RawScenario>) -> Result<Scenario, ScenarioEr
         written.insert(key, algorithms.len());
         if let Some(k) = runs_key {
             running.insert(k, algorithms.len());
-        }
-        if matches!(runs, Some(Runs::Selector(_))) {
-            selectors.push(algorithms.len());
         }
         algorithms.push(spec);
         algo_locs.push(at);
