@@ -1347,6 +1347,17 @@ fn ctrl_c_stops_between_points_then_between_plots() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A sweep of 12,000 small points (ranks 4 and 8, three algorithms, 2,000 sizes, data
+/// off): under a second of CPU and a 19 MB JSON report.
+fn twelve_thousand_small_points() -> File {
+    let sizes: Vec<String> = (1..=2000).map(|i| (4 * i).to_string()).collect();
+    File::new(&format!(
+        "ranks: [4, 8]\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\ndata: {{ mode: off }}\n\
+         algorithms: [ring, star, butterfly]\nsizes: [{}]\n",
+        sizes.join(", ")
+    ))
+}
+
 /// Memory that runs out where no estimate looked (a scenario of 15 MB of comments, a
 /// merge of large shards, the comparison after a sweep) aborted (134, `memory allocation
 /// of N bytes failed`) under `ulimit -v`; the command now says so and exits with status 2.
@@ -1365,12 +1376,7 @@ fn thirty_third_trial_memory_that_runs_out_is_an_error_not_an_abort() {
             assert!(stderr.contains("ulimit -v"), "{kb} KB: {stderr}");
         }
     }
-    let sizes: Vec<String> = (1..=2000).map(|i| (4 * i).to_string()).collect();
-    let f = File::new(&format!(
-        "ranks: [4, 8]\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\ndata: {{ mode: off }}\n\
-         algorithms: [ring, star, butterfly]\nsizes: [{}]\n",
-        sizes.join(", ")
-    ));
+    let f = twelve_thousand_small_points();
     let out = cli_under("ulimit -v 60000", "run --quiet \"$1\" --format json", &[&f.0]).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -1387,12 +1393,7 @@ fn thirty_third_trial_signals_leave_no_temporary_file() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("hard-33-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let sizes: Vec<String> = (1..=2000).map(|i| (4 * i).to_string()).collect();
-    let f = File::new(&format!(
-        "ranks: [4, 8]\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\ndata: {{ mode: off }}\n\
-         algorithms: [ring, star, butterfly]\nsizes: [{}]\n",
-        sizes.join(", ")
-    ));
+    let f = twelve_thousand_small_points();
     let temps = || {
         std::fs::read_dir(&dir)
             .unwrap()
