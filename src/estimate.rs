@@ -779,13 +779,6 @@ pub fn checked_plan<'s>(
     Ok((plans, Some(limit)))
 }
 
-/// Whether the allocator grants `bytes` at once: reserved, untouched (no page is used)
-/// and given back at once. Linux refuses past the machine's memory and swap or the
-/// process's `ulimit -v`, unless the kernel overcommits always.
-pub fn reservable(bytes: u64) -> bool {
-    usize::try_from(bytes).is_ok_and(|n| crate::process::fallible(|| Vec::<u8>::new().try_reserve_exact(n).is_ok()))
-}
-
 /// The address space an allocator arena takes at once: glibc's largest heap of a thread's
 /// arena on a 64-bit machine (twice its 32 MiB largest mmap threshold).
 const ARENA_BYTES: u64 = 64 << 20;
@@ -804,7 +797,7 @@ pub const REPORT_BYTES_PER_POINT: u64 = 6 << 10;
 
 /// Refuse the largest point of `plans` if this process cannot even reserve its estimated
 /// memory, [`REPORT_BYTES_PER_POINT`] for each point of the sweep and 16 MiB for the rest
-/// of the run, with [`reservable`], and, unless [`crate::process::one_allocator_arena`] took, up to an
+/// of the run, with [`crate::process::reservable`], and, unless [`crate::process::one_allocator_arena`] took, up to an
 /// arena's heap for each thread of the run and the main thread (`ARENA_BYTES`, 64 MiB; no
 /// more than the estimate itself). `run` asks it last, after every other refusal, just
 /// before the points run. A limit given by hand (`--max-memory 15EiB`), or none where
@@ -831,10 +824,10 @@ pub fn check_reservable(plans: &[Planned]) -> Result<(), String> {
     };
     let alone = need.saturating_add(arenas).saturating_add(RUN_SLACK_BYTES);
     let results = REPORT_BYTES_PER_POINT.saturating_mul(plans.len() as u64);
-    if reservable(alone.saturating_add(results)) {
+    if crate::process::reservable(alone.saturating_add(results)) {
         return Ok(());
     }
-    if reservable(alone) {
+    if crate::process::reservable(alone) {
         return Err(format!(
             "the {} points' results would need about {} of memory beside the largest point's {}, more than this \
              process can reserve (the allocator refused that much: the machine's memory and swap, or `ulimit -v`); \

@@ -483,7 +483,7 @@ fn check_memory(label: &str, messages: u64) -> Result<(), String> {
     if let Some(avail) = crate::estimate::available_memory().filter(|&a| a < need) {
         return refuse(format!("the {} available (MemAvailable)", fmt_bytes(avail)));
     }
-    if !crate::estimate::reservable(need.saturating_add(crate::estimate::RUN_SLACK_BYTES)) {
+    if !crate::process::reservable(need.saturating_add(crate::estimate::RUN_SLACK_BYTES)) {
         return refuse(
             "this process can reserve (the allocator refused that much: the machine's memory and swap, or \
              `ulimit -v`)"

@@ -192,6 +192,13 @@ pub fn ignored(sig: libc::c_int) -> bool {
     }
 }
 
+/// Whether the allocator grants `bytes` at once: reserved, untouched (no page is used)
+/// and given back at once. Linux refuses past the machine's memory and swap or the
+/// process's `ulimit -v`, unless the kernel overcommits always.
+pub fn reservable(bytes: u64) -> bool {
+    usize::try_from(bytes).is_ok_and(|n| fallible(|| Vec::<u8>::new().try_reserve_exact(n).is_ok()))
+}
+
 /// What a thread takes beside its stack: the signal stack the standard library maps
 /// for it (whose failure it cannot report: it aborts), guard pages, thread-local
 /// storage; with room to spare.
@@ -202,7 +209,7 @@ const THREAD_EXTRA_BYTES: u64 = 1 << 20;
 /// stack then is not aborted the process (`failed to allocate an alternative stack`)
 /// under a `ulimit -v` 20 KB above what the stack alone needed.
 pub fn room_for_threads(n: usize, stack: usize) -> bool {
-    crate::estimate::reservable((n as u64).saturating_mul(stack as u64 + THREAD_EXTRA_BYTES))
+    reservable((n as u64).saturating_mul(stack as u64 + THREAD_EXTRA_BYTES))
 }
 
 /// Start thread `name` with a stack of `stack` bytes, once [`room_for_threads`] says it
