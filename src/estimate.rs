@@ -750,12 +750,14 @@ pub fn candidates(s: &Scenario, pt: &Point) -> Vec<Candidate> {
 /// The points of `s` that shard `shard` runs ([`Scenario::points_of`]), each with its
 /// algorithm built once ([`Planned`]).
 pub fn plan(s: &Scenario, shard: Option<crate::results::Shard>) -> Vec<Planned<'_>> {
-    let single = s.points().len() == 1;
+    let single = s.point_count(None) == 1;
     s.points_of(shard).iter().map(|pt| Planned::new(s, pt, single)).collect()
 }
 
 /// The points of `s` that shard `shard` runs, planned ([`plan`]) and checked as `run`
-/// checks them before anything runs: each point's data plane against
+/// checks them before anything runs: their number against what the reports of that
+/// many points take at the least, written in `form` ([`check_point_count`], before any is
+/// planned), each point's data plane against
 /// `data.memory_budget` ([`check_budget`]), and its whole estimate against `max_memory`
 /// (a size, given by the option `flag`) or else what the machine has available
 /// ([`check_memory`]). With the points, the limit the runner keeps parallel points
@@ -765,11 +767,15 @@ pub fn checked_plan<'s>(
     shard: Option<crate::results::Shard>,
     max_memory: Option<&str>,
     flag: &str,
+    form: ReportForm,
 ) -> Result<(Vec<Planned<'s>>, Option<u64>), String> {
+    let given =
+        max_memory.map(|text| crate::units::parse_size(text).map_err(|e| format!("{flag}: {e}"))).transpose()?;
+    check_point_count(s, shard, form)?;
     let plans = plan(s, shard);
     check_budget(&plans)?;
-    let (limit, source) = match max_memory {
-        Some(text) => (crate::units::parse_size(text).map_err(|e| format!("{flag}: {e}"))?, flag.to_string()),
+    let (limit, source) = match given {
+        Some(limit) => (limit, flag.to_string()),
         None => match available_memory() {
             Some(b) => (b, format!("MemAvailable in /proc/meminfo; {flag} sets another limit")),
             None => return Ok((plans, None)),
@@ -790,13 +796,113 @@ const ARENA_BYTES: u64 = 64 << 20;
 /// of a failed allocation (exit 134) writing their report or plots.
 pub const RUN_SLACK_BYTES: u64 = 16 << 20;
 
-/// What the report keeps a point, from its result to its JSON or table: 3.3 to 4.3 KB in
-/// a sweep of 14,000 small points (its whole peak over 14,000), with room for a
-/// selector's lines and longer names.
-pub const REPORT_BYTES_PER_POINT: u64 = 6 << 10;
+/// How the report of a run is written, for what it keeps of each point until then
+/// ([`report_bytes`]): JSON (`--format json`, the Python module) renders every field, a
+/// table or CSV fewer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReportForm {
+    /// One JSON document.
+    Json,
+    /// A table or CSV rows.
+    Text,
+}
+
+/// What the report keeps of a point whatever its size, with its text: a point of `ring`
+/// at 2 ranks holds 1.5 KB of results and 1.4 KB of JSON or 0.3 KB of a table's rows,
+/// and the text's buffer grows by doubling, so its address space is up to twice the text
+/// (4.3 KB a point held in JSON, 2.2 KB in a table, 1.8 KB in CSV, counted by
+/// `tests/report_memory.rs`), with room for longer labels, a selector's lines and notes.
+const REPORT_BYTES_BASE: [u64; 2] = [5 << 10, 3 << 10];
+/// Each rank's counters (points of at most [`DETAIL_MAX_RANKS`] ranks): 35 and 15 bytes
+/// a rank counted (`ring` at 64 ranks against 2), 66 and 31 in the peak resident memory
+/// of sweeps.
+const REPORT_BYTES_PER_RANK: [u64; 2] = [96, 48];
+/// Each seed's time and skew under `repeat:`: 122 and 18 bytes counted (`repeat: 2000`).
+const REPORT_BYTES_PER_SEED: [u64; 2] = [160, 32];
+/// Each link the flow model lists (the five busiest, and every link used at points of at
+/// most [`DETAIL_MAX_RANKS`] ranks): 347 and 66 bytes counted (`direct` at 32 ranks on a
+/// fully connected machine, 992 links).
+const REPORT_BYTES_PER_LINK: [u64; 2] = [448, 128];
+
+/// What the report keeps of point `pt` of `s` until it is written in `form`, bytes: its
+/// fields, each rank's counters (at most [`DETAIL_MAX_RANKS`] ranks), each seed's time
+/// under `repeat:`, and under the flow model the links it lists, at most every directed
+/// link of the machine (`links`: how many, where known) and
+/// [`crate::results::MAX_LISTED_LINKS`]. Measured peaks of sweeps with room to spare, not
+/// a bound: a point's notes and failures are words whose length is not known before it
+/// runs.
+pub fn report_bytes(s: &Scenario, pt: &Point, form: ReportForm, links: Option<u64>) -> u64 {
+    let f = form as usize;
+    let mut bytes = REPORT_BYTES_BASE[f];
+    if pt.ranks <= DETAIL_MAX_RANKS {
+        bytes += REPORT_BYTES_PER_RANK[f] * pt.ranks as u64;
+    }
+    if let Some(seeds) = s.repeat {
+        bytes += REPORT_BYTES_PER_SEED[f] * u64::from(seeds);
+    }
+    if s.network.is_flow() {
+        let listed = if pt.ranks <= DETAIL_MAX_RANKS {
+            links.unwrap_or(u64::MAX).min(crate::results::MAX_LISTED_LINKS as u64)
+        } else {
+            5
+        };
+        bytes += REPORT_BYTES_PER_LINK[f] * listed.max(5);
+    }
+    bytes
+}
+
+/// The directed links of `s`'s machine at `ranks` ranks, where the flow model would list
+/// them ([`report_bytes`]); `None` where the machine cannot be built (the point is
+/// refused for that later).
+fn listed_links(s: &Scenario, ranks: usize) -> Option<u64> {
+    if !s.network.is_flow() || ranks > DETAIL_MAX_RANKS {
+        return None;
+    }
+    let topo = crate::topology::build(&s.topology, ranks).ok()?;
+    topo.fabric().map(|f| f.link_count())
+}
+
+/// What the report keeps of all of `plans`' points ([`report_bytes`]).
+pub fn report_bytes_of(s: &Scenario, plans: &[Planned], form: ReportForm) -> u64 {
+    // Sweeps list points by rank count first: the machine is built once a rank count.
+    let mut links: Option<(usize, Option<u64>)> = None;
+    let mut total = 0u64;
+    for pl in plans {
+        let ranks = pl.pt.ranks;
+        let l = match links {
+            Some((r, l)) if r == ranks => l,
+            _ => {
+                let l = listed_links(s, ranks);
+                links = Some((ranks, l));
+                l
+            }
+        };
+        total = total.saturating_add(report_bytes(s, &pl.pt, form, l));
+    }
+    total
+}
+
+/// Refuse a sweep whose points' reports alone, at the least each can take
+/// (5 KiB a point for JSON, 3 KiB for text), could not be reserved with the rest of the run's
+/// slack: counted before any point is planned, so a sweep of millions of points is
+/// refused at once rather than after minutes of planning.
+pub fn check_point_count(s: &Scenario, shard: Option<crate::results::Shard>, form: ReportForm) -> Result<(), String> {
+    let points = s.point_count(shard);
+    let results = REPORT_BYTES_BASE[form as usize].saturating_mul(points as u64);
+    if crate::process::reservable(results.saturating_add(RUN_SLACK_BYTES)) {
+        return Ok(());
+    }
+    Err(format!(
+        "the {points} points' results would need at least {} of memory, more than this process can reserve (the \
+         allocator refused that much: the machine's memory and swap, or `ulimit -v`); run fewer points at once \
+         (--ranks, --sizes, --algorithms, or --shard and `merge`)",
+        fmt_bytes(results),
+    ))
+}
 
 /// Refuse the largest point of `plans` if this process cannot even reserve its estimated
-/// memory, [`REPORT_BYTES_PER_POINT`] for each point of the sweep and 16 MiB for the rest
+/// memory, what the report keeps of every point of the sweep until it is written in
+/// `form` ([`report_bytes_of`]) and 16 MiB for the rest
 /// of the run, with [`crate::process::reservable`], and, unless [`crate::process::one_allocator_arena`] took, up to an
 /// arena's heap for each thread of the run and the main thread (`ARENA_BYTES`, 64 MiB; no
 /// more than the estimate itself). `run` asks it last, after every other refusal, just
@@ -806,7 +912,7 @@ pub const REPORT_BYTES_PER_POINT: u64 = 6 << 10;
 /// allocation midway (exit 134, 2^32 - 1 ranks: a per-rank table of 103 GB under an 8 GB
 /// limit). Linux refuses a reservation past its memory and swap unless overcommit is set
 /// to always; there the run is as before.
-pub fn check_reservable(plans: &[Planned]) -> Result<(), String> {
+pub fn check_reservable(s: &Scenario, plans: &[Planned], form: ReportForm) -> Result<(), String> {
     let Some((pl, est)) = plans.iter().map(|pl| (pl, pl.estimate())).max_by_key(|(_, est)| est.memory_bytes()) else {
         return Ok(());
     };
@@ -823,7 +929,7 @@ pub fn check_reservable(plans: &[Planned]) -> Result<(), String> {
         ARENA_BYTES.saturating_mul(rayon::current_num_threads() as u64 + 1).min(need)
     };
     let alone = need.saturating_add(arenas).saturating_add(RUN_SLACK_BYTES);
-    let results = REPORT_BYTES_PER_POINT.saturating_mul(plans.len() as u64);
+    let results = report_bytes_of(s, plans, form);
     if crate::process::reservable(alone.saturating_add(results)) {
         return Ok(());
     }

@@ -368,6 +368,14 @@ enum Format {
 }
 
 impl Format {
+    /// What the report keeps of each point until it is written in this format.
+    fn form(self) -> estimate::ReportForm {
+        match self {
+            Format::Json => estimate::ReportForm::Json,
+            Format::Table | Format::Csv => estimate::ReportForm::Text,
+        }
+    }
+
     /// The format a file's extension names (`.json`, `.csv`, in any case); a table for
     /// any other file and for standard output.
     fn of_file(path: Option<&std::path::Path>) -> Format {
@@ -742,6 +750,7 @@ fn cmd_plot(args: PlotArgs) -> Result<ExitCode, BadInput> {
     let prefix = format!("{}_", plots::slug(&data.name));
     files::plan(&files::Plan { inputs: vec![&report], files: vec![], dirs: vec![("--out", &out, prefix)] })
         .map_err(BadInput)?;
+    plots::check_room().map_err(BadInput)?;
     let files = plots::plot_data(&data, &out).map_err(|e| BadInput(format!("--out: {e}")))?;
     if files.is_empty() {
         allreduce_sim::diag!("{}: nothing to plot (no point ran)", esc_path(&report));
@@ -764,8 +773,10 @@ fn cmd_tune(args: TuneArgs) -> Result<ExitCode, BadInput> {
     let overrides = Overrides { algorithms: None, ranks, sizes, seed: None, collective: None };
     let s = select::tune::tune_scenario(&load(&scenario, &overrides)?);
     let out = plan_file(&scenario, &[], "--output", dash_is_stdout(output).as_deref())?;
-    let (plans, memory_limit) = estimate::checked_plan(&s, None, None, "--max-memory").map_err(BadInput)?;
-    estimate::check_reservable(&plans).map_err(BadInput)?;
+    // What tune keeps of each point is the run's report, as a table's rows would.
+    let form = estimate::ReportForm::Text;
+    let (plans, memory_limit) = estimate::checked_plan(&s, None, None, "--max-memory", form).map_err(BadInput)?;
+    estimate::check_reservable(&s, &plans, form).map_err(BadInput)?;
     let report = runner::run_planned(&s, plans, &runner::RunOptions { shard: None, progress: !quiet, memory_limit });
     let tuned = select::tune::summarise(&report);
     let emit = match emit {
@@ -883,8 +894,11 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
     // Read before the run, as every other input is: a log that cannot be read was refused
     // only after the sweep, with its plots already drawn.
     let measured = read_measured(&measured, &s).map_err(BadInput)?;
+    // A report written to `x.json` without `--format` is JSON, as a user naming the
+    // file expects; a table there was read as a broken JSON file.
+    let format = format.unwrap_or_else(|| Format::of_file(output.as_ref().map(|o| o.path.as_path())));
     let (plans, memory_limit) =
-        estimate::checked_plan(&s, shard, max_memory.as_deref(), "--max-memory").map_err(BadInput)?;
+        estimate::checked_plan(&s, shard, max_memory.as_deref(), "--max-memory", format.form()).map_err(BadInput)?;
     let recording = if trace.is_some() { Some("--trace") } else { gantt.is_some().then_some("--gantt") };
     let picked = match recording {
         Some(flag) => {
@@ -898,7 +912,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         None => None,
     };
     let recorded = picked.as_ref().unwrap_or(&s);
-    estimate::check_reservable(&plans).map_err(BadInput)?;
+    estimate::check_reservable(&s, &plans, format.form()).map_err(BadInput)?;
     // Ctrl-C: stop between points and write what finished; once the points are done,
     // stop between the files written after the report. A second Ctrl-C ends the process
     // at once (every file is whole or untouched: each is renamed into place).
@@ -932,9 +946,6 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         None => runner::run_planned(&s, plans, &runner::RunOptions { shard, progress: !quiet, memory_limit }),
     };
     WRITING.store(true, std::sync::atomic::Ordering::Relaxed);
-    // A report written to `x.json` without `--format` is JSON, as a user naming the
-    // file expects; a table there was read as a broken JSON file.
-    let format = format.unwrap_or_else(|| Format::of_file(output.as_ref().map(|o| o.path.as_path())));
     emit(&report, format, output.as_ref())?;
     if runner::STOP.load(std::sync::atomic::Ordering::Relaxed) {
         let all = s.points_of(shard).len();

@@ -200,6 +200,27 @@ pub fn plot_measured(report: &Report, measured: &[PlotPoint], out_dir: &Path) ->
     save_charts(&data.name, charts::against_measured(&data, measured), out_dir)
 }
 
+/// What drawing takes beside the report's data, reserved before the first chart
+/// ([`check_room`]): a chart's bitmap (1,600 x 900 pixels of 3 bytes, 4.3 MB), its SVG
+/// text and the fonts, with room to spare.
+pub const DRAWING_BYTES: u64 = 16 << 20;
+
+/// Refuse to draw where this process cannot reserve [`DRAWING_BYTES`]. Under a `ulimit -v`
+/// a few MB above what `plot` had used by then, whether its bitmap could still be had
+/// depended on the order its threads had allocated in: the same limit gave a plot or an
+/// out-of-memory error from one try to the next. Asked first, the refusal comes at one
+/// limit, and a plot that passes it has room for its bitmap.
+pub fn check_room() -> Result<(), String> {
+    if crate::process::reservable(DRAWING_BYTES) {
+        return Ok(());
+    }
+    Err(format!(
+        "drawing the charts needs about {} of memory beside the report, more than this process can reserve (the \
+         allocator refused that much: the machine's memory and swap, or `ulimit -v`)",
+        crate::units::fmt_bytes(DRAWING_BYTES)
+    ))
+}
+
 /// Save each of `charts` as `<slug of name>_<chart>.svg` and `.png` in `out_dir` (created
 /// if needed); returns the files written. A `run` stopped by Ctrl-C
 /// ([`crate::runner::STOP`]) stops between charts.

@@ -89,23 +89,38 @@ impl Scenario {
     /// Every point, in sweep order. A barrier moves no data, so it runs once per rank
     /// count, with the first size, not once per size.
     pub fn points(&self) -> Vec<Point> {
-        let mut out = Vec::new();
-        for &ranks in &self.ranks {
-            for (i, &bytes) in self.sizes.iter().enumerate() {
-                for (algo, spec) in self.algorithms.iter().enumerate() {
-                    if i == 0 || spec.collective.has_data() {
-                        out.push(Point { algo, ranks, bytes });
-                    }
-                }
-            }
+        self.each_point().collect()
+    }
+
+    /// [`Scenario::points`], one at a time: counting a sweep of millions of points
+    /// ([`Scenario::point_count`]) takes no memory.
+    pub fn each_point(&self) -> impl Iterator<Item = Point> + '_ {
+        self.ranks.iter().flat_map(move |&ranks| {
+            self.sizes.iter().enumerate().flat_map(move |(i, &bytes)| {
+                self.algorithms
+                    .iter()
+                    .enumerate()
+                    .filter(move |(_, spec)| i == 0 || spec.collective.has_data())
+                    .map(move |(algo, _)| Point { algo, ranks, bytes })
+            })
+        })
+    }
+
+    /// How many points shard `shard` of the sweep runs ([`Scenario::points_of`]'s
+    /// length), without listing them.
+    pub fn point_count(&self, shard: Option<Shard>) -> usize {
+        let total = self.each_point().count();
+        match shard {
+            None => total,
+            // Shard i of n runs the points whose index is i modulo n.
+            Some(sh) => (0..total).filter(|i| sh.contains(*i)).count(),
         }
-        out
     }
 
     /// The points shard `shard` of the sweep runs (every point without one), in sweep
     /// order: the one filter `run`, its memory check and the Python module share.
     pub fn points_of(&self, shard: Option<Shard>) -> Vec<Point> {
-        let all = self.points().into_iter().enumerate();
+        let all = self.each_point().enumerate();
         all.filter(|(i, _)| shard.is_none_or(|sh| sh.contains(*i))).map(|(_, p)| p).collect()
     }
 }
