@@ -246,13 +246,13 @@ pub fn replace_through_temp(
 ) -> Result<(), String> {
     let tmp = temp_beside(target);
     // Removed by a signal that ends the process meanwhile (crate::process).
-    crate::process::hold_temp(Some(&tmp));
+    let held = crate::process::hold_temp(&tmp);
     let done = fill(&tmp)
         .and_then(|()| fs::rename(&tmp, target).map_err(|e| format!("cannot write {}: {e}", shown.display())));
     if done.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    crate::process::hold_temp(None);
+    drop(held);
     done
 }
 
@@ -460,12 +460,12 @@ fn probe_dir(flag: &str, path: &Path, target: &Path) -> Result<(), String> {
 /// Create the file `tmp`, which must not exist, and remove it.
 fn probe(tmp: &Path) -> io::Result<()> {
     // Removed by a signal that ends the process meanwhile, as a written file's is.
-    crate::process::hold_temp(Some(tmp));
+    let held = crate::process::hold_temp(tmp);
     let made = fs::OpenOptions::new().write(true).create_new(true).open(tmp);
     if made.is_ok() {
         let _ = fs::remove_file(tmp);
     }
-    crate::process::hold_temp(None);
+    drop(held);
     made.map(drop)
 }
 

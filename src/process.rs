@@ -1,5 +1,5 @@
 //! The process around a run: what the command line does about its limits and signals
-//! (docs/hardening.md, docs/scenario.md "Memory").
+//! (docs/hardening.md, docs/scenario.md, "The command line").
 //!
 //! - **Memory that runs out** ([`GuardedAlloc`]): the binary's allocator ends the process
 //!   with a message and status 2 where Rust's default would abort (status 134, `memory
@@ -29,10 +29,16 @@ thread_local! {
 /// Run `f`, whose allocations may fail and be handled (`Vec::try_reserve`), rather than
 /// ending the process under [`GuardedAlloc`].
 pub fn fallible<T>(f: impl FnOnce() -> T) -> T {
-    let was = FALLIBLE.with(|c| c.replace(true));
-    let out = f();
-    FALLIBLE.with(|c| c.set(was));
-    out
+    /// Puts the thread's flag back however `f` ends, a panic included: a flag left set
+    /// would let every later failed allocation of the thread through as a null.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FALLIBLE.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(FALLIBLE.with(|c| c.replace(true)));
+    f()
 }
 
 /// The system allocator, but an allocation that fails outside [`fallible`] ends the
@@ -140,12 +146,27 @@ pub fn address_space_limit() -> Option<u64> {
 static TEMP: AtomicPtr<c_char> = AtomicPtr::new(std::ptr::null_mut());
 
 /// Note `path` as the temporary file being written, to remove if the process is ended
-/// before it is renamed into place; `None` once it is. One at a time: files are written
-/// one after another.
-pub fn hold_temp(path: Option<&std::path::Path>) {
+/// before it is renamed into place, until the returned guard is dropped (once the file is
+/// renamed or removed, or the write is abandoned, a panic included). One at a time: files
+/// are written one after another.
+#[must_use = "the file is held only while the guard lives"]
+pub fn hold_temp(path: &std::path::Path) -> HeldTemp {
     use std::os::unix::ffi::OsStrExt;
-    let new =
-        path.and_then(|p| CString::new(p.as_os_str().as_bytes()).ok()).map_or(std::ptr::null_mut(), CString::into_raw);
+    set_temp(CString::new(path.as_os_str().as_bytes()).ok().map_or(std::ptr::null_mut(), CString::into_raw));
+    HeldTemp(())
+}
+
+/// The temporary file [`hold_temp`] noted, forgotten when this is dropped.
+pub struct HeldTemp(());
+
+impl Drop for HeldTemp {
+    fn drop(&mut self) {
+        set_temp(std::ptr::null_mut());
+    }
+}
+
+/// Make `new` (from `CString::into_raw`, or null) the file a signal removes.
+fn set_temp(new: *mut c_char) {
     let old = TEMP.swap(new, Ordering::SeqCst);
     if !old.is_null() {
         // SAFETY: `old` came from CString::into_raw above and is no longer shared: a
