@@ -757,7 +757,7 @@ pub fn plan(s: &Scenario, shard: Option<crate::results::Shard>) -> Vec<Planned<'
 /// The points of `s` that shard `shard` runs, planned ([`plan`]) and checked as `run`
 /// checks them before anything runs: their number against what the reports of that
 /// many points take at the least, written in `form` ([`check_point_count`], before any is
-/// planned), each point's data plane against
+/// planned; `fewer` as there), each point's data plane against
 /// `data.memory_budget` ([`check_budget`]), and its whole estimate against `max_memory`
 /// (a size, given by the option `flag`) or else what the machine has available
 /// ([`check_memory`]). With the points, the limit the runner keeps parallel points
@@ -768,10 +768,11 @@ pub fn checked_plan<'s>(
     max_memory: Option<&str>,
     flag: &str,
     form: ReportForm,
+    fewer: &str,
 ) -> Result<(Vec<Planned<'s>>, Option<u64>), String> {
     let given =
         max_memory.map(|text| crate::units::parse_size(text).map_err(|e| format!("{flag}: {e}"))).transpose()?;
-    check_point_count(s, shard, form)?;
+    check_point_count(s, shard, form, fewer)?;
     let plans = plan(s, shard);
     check_budget(&plans)?;
     let (limit, source) = match given {
@@ -885,8 +886,14 @@ pub fn report_bytes_of(s: &Scenario, plans: &[Planned], form: ReportForm) -> u64
 /// Refuse a sweep whose points' reports alone, at the least each can take
 /// (5 KiB a point for JSON, 3 KiB for text), could not be reserved with the rest of the run's
 /// slack: counted before any point is planned, so a sweep of millions of points is
-/// refused at once rather than after minutes of planning.
-pub fn check_point_count(s: &Scenario, shard: Option<crate::results::Shard>, form: ReportForm) -> Result<(), String> {
+/// refused at once rather than after minutes of planning. `fewer` names how the caller
+/// asks for fewer points (`run`'s flags, `tune`'s, the Python module's arguments).
+pub fn check_point_count(
+    s: &Scenario,
+    shard: Option<crate::results::Shard>,
+    form: ReportForm,
+    fewer: &str,
+) -> Result<(), String> {
     let points = s.point_count(shard);
     let results = REPORT_BYTES_BASE[form as usize].saturating_mul(points as u64);
     if crate::process::reservable(results.saturating_add(RUN_SLACK_BYTES)) {
@@ -895,7 +902,7 @@ pub fn check_point_count(s: &Scenario, shard: Option<crate::results::Shard>, for
     Err(format!(
         "the {points} points' results would need at least {} of memory, more than this process can reserve (the \
          allocator refused that much: the machine's memory and swap, or `ulimit -v`); run fewer points at once \
-         (--ranks, --sizes, --algorithms, or --shard and `merge`)",
+         ({fewer})",
         fmt_bytes(results),
     ))
 }
@@ -912,7 +919,7 @@ pub fn check_point_count(s: &Scenario, shard: Option<crate::results::Shard>, for
 /// allocation midway (exit 134, 2^32 - 1 ranks: a per-rank table of 103 GB under an 8 GB
 /// limit). Linux refuses a reservation past its memory and swap unless overcommit is set
 /// to always; there the run is as before.
-pub fn check_reservable(s: &Scenario, plans: &[Planned], form: ReportForm) -> Result<(), String> {
+pub fn check_reservable(s: &Scenario, plans: &[Planned], form: ReportForm, fewer: &str) -> Result<(), String> {
     let Some((pl, est)) = plans.iter().map(|pl| (pl, pl.estimate())).max_by_key(|(_, est)| est.memory_bytes()) else {
         return Ok(());
     };
@@ -937,7 +944,7 @@ pub fn check_reservable(s: &Scenario, plans: &[Planned], form: ReportForm) -> Re
         return Err(format!(
             "the {} points' results would need about {} of memory beside the largest point's {}, more than this \
              process can reserve (the allocator refused that much: the machine's memory and swap, or `ulimit -v`); \
-             run fewer points at once (--ranks, --sizes, --algorithms, or --shard and `merge`)",
+             run fewer points at once ({fewer})",
             plans.len(),
             fmt_bytes(results),
             fmt_bytes(need),

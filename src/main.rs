@@ -367,6 +367,9 @@ enum Format {
     Csv,
 }
 
+/// How `run` is asked for fewer points, for the refusals of a sweep too large to keep.
+const RUN_FEWER: &str = "--ranks, --sizes, --algorithms, or --shard and `merge`";
+
 impl Format {
     /// What the report keeps of each point until it is written in this format.
     fn form(self) -> estimate::ReportForm {
@@ -774,9 +777,10 @@ fn cmd_tune(args: TuneArgs) -> Result<ExitCode, BadInput> {
     let s = select::tune::tune_scenario(&load(&scenario, &overrides)?);
     let out = plan_file(&scenario, &[], "--output", dash_is_stdout(output).as_deref())?;
     // What tune keeps of each point is the run's report, as a table's rows would.
-    let form = estimate::ReportForm::Text;
-    let (plans, memory_limit) = estimate::checked_plan(&s, None, None, "--max-memory", form).map_err(BadInput)?;
-    estimate::check_reservable(&s, &plans, form).map_err(BadInput)?;
+    let (form, fewer) = (estimate::ReportForm::Text, "--ranks or --sizes");
+    let (plans, memory_limit) =
+        estimate::checked_plan(&s, None, None, "--max-memory", form, fewer).map_err(BadInput)?;
+    estimate::check_reservable(&s, &plans, form, fewer).map_err(BadInput)?;
     let report = runner::run_planned(&s, plans, &runner::RunOptions { shard: None, progress: !quiet, memory_limit });
     let tuned = select::tune::summarise(&report);
     let emit = match emit {
@@ -898,7 +902,8 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
     // file expects; a table there was read as a broken JSON file.
     let format = format.unwrap_or_else(|| Format::of_file(output.as_ref().map(|o| o.path.as_path())));
     let (plans, memory_limit) =
-        estimate::checked_plan(&s, shard, max_memory.as_deref(), "--max-memory", format.form()).map_err(BadInput)?;
+        estimate::checked_plan(&s, shard, max_memory.as_deref(), "--max-memory", format.form(), RUN_FEWER)
+            .map_err(BadInput)?;
     let recording = if trace.is_some() { Some("--trace") } else { gantt.is_some().then_some("--gantt") };
     let picked = match recording {
         Some(flag) => {
@@ -912,7 +917,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         None => None,
     };
     let recorded = picked.as_ref().unwrap_or(&s);
-    estimate::check_reservable(&s, &plans, format.form()).map_err(BadInput)?;
+    estimate::check_reservable(&s, &plans, format.form(), RUN_FEWER).map_err(BadInput)?;
     // Ctrl-C: stop between points and write what finished; once the points are done,
     // stop between the files written after the report. A second Ctrl-C ends the process
     // at once (every file is whole or untouched: each is renamed into place).

@@ -213,11 +213,40 @@ pub fn ignored(sig: libc::c_int) -> bool {
     }
 }
 
-/// Whether the allocator grants `bytes` at once: reserved, untouched (no page is used)
-/// and given back at once. Linux refuses past the machine's memory and swap or the
-/// process's `ulimit -v`, unless the kernel overcommits always.
+/// Whether `bytes` of memory can be had at once: mapped as the allocator maps a large
+/// block (private, anonymous, writable), untouched (no page is used) and unmapped at
+/// once. Linux refuses past the machine's memory and swap or the process's `ulimit -v`,
+/// unless the kernel overcommits always.
+///
+/// The kernel is asked directly, not the allocator: freeing a block the allocator had
+/// mapped raises glibc's threshold for mapping blocks of their own, so the next smaller
+/// probe (the pool's 6 MiB after the work thread's 9 MiB) came from its heap, which it
+/// never gave back, and took the room it was checking for: the thread that then started
+/// found no room for its signal stack and aborted the process (status 134).
 pub fn reservable(bytes: u64) -> bool {
-    usize::try_from(bytes).is_ok_and(|n| fallible(|| Vec::<u8>::new().try_reserve_exact(n).is_ok()))
+    let Ok(n) = usize::try_from(bytes) else {
+        return false;
+    };
+    if n == 0 {
+        return true;
+    }
+    // SAFETY: a fresh anonymous mapping of our own, never read or written, unmapped at
+    // once with the length it was made with.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            n,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        libc::munmap(p, n);
+    }
+    true
 }
 
 /// What a thread takes beside its stack: the signal stack the standard library maps

@@ -149,8 +149,10 @@ fn run_json(
     // Refused as `run` refuses a run whose points cannot fit in memory.
     // The module hands back the report's JSON.
     let form = crate::estimate::ReportForm::Json;
-    let (plans, limit) = crate::estimate::checked_plan(&s, shard, max_memory, "max_memory", form).map_err(bad_input)?;
-    crate::estimate::check_reservable(&s, &plans, form).map_err(bad_input)?;
+    let fewer = "ranks=, sizes=, algorithms=, or shard= and merge()";
+    let (plans, limit) =
+        crate::estimate::checked_plan(&s, shard, max_memory, "max_memory", form, fewer).map_err(bad_input)?;
+    crate::estimate::check_reservable(&s, &plans, form, fewer).map_err(bad_input)?;
     let opts = runner::RunOptions { shard, progress, memory_limit: limit };
     let report = detached(py, || runner::run_planned(&s, plans, &opts))?;
     Ok(Json.render(&report))

@@ -358,11 +358,24 @@ fn check_against_ideal(
     }
 }
 
-/// Under `noise.faults`: a note per fault saying what it did.
+/// Lines of one kind a point lists one by one (a fault's note, a failing seed's failure);
+/// past them one line counts the rest. A scenario of 5,000 faults naming no link of the
+/// machine, or of 100,000 seeds half of which a fault cut off, kept 28 to 31 MB of such
+/// lines a point, and ran out of memory writing a report of 50 points.
+pub const LISTED_LINES: usize = 16;
+
+/// Under `noise.faults`: a note per fault saying what it did, the first [`LISTED_LINES`]
+/// of them, then one counting what the rest did.
 fn fault_notes(res: &mut PointResult, flow: &crate::sim::flow::FlowStats, launch: f64) {
     // Said as a named fault that matches no link is: the run is not the faulty one asked for.
-    res.notes.extend(flow.short_draws.iter().map(ToString::to_string));
-    for f in &flow.faults {
+    res.notes.extend(flow.short_draws.iter().take(LISTED_LINES).map(ToString::to_string));
+    if flow.short_draws.len() > LISTED_LINES {
+        res.notes.push(format!(
+            "{} more `random` fault entries drew fewer links than they asked",
+            flow.short_draws.len() - LISTED_LINES
+        ));
+    }
+    for f in flow.faults.iter().take(LISTED_LINES) {
         let at = crate::units::fmt_time_fine(f.at + launch);
         res.notes.push(if f.after_end {
             let what = if f.matched { "" } else { " (and no link of this machine joins these two nodes)" };
@@ -372,6 +385,21 @@ fn fault_notes(res: &mut PointResult, flow: &crate::sim::flow::FlowStats, launch
         } else {
             format!("fault {} at {at}: no link of this machine joins these two nodes; nothing failed", f.link)
         });
+    }
+    if flow.faults.len() > LISTED_LINES {
+        let rest = &flow.faults[LISTED_LINES..];
+        let count = |keep: fn(&&crate::sim::flow::FaultStat) -> bool| rest.iter().filter(keep).count();
+        let (late, unmatched) = (count(|f| f.after_end), count(|f| !f.after_end && !f.matched));
+        res.notes.push(format!(
+            "{} more fault(s) after these: {} due after the run ended, {} joining no two nodes of this machine, {} \
+             failing a link ({} message(s) in flight rerouted, {} cut off)",
+            rest.len(),
+            late,
+            unmatched,
+            rest.len() - late - unmatched,
+            rest.iter().filter(|f| !f.after_end && f.matched).map(|f| f.rerouted).sum::<u64>(),
+            rest.iter().filter(|f| !f.after_end && f.matched).map(|f| f.cut).sum::<u64>(),
+        ));
     }
     if flow.detoured > 0 {
         res.notes.push(format!("{} message(s) started on a detour around failed links", flow.detoured));
@@ -1013,6 +1041,8 @@ fn fill_spread(
             .map(|(st, _)| (st.time + launch).max(floor))
     };
     let (mut times, mut skews) = (vec![res.time_s], vec![skew0]);
+    // Seeds (and levels' seeds) that failed: the first LISTED_LINES are listed.
+    let mut failed = 0usize;
     for k in 1..s.repeat.unwrap_or(1) {
         let seed = s.seed.wrapping_add(u64::from(k));
         let noise = draw_noise(s, seed, p.ranks);
@@ -1025,7 +1055,10 @@ fn fill_spread(
                 if let (None, crate::sim::engine::SimError::CutOff(cut)) = (&res.cut_off, &err) {
                     res.cut_off = Some(crate::results::CutOffReport::of(cut, seed, launch));
                 }
-                res.failures.push(format!("seed {seed}: simulation failed: {err}"));
+                failed += 1;
+                if failed <= LISTED_LINES {
+                    res.failures.push(format!("seed {seed}: simulation failed: {err}"));
+                }
             }
         }
     }
@@ -1055,7 +1088,12 @@ fn fill_spread(
                         sum += t;
                         n += 1;
                     }
-                    Err(err) => res.failures.push(format!("level {level}, seed {seed}: simulation failed: {err}")),
+                    Err(err) => {
+                        failed += 1;
+                        if failed <= LISTED_LINES {
+                            res.failures.push(format!("level {level}, seed {seed}: simulation failed: {err}"));
+                        }
+                    }
                 }
             }
             let mean = (n > 0).then(|| sum / f64::from(n));
@@ -1063,6 +1101,12 @@ fn fill_spread(
             levels.push(crate::results::LevelResult { level, time_mean_s: mean, slowdown });
         }
         res.noise_levels = Some(levels);
+    }
+    if failed > LISTED_LINES {
+        res.failures.push(format!(
+            "{} more seed run(s) failed after these (every failed seed's time is left out of times_s)",
+            failed - LISTED_LINES
+        ));
     }
     if s.repeat.is_some() {
         res.times_s = Some(times);

@@ -1486,3 +1486,47 @@ fn thirty_fourth_trial_a_sweep_is_weighed_by_its_count_and_its_seeds() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("the 100 points' results would need about 1.49 GiB"), "{stderr}");
 }
+
+/// Lines of one kind were listed without end: a failure for each seed a fault cut off
+/// (`repeat: 100000`, half of them cut: 31 MB of failures at one point) and a note for each
+/// `noise.faults` entry (5,000 entries naming no node: 5,000 notes at every point). Both
+/// passed the report's reservation and ran out of memory after the sweep. A point lists
+/// the first 16 of each, then counts the rest in one line.
+#[test]
+fn thirty_fifth_trial_a_point_lists_sixteen_failing_seeds_and_fault_notes() {
+    let cut = File::new(
+        "topology: { kind: fat_tree, hosts_per_leaf: 2, leaves: 2, spines: 2, link: { alpha: 1us, bandwidth: 100Gbps \
+         } }\nnetwork: { model: flow }\ndata: { mode: off }\nalgorithms: [ring]\nsizes: [4KiB]\nnoise:\n  faults:\n    \
+         - { random: 1 }\nrepeat: 400\n",
+    );
+    let out = cmd().args(["run", "--quiet", "--format", "json"]).arg(&cut.0).output().unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let res = &report["results"][0];
+    let failures: Vec<&str> = res["failures"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    let times = res["times_s"].as_array().unwrap().len();
+    assert_eq!(failures.len(), 17, "{failures:?}");
+    assert!(failures[..16].iter().all(|f| f.starts_with("seed ") && f.contains("cut off")), "{failures:?}");
+    // Every seed either has its time or failed.
+    let more: usize = failures[16].split(' ').next().unwrap().parse().unwrap();
+    assert!(
+        failures[16].ends_with("more seed run(s) failed after these (every failed seed's time is left out of times_s)")
+    );
+    assert_eq!(times + 16 + more, 400, "{}", failures[16]);
+
+    let faults: String = (0..40).map(|i| format!("    - {{ a: nosuchnode{i:03}, b: r1, at: 1us }}\n")).collect();
+    let missing = File::new(&format!(
+        "ranks: 4\ntopology: {{ kind: ring, link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\nnetwork: {{ model: flow }}\n\
+         data: {{ mode: off }}\nalgorithms: [ring]\nsizes: [64]\nnoise:\n  faults:\n{faults}"
+    ));
+    let out = cmd().args(["run", "--quiet", "--format", "json"]).arg(&missing.0).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let notes: Vec<&str> =
+        report["results"][0]["notes"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
+    let listed = notes.iter().filter(|n| n.contains("no link of this machine joins these two nodes")).count();
+    assert_eq!(listed, 16, "{notes:?}");
+    assert!(
+        notes.contains(&"24 more fault(s) after these: 0 due after the run ended, 24 joining no two nodes of this machine, 0 failing a link (0 message(s) in flight rerouted, 0 cut off)"),
+        "{notes:?}"
+    );
+}

@@ -41,7 +41,8 @@ fn every_point_builds_its_algorithm_once() {
     let mut passed = false;
     let builds = builds_of(|| {
         let (plans, limit) =
-            estimate::checked_plan(&s, None, Some("64GiB"), "--max-memory", estimate::ReportForm::Json).unwrap();
+            estimate::checked_plan(&s, None, Some("64GiB"), "--max-memory", estimate::ReportForm::Json, "--ranks")
+                .unwrap();
         let opts = RunOptions { shard: None, progress: true, memory_limit: limit };
         let report = runner::run_planned(&s, plans, &opts);
         passed = report.results.iter().all(|r| r.passed());
