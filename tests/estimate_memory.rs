@@ -14,45 +14,15 @@
 //!
 //! One test in its own binary, so that no other test's allocations share the count.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use allreduce_sim::estimate;
 use allreduce_sim::results::Point;
 
-/// The system allocator, counting the bytes held now and the most held since reset.
-struct Counting;
+#[path = "common/counting.rs"]
+mod counting;
 
-static HELD: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = HELD.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        HELD.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            // Counted as the allocator may hold both blocks while it copies.
-            let now = HELD.fetch_add(new_size, Ordering::Relaxed) + new_size;
-            PEAK.fetch_max(now, Ordering::Relaxed);
-            HELD.fetch_sub(layout.size(), Ordering::Relaxed);
-        }
-        p
-    }
-}
-
+/// Counted as the allocator may hold both blocks while it copies.
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: counting::Counting<true> = counting::Counting;
 
 #[test]
 fn a_point_holds_no_more_than_its_estimate() {
@@ -120,14 +90,13 @@ fn a_point_holds_no_more_than_its_estimate() {
         assert_eq!(pts.len(), 1);
         let pt: &Point = &pts[0];
         let est = estimate::estimate(&s, pt, single);
-        let before = HELD.load(Ordering::Relaxed);
-        PEAK.store(before, Ordering::Relaxed);
+        let before = counting::reset_peak();
         let res = if single {
             allreduce_sim::runner::run_point_tracked(&s, pt, true)
         } else {
             allreduce_sim::runner::run_point(&s, pt)
         };
-        let held = PEAK.load(Ordering::Relaxed) - before;
+        let held = counting::peak() - before;
         assert!(res.failures.is_empty(), "{algo} {size} on {machine}: {:?}", res.failures);
         assert!(
             held as u64 <= est.memory_bytes(),

@@ -6,47 +6,17 @@
 //!
 //! One test in its own binary, so that no other test's allocations share the count.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use allreduce_sim::estimate::{self, ReportForm};
 use allreduce_sim::report::{Csv, Exporter, Json, Table};
 
-/// The system allocator, counting the bytes held now and the most held since reset.
-struct Counting;
+#[path = "common/counting.rs"]
+mod counting;
 
-static HELD: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = HELD.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        HELD.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            // Counted as its growth only: the report's text grows by doubling, and glibc
-            // moves a block that large by remapping its pages (`mremap`), which never
-            // holds both (small blocks it copies are a few KB).
-            let now = HELD.fetch_add(new_size, Ordering::Relaxed) + new_size - layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-            HELD.fetch_sub(layout.size(), Ordering::Relaxed);
-        }
-        p
-    }
-}
-
+/// Counted as its growth only: the report's text grows by doubling, and glibc moves a
+/// block that large by remapping its pages, which never holds both (small blocks it
+/// copies are a few KB).
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: counting::Counting<false> = counting::Counting;
 
 #[test]
 fn the_report_holds_no_more_than_its_reservation() {
@@ -77,20 +47,14 @@ fn the_report_holds_no_more_than_its_reservation() {
             for exporter in exporters {
                 let plans = estimate::plan(&s, None);
                 let reserved = estimate::report_bytes_of(&s, &plans, form);
-                let before = HELD.load(Ordering::Relaxed);
+                let before = counting::held();
                 let opts = allreduce_sim::runner::RunOptions { shard: None, progress: false, memory_limit: None };
                 let report = allreduce_sim::runner::run_planned(&s, plans, &opts);
                 // What the report holds, then the most it holds with its text.
-                PEAK.store(HELD.load(Ordering::Relaxed), Ordering::Relaxed);
-                eprintln!("DEBUG report {} ", HELD.load(Ordering::Relaxed) - before);
+                counting::reset_peak();
                 let text = exporter.render(&report);
-                let held = (PEAK.load(Ordering::Relaxed) - before) as u64;
+                let held = (counting::peak() - before) as u64;
                 assert!(!text.is_empty());
-                eprintln!(
-                    "DEBUG text {} peak {held} reserved {reserved} {form:?} {}",
-                    text.len(),
-                    report.results.len()
-                );
                 drop(text);
                 let n = report.results.len() as u64;
                 assert!(report.results.iter().all(|r| r.failures.is_empty()), "{machine} {algorithms}");
