@@ -953,7 +953,7 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
     WRITING.store(true, std::sync::atomic::Ordering::Relaxed);
     emit(&report, format, output.as_ref())?;
     if runner::STOP.load(std::sync::atomic::Ordering::Relaxed) {
-        let all = s.points_of(shard).len();
+        let all = s.point_count(shard);
         allreduce_sim::diag!(
             "interrupted: the report holds the {} of {all} point(s) that finished",
             report.results.len()

@@ -254,8 +254,8 @@ pub fn reservable(bytes: u64) -> bool {
 /// storage; with room to spare.
 const THREAD_EXTRA_BYTES: u64 = 1 << 20;
 
-/// Whether `n` threads of `stack` bytes each can start: their address space is asked of
-/// the allocator first (and given back). A thread whose stack is mapped but whose signal
+/// Whether `n` threads of `stack` bytes each can start: their address space is asked for
+/// first and given back ([`reservable`]). A thread whose stack is mapped but whose signal
 /// stack then is not aborted the process (`failed to allocate an alternative stack`)
 /// under a `ulimit -v` 20 KB above what the stack alone needed.
 pub fn room_for_threads(n: usize, stack: usize) -> bool {
@@ -296,15 +296,14 @@ pub fn ignore_file_size_signal() {
 /// with status 2. `run` puts its own Ctrl-C handler over SIGINT's after this.
 pub fn end_on_signals() {
     for sig in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, libc::SIGXCPU] {
-        // SAFETY: sigaction reads and writes the structs it is given; the handler does
-        // only async-signal-safe things (unlink, write, _exit).
+        // A signal the parent set to be ignored stays ignored: `nohup` (SIGHUP), a
+        // background job of a script (SIGINT).
+        if ignored(sig) {
+            continue;
+        }
+        // SAFETY: sigaction reads the struct it is given; the handler does only
+        // async-signal-safe things (unlink, write, _exit).
         unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            // A signal the parent set to be ignored stays ignored: `nohup` (SIGHUP), a
-            // background job of a script (SIGINT).
-            if libc::sigaction(sig, std::ptr::null(), &mut old) != 0 || old.sa_sigaction == libc::SIG_IGN {
-                continue;
-            }
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
             libc::sigemptyset(&mut sa.sa_mask);
@@ -314,7 +313,7 @@ pub fn end_on_signals() {
 }
 
 /// Whether [`one_allocator_arena`] took: every thread then allocates from the one arena.
-static ONE_ARENA: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static ONE_ARENA: AtomicBool = AtomicBool::new(false);
 
 /// Under an address-space limit (`ulimit -v`), make every thread of this process allocate
 /// from glibc's main arena, and say whether it did (never without a limit, never on
@@ -336,7 +335,7 @@ pub fn one_allocator_arena() -> bool {
         // SAFETY: mallopt only sets a tunable of the allocator, called before any other
         // thread of ours exists (an arena already made is kept, not moved).
         let took = address_space_limit().is_some() && unsafe { libc::mallopt(libc::M_ARENA_MAX, 1) } == 1;
-        ONE_ARENA.store(took, std::sync::atomic::Ordering::Relaxed);
+        ONE_ARENA.store(took, Ordering::Relaxed);
         took
     }
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
@@ -347,5 +346,5 @@ pub fn one_allocator_arena() -> bool {
 
 /// Whether [`one_allocator_arena`] took.
 pub fn one_arena() -> bool {
-    ONE_ARENA.load(std::sync::atomic::Ordering::Relaxed)
+    ONE_ARENA.load(Ordering::Relaxed)
 }

@@ -388,17 +388,24 @@ fn fault_notes(res: &mut PointResult, flow: &crate::sim::flow::FlowStats, launch
     }
     if flow.faults.len() > LISTED_LINES {
         let rest = &flow.faults[LISTED_LINES..];
-        let count = |keep: fn(&&crate::sim::flow::FaultStat) -> bool| rest.iter().filter(keep).count();
-        let (late, unmatched) = (count(|f| f.after_end), count(|f| !f.after_end && !f.matched));
+        // Each of the rest as its own note would say: due late, matching no link, or
+        // failing one (with what it rerouted and cut off).
+        let (mut late, mut unmatched, mut failing, mut rerouted, mut cut) = (0, 0, 0, 0u64, 0u64);
+        for f in rest {
+            if f.after_end {
+                late += 1;
+            } else if f.matched {
+                failing += 1;
+                rerouted += f.rerouted;
+                cut += f.cut;
+            } else {
+                unmatched += 1;
+            }
+        }
         res.notes.push(format!(
-            "{} more fault(s) after these: {} due after the run ended, {} joining no two nodes of this machine, {} \
-             failing a link ({} message(s) in flight rerouted, {} cut off)",
+            "{} more fault(s) after these: {late} due after the run ended, {unmatched} joining no two nodes of this \
+             machine, {failing} failing a link ({rerouted} message(s) in flight rerouted, {cut} cut off)",
             rest.len(),
-            late,
-            unmatched,
-            rest.len() - late - unmatched,
-            rest.iter().filter(|f| !f.after_end && f.matched).map(|f| f.rerouted).sum::<u64>(),
-            rest.iter().filter(|f| !f.after_end && f.matched).map(|f| f.cut).sum::<u64>(),
         ));
     }
     if flow.detoured > 0 {

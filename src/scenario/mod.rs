@@ -109,19 +109,19 @@ impl Scenario {
     /// How many points shard `shard` of the sweep runs ([`Scenario::points_of`]'s
     /// length), without listing them.
     pub fn point_count(&self, shard: Option<Shard>) -> usize {
-        let total = self.each_point().count();
-        match shard {
-            None => total,
-            // Shard i of n runs the points whose index is i modulo n.
-            Some(sh) => (0..total).filter(|i| sh.contains(*i)).count(),
-        }
+        self.each_point_of(shard).count()
     }
 
     /// The points shard `shard` of the sweep runs (every point without one), in sweep
     /// order: the one filter `run`, its memory check and the Python module share.
     pub fn points_of(&self, shard: Option<Shard>) -> Vec<Point> {
+        self.each_point_of(shard).collect()
+    }
+
+    /// [`Scenario::points_of`], one at a time.
+    fn each_point_of(&self, shard: Option<Shard>) -> impl Iterator<Item = Point> + '_ {
         let all = self.each_point().enumerate();
-        all.filter(|(i, _)| shard.is_none_or(|sh| sh.contains(*i))).map(|(_, p)| p).collect()
+        all.filter(move |(i, _)| shard.is_none_or(|sh| sh.contains(*i))).map(|(_, p)| p)
     }
 }
 
