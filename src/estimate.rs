@@ -52,7 +52,7 @@ use crate::cost_model::{
     BOUNDS_BYTES_PER_MESSAGE_IN_FLIGHT, BYTES_PER_BOOKING, BYTES_PER_PLANNED_MESSAGE, BYTES_PER_STEP_MESSAGE,
     BYTES_PER_SWEPT_MESSAGE, SWEEP_LIMIT,
 };
-use crate::results::Point;
+use crate::results::{MAX_LISTED_LINKS, Point};
 use crate::scenario::AlgoSpec;
 use crate::scenario::{DataMode, Scenario};
 use crate::sim::data::SAMPLE_GRID;
@@ -228,6 +228,72 @@ impl<'s> Planned<'s> {
             return bound;
         }
         (crate::algos::messages_of(algo, &prob, topo.as_ref()), true)
+    }
+
+    /// The links the report would list of this point under the flow model, for what it
+    /// reserves ([`report_bytes`]); none without the flow model, or where the point's
+    /// machine cannot be built or the point is not applicable (it runs nothing). At most
+    /// [`DETAIL_MAX_RANKS`] ranks a point lists every link it uses: the pairs its programs
+    /// send between are walked and their routes joined, so a ring on a fully connected
+    /// machine of 64 ranks reserves for its 64 links, not the machine's 4,032. Where the
+    /// routes are not known before the run (faults reroute, NVLS's switch agents send
+    /// too, a selector picks at run time) or the walk would be long (more than 2^20
+    /// sends), every link of the machine is counted, up to [`MAX_LISTED_LINKS`].
+    pub fn links(&self) -> ListedLinks {
+        let (s, pt) = (self.s, &self.pt);
+        if !s.network.is_flow() {
+            return ListedLinks::default();
+        }
+        let spec = &s.algorithms[pt.algo];
+        let bytes = if spec.collective.has_data() { pt.bytes } else { 0 };
+        let Ok((_, topo)) = point_machine(s, spec, pt.ranks, bytes) else { return ListedLinks::default() };
+        let Some(fabric) = topo.fabric() else { return ListedLinks::default() };
+        let longest_name = fabric.longest_link_name() as u64;
+        let busiest = ListedLinks { listed: 0, name_bytes: 0, longest_name };
+        if pt.ranks > DETAIL_MAX_RANKS {
+            return busiest;
+        }
+        let listed = fabric.link_count().min(MAX_LISTED_LINKS as u64);
+        let every = ListedLinks { listed, name_bytes: listed.saturating_mul(longest_name), longest_name };
+        let rerouted = s.noise.as_ref().is_some_and(|n| !n.faults.is_empty() || !n.random_faults.is_empty());
+        let Ok(algo) = self.algo() else { return every };
+        if rerouted || algo.switch_agents() {
+            return every;
+        }
+        let (sends, exact) = self.messages();
+        let Ok(elems) = usize::try_from(self.elems()) else { return every };
+        if !exact || sends > WALK_MAX_SENDS {
+            return every;
+        }
+        let prob = Problem { ranks: pt.ranks, elems, elem_bytes: s.data.dtype.bytes() };
+        if algo.applicable(&prob, &Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte }).is_err() {
+            return ListedLinks::default();
+        }
+        // At most 64 ranks: a table of pairs, not a set.
+        let p = pt.ranks;
+        let mut pairs = vec![false; p * p];
+        let run = algo.prepare(&prob, topo.as_ref());
+        for a in 0..p {
+            for op in run.rank_program(a as crate::sim::Rank, prob, topo.as_ref()).into_iter().flatten() {
+                if let crate::sim::op::Op::Send { to, .. } = op {
+                    let b = to as usize;
+                    if b < p && b != a {
+                        pairs[a * p + b] = true;
+                    }
+                }
+            }
+        }
+        let mut ids = Vec::new();
+        for (i, _) in pairs.iter().enumerate().filter(|(_, sent)| **sent) {
+            fabric.route(i / p, i % p, &mut ids);
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.len() > MAX_LISTED_LINKS {
+            return busiest;
+        }
+        let name_bytes = ids.iter().map(|&id| crate::units::written_len(&fabric.link_name(id)) as u64).sum();
+        ListedLinks { listed: ids.len() as u64, name_bytes, longest_name }
     }
 
     /// Whether the point's timeline would certainly outgrow [`MAX_INTERVALS`]: the
@@ -822,17 +888,44 @@ const REPORT_BYTES_PER_RANK: [u64; 2] = [96, 48];
 const REPORT_BYTES_PER_SEED: [u64; 2] = [160, 32];
 /// Each link the flow model lists (the five busiest, and every link used at points of at
 /// most [`DETAIL_MAX_RANKS`] ranks): 347 and 66 bytes counted (`direct` at 32 ranks on a
-/// fully connected machine, 992 links).
+/// fully connected machine, 992 links), names of a few letters included.
 const REPORT_BYTES_PER_LINK: [u64; 2] = [448, 128];
+/// Each byte of a listed link's name as written ([`crate::units::written_len`]): the
+/// name the report holds, and in JSON its text and the copy that escapes unseen
+/// characters (each sized at once).
+const REPORT_BYTES_PER_LISTED_NAME_BYTE: [u64; 2] = [4, 2];
+/// Each byte of the five busiest links' names, at the machine's longest name: held, and
+/// written into JSON, or into a table's line whose text grows by doubling (CSV writes
+/// none). A table of names of 2,000 bytes held 4.4 bytes a byte, JSON 3.3.
+const REPORT_BYTES_PER_BUSIEST_NAME_BYTE: [u64; 2] = [4, 5];
+/// Points whose programs send more messages than this are not walked for the links they
+/// use ([`Planned::links`]): they are counted at every link the machine has, up to
+/// [`MAX_LISTED_LINKS`].
+const WALK_MAX_SENDS: u64 = 1 << 20;
+
+/// The links the report lists of a point under the flow model ([`Planned::links`]), for
+/// [`report_bytes`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ListedLinks {
+    /// How many it lists one by one: every link the point uses, at points of at most
+    /// [`DETAIL_MAX_RANKS`] ranks that use at most [`MAX_LISTED_LINKS`]; else none.
+    pub listed: u64,
+    /// Their names' bytes as written ([`crate::units::written_len`]), summed.
+    pub name_bytes: u64,
+    /// The most bytes one name of the machine's links can take as written
+    /// ([`crate::topology::Fabric::longest_link_name`]): for the five busiest links,
+    /// which every point lists.
+    pub longest_name: u64,
+}
 
 /// What the report keeps of point `pt` of `s` until it is written in `form`, bytes: its
 /// fields, each rank's counters (at most [`DETAIL_MAX_RANKS`] ranks), each seed's time
-/// under `repeat:`, and under the flow model the links it lists, at most every directed
-/// link of the machine (`links`: how many, where known) and
-/// [`crate::results::MAX_LISTED_LINKS`]. Measured peaks of sweeps with room to spare, not
-/// a bound: a point's notes and failures are words whose length is not known before it
-/// runs.
-pub fn report_bytes(s: &Scenario, pt: &Point, form: ReportForm, links: Option<u64>) -> u64 {
+/// under `repeat:`, and under the flow model the links it lists, by `links`
+/// ([`Planned::links`]; `None` where not known: every link the machine may have, up to
+/// [`MAX_LISTED_LINKS`], with names of 64 bytes). Measured peaks of sweeps with room to
+/// spare, not a bound: a point's notes and failures are words whose length is not known
+/// before it runs.
+pub fn report_bytes(s: &Scenario, pt: &Point, form: ReportForm, links: Option<ListedLinks>) -> u64 {
     let f = form as usize;
     let mut bytes = REPORT_BYTES_BASE[f];
     if pt.ranks <= DETAIL_MAX_RANKS {
@@ -842,45 +935,39 @@ pub fn report_bytes(s: &Scenario, pt: &Point, form: ReportForm, links: Option<u6
         bytes += REPORT_BYTES_PER_SEED[f] * u64::from(seeds);
     }
     if s.network.is_flow() {
-        let listed = if pt.ranks <= DETAIL_MAX_RANKS {
-            links.unwrap_or(u64::MAX).min(crate::results::MAX_LISTED_LINKS as u64)
-        } else {
-            5
-        };
-        bytes += REPORT_BYTES_PER_LINK[f] * listed.max(5);
+        let links = links.unwrap_or_else(|| {
+            let listed = if pt.ranks <= DETAIL_MAX_RANKS { MAX_LISTED_LINKS as u64 } else { 0 };
+            ListedLinks { listed, name_bytes: listed * 64, longest_name: 64 }
+        });
+        bytes = bytes
+            .saturating_add(REPORT_BYTES_PER_LINK[f] * links.listed.max(5))
+            .saturating_add(REPORT_BYTES_PER_LISTED_NAME_BYTE[f].saturating_mul(links.name_bytes))
+            .saturating_add(REPORT_BYTES_PER_BUSIEST_NAME_BYTE[f].saturating_mul(5 * links.longest_name));
     }
     bytes
 }
 
-/// The directed links of `s`'s machine at `ranks` ranks, where the flow model would list
-/// them ([`report_bytes`]); `None` where the machine cannot be built (the point is
-/// refused for that later).
-fn listed_links(s: &Scenario, ranks: usize) -> Option<u64> {
-    if !s.network.is_flow() || ranks > DETAIL_MAX_RANKS {
-        return None;
-    }
-    let topo = crate::topology::build(&s.topology, ranks).ok()?;
-    topo.fabric().map(|f| f.link_count())
+/// What the report keeps of all of `plans`' points ([`report_bytes`]), their links walked
+/// under the flow model ([`Planned::links`]), and of the scenario itself
+/// ([`report_scenario_bytes`]).
+pub fn report_bytes_of(s: &Scenario, plans: &[Planned], form: ReportForm) -> u64 {
+    plans.iter().fold(report_scenario_bytes(s, form), |total, pl| {
+        total.saturating_add(report_bytes(s, &pl.pt, form, Some(pl.links())))
+    })
 }
 
-/// What the report keeps of all of `plans`' points ([`report_bytes`]).
-pub fn report_bytes_of(s: &Scenario, plans: &[Planned], form: ReportForm) -> u64 {
-    // Sweeps list points by rank count first: the machine is built once a rank count.
-    let mut links: Option<(usize, Option<u64>)> = None;
-    let mut total = 0u64;
-    for pl in plans {
-        let ranks = pl.pt.ranks;
-        let l = match links {
-            Some((r, l)) if r == ranks => l,
-            _ => {
-                let l = listed_links(s, ranks);
-                links = Some((ranks, l));
-                l
-            }
-        };
-        total = total.saturating_add(report_bytes(s, &pl.pt, form, l));
-    }
-    total
+/// The scenario as the report holds it, for each byte of its JSON: the report's copy, and
+/// in JSON its text (written at its length) and the copy that escapes unseen characters.
+const REPORT_BYTES_PER_SCENARIO_BYTE: [u64; 2] = [4, 2];
+
+/// What the report keeps of the scenario `s` itself, written in `form`: its copy, and in
+/// JSON its text, by the length of its JSON (counted, not written). Most scenarios are a
+/// few KB, inside the run's slack; a machine drawn as a graph of thousands of named nodes
+/// is megabytes.
+pub fn report_scenario_bytes(s: &Scenario, form: ReportForm) -> u64 {
+    let mut count = crate::units::ByteCount(0);
+    let _ = serde_json::to_writer_pretty(&mut count, s);
+    REPORT_BYTES_PER_SCENARIO_BYTE[form as usize].saturating_mul(count.0 as u64)
 }
 
 /// Refuse a sweep whose points' reports alone, at the least each can take
@@ -900,10 +987,9 @@ pub fn check_point_count(
         return Ok(());
     }
     Err(format!(
-        "the {points} points' results would need at least {} of memory, more than this process can reserve (the \
-         allocator refused that much: the machine's memory and swap, or `ulimit -v`); run fewer points at once \
-         ({fewer})",
+        "the {points} points' results would need at least {} of memory, {}; run fewer points at once ({fewer})",
         fmt_bytes(results),
+        crate::process::CANNOT_RESERVE,
     ))
 }
 
@@ -942,21 +1028,20 @@ pub fn check_reservable(s: &Scenario, plans: &[Planned], form: ReportForm, fewer
     }
     if crate::process::reservable(alone) {
         return Err(format!(
-            "the {} points' results would need about {} of memory beside the largest point's {}, more than this \
-             process can reserve (the allocator refused that much: the machine's memory and swap, or `ulimit -v`); \
-             run fewer points at once ({fewer})",
+            "the {} points' results would need about {} of memory beside the largest point's {}, {}; run fewer \
+             points at once ({fewer})",
             plans.len(),
             fmt_bytes(results),
             fmt_bytes(need),
+            crate::process::CANNOT_RESERVE,
         ));
     }
     Err(format!(
-        "{} would need about {} of memory ({}), more than this process can reserve (the allocator refused that \
-         much: the machine's memory and swap, or `ulimit -v`, whatever the memory limit); use fewer ranks \
-         (--ranks){}",
+        "{} would need about {} of memory ({}), {}, whatever the memory limit; use fewer ranks (--ranks){}",
         pl.label(),
         fmt_bytes(need),
         parts(&est),
+        crate::process::CANNOT_RESERVE,
         if est.data_bytes > 0 { ", smaller sizes (--sizes) or data.mode: off" } else { " or smaller sizes (--sizes)" },
     ))
 }

@@ -474,21 +474,17 @@ fn check_memory(label: &str, messages: u64) -> Result<(), String> {
     let need = messages.saturating_mul(BYTES_PER_MESSAGE);
     let refuse = |limit: String| {
         Err(format!(
-            "{label} sends {messages} messages here, whose table and recording need about {} of memory, more \
-             than {limit}: give fewer --ranks, or fewer pieces (a larger --param chunk, fewer --param segments \
+            "{label} sends {messages} messages here, whose table and recording need about {} of memory, \
+             {limit}: give fewer --ranks, or fewer pieces (a larger --param chunk, fewer --param segments \
              or channels)",
             fmt_bytes(need)
         ))
     };
     if let Some(avail) = crate::estimate::available_memory().filter(|&a| a < need) {
-        return refuse(format!("the {} available (MemAvailable)", fmt_bytes(avail)));
+        return refuse(format!("more than the {} available (MemAvailable)", fmt_bytes(avail)));
     }
     if !crate::process::reservable(need.saturating_add(crate::estimate::RUN_SLACK_BYTES)) {
-        return refuse(
-            "this process can reserve (the allocator refused that much: the machine's memory and swap, or \
-             `ulimit -v`)"
-                .to_string(),
-        );
+        return refuse(crate::process::CANNOT_RESERVE.to_string());
     }
     Ok(())
 }

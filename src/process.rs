@@ -213,6 +213,11 @@ pub fn ignored(sig: libc::c_int) -> bool {
     }
 }
 
+/// What a refusal says when [`reservable`] said no: the kernel's limits a user can
+/// change.
+pub const CANNOT_RESERVE: &str = "more than this process can reserve (the kernel would not map that much: the \
+                                  machine's memory and swap, or `ulimit -v`)";
+
 /// Whether `bytes` of memory can be had at once: mapped as the allocator maps a large
 /// block (private, anonymous, writable), untouched (no page is used) and unmapped at
 /// once. Linux refuses past the machine's memory and swap or the process's `ulimit -v`,

@@ -558,7 +558,9 @@ pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
     if !s.chars().any(escaped) {
         return std::borrow::Cow::Borrowed(s);
     }
-    let mut out = String::with_capacity(s.len() + 16);
+    // Sized at once: a report's whole text passes through here.
+    let len = s.chars().map(|c| if escaped(c) { c.escape_default().count() } else { c.len_utf8() }).sum();
+    let mut out = String::with_capacity(len);
     for c in s.chars() {
         if escaped(c) {
             out.extend(c.escape_default());
@@ -567,6 +569,33 @@ pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// A writer that only counts the bytes written to it: a document's length before it is
+/// written, or for what a report will hold.
+pub(crate) struct ByteCount(pub(crate) usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The most bytes `s` takes as a report writes it, a table or JSON: a character
+/// [`escape_controls`] escapes is up to eight (`\u{202e}`; JSON's `\u202e` is six), a
+/// quote or backslash two in JSON, any other its UTF-8 bytes.
+pub fn written_len(s: &str) -> usize {
+    s.chars()
+        .map(|c| match c {
+            '"' | '\\' | '\n' | '\t' => 2,
+            c if is_unseen(c) => 8,
+            c => c.len_utf8(),
+        })
+        .sum()
 }
 
 /// `json` (serialised JSON) with every character [`escape_controls`] would escape written
@@ -582,7 +611,9 @@ pub fn escape_json_unseen(json: String) -> String {
     if !json.chars().any(escaped) {
         return json;
     }
-    let mut out = String::with_capacity(json.len() + 16);
+    // Sized at once: grown by doubling, the copy took up to twice the report's length.
+    let len = json.chars().map(|c| if escaped(c) { 6 * c.len_utf16() } else { c.len_utf8() }).sum();
+    let mut out = String::with_capacity(len);
     for c in json.chars() {
         if escaped(c) {
             let mut units = [0u16; 2];

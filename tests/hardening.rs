@@ -1530,3 +1530,28 @@ fn thirty_fifth_trial_a_point_lists_sixteen_failing_seeds_and_fault_notes() {
         "{notes:?}"
     );
 }
+
+/// Under the flow model a point of at most 64 ranks lists every link it uses, and the
+/// run reserved room for every link of the machine: a ring on a fully connected machine
+/// of 64 ranks uses 64 of its 4,032 links, and 2,000 such points were refused under a
+/// `ulimit -v` of 500,000 KB for 3.5 GiB of results though the run holds about 60 MB.
+/// The links a point uses are walked from its programs now. The other way, a graph
+/// whose node names are 1,000 bytes long lists links of 2,000-byte names that were
+/// counted as short (`tests/report_memory.rs` counts both).
+#[test]
+fn thirty_fifth_trial_a_flow_sweep_reserves_for_the_links_it_uses() {
+    let sizes: Vec<String> = (1..=2000).map(|i| (64 * i).to_string()).collect();
+    let ring = File::new(&format!(
+        "ranks: 64\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}\nnetwork: {{ model: flow }}\n\
+         data: {{ mode: off }}\nalgorithms: [ring]\nsizes: [{}]\n",
+        sizes.join(", ")
+    ));
+    let out = cli_under("ulimit -v 500000", "run --quiet \"$1\" --format json", &[&ring.0]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let links = &report["results"][1999]["network_links"];
+    assert_eq!(links["used"], 64, "{links}");
+    assert_eq!(links["machine_links"], 4032, "{links}");
+    assert_eq!(links["all"].as_array().unwrap().len(), 64);
+}

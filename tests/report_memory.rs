@@ -24,6 +24,20 @@ fn the_report_holds_no_more_than_its_reservation() {
     let flat = |p: usize| format!("ranks: {p}\ntopology: {{ link: {{ alpha: 1us, bandwidth: 100Gbps }} }}");
     let flow = |p: usize| format!("{}\nnetwork: {{ model: flow }}", flat(p));
     let seeds = "noise: { skew: { dist: exponential, scale: 10us } }\nrepeat: 2000";
+    // A ring of hosts whose names are long, some with characters written as escapes.
+    let named = |p: usize, len: usize| {
+        let name = |i: usize| {
+            format!("\"h{i}{}{}\"", "x".repeat(len), if i.is_multiple_of(2) { "\\u202e\\t\\\"" } else { "" })
+        };
+        let nodes: Vec<String> = (0..p).map(name).collect();
+        let links: Vec<String> = (0..p).map(|i| format!("{{ a: {}, b: {} }}", name(i), name((i + 1) % p))).collect();
+        format!(
+            "ranks: {p}\ntopology: {{ kind: graph, link: {{ alpha: 1us, bandwidth: 100Gbps }}, nodes: [{}], links: [{}] }}\n\
+             network: {{ model: flow }}",
+            nodes.join(", "),
+            links.join(", ")
+        )
+    };
     // (machine, algorithms, points, extra lines).
     let cases = [
         (flat(2), "[ring, star]", 1500, ""),
@@ -32,6 +46,10 @@ fn the_report_holds_no_more_than_its_reservation() {
         (flat(2), "[ring]", 40, seeds),
         (flow(32), "[direct]", 30, ""),
         (flow(96), "[ring]", 30, ""),
+        // A ring lists its 64 links, not the machine's 4,032.
+        (flow(64), "[ring]", 30, ""),
+        (named(16, 1000), "[direct, ring]", 20, ""),
+        (named(96, 1000), "[ring]", 20, ""),
     ];
     for (machine, algorithms, points, extra) in cases {
         let per_algo = points / algorithms.split(',').count();
@@ -40,13 +58,19 @@ fn the_report_holds_no_more_than_its_reservation() {
             sizes(per_algo)
         );
         let s = allreduce_sim::scenario::parse_str(&text, "r.yaml").unwrap();
+        // Where names are long a table writes the five busiest links of every point and CSV
+        // does not: one reservation serves both, within three times the larger.
+        let label = machine.lines().find(|l| l.starts_with("topology")).unwrap_or_default();
+        let label = &label[..label.len().min(60)];
         for (form, exporters) in [
             (ReportForm::Json, vec![&Json as &dyn Exporter]),
             (ReportForm::Text, vec![&Csv as &dyn Exporter, &Table as &dyn Exporter]),
         ] {
+            let mut most = 0;
+            let mut reserved = 0;
             for exporter in exporters {
                 let plans = estimate::plan(&s, None);
-                let reserved = estimate::report_bytes_of(&s, &plans, form);
+                reserved = estimate::report_bytes_of(&s, &plans, form);
                 let before = counting::held();
                 let opts = allreduce_sim::runner::RunOptions { shard: None, progress: false, memory_limit: None };
                 let report = allreduce_sim::runner::run_planned(&s, plans, &opts);
@@ -57,22 +81,18 @@ fn the_report_holds_no_more_than_its_reservation() {
                 assert!(!text.is_empty());
                 drop(text);
                 let n = report.results.len() as u64;
-                assert!(report.results.iter().all(|r| r.failures.is_empty()), "{machine} {algorithms}");
+                assert!(report.results.iter().all(|r| r.failures.is_empty()), "{label} {algorithms}");
                 drop(report);
                 assert!(
                     held <= reserved,
-                    "{machine} {algorithms} {extra}, {form:?}: {n} points held {held} bytes ({} a point), \
-                     reserved {reserved}",
+                    "{label} {algorithms} {extra}, {form:?}: {n} points held {held} bytes ({} a point), reserved \
+                     {reserved}",
                     held / n
                 );
-                // Not a figure for the worst case only: within three times what is held.
-                assert!(
-                    reserved <= 3 * held,
-                    "{machine} {algorithms} {extra}, {form:?}: {n} points held {held} bytes ({} a point), \
-                     reserved {reserved}",
-                    held / n
-                );
+                most = most.max(held);
             }
+            // Not a figure for the worst case only: within three times what is held.
+            assert!(reserved <= 3 * most, "{label} {algorithms} {extra}, {form:?}: held {most}, reserved {reserved}");
         }
     }
 }

@@ -215,9 +215,9 @@ pub fn check_room() -> Result<(), String> {
         return Ok(());
     }
     Err(format!(
-        "drawing the charts needs about {} of memory beside the report, more than this process can reserve (the \
-         allocator refused that much: the machine's memory and swap, or `ulimit -v`)",
-        crate::units::fmt_bytes(DRAWING_BYTES)
+        "drawing the charts needs about {} of memory beside the report, {}",
+        crate::units::fmt_bytes(DRAWING_BYTES),
+        crate::process::CANNOT_RESERVE
     ))
 }
 

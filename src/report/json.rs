@@ -1,5 +1,7 @@
 //! `--format json`: the whole [`Report`] as one pretty-printed object (docs/report.md).
 
+use serde::Serialize;
+
 use super::{Exporter, Report};
 
 /// One JSON object: `scenario` (units resolved) and `results`.
@@ -11,25 +13,62 @@ pub struct Json;
 
 impl Exporter for Json {
     fn render(&self, report: &Report) -> String {
-        // An n/a row has no time: null, not 0 (which a consumer sorting by time would
-        // take for the fastest). NaN is written as null.
-        let report = if report.results.iter().any(|r| r.not_applicable.is_some()) {
-            let mut r = report.clone();
-            r.results.iter_mut().for_each(blank_na_times);
-            std::borrow::Cow::Owned(r)
-        } else {
-            std::borrow::Cow::Borrowed(report)
+        let doc = Document {
+            scenario: &report.scenario,
+            results: Results(&report.results),
+            shard: &report.shard,
+            interrupted: report.interrupted,
         };
-        match serde_json::to_string_pretty(&*report) {
-            Ok(mut s) => {
-                s.push('\n');
-                crate::units::escape_json_unseen(s)
+        // Counted first, then written into a buffer of that size: grown by doubling, the
+        // text took up to twice its length, most of what a large report held at its end.
+        let mut count = crate::units::ByteCount(0);
+        let written = serde_json::to_writer_pretty(&mut count, &doc).and_then(|()| {
+            let mut text = Vec::with_capacity(count.0 + 1);
+            serde_json::to_writer_pretty(&mut text, &doc).map(|()| text)
+        });
+        match written {
+            Ok(mut text) => {
+                text.push(b'\n');
+                // serde_json writes UTF-8 only.
+                crate::units::escape_json_unseen(String::from_utf8(text).unwrap_or_default())
             }
             // Unreachable for these types (every map key is a string); still valid JSON.
             Err(e) => {
                 format!("{{\"error\": {}}}\n", serde_json::Value::String(format!("cannot serialise the report: {e}")))
             }
         }
+    }
+}
+
+/// The report as its JSON is written: [`Report`]'s fields, each n/a row's times blanked
+/// as it is written ([`blank_na_times`]) rather than in a copy of the whole report.
+#[derive(Serialize)]
+struct Document<'a> {
+    scenario: &'a crate::scenario::Scenario,
+    results: Results<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard: &'a Option<crate::results::Shard>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    interrupted: bool,
+}
+
+/// The results, an n/a row written from a blanked copy of itself.
+struct Results<'a>(&'a [crate::results::PointResult]);
+
+impl Serialize for Results<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for r in self.0 {
+            if r.not_applicable.is_some() {
+                let mut blank = r.clone();
+                blank_na_times(&mut blank);
+                seq.serialize_element(&blank)?;
+            } else {
+                seq.serialize_element(r)?;
+            }
+        }
+        seq.end()
     }
 }
 

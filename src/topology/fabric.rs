@@ -38,6 +38,15 @@ pub trait Fabric: Send + Sync + std::fmt::Debug {
     fn link_name(&self, id: LinkId) -> String;
     /// How many directed links the machine has.
     fn link_count(&self) -> u64;
+    /// The most bytes a name [`Fabric::link_name`] gives can take as a report writes it
+    /// ([`crate::units::written_len`]), or a bound on it: what a report of the five
+    /// busiest links may hold, reserved before the run. The default bounds the names
+    /// fabrics make of numbers (`n12nvswitch->n12g3`, `r5->r6 (wrap)`, `spine3->leaf40`)
+    /// by the digits of the largest number they can hold; a fabric whose names come from
+    /// the scenario (`graph`'s nodes, `hierarchical`'s levels) measures its own.
+    fn longest_link_name(&self) -> usize {
+        generated_link_name(self.link_count().max(self.nodes() as u64))
+    }
 
     /// How many nodes (hosts and switches) [`Fabric::out_links`] describes: 0 when the
     /// fabric does not describe its graph, and then no route can change (a link fault
@@ -56,6 +65,15 @@ pub trait Fabric: Send + Sync + std::fmt::Debug {
     /// Append the directed links that leave node `n`, each with the node it reaches, in
     /// a fixed order (the order [`detour`] breaks ties in).
     fn out_links(&self, _n: usize, _out: &mut Vec<(LinkId, usize)>) {}
+}
+
+/// A bound on the bytes of a link name a fabric makes of numbers below `n`: each end is a
+/// word of at most nine letters (`n12nvswitch`, `n3pcie.out`, `n7nic1`) around at most
+/// two numbers, the two ends joined by `->`, and a grid's wrap-around link says so
+/// (` (wrap)`).
+pub fn generated_link_name(n: u64) -> usize {
+    let digits = n.max(1).ilog10() as usize + 1;
+    2 * (9 + 2 * digits) + 2 + 7
 }
 
 /// A route from rank `a` to rank `b` that crosses no link `failed` names, into `out`:

@@ -519,6 +519,11 @@ impl Fabric for Graph {
         2 * self.links.len() as u64
     }
 
+    fn longest_link_name(&self) -> usize {
+        let longest = self.names.iter().map(|n| crate::units::written_len(n)).max().unwrap_or(0);
+        2 * longest + 2
+    }
+
     fn nodes(&self) -> usize {
         self.names.len()
     }

@@ -213,6 +213,13 @@ impl super::Fabric for Hierarchical {
         // Every rank and every switch below the top has one link to its parent, each way.
         self.switch_base[self.switch_base.len() - 1]
     }
+
+    fn longest_link_name(&self) -> usize {
+        // A level's name and a group's number at each end (a rank is `r` and its number).
+        let longest = self.names.iter().map(|n| crate::units::written_len(n)).max().unwrap_or(0).max(1);
+        let digits = self.link_count().max(1).ilog10() as usize + 1;
+        2 * (longest + digits) + 2
+    }
 }
 
 #[cfg(test)]

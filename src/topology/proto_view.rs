@@ -100,6 +100,9 @@ impl Fabric for ProtoView {
     fn link_count(&self) -> u64 {
         self.inner.fabric().map_or(0, |f| f.link_count())
     }
+    fn longest_link_name(&self) -> usize {
+        self.inner.fabric().map_or(0, |f| f.longest_link_name())
+    }
     fn nodes(&self) -> usize {
         self.inner.fabric().map_or(0, |f| f.nodes())
     }

@@ -173,4 +173,7 @@ impl Fabric for SwitchAgents<'_> {
     fn link_count(&self) -> u64 {
         self.inner.fabric().expect("built only where the machine has a fabric").link_count()
     }
+    fn longest_link_name(&self) -> usize {
+        self.inner.fabric().expect("built only where the machine has a fabric").longest_link_name()
+    }
 }
