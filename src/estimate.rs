@@ -260,14 +260,14 @@ impl<'s> Planned<'s> {
         if rerouted || algo.switch_agents() {
             return every;
         }
-        let (sends, exact) = self.messages();
         let Ok(elems) = usize::try_from(self.elems()) else { return every };
-        if !exact || sends > WALK_MAX_SENDS {
-            return every;
-        }
         let prob = Problem { ranks: pt.ranks, elems, elem_bytes: s.data.dtype.bytes() };
         if algo.applicable(&prob, &Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte }).is_err() {
             return ListedLinks::default();
+        }
+        let (sends, exact) = self.messages();
+        if !exact || sends > WALK_MAX_SENDS {
+            return every;
         }
         // At most 64 ranks: a table of pairs, not a set.
         let p = pt.ranks;

@@ -246,3 +246,62 @@ fn the_messages_an_exchange_holds_at_once_are_counted() {
         assert_eq!((est.messages, est.messages_exact), (want, true), "{}", estimate::label(&s, pt));
     }
 }
+
+/// The links a flow point's programs are walked to use before it runs
+/// ([`estimate::Planned::links`], what the report's reservation counts) are the links
+/// the run used, on every kind of machine that routes messages across switches: a walk
+/// that missed a route would reserve too little, one that added routes too much.
+#[test]
+fn the_links_walked_before_a_run_are_the_links_it_uses() {
+    let link = "{ alpha: 1us, bandwidth: 100Gbps }";
+    let machines = [
+        format!("ranks: [7, 16]\ntopology: {{ link: {link} }}"),
+        format!("ranks: 16\ntopology: {{ kind: torus2d, link: {link} }}"),
+        format!("ranks: 12\ntopology: {{ kind: mesh2d, link: {link} }}"),
+        format!(
+            "ranks: [8, 24]\ntopology: {{ kind: fat_tree, hosts_per_leaf: 4, leaves: 6, spines: 2, link: {link}, \
+             placement: strided }}"
+        ),
+        format!(
+            "ranks: 24\ntopology: {{ kind: hierarchical, levels: [{{ name: socket, size: 4, alpha: 1us, bandwidth: \
+             100Gbps }}, {{ name: rack, size: 3, alpha: 2us, bandwidth: 50Gbps }}, {{ size: 2, alpha: 3us, \
+             bandwidth: 25Gbps }}] }}"
+        ),
+        format!(
+            "ranks: 4\ntopology: {{ kind: graph, link: {link}, nodes: [a, b, c, d, {{ name: s, kind: switch }}], \
+             links: [{{ a: a, b: s }}, {{ a: b, b: s }}, {{ a: c, b: d }}, {{ a: d, b: s }}] }}"
+        ),
+        "ranks: [16, 32]\ntopology: { kind: cluster, nodes: 4, gpus_per_node: 8, intra: { kind: nvswitch, alpha: \
+         1us, bandwidth: 450GB/s }, nics_per_node: 8, inter: { alpha: 2us, bandwidth: 400Gbps }, fabric: { kind: \
+         rail_optimized } }"
+            .to_string(),
+    ];
+    let algorithms = "[ring, direct, butterfly, double_binary_tree, binomial_tree, halving_doubling, \
+                      hierarchical_ring, star, ring_segmented, bidirectional_ring, chain, ring_chunked, torus_2d, bcube, nccl_ring, nccl_tree]";
+    let mut compared = 0;
+    for machine in &machines {
+        let text = format!(
+            "name: walked\n{machine}\nnetwork: {{ model: flow }}\ndata: {{ mode: off }}\nalgorithms: \
+             {algorithms}\nsizes: [4, 4096, 100000]\n"
+        );
+        let s = allreduce_sim::scenario::parse_str(&text, "w.yaml").unwrap();
+        let plans = estimate::plan(&s, None);
+        let walked: Vec<estimate::ListedLinks> = plans.iter().map(|pl| pl.links()).collect();
+        let opts = allreduce_sim::runner::RunOptions { shard: None, progress: false, memory_limit: None };
+        let report = allreduce_sim::runner::run_planned(&s, plans, &opts);
+        for (res, walked) in report.results.iter().zip(walked) {
+            let label = format!("{} at P = {}, {} B on {machine}", res.algorithm, res.ranks, res.bytes);
+            let Some(links) = &res.network_links else {
+                assert_eq!(walked.listed, 0, "{label}: n/a but walked {walked:?}");
+                continue;
+            };
+            let all = links.all.as_ref().unwrap_or_else(|| panic!("{label}: no list"));
+            assert_eq!(walked.listed, links.used, "{label}");
+            let names: u64 = all.iter().map(|l| l.name.len() as u64).sum();
+            assert_eq!(walked.name_bytes, names, "{label}");
+            assert!(all.iter().all(|l| l.name.len() as u64 <= walked.longest_name), "{label}");
+            compared += 1;
+        }
+    }
+    assert!(compared > 150, "{compared}");
+}
