@@ -262,11 +262,10 @@ fn the_links_walked_before_a_run_are_the_links_it_uses() {
             "ranks: [8, 24]\ntopology: {{ kind: fat_tree, hosts_per_leaf: 4, leaves: 6, spines: 2, link: {link}, \
              placement: strided }}"
         ),
-        format!(
-            "ranks: 24\ntopology: {{ kind: hierarchical, levels: [{{ name: socket, size: 4, alpha: 1us, bandwidth: \
-             100Gbps }}, {{ name: rack, size: 3, alpha: 2us, bandwidth: 50Gbps }}, {{ size: 2, alpha: 3us, \
-             bandwidth: 25Gbps }}] }}"
-        ),
+        "ranks: 24\ntopology: { kind: hierarchical, levels: [{ name: socket, size: 4, alpha: 1us, bandwidth: \
+         100Gbps }, { name: rack, size: 3, alpha: 2us, bandwidth: 50Gbps }, { size: 2, alpha: 3us, bandwidth: \
+         25Gbps }] }"
+            .to_string(),
         format!(
             "ranks: 4\ntopology: {{ kind: graph, link: {link}, nodes: [a, b, c, d, {{ name: s, kind: switch }}], \
              links: [{{ a: a, b: s }}, {{ a: b, b: s }}, {{ a: c, b: d }}, {{ a: d, b: s }}] }}"
