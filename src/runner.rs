@@ -784,6 +784,14 @@ fn data_plane(
     (Some(plane), Some(reference))
 }
 
+/// Count one more failed seed run of `res`, and list it among the first [`LISTED_LINES`].
+fn list_failed(res: &mut PointResult, failed: &mut usize, line: impl FnOnce() -> String) {
+    *failed += 1;
+    if *failed <= LISTED_LINES {
+        res.failures.push(line());
+    }
+}
+
 /// The scenario's noise drawn for `seed` on `ranks` ranks; `None` without `noise:`.
 fn draw_noise(s: &Scenario, seed: u64, ranks: usize) -> Option<Noise> {
     let flow = s.network.is_flow();
@@ -1062,10 +1070,7 @@ fn fill_spread(
                 if let (None, crate::sim::engine::SimError::CutOff(cut)) = (&res.cut_off, &err) {
                     res.cut_off = Some(crate::results::CutOffReport::of(cut, seed, launch));
                 }
-                failed += 1;
-                if failed <= LISTED_LINES {
-                    res.failures.push(format!("seed {seed}: simulation failed: {err}"));
-                }
+                list_failed(res, &mut failed, || format!("seed {seed}: simulation failed: {err}"));
             }
         }
     }
@@ -1096,10 +1101,9 @@ fn fill_spread(
                         n += 1;
                     }
                     Err(err) => {
-                        failed += 1;
-                        if failed <= LISTED_LINES {
-                            res.failures.push(format!("level {level}, seed {seed}: simulation failed: {err}"));
-                        }
+                        list_failed(res, &mut failed, || {
+                            format!("level {level}, seed {seed}: simulation failed: {err}")
+                        });
                     }
                 }
             }
