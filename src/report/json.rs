@@ -145,4 +145,26 @@ mod tests {
         let v = parse(&report);
         assert_eq!(v["results"][0]["time_s"].as_f64(), Some(x));
     }
+
+    /// The document is the report's own serialisation, every field and its order, with
+    /// only the n/a rows' times blanked; a shard and an interrupted run say so; unseen
+    /// characters are escaped.
+    #[test]
+    fn the_document_is_the_reports_own_with_na_times_blanked() {
+        let mut report = fixtures::report();
+        report.shard = Some(crate::results::Shard { index: 1, count: 3 });
+        report.interrupted = true;
+        report.scenario.name = "ring \u{202e}gnir".to_string();
+        let mut blanked = report.clone();
+        blanked.results.iter_mut().for_each(blank_na_times);
+        let mut want = serde_json::to_string_pretty(&blanked).unwrap();
+        want.push('\n');
+        let want = crate::units::escape_json_unseen(want);
+        assert_eq!(Json.render(&report), want);
+        assert!(want.contains("\"shard\"") && want.contains("\"interrupted\": true") && want.contains("\\u202e"));
+        report.shard = None;
+        report.interrupted = false;
+        let text = Json.render(&report);
+        assert!(!text.contains("\"shard\"") && !text.contains("\"interrupted\""));
+    }
 }
