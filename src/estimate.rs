@@ -875,9 +875,9 @@ pub enum ReportForm {
 }
 
 /// What the report keeps of a point whatever its size, with its text: a point of `ring`
-/// at 2 ranks holds 1.5 KB of results and 1.4 KB of JSON or 0.3 KB of a table's rows,
-/// and the text's buffer grows by doubling, so its address space is up to twice the text
-/// (4.3 KB a point held in JSON, 2.2 KB in a table, 1.8 KB in CSV, counted by
+/// at 2 ranks holds 1.5 KB of results and 1.4 KB of JSON or 0.3 KB of a table's rows; a
+/// table's buffer grows by doubling, JSON is written at its counted length (2.9 KB a
+/// point held in JSON, 1.9 KB in a table, 1.8 KB in CSV, counted by
 /// `tests/report_memory.rs`), with room for longer labels, a selector's lines and notes.
 const REPORT_BYTES_BASE: [u64; 2] = [5 << 10, 3 << 10];
 /// Each rank's counters (points of at most [`DETAIL_MAX_RANKS`] ranks): 35 and 15 bytes
