@@ -153,6 +153,8 @@ pub struct Planned<'s> {
     /// `nvls_tree`'s streams and messages in flight ([`Planned::nvls_tree_load`]), found
     /// on first use.
     load: OnceLock<Option<EngineLoad>>,
+    /// Whether the point runs at all ([`Planned::runs`]), found on first use.
+    runs: OnceLock<bool>,
 }
 
 impl<'s> Planned<'s> {
@@ -173,7 +175,27 @@ impl<'s> Planned<'s> {
             messages: OnceLock::new(),
             estimate: OnceLock::new(),
             load: OnceLock::new(),
+            runs: OnceLock::new(),
         }
+    }
+
+    /// Whether the point runs at all: its algorithm built, its machine built for it, and
+    /// the algorithm applicable there. A point that does not (the report's `n/a`) holds
+    /// next to nothing, and is estimated so: counted as if it ran, `mesh_2d` on a fully
+    /// connected machine refused a run for a data plane of 4.38 GiB, and `tune`, which
+    /// runs every algorithm, under any `ulimit -v` below 340 MB where it holds 24 MB. A
+    /// selector's point runs its candidates, each of which is asked for itself.
+    pub fn runs(&self) -> bool {
+        *self.runs.get_or_init(|| {
+            let (s, pt) = (self.s, &self.pt);
+            let spec = &s.algorithms[pt.algo];
+            let Ok(algo) = self.algo() else { return crate::select::is_selector(&spec.name) };
+            let Ok(elems) = usize::try_from(self.elems()) else { return true };
+            let bytes = if spec.collective.has_data() { pt.bytes } else { 0 };
+            let Ok((_, topo)) = point_machine(s, spec, pt.ranks, bytes) else { return false };
+            let prob = Problem { ranks: pt.ranks, elems, elem_bytes: s.data.dtype.bytes() };
+            algo.applicable(&prob, &Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte }).is_ok()
+        })
     }
 
     /// The scenario the point belongs to.
@@ -235,65 +257,26 @@ impl<'s> Planned<'s> {
     /// machine cannot be built or the point is not applicable (it runs nothing). At most
     /// [`DETAIL_MAX_RANKS`] ranks a point lists every link it uses: the pairs its programs
     /// send between are walked and their routes joined, so a ring on a fully connected
-    /// machine of 64 ranks reserves for its 64 links, not the machine's 4,032. Where the
-    /// routes are not known before the run (faults reroute, NVLS's switch agents send
-    /// too, a selector picks at run time) or the walk would be long (more than 2^20
-    /// sends), every link of the machine is counted, up to [`MAX_LISTED_LINKS`].
+    /// machine of 64 ranks reserves for its 64 links, not the machine's 4,032
+    /// ([`links_of`]). A selector's point lists its pick's: the pick where it is known
+    /// before the run, else the most any candidate uses ([`crate::select::candidate_specs`]).
     pub fn links(&self) -> ListedLinks {
         let (s, pt) = (self.s, &self.pt);
         if !s.network.is_flow() {
             return ListedLinks::default();
         }
         let spec = &s.algorithms[pt.algo];
-        let bytes = if spec.collective.has_data() { pt.bytes } else { 0 };
-        let Ok((_, topo)) = point_machine(s, spec, pt.ranks, bytes) else { return ListedLinks::default() };
-        let Some(fabric) = topo.fabric() else { return ListedLinks::default() };
-        let longest_name = fabric.longest_link_name() as u64;
-        let busiest = ListedLinks { listed: 0, name_bytes: 0, longest_name };
-        if pt.ranks > DETAIL_MAX_RANKS {
-            return busiest;
+        match self.algo() {
+            Ok(algo) => links_of(s, spec, algo, pt, Some(self.messages())),
+            Err(_) if crate::select::is_selector(&spec.name) => crate::select::candidate_specs(s, pt)
+                .iter()
+                .filter_map(|c| {
+                    let algo = crate::algos::build_for(c.collective, &c.name, Params::new(c.params.clone())).ok()?;
+                    Some(links_of(s, c, algo.as_ref(), pt, None))
+                })
+                .fold(ListedLinks::default(), ListedLinks::max),
+            Err(_) => ListedLinks::default(),
         }
-        let listed = fabric.link_count().min(MAX_LISTED_LINKS as u64);
-        let every = ListedLinks { listed, name_bytes: listed.saturating_mul(longest_name), longest_name };
-        let rerouted = s.noise.as_ref().is_some_and(|n| !n.faults.is_empty() || !n.random_faults.is_empty());
-        let Ok(algo) = self.algo() else { return every };
-        if rerouted || algo.switch_agents() {
-            return every;
-        }
-        let Ok(elems) = usize::try_from(self.elems()) else { return every };
-        let prob = Problem { ranks: pt.ranks, elems, elem_bytes: s.data.dtype.bytes() };
-        if algo.applicable(&prob, &Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte }).is_err() {
-            return ListedLinks::default();
-        }
-        let (sends, exact) = self.messages();
-        if !exact || sends > WALK_MAX_SENDS {
-            return every;
-        }
-        // At most 64 ranks: a table of pairs, not a set.
-        let p = pt.ranks;
-        let mut pairs = vec![false; p * p];
-        let run = algo.prepare(&prob, topo.as_ref());
-        for a in 0..p {
-            for op in run.rank_program(a as crate::sim::Rank, prob, topo.as_ref()).into_iter().flatten() {
-                if let crate::sim::op::Op::Send { to, .. } = op {
-                    let b = to as usize;
-                    if b < p && b != a {
-                        pairs[a * p + b] = true;
-                    }
-                }
-            }
-        }
-        let mut ids = Vec::new();
-        for (i, _) in pairs.iter().enumerate().filter(|(_, sent)| **sent) {
-            fabric.route(i / p, i % p, &mut ids);
-        }
-        ids.sort_unstable();
-        ids.dedup();
-        if ids.len() > MAX_LISTED_LINKS {
-            return busiest;
-        }
-        let name_bytes = ids.iter().map(|&id| crate::units::written_len(&fabric.link_name(id)) as u64).sum();
-        ListedLinks { listed: ids.len() as u64, name_bytes, longest_name }
     }
 
     /// Whether the point's timeline would certainly outgrow [`MAX_INTERVALS`]: the
@@ -332,8 +315,11 @@ impl<'s> Planned<'s> {
     pub fn data_bytes(&self, mode: DataMode) -> u64 {
         let has_data = self.s.algorithms[self.pt.algo].collective.has_data();
         // An algorithm that stages data in scratch buffers may move it to other offsets:
-        // its log is then replayed over whole vectors, which is what it is counted at.
-        let planes = if mode == DataMode::Full && has_data && self.log_pays() && self.scratch_sizes().is_empty() {
+        // its log is then replayed over whole vectors, which is what it is counted at,
+        // unless it keeps every index ([`Algorithm::scratch_keeps_indices`]: `ring_gloo`
+        // at 16 ranks and 64 MiB, counted at 4.38 GiB of whole vectors, held 35 MB).
+        let keeps = self.scratch_sizes().is_empty() || self.algo().is_ok_and(|a| a.scratch_keeps_indices());
+        let planes = if mode == DataMode::Full && has_data && self.log_pays() && keeps {
             self.tiled_bytes()
         } else {
             self.vector_bytes(mode)
@@ -703,6 +689,16 @@ impl<'s> Planned<'s> {
         if crate::select::is_selector(&s.algorithms[pt.algo].name) {
             return selector_estimate(s, pt, Some(mode));
         }
+        if !self.runs() {
+            return Estimate {
+                data_bytes: 0,
+                engine_bytes: 0,
+                timeline_bytes: 0,
+                messages: 0,
+                messages_exact: true,
+                events: 0,
+            };
+        }
         let p = pt.ranks as u64;
         let data_bytes = self.data_bytes(mode);
         let (messages, messages_exact) = self.messages();
@@ -918,6 +914,18 @@ pub struct ListedLinks {
     pub longest_name: u64,
 }
 
+impl ListedLinks {
+    /// Each figure the larger of the two: room for whichever of two algorithms a
+    /// selector picks.
+    pub fn max(self, other: Self) -> Self {
+        ListedLinks {
+            listed: self.listed.max(other.listed),
+            name_bytes: self.name_bytes.max(other.name_bytes),
+            longest_name: self.longest_name.max(other.longest_name),
+        }
+    }
+}
+
 /// What the report keeps of point `pt` of `s` until it is written in `form`, bytes: its
 /// fields, each rank's counters (at most [`DETAIL_MAX_RANKS`] ranks), each seed's time
 /// under `repeat:`, and under the flow model the links it lists, by `links`
@@ -954,6 +962,20 @@ pub fn report_bytes_of(s: &Scenario, plans: &[Planned], form: ReportForm) -> u64
     plans.iter().fold(report_scenario_bytes(s, form), |total, pl| {
         total.saturating_add(report_bytes(s, &pl.pt, form, Some(pl.links())))
     })
+}
+
+/// What a run holds at once of the algorithms it simulates only for its selectors: the
+/// results of a batch of them ([`crate::select::jobs_held_at_once`]), each counted as the
+/// largest selector point's row held in memory, listing every link of the machine (up to
+/// [`MAX_LISTED_LINKS`]): any of them may be `direct`.
+pub fn selector_runs_bytes(s: &Scenario, plans: &[Planned]) -> u64 {
+    let selectors: Vec<&Planned> =
+        plans.iter().filter(|pl| crate::select::is_selector(&s.algorithms[pl.pt.algo].name)).collect();
+    let Some(each) = selectors.iter().map(|pl| report_bytes(s, &pl.pt, ReportForm::Text, None)).max() else {
+        return 0;
+    };
+    let pts: Vec<Point> = plans.iter().map(|pl| pl.pt.clone()).collect();
+    each.saturating_mul(crate::select::jobs_held_at_once(s, &pts) as u64)
 }
 
 /// The scenario as the report holds it, for each byte of its JSON: the report's copy, and
@@ -1004,10 +1026,19 @@ pub fn check_point_count(
 /// address-space limit (`ulimit -v`) allows, and a point within it then died of a failed
 /// allocation midway (exit 134, 2^32 - 1 ranks: a per-rank table of 103 GB under an 8 GB
 /// limit). Linux refuses a reservation past its memory and swap unless overcommit is set
-/// to always; there the run is as before.
-pub fn check_reservable(s: &Scenario, plans: &[Planned], form: ReportForm, fewer: &str) -> Result<(), String> {
+/// to always; there the run is as before. Where the largest points that would run at
+/// once, a thread each, could not be reserved together but each alone can, they run one
+/// at a time: the memory limit to run with is returned, lowered to the largest point's
+/// estimate ([`crate::runner::RunOptions::memory_limit`]); else `memory_limit` as given.
+pub fn check_reservable(
+    s: &Scenario,
+    plans: &[Planned],
+    form: ReportForm,
+    fewer: &str,
+    memory_limit: Option<u64>,
+) -> Result<Option<u64>, String> {
     let Some((pl, est)) = plans.iter().map(|pl| (pl, pl.estimate())).max_by_key(|(_, est)| est.memory_bytes()) else {
-        return Ok(());
+        return Ok(memory_limit);
     };
     let need = est.memory_bytes();
     // Where each thread allocates from an arena of its own, each takes address space a
@@ -1022,9 +1053,24 @@ pub fn check_reservable(s: &Scenario, plans: &[Planned], form: ReportForm, fewer
         ARENA_BYTES.saturating_mul(rayon::current_num_threads() as u64 + 1).min(need)
     };
     let alone = need.saturating_add(arenas).saturating_add(RUN_SLACK_BYTES);
-    let results = report_bytes_of(s, plans, form);
-    if crate::process::reservable(alone.saturating_add(results)) {
-        return Ok(());
+    let results = report_bytes_of(s, plans, form).saturating_add(selector_runs_bytes(s, plans));
+    // The points run a thread each: the largest that may run at once together, with
+    // each thread's arena. Under a `ulimit -v` that held the largest alone, two points
+    // of `scenarios/tpu_mesh.yaml` running side by side ran out of memory.
+    let threads = rayon::current_num_threads().max(1);
+    let mut largest: Vec<u64> = plans.iter().map(|pl| pl.estimate().memory_bytes()).collect();
+    largest.sort_unstable_by(|a, b| b.cmp(a));
+    let at_once: u64 = largest.iter().take(threads).fold(0u64, |a, &b| a.saturating_add(b));
+    let arenas_at_once =
+        if crate::process::one_arena() { 0 } else { ARENA_BYTES.saturating_mul(threads as u64 + 1).min(at_once) };
+    let together = at_once.saturating_add(arenas_at_once).saturating_add(RUN_SLACK_BYTES);
+    if at_once == need || crate::process::reservable(together.saturating_add(results)) {
+        if crate::process::reservable(alone.saturating_add(results)) {
+            return Ok(memory_limit);
+        }
+    } else if crate::process::reservable(alone.saturating_add(results)) {
+        // Each fits alone: they run one at a time ([`crate::runner::RunOptions::memory_limit`]).
+        return Ok(Some(memory_limit.map_or(need, |l| l.min(need))));
     }
     if crate::process::reservable(alone) {
         return Err(format!(
@@ -1143,6 +1189,73 @@ pub fn schedule_messages(spec: &AlgoSpec, p: &Problem, topo: &dyn Topology) -> O
     Some(u64::try_from(count).unwrap_or(u64::MAX))
 }
 
+/// The links the flow model lists at point `pt` of `s` run by `algo`, built from `spec`
+/// (the point's own algorithm, or one its selector simulates), its messages counted
+/// where known: every link the point uses at points of at most [`DETAIL_MAX_RANKS`] ranks,
+/// the pairs its programs send between walked and their routes joined; else only the five
+/// busiest, at the machine's longest name. Where the routes are not known before the run
+/// (faults reroute, NVLS's switch agents send too) or the walk would be long (more than
+/// 2^20 sends), every link of the machine is counted, up to [`MAX_LISTED_LINKS`].
+pub fn links_of(
+    s: &Scenario,
+    spec: &AlgoSpec,
+    algo: &dyn Algorithm,
+    pt: &Point,
+    messages: Option<(u64, bool)>,
+) -> ListedLinks {
+    let bytes = if spec.collective.has_data() { pt.bytes } else { 0 };
+    let Ok((_, topo)) = point_machine(s, spec, pt.ranks, bytes) else { return ListedLinks::default() };
+    let Some(fabric) = topo.fabric() else { return ListedLinks::default() };
+    let longest_name = fabric.longest_link_name() as u64;
+    let busiest = ListedLinks { listed: 0, name_bytes: 0, longest_name };
+    if pt.ranks > DETAIL_MAX_RANKS {
+        return busiest;
+    }
+    let listed = fabric.link_count().min(MAX_LISTED_LINKS as u64);
+    let every = ListedLinks { listed, name_bytes: listed.saturating_mul(longest_name), longest_name };
+    let rerouted = s.noise.as_ref().is_some_and(|n| !n.faults.is_empty() || !n.random_faults.is_empty());
+    if rerouted || algo.switch_agents() {
+        return every;
+    }
+    let Ok(elems) = usize::try_from(bytes / (s.data.dtype.bytes() as u64).max(1)) else { return every };
+    let prob = Problem { ranks: pt.ranks, elems, elem_bytes: s.data.dtype.bytes() };
+    if algo.applicable(&prob, &Machine { topo: topo.as_ref(), cost_per_byte: s.cost_per_byte }).is_err() {
+        return ListedLinks::default();
+    }
+    let (sends, exact) = messages.unwrap_or_else(|| match algo.messages(&prob, topo.as_ref()) {
+        Some(m) => (m, true),
+        None => crate::algos::walk_messages_past(algo, &prob, topo.as_ref(), WALK_MAX_SENDS),
+    });
+    if !exact || sends > WALK_MAX_SENDS {
+        return every;
+    }
+    // At most 64 ranks: a table of pairs, not a set.
+    let p = pt.ranks;
+    let mut pairs = vec![false; p * p];
+    let run = algo.prepare(&prob, topo.as_ref());
+    for a in 0..p {
+        for op in run.rank_program(a as crate::sim::Rank, prob, topo.as_ref()).into_iter().flatten() {
+            if let crate::sim::op::Op::Send { to, .. } = op {
+                let b = to as usize;
+                if b < p && b != a {
+                    pairs[a * p + b] = true;
+                }
+            }
+        }
+    }
+    let mut ids = Vec::new();
+    for (i, _) in pairs.iter().enumerate().filter(|(_, sent)| **sent) {
+        fabric.route(i / p, i % p, &mut ids);
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.len() > MAX_LISTED_LINKS {
+        return busiest;
+    }
+    let name_bytes = ids.iter().map(|&id| crate::units::written_len(&fabric.link_name(id)) as u64).sum();
+    ListedLinks { listed: ids.len() as u64, name_bytes, longest_name }
+}
+
 /// The protocol entry `spec`'s point of `ranks` ranks and `bytes` bytes runs with (its
 /// `protocol:`, resolved for `auto` by NCCL's model; Simple without one), and the machine
 /// as that protocol sees it, as the runner runs the point: NCCL's algorithms read their
@@ -1175,7 +1288,7 @@ pub fn timeline_overflows(s: &Scenario, pt: &Point) -> bool {
 /// Refuse the first point of `plans` whose data plane would need more than
 /// `data.memory_budget`, with the figure and what to change.
 pub fn check_budget(plans: &[Planned]) -> Result<(), String> {
-    for pl in plans {
+    for pl in plans.iter().filter(|pl| pl.runs()) {
         let mode = pl.data_mode();
         let need = pl.data_bytes(mode);
         let s = pl.s;

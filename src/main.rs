@@ -783,7 +783,7 @@ fn cmd_tune(args: TuneArgs) -> Result<ExitCode, BadInput> {
     let (form, fewer) = (estimate::ReportForm::Text, "--ranks or --sizes");
     let (plans, memory_limit) =
         estimate::checked_plan(&s, None, None, "--max-memory", form, fewer).map_err(BadInput)?;
-    estimate::check_reservable(&s, &plans, form, fewer).map_err(BadInput)?;
+    let memory_limit = estimate::check_reservable(&s, &plans, form, fewer, memory_limit).map_err(BadInput)?;
     let report = runner::run_planned(&s, plans, &runner::RunOptions { shard: None, progress: !quiet, memory_limit });
     let tuned = select::tune::summarise(&report);
     let emit = match emit {
@@ -908,6 +908,8 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
     // took a minute here with nothing said.
     let points = s.point_count(shard);
     if !quiet && points >= PLANNING_SAID {
+        // A sweep refused for its count is refused before it is said to be planned.
+        estimate::check_point_count(&s, shard, format.form(), RUN_FEWER).map_err(BadInput)?;
         allreduce_sim::diag!("planning {points} points: each is built and its memory estimated before any runs");
     }
     let (plans, memory_limit) =
@@ -926,7 +928,8 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         None => None,
     };
     let recorded = picked.as_ref().unwrap_or(&s);
-    estimate::check_reservable(&s, &plans, format.form(), RUN_FEWER).map_err(BadInput)?;
+    let memory_limit =
+        estimate::check_reservable(&s, &plans, format.form(), RUN_FEWER, memory_limit).map_err(BadInput)?;
     // Ctrl-C: stop between points and write what finished; once the points are done,
     // stop between the files written after the report. A second Ctrl-C ends the process
     // at once (every file is whole or untouched: each is renamed into place).

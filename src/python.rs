@@ -152,7 +152,7 @@ fn run_json(
     let fewer = "ranks=, sizes=, algorithms=, or shard= and merge()";
     let (plans, limit) =
         crate::estimate::checked_plan(&s, shard, max_memory, "max_memory", form, fewer).map_err(bad_input)?;
-    crate::estimate::check_reservable(&s, &plans, form, fewer).map_err(bad_input)?;
+    let limit = crate::estimate::check_reservable(&s, &plans, form, fewer, limit).map_err(bad_input)?;
     let opts = runner::RunOptions { shard, progress, memory_limit: limit };
     let report = detached(py, || runner::run_planned(&s, plans, &opts))?;
     Ok(Json.render(&report))

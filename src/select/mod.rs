@@ -321,6 +321,9 @@ fn plan(
     let mut wishes: Vec<BTreeMap<usize, Result<Option<Wanted>, String>>> = Vec::new();
     let mut jobs: Vec<Job> = Vec::new();
     for (g, ((c, ranks, bytes), idx)) in groups.iter().enumerate() {
+        // Jobs are pushed group by group: this group's are the ones from here on (a
+        // search of every job was quadratic in a sweep's selector points).
+        let first = jobs.len();
         let listed: Vec<String> = idx.iter().filter(|&&i| present(i)).filter_map(|&i| listed(i)).collect();
         let mut want: BTreeMap<usize, Result<Option<Wanted>, String>> = BTreeMap::new();
         let mut specs = candidate_defaults(*c);
@@ -344,7 +347,7 @@ fn plan(
         let own_labels: Vec<String> = own.iter().map(|a| row_label(*c, a)).collect();
         for spec in own.into_iter().chain(specs) {
             let label = row_label(*c, &spec);
-            if !listed.contains(&label) && !jobs.iter().any(|j| j.group == g && j.label == label) {
+            if !listed.contains(&label) && !jobs[first..].iter().any(|j| j.label == label) {
                 let listed = own_labels.contains(&label);
                 jobs.push(Job { group: g, spec, label, listed });
             }
@@ -450,24 +453,69 @@ pub fn fill_with(
         }
         r
     };
-    let ran: Vec<PointResult> =
-        if opts.serial { jobs.iter().map(run).collect() } else { jobs.par_iter().map(run).collect() };
-
-    for (g, ((c, _, _), idx)) in selector_groups.iter().enumerate() {
-        let mine: Vec<(&Job, &PointResult)> = jobs.iter().zip(&ran).filter(|(j, _)| j.group == g).collect();
-        let pool = Pool::of(*c, idx.iter().filter_map(|&i| results[i].as_ref()), &mine);
-        let mut filled: Vec<(usize, PointResult)> = Vec::new();
-        for &i in idx {
-            let spec = &s.algorithms[pts[i].algo];
-            if let (true, Some(placeholder)) = (is_selector(&spec.name), &results[i]) {
-                filled.push((i, pool.row(*c, spec, wishes[g].get(&i), placeholder)));
+    // A batch of whole points at a time, its results dropped once their rows are filled:
+    // every candidate's result of a whole sweep was held at once (under the flow model
+    // each lists its links: about 1 MB a point of `nccl_model` at 64 ranks, 300 MB for a
+    // 300-point sweep whose reservation counted its rows).
+    let (mut at, mut g0) = (0, 0);
+    while g0 < selector_groups.len() {
+        let (mut end, mut g1) = (at, g0);
+        while g1 < selector_groups.len() && (g1 == g0 || end - at < batch_jobs()) {
+            while end < jobs.len() && jobs[end].group == g1 {
+                end += 1;
+            }
+            g1 += 1;
+        }
+        let batch = &jobs[at..end];
+        let ran: Vec<PointResult> =
+            if opts.serial { batch.iter().map(run).collect() } else { batch.par_iter().map(run).collect() };
+        let mut mine = batch.iter().zip(&ran).peekable();
+        for (g, ((c, _, _), idx)) in selector_groups.iter().enumerate().take(g1).skip(g0) {
+            let mut group: Vec<(&Job, &PointResult)> = Vec::new();
+            while let Some(job) = mine.next_if(|(j, _)| j.group == g) {
+                group.push(job);
+            }
+            let pool = Pool::of(*c, idx.iter().filter_map(|&i| results[i].as_ref()), &group);
+            let mut filled: Vec<(usize, PointResult)> = Vec::new();
+            for &i in idx {
+                let spec = &s.algorithms[pts[i].algo];
+                if let (true, Some(placeholder)) = (is_selector(&spec.name), &results[i]) {
+                    filled.push((i, pool.row(*c, spec, wishes[g].get(&i), placeholder)));
+                }
+            }
+            for (i, row) in filled {
+                results[i] = Some(row);
             }
         }
-        for (i, row) in filled {
-            results[i] = Some(row);
-        }
+        (at, g0) = (end, g1);
     }
     rank_some(results);
+}
+
+/// How many of the selectors' algorithms [`fill_with`] runs before it fills their rows
+/// and drops their results (whole points at a time, so one point's may be more): eight
+/// a thread, enough that a slow one does not leave the others idle for long.
+pub fn batch_jobs() -> usize {
+    8 * rayon::current_num_threads().max(1)
+}
+
+/// The most of the selectors' algorithms [`fill_with`] holds the results of at once
+/// for the selector points of `pts`: a batch ([`batch_jobs`]) and the largest point's,
+/// what the run reserves room for beside the rows.
+pub fn jobs_held_at_once(s: &Scenario, pts: &[Point]) -> usize {
+    let listed = |i: usize| {
+        let spec = &s.algorithms[pts[i].algo];
+        (!is_selector(&spec.name)).then(|| row_label(spec.collective, spec))
+    };
+    let jobs = plan(s, pts, |_| true, listed).jobs;
+    let mut largest = 0;
+    let mut at = 0;
+    while at < jobs.len() {
+        let end = at + jobs[at..].iter().take_while(|j| j.group == jobs[at].group).count();
+        largest = largest.max(end - at);
+        at = end;
+    }
+    jobs.len().min(batch_jobs() + largest)
 }
 
 /// Everything simulated at one selector point: the listed rows, then the selectors' own

@@ -62,6 +62,12 @@ pub enum Sharing {
 /// flow's share is `1 / weight`, its weight otherwise its route latency in seconds).
 pub const ZERO_LATENCY_WEIGHT: f64 = 1.0;
 
+/// Under [`Sharing::Weighted`], the least weight a route of positive latency has: a
+/// latency below it (1e-290 s) weighs as much. Its share `1 / latency` is then at most
+/// 1e290, and a link's sum of shares stays finite for up to 10^18 flows; a latency of
+/// 1e-310 s gave an infinite share, every rate NaN and every time 0.
+pub const MIN_WEIGHT: f64 = 1e-290;
+
 /// One directed link the run has used, for the per-link report.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinkStat {
@@ -505,11 +511,7 @@ impl<'a> FlowNet<'a> {
         if self.flows.len() <= id as usize {
             self.flows.resize(id as usize + 1, FlowState::default());
         }
-        let share = match self.sharing {
-            Sharing::MaxMin => 1.0,
-            Sharing::Weighted if link.alpha > 0.0 => 1.0 / link.alpha,
-            Sharing::Weighted => 1.0 / ZERO_LATENCY_WEIGHT,
-        };
+        let share = self.share_of(link);
         let f = &mut self.flows[id as usize];
         let generation = f.generation.wrapping_add(1);
         // Under faults a slot's legs keep counting, so that a start-of-data event of the
@@ -982,7 +984,7 @@ impl FlowNet<'_> {
     fn share_of(&self, link: Link) -> f64 {
         match self.sharing {
             Sharing::MaxMin => 1.0,
-            Sharing::Weighted if link.alpha > 0.0 => 1.0 / link.alpha,
+            Sharing::Weighted if link.alpha > 0.0 => 1.0 / link.alpha.max(MIN_WEIGHT),
             Sharing::Weighted => 1.0 / ZERO_LATENCY_WEIGHT,
         }
     }
