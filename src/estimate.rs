@@ -62,6 +62,11 @@ use crate::topology::spec::TopologySpec;
 use crate::topology::{MAX_CACHED_HOPS, MAX_CACHED_ROUTES, Topology};
 use crate::units::fmt_bytes;
 
+/// What a point that cannot run holds ([`Planned::runs`]): its machine, built to ask
+/// (the machines' tables are a node's, not a rank's), and its row with the reason (1.5 KB
+/// for `bcube` n/a on a torus of 192 ranks).
+pub const NOT_RUN_BYTES: u64 = 64 << 10;
+
 /// Engine state per rank, bytes: its program, port and message queues, counters.
 pub const ENGINE_BYTES_PER_RANK: u64 = 1024;
 /// Engine state per message in flight, bytes, where many are (an exchange's P (P - 1)):
@@ -689,17 +694,17 @@ impl<'s> Planned<'s> {
         if crate::select::is_selector(&s.algorithms[pt.algo].name) {
             return selector_estimate(s, pt, Some(mode));
         }
+        let p = pt.ranks as u64;
         if !self.runs() {
             return Estimate {
                 data_bytes: 0,
-                engine_bytes: 0,
+                engine_bytes: NOT_RUN_BYTES,
                 timeline_bytes: 0,
                 messages: 0,
                 messages_exact: true,
                 events: 0,
             };
         }
-        let p = pt.ranks as u64;
         let data_bytes = self.data_bytes(mode);
         let (messages, messages_exact) = self.messages();
         // The engine's state, then (once it is gone) the closed form's check, on the

@@ -75,32 +75,36 @@ impl Drop for TempFile {
 const QUICK: &str = "ranks: 16\ntopology: { link: { alpha: 1us, bandwidth: 100Gbps } }\n\
 algorithms: [ring, chain]\nsizes: [4KiB]\n";
 
+/// A 4 x 4 torus of 2 NICs, where `mesh_2d` runs: it stages data in scratch at other
+/// indices, so its full data moves whole vectors (ring's, or `ring_gloo`'s, whose scratch
+/// keeps every index, would be replayed tile by tile, in little memory).
+const TORUS: &str = "ranks: 16\ntopology: { kind: torus2d, nics: 2, link: { alpha: 1us, bandwidth: 100Gbps } }\n\
+algorithms: [mesh_2d, ring]\nsizes: [4KiB]\n";
+
 #[test]
 fn a_point_too_large_for_memory_is_refused_with_the_figure_and_what_to_change() {
-    let f = TempFile::new(format!("{QUICK}data: {{ mode: full, memory_budget: 1TiB }}\n").as_bytes());
+    let f = TempFile::new(format!("{TORUS}data: {{ mode: full, memory_budget: 1TiB }}\n").as_bytes());
     cmd()
-        // ring_gloo stages data in scratch: its full data moves whole vectors (ring's
-        // would be replayed tile by tile, in little memory).
-        .args(["run", "--sizes", "1GiB", "--max-memory", "1GiB", "--algorithms", "ring_gloo"])
+        .args(["run", "--sizes", "1GiB", "--max-memory", "1GiB", "--algorithms", "mesh_2d"])
         .arg(&f.0)
         .timeout(Duration::from_secs(20))
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("ring_gloo at P = 16, S = 1 GiB would need about"))
+        .stderr(predicate::str::contains("mesh_2d at P = 16, S = 1 GiB would need about"))
         .stderr(predicate::str::contains("data.mode: sample needs about"))
         .stderr(predicate::str::contains("--max-memory"));
 }
 
 #[test]
 fn the_data_budget_refuses_full_and_auto_samples() {
-    let f = TempFile::new(format!("{QUICK}data: {{ mode: full, memory_budget: 1MiB }}\n").as_bytes());
+    let f = TempFile::new(format!("{TORUS}data: {{ mode: full, memory_budget: 1MiB }}\n").as_bytes());
     cmd()
-        .args(["run", "--sizes", "1MiB", "--algorithms", "ring_gloo"])
+        .args(["run", "--sizes", "1MiB", "--algorithms", "mesh_2d"])
         .arg(&f.0)
         .timeout(Duration::from_secs(20))
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("ring_gloo at P = 16, S = 1 MiB: the data plane would need about"))
+        .stderr(predicate::str::contains("mesh_2d at P = 16, S = 1 MiB: the data plane would need about"))
         .stderr(predicate::str::contains("more than data.memory_budget 1 MiB"));
     let f = TempFile::new(format!("{QUICK}data: {{ memory_budget: 4MiB }}\n").as_bytes());
     cmd()
