@@ -76,8 +76,8 @@ const QUICK: &str = "ranks: 16\ntopology: { link: { alpha: 1us, bandwidth: 100Gb
 algorithms: [ring, chain]\nsizes: [4KiB]\n";
 
 /// A 4 x 4 torus of 2 NICs, where `mesh_2d` runs: it stages data in scratch at other
-/// indices, so its full data moves whole vectors (ring's, or `ring_gloo`'s, whose scratch
-/// keeps every index, would be replayed tile by tile, in little memory).
+/// indices, so its full data moves whole vectors (ring's would be replayed tile by tile,
+/// in little memory).
 const TORUS: &str = "ranks: 16\ntopology: { kind: torus2d, nics: 2, link: { alpha: 1us, bandwidth: 100Gbps } }\n\
 algorithms: [mesh_2d, ring]\nsizes: [4KiB]\n";
 

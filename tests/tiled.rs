@@ -53,7 +53,7 @@ fn logged_runs_are_the_direct_runs() {
                         let (stats, log) =
                             simulate_logged(algo.as_ref(), topo, p, 1e-10, Network::IDEAL, &mut NoObserver).unwrap();
                         // Where the estimate counts a tile, the replay takes tiles.
-                        if algo.scratch(&p).is_empty() || algo.scratch_keeps_indices() {
+                        if algo.scratch(&p).is_empty() {
                             assert!(log.index_preserving(), "{what}: estimated by the tile, replayed whole");
                         }
                         // Only the copies of values in flight differ: a log keeps none.

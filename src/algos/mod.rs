@@ -113,15 +113,6 @@ pub trait Algorithm: Send + Sync + std::fmt::Debug {
     fn scratch(&self, _p: &Problem) -> Vec<usize> {
         Vec::new()
     }
-    /// Whether every element the algorithm stages in a scratch buffer sits at its own
-    /// index there, as in the vector, so that a full data run's log replays a few indices
-    /// at a time ([`crate::sim::data::OpLog::index_preserving`]) and its memory is a tile's,
-    /// not whole vectors'. An algorithm without scratch keeps every index; one that
-    /// stages data at other offsets (`mesh_2d`'s column buffers) is replayed, and
-    /// estimated, over whole vectors. `tests/tiled.rs` checks every claim on its logs.
-    fn scratch_keeps_indices(&self) -> bool {
-        false
-    }
     /// Every rank's program of one run on `p` and `topo`, with what the ranks' programs
     /// share built once: the per-run setup step. The runner calls it once per point and
     /// hands the result to the engine (and to the reruns of `repeat:`), so that a plan

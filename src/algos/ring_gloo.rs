@@ -93,10 +93,6 @@ impl Algorithm for RingGloo {
         if p.ranks > 2 { vec![p.elems, p.elems] } else { vec![p.elems] }
     }
 
-    fn scratch_keeps_indices(&self) -> bool {
-        true
-    }
-
     fn closed_form(&self, p: &Problem, m: &Machine) -> Option<(f64, f64)> {
         let plan = RingGlooPlan { np: p.ranks, n: p.elems };
         Some((stepped::formula_or_steps(&plan, p, m, |h| ring_gloo(p, h))?, EXACT))
