@@ -962,9 +962,13 @@ fn cmd_run(args: RunArgs) -> Result<ExitCode, BadInput> {
         Some(out) => run_traced(recorded, out)?,
         None => runner::run_planned(&s, plans, &runner::RunOptions { shard, progress: !quiet, memory_limit }),
     };
+    // Whether the points were stopped, read before the report is written: a Ctrl-C that
+    // came while it was written (after every point finished) stops the plots, not the
+    // points, and the report holds every point.
+    let points_stopped = runner::STOP.load(std::sync::atomic::Ordering::Relaxed);
     WRITING.store(true, std::sync::atomic::Ordering::Relaxed);
     emit(&report, format, output.as_ref())?;
-    if runner::STOP.load(std::sync::atomic::Ordering::Relaxed) {
+    if points_stopped {
         let all = s.point_count(shard);
         allreduce_sim::diag!(
             "interrupted: the report holds the {} of {all} point(s) that finished",
