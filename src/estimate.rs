@@ -1052,30 +1052,25 @@ pub fn check_reservable(
     // 430 MB of address space died under a limit of 300 MB that its estimate of 271 MiB
     // passed). A small point fits in the heaps its threads already reserved, so the
     // margin is at most the point's own size. The main thread's heap counts as one more.
-    let arenas = if crate::process::one_arena() {
-        0
-    } else {
-        ARENA_BYTES.saturating_mul(rayon::current_num_threads() as u64 + 1).min(need)
-    };
-    let alone = need.saturating_add(arenas).saturating_add(RUN_SLACK_BYTES);
-    let results = report_bytes_of(s, plans, form).saturating_add(selector_runs_bytes(s, plans));
-    // The points run a thread each: the largest that may run at once together, with
-    // each thread's arena. Under a `ulimit -v` that held the largest alone, two points
-    // of `scenarios/tpu_mesh.yaml` running side by side ran out of memory.
     let threads = rayon::current_num_threads().max(1);
-    let mut largest: Vec<u64> = plans.iter().map(|pl| pl.estimate().memory_bytes()).collect();
-    largest.sort_unstable_by(|a, b| b.cmp(a));
-    let at_once: u64 = largest.iter().take(threads).fold(0u64, |a, &b| a.saturating_add(b));
-    let arenas_at_once =
-        if crate::process::one_arena() { 0 } else { ARENA_BYTES.saturating_mul(threads as u64 + 1).min(at_once) };
-    let together = at_once.saturating_add(arenas_at_once).saturating_add(RUN_SLACK_BYTES);
-    if at_once == need || crate::process::reservable(together.saturating_add(results)) {
-        if crate::process::reservable(alone.saturating_add(results)) {
-            return Ok(memory_limit);
-        }
-    } else if crate::process::reservable(alone.saturating_add(results)) {
-        // Each fits alone: they run one at a time ([`crate::runner::RunOptions::memory_limit`]).
-        return Ok(Some(memory_limit.map_or(need, |l| l.min(need))));
+    let with_arenas = |bytes: u64| {
+        let arenas =
+            if crate::process::one_arena() { 0 } else { ARENA_BYTES.saturating_mul(threads as u64 + 1).min(bytes) };
+        bytes.saturating_add(arenas).saturating_add(RUN_SLACK_BYTES)
+    };
+    let alone = with_arenas(need);
+    let results = report_bytes_of(s, plans, form).saturating_add(selector_runs_bytes(s, plans));
+    if crate::process::reservable(alone.saturating_add(results)) {
+        // The points run a thread each: the largest that may run at once together, with
+        // each thread's arena. Under a `ulimit -v` that held the largest alone, two points
+        // of `scenarios/tpu_mesh.yaml` running side by side ran out of memory. Where they
+        // cannot be reserved together, they run one at a time
+        // ([`crate::runner::RunOptions::memory_limit`]).
+        let mut largest: Vec<u64> = plans.iter().map(|pl| pl.estimate().memory_bytes()).collect();
+        largest.sort_unstable_by(|a, b| b.cmp(a));
+        let at_once: u64 = largest.iter().take(threads).fold(0u64, |a, &b| a.saturating_add(b));
+        let together = at_once == need || crate::process::reservable(with_arenas(at_once).saturating_add(results));
+        return Ok(if together { memory_limit } else { Some(memory_limit.map_or(need, |l| l.min(need))) });
     }
     if crate::process::reservable(alone) {
         return Err(format!(

@@ -375,11 +375,16 @@ fn candidate_defaults(c: Collective) -> Vec<AlgoSpec> {
 /// How many algorithms [`fill`] will simulate for the selectors of `pts` (all of them
 /// run), beyond the points themselves: what the progress counts.
 pub fn planned_runs(s: &Scenario, pts: &[Point]) -> usize {
+    every_job(s, pts).len()
+}
+
+/// The jobs [`fill`] runs for the selectors of `pts` where every point ran.
+fn every_job(s: &Scenario, pts: &[Point]) -> Vec<Job> {
     let listed = |i: usize| {
         let spec = &s.algorithms[pts[i].algo];
         (!is_selector(&spec.name)).then(|| row_label(spec.collective, spec))
     };
-    plan(s, pts, |_| true, listed).jobs.len()
+    plan(s, pts, |_| true, listed).jobs
 }
 
 /// The algorithms each selector point of `s` may simulate (each with default
@@ -503,11 +508,7 @@ pub fn batch_jobs() -> usize {
 /// for the selector points of `pts`: a batch ([`batch_jobs`]) and the largest point's,
 /// what the run reserves room for beside the rows.
 pub fn jobs_held_at_once(s: &Scenario, pts: &[Point]) -> usize {
-    let listed = |i: usize| {
-        let spec = &s.algorithms[pts[i].algo];
-        (!is_selector(&spec.name)).then(|| row_label(spec.collective, spec))
-    };
-    let jobs = plan(s, pts, |_| true, listed).jobs;
+    let jobs = every_job(s, pts);
     let mut largest = 0;
     let mut at = 0;
     while at < jobs.len() {
